@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a new program
+ * (its mappings changed) and when its last thread exits (its mappings and
+ * cached state can be dropped).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "records.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 18);
+} proc_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} proc_drops SEC(".maps");
+
+static __always_inline int send_event(__u32 kind, __u32 tgid)
+{
+	struct ember_proc_event ev = {};
+	__u32 zero = 0;
+	__u64 *n;
+
+	ev.kind = kind;
+	ev.tgid = tgid;
+	ev.time_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), 0)) {
+		n = bpf_map_lookup_elem(&proc_drops, &zero);
+		if (n)
+			*n += 1;
+	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int ember_exec(void *ctx)
+{
+	return send_event(EMBER_EV_EXEC, bpf_get_current_pid_tgid() >> 32);
+}
+
+SEC("raw_tp/sched_process_exit")
+int ember_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	/* Only the thread group leader's exit ends the process's mappings. */
+	if ((__u32)id != (__u32)(id >> 32))
+		return 0;
+	return send_event(EMBER_EV_EXIT, id >> 32);
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * CPU sampler: runs on a cpu-clock perf event on every CPU and sends one
+ * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
+ * user space through a BPF ring buffer.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "records.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the collector before load. */
+const volatile bool filter_pids = false;
+const volatile bool include_idle = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} samples SEC(".maps");
+
+/* Processes to sample when filter_pids is set (tgid -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+/* A sample is built here first: it is too large for the BPF stack. */
+struct sample_scratch {
+	struct ember_sample_event hdr;
+	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count_drop(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
+
+	if (n)
+		*n += 1;
+}
+
+SEC("perf_event")
+int ember_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct sample_scratch *s;
+	__u32 zero = 0;
+	long kbytes, ubytes;
+	__u64 klen, ulen;
+
+	if (tgid == 0 && !include_idle)
+		return 0;
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s) {
+		count_drop(EMBER_DROP_NO_SCRATCH);
+		return 0;
+	}
+	s->hdr.kind = EMBER_EV_SAMPLE;
+	s->hdr.tgid = tgid;
+	s->hdr.tid = tid;
+	s->hdr.cpu = bpf_get_smp_processor_id();
+	s->hdr.time_ns = bpf_ktime_get_ns();
+	s->hdr.stack_flags = 0;
+	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
+
+	kbytes = bpf_get_stack(ctx, s->frames, EMBER_MAX_KSTACK * 8, 0);
+	if (kbytes < 0) {
+		s->hdr.stack_flags |= EMBER_STACK_KERNEL_ERR;
+		kbytes = 0;
+	}
+	klen = (__u64)kbytes / 8;
+	if (klen >= EMBER_MAX_KSTACK) {
+		klen = EMBER_MAX_KSTACK;
+		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
+	}
+
+	ubytes = bpf_get_stack(ctx, &s->frames[klen], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
+	if (ubytes < 0) {
+		s->hdr.stack_flags |= EMBER_STACK_USER_ERR;
+		ubytes = 0;
+	}
+	ulen = (__u64)ubytes / 8;
+	if (ulen >= EMBER_MAX_USTACK) {
+		ulen = EMBER_MAX_USTACK;
+		s->hdr.stack_flags |= EMBER_STACK_USER_TRUNC;
+	}
+	s->hdr.kstack_len = klen;
+	s->hdr.ustack_len = ulen;
+
+	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8, 0))
+		count_drop(EMBER_DROP_RINGBUF_FULL);
+	return 0;
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bpf_loader.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "proc.skel.h"
+#include "sampler.skel.h"
+#include "shared/err.h"
+#include "shared/log.h"
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	if (level == LIBBPF_DEBUG && ember_log_get_level() < EMBER_LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	ember_log(level == LIBBPF_WARN ? EMBER_LOG_WARN : EMBER_LOG_DEBUG, "%s", line);
+	return 0;
+}
+
+/* Reads /sys/devices/system/cpu/online ("0-3,5,7-8") into a per-CPU flag array. */
+static int read_online_cpus(bool *online, int ncpus)
+{
+	char buf[1024], *p = buf;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	size_t n;
+
+	memset(online, 0, (size_t)ncpus * sizeof(*online));
+	if (!f)
+		return neg_errno();
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (*p && *p != '\n') {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p || lo < 0)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo)
+				return -EINVAL;
+			p = end;
+		}
+		for (long c = lo; c <= hi && c < ncpus; c++)
+			online[c] = true;
+		if (*p == ',')
+			p++;
+		else if (*p && *p != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int open_cpu_clock(int cpu, unsigned int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = hz,
+	};
+	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? neg_errno() : fd;
+}
+
+static void close_cpu(struct ember_bpf *b, int cpu)
+{
+	if (b->links[cpu]) {
+		bpf_link__destroy(b->links[cpu]);
+		b->links[cpu] = NULL;
+	}
+	if (b->perf_fds[cpu] >= 0) {
+		close(b->perf_fds[cpu]);
+		b->perf_fds[cpu] = -1;
+		b->attached_cpus--;
+	}
+}
+
+static int attach_cpu(struct ember_bpf *b, int cpu)
+{
+	int fd = open_cpu_clock(cpu, b->sample_hz);
+
+	if (fd < 0)
+		return fd;
+	b->links[cpu] = bpf_program__attach_perf_event(b->sampler->progs.ember_sample, fd);
+	if (!b->links[cpu]) {
+		int err = neg_errno();
+
+		close(fd);
+		return err;
+	}
+	b->perf_fds[cpu] = fd;
+	b->attached_cpus++;
+	return 0;
+}
+
+int ember_bpf_refresh_cpus(struct ember_bpf *b)
+{
+	bool *online = calloc((size_t)b->ncpus, sizeof(*online));
+	int err;
+
+	if (!online)
+		return -ENOMEM;
+	err = read_online_cpus(online, b->ncpus);
+	if (err) {
+		free(online);
+		return err;
+	}
+	for (int cpu = 0; cpu < b->ncpus && b->enabled; cpu++) {
+		/* An event on a CPU that went offline does not come back by itself:
+		 * close it now and open a fresh one when the CPU returns. */
+		if (!online[cpu]) {
+			close_cpu(b, cpu);
+			continue;
+		}
+		if (b->perf_fds[cpu] >= 0)
+			continue;
+		err = attach_cpu(b, cpu);
+		if (err && err != -ENODEV)
+			log_warn("cannot sample CPU %d: %s", cpu, strerror(-err));
+	}
+	free(online);
+	return b->attached_cpus > 0 ? 0 : -ENODEV;
+}
+
+static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
+{
+	int err;
+
+	b->sampler = sampler_bpf__open();
+	if (!b->sampler)
+		return neg_errno();
+	b->sampler->rodata->filter_pids = o->npids > 0;
+	err = sampler_bpf__load(b->sampler);
+	if (err)
+		return err;
+	for (size_t i = 0; i < o->npids; i++) {
+		__u32 pid = (__u32)o->pids[i];
+		__u8 one = 1;
+
+		err = bpf_map__update_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), &one,
+					   sizeof(one), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int load_proc(struct ember_bpf *b)
+{
+	int err;
+
+	b->proc = proc_bpf__open_and_load();
+	if (!b->proc)
+		return neg_errno();
+	err = proc_bpf__attach(b->proc);
+	return err;
+}
+
+int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
+{
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	libbpf_set_print(libbpf_log);
+	b->sample_hz = o->sample_hz;
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus <= 0)
+		return b->ncpus ? b->ncpus : -ENODEV;
+	b->perf_fds = malloc((size_t)b->ncpus * sizeof(*b->perf_fds));
+	b->links = calloc((size_t)b->ncpus, sizeof(*b->links));
+	if (!b->perf_fds || !b->links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < b->ncpus; i++)
+		b->perf_fds[i] = -1;
+
+	err = load_sampler(b, o);
+	if (err) {
+		log_error("cannot load the sampler eBPF program: %s; run `ember check` to see "
+			  "what the kernel or your privileges lack",
+			  strerror(-err));
+		goto fail;
+	}
+	err = load_proc(b);
+	if (err) {
+		log_error("cannot load the process-event eBPF program: %s; run `ember check`",
+			  strerror(-err));
+		goto fail;
+	}
+	b->rings = ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample,
+				    o->cb_ctx, NULL);
+	if (!b->rings) {
+		err = neg_errno();
+		goto fail;
+	}
+	err = ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
+			       o->cb_ctx);
+	if (err)
+		goto fail;
+
+	b->enabled = true;
+	err = ember_bpf_refresh_cpus(b);
+	if (err) {
+		log_error("cannot open a cpu-clock perf event on any CPU; check "
+			  "/proc/sys/kernel/perf_event_paranoid and CAP_PERFMON (`ember check`)");
+		goto fail;
+	}
+	log_debug("sampling %d CPUs at %u Hz", b->attached_cpus, b->sample_hz);
+	return 0;
+fail:
+	ember_bpf_destroy(b);
+	return err;
+}
+
+void ember_bpf_stop_sampling(struct ember_bpf *b)
+{
+	for (int cpu = 0; cpu < b->ncpus; cpu++)
+		close_cpu(b, cpu);
+	b->enabled = false;
+}
+
+void ember_bpf_destroy(struct ember_bpf *b)
+{
+	if (b->perf_fds)
+		ember_bpf_stop_sampling(b);
+	ring_buffer__free(b->rings);
+	proc_bpf__destroy(b->proc);
+	sampler_bpf__destroy(b->sampler);
+	free(b->perf_fds);
+	free(b->links);
+	memset(b, 0, sizeof(*b));
+}
+
+int ember_bpf_ring_fd(const struct ember_bpf *b)
+{
+	return ring_buffer__epoll_fd(b->rings);
+}
+
+int ember_bpf_drain(struct ember_bpf *b)
+{
+	return ring_buffer__consume(b->rings);
+}
+
+static int sum_percpu(int map_fd, __u32 key, int ncpus, uint64_t *out)
+{
+	uint64_t *vals = calloc((size_t)ncpus, sizeof(*vals));
+	int err;
+
+	if (!vals)
+		return -ENOMEM;
+	err = bpf_map_lookup_elem(map_fd, &key, vals);
+	if (err) {
+		free(vals);
+		return neg_errno();
+	}
+	*out = 0;
+	for (int i = 0; i < ncpus; i++)
+		*out += vals[i];
+	free(vals);
+	return 0;
+}
+
+int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX])
+{
+	int fd = bpf_map__fd(b->sampler->maps.drops), err;
+
+	for (__u32 i = 0; i < EMBER_DROP_MAX; i++) {
+		if (i == EMBER_DROP_PROC_RINGBUF_FULL)
+			err = sum_percpu(bpf_map__fd(b->proc->maps.proc_drops), 0, b->ncpus, &out[i]);
+		else
+			err = sum_percpu(fd, i, b->ncpus, &out[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Loads the eBPF programs (libbpf skeletons), attaches the sampler to a
+ * cpu-clock perf event on every online CPU and the process tracepoints, and
+ * exposes their ring buffers and drop counters.
+ */
+#ifndef EMBER_COLLECTOR_BPF_LOADER_H
+#define EMBER_COLLECTOR_BPF_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/records.h"
+
+struct sampler_bpf;
+struct proc_bpf;
+
+struct ember_bpf_opts {
+	unsigned int sample_hz;
+	const pid_t *pids; /* sample only these processes when npids > 0 */
+	size_t npids;
+	ring_buffer_sample_fn on_sample;
+	ring_buffer_sample_fn on_proc_event;
+	void *cb_ctx;
+};
+
+struct ember_bpf {
+	struct sampler_bpf *sampler;
+	struct proc_bpf *proc;
+	struct ring_buffer *rings;
+	int ncpus;		  /* possible CPUs */
+	int *perf_fds;		  /* per CPU, -1 when not open */
+	struct bpf_link **links;  /* per CPU */
+	unsigned int sample_hz;
+	int attached_cpus;
+	bool enabled;
+};
+
+/* Returns 0 or a negative errno; logs what to do on failure. */
+int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *opts);
+/* Opens perf events on CPUs that came online since the last call. */
+int ember_bpf_refresh_cpus(struct ember_bpf *b);
+/* Stops sampling (the ring buffers can still be drained). */
+void ember_bpf_stop_sampling(struct ember_bpf *b);
+void ember_bpf_destroy(struct ember_bpf *b);
+
+/* A descriptor that becomes readable when a ring buffer has data. */
+int ember_bpf_ring_fd(const struct ember_bpf *b);
+/* Consumes everything available; returns records consumed or a negative errno. */
+int ember_bpf_drain(struct ember_bpf *b);
+
+/* Sums the per-CPU drop counters: out[EMBER_DROP_*]. */
+int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]);
+
+#endif

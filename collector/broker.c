@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "broker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shared/err.h"
+#include "shared/log.h"
+#include "shared/str.h"
+
+#define MAPS_MAX_BYTES	(64u << 20) /* stop scanning a maps file after this much */
+#define BUILD_ID_MAX_HEX 64
+
+struct broker_handler {
+	const char *name;
+	bool needs_pid;
+	int (*validate)(const struct ember_msg_broker_req *req);
+	int (*open)(struct ember_broker *b, const struct ember_msg_broker_req *req);
+};
+
+static int open_ro(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	return fd < 0 ? neg_errno() : fd;
+}
+
+static int openat2_ro(int dirfd, const char *path, uint64_t resolve)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.resolve = resolve,
+	};
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? neg_errno() : fd;
+}
+
+static int require_regular(int fd, ino_t want_ino)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return neg_errno();
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (want_ino && st.st_ino != want_ino)
+		return -ESTALE;
+	return 0;
+}
+
+static int validate_none(const struct ember_msg_broker_req *req)
+{
+	(void)req;
+	return 0;
+}
+
+static int validate_pid(const struct ember_msg_broker_req *req)
+{
+	return req->pid > 0 && req->pid <= (1u << 22) ? 0 : -EINVAL;
+}
+
+static int validate_build_id(const struct ember_msg_broker_req *req)
+{
+	size_t len = strnlen(req->arg, sizeof(req->arg));
+
+	if (len == sizeof(req->arg) || len < 4 || len > BUILD_ID_MAX_HEX || len % 2)
+		return -EINVAL;
+	return ember_is_lower_hex(req->arg, len) ? 0 : -EINVAL;
+}
+
+static int open_proc_file(const struct ember_msg_broker_req *req, const char *name)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/%s", req->pid, name);
+	return open_ro(path);
+}
+
+static int open_maps(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	(void)b;
+	return open_proc_file(req, "maps");
+}
+
+static int open_mem(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	(void)b;
+	return open_proc_file(req, "mem");
+}
+
+static int open_kallsyms(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	(void)b;
+	(void)req;
+	return open_ro("/proc/kallsyms");
+}
+
+static int open_modules(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	(void)b;
+	(void)req;
+	return open_ro("/proc/modules");
+}
+
+/*
+ * Finds the mapping of req->pid that starts at req->addr in the kernel's own
+ * list (the symbolizer's claim is not trusted) and copies out its inode and
+ * path. Returns 0, -ENOENT (no such mapping, or not a file that still
+ * exists) or another negative errno.
+ */
+static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char *path,
+			size_t path_size)
+{
+	char *line = NULL;
+	size_t cap = 0, total = 0;
+	ssize_t n;
+	int fd = open_proc_file(req, "maps"), err = -ENOENT;
+	FILE *f;
+
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((n = getline(&line, &cap, f)) > 0 && total < MAPS_MAX_BYTES) {
+		unsigned long long start, end, off, inode;
+		unsigned int major, minor;
+		char perms[8];
+		int path_at = 0;
+
+		total += (size_t)n;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &major, &minor, &inode, &path_at) < 7 ||
+		    start != req->addr)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (!path_at || line[path_at] != '/' || !inode ||
+		    ember_str_ends_with(line, " (deleted)"))
+			break;
+		if (ember_strlcpy(path, line + path_at, path_size)) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		*ino = (ino_t)inode;
+		err = 0;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
+static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	char path[4096], root[64];
+	ino_t ino = 0;
+	int rootfd, fd, err;
+
+	(void)b;
+	err = find_mapping(req, &ino, path, sizeof(path));
+	if (err)
+		return err;
+	/* Resolve the path inside the process's own root (its container), never
+	 * through magic links and never above that root. */
+	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", req->pid);
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return neg_errno();
+	fd = openat2_ro(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	close(rootfd);
+	if (fd < 0)
+		return fd;
+	err = require_regular(fd, ino);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	char rel[BUILD_ID_MAX_HEX + 32];
+	int dirfd, fd, err;
+
+	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
+	dirfd = open(b->debug_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return neg_errno();
+	fd = openat2_ro(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	close(dirfd);
+	if (fd < 0)
+		return fd;
+	err = require_regular(fd, 0);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
+	[EMBER_BROKER_MAPS] = {"maps", true, validate_pid, open_maps},
+	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true, validate_pid, open_mapped_file},
+	[EMBER_BROKER_KALLSYMS] = {"kallsyms", false, validate_none, open_kallsyms},
+	[EMBER_BROKER_MEM] = {"mem", true, validate_pid, open_mem},
+	[EMBER_BROKER_MODULES] = {"modules", false, validate_none, open_modules},
+	[EMBER_BROKER_DEBUG_FILE] = {"debug-file", false, validate_build_id, open_debug_file},
+};
+
+const char *ember_broker_what_name(uint32_t what)
+{
+	return what < EMBER_BROKER_WHAT_MAX && handlers[what].name ? handlers[what].name : "?";
+}
+
+void ember_broker_init(struct ember_broker *b, struct ember_procs *procs)
+{
+	memset(b, 0, sizeof(*b));
+	b->procs = procs;
+	b->debug_root = "/usr/lib/debug";
+	b->pid_max_age_ns = 10ull * 60 * 1000000000ull;
+	b->rate_per_s = 2000;
+	b->burst = 10000;
+	b->tokens = b->burst;
+}
+
+static bool take_token(struct ember_broker *b, uint64_t now_ns)
+{
+	if (now_ns > b->refill_ns) {
+		b->tokens += (double)(now_ns - b->refill_ns) * b->rate_per_s / 1e9;
+		if (b->tokens > b->burst)
+			b->tokens = b->burst;
+		b->refill_ns = now_ns;
+	}
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
+
+int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
+			uint64_t now_ns)
+{
+	const struct broker_handler *h;
+	int fd, err;
+
+	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].open)
+		return -EINVAL;
+	h = &handlers[req->what];
+	if (!take_token(b, now_ns)) {
+		b->rate_limited++;
+		return -EAGAIN;
+	}
+	err = h->validate(req);
+	if (!err && h->needs_pid)
+		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
+	if (err)
+		goto refuse;
+	fd = h->open(b, req);
+	if (fd < 0) {
+		err = fd;
+		goto refuse;
+	}
+	/* Still the same process after the open: the descriptor is its own. */
+	if (h->needs_pid) {
+		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
+		if (err) {
+			close(fd);
+			goto refuse;
+		}
+	}
+	b->served[req->what]++;
+	return fd;
+refuse:
+	b->refused[req->what]++;
+	log_debug("broker: refused %s for pid %" PRIu32 ": %s", h->name, req->pid, strerror(-err));
+	return err;
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "check.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sampler.skel.h"
+#include "shared/err.h"
+
+#define MIN_KERNEL_MAJOR 5
+#define MIN_KERNEL_MINOR 8 /* BPF ring buffer */
+
+enum verdict { OK, WARN, FAIL };
+
+struct report {
+	int failures;
+	int warnings;
+};
+
+static void line(struct report *r, const char *what, const char *value, enum verdict v,
+		 const char *advice)
+{
+	static const char *const names[] = {"ok", "warning", "FAIL"};
+
+	printf("  %-22s %-26s %-8s%s%s\n", what, value, names[v], advice ? "  " : "",
+	       advice ? advice : "");
+	if (v == FAIL)
+		r->failures++;
+	else if (v == WARN)
+		r->warnings++;
+}
+
+static int read_long(const char *path, long *out)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return neg_errno();
+	ok = fscanf(f, "%ld", out) == 1;
+	fclose(f);
+	return ok ? 0 : -EINVAL;
+}
+
+uint64_t ember_effective_caps(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char buf[256];
+	uint64_t caps = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "CapEff: %" SCNx64, &caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+bool ember_has_cap(uint64_t caps, int cap)
+{
+	return (caps >> cap) & 1;
+}
+
+static void check_kernel(struct report *r)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &major, &minor);
+	if (major > MIN_KERNEL_MAJOR || (major == MIN_KERNEL_MAJOR && minor >= MIN_KERNEL_MINOR))
+		line(r, "kernel", u.release, OK, NULL);
+	else
+		line(r, "kernel", u.release, FAIL, "ember needs Linux 5.8 or later (BPF ring buffer)");
+}
+
+static void check_btf(struct report *r)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		line(r, "BTF", "/sys/kernel/btf/vmlinux", OK, NULL);
+	else
+		line(r, "BTF", "missing", FAIL,
+		     "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (every major distribution's is)");
+}
+
+static void check_caps(struct report *r, uint64_t caps)
+{
+	static const struct {
+		int cap;
+		const char *name;
+		bool required;
+		const char *why;
+	} wanted[] = {
+		{EMBER_CAP_BPF, "CAP_BPF", true, "load eBPF programs"},
+		{EMBER_CAP_PERFMON, "CAP_PERFMON", true, "open system-wide perf events"},
+		{EMBER_CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
+		{EMBER_CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
+		{EMBER_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
+	};
+	bool admin = ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
+	char advice[160];
+
+	for (size_t i = 0; i < ARRAY_SIZE(wanted); i++) {
+		bool have = ember_has_cap(caps, wanted[i].cap) ||
+			    (admin && (wanted[i].cap == EMBER_CAP_BPF ||
+				       wanted[i].cap == EMBER_CAP_PERFMON));
+
+		snprintf(advice, sizeof(advice), "needed to %s: run as root (sudo)", wanted[i].why);
+		line(r, wanted[i].name, have ? "present" : "missing",
+		     have ? OK : (wanted[i].required ? FAIL : WARN), have ? NULL : advice);
+	}
+}
+
+static void check_sysctls(struct report *r, uint64_t caps)
+{
+	char value[32];
+	long v;
+
+	if (read_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
+		bool priv = ember_has_cap(caps, EMBER_CAP_PERFMON) ||
+			    ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
+
+		snprintf(value, sizeof(value), "%ld", v);
+		line(r, "perf_event_paranoid", value, priv || v <= 0 ? OK : FAIL,
+		     priv || v <= 0 ? NULL : "run as root, or: sysctl kernel.perf_event_paranoid=0");
+	}
+	if (read_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
+		bool syslog = ember_has_cap(caps, EMBER_CAP_SYSLOG);
+
+		snprintf(value, sizeof(value), "%ld", v);
+		if (v == 0 || (v == 1 && syslog))
+			line(r, "kptr_restrict", value, OK, NULL);
+		else
+			line(r, "kptr_restrict", value, WARN,
+			     v >= 2 ? "kernel frames will show as addresses: sysctl "
+				      "kernel.kptr_restrict=1 and run as root"
+				    : "kernel frames will show as addresses: run as root");
+	}
+	if (read_long("/proc/sys/kernel/yama/ptrace_scope", &v) == 0) {
+		snprintf(value, sizeof(value), "%ld", v);
+		line(r, "ptrace_scope", value, v >= 3 ? WARN : OK,
+		     v >= 3 ? "interpreter stacks need /proc/PID/mem: sysctl "
+			      "kernel.yama.ptrace_scope=2 (needs a reboot when 3)"
+			    : NULL);
+	} else {
+		line(r, "ptrace_scope", "no Yama", OK, NULL);
+	}
+	if (read_long("/proc/sys/kernel/perf_event_max_sample_rate", &v) == 0) {
+		snprintf(value, sizeof(value), "%ld Hz", v);
+		line(r, "max sample rate", value, v >= 100 ? OK : WARN,
+		     v >= 100 ? NULL : "the kernel throttled sampling; -F above this is refused");
+	}
+}
+
+static void check_load(struct report *r)
+{
+	struct sampler_bpf *skel = sampler_bpf__open_and_load();
+
+	if (skel) {
+		line(r, "eBPF programs", "load", OK, NULL);
+		sampler_bpf__destroy(skel);
+	} else {
+		char value[64];
+
+		snprintf(value, sizeof(value), "%s", strerror(errno));
+		line(r, "eBPF programs", value, FAIL,
+		     "the verifier refused the sampler: run with --log-level debug and report it");
+	}
+}
+
+int ember_check_run(bool try_load)
+{
+	struct report r = {0};
+	uint64_t caps = ember_effective_caps();
+
+	printf("ember %s: can this host record?\n", EMBER_VERSION);
+	check_kernel(&r);
+	check_btf(&r);
+	check_caps(&r, caps);
+	check_sysctls(&r, caps);
+	if (try_load && (ember_has_cap(caps, EMBER_CAP_BPF) || ember_has_cap(caps, EMBER_CAP_SYS_ADMIN)))
+		check_load(&r);
+	if (r.failures)
+		printf("%d problem%s: `ember record` will not work until %s fixed.\n", r.failures,
+		       r.failures == 1 ? "" : "s", r.failures == 1 ? "it is" : "they are");
+	else if (r.warnings)
+		printf("ready, with %d warning%s above.\n", r.warnings, r.warnings == 1 ? "" : "s");
+	else
+		printf("ready.\n");
+	return r.failures ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ember: the command users type. `record` and `check` run here, in the
+ * collector role; the commands that only read files (report, diff, top) run
+ * in ember-symbolizer, which links the parsers this program must not.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ipc/ring.h"
+#include "record.h"
+#include "shared/err.h"
+#include "shared/log.h"
+#include "shared/str.h"
+#include "spawn.h"
+
+#define DEFAULT_HZ	    19
+#define MAX_HZ		    10000
+#define DEFAULT_RING_SIZE   (8u << 20)
+#define DEFAULT_USER	    "nobody"
+#define DEFAULT_OUTPUT	    "profile.folded"
+
+static const struct {
+	const char *suffix;
+	const char *format;
+} output_formats[] = {
+	{".pb.gz", "pprof"},
+	{".folded", "folded"},
+};
+
+static void usage_main(FILE *f)
+{
+	fprintf(f, "usage: ember COMMAND [OPTIONS]\n"
+		   "\n"
+		   "commands:\n"
+		   "  record   sample every CPU and write a profile (needs root)\n"
+		   "  check    tell whether this host and user can record, and what to fix\n"
+		   "  version  print the version\n"
+		   "\n"
+		   "`ember COMMAND --help` describes a command.\n");
+}
+
+static void usage_record(FILE *f)
+{
+	fprintf(f,
+		"usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... [OPTIONS]\n"
+		"\n"
+		"Samples the CPUs (all processes, or those given with -p) and writes a profile\n"
+		"when the duration ends or on Ctrl-C.\n"
+		"\n"
+		"  -d, --duration SECONDS  how long to record (also 30s, 5m, 1h); default: until Ctrl-C\n"
+		"  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
+		"  -p, --pid PID           record only this process (repeatable)\n"
+		"  -o, --output FILE       write FILE; its name sets the format:\n"
+		"                          .pb.gz pprof, .folded folded stacks (repeatable);\n"
+		"                          default %s\n"
+		"      --user NAME         user the symbolizer runs as; default %s\n"
+		"      --log-level LEVEL   error, warning, info or debug; default info\n"
+		"      --no-progress       no progress line\n"
+		"  -h, --help              this text\n",
+		MAX_HZ, DEFAULT_HZ, DEFAULT_OUTPUT, DEFAULT_USER);
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "ember %s: ", cmd);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'ember %s --help'.\n", cmd);
+	return EMBER_EXIT_USAGE;
+}
+
+static const char *format_of(const char *path)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(output_formats); i++)
+		if (ember_str_ends_with(path, output_formats[i].suffix) &&
+		    strlen(path) > strlen(output_formats[i].suffix))
+			return output_formats[i].format;
+	return NULL;
+}
+
+static int parse_log_level(const char *s, enum ember_log_level *out)
+{
+	static const char *const names[] = {"error", "warning", "info", "debug"};
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum ember_log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	int v = MAX_HZ;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = MAX_HZ;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool process_exists(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE };
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"duration", required_argument, NULL, 'd'},
+		{"frequency", required_argument, NULL, 'F'},
+		{"pid", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"user", required_argument, NULL, OPT_USER},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+		{"ring-size", required_argument, NULL, OPT_RING_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static struct ember_record_opts o;
+	const char *user = DEFAULT_USER, *log_level = "info";
+	enum ember_log_level level = EMBER_LOG_INFO;
+	struct passwd *pw;
+	uint64_t v, caps;
+	int c;
+
+	memset(&o, 0, sizeof(o));
+	o.sample_hz = DEFAULT_HZ;
+	o.ring_size = DEFAULT_RING_SIZE;
+	o.progress = isatty(STDERR_FILENO);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (ember_parse_duration_ms(optarg, &o.duration_ms) || !o.duration_ms)
+				return usage_error("record", "bad duration '%s': give seconds, e.g. -d 30",
+						   optarg);
+			break;
+		case 'F':
+			if (ember_parse_u64(optarg, 1, MAX_HZ, &v))
+				return usage_error("record", "bad frequency '%s': give 1 to 10000 Hz",
+						   optarg);
+			o.sample_hz = (unsigned int)v;
+			break;
+		case 'p':
+			if (ember_parse_u64(optarg, 1, INT_MAX, &v))
+				return usage_error("record", "bad PID '%s'", optarg);
+			if (!process_exists((pid_t)v))
+				return usage_error("record", "no process with PID %s", optarg);
+			if (o.npids == EMBER_MAX_PIDS)
+				return usage_error("record", "too many -p (the limit is %s)", "1024");
+			o.pids[o.npids++] = (pid_t)v;
+			break;
+		case 'o':
+			if (o.noutputs == EMBER_MAX_OUTPUTS)
+				return usage_error("record", "too many -o (the limit is %s)", "16");
+			if (!format_of(optarg))
+				return usage_error("record",
+						   "cannot tell the format of '%s' from its name: "
+						   "end it in .pb.gz or .folded",
+						   optarg);
+			o.outputs[o.noutputs].path = optarg;
+			o.outputs[o.noutputs++].format = format_of(optarg);
+			break;
+		case OPT_USER:
+			user = optarg;
+			break;
+		case OPT_LOG_LEVEL:
+			if (parse_log_level(optarg, &level))
+				return usage_error("record", "bad log level '%s'", optarg);
+			log_level = optarg;
+			ember_log_set_level(level);
+			break;
+		case OPT_NO_PROGRESS:
+			o.progress = false;
+			break;
+		case OPT_RING_SIZE:
+			if (ember_parse_u64(optarg, EMBER_RING_MIN_SIZE, EMBER_RING_MAX_SIZE, &v))
+				return usage_error("record", "bad ring size '%s'", optarg);
+			o.ring_size = v;
+			break;
+		case 'h':
+			usage_record(stdout);
+			return EMBER_EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'ember record --help'.\n");
+			return EMBER_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return usage_error("record", "unexpected argument '%s'", argv[optind]);
+	if ((int)o.sample_hz > max_sample_rate())
+		return usage_error("record",
+				   "-F is above the kernel's limit "
+				   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",
+				   "lower");
+	if (!o.noutputs) {
+		o.outputs[0].path = DEFAULT_OUTPUT;
+		o.outputs[0].format = format_of(DEFAULT_OUTPUT);
+		o.noutputs = 1;
+	}
+	pw = getpwnam(user);
+	if (!pw)
+		return usage_error("record", "no user '%s' for --user", user);
+	if (pw->pw_uid == 0)
+		return usage_error("record",
+				   "the symbolizer must not run as root; choose another --user than '%s'",
+				   user);
+	o.uid = pw->pw_uid;
+	o.gid = pw->pw_gid;
+	o.log_level = log_level;
+
+	caps = ember_effective_caps();
+	if (!ember_has_cap(caps, EMBER_CAP_SYS_ADMIN) &&
+	    !(ember_has_cap(caps, EMBER_CAP_BPF) && ember_has_cap(caps, EMBER_CAP_PERFMON))) {
+		log_error("recording needs root (or CAP_BPF and CAP_PERFMON): run it with sudo; "
+			  "`ember check` lists what is missing");
+		return EMBER_EXIT_FAILURE;
+	}
+	return ember_record_run(&o);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: ember check\n\nReports kernel version, BTF, capabilities and the "
+		       "sysctls that limit profiling, each with a verdict and what to do.\n");
+		return EMBER_EXIT_OK;
+	}
+	if (argc > 1)
+		return usage_error("check", "unexpected argument '%s'", argv[1]);
+	return ember_check_run(true);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	ember_log_init("ember", EMBER_LOG_INFO);
+	if (argc < 2) {
+		usage_main(stderr);
+		return EMBER_EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("ember %s\n", EMBER_VERSION);
+		return EMBER_EXIT_OK;
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		usage_main(stdout);
+		return EMBER_EXIT_OK;
+	}
+	fprintf(stderr, "ember: unknown command '%s'\n", cmd);
+	usage_main(stderr);
+	return EMBER_EXIT_USAGE;
+}

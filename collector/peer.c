@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "peer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bpf/records.h"
+#include "shared/log.h"
+
+#define MAX_MESSAGES_PER_WAKEUP 64
+
+void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *config)
+{
+	memset(p, 0, sizeof(*p));
+	p->sock = -1;
+	p->config = *config;
+	p->ring.data_fd = p->ring.pos_fd = p->ring.event_fd = -1;
+}
+
+void ember_peer_attach(struct ember_peer *p, int sock)
+{
+	int fl = fcntl(sock, F_GETFL);
+
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+	p->sock = sock;
+	p->state = EMBER_PEER_AWAIT_HELLO;
+	p->seq = 0;
+	p->flushed = false;
+}
+
+bool ember_peer_connected(const struct ember_peer *p)
+{
+	return p->state != EMBER_PEER_NONE;
+}
+
+void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain)
+{
+	if (p->sock >= 0)
+		close(p->sock);
+	p->sock = -1;
+	if (drain->ring == &p->ring)
+		drain->ring = NULL;
+	if (p->ring.hdr)
+		ember_ring_producer_destroy(&p->ring);
+	p->state = EMBER_PEER_NONE;
+}
+
+static int send_msg(struct ember_peer *p, union ember_msg *m, const int *fds, int nfds)
+{
+	int err;
+
+	m->hdr.seq = ++p->seq;
+	err = ember_msg_send(p->sock, m, fds, nfds);
+	/* A peer that does not read its socket cannot hold the collector up. */
+	if (err)
+		log_warn("symbolizer connection: cannot send %s: %s", ember_msg_type_name(m->hdr.type),
+			 strerror(-err));
+	return err;
+}
+
+static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union ember_msg *in)
+{
+	union ember_msg out;
+	int fds[3], err;
+
+	if (in->hello.records_version != EMBER_RECORDS_VERSION) {
+		ember_msg_init(&out, EMBER_MSG_REJECT, 0);
+		out.reject.error = -EPROTONOSUPPORT;
+		snprintf(out.reject.reason, sizeof(out.reject.reason),
+			 "record version %u, collector has %u: install matching versions",
+			 in->hello.records_version, EMBER_RECORDS_VERSION);
+		send_msg(p, &out, NULL, 0);
+		log_warn("symbolizer speaks record version %u, this collector %u: refused",
+			 in->hello.records_version, EMBER_RECORDS_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	/* A fresh ring for every connection: a previous peer keeps nothing it can write. */
+	err = ember_ring_producer_create(&p->ring, p->config.ring_size);
+	if (err) {
+		log_error("cannot create the sample ring: %s", strerror(-err));
+		return err;
+	}
+	ember_msg_init(&out, EMBER_MSG_WELCOME, 0);
+	out.welcome.records_version = EMBER_RECORDS_VERSION;
+	out.welcome.sample_hz = p->config.sample_hz;
+	out.welcome.monotonic_to_realtime_ns = p->config.monotonic_to_realtime_ns;
+	out.welcome.start_time_ns = p->config.start_time_ns;
+	out.welcome.ring_size = p->ring.size;
+	fds[0] = p->ring.data_fd;
+	fds[1] = p->ring.pos_fd;
+	fds[2] = p->ring.event_fd;
+	err = send_msg(p, &out, fds, 3);
+	if (err)
+		return err;
+	p->state = EMBER_PEER_ACTIVE;
+	drain->ring = &p->ring;
+	log_info("symbolizer (pid %u) connected", in->hello.pid);
+	return 0;
+}
+
+static int on_broker_req(struct ember_peer *p, struct ember_broker *broker,
+			 const union ember_msg *in, uint64_t now_ns)
+{
+	union ember_msg out;
+	int fd = ember_broker_handle(broker, &in->broker_req, now_ns), err;
+
+	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
+	out.broker_reply.id = in->broker_req.id;
+	out.broker_reply.error = fd < 0 ? fd : 0;
+	err = send_msg(p, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static int dispatch(struct ember_peer *p, struct ember_broker *broker, struct ember_drain *drain,
+		    const union ember_msg *in, uint64_t now_ns)
+{
+	uint16_t type = in->hdr.type;
+
+	if (p->state == EMBER_PEER_AWAIT_HELLO)
+		return type == EMBER_MSG_HELLO ? on_hello(p, drain, in) : -EPROTO;
+	switch (type) {
+	case EMBER_MSG_BROKER_REQ:
+		return on_broker_req(p, broker, in, now_ns);
+	case EMBER_MSG_FLUSHED:
+		p->flushed = true;
+		p->flush_status = in->flushed.status;
+		p->flushed_samples = in->flushed.samples;
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
+			   struct ember_drain *drain, uint64_t now_ns)
+{
+	for (int i = 0; i < MAX_MESSAGES_PER_WAKEUP; i++) {
+		union ember_msg msg;
+		int nfds, err;
+
+		/* max_fds 0: any descriptor the peer sends is closed and is a violation. */
+		err = ember_msg_recv(p->sock, &msg, NULL, 0, &nfds);
+		if (err == -EAGAIN)
+			return 0;
+		if (err == -ECONNRESET) {
+			log_info("symbolizer disconnected");
+			return err;
+		}
+		if (err) {
+			log_warn("symbolizer broke the protocol (%s): disconnecting it",
+				 strerror(-err));
+			return err;
+		}
+		p->messages++;
+		err = dispatch(p, broker, drain, &msg, now_ns);
+		if (err == -EPROTO)
+			log_warn("symbolizer sent %s in state %d: disconnecting it",
+				 ember_msg_type_name(msg.hdr.type), p->state);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool final)
+{
+	union ember_msg out;
+	uint64_t unreported = 0;
+	int err;
+
+	if (p->state != EMBER_PEER_ACTIVE)
+		return -ENOTCONN;
+	ember_drain_flush_lost(drain);
+	for (int r = 0; r < EMBER_LOST_REASONS; r++)
+		unreported += drain->pending_lost[r];
+	ember_msg_init(&out, EMBER_MSG_FLUSH, 0);
+	out.flush.head = p->ring.head;
+	out.flush.final = final;
+	out.flush.lost_unreported = unreported;
+	p->flushed = false;
+	err = send_msg(p, &out, NULL, 0);
+	if (!err)
+		memset(drain->pending_lost, 0, sizeof(drain->pending_lost));
+	ember_ring_notify(&p->ring);
+	return err;
+}

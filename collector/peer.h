@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The collector's side of one symbolizer connection: handshake, sample ring,
+ * broker requests, flushes. The peer is untrusted: every message is copied
+ * and validated, descriptors it sends are refused, and any violation ends
+ * the connection (sampling goes on, its records counted as lost).
+ */
+#ifndef EMBER_COLLECTOR_PEER_H
+#define EMBER_COLLECTOR_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker.h"
+#include "ipc/proto.h"
+#include "ipc/ring.h"
+#include "ring_drain.h"
+
+struct ember_peer_config {
+	size_t ring_size;
+	uint32_t sample_hz;
+	int64_t monotonic_to_realtime_ns;
+	uint64_t start_time_ns;
+};
+
+enum ember_peer_state {
+	EMBER_PEER_NONE = 0,
+	EMBER_PEER_AWAIT_HELLO,
+	EMBER_PEER_ACTIVE,
+};
+
+struct ember_peer {
+	int sock;
+	enum ember_peer_state state;
+	uint32_t seq;
+	struct ember_ring_producer ring;
+	struct ember_peer_config config;
+	/* Last FLUSHED reply. */
+	bool flushed;
+	int32_t flush_status;
+	uint64_t flushed_samples;
+	uint64_t messages;
+};
+
+void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *config);
+/* Takes ownership of a connected socket (made non-blocking here). */
+void ember_peer_attach(struct ember_peer *p, int sock);
+/* Closes the connection and its ring; records go to "no consumer" from now on. */
+void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain);
+bool ember_peer_connected(const struct ember_peer *p);
+
+/*
+ * Handles the messages waiting on the socket. Returns 0, or a negative errno
+ * when the connection must end (closed by the peer, or a protocol violation,
+ * already logged).
+ */
+int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
+			   struct ember_drain *drain, uint64_t now_ns);
+
+/* Asks the symbolizer to consume everything written so far and write its outputs. */
+int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool final);
+
+#endif

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bpf_loader.h"
+#include "broker.h"
+#include "peer.h"
+#include "procs.h"
+#include "ring_drain.h"
+#include "shared/clock.h"
+#include "shared/err.h"
+#include "shared/log.h"
+
+#define TICK_MS		 250
+#define FLUSH_TIMEOUT_NS (300ull * 1000000000ull)
+#define PROCS_CAPACITY	 32768
+
+enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD };
+
+struct recorder {
+	struct ember_record_opts *opts;
+	struct ember_bpf bpf;
+	struct ember_procs procs;
+	struct ember_drain drain;
+	struct ember_broker broker;
+	struct ember_peer peer;
+	int epfd, sigfd, timerfd, child_pidfd;
+	pid_t child;
+	uint64_t start_ns, stop_ns, flush_deadline_ns;
+	uint64_t ticks;
+	bool stopping, finished, failed, progress_drawn;
+};
+
+/* The progress line is redrawn in place; log lines first erase it. */
+static void erase_progress(void)
+{
+	static const char erase[] = "\r\033[K";
+
+	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
+		return;
+}
+
+static void draw_progress(struct recorder *r, uint64_t now_ns)
+{
+	char line[256];
+	uint64_t elapsed = (now_ns - r->start_ns) / 1000000000ull;
+	int n;
+
+	if (!r->opts->progress)
+		return;
+	if (r->opts->duration_ms)
+		n = snprintf(line, sizeof(line),
+			     "\r\033[Kember: %" PRIu64 "s / %" PRIu64 "s  samples %" PRIu64
+			     "  lost %" PRIu64 "%s",
+			     elapsed, r->opts->duration_ms / 1000, r->drain.samples,
+			     ember_drain_lost_total(&r->drain),
+			     r->stopping ? "  writing outputs..." : "  (Ctrl-C to stop early)");
+	else
+		n = snprintf(line, sizeof(line),
+			     "\r\033[Kember: %" PRIu64 "s  samples %" PRIu64 "  lost %" PRIu64 "%s",
+			     elapsed, r->drain.samples, ember_drain_lost_total(&r->drain),
+			     r->stopping ? "  writing outputs..." : "  (Ctrl-C to stop)");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
+		r->progress_drawn = true;
+		ember_log_set_before_hook(erase_progress);
+	}
+}
+
+static int epoll_add(int epfd, int fd, enum event_tag tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? neg_errno() : 0;
+}
+
+static void unlink_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++)
+		if (o->outputs[i].created)
+			unlink(o->outputs[i].path);
+}
+
+static int open_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++) {
+		o->outputs[i].fd = -1;
+		o->outputs[i].created = false;
+	}
+	for (size_t i = 0; i < o->noutputs; i++) {
+		int fd = open(o->outputs[i].path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			int err = neg_errno();
+
+			log_error("cannot write %s: %s; choose a writable path for -o",
+				  o->outputs[i].path, strerror(-err));
+			unlink_outputs(o);
+			return err;
+		}
+		o->outputs[i].fd = fd;
+		o->outputs[i].created = true;
+	}
+	return 0;
+}
+
+static void close_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++) {
+		if (o->outputs[i].fd >= 0)
+			close(o->outputs[i].fd);
+		o->outputs[i].fd = -1;
+	}
+}
+
+static void begin_stop(struct recorder *r, const char *why)
+{
+	uint64_t drops[EMBER_DROP_MAX];
+
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	log_debug("stopping: %s", why);
+	ember_bpf_stop_sampling(&r->bpf);
+	ember_bpf_drain(&r->bpf);
+	if (!ember_bpf_read_drops(&r->bpf, drops))
+		ember_drain_account_bpf_drops(&r->drain, drops);
+	r->flush_deadline_ns = ember_monotonic_ns() + FLUSH_TIMEOUT_NS;
+	if (ember_peer_send_flush(&r->peer, &r->drain, true)) {
+		log_error("the symbolizer is not connected: no outputs can be written");
+		r->failed = true;
+		r->finished = true;
+	}
+}
+
+static void on_tick(struct recorder *r, uint64_t now_ns)
+{
+	uint64_t drops[EMBER_DROP_MAX], expirations;
+
+	if (read(r->timerfd, &expirations, sizeof(expirations)) < 0)
+		return;
+	r->ticks++;
+	if (!r->stopping) {
+		if (!ember_bpf_read_drops(&r->bpf, drops))
+			ember_drain_account_bpf_drops(&r->drain, drops);
+		ember_drain_flush_lost(&r->drain);
+		if (r->peer.state == EMBER_PEER_ACTIVE)
+			ember_ring_notify(&r->peer.ring);
+		if (r->ticks % (1000 / TICK_MS) == 0)
+			ember_bpf_refresh_cpus(&r->bpf);
+		if (r->opts->duration_ms && now_ns >= r->stop_ns)
+			begin_stop(r, "duration reached");
+	} else if (now_ns > r->flush_deadline_ns) {
+		log_error("the symbolizer did not finish its outputs within %llu s; giving up",
+			  FLUSH_TIMEOUT_NS / 1000000000ull);
+		r->failed = true;
+		r->finished = true;
+	}
+	draw_progress(r, now_ns);
+}
+
+static void on_signal(struct recorder *r)
+{
+	struct signalfd_siginfo si;
+
+	if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (!r->stopping) {
+		begin_stop(r, "signal");
+		return;
+	}
+	log_warn("stopping without waiting for the outputs (second signal)");
+	r->failed = true;
+	r->finished = true;
+}
+
+static void describe_child_exit(int status)
+{
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+		log_error("the symbolizer was killed by its sandbox (SIGSYS: a forbidden system "
+			  "call); please report this with `ember record --log-level debug` output");
+	else if (WIFSIGNALED(status))
+		log_error("the symbolizer was killed by signal %d", WTERMSIG(status));
+	else if (WIFEXITED(status) && WEXITSTATUS(status))
+		log_error("the symbolizer failed (exit status %d); see its messages above",
+			  WEXITSTATUS(status));
+}
+
+static void on_child_exit(struct recorder *r)
+{
+	int status = 0;
+
+	if (waitpid(r->child, &status, WNOHANG) <= 0)
+		return;
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->child_pidfd, NULL);
+	r->child = 0;
+	if (!(r->stopping && r->peer.flushed && WIFEXITED(status) && !WEXITSTATUS(status))) {
+		describe_child_exit(status);
+		if (!r->stopping || !r->peer.flushed)
+			log_error("the recording ended without complete outputs");
+		r->failed = true;
+	}
+	r->finished = true;
+}
+
+static void on_peer(struct recorder *r, uint64_t now_ns)
+{
+	int err = ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now_ns);
+
+	if (err) {
+		if (r->peer.sock >= 0)
+			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
+		ember_peer_detach(&r->peer, &r->drain);
+		if (!r->peer.flushed) {
+			/* The child is gone or misbehaving: it cannot produce outputs now. */
+			r->failed = true;
+			r->finished = true;
+		}
+		return;
+	}
+	if (r->stopping && r->peer.flushed) {
+		if (r->peer.flush_status) {
+			log_error("the symbolizer could not write the outputs: %s",
+				  strerror(-r->peer.flush_status));
+			r->failed = true;
+		}
+	}
+}
+
+static int setup_signals(struct recorder *r)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return neg_errno();
+	signal(SIGPIPE, SIG_IGN);
+	r->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return r->sigfd < 0 ? neg_errno() : 0;
+}
+
+static int setup(struct recorder *r)
+{
+	struct ember_record_opts *o = r->opts;
+	struct ember_peer_config pc = {
+		.ring_size = o->ring_size,
+		.sample_hz = o->sample_hz,
+		.monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
+		.start_time_ns = ember_realtime_ns(),
+	};
+	struct ember_bpf_opts bo = {
+		.sample_hz = o->sample_hz,
+		.pids = o->pids,
+		.npids = o->npids,
+		.on_sample = ember_drain_on_sample,
+		.on_proc_event = ember_drain_on_proc_event,
+		.cb_ctx = &r->drain,
+	};
+	struct ember_spawn_opts so = {
+		.uid = o->uid,
+		.gid = o->gid,
+		.outputs = o->outputs,
+		.noutputs = o->noutputs,
+		.otlp_url = o->otlp_url,
+		.log_level = o->log_level,
+		.extra_args = o->symbolizer_args,
+	};
+	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
+	int sv[2], err;
+
+	err = ember_procs_init(&r->procs, PROCS_CAPACITY);
+	if (err)
+		return err;
+	ember_drain_init(&r->drain, &r->procs);
+	ember_broker_init(&r->broker, &r->procs);
+	ember_peer_init(&r->peer, &pc);
+
+	err = setup_signals(r);
+	if (err)
+		return err;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return neg_errno();
+	so.sock_fd = sv[1];
+	err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
+	close(sv[1]);
+	if (err) {
+		close(sv[0]);
+		return err;
+	}
+	ember_peer_attach(&r->peer, sv[0]);
+	/* The child has its copies; the collector keeps none of the outputs open. */
+	close_outputs(o);
+
+	err = ember_bpf_start(&r->bpf, &bo);
+	if (err)
+		return err;
+	r->start_ns = ember_monotonic_ns();
+	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
+
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->epfd < 0 || r->timerfd < 0)
+		return neg_errno();
+	if (timerfd_settime(r->timerfd, 0, &tick, NULL) < 0)
+		return neg_errno();
+	if ((err = epoll_add(r->epfd, ember_bpf_ring_fd(&r->bpf), TAG_BPF)) ||
+	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
+	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
+	    (err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
+	    (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))
+		return err;
+	return 0;
+}
+
+static void teardown(struct recorder *r)
+{
+	if (r->child > 0) {
+		int status;
+
+		kill(r->child, SIGKILL);
+		waitpid(r->child, &status, 0);
+	}
+	ember_peer_detach(&r->peer, &r->drain);
+	ember_bpf_destroy(&r->bpf);
+	ember_procs_free(&r->procs);
+	if (r->child_pidfd >= 0)
+		close(r->child_pidfd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->timerfd >= 0)
+		close(r->timerfd);
+	if (r->sigfd >= 0)
+		close(r->sigfd);
+}
+
+static void run_loop(struct recorder *r)
+{
+	while (!r->finished) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(r->epfd, evs, 8, -1);
+		uint64_t now = ember_monotonic_ns();
+
+		if (n < 0 && errno != EINTR) {
+			log_error("epoll_wait: %s", strerror(errno));
+			r->failed = true;
+			return;
+		}
+		for (int i = 0; i < n && !r->finished; i++) {
+			switch (evs[i].data.u32) {
+			case TAG_BPF:
+				ember_bpf_drain(&r->bpf);
+				if (r->peer.state == EMBER_PEER_ACTIVE)
+					ember_ring_notify(&r->peer.ring);
+				break;
+			case TAG_SIGNAL:
+				on_signal(r);
+				break;
+			case TAG_TIMER:
+				on_tick(r, now);
+				break;
+			case TAG_PEER:
+				on_peer(r, now);
+				break;
+			case TAG_CHILD:
+				on_child_exit(r);
+				break;
+			}
+		}
+	}
+}
+
+int ember_record_run(struct ember_record_opts *o)
+{
+	struct recorder r = {.opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1};
+	int err;
+
+	err = open_outputs(o);
+	if (err)
+		return EMBER_EXIT_FAILURE;
+	err = setup(&r);
+	if (err) {
+		if (err != -EPERM && err != -EACCES)
+			log_debug("setup failed: %s", strerror(-err));
+		else
+			log_error("not permitted (%s): run as root or with CAP_BPF and CAP_PERFMON; "
+				  "see `ember check`",
+				  strerror(-err));
+		close_outputs(o);
+		teardown(&r);
+		unlink_outputs(o);
+		return EMBER_EXIT_FAILURE;
+	}
+	draw_progress(&r, r.start_ns);
+	run_loop(&r);
+	if (r.progress_drawn) {
+		draw_progress(&r, ember_monotonic_ns());
+		if (write(STDERR_FILENO, "\n", 1) < 0)
+			r.failed = true;
+		ember_log_set_before_hook(NULL);
+	}
+	teardown(&r);
+	if (r.failed) {
+		unlink_outputs(o);
+		return EMBER_EXIT_FAILURE;
+	}
+	log_info("%" PRIu64 " samples, %" PRIu64 " lost; wrote %zu output%s", r.drain.samples,
+		 ember_drain_lost_total(&r.drain), o->noutputs, o->noutputs == 1 ? "" : "s");
+	for (size_t i = 0; i < o->noutputs; i++)
+		log_info("  %s (%s)", o->outputs[i].path, o->outputs[i].format);
+	return EMBER_EXIT_OK;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ring_drain.h"
+
+#include <string.h>
+
+#include "shared/clock.h"
+
+void ember_drain_init(struct ember_drain *d, struct ember_procs *procs)
+{
+	memset(d, 0, sizeof(*d));
+	d->procs = procs;
+}
+
+static void count_lost(struct ember_drain *d, enum ember_lost_reason reason, uint64_t n)
+{
+	d->pending_lost[reason] += n;
+	d->lost[reason] += n;
+}
+
+static void forward(struct ember_drain *d, uint16_t type, const void *data, size_t size)
+{
+	int err;
+
+	if (!d->ring) {
+		count_lost(d, EMBER_LOST_NO_CONSUMER, 1);
+		return;
+	}
+	/* Older losses go first so the consumer learns of them in order. */
+	ember_drain_flush_lost(d);
+	err = ember_ring_write(d->ring, type, data, size);
+	if (err)
+		count_lost(d, EMBER_LOST_SAMPLE_RING, 1);
+	else if (type == EMBER_REC_SAMPLE)
+		d->samples++;
+	else
+		d->proc_events++;
+}
+
+int ember_drain_on_sample(void *ctx, void *data, size_t size)
+{
+	struct ember_drain *d = ctx;
+	const struct ember_sample_event *s = data;
+
+	if (size < sizeof(*s) || s->kind != EMBER_EV_SAMPLE ||
+	    s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK ||
+	    size != sizeof(*s) + 8u * (s->kstack_len + s->ustack_len)) {
+		d->malformed++;
+		count_lost(d, EMBER_LOST_OTHER, 1);
+		return 0;
+	}
+	/* The broker serves only processes seen here. */
+	ember_procs_note(d->procs, s->tgid, ember_monotonic_ns());
+	forward(d, EMBER_REC_SAMPLE, data, size);
+	return 0;
+}
+
+int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
+{
+	struct ember_drain *d = ctx;
+	const struct ember_proc_event *ev = data;
+
+	if (size != sizeof(*ev)) {
+		d->malformed++;
+		return 0;
+	}
+	if (ev->kind == EMBER_EV_EXIT) {
+		forward(d, EMBER_REC_PROCESS_EXIT, data, size);
+		ember_procs_forget(d->procs, ev->tgid);
+	} else if (ev->kind == EMBER_EV_EXEC) {
+		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
+	} else {
+		d->malformed++;
+	}
+	return 0;
+}
+
+void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[EMBER_DROP_MAX])
+{
+	for (int i = 0; i < EMBER_DROP_MAX; i++) {
+		uint64_t delta = drops[i] - d->bpf_drops_seen[i];
+
+		if (drops[i] < d->bpf_drops_seen[i])
+			delta = 0;
+		d->bpf_drops_seen[i] = drops[i];
+		if (!delta)
+			continue;
+		count_lost(d,
+			   i == EMBER_DROP_PROC_RINGBUF_FULL ? EMBER_LOST_PROC_EVENTS
+			   : i == EMBER_DROP_RINGBUF_FULL    ? EMBER_LOST_BPF_RINGBUF
+							     : EMBER_LOST_OTHER,
+			   delta);
+	}
+}
+
+void ember_drain_flush_lost(struct ember_drain *d)
+{
+	if (!d->ring)
+		return;
+	for (uint32_t r = 1; r < EMBER_LOST_REASONS; r++) {
+		struct ember_rec_lost rec = {.count = d->pending_lost[r], .reason = r};
+
+		if (!rec.count)
+			continue;
+		if (ember_ring_write(d->ring, EMBER_REC_LOST, &rec, sizeof(rec)))
+			return;
+		d->pending_lost[r] = 0;
+	}
+}
+
+uint64_t ember_drain_lost_total(const struct ember_drain *d)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < EMBER_LOST_REASONS; r++)
+		n += d->lost[r];
+	return n;
+}

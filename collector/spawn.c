@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shared/err.h"
+#include "shared/log.h"
+
+#define CHILD_SOCK_FD  3
+#define CHILD_FIRST_OUT 4
+#define MAX_ARGS	(16 + 2 * EMBER_MAX_OUTPUTS)
+
+int ember_symbolizer_path(char *buf, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(buf, size, "%s/ember-symbolizer", dirname(self));
+		if (access(buf, X_OK) == 0)
+			return 0;
+	}
+	snprintf(buf, size, "%s/ember-symbolizer", EMBER_LIBEXECDIR);
+	return access(buf, X_OK) == 0 ? 0 : -ENOENT;
+}
+
+/* In the child: moves each descriptor to its fixed number and closes everything else. */
+static int arrange_fds(const struct ember_spawn_opts *o)
+{
+	int high[1 + EMBER_MAX_OUTPUTS], n = 0;
+
+	/* First out of the way, so that no source is overwritten by an earlier dup2. */
+	high[n] = fcntl(o->sock_fd, F_DUPFD_CLOEXEC, 64);
+	if (high[n++] < 0)
+		return -1;
+	for (size_t i = 0; i < o->noutputs; i++) {
+		high[n] = fcntl(o->outputs[i].fd, F_DUPFD_CLOEXEC, 64);
+		if (high[n++] < 0)
+			return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (dup2(high[i], CHILD_SOCK_FD + i) < 0)
+			return -1;
+	return (int)syscall(SYS_close_range, CHILD_SOCK_FD + n, ~0u, 0);
+}
+
+int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int *pidfd_out)
+{
+	char path[PATH_MAX], uid[24], gid[24], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
+	const char *argv[MAX_ARGS + 16];
+	sigset_t all;
+	int argc = 0, err;
+	pid_t pid;
+
+	if (o->noutputs > EMBER_MAX_OUTPUTS)
+		return -E2BIG;
+	err = ember_symbolizer_path(path, sizeof(path));
+	if (err) {
+		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
+			  EMBER_LIBEXECDIR);
+		return err;
+	}
+	snprintf(uid, sizeof(uid), "%u", (unsigned)o->uid);
+	snprintf(gid, sizeof(gid), "%u", (unsigned)o->gid);
+	argv[argc++] = "ember-symbolizer";
+	argv[argc++] = "--socket-fd=3";
+	argv[argc++] = "--uid";
+	argv[argc++] = uid;
+	argv[argc++] = "--gid";
+	argv[argc++] = gid;
+	argv[argc++] = "--log-level";
+	argv[argc++] = o->log_level ? o->log_level : "info";
+	for (size_t i = 0; i < o->noutputs; i++) {
+		snprintf(outs[i], sizeof(outs[i]), "%d:%s:%s", CHILD_FIRST_OUT + (int)i,
+			 o->outputs[i].format, o->outputs[i].path);
+		argv[argc++] = "--output-fd";
+		argv[argc++] = outs[i];
+	}
+	if (o->otlp_url) {
+		argv[argc++] = "--otlp";
+		argv[argc++] = o->otlp_url;
+	}
+	for (int i = 0; o->extra_args && o->extra_args[i] && argc < MAX_ARGS + 14; i++)
+		argv[argc++] = o->extra_args[i];
+	argv[argc] = NULL;
+
+	pid = fork();
+	if (pid < 0)
+		return neg_errno();
+	if (pid == 0) {
+		/* The parent blocks SIGINT/SIGTERM for its signalfd; the child starts clean,
+		 * and dies with its parent rather than outliving a crashed collector. */
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Its own process group: a Ctrl-C at the terminal reaches only the
+		 * collector, which then asks the symbolizer to finish its outputs. */
+		setpgid(0, 0);
+		if (arrange_fds(o) < 0)
+			_exit(127);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	*pid_out = pid;
+	*pidfd_out = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (*pidfd_out < 0)
+		return neg_errno();
+	return 0;
+}

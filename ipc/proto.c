@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "proto.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../shared/err.h"
+
+#define MAX_PASSED_FDS 4
+
+static const struct {
+	const char *name;
+	size_t size;
+} msg_types[EMBER_MSG_TYPE_MAX] = {
+	[EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello)},
+	[EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome)},
+	[EMBER_MSG_REJECT] = {"REJECT", sizeof(struct ember_msg_reject)},
+	[EMBER_MSG_BROKER_REQ] = {"BROKER_REQ", sizeof(struct ember_msg_broker_req)},
+	[EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply)},
+	[EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush)},
+	[EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed)},
+};
+
+size_t ember_msg_size(uint16_t type)
+{
+	return type < EMBER_MSG_TYPE_MAX ? msg_types[type].size : 0;
+}
+
+const char *ember_msg_type_name(uint16_t type)
+{
+	return type < EMBER_MSG_TYPE_MAX && msg_types[type].name ? msg_types[type].name
+								  : "UNKNOWN";
+}
+
+void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq)
+{
+	size_t size = ember_msg_size((uint16_t)type);
+
+	memset(m, 0, size ? size : sizeof(m->hdr));
+	m->hdr.magic = EMBER_PROTO_MAGIC;
+	m->hdr.version = EMBER_PROTO_VERSION;
+	m->hdr.type = (uint16_t)type;
+	m->hdr.length = (uint32_t)size;
+	m->hdr.seq = seq;
+}
+
+int ember_msg_validate(const union ember_msg *m, size_t len)
+{
+	size_t want;
+
+	if (len < sizeof(m->hdr))
+		return -EBADMSG;
+	if (m->hdr.magic != EMBER_PROTO_MAGIC || m->hdr.version != EMBER_PROTO_VERSION)
+		return -EPROTO;
+	want = ember_msg_size(m->hdr.type);
+	if (!want || want != len || m->hdr.length != len)
+		return -EBADMSG;
+	return 0;
+}
+
+int ember_msg_send(int sock, const union ember_msg *m, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+	struct iovec iov = {.iov_base = (void *)m, .iov_len = m->hdr.length};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (nfds < 0 || nfds > MAX_PASSED_FDS || m->hdr.length > sizeof(*m))
+		return -EINVAL;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return neg_errno();
+	return n == (ssize_t)m->hdr.length ? 0 : -EIO;
+}
+
+int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf),
+	};
+	int got = 0, err = 0;
+	ssize_t n;
+
+	*nfds = 0;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : neg_errno();
+	if (n == 0)
+		return -ECONNRESET;
+
+	/* Take every descriptor out of the message, whether or not we keep it. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t count;
+		int *in;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			err = -EPROTO;
+			continue;
+		}
+		count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		in = (int *)CMSG_DATA(c);
+		for (size_t i = 0; i < count; i++) {
+			int fd;
+
+			memcpy(&fd, &in[i], sizeof(fd));
+			if (got < max_fds)
+				fds[got++] = fd;
+			else {
+				close(fd);
+				err = -EPROTO;
+			}
+		}
+	}
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		err = -EBADMSG;
+	if (!err)
+		err = ember_msg_validate(m, (size_t)n);
+	if (err) {
+		for (int i = 0; i < got; i++)
+			close(fds[i]);
+		return err;
+	}
+	*nfds = got;
+	return 0;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Control-socket protocol between collector and symbolizer (AF_UNIX
+ * SOCK_SEQPACKET: one message per packet). Every message is a fixed-layout
+ * struct starting with ember_msg_hdr. A receiver copies the packet into
+ * private memory and checks magic, version, type and the exact size of the
+ * type before it reads any field; anything else ends the connection.
+ *
+ * Conversation:
+ *   S->C HELLO                      symbolizer introduces itself
+ *   C->S WELCOME + fds              ring data, ring position, eventfd
+ *   S->C BROKER_REQ  / C->S BROKER_REPLY (+ 0 or 1 read-only fd)
+ *   C->S FLUSH       / S->C FLUSHED  consume up to a head, write outputs
+ *   S->C UNWIND_TABLE ... (later issues)
+ */
+#ifndef EMBER_IPC_PROTO_H
+#define EMBER_IPC_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
+#define EMBER_PROTO_VERSION 1
+#define EMBER_MSG_MAX	    4096
+
+enum ember_msg_type {
+	EMBER_MSG_HELLO = 1,
+	EMBER_MSG_WELCOME = 2,
+	EMBER_MSG_REJECT = 3,
+	EMBER_MSG_BROKER_REQ = 4,
+	EMBER_MSG_BROKER_REPLY = 5,
+	EMBER_MSG_FLUSH = 6,
+	EMBER_MSG_FLUSHED = 7,
+	EMBER_MSG_TYPE_MAX,
+};
+
+struct ember_msg_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t length; /* of the whole message */
+	uint32_t seq;
+};
+
+struct ember_msg_hello {
+	struct ember_msg_hdr hdr;
+	uint32_t records_version; /* EMBER_RECORDS_VERSION the symbolizer decodes */
+	uint32_t pid;
+};
+
+/* Sent with three descriptors: ring data, ring position, eventfd. */
+struct ember_msg_welcome {
+	struct ember_msg_hdr hdr;
+	uint32_t records_version;
+	uint32_t sample_hz;
+	/* Add to a record's CLOCK_MONOTONIC time to get Unix time. */
+	int64_t monotonic_to_realtime_ns;
+	uint64_t start_time_ns; /* Unix time when sampling started */
+	uint64_t ring_size;
+};
+
+struct ember_msg_reject {
+	struct ember_msg_hdr hdr;
+	int32_t error; /* negative errno */
+	char reason[124];
+};
+
+/* What a broker request asks for. */
+enum ember_broker_what {
+	EMBER_BROKER_MAPS = 1,	    /* /proc/PID/maps */
+	EMBER_BROKER_MAPPED_FILE = 2, /* the file mapped at addr in PID */
+	EMBER_BROKER_KALLSYMS = 3,    /* /proc/kallsyms */
+	EMBER_BROKER_MEM = 4,	    /* /proc/PID/mem, read-only */
+	EMBER_BROKER_MODULES = 5,     /* /proc/modules */
+	EMBER_BROKER_DEBUG_FILE = 6,  /* /usr/lib/debug/.build-id/xx/rest.debug */
+	EMBER_BROKER_WHAT_MAX,
+};
+
+struct ember_msg_broker_req {
+	struct ember_msg_hdr hdr;
+	uint32_t id;
+	uint32_t what;
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t addr;	/* MAPPED_FILE: start address of the mapping */
+	char arg[128]; /* DEBUG_FILE: lowercase hex build id, NUL-terminated */
+};
+
+/* Sent with one descriptor when error is 0. */
+struct ember_msg_broker_reply {
+	struct ember_msg_hdr hdr;
+	uint32_t id;
+	int32_t error; /* 0 or a negative errno */
+};
+
+struct ember_msg_flush {
+	struct ember_msg_hdr hdr;
+	uint64_t head;	/* consume every record before this ring position */
+	uint32_t final; /* 1: write outputs and exit */
+	uint32_t reserved;
+	/* Samples lost whose LOST records found no room in the ring. */
+	uint64_t lost_unreported;
+};
+
+struct ember_msg_flushed {
+	struct ember_msg_hdr hdr;
+	int32_t status; /* 0 or a negative errno from writing outputs */
+	uint32_t reserved;
+	uint64_t samples; /* samples aggregated so far */
+};
+
+union ember_msg {
+	struct ember_msg_hdr hdr;
+	struct ember_msg_hello hello;
+	struct ember_msg_welcome welcome;
+	struct ember_msg_reject reject;
+	struct ember_msg_broker_req broker_req;
+	struct ember_msg_broker_reply broker_reply;
+	struct ember_msg_flush flush;
+	struct ember_msg_flushed flushed;
+	unsigned char bytes[EMBER_MSG_MAX];
+};
+
+/* Fills in the header of a message of the given type. */
+void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq);
+
+/* The exact size of a message type, or 0 for an unknown type. */
+size_t ember_msg_size(uint16_t type);
+
+/* Checks a received message of len bytes. Returns 0 or -EBADMSG/-EPROTO. */
+int ember_msg_validate(const union ember_msg *m, size_t len);
+
+/*
+ * Sends a message with up to nfds descriptors. Returns 0 or a negative errno.
+ * Never blocks longer than the socket's send timeout.
+ */
+int ember_msg_send(int sock, const union ember_msg *m, const int *fds, int nfds);
+
+/*
+ * Receives one message into private memory and validates it. Descriptors
+ * that arrive are stored in fds (up to max_fds, the rest closed) and their
+ * count in *nfds; pass max_fds 0 to refuse all descriptors (then any that
+ * arrive are closed and the call fails with -EPROTO).
+ * Returns 0, -EAGAIN, -ECONNRESET at end of stream, or -EBADMSG/-EPROTO.
+ */
+int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfds);
+
+const char *ember_msg_type_name(uint16_t type);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sample ring: one producer (the collector), one consumer (the
+ * symbolizer), in two memfds.
+ *
+ *  - The data memfd holds a header page (written by the producer only) and a
+ *    power-of-two data area. It is sealed against shrinking, growing and any
+ *    future writable mapping, so the consumer can map it read-only and
+ *    nothing else.
+ *  - The position memfd holds the consumer's position: the only shared
+ *    memory the consumer can write. The producer reads it as an untrusted
+ *    number.
+ *
+ * Records are {u32 length, u16 type, u16 flags, payload}, 8-byte aligned.
+ * length counts the header and payload, not the alignment padding. A record
+ * never wraps: the producer fills the end of the area with a PAD record
+ * instead. A full ring drops the record and counts it; the producer never
+ * waits for the consumer.
+ */
+#ifndef EMBER_IPC_RING_H
+#define EMBER_IPC_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_RING_MAGIC	0x474e4952 /* "RING" */
+#define EMBER_RING_VERSION	1
+#define EMBER_RING_HDR_SIZE	4096
+#define EMBER_RING_POS_SIZE	4096
+#define EMBER_RING_MIN_SIZE	(1u << 16)
+#define EMBER_RING_MAX_SIZE	(1u << 30)
+#define EMBER_RING_MAX_RECORD	(1u << 16) /* header included */
+
+enum ember_rec_type {
+	EMBER_REC_PAD = 0,
+	EMBER_REC_SAMPLE = 1,	     /* struct ember_sample + frames */
+	EMBER_REC_PROCESS_EXEC = 2,  /* struct ember_proc_event */
+	EMBER_REC_PROCESS_EXIT = 3,  /* struct ember_proc_event */
+	EMBER_REC_LOST = 4,	     /* struct ember_rec_lost */
+	EMBER_REC_TYPE_MAX,
+};
+
+struct ember_rec_hdr {
+	uint32_t length;
+	uint16_t type;
+	uint16_t flags;
+};
+
+/* Why samples were lost before they reached the consumer. */
+enum ember_lost_reason {
+	EMBER_LOST_BPF_RINGBUF = 1, /* the kernel ring buffer was full */
+	EMBER_LOST_SAMPLE_RING = 2, /* the sample ring was full */
+	EMBER_LOST_NO_CONSUMER = 3, /* no symbolizer was connected */
+	EMBER_LOST_PROC_EVENTS = 4, /* process events dropped by the kernel side */
+	EMBER_LOST_OTHER = 5,
+};
+
+struct ember_rec_lost {
+	uint64_t count;
+	uint32_t reason;
+	uint32_t reserved;
+};
+
+/* The producer-written header at the start of the data memfd. */
+struct ember_ring_shared_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t data_size;
+	/* Producer position in bytes since creation; only ever grows. */
+	_Alignas(64) uint64_t head;
+};
+
+struct ember_ring_producer {
+	int data_fd;
+	int pos_fd;
+	int event_fd;
+	struct ember_ring_shared_hdr *hdr;
+	uint8_t *data;
+	const uint64_t *consumer_pos;
+	uint64_t size;
+	uint64_t head;
+	uint64_t notified_head;
+	uint64_t dropped_records; /* ring full */
+	uint64_t bad_positions;	  /* consumer positions that made no sense */
+};
+
+struct ember_ring_consumer {
+	const struct ember_ring_shared_hdr *hdr;
+	const uint8_t *data;
+	uint64_t *consumer_pos;
+	uint64_t size;
+	uint64_t tail;
+	size_t map_len;
+};
+
+/* Creates the two memfds and the eventfd; data_size is rounded up to a power of two. */
+int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size);
+void ember_ring_producer_destroy(struct ember_ring_producer *p);
+
+/*
+ * Appends one record. Returns 0, -ENOSPC when the ring is full (counted in
+ * dropped_records), -EPROTO when the consumer position is impossible
+ * (counted in bad_positions; the ring is treated as full), -EINVAL for an
+ * oversized record.
+ */
+int ember_ring_write(struct ember_ring_producer *p, uint16_t type, const void *payload,
+		     size_t len);
+/* Like ember_ring_write for a payload given in two parts. */
+int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *a, size_t alen,
+		      const void *b, size_t blen);
+/* Free bytes, or -EPROTO if the consumer position is impossible. */
+int64_t ember_ring_free_space(const struct ember_ring_producer *p);
+/* Reads the consumer's position; false if it is impossible. */
+bool ember_ring_consumer_pos(const struct ember_ring_producer *p, uint64_t *pos);
+/* Signals the eventfd if records were written since the last call. */
+void ember_ring_notify(struct ember_ring_producer *p);
+
+/* Maps the producer's memfds: data read-only, position read-write. */
+int ember_ring_consumer_open(struct ember_ring_consumer *c, int data_fd, int pos_fd);
+void ember_ring_consumer_close(struct ember_ring_consumer *c);
+
+/*
+ * Copies the next record into buf (the consumer validates its private copy,
+ * never the shared bytes). Returns the payload length (>= 0) and sets *type,
+ * -EAGAIN when empty, -EBADMSG when the ring holds something impossible (the
+ * consumer should reconnect), -EMSGSIZE when buf is too small (the record is
+ * skipped).
+ */
+int ember_ring_read(struct ember_ring_consumer *c, uint16_t *type, void *buf, size_t buf_len);
+/* Publishes the consumer position so the producer can reuse the space. */
+void ember_ring_release(struct ember_ring_consumer *c);
+/* Bytes written by the producer and not yet read. */
+uint64_t ember_ring_pending(const struct ember_ring_consumer *c);
+
+#endif

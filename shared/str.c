@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "str.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ember_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int ember_parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
+	char num[32];
+	size_t digits = strspn(s, "0123456789");
+	uint64_t v;
+
+	if (!digits || digits >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, digits);
+	num[digits] = '\0';
+	if (ember_parse_u64(num, 0, UINT32_MAX, &v))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(s + digits, units[i].suffix)) {
+			*out_ms = v * units[i].ms;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int ember_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strnlen(src, size);
+
+	if (!size)
+		return -ENAMETOOLONG;
+	if (n == size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+bool ember_str_ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !memcmp(s + a - b, suffix, b);
+}
+
+bool ember_is_lower_hex(const char *s, size_t len)
+{
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}

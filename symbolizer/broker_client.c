@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "broker_client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shared/clock.h"
+#include "shared/log.h"
+#include "shared/str.h"
+
+void ember_broker_client_init(struct ember_broker_client *c, int sock)
+{
+	memset(c, 0, sizeof(*c));
+	c->sock = sock;
+}
+
+int ember_broker_client_send(struct ember_broker_client *c, union ember_msg *msg)
+{
+	int err;
+
+	msg->hdr.seq = ++c->seq;
+	err = ember_msg_send(c->sock, msg, NULL, 0);
+	if (err)
+		c->closed = true;
+	return err;
+}
+
+static int wait_readable(int fd, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int n;
+
+	do
+		n = poll(&p, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+/* Receives one message, waiting up to timeout_ms. */
+static int recv_one(struct ember_broker_client *c, union ember_msg *m, int *fds, int max_fds,
+		    int *nfds, int timeout_ms)
+{
+	int err;
+
+	for (;;) {
+		err = ember_msg_recv(c->sock, m, fds, max_fds, nfds);
+		if (err != -EAGAIN)
+			break;
+		err = wait_readable(c->sock, timeout_ms);
+		if (err)
+			return err;
+	}
+	if (err)
+		c->closed = true;
+	return err;
+}
+
+int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, int *fds,
+			     int max_fds, int *nfds, int timeout_ms)
+{
+	if (c->flush_pending) {
+		c->flush_pending = false;
+		memcpy(&m->flush, &c->flush, sizeof(c->flush));
+		*nfds = 0;
+		return 0;
+	}
+	return recv_one(c, m, fds, max_fds, nfds, timeout_ms);
+}
+
+int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid,
+			 uint64_t addr, const char *arg)
+{
+	uint64_t deadline = ember_monotonic_ns() + EMBER_BROKER_TIMEOUT_MS * 1000000ull;
+	union ember_msg m;
+	uint32_t id;
+	int err;
+
+	if (c->closed)
+		return -ECONNRESET;
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 0);
+	id = ++c->next_id;
+	m.broker_req.id = id;
+	m.broker_req.what = what;
+	m.broker_req.pid = pid;
+	m.broker_req.addr = addr;
+	if (arg)
+		ember_strlcpy(m.broker_req.arg, arg, sizeof(m.broker_req.arg));
+	c->requests++;
+	err = ember_broker_client_send(c, &m);
+	if (err)
+		return err;
+	for (;;) {
+		uint64_t now = ember_monotonic_ns();
+		int fd = -1, nfds = 0;
+
+		if (now >= deadline) {
+			c->failures++;
+			return -ETIMEDOUT;
+		}
+		err = recv_one(c, &m, &fd, 1, &nfds, (int)((deadline - now) / 1000000ull) + 1);
+		if (err) {
+			c->failures++;
+			return err;
+		}
+		if (m.hdr.type == EMBER_MSG_FLUSH && !nfds && !c->flush_pending) {
+			memcpy(&c->flush, &m.flush, sizeof(c->flush));
+			c->flush_pending = true;
+			continue;
+		}
+		if (m.hdr.type != EMBER_MSG_BROKER_REPLY || m.broker_reply.id != id ||
+		    (m.broker_reply.error == 0) != (nfds == 1) || m.broker_reply.error > 0) {
+			if (nfds)
+				close(fd);
+			log_error("collector sent an unexpected %s: disconnecting",
+				  ember_msg_type_name(m.hdr.type));
+			c->closed = true;
+			return -EPROTO;
+		}
+		if (m.broker_reply.error) {
+			c->failures++;
+			return m.broker_reply.error;
+		}
+		return fd;
+	}
+}

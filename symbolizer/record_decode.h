@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Decoding of sample-ring payloads (already copied into private memory by
+ * the ring). Every length is checked against the record's own size before
+ * a field is used.
+ */
+#ifndef EMBER_SYMBOLIZER_RECORD_DECODE_H
+#define EMBER_SYMBOLIZER_RECORD_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ipc/ring.h"
+#include "bpf/records.h"
+
+/* A SAMPLE payload: the header and its kstack_len + ustack_len frames. */
+int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_event **sample,
+			const uint64_t **frames);
+/* A PROCESS_EXEC or PROCESS_EXIT payload. */
+int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc_event **ev);
+/* A LOST payload. */
+int ember_decode_lost(const void *buf, size_t len, struct ember_rec_lost *out);
+/* "bpf_ringbuf", "sample_ring", ... for a lost reason. */
+const char *ember_lost_reason_name(uint32_t reason);
+
+#endif

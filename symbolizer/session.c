@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker_client.h"
+#include "ipc/ring.h"
+#include "profile.h"
+#include "record_decode.h"
+#include "shared/clock.h"
+#include "shared/log.h"
+#include "symbolize.h"
+
+#define HANDSHAKE_TIMEOUT_MS 10000
+#define RELEASE_EVERY	     64 /* records between consumer-position updates */
+#define RECORD_BUF_SIZE	     EMBER_RING_MAX_RECORD
+
+struct session {
+	const struct ember_session_opts *opts;
+	struct ember_broker_client broker;
+	struct ember_ring_consumer ring;
+	int event_fd;
+	struct ember_profile profile;
+	struct ember_symbolizer sym;
+	uint64_t records, bad_records, samples_lost;
+	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
+};
+
+static int handshake(struct session *s)
+{
+	union ember_msg m;
+	int fds[3], nfds = 0, err;
+
+	ember_msg_init(&m, EMBER_MSG_HELLO, 0);
+	m.hello.records_version = EMBER_RECORDS_VERSION;
+	m.hello.pid = (uint32_t)getpid();
+	err = ember_broker_client_send(&s->broker, &m);
+	if (err)
+		return err;
+	err = ember_broker_client_recv(&s->broker, &m, fds, 3, &nfds, HANDSHAKE_TIMEOUT_MS);
+	if (err)
+		return err;
+	if (m.hdr.type == EMBER_MSG_REJECT) {
+		m.reject.reason[sizeof(m.reject.reason) - 1] = '\0';
+		log_error("the collector refused this symbolizer: %s", m.reject.reason);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return m.reject.error < 0 ? m.reject.error : -EPROTO;
+	}
+	if (m.hdr.type != EMBER_MSG_WELCOME || nfds != 3 ||
+	    m.welcome.records_version != EMBER_RECORDS_VERSION) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		log_error("the collector answered with %s: versions do not match",
+			  ember_msg_type_name(m.hdr.type));
+		return -EPROTO;
+	}
+	err = ember_ring_consumer_open(&s->ring, fds[0], fds[1]);
+	close(fds[0]);
+	close(fds[1]);
+	if (err) {
+		close(fds[2]);
+		log_error("cannot map the sample ring: %s", strerror(-err));
+		return err;
+	}
+	s->event_fd = fds[2];
+	s->sym.monotonic_to_realtime_ns = m.welcome.monotonic_to_realtime_ns;
+	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
+	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
+	s->profile.start_ns = m.welcome.start_time_ns;
+	return 0;
+}
+
+static void count_lost(struct session *s, uint32_t reason, uint64_t n)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "lost.%s", ember_lost_reason_name(reason));
+	ember_profile_stat_add(&s->profile, name, n);
+	ember_profile_stat_add(&s->profile, "lost.samples", n);
+	s->samples_lost += n;
+}
+
+static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
+{
+	const struct ember_sample_event *sample;
+	const struct ember_proc_event *ev;
+	struct ember_rec_lost lost;
+	const uint64_t *frames;
+
+	switch (type) {
+	case EMBER_REC_SAMPLE:
+		if (ember_decode_sample(s->buf, len, &sample, &frames))
+			return -EBADMSG;
+		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
+	case EMBER_REC_PROCESS_EXEC:
+	case EMBER_REC_PROCESS_EXIT:
+		if (ember_decode_proc_event(s->buf, len, &ev))
+			return -EBADMSG;
+		if (ev->kind == EMBER_EV_EXEC)
+			ember_symbolizer_on_exec(&s->sym, ev->tgid);
+		else
+			ember_symbolizer_on_exit(&s->sym, ev->tgid);
+		return 0;
+	case EMBER_REC_LOST:
+		if (ember_decode_lost(s->buf, len, &lost))
+			return -EBADMSG;
+		count_lost(s, lost.reason, lost.count);
+		return 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+/* Reads records until the ring is empty or until position `until` (0: no limit). */
+static int drain_ring(struct session *s, uint64_t until)
+{
+	unsigned int since_release = 0;
+	int err = 0;
+
+	while (!until || s->ring.tail < until) {
+		uint16_t type;
+		int len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
+
+		if (len == -EAGAIN)
+			break;
+		if (len == -EBADMSG) {
+			log_error("the sample ring is corrupt: stopping");
+			err = -EBADMSG;
+			break;
+		}
+		s->records++;
+		if (len < 0 || handle_record(s, type, (size_t)len, ember_monotonic_ns()) == -EBADMSG) {
+			s->bad_records++;
+			count_lost(s, EMBER_LOST_OTHER, type == EMBER_REC_SAMPLE);
+		}
+		if (++since_release == RELEASE_EVERY) {
+			ember_ring_release(&s->ring);
+			since_release = 0;
+		}
+	}
+	ember_ring_release(&s->ring);
+	return err;
+}
+
+static int write_outputs(struct session *s)
+{
+	int status = 0;
+
+	s->profile.end_ns = ember_realtime_ns();
+	ember_symbolizer_report_stats(&s->sym);
+	ember_profile_stat_set(&s->profile, "ring.records", s->records);
+	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
+	for (size_t i = 0; i < s->opts->noutputs; i++) {
+		const struct ember_output *o = &s->opts->outputs[i];
+		int err = ember_output_write(o, &s->profile);
+
+		if (err) {
+			log_error("cannot write %s: %s", o->path, strerror(-err));
+			status = err;
+		}
+	}
+	return status;
+}
+
+static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *done)
+{
+	union ember_msg reply;
+	int err, status;
+
+	err = drain_ring(s, f->head);
+	if (err)
+		return err;
+	if (f->lost_unreported)
+		count_lost(s, EMBER_LOST_OTHER, f->lost_unreported);
+	status = write_outputs(s);
+	ember_msg_init(&reply, EMBER_MSG_FLUSHED, 0);
+	reply.flushed.status = status;
+	reply.flushed.samples = s->profile.total_count;
+	err = ember_broker_client_send(&s->broker, &reply);
+	if (f->final)
+		*done = true;
+	log_debug("flushed: %" PRIu64 " samples, %" PRIu64 " lost", s->profile.total_count,
+		  s->samples_lost);
+	return err ? err : status;
+}
+
+static int on_message(struct session *s, bool *done)
+{
+	union ember_msg m;
+	int nfds = 0, err;
+
+	err = ember_broker_client_recv(&s->broker, &m, NULL, 0, &nfds, 0);
+	if (err == -ETIMEDOUT || err == -EAGAIN)
+		return 0;
+	if (err == -ECONNRESET) {
+		log_error("the collector went away");
+		return err;
+	}
+	if (err)
+		return err;
+	if (m.hdr.type == EMBER_MSG_FLUSH)
+		return on_flush(s, &m.flush, done);
+	log_error("unexpected %s from the collector", ember_msg_type_name(m.hdr.type));
+	return -EPROTO;
+}
+
+static int run(struct session *s)
+{
+	bool done = false;
+	int err = 0;
+
+	while (!done && !err) {
+		struct pollfd fds[2] = {
+			{.fd = s->broker.sock, .events = POLLIN},
+			{.fd = s->event_fd, .events = POLLIN},
+		};
+		uint64_t counter;
+
+		if (s->broker.flush_pending) {
+			err = on_message(s, &done);
+			continue;
+		}
+		if (poll(fds, 2, 1000) < 0 && errno != EINTR)
+			return -errno;
+		if (fds[1].revents & POLLIN) {
+			if (read(s->event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+				return -errno;
+		}
+		/* Also on timeout: a wake-up may have been coalesced away. */
+		err = drain_ring(s, 0);
+		if (!err && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			err = on_message(s, &done);
+	}
+	return err;
+}
+
+int ember_session_run(const struct ember_session_opts *o)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	char host[256] = "";
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->opts = o;
+	s->event_fd = -1;
+	ember_broker_client_init(&s->broker, o->sock);
+	err = ember_profile_init(&s->profile);
+	if (!err)
+		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
+	if (err)
+		goto out;
+	gethostname(host, sizeof(host) - 1);
+	memcpy(s->profile.host, host, sizeof(s->profile.host));
+	err = handshake(s);
+	if (!err)
+		err = run(s);
+out:
+	ember_symbolizer_free(&s->sym);
+	ember_profile_free(&s->profile);
+	if (s->ring.hdr)
+		ember_ring_consumer_close(&s->ring);
+	if (s->event_fd >= 0)
+		close(s->event_fd);
+	free(s);
+	return err;
+}

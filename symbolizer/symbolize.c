@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolize.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "shared/log.h"
+
+#define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+
+int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
+			  struct ember_broker_client *broker, size_t objcache_bytes)
+{
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->profile = profile;
+	s->broker = broker;
+	s->kernel_mapping = EMBER_NONE;
+	err = ember_objcache_init(&s->objs, objcache_bytes);
+	if (!err)
+		err = ember_processes_init(&s->procs);
+	return err;
+}
+
+void ember_symbolizer_free(struct ember_symbolizer *s)
+{
+	ember_objcache_free(&s->objs);
+	ember_processes_free(&s->procs);
+	ember_kallsyms_free(&s->ksyms);
+}
+
+void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
+{
+	s->kernel_mapping = EMBER_NONE;
+}
+
+static void load_kallsyms(struct ember_symbolizer *s)
+{
+	int fd, err;
+
+	s->ksyms_tried = true;
+	fd = ember_broker_request(s->broker, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
+	if (fd < 0) {
+		log_warn("no kernel symbols (%s): kernel frames stay addresses", strerror(-fd));
+		return;
+	}
+	err = ember_kallsyms_load_fd(fd, &s->ksyms);
+	close(fd);
+	if (err)
+		log_warn("cannot read kernel symbols: %s", strerror(-err));
+	else if (s->ksyms.addresses_hidden)
+		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
+			 "stay addresses; `ember check` says how to change that");
+}
+
+/* Adds a location whose only line names a function. */
+static int named_location(struct ember_symbolizer *s, uint32_t mapping,
+			  enum ember_frame_kind kind, uint64_t addr, const char *name,
+			  uint32_t *out)
+{
+	struct ember_function fn = {0};
+	struct ember_line line = {0};
+	int err;
+
+	err = ember_profile_intern_cstr(s->profile, name, &fn.name);
+	if (err)
+		return err;
+	fn.system_name = fn.name;
+	err = ember_profile_add_function(s->profile, &fn, &line.function);
+	if (err)
+		return err;
+	return ember_profile_add_location(s->profile, mapping, kind, addr, &line, 1, out);
+}
+
+static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
+			   uint32_t *out)
+{
+	const struct ember_ksym *sym;
+	char name[600];
+	int err;
+
+	if (s->kernel_mapping == EMBER_NONE) {
+		struct ember_mapping m = {.limit = UINT64_MAX};
+
+		err = ember_profile_intern_cstr(s->profile, KERNEL_MAPPING_NAME, &m.filename);
+		if (!err)
+			err = ember_profile_add_mapping(s->profile, &m, &s->kernel_mapping);
+		if (err)
+			return err;
+	}
+	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
+					 out))
+		return 0;
+	if (!s->ksyms_tried)
+		load_kallsyms(s);
+	/* A return address points after the call: look up the call itself. */
+	sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
+	if (!sym) {
+		s->unsymbolized_frames++;
+		return ember_profile_add_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL,
+						  addr, NULL, 0, out);
+	}
+	if (*ember_ksym_module(&s->ksyms, sym))
+		snprintf(name, sizeof(name), "%s [%s]", ember_ksym_name(&s->ksyms, sym),
+			 ember_ksym_module(&s->ksyms, sym));
+	else
+		snprintf(name, sizeof(name), "%s", ember_ksym_name(&s->ksyms, sym));
+	return named_location(s, s->kernel_mapping, EMBER_FRAME_KERNEL, addr, name, out);
+}
+
+static const char *mapping_name(const struct ember_maps *maps, const struct ember_map_entry *e)
+{
+	switch (e->kind) {
+	case EMBER_MAP_FILE:
+	case EMBER_MAP_VDSO:
+	case EMBER_MAP_VSYSCALL:
+	case EMBER_MAP_OTHER:
+		return ember_maps_path(maps, e);
+	default:
+		return "[anon]";
+	}
+}
+
+/* The parsed file behind a mapping, asking the broker on a cache miss. */
+static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
+				       const struct ember_map_entry *e, uint64_t now_ns)
+{
+	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
+	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
+	int fd;
+
+	if (o)
+		return o;
+	fd = ember_broker_request(s->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
+	o = ember_objcache_load(&s->objs, &key, fd, now_ns);
+	if (fd >= 0)
+		close(fd);
+	if (o && o->error)
+		log_debug("no symbols for inode %llu of pid %u: %s", (unsigned long long)e->inode,
+			  pid, strerror(-o->error));
+	return o;
+}
+
+static int user_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
+			 bool is_return, uint64_t now_ns, uint32_t *out)
+{
+	const struct ember_map_entry *e;
+	struct ember_mapping m = {0};
+	struct ember_obj *obj = NULL;
+	const struct ember_elf_sym *sym;
+	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
+	uint32_t mapping;
+	int err;
+
+	e = ember_process_find_mapping(&s->procs, proc, s->broker, addr, now_ns);
+	if (!e) {
+		s->unknown_frames++;
+		return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
+						  NULL, 0, out);
+	}
+	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted)
+		obj = mapped_object(s, proc->pid, e, now_ns);
+	m.start = e->start;
+	m.limit = e->end;
+	m.file_offset = e->offset;
+	err = ember_profile_intern_cstr(s->profile, mapping_name(&proc->maps, e), &m.filename);
+	if (!err && obj && !obj->error && obj->syms.build_id_len)
+		err = ember_profile_intern_cstr(s->profile, obj->syms.build_id_hex, &m.gnu_build_id);
+	if (!err)
+		err = ember_profile_add_mapping(s->profile, &m, &mapping);
+	if (err)
+		return err;
+	if (!ember_profile_find_location(s->profile, mapping, EMBER_FRAME_NATIVE, addr, out))
+		return 0;
+	if (obj && !obj->error &&
+	    !ember_elf_offset_to_vaddr(&obj->syms, lookup - e->start + e->offset, &vaddr) &&
+	    (sym = ember_elf_syms_lookup(&obj->syms, vaddr)))
+		return named_location(s, mapping, EMBER_FRAME_NATIVE, addr,
+				      ember_elf_sym_name(&obj->syms, sym), out);
+	s->unsymbolized_frames++;
+	return ember_profile_add_location(s->profile, mapping, EMBER_FRAME_NATIVE, addr, NULL, 0,
+					  out);
+}
+
+static void learn_comm(struct ember_process *proc, const struct ember_sample_event *sample)
+{
+	if (sample->tid == sample->tgid || !proc->comm[0])
+		memcpy(proc->comm, sample->comm, sizeof(proc->comm));
+	proc->comm[sizeof(proc->comm) - 1] = '\0';
+}
+
+int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+				const uint64_t *frames, uint64_t now_ns)
+{
+	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len;
+	struct ember_sample_key key = {.cpu = sample->cpu, .pid = sample->tgid, .tid = sample->tid};
+	struct ember_process *proc = ember_processes_get(&s->procs, sample->tgid, now_ns);
+	char thread[EMBER_COMM_LEN + 1];
+	int err;
+
+	if (!proc)
+		return -ENOMEM;
+	learn_comm(proc, sample);
+	s->samples++;
+	for (uint32_t i = 0; i < kn; i++) {
+		err = kernel_location(s, frames[i], i > 0, &s->stack_buf[depth++]);
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; i < un; i++) {
+		err = user_location(s, proc, frames[kn + i], i > 0, now_ns, &s->stack_buf[depth++]);
+		if (err)
+			return err;
+	}
+	s->frames += depth;
+	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, &key.stack);
+	if (err)
+		return err;
+	memcpy(thread, sample->comm, EMBER_COMM_LEN);
+	thread[EMBER_COMM_LEN] = '\0';
+	err = ember_profile_intern_cstr(s->profile, thread, &key.thread_name);
+	if (!err)
+		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
+	if (err)
+		return err;
+	return ember_profile_add_sample(s->profile, &key, 1,
+					sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
+}
+
+void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid)
+{
+	struct ember_process *p = ember_processes_find(&s->procs, pid);
+
+	if (p) {
+		p->maps_stale = true;
+		p->maps_loaded_ns = 0;
+		p->comm[0] = '\0';
+	}
+}
+
+void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
+{
+	struct ember_process *p = ember_processes_find(&s->procs, pid);
+
+	if (p)
+		p->exited = true;
+}
+
+void ember_symbolizer_report_stats(struct ember_symbolizer *s)
+{
+	struct ember_profile *p = s->profile;
+
+	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
+	ember_profile_stat_set(p, "symbolizer.frames_unknown_mapping", s->unknown_frames);
+	ember_profile_stat_set(p, "symbolizer.frames_unsymbolized", s->unsymbolized_frames);
+	ember_profile_stat_set(p, "objcache.hits", s->objs.hits);
+	ember_profile_stat_set(p, "objcache.misses", s->objs.misses);
+	ember_profile_stat_set(p, "objcache.evictions", s->objs.evictions);
+	ember_profile_stat_set(p, "objcache.load_errors", s->objs.load_errors);
+	ember_profile_stat_set(p, "objcache.bytes", s->objs.bytes);
+	ember_profile_stat_set(p, "maps.loads", s->procs.maps_loads);
+	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
+	ember_profile_stat_set(p, "broker.requests", s->broker->requests);
+	ember_profile_stat_set(p, "broker.failures", s->broker->failures);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Turns one sample record (pid, kernel and user addresses) into a stack of
+ * symbolized locations in the profile: user addresses through the process's
+ * mappings and the mapped file's symbols, kernel addresses through kallsyms.
+ * A frame that cannot be named is kept as module+0xoffset or [unknown].
+ */
+#ifndef EMBER_SYMBOLIZER_SYMBOLIZE_H
+#define EMBER_SYMBOLIZER_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker_client.h"
+#include "kallsyms.h"
+#include "objcache.h"
+#include "process.h"
+#include "profile.h"
+#include "bpf/records.h"
+
+struct ember_symbolizer {
+	struct ember_profile *profile;
+	struct ember_broker_client *broker;
+	struct ember_objcache objs;
+	struct ember_processes procs;
+	struct ember_kallsyms ksyms;
+	bool ksyms_tried;
+	int64_t monotonic_to_realtime_ns;
+	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
+	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+	/* Counters for the run statistics. */
+	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
+};
+
+int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
+			  struct ember_broker_client *broker, size_t objcache_bytes);
+void ember_symbolizer_free(struct ember_symbolizer *s);
+
+/* Adds one sample; frames holds kstack_len kernel then ustack_len user addresses. */
+int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+				const uint64_t *frames, uint64_t now_ns);
+void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid);
+void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid);
+/* Call after ember_profile_reset: forgets ids of the old profile. */
+void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s);
+/* Copies the counters into the profile's statistics. */
+void ember_symbolizer_report_stats(struct ember_symbolizer *s);
+
+#endif
