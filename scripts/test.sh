@@ -1,0 +1,15 @@
+#!/bin/sh
+# Builds ember and runs every test: Check unit tests, integration tests with
+# the real eBPF programs (root), and the fuzz targets for a bounded time.
+# Usage: sudo scripts/test.sh [extra ctest arguments, e.g. -L unit]
+set -eu
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -eq 0 ]; then
+	scripts/install-deps.sh
+else
+	echo "test.sh: not root: installing nothing, and the eBPF tests will skip (run with sudo)" >&2
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$(nproc)"
+cd build
+ctest --output-on-failure "$@"

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""ember record end to end with the real eBPF programs: a known CPU split
+through distinct callers, pprof readable by `go tool pprof`, kernel frames,
+the symbolizer running unprivileged, Ctrl-C, and clear CLI errors."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
+                      read_folded, require_root, run_tests, start, workdir)
+
+require_root()
+WD = workdir()
+SPLIT = build_workload("split", WD)
+
+
+def test_known_split_with_frame_pointers():
+    wl = start([SPLIT, "12"])
+    try:
+        time.sleep(0.5)
+        folded, pprof = os.path.join(WD, "s.folded"), os.path.join(WD, "s.pb.gz")
+        ember("record", "-d", "6", "-F", "499", "-p", str(wl.pid), "-o", folded, "-o", pprof)
+    finally:
+        kill(wl)
+    rows = read_folded(folded)
+    shares, total = leaf_shares(rows, "split", ["leaf_a", "leaf_b", "leaf_c"])
+    log(f"  {total} samples of split")
+    assert total > 1500, f"too few samples: {total}"
+    assert_close("leaf_a", shares["leaf_a"], 60, 3)
+    assert_close("leaf_b", shares["leaf_b"], 30, 3)
+    assert_close("leaf_c", shares["leaf_c"], 10, 3)
+    # Each leaf is reached through its own caller, below main.
+    for leaf, caller in (("leaf_a", "caller_a"), ("leaf_b", "caller_b"), ("leaf_c", "caller_c")):
+        paths = [f for f, _ in rows if f[-1] == leaf]
+        assert paths, f"no stack ends in {leaf}"
+        good = sum(n for f, n in rows if f[-1] == leaf and f[-2] == caller and "main" in f)
+        allc = sum(n for f, n in rows if f[-1] == leaf)
+        log(f"  {leaf}: {100.0 * good / allc:.1f}% of its samples go main -> {caller}")
+        assert good >= 0.95 * allc, f"{leaf} not reached through {caller} and main"
+    # Only the requested process was recorded.
+    comms = {f[0] for f, _ in rows}
+    assert comms == {"split"}, f"other processes in a -p recording: {comms}"
+    # go tool pprof (Debian's golang-go) reads the pprof file and names the leaves.
+    env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"), GOFLAGS="-mod=mod")
+    r = subprocess.run(["go", "tool", "pprof", "-top", "-symbolize=none", pprof],
+                       capture_output=True, text=True, env=env, timeout=120)
+    log(r.stdout[:800])
+    assert r.returncode == 0, r.stderr
+    for leaf in ("leaf_a", "leaf_b", "leaf_c"):
+        assert leaf in r.stdout, f"go tool pprof does not name {leaf}"
+
+
+def test_whole_system_has_kernel_and_user_frames():
+    # A syscall-heavy process guarantees kernel stacks.
+    dd = start(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"])
+    wl = start([SPLIT, "6"])
+    try:
+        folded = os.path.join(WD, "all.folded")
+        ember("record", "-d", "3", "-F", "99", "-o", folded)
+    finally:
+        kill(dd)
+        kill(wl)
+    rows = read_folded(folded)
+    comms = {f[0] for f, _ in rows}
+    log(f"  {len(rows)} stacks from {len(comms)} programs")
+    assert "split" in comms and "dd" in comms, comms
+    dd_frames = {fr for f, _ in rows if f[0] == "dd" for fr in f[1:]}
+    kernel = [fr for fr in dd_frames if re.match(r"^(entry_SYSCALL_64|do_syscall_64|__x64_sys_\w+|ksys_\w+|vfs_\w+)", fr)]
+    assert kernel, f"no symbolized kernel frames for dd: {sorted(dd_frames)[:40]}"
+    assert any(fr in ("main", "__libc_start_main") or fr.startswith("dd+0x") or "libc.so" in fr
+               for fr in dd_frames), "no user frames for dd"
+
+
+def symbolizer_pid(parent):
+    out = subprocess.run(["pgrep", "-P", str(parent), "-f", "ember-symbolizer"],
+                         capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else None
+
+
+def test_symbolizer_runs_unprivileged():
+    folded = os.path.join(WD, "u.folded")
+    proc = start([EMBER, "record", "-d", "4", "-o", folded])
+    try:
+        pid = None
+        for _ in range(50):
+            pid = symbolizer_pid(proc.pid)
+            if pid:
+                break
+            time.sleep(0.1)
+        assert pid, "no ember-symbolizer child"
+        time.sleep(1)
+        status = open(f"/proc/{pid}/status").read()
+        uid = re.search(r"^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", status, re.M).groups()
+        gid = re.search(r"^Gid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", status, re.M).groups()
+        caps = re.search(r"^CapEff:\s+(\w+)", status, re.M).group(1)
+        nnp = re.search(r"^NoNewPrivs:\s+(\d+)", status, re.M).group(1)
+        log(f"  symbolizer {pid}: uid {uid} gid {gid} CapEff {caps} NoNewPrivs {nnp}")
+        assert set(uid) == {"65534"}, uid
+        assert "0" not in gid, gid
+        assert int(caps, 16) == 0
+        assert nnp == "1"
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
+def test_ctrl_c_still_writes_outputs():
+    folded, pprof = os.path.join(WD, "c.folded"), os.path.join(WD, "c.pb.gz")
+    wl = start([SPLIT, "10"])
+    proc = start([EMBER, "record", "-F", "199", "-p", str(wl.pid), "-o", folded, "-o", pprof])
+    try:
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        kill(wl)
+        kill(proc)
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert proc.returncode == 0, err
+    rows = read_folded(folded)
+    assert sum(n for _, n in rows) > 100
+    with open(pprof, "rb") as f:
+        assert f.read(2) == b"\x1f\x8b"
+
+
+def test_cli_errors_are_clear():
+    def expect(args, code, pattern):
+        r = ember(*args, check=False)
+        log(f"  ember {' '.join(args)} -> {r.returncode}: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else ''}")
+        assert r.returncode == code, (args, r.returncode, r.stderr)
+        assert re.search(pattern, r.stderr + r.stdout), (args, r.stderr)
+
+    expect(["record", "--frobnicate"], 2, r"Try 'ember record --help'")
+    expect(["record", "-F", "0"], 2, r"bad frequency")
+    expect(["record", "-F", "abc"], 2, r"bad frequency")
+    expect(["record", "-d", "soon"], 2, r"bad duration")
+    expect(["record", "-p", "999999999"], 2, r"bad PID|no process")
+    expect(["record", "-p", "4194000"], 2, r"no process with PID")
+    expect(["record", "-o", "profile.txt"], 2, r"cannot tell the format")
+    expect(["record", "--user", "no-such-user-here"], 2, r"no user")
+    expect(["record", "--user", "root"], 2, r"must not run as root")
+    expect(["frobnicate"], 2, r"unknown command")
+    expect(["record", "-d", "1", "-o", "/nonexistent-dir/p.folded"], 1, r"cannot write .*choose a writable path")
+    assert not os.path.exists("/nonexistent-dir/p.folded")
+    # Without privileges: one clear message, exit code 1.
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                        EMBER, "record", "-d", "1", "-o", "/tmp/x.folded"], capture_output=True, text=True)
+    log(f"  unprivileged -> {r.returncode}: {r.stderr.strip()}")
+    assert r.returncode == 1 and "needs root" in r.stderr, r.stderr
+    r = ember("check", check=False)
+    assert r.returncode == 0 and "ready" in r.stdout, r.stdout
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_known_split_with_frame_pointers,
+        test_whole_system_has_kernel_and_user_frames,
+        test_symbolizer_runs_unprivileged,
+        test_ctrl_c_still_writes_outputs,
+        test_cli_errors_are_clear,
+    ])
