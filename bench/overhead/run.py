@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/overhead: the cost of recording a busy host.
+
+Runs the same busy workload (every CPU busy: tests/workloads/split.c with one
+thread per CPU, plus a syscall-heavy dd) and records it system-wide for the
+same duration at the same frequency with ember and with `perf record -g`.
+Prints, for each tool, the CPU seconds its processes used (user + system, via
+RUSAGE_CHILDREN of this script, so every process the tool started and reaped
+is counted), that cost as a percentage of one core, and the peak resident
+memory of all its processes together (VmRSS summed over the tool's process
+tree, sampled every 100 ms), then the ratios ember/perf.
+
+Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--build build]
+"""
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+
+
+def tree(pid):
+    """pid and all its descendants."""
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class PeakRss(threading.Thread):
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stop = pid, 0, False
+
+    def run(self):
+        while not self.stop:
+            self.peak = max(self.peak, sum(rss_kib(p) for p in tree(self.pid)))
+            time.sleep(0.1)
+
+
+def measure(name, cmd, duration):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = PeakRss(proc.pid)
+    sampler.start()
+    _, err = proc.communicate(timeout=duration + 600)
+    sampler.stop = True
+    sampler.join()
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"{name} failed ({proc.returncode}): {err[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=60)
+    ap.add_argument("--hz", type=int, default=19)
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/overhead: run as root (both tools record every CPU)")
+    ember = os.path.join(a.build, "ember")
+    perf = shutil.which("perf")
+    if not os.path.exists(ember) or not perf:
+        sys.exit("bench/overhead: needs build/ember and perf (apt-get install linux-perf)")
+    wd = tempfile.mkdtemp(prefix="ember-bench-")
+    split = os.path.join(wd, "split")
+    subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", split,
+                    os.path.join(SRC, "tests", "workloads", "split.c")], check=True)
+    ncpu = os.cpu_count() or 1
+    span = str(2 * (a.duration + 30) + 30)
+    load = [subprocess.Popen([split, span, str(ncpu)], stdout=subprocess.DEVNULL),
+            subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"], stderr=subprocess.DEVNULL)]
+    try:
+        time.sleep(2)
+        runs = [
+            measure("ember", [ember, "record", "-d", str(a.duration), "-F", str(a.hz), "--no-progress",
+                              "-o", os.path.join(wd, "p.pb.gz"), "-o", os.path.join(wd, "p.folded")],
+                    a.duration),
+            measure("perf record -g", [perf, "record", "-g", "-a", "-F", str(a.hz), "-o",
+                                       os.path.join(wd, "perf.data"), "--", "sleep", str(a.duration)],
+                    a.duration),
+        ]
+    finally:
+        for p in load:
+            p.kill()
+            p.wait()
+    print(f"bench/overhead: {a.duration} s, {a.hz} Hz, every CPU ({ncpu}) busy, whole system")
+    print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'peak RSS MiB':>13}")
+    for r in runs:
+        print(f"{r['name']:<16} {r['cpu']:>8.3f} {100 * r['cpu'] / a.duration:>11.3f}% {r['rss_mib']:>13.1f}")
+    e, p = runs
+    print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x")
+    shutil.rmtree(wd, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
