@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #define TICK_MS		 250
 #define FLUSH_TIMEOUT_NS (300ull * 1000000000ull)
 #define PROCS_CAPACITY	 32768
+#define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
 
 enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD };
 
@@ -253,6 +255,23 @@ static int setup_signals(struct recorder *r)
 	return r->sigfd < 0 ? neg_errno() : 0;
 }
 
+static int await_symbolizer(struct recorder *r)
+{
+	uint64_t deadline = ember_monotonic_ns() + HANDSHAKE_TIMEOUT_NS;
+
+	while (r->peer.state != EMBER_PEER_ACTIVE) {
+		struct pollfd pfd = {.fd = r->peer.sock, .events = POLLIN};
+		uint64_t now = ember_monotonic_ns();
+
+		if (now >= deadline || poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1) <= 0 ||
+		    ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now)) {
+			log_error("the symbolizer did not start; see its messages above");
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
 static int setup(struct recorder *r)
 {
 	struct ember_record_opts *o = r->opts;
@@ -304,6 +323,10 @@ static int setup(struct recorder *r)
 	ember_peer_attach(&r->peer, sv[0]);
 	/* The child has its copies; the collector keeps none of the outputs open. */
 	close_outputs(o);
+	/* Sample only once the symbolizer can take samples: none lost at the start. */
+	err = await_symbolizer(r);
+	if (err)
+		return err;
 
 	err = ember_bpf_start(&r->bpf, &bo);
 	if (err)

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
-                      read_folded, require_root, run_tests, start, workdir)
+                      read_folded, require_root, run_tests, skip_or_fail, start, workdir)
 
 require_root()
 WD = workdir()
@@ -126,6 +126,31 @@ def test_ctrl_c_still_writes_outputs():
         assert f.read(2) == b"\x1f\x8b"
 
 
+def test_cpu_hotplug_is_tolerated():
+    """A CPU that goes offline and comes back is sampled again."""
+    online = "/sys/devices/system/cpu/cpu1/online"
+    if not os.access(online, os.W_OK):
+        skip_or_fail("CPU hotplug is not available here (no writable cpu1/online)")
+    folded = os.path.join(WD, "hp.folded")
+    proc = start([EMBER, "record", "-d", "10", "-F", "99", "--no-progress", "-o", folded])
+    try:
+        time.sleep(1.5)
+        with open(online, "w") as f:
+            f.write("0")
+        time.sleep(2)
+    finally:
+        with open(online, "w") as f:
+            f.write("1")
+    time.sleep(1.5)  # the collector re-opens events on its next CPU check (1 s)
+    wl = subprocess.run(["taskset", "-c", "1", SPLIT, "3"], capture_output=True)
+    assert wl.returncode == 0
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    n = sum(c for f, c in read_folded(folded) if f[0] == "split")
+    log(f"  {n} samples of a 3 s busy loop pinned to the re-onlined CPU 1 (expect about {3 * 99})")
+    assert n >= 0.8 * 3 * 99, n
+
+
 def test_cli_errors_are_clear():
     def expect(args, code, pattern):
         r = ember(*args, check=False)
@@ -160,5 +185,6 @@ if __name__ == "__main__":
         test_whole_system_has_kernel_and_user_frames,
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
+        test_cpu_hotplug_is_tolerated,
         test_cli_errors_are_clear,
     ])
