@@ -178,7 +178,8 @@ int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool 
 		return -ENOTCONN;
 	ember_drain_flush_lost(drain);
 	for (int r = 0; r < EMBER_LOST_REASONS; r++)
-		unreported += drain->pending_lost[r];
+		if (r != EMBER_LOST_PROC_EVENTS)
+			unreported += drain->pending_lost[r];
 	ember_msg_init(&out, EMBER_MSG_FLUSH, 0);
 	out.flush.head = p->ring.head;
 	out.flush.final = final;

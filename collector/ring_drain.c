@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ring_drain.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "shared/clock.h"
@@ -19,18 +20,17 @@ static void count_lost(struct ember_drain *d, enum ember_lost_reason reason, uin
 
 static void forward(struct ember_drain *d, uint16_t type, const void *data, size_t size)
 {
-	int err;
+	bool sample = type == EMBER_REC_SAMPLE;
 
 	if (!d->ring) {
-		count_lost(d, EMBER_LOST_NO_CONSUMER, 1);
+		count_lost(d, sample ? EMBER_LOST_NO_CONSUMER : EMBER_LOST_PROC_EVENTS, 1);
 		return;
 	}
 	/* Older losses go first so the consumer learns of them in order. */
 	ember_drain_flush_lost(d);
-	err = ember_ring_write(d->ring, type, data, size);
-	if (err)
-		count_lost(d, EMBER_LOST_SAMPLE_RING, 1);
-	else if (type == EMBER_REC_SAMPLE)
+	if (ember_ring_write(d->ring, type, data, size))
+		count_lost(d, sample ? EMBER_LOST_SAMPLE_RING : EMBER_LOST_PROC_EVENTS, 1);
+	else if (sample)
 		d->samples++;
 	else
 		d->proc_events++;
@@ -111,7 +111,9 @@ uint64_t ember_drain_lost_total(const struct ember_drain *d)
 {
 	uint64_t n = 0;
 
+	/* Samples only: a lost process event costs symbol quality, not a sample. */
 	for (int r = 0; r < EMBER_LOST_REASONS; r++)
-		n += d->lost[r];
+		if (r != EMBER_LOST_PROC_EVENTS)
+			n += d->lost[r];
 	return n;
 }

@@ -83,6 +83,8 @@ static void count_lost(struct session *s, uint32_t reason, uint64_t n)
 
 	snprintf(name, sizeof(name), "lost.%s", ember_lost_reason_name(reason));
 	ember_profile_stat_add(&s->profile, name, n);
+	if (reason == EMBER_LOST_PROC_EVENTS)
+		return;
 	ember_profile_stat_add(&s->profile, "lost.samples", n);
 	s->samples_lost += n;
 }

@@ -151,6 +151,18 @@ def test_cpu_hotplug_is_tolerated():
     assert n >= 0.8 * 3 * 99, n
 
 
+def test_progress_line_on_a_terminal():
+    """On a terminal ember redraws one status line: elapsed time, samples, losses."""
+    out = os.path.join(WD, "tty.folded")
+    r = subprocess.run(["script", "-qfec", f"{EMBER} record -d 2 -o {out}", "/dev/null"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout
+    assert re.search(r"\rember: \ds / 2s  samples \d+  lost \d+", r.stdout), r.stdout[:500]
+    # Without a terminal there is no progress line.
+    r = ember("record", "-d", "1", "-o", out)
+    assert "\r" not in r.stderr and "samples 0" not in r.stderr
+
+
 def test_cli_errors_are_clear():
     def expect(args, code, pattern):
         r = ember(*args, check=False)
@@ -186,5 +198,6 @@ if __name__ == "__main__":
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
         test_cpu_hotplug_is_tolerated,
+        test_progress_line_on_a_terminal,
         test_cli_errors_are_clear,
     ])
