@@ -155,9 +155,10 @@ def test_progress_line_on_a_terminal():
     """On a terminal ember redraws one status line: elapsed time, samples, losses."""
     out = os.path.join(WD, "tty.folded")
     r = subprocess.run(["script", "-qfec", f"{EMBER} record -d 2 -o {out}", "/dev/null"],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout
-    assert re.search(r"\rember: \ds / 2s  samples \d+  lost \d+", r.stdout), r.stdout[:500]
+                       capture_output=True, timeout=60)
+    tty = r.stdout.decode(errors="replace")
+    assert r.returncode == 0, tty
+    assert re.search(r"\r\x1b\[Kember: \ds / 2s  samples \d+  lost \d+", tty), tty[:500]
     # Without a terminal there is no progress line.
     r = ember("record", "-d", "1", "-o", out)
     assert "\r" not in r.stderr and "samples 0" not in r.stderr
