@@ -88,7 +88,7 @@
     native: [0, 48, 78, 60],   /* red to yellow, the classic flame */
     go: [178, 200, 55, 58],    /* aqua */
     cpython: [92, 130, 45, 55], /* green: interpreted */
-    unknown: [36, 54, 45, 66], /* tan: kind not recorded (e.g. folded input) */
+    unknown: [8, 56, 62, 64],  /* paler flame: kind not recorded (e.g. folded input) */
     process: [262, 276, 30, 76],
     all: [210, 210, 8, 78],
   };
@@ -300,10 +300,9 @@
 
   /* ---- header, legend, table ------------------------------------------------------------- */
   function header() {
-    const host = data.host || 'unknown host';
-    document.getElementById('title').textContent =
-      (isDiff ? 'ember differential flame graph: ' : 'ember flame graph: ') + host;
-    document.title = (isDiff ? 'ember diff \u2014 ' : 'ember \u2014 ') + host;
+    const what = isDiff ? 'ember differential flame graph' : 'ember flame graph';
+    document.getElementById('title').textContent = what + (data.host ? ': ' + data.host : '');
+    document.title = data.host ? data.host + ' \u2014 ' + what : what;
     const sub = document.getElementById('subtitle');
     const parts = [];
     if (data.start_ms) {
