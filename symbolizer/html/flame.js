@@ -84,13 +84,13 @@
   /* ---- colours ---------------------------------------------------------------- */
   /* Hue ranges per kind; each name picks a stable spot in its range. */
   const PALETTE = {
-    kernel: [18, 34, 85, 58],  /* orange */
+    kernel: [222, 242, 60, 70], /* blue: stands apart from the user-space flame */
     native: [0, 48, 78, 60],   /* red to yellow, the classic flame */
     go: [178, 200, 55, 58],    /* aqua */
     cpython: [92, 130, 45, 55], /* green: interpreted */
     unknown: [8, 56, 62, 64],  /* paler flame: kind not recorded (e.g. folded input) */
     process: [262, 276, 30, 76],
-    all: [210, 210, 8, 78],
+    all: [0, 0, 0, 76],
   };
   function hash(s) {
     let h = 2166136261;
@@ -206,6 +206,7 @@
   /* ---- zoom ------------------------------------------------------------------------ */
   function zoomTo(i) {
     if (!(i >= 0 && i < N)) return;
+    tooltip.hidden = true;
     state.zoom = i;
     document.getElementById('reset').disabled = i === 0;
     const path = [];
@@ -390,6 +391,7 @@
   document.getElementById('reset').addEventListener('click', () => zoomTo(0));
   function setView(v) {
     state.view = v;
+    tooltip.hidden = true;
     document.getElementById('view-flame').setAttribute('aria-pressed', String(v === 'flame'));
     document.getElementById('view-icicle').setAttribute('aria-pressed', String(v === 'icicle'));
     draw();
