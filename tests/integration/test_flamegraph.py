@@ -245,12 +245,18 @@ def test_record_html_of_a_workload():
         return
     split = build_workload("split", WD)
     wl = start([split, "8"])
+    rec = os.path.join(WD, "rec")
+    os.makedirs(rec)
     try:
         time.sleep(0.5)
-        page = os.path.join(WD, "profile.html")
-        ember("record", "-d", "3", "-F", "199", "-p", str(wl.pid), "-o", page)
+        # Without -o, ember record writes profile.html.
+        r = subprocess.run([EMBER, "record", "-d", "3", "-F", "199", "-p", str(wl.pid)], cwd=rec,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
     finally:
         kill(wl)
+    page = os.path.join(rec, "profile.html")
+    assert os.path.exists(page), os.listdir(rec)
     with Browser() as b:
         open_checked(b, page)
         sub = b.evaluate("document.getElementById('subtitle').textContent")
