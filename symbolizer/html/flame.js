@@ -125,26 +125,33 @@
   /* ---- page state --------------------------------------------------------------- */
   const canvas = document.getElementById('flame');
   const chart = document.getElementById('chart');
+  const spacer = document.getElementById('spacer');
   const tooltip = document.getElementById('tooltip');
   const searchBox = document.getElementById('search');
   const ctx = canvas.getContext('2d');
   const ROW = 18, FONT = '12px ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace';
   const MIN_WIDTH = 0.4; /* frames narrower than this many pixels are not drawn */
-  const state = { zoom: 0, view: 'flame', matchFn: null, matched: 0, width: 0, charWidth: 7 };
+  const state = { zoom: 0, view: 'flame', matchFn: null, matched: 0, width: 0, height: 0,
+    scroll: 0, charWidth: 7 };
   let drawnAt = []; /* per depth: node indices drawn, in increasing x */
   let labels = [];  /* texts drawn, for tests and accessibility */
 
+  /* A row's top in canvas coordinates (the canvas shows the chart's scrolled window). */
   function rowY(d) {
-    return state.view === 'flame' ? (maxDepth - d) * ROW : d * ROW;
+    return (state.view === 'flame' ? (maxDepth - d) * ROW : d * ROW) - state.scroll;
   }
 
   function layout() {
     const dpr = window.devicePixelRatio || 1;
+    const full = (maxDepth + 1) * ROW;
+    const room = Math.max(200, window.innerHeight - chart.getBoundingClientRect().top - 12);
     state.width = Math.max(200, chart.clientWidth);
-    const h = (maxDepth + 1) * ROW;
-    canvas.style.height = h + 'px';
+    state.height = Math.min(full, room);
+    chart.style.height = state.height + 'px';
+    spacer.style.height = full + 'px';
+    canvas.style.height = state.height + 'px';
     canvas.width = Math.round(state.width * dpr);
-    canvas.height = Math.round(h * dpr);
+    canvas.height = Math.round(state.height * dpr);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.font = FONT;
     state.charWidth = ctx.measureText('mmmmmmmmmm').width / 10 || 7;
@@ -152,6 +159,7 @@
 
   function drawFrame(i, px, w, faded) {
     const y = rowY(depth[i]);
+    if (y <= -ROW || y >= state.height) return;
     const matched = state.matchFn && state.matchFn[func[i]];
     ctx.globalAlpha = faded ? 0.55 : 1;
     ctx.fillStyle = matched ? MATCH_COLOR : (isDiff ? diffColor(i) : kindColor(func[i]));
@@ -169,7 +177,8 @@
   function draw() {
     const W = state.width, z = state.zoom;
     const x0 = x[z], scale = total[z] > 0 ? W / total[z] : 0;
-    ctx.clearRect(0, 0, W, (maxDepth + 1) * ROW);
+    state.scroll = chart.scrollTop;
+    ctx.clearRect(0, 0, W, state.height);
     ctx.font = FONT;
     drawnAt = [];
     labels = [];
@@ -187,7 +196,8 @@
 
   /* The frame under a point of the canvas, or -1. */
   function hit(cx, cy) {
-    const d = state.view === 'flame' ? maxDepth - Math.floor(cy / ROW) : Math.floor(cy / ROW);
+    const row0 = Math.floor((cy + state.scroll) / ROW);
+    const d = state.view === 'flame' ? maxDepth - row0 : row0;
     const row = drawnAt[d];
     if (!row) return -1;
     const z = state.zoom, scale = total[z] > 0 ? state.width / total[z] : 0;
@@ -394,8 +404,8 @@
     tooltip.hidden = true;
     document.getElementById('view-flame').setAttribute('aria-pressed', String(v === 'flame'));
     document.getElementById('view-icicle').setAttribute('aria-pressed', String(v === 'icicle'));
-    draw();
     chart.scrollTop = v === 'flame' ? chart.scrollHeight : 0;
+    draw();
   }
   document.getElementById('view-flame').addEventListener('click', () => setView('flame'));
   document.getElementById('view-icicle').addEventListener('click', () => setView('icicle'));
@@ -417,6 +427,13 @@
       searchBox.focus();
     }
   });
+  let scrollPending = false;
+  chart.addEventListener('scroll', () => {
+    tooltip.hidden = true;
+    if (scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(() => { scrollPending = false; draw(); });
+  });
   let resizeTimer = 0;
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);
@@ -428,8 +445,8 @@
   legend();
   changesTable();
   layout();
-  draw();
   chart.scrollTop = chart.scrollHeight;
+  draw();
 
   /* What tests and scripts can ask the page (the canvas has no DOM per frame). */
   window.emberFlame = {

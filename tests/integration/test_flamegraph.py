@@ -207,6 +207,25 @@ def test_flame_graph_in_chromium():
         assert_clean(b, page)
 
 
+def test_deep_stacks_scroll_in_a_window_sized_canvas():
+    # 3,000 frames: taller than any canvas may be; the canvas stays window-sized
+    # and draws the rows scrolled into view.
+    deep = "deep;" + ";".join(f"f{i}" for i in range(3000)) + " 5\ndeep;f0;side 5\n"
+    page = os.path.join(WD, "deep.html")
+    ember("report", write("deep.folded", deep), "-o", page)
+    with Browser() as b:
+        open_checked(b, page)
+        h, inner = b.evaluate("[document.getElementById('flame').height, window.innerHeight]")
+        assert h <= inner, (h, inner)
+        assert b.evaluate("emberFlame.rectOf(0)") is not None, "the root is not in view at first"
+        assert b.evaluate("emberFlame.rectOf(emberFlame.find('f2999'))") is None
+        b.evaluate("document.getElementById('chart').scrollTop = 0")
+        time.sleep(0.3)
+        assert b.evaluate("emberFlame.rectOf(emberFlame.find('f2999'))") is not None
+        assert "f2999" in b.evaluate("emberFlame.visibleLabels()")
+        assert_clean(b, page)
+
+
 def test_diff_in_chromium():
     base, new = write("d-base.folded", BASE), write("d-new.folded", NEW)
     page = os.path.join(WD, "diff.html")
@@ -283,6 +302,7 @@ run_tests([
     test_report_errors_are_clear_and_leave_no_file,
     test_top_matches_go_tool_pprof,
     test_flame_graph_in_chromium,
+    test_deep_stacks_scroll_in_a_window_sized_canvas,
     test_diff_in_chromium,
     test_record_html_of_a_workload,
 ])
