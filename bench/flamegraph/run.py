@@ -81,7 +81,9 @@ def main():
             if errors:
                 print(f"console errors: {errors}", file=sys.stderr)
                 return 1
-            shot = b.screenshot(os.path.join(wd, "stacks.png"))
+            shots = os.path.join(BUILD, "artifacts")
+            os.makedirs(shots, exist_ok=True)
+            shot = b.screenshot(os.path.join(shots, "bench-flamegraph-100k.png"))
 
     env = dict(os.environ, HOME=wd, GOCACHE=os.path.join(wd, "gocache"))
     t_top, _ = timed([EMBER, "top", pb, "-n", "20"], runs=1)
