@@ -26,7 +26,7 @@
 #define MAX_HZ		    10000
 #define DEFAULT_RING_SIZE   (8u << 20)
 #define DEFAULT_USER	    "nobody"
-#define DEFAULT_OUTPUT	    "profile.folded"
+#define DEFAULT_OUTPUT	    "profile.html"
 
 static const struct {
 	const char *suffix;
@@ -34,6 +34,7 @@ static const struct {
 } output_formats[] = {
 	{".pb.gz", "pprof"},
 	{".folded", "folded"},
+	{".html", "html"},
 };
 
 static void usage_main(FILE *f)
@@ -42,6 +43,9 @@ static void usage_main(FILE *f)
 		   "\n"
 		   "commands:\n"
 		   "  record   sample every CPU and write a profile (needs root)\n"
+		   "  report   convert a profile (.pb.gz, .folded) to .html, .pb.gz or .folded\n"
+		   "  diff     differential flame graph of two profiles\n"
+		   "  top      table of the functions with the most samples\n"
 		   "  check    tell whether this host and user can record, and what to fix\n"
 		   "  version  print the version\n"
 		   "\n"
@@ -60,7 +64,8 @@ static void usage_record(FILE *f)
 		"  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
 		"  -p, --pid PID           record only this process (repeatable)\n"
 		"  -o, --output FILE       write FILE; its name sets the format:\n"
-		"                          .pb.gz pprof, .folded folded stacks (repeatable);\n"
+		"                          .html flame graph, .pb.gz pprof, .folded folded\n"
+		"                          stacks (repeatable);\n"
 		"                          default %s\n"
 		"      --user NAME         user the symbolizer runs as; default %s\n"
 		"      --log-level LEVEL   error, warning, info or debug; default info\n"
@@ -172,7 +177,7 @@ static int cmd_record(int argc, char **argv)
 			if (!format_of(optarg))
 				return usage_error("record",
 						   "cannot tell the format of '%s' from its name: "
-						   "end it in .pb.gz or .folded",
+						   "end it in .html, .pb.gz or .folded",
 						   optarg);
 			o.outputs[o.noutputs].path = optarg;
 			o.outputs[o.noutputs++].format = format_of(optarg);
@@ -247,6 +252,22 @@ static int cmd_check(int argc, char **argv)
 	return ember_check_run(true);
 }
 
+/* Commands that only read files run in ember-symbolizer, which links the parsers. */
+static int cmd_file_tool(char **argv)
+{
+	char path[PATH_MAX];
+
+	if (ember_symbolizer_path(path, sizeof(path))) {
+		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
+			  EMBER_LIBEXECDIR);
+		return EMBER_EXIT_FAILURE;
+	}
+	argv[0] = "ember-symbolizer";
+	execv(path, argv);
+	log_error("cannot run %s: %s", path, strerror(errno));
+	return EMBER_EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -259,6 +280,8 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report") || !strcmp(cmd, "diff") || !strcmp(cmd, "top"))
+		return cmd_file_tool(argv);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

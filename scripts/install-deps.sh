@@ -10,7 +10,7 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   libsodium-dev libprotobuf-c-dev protobuf-c-compiler libseccomp-dev libcurl4-openssl-dev
   zlib1g-dev check libsubunit-dev"
 test="elfutils golang-go linux-perf protobuf-compiler python3 python3-protobuf python3-grpcio
-  procps util-linux chromium"
+  procps util-linux chromium python3-websocket"
 pkgs="$build"
 [ "${1:-}" = "--runtime-only" ] || pkgs="$build $test"
 export DEBIAN_FRONTEND=noninteractive

@@ -11,5 +11,14 @@ else
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
-cd build
-ctest --output-on-failure "$@"
+(cd build && ctest --output-on-failure "$@")
+# The fuzz targets (tests/fuzz): a clang build of their own, each target run for
+# a bounded time (EMBER_FUZZ_SECONDS, default 30). Skipped when ctest arguments
+# select other tests.
+if [ $# -eq 0 ]; then
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON \
+		-DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-30}"
+	# shellcheck disable=SC2046
+	cmake --build build-fuzz -j"$(nproc)" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
+	(cd build-fuzz && ctest --output-on-failure -L fuzz)
+fi

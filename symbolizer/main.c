@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "output.h"
 #include "sandbox.h"
 #include "session.h"
@@ -23,7 +24,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ember-symbolizer --socket-fd=N --uid UID --gid GID "
 		   "[--output-fd N:FORMAT:PATH]... [--log-level LEVEL]\n"
-		   "Started by `ember record`; not meant to be run by hand.\n");
+		   "       ember-symbolizer report|diff|top ARGS...\n"
+		   "Started by `ember record`, `ember report`, `ember diff` and `ember top`.\n");
 }
 
 static int parse_output(const char *arg, struct ember_output *o)
@@ -82,6 +84,10 @@ int main(int argc, char **argv)
 	int c, level, err;
 
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
+	if (argc > 1 && ember_command_known(argv[1])) {
+		ember_log_init("ember", EMBER_LOG_INFO);
+		return ember_command_run(argc - 1, argv + 1);
+	}
 	so.sock = -1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {

@@ -123,7 +123,8 @@ static int build_types(struct pprof_build *b)
 	ember__pprof__value_type__init(&b->period_type);
 	b->period_type.type = cpu;
 	b->period_type.unit = ns;
-	b->prof.n_sample_type = 2;
+	/* Without a period (e.g. a profile read from folded stacks) CPU time is unknown. */
+	b->prof.n_sample_type = b->p->period_ns ? 2 : 1;
 	b->prof.sample_type = b->type_ptrs;
 	b->prof.period_type = &b->period_type;
 	b->prof.period = (int64_t)b->p->period_ns;
@@ -274,7 +275,7 @@ static int build_samples(struct pprof_build *b)
 		ps->value = &b->values[2 * i];
 		ps->value[0] = (int64_t)s->count;
 		ps->value[1] = (int64_t)(s->count * p->period_ns);
-		ps->n_value = 2;
+		ps->n_value = b->prof.n_sample_type;
 		num_label(&l[nl++], b->key_pid, s->key.pid);
 		num_label(&l[nl++], b->key_tid, s->key.tid);
 		if (s->key.cpu != EMBER_NONE)
@@ -297,10 +298,21 @@ static int build_samples(struct pprof_build *b)
 static int build_comments(struct pprof_build *b)
 {
 	const struct ember_profile *p = b->p;
-	char text[256];
+	char text[320];
+	size_t n = 0;
 
-	if (!ALLOC(b->comments, p->stats.len))
+	if (!ALLOC(b->comments, p->stats.len + 1))
 		return -ENOMEM;
+	/* The host travels as a comment too: pprof has no field for it. */
+	if (p->host[0]) {
+		int64_t s;
+
+		snprintf(text, sizeof(text), "host=%s", p->host);
+		s = strtab_add(&b->strs, text);
+		if (s < 0)
+			return -ENOMEM;
+		b->comments[n++] = s;
+	}
 	for (size_t i = 0; i < p->stats.len; i++) {
 		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
 		int64_t s;
@@ -309,9 +321,9 @@ static int build_comments(struct pprof_build *b)
 		s = strtab_add(&b->strs, text);
 		if (s < 0)
 			return -ENOMEM;
-		b->comments[i] = s;
+		b->comments[n++] = s;
 	}
-	b->prof.n_comment = p->stats.len;
+	b->prof.n_comment = n;
 	b->prof.comment = b->comments;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "out_folded.h"
+#include "out_html.h"
 #include "out_pprof.h"
 #include "shared/err.h"
 #include "shared/str.h"
@@ -21,6 +22,7 @@ static const struct {
 } formats[EMBER_FORMAT_MAX] = {
 	[EMBER_FORMAT_FOLDED] = {"folded", ".folded", ember_write_folded},
 	[EMBER_FORMAT_PPROF] = {"pprof", ".pb.gz", ember_write_pprof},
+	[EMBER_FORMAT_HTML] = {"html", ".html", ember_write_html},
 };
 
 int ember_format_parse(const char *name, enum ember_format *out)

@@ -14,6 +14,7 @@
 enum ember_format {
 	EMBER_FORMAT_FOLDED = 0,
 	EMBER_FORMAT_PPROF,
+	EMBER_FORMAT_HTML,
 	EMBER_FORMAT_MAX,
 };
 
@@ -23,10 +24,10 @@ struct ember_output {
 	char path[256]; /* for messages only */
 };
 
-/* "folded", "pprof" -> format. Returns 0 or -EINVAL. */
+/* "folded", "pprof", "html" -> format. Returns 0 or -EINVAL. */
 int ember_format_parse(const char *name, enum ember_format *out);
 const char *ember_format_name(enum ember_format f);
-/* The format a file name implies (".folded", ".pb.gz"); -EINVAL if none. */
+/* The format a file name implies (".folded", ".pb.gz", ".html"); -EINVAL if none. */
 int ember_format_from_path(const char *path, enum ember_format *out);
 
 /* Encodes p in the given format into a malloc'd buffer. */

@@ -128,7 +128,7 @@ static bool stack_eq(const void *ctx, uint32_t value, const void *key, size_t le
 	const struct ember_stack *s = ember_profile_stack(p, value);
 
 	return len == s->depth * sizeof(uint32_t) &&
-	       !memcmp(ember_profile_stack_locations(p, s), key, len);
+	       (!len || !memcmp(ember_profile_stack_locations(p, s), key, len));
 }
 
 static bool sample_eq(const void *ctx, uint32_t value, const void *key, size_t len)

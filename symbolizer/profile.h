@@ -208,7 +208,10 @@ static inline const struct ember_location *ember_profile_location(const struct e
 static inline const struct ember_line *ember_profile_location_lines(const struct ember_profile *p,
 								     const struct ember_location *l)
 {
-	return EMBER_VEC_AT(p->lines, const struct ember_line, l->first_line);
+	/* A location without lines may come before any line: the pool has no array yet. */
+	static const struct ember_line none[1];
+
+	return l->nlines ? EMBER_VEC_AT(p->lines, const struct ember_line, l->first_line) : none;
 }
 static inline const struct ember_stack *ember_profile_stack(const struct ember_profile *p,
 							     uint32_t i)
@@ -218,7 +221,10 @@ static inline const struct ember_stack *ember_profile_stack(const struct ember_p
 static inline const uint32_t *ember_profile_stack_locations(const struct ember_profile *p,
 							     const struct ember_stack *s)
 {
-	return EMBER_VEC_AT(p->stack_pool, const uint32_t, s->first);
+	/* An empty stack may come before any location id: the pool has no array yet. */
+	static const uint32_t none[1];
+
+	return s->depth ? EMBER_VEC_AT(p->stack_pool, const uint32_t, s->first) : none;
 }
 static inline const struct ember_sample *ember_profile_sample(const struct ember_profile *p,
 							       uint32_t i)
