@@ -5,6 +5,7 @@ through distinct callers, pprof readable by `go tool pprof`, kernel frames,
 the symbolizer running unprivileged, Ctrl-C, and clear CLI errors."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -22,13 +23,14 @@ def test_known_split_with_frame_pointers():
     try:
         time.sleep(0.5)
         folded, pprof = os.path.join(WD, "s.folded"), os.path.join(WD, "s.pb.gz")
-        ember("record", "-d", "6", "-F", "499", "-p", str(wl.pid), "-o", folded, "-o", pprof)
+        ember("record", "-d", "6", "-F", "997", "-p", str(wl.pid), "-o", folded, "-o", pprof)
     finally:
         kill(wl)
     rows = read_folded(folded)
     shares, total = leaf_shares(rows, "split", ["leaf_a", "leaf_b", "leaf_c"])
     log(f"  {total} samples of split")
-    assert total > 1500, f"too few samples: {total}"
+    # 3 points must be >= 3 standard errors of a 60% share: at least 1,000 samples.
+    assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
     assert_close("leaf_a", shares["leaf_a"], 60, 3)
     assert_close("leaf_b", shares["leaf_b"], 30, 3)
     assert_close("leaf_c", shares["leaf_c"], 10, 3)
@@ -70,8 +72,11 @@ def test_whole_system_has_kernel_and_user_frames():
     dd_frames = {fr for f, _ in rows if f[0] == "dd" for fr in f[1:]}
     kernel = [fr for fr in dd_frames if re.match(r"^(entry_SYSCALL_64|do_syscall_64|__x64_sys_\w+|ksys_\w+|vfs_\w+)", fr)]
     assert kernel, f"no symbolized kernel frames for dd: {sorted(dd_frames)[:40]}"
-    assert any(fr in ("main", "__libc_start_main") or fr.startswith("dd+0x") or "libc.so" in fr
-               for fr in dd_frames), "no user frames for dd"
+    # dd's user side: its own code or libc's read/write wrappers, by name or module+offset.
+    user = [fr for fr in dd_frames
+            if fr in ("main", "__libc_start_main", "read", "__read", "write", "__write", "__GI___libc_write")
+            or fr.startswith("dd+0x") or fr.startswith("libc.so.6+0x")]
+    assert user, f"no user frames for dd: {sorted(dd_frames)[:40]}"
 
 
 def symbolizer_pid(parent):
@@ -121,7 +126,7 @@ def test_ctrl_c_still_writes_outputs():
     log("  " + err.strip().replace("\n", "\n  "))
     assert proc.returncode == 0, err
     rows = read_folded(folded)
-    assert sum(n for _, n in rows) > 100
+    assert sum(n for f, n in rows if f[0] == "split") > 20, rows[:5]
     with open(pprof, "rb") as f:
         assert f.read(2) == b"\x1f\x8b"
 
@@ -142,13 +147,20 @@ def test_cpu_hotplug_is_tolerated():
         with open(online, "w") as f:
             f.write("1")
     time.sleep(1.5)  # the collector re-opens events on its next CPU check (1 s)
-    wl = subprocess.run(["taskset", "-c", "1", SPLIT, "3"], capture_output=True)
-    assert wl.returncode == 0
+    # A name of its own: other processes called "split" may run on a shared machine.
+    spin = os.path.join(WD, "hotplug_spin")
+    shutil.copy(SPLIT, spin)
+    wl = subprocess.Popen(["taskset", "-c", "1", spin, "3"], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(wl.pid, 0)
+    assert status == 0
+    cpu = usage.ru_utime + usage.ru_stime
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    n = sum(c for f, c in read_folded(folded) if f[0] == "split")
-    log(f"  {n} samples of a 3 s busy loop pinned to the re-onlined CPU 1 (expect about {3 * 99})")
-    assert n >= 0.8 * 3 * 99, n
+    n = sum(c for f, c in read_folded(folded) if f[0] == "hotplug_spin")
+    # Samples follow the CPU time the loop got on CPU 1, however busy the machine is.
+    log(f"  {n} samples of a loop pinned to the re-onlined CPU 1 that ran {cpu:.2f} CPU s "
+        f"(expect about {cpu * 99:.0f})")
+    assert cpu > 0.5 and n >= 0.8 * cpu * 99, (n, cpu)
 
 
 def test_progress_line_on_a_terminal():
