@@ -172,7 +172,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
 		if (r->peer.state == EMBER_PEER_ACTIVE && r->peer.ring.bad_positions) {
-			log_warn("the symbolizer wrote an impossible ring position: disconnecting it");
+			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
+				 "disconnecting it", r->peer.pid);
 			drop_peer(r);
 		}
 		if (r->peer.state == EMBER_PEER_ACTIVE)
@@ -246,8 +247,8 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 		 * again; a child that is gone or misbehaving cannot write outputs now. */
 		if (r->opts->socket_path)
 			r->finished = r->stopping;
-		else if (!r->peer.flushed)
-			r->failed = r->finished = true;
+		else if (!r->peer.flushed && r->child > 0)
+			kill(r->child, SIGKILL); /* its exit (described there) ends the run */
 		return;
 	}
 	if (r->stopping && r->peer.flushed) {
@@ -277,7 +278,7 @@ static void on_listen(struct recorder *r)
 		close(fd);
 		return;
 	}
-	ember_peer_attach(&r->peer, fd);
+	ember_peer_attach(&r->peer, fd, c.pid);
 	ember_broker_new_peer(&r->broker);
 	if (epoll_add(r->epfd, fd, TAG_PEER))
 		ember_peer_detach(&r->peer, &r->drain);
@@ -401,7 +402,7 @@ static int setup(struct recorder *r)
 			close(sv[0]);
 			return err;
 		}
-		ember_peer_attach(&r->peer, sv[0]);
+		ember_peer_attach(&r->peer, sv[0], r->child);
 		/* The child has its copies; the collector keeps none of the outputs open. */
 		close_outputs(o);
 		/* Sample only once the symbolizer can take samples: none lost at the start. */

@@ -4,10 +4,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "shared/err.h"
@@ -19,14 +19,20 @@
 
 int ember_rotation_name(uint64_t unix_ns, const char *suffix, char *buf, size_t size)
 {
-	time_t t = (time_t)(unix_ns / 1000000000ull);
-	struct tm tm;
-	char stamp[32];
+	/* UTC by hand, so names sort by time: glibc's gmtime reads the time-zone
+	 * file on first use, which the sandbox would kill the process for. */
+	int64_t secs = (int64_t)(unix_ns / 1000000000ull), days = secs / 86400, rem = secs % 86400;
+	/* Civil date from days since 1970-01-01 (proleptic Gregorian). */
+	int64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	int64_t day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
+	int64_t year = yoe + era * 400 + (month <= 2);
 
-	/* UTC: no time-zone file to read, and names sort by time. */
-	if (!gmtime_r(&t, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
-		return -EINVAL;
-	return snprintf(buf, size, EMBER_ROTATE_PREFIX "%s%s", stamp, suffix) < (int)size
+	return snprintf(buf, size,
+			EMBER_ROTATE_PREFIX "%04" PRId64 "%02" PRId64 "%02" PRId64 "T%02" PRId64
+					    "%02" PRId64 "%02" PRId64 "Z%s",
+			year, month, day, rem / 3600, rem / 60 % 60, rem % 60, suffix) < (int)size
 		       ? 0
 		       : -ENAMETOOLONG;
 }
