@@ -10,8 +10,8 @@
 
 #include <sys/types.h>
 
-#define EMBER_RUNTIME_DIR   "/run/ember"
-#define EMBER_SOCKET_NAME   "collector.sock"
+#define EMBER_RUNTIME_DIR "/run/ember"
+#define EMBER_SOCKET_NAME "collector.sock"
 
 struct ember_peer_cred {
 	pid_t pid;

@@ -30,9 +30,9 @@ static int caps_write(const struct capsets *s)
 {
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {
-		{(uint32_t)s->effective, (uint32_t)s->permitted, (uint32_t)s->inheritable},
-		{(uint32_t)(s->effective >> 32), (uint32_t)(s->permitted >> 32),
-		 (uint32_t)(s->inheritable >> 32)},
+	    {(uint32_t)s->effective, (uint32_t)s->permitted, (uint32_t)s->inheritable},
+	    {(uint32_t)(s->effective >> 32), (uint32_t)(s->permitted >> 32),
+	     (uint32_t)(s->inheritable >> 32)},
 	};
 
 	return syscall(SYS_capset, &hdr, d) < 0 ? neg_errno() : 0;

@@ -11,16 +11,16 @@
 #include "shared/err.h"
 
 /* Debian 12's headers stop at ABI 2; the kernel may offer more. */
-#define FS_ABI1	       ((1ull << 13) - 1) /* EXECUTE .. MAKE_SYM */
-#define FS_REFER       (1ull << 13)	  /* ABI 2 */
-#define FS_TRUNCATE    (1ull << 14)	  /* ABI 3 */
-#define FS_IOCTL_DEV   (1ull << 15)	  /* ABI 5 */
-#define NET_BIND_TCP   (1ull << 0)	  /* ABI 4 */
-#define NET_CONNECT_TCP (1ull << 1)
-#define SCOPE_ABSTRACT_UNIX (1ull << 0)	  /* ABI 6 */
-#define SCOPE_SIGNAL	    (1ull << 1)
-#define RULE_PATH_BENEATH 1
-#define RULE_NET_PORT	  2
+#define FS_ABI1             ((1ull << 13) - 1) /* EXECUTE .. MAKE_SYM */
+#define FS_REFER            (1ull << 13)       /* ABI 2 */
+#define FS_TRUNCATE         (1ull << 14)       /* ABI 3 */
+#define FS_IOCTL_DEV        (1ull << 15)       /* ABI 5 */
+#define NET_BIND_TCP        (1ull << 0)        /* ABI 4 */
+#define NET_CONNECT_TCP     (1ull << 1)
+#define SCOPE_ABSTRACT_UNIX (1ull << 0) /* ABI 6 */
+#define SCOPE_SIGNAL        (1ull << 1)
+#define RULE_PATH_BENEATH   1
+#define RULE_NET_PORT       2
 
 #define FS_WRITE_FILE  (1ull << 1)
 #define FS_READ_DIR    (1ull << 3)
@@ -30,7 +30,7 @@
 struct ruleset_attr {
 	uint64_t handled_access_fs;
 	uint64_t handled_access_net; /* ABI 4 */
-	uint64_t scoped;	     /* ABI 6 */
+	uint64_t scoped;             /* ABI 6 */
 };
 
 struct path_beneath_attr {
@@ -54,9 +54,9 @@ static int add_rules(int ruleset, int abi, const struct ember_landlock_opts *o)
 {
 	if (o->output_dir_fd >= 0) {
 		struct path_beneath_attr dir = {
-			.allowed_access = (FS_MAKE_REG | FS_WRITE_FILE | FS_REMOVE_FILE | FS_READ_DIR |
-					   (abi >= 3 ? FS_TRUNCATE : 0)),
-			.parent_fd = o->output_dir_fd,
+		    .allowed_access = (FS_MAKE_REG | FS_WRITE_FILE | FS_REMOVE_FILE | FS_READ_DIR |
+		                       (abi >= 3 ? FS_TRUNCATE : 0)),
+		    .parent_fd = o->output_dir_fd,
 		};
 
 		if (syscall(SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &dir, 0) < 0)
@@ -79,8 +79,8 @@ int ember_landlock_restrict(const struct ember_landlock_opts *o)
 
 	if (abi <= 0)
 		return 0;
-	attr.handled_access_fs = FS_ABI1 | (abi >= 2 ? FS_REFER : 0) | (abi >= 3 ? FS_TRUNCATE : 0) |
-				 (abi >= 5 ? FS_IOCTL_DEV : 0);
+	attr.handled_access_fs = FS_ABI1 | (abi >= 2 ? FS_REFER : 0) |
+	                         (abi >= 3 ? FS_TRUNCATE : 0) | (abi >= 5 ? FS_IOCTL_DEV : 0);
 	if (abi >= 4) {
 		/* Port 0 in the options means any port: leave TCP connect unhandled. */
 		attr.handled_access_net = NET_BIND_TCP | (o->tcp_port == 0 ? 0 : NET_CONNECT_TCP);

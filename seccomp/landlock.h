@@ -10,8 +10,8 @@
 
 struct ember_landlock_opts {
 	int output_dir_fd; /* -1: no directory; else files may be created, written,
-			    * renamed and removed beneath it (nothing else) */
-	int tcp_port;	   /* -1: no TCP connections; 0: any port; >0: only this port */
+	                    * renamed and removed beneath it (nothing else) */
+	int tcp_port;      /* -1: no TCP connections; 0: any port; >0: only this port */
 };
 
 /* The Landlock ABI version the kernel offers, or 0 without Landlock. */

@@ -9,14 +9,17 @@
 #include "shared/log.h"
 
 static const enum scmp_compare scmp_ops[] = {
-	[EMBER_CMP_EQ] = SCMP_CMP_EQ, [EMBER_CMP_NE] = SCMP_CMP_NE,
-	[EMBER_CMP_LT] = SCMP_CMP_LT, [EMBER_CMP_LE] = SCMP_CMP_LE,
-	[EMBER_CMP_GT] = SCMP_CMP_GT, [EMBER_CMP_GE] = SCMP_CMP_GE,
-	[EMBER_CMP_MASKED_EQ] = SCMP_CMP_MASKED_EQ,
+    [EMBER_CMP_EQ] = SCMP_CMP_EQ,
+    [EMBER_CMP_NE] = SCMP_CMP_NE,
+    [EMBER_CMP_LT] = SCMP_CMP_LT,
+    [EMBER_CMP_LE] = SCMP_CMP_LE,
+    [EMBER_CMP_GT] = SCMP_CMP_GT,
+    [EMBER_CMP_GE] = SCMP_CMP_GE,
+    [EMBER_CMP_MASKED_EQ] = SCMP_CMP_MASKED_EQ,
 };
 
 static int param_value(const struct ember_policy_param *params, size_t nparams, const char *name,
-		       uint64_t *out)
+                       uint64_t *out)
 {
 	for (size_t i = 0; i < nparams; i++)
 		if (!strcmp(params[i].name, name)) {
@@ -27,12 +30,12 @@ static int param_value(const struct ember_policy_param *params, size_t nparams, 
 }
 
 static int add_rule(scmp_filter_ctx ctx, const struct ember_policy *p,
-		    const struct ember_policy_rule *r, const struct ember_policy_param *params,
-		    size_t nparams)
+                    const struct ember_policy_rule *r, const struct ember_policy_param *params,
+                    size_t nparams)
 {
 	struct scmp_arg_cmp cmp[EMBER_POLICY_MAX_CONDS];
 	uint32_t action = r->action == EMBER_RULE_ERRNO ? SCMP_ACT_ERRNO((uint32_t)r->errno_value)
-							: SCMP_ACT_ALLOW;
+	                                                : SCMP_ACT_ALLOW;
 	int err;
 
 	if (r->nconds > EMBER_POLICY_MAX_CONDS)
@@ -44,24 +47,26 @@ static int add_rule(scmp_filter_ctx ctx, const struct ember_policy *p,
 		if (c->op < EMBER_CMP_EQ || c->op > EMBER_CMP_MASKED_EQ || c->arg > 5)
 			return -EINVAL;
 		if (c->param && param_value(params, nparams, c->param, &value)) {
-			log_error("%s.policy line %u: no value for $%s", p->name, r->line, c->param);
+			log_error("%s.policy line %u: no value for $%s", p->name, r->line,
+			          c->param);
 			return -EINVAL;
 		}
 		cmp[i] = (struct scmp_arg_cmp){
-			.arg = c->arg,
-			.op = scmp_ops[c->op],
-			.datum_a = c->op == EMBER_CMP_MASKED_EQ ? c->mask : value,
-			.datum_b = c->op == EMBER_CMP_MASKED_EQ ? value : 0,
+		    .arg = c->arg,
+		    .op = scmp_ops[c->op],
+		    .datum_a = c->op == EMBER_CMP_MASKED_EQ ? c->mask : value,
+		    .datum_b = c->op == EMBER_CMP_MASKED_EQ ? value : 0,
 		};
 	}
 	err = seccomp_rule_add_array(ctx, action, r->nr, r->nconds, cmp);
 	if (err)
-		log_error("%s.policy line %u (%s): %s", p->name, r->line, r->syscall, strerror(-err));
+		log_error("%s.policy line %u (%s): %s", p->name, r->line, r->syscall,
+		          strerror(-err));
 	return err;
 }
 
 int ember_policy_load(const struct ember_policy *p, uint32_t groups,
-		      const struct ember_policy_param *params, size_t nparams)
+                      const struct ember_policy_param *params, size_t nparams)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
 	int err = 0;
@@ -108,7 +113,7 @@ size_t ember_policy_count(const struct ember_policy *p, uint32_t groups)
 }
 
 int ember_policy_find(const struct ember_policy *p, uint32_t groups, const char *syscall,
-		      const struct ember_policy_rule **out)
+                      const struct ember_policy_rule **out)
 {
 	for (size_t i = 0; i < p->nrules; i++)
 		if ((p->rules[i].group & groups) && !strcmp(p->rules[i].syscall, syscall)) {

@@ -17,11 +17,11 @@
  * names its group in lowercase ("output-dir" is EMBER_POLICY_OUTPUT_DIR).
  */
 enum ember_policy_group {
-	EMBER_POLICY_BASE = 1u << 0,	   /* always */
+	EMBER_POLICY_BASE = 1u << 0,       /* always */
 	EMBER_POLICY_OUTPUT_DIR = 1u << 1, /* symbolizer daemon: files rotated in a directory */
-	EMBER_POLICY_NETWORK = 1u << 2,	   /* symbolizer: network export is configured */
-	EMBER_POLICY_RECORD = 1u << 3,	   /* collector: `ember record` with its child */
-	EMBER_POLICY_DAEMON = 1u << 4,	   /* collector: accepting symbolizers on a socket */
+	EMBER_POLICY_NETWORK = 1u << 2,    /* symbolizer: network export is configured */
+	EMBER_POLICY_RECORD = 1u << 3,     /* collector: `ember record` with its child */
+	EMBER_POLICY_DAEMON = 1u << 4,     /* collector: accepting symbolizers on a socket */
 };
 
 enum ember_policy_action {
@@ -83,13 +83,13 @@ extern const struct ember_policy ember_collector_policy;
  * Returns 0 or a negative errno.
  */
 int ember_policy_load(const struct ember_policy *p, uint32_t groups,
-		      const struct ember_policy_param *params, size_t nparams);
+                      const struct ember_policy_param *params, size_t nparams);
 
 /* The number of distinct system calls the given groups allow (errno rules not counted). */
 size_t ember_policy_count(const struct ember_policy *p, uint32_t groups);
 
 /* Whether the groups have any rule for the syscall (by name), conditional or not. */
 int ember_policy_find(const struct ember_policy *p, uint32_t groups, const char *syscall,
-		      const struct ember_policy_rule **out);
+                      const struct ember_policy_rule **out);
 
 #endif

@@ -46,7 +46,7 @@ static int connect_with_backoff(const struct ember_daemon_opts *o, int sigfd, in
 
 		if (fd >= 0 && (ember_endpoint_peer(fd, &cred) || cred.uid != 0)) {
 			log_error("%s is not served by root (uid %u): not a collector; refusing it",
-				  o->socket_path, (unsigned)cred.uid);
+			          o->socket_path, (unsigned)cred.uid);
 			close(fd);
 			fd = -EPERM;
 		}
@@ -54,12 +54,13 @@ static int connect_with_backoff(const struct ember_daemon_opts *o, int sigfd, in
 			return fd;
 		if (!told)
 			log_info("waiting for the collector at %s (%s)", o->socket_path,
-				 strerror(-fd));
+			         strerror(-fd));
 		told = true;
 		if (wait_or_stop(sigfd, *delay_ms))
 			return -EINTR;
-		*delay_ms = *delay_ms * 2 > EMBER_DAEMON_BACKOFF_MAX_MS ? EMBER_DAEMON_BACKOFF_MAX_MS
-									  : *delay_ms * 2;
+		*delay_ms = *delay_ms * 2 > EMBER_DAEMON_BACKOFF_MAX_MS
+		                ? EMBER_DAEMON_BACKOFF_MAX_MS
+		                : *delay_ms * 2;
 	}
 }
 
@@ -80,11 +81,11 @@ static int setup_signals(void)
 int ember_daemon_run(struct ember_daemon_opts *o)
 {
 	struct ember_session_opts so = {
-		.rotation = &o->rotation,
-		.interval_ms = o->interval_ms,
-		.objcache_bytes = o->objcache_bytes,
-		.enter_sandbox = enter_sandbox,
-		.sandbox_ctx = o,
+	    .rotation = &o->rotation,
+	    .interval_ms = o->interval_ms,
+	    .objcache_bytes = o->objcache_bytes,
+	    .enter_sandbox = enter_sandbox,
+	    .sandbox_ctx = o,
 	};
 	int delay_ms = EMBER_DAEMON_BACKOFF_MIN_MS, err;
 
@@ -93,8 +94,8 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 		return EMBER_EXIT_FAILURE;
 	if (faccessat(o->rotation.dir_fd, ".", W_OK, AT_EACCESS) < 0) {
 		log_error("uid %u cannot write the output directory: %s; make it writable for this "
-			  "user",
-			  (unsigned)geteuid(), strerror(errno));
+		          "user",
+		          (unsigned)geteuid(), strerror(errno));
 		return EMBER_EXIT_FAILURE;
 	}
 	so.signal_fd = setup_signals();
@@ -112,12 +113,13 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 			break;
 		/* Refused before the sandbox closed (another symbolizer is still
 		 * connected, or the collector expects another user): try again. */
-		log_warn("the collector closed the connection during the handshake (another "
-			 "symbolizer connected, or it expects another user: see its log); retrying");
+		log_warn(
+		    "the collector closed the connection during the handshake (another "
+		    "symbolizer connected, or it expects another user: see its log); retrying");
 		if (wait_or_stop(so.signal_fd, delay_ms))
 			return EMBER_EXIT_OK;
 		delay_ms = delay_ms * 2 > EMBER_DAEMON_BACKOFF_MAX_MS ? EMBER_DAEMON_BACKOFF_MAX_MS
-								       : delay_ms * 2;
+		                                                      : delay_ms * 2;
 	}
 	if (err == -ECONNRESET) {
 		log_info("the collector went away: exiting so that a fresh symbolizer is started");

@@ -30,11 +30,11 @@ int ember_rotation_name(uint64_t unix_ns, const char *suffix, char *buf, size_t 
 	int64_t year = yoe + era * 400 + (month <= 2);
 
 	return snprintf(buf, size,
-			EMBER_ROTATE_PREFIX "%04" PRId64 "%02" PRId64 "%02" PRId64 "T%02" PRId64
-					    "%02" PRId64 "%02" PRId64 "Z%s",
-			year, month, day, rem / 3600, rem / 60 % 60, rem % 60, suffix) < (int)size
-		       ? 0
-		       : -ENAMETOOLONG;
+	                EMBER_ROTATE_PREFIX "%04" PRId64 "%02" PRId64 "%02" PRId64 "T%02" PRId64
+	                                    "%02" PRId64 "%02" PRId64 "Z%s",
+	                year, month, day, rem / 3600, rem / 60 % 60, rem % 60, suffix) < (int)size
+	           ? 0
+	           : -ENAMETOOLONG;
 }
 
 static int write_one(struct ember_rotation *r, const struct ember_profile *p, enum ember_format f)
@@ -128,7 +128,7 @@ int ember_rotation_write(struct ember_rotation *r, const struct ember_profile *p
 		if (err) {
 			r->write_errors++;
 			log_error("cannot write the %s output of this interval: %s",
-				  ember_format_name(r->formats[i]), strerror(-err));
+			          ember_format_name(r->formats[i]), strerror(-err));
 			if (!first_err)
 				first_err = err;
 		} else if (r->keep) {

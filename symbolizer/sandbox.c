@@ -43,7 +43,7 @@ static int become_user(const struct ember_sandbox_opts *o)
 		int err = neg_errno();
 
 		log_error("cannot become uid %u gid %u: %s", (unsigned)o->uid, (unsigned)o->gid,
-			  strerror(-err));
+		          strerror(-err));
 		return err;
 	}
 	return 0;
@@ -99,9 +99,9 @@ static int set_limits(const struct ember_sandbox_opts *o)
 	signal(SIGXFSZ, SIG_IGN);
 	if ((err = set_limit(RLIMIT_CORE, 0)) ||
 	    (err = set_limit(RLIMIT_FSIZE, o->max_file_bytes ? o->max_file_bytes
-							     : EMBER_SANDBOX_MAX_FILE_BYTES)) ||
-	    (err = set_limit(RLIMIT_NOFILE, o->max_open_files ? o->max_open_files
-							      : EMBER_SANDBOX_MAX_OPEN_FILES)))
+	                                                     : EMBER_SANDBOX_MAX_FILE_BYTES)) ||
+	    (err = set_limit(RLIMIT_NOFILE,
+	                     o->max_open_files ? o->max_open_files : EMBER_SANDBOX_MAX_OPEN_FILES)))
 		return err;
 	/* RLIMIT_NPROC counts every task of the user: 0 stops new threads too. */
 	return o->threads_later ? 0 : set_limit(RLIMIT_NPROC, 0);
@@ -111,15 +111,15 @@ int ember_sandbox_enter(const struct ember_sandbox_opts *o)
 {
 	bool dir = o->output_dir_fd > 0;
 	struct ember_landlock_opts ll = {
-		.output_dir_fd = dir ? o->output_dir_fd : -1,
-		.tcp_port = o->network ? o->tcp_port : -1,
+	    .output_dir_fd = dir ? o->output_dir_fd : -1,
+	    .tcp_port = o->network ? o->tcp_port : -1,
 	};
 	struct ember_policy_param params[] = {
-		{"pid", (uint64_t)getpid()},
-		{"output_dir_fd", dir ? (uint64_t)o->output_dir_fd : UINT64_MAX},
+	    {"pid", (uint64_t)getpid()},
+	    {"output_dir_fd", dir ? (uint64_t)o->output_dir_fd : UINT64_MAX},
 	};
 	uint32_t groups = EMBER_POLICY_BASE | (dir ? EMBER_POLICY_OUTPUT_DIR : 0) |
-			  (o->network ? EMBER_POLICY_NETWORK : 0);
+	                  (o->network ? EMBER_POLICY_NETWORK : 0);
 	int err = ember_sandbox_drop_privileges(o), abi;
 	unsigned int uid = (unsigned int)getuid();
 
@@ -143,12 +143,12 @@ int ember_sandbox_enter(const struct ember_sandbox_opts *o)
 	}
 	if (abi == 0)
 		log_warn("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=): "
-			 "file access is confined by the system-call filter alone");
+		         "file access is confined by the system-call filter alone");
 	err = ember_policy_load(&ember_symbolizer_policy, groups, params, ARRAY_SIZE(params));
 	if (err)
 		return err;
-	log_debug("sandbox entered: uid %u, Landlock ABI %d, %zu system calls allowed",
-		  uid, abi, ember_policy_count(&ember_symbolizer_policy, groups));
+	log_debug("sandbox entered: uid %u, Landlock ABI %d, %zu system calls allowed", uid, abi,
+	          ember_policy_count(&ember_symbolizer_policy, groups));
 	return 0;
 }
 
@@ -171,11 +171,11 @@ void ember_sandbox_test_violation(void)
 		r = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
 	else if (!strcmp(what, "mmap-exec"))
 		r = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) ==
-				    MAP_FAILED
-			    ? -1
-			    : 0;
+		            MAP_FAILED
+		        ? -1
+		        : 0;
 	log_error("test hook: forbidden call '%s' returned %d (%s) instead of killing", what, r,
-		  strerror(errno));
+	          strerror(errno));
 	_exit(99);
 #endif
 }

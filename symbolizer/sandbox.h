@@ -49,7 +49,7 @@ struct ember_sandbox_opts {
 	bool threads_later;
 	uint64_t max_file_bytes;     /* RLIMIT_FSIZE; 0: EMBER_SANDBOX_MAX_FILE_BYTES */
 	unsigned int max_open_files; /* RLIMIT_NOFILE; 0: EMBER_SANDBOX_MAX_OPEN_FILES */
-	bool die_with_parent;	     /* SIGKILL when the parent (ember record) dies */
+	bool die_with_parent;        /* SIGKILL when the parent (ember record) dies */
 };
 
 /* Steps 1 and 2 only: for a daemon that must connect as its own user

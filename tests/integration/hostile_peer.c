@@ -31,17 +31,17 @@
 static const char *sock_path;
 static int failures;
 
-#define CHECK(name, cond, ...)                                                                   \
-	do {                                                                                     \
-		if (cond) {                                                                      \
-			printf("ok %s\n", name);                                                 \
-		} else {                                                                         \
-			printf("FAIL %s: ", name);                                               \
-			printf(__VA_ARGS__);                                                     \
-			printf("\n");                                                            \
-			failures++;                                                              \
-		}                                                                                \
-		fflush(stdout);                                                                  \
+#define CHECK(name, cond, ...)                                                                     \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			printf("ok %s\n", name);                                                   \
+		} else {                                                                           \
+			printf("FAIL %s: ", name);                                                 \
+			printf(__VA_ARGS__);                                                       \
+			printf("\n");                                                              \
+			failures++;                                                                \
+		}                                                                                  \
+		fflush(stdout);                                                                    \
 	} while (0)
 
 struct conn {
@@ -80,7 +80,8 @@ static void hello_msg(union ember_msg *m)
 	m->hello.pid = (uint32_t)getpid();
 }
 
-/* True when the collector closes the connection within ms (messages it sends meanwhile are read). */
+/* True when the collector closes the connection within ms (messages it sends meanwhile are read).
+ */
 static bool closed_within(int sock, int ms)
 {
 	for (int waited = 0; waited < ms; waited += 50) {
@@ -125,7 +126,8 @@ static int open_conn(struct conn *c)
 	c->pos_fd = fds[1];
 	c->event_fd = fds[2];
 	c->ring_size = m.welcome.ring_size;
-	c->hdr = mmap(NULL, EMBER_RING_HDR_SIZE + c->ring_size, PROT_READ, MAP_SHARED, c->data_fd, 0);
+	c->hdr =
+	    mmap(NULL, EMBER_RING_HDR_SIZE + c->ring_size, PROT_READ, MAP_SHARED, c->data_fd, 0);
 	c->pos = mmap(NULL, EMBER_RING_POS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->pos_fd, 0);
 	if (c->hdr == MAP_FAILED || c->pos == MAP_FAILED)
 		return -errno;
@@ -169,8 +171,9 @@ static int cmd_seals(void)
 	CHECK("ring: fallocate punching a hole", r < 0 && errno == EPERM, "%d %s", r,
 	      err_name(errno));
 	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.data_fd, 0);
-	CHECK("ring: writable shared mapping", m == MAP_FAILED && (errno == EPERM || errno == EACCES),
-	      "mapped (%s)", err_name(errno));
+	CHECK("ring: writable shared mapping",
+	      m == MAP_FAILED && (errno == EPERM || errno == EACCES), "mapped (%s)",
+	      err_name(errno));
 	r = mprotect((void *)c.hdr, 4096, PROT_READ | PROT_WRITE);
 	CHECK("ring: mprotect the read-only mapping writable", r < 0 && errno == EACCES, "%d %s", r,
 	      err_name(errno));
@@ -214,7 +217,7 @@ static uint64_t head_of(const struct conn *c)
 static int cmd_positions(void)
 {
 	static const char *const names[] = {"0 after a full ring", "head+1", "UINT64_MAX",
-					    "unaligned"};
+	                                    "unaligned"};
 
 	for (int g = 0; g < 4; g++) {
 		struct conn c;
@@ -232,8 +235,8 @@ static int cmd_positions(void)
 			usleep(10000);
 		}
 		snprintf(name, sizeof(name), "position %s: ring went around", names[g]);
-		CHECK(name, head_of(&c) > c.ring_size, "head %" PRIu64 " size %" PRIu64, head_of(&c),
-		      c.ring_size);
+		CHECK(name, head_of(&c) > c.ring_size, "head %" PRIu64 " size %" PRIu64,
+		      head_of(&c), c.ring_size);
 		bad = g == 0 ? 0 : g == 1 ? head_of(&c) + 1 : g == 2 ? UINT64_MAX : head_of(&c) - 3;
 		*c.pos = bad;
 		snprintf(name, sizeof(name), "position %s: disconnected", names[g]);
@@ -245,7 +248,7 @@ static int cmd_positions(void)
 
 /* Sends one bad thing, before or after the handshake, and expects the hang-up. */
 static void expect_disconnect(const char *name, bool after_handshake, const void *buf, size_t len,
-			      bool with_fd)
+                              bool with_fd)
 {
 	struct conn c = {.sock = -1, .data_fd = -1, .pos_fd = -1, .event_fd = -1};
 	int fd = with_fd ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1, err;
@@ -311,13 +314,13 @@ static int cmd_messages(void)
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 2);
 	m.broker_req.what = EMBER_BROKER_KALLSYMS;
 	expect_disconnect("broker request carrying a descriptor", true, &m, sizeof(m.broker_req),
-			  true);
+	                  true);
 	expect_disconnect("truncated broker request", true, &m, sizeof(m.broker_req) - 9, false);
 	ember_msg_init(&m, EMBER_MSG_FLUSH, 2);
 	expect_disconnect("FLUSH from the symbolizer", true, &m, sizeof(m.flush), false);
 	ember_msg_init(&m, EMBER_MSG_BROKER_REPLY, 2);
 	expect_disconnect("BROKER_REPLY from the symbolizer", true, &m, sizeof(m.broker_reply),
-			  false);
+	                  false);
 
 	/* Well formed but asking for nothing known: an error reply, not a hang-up. */
 	err = open_conn(&c);
@@ -336,7 +339,7 @@ static int cmd_messages(void)
 	}
 	CHECK("request type 99 answered with EINVAL",
 	      !err && m.hdr.type == EMBER_MSG_BROKER_REPLY && m.broker_reply.id == 7 &&
-		      m.broker_reply.error == -EINVAL && nfds == 0,
+	          m.broker_reply.error == -EINVAL && nfds == 0,
 	      "err %d type %u error %d", err, m.hdr.type, m.broker_reply.error);
 	close_conn(&c);
 	return failures;
@@ -393,8 +396,8 @@ static int cmd_broker(uint32_t sampled, uint32_t other, uint32_t gone)
 	fd = ask(&c, EMBER_BROKER_MEM, other, 0, NULL);
 	CHECK("memory of a process never sampled: refused", fd == -EPERM, "%d", fd);
 	fd = ask(&c, EMBER_BROKER_MAPS, gone, 0, NULL);
-	CHECK("maps of an exited process whose PID is reused: refused", fd == -EPERM || fd == -ESRCH,
-	      "%d", fd);
+	CHECK("maps of an exited process whose PID is reused: refused",
+	      fd == -EPERM || fd == -ESRCH, "%d", fd);
 	fd = ask(&c, EMBER_BROKER_MEM, gone, 0, NULL);
 	CHECK("memory of an exited process whose PID is reused: refused",
 	      fd == -EPERM || fd == -ESRCH, "%d", fd);
@@ -412,8 +415,8 @@ static int cmd_broker(uint32_t sampled, uint32_t other, uint32_t gone)
 		close(fd);
 	fd = ask(&c, EMBER_BROKER_DEBUG_FILE, 0, 0, "abcdef01");
 	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	CHECK("debug file in the debug tree: served", fd >= 0 && n == 8 && !memcmp(buf, "debug-ok", 8),
-	      "%d", fd);
+	CHECK("debug file in the debug tree: served",
+	      fd >= 0 && n == 8 && !memcmp(buf, "debug-ok", 8), "%d", fd);
 	if (fd >= 0)
 		close(fd);
 	CHECK("still connected after refusals", !closed_within(c.sock, 200), "hung up");
@@ -427,7 +430,8 @@ static int cmd_refused(void)
 	int sock = ember_endpoint_connect(sock_path), err;
 
 	if (sock < 0) {
-		CHECK("refused at connect", sock == -EACCES || sock == -EPERM, "%s", strerror(-sock));
+		CHECK("refused at connect", sock == -EACCES || sock == -EPERM, "%s",
+		      strerror(-sock));
 		return failures;
 	}
 	hello_msg(&m);
@@ -442,7 +446,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: hostile_peer SOCKET seals|positions|messages|refused|"
-				"broker SAMPLED OTHER GONE\n");
+		                "broker SAMPLED OTHER GONE\n");
 		return 100;
 	}
 	sock_path = argv[1];
@@ -456,7 +460,7 @@ int main(int argc, char **argv)
 		return cmd_refused();
 	if (!strcmp(argv[2], "broker") && argc == 6)
 		return cmd_broker((uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
-				  (uint32_t)atoi(argv[5]));
+		                  (uint32_t)atoi(argv[5]));
 	fprintf(stderr, "hostile_peer: unknown command %s\n", argv[2]);
 	return 100;
 }

@@ -107,9 +107,18 @@ END_TEST
 START_TEST(build_ids_are_lowercase_hex_only)
 {
 	static const char *const bad[] = {
-		"",	       "ab",	      "abc",		  "ABCDEF01",	 "ab/../../etc/passwd",
-		"../../etc",   "ab cd",	      "abcdefgh",	  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00",
-		"abcd\n",      "/etc/passwd", "ab%2e%2e",
+	    "",
+	    "ab",
+	    "abc",
+	    "ABCDEF01",
+	    "ab/../../etc/passwd",
+	    "../../etc",
+	    "ab cd",
+	    "abcdefgh",
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00",
+	    "abcd\n",
+	    "/etc/passwd",
+	    "ab%2e%2e",
 	};
 	struct fixture f;
 	char unterminated[128];
@@ -118,7 +127,7 @@ START_TEST(build_ids_are_lowercase_hex_only)
 	f.broker.debug_root = f.dir;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, bad[i]) == -EINVAL,
-			      "build id '%s' was accepted", bad[i]);
+		              "build id '%s' was accepted", bad[i]);
 	memset(unterminated, 'a', sizeof(unterminated));
 	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, unterminated), -EINVAL);
 	/* Well formed but absent. */
@@ -198,9 +207,9 @@ START_TEST(mapped_files_stay_in_the_process_root)
 	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/abs.so", passwd), -ESTALE);
 	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/up.so", passwd), -ESTALE);
 	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/../../../../etc/passwd", passwd),
-			 -ESTALE);
+	                 -ESTALE);
 	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "lib/../../../etc/passwd", passwd),
-			 -ESTALE);
+	                 -ESTALE);
 	/* The right path but another file than the mapping's. */
 	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/etc/passwd", lib), -ESTALE);
 	/* Not a regular file. */
@@ -244,7 +253,7 @@ START_TEST(pids_must_be_seen_living_and_the_same)
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MEM, (uint32_t)child, 0, NULL), 0);
 	/* No mapping starts there. */
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, 4096, NULL),
-			 -ENOENT);
+	                 -ENOENT);
 	/* Gone: its PID may name another process now. */
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
@@ -287,9 +296,8 @@ START_TEST(mapped_file_of_a_seen_process)
 
 	fixture_init(&f);
 	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
-	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, exe_mapping(child),
-				 NULL),
-			 0);
+	ck_assert_int_eq(
+	    request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, exe_mapping(child), NULL), 0);
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
 	fixture_free(&f);

@@ -22,23 +22,23 @@
 #include "check_main.h"
 #include "seccomp/policy.h"
 
-#define SYM_ALL	 (EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR | EMBER_POLICY_NETWORK)
+#define SYM_ALL  (EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR | EMBER_POLICY_NETWORK)
 #define COLL_ALL (EMBER_POLICY_BASE | EMBER_POLICY_RECORD | EMBER_POLICY_DAEMON)
 
 static const struct ember_policy_rule *rule(const struct ember_policy *p, uint32_t groups,
-					    const char *name)
+                                            const char *name)
 {
 	const struct ember_policy_rule *r = NULL;
 
 	ck_assert_msg(ember_policy_find(p, groups, name, &r) == 0, "%s has no rule for %s", p->name,
-		      name);
+	              name);
 	return r;
 }
 
 static void assert_absent(const struct ember_policy *p, uint32_t groups, const char *name)
 {
 	ck_assert_msg(ember_policy_find(p, groups, name, NULL) == -ENOENT,
-		      "%s allows %s, which it must not", p->name, name);
+	              "%s allows %s, which it must not", p->name, name);
 }
 
 START_TEST(tables_are_well_formed)
@@ -53,24 +53,26 @@ START_TEST(tables_are_well_formed)
 			const struct ember_policy_rule *r = &p->rules[j];
 
 			ck_assert_msg(r->why && strlen(r->why) >= 8, "%s line %u: no reason given",
-				      p->name, r->line);
+			              p->name, r->line);
 			ck_assert_msg(r->group, "%s line %u: no group", p->name, r->line);
 			ck_assert_int_le(r->nconds, EMBER_POLICY_MAX_CONDS);
 			/* Every base call exists on the architecture this runs on. */
 			if (r->group == EMBER_POLICY_BASE && strcmp(r->syscall, "fstat"))
-				ck_assert_msg(r->nr >= 0, "%s: %s unknown here", p->name, r->syscall);
+				ck_assert_msg(r->nr >= 0, "%s: %s unknown here", p->name,
+				              r->syscall);
 		}
 	}
-	printf("allow-lists: symbolizer %zu system calls (base %zu, + output-dir %zu, + network "
-	       "%zu); collector %zu (record %zu, daemon %zu)\n",
-	       ember_policy_count(&ember_symbolizer_policy, SYM_ALL),
-	       ember_policy_count(&ember_symbolizer_policy, EMBER_POLICY_BASE),
-	       ember_policy_count(&ember_symbolizer_policy,
-				  EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR),
-	       ember_policy_count(&ember_symbolizer_policy, EMBER_POLICY_BASE | EMBER_POLICY_NETWORK),
-	       ember_policy_count(&ember_collector_policy, COLL_ALL),
-	       ember_policy_count(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_RECORD),
-	       ember_policy_count(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON));
+	printf(
+	    "allow-lists: symbolizer %zu system calls (base %zu, + output-dir %zu, + network "
+	    "%zu); collector %zu (record %zu, daemon %zu)\n",
+	    ember_policy_count(&ember_symbolizer_policy, SYM_ALL),
+	    ember_policy_count(&ember_symbolizer_policy, EMBER_POLICY_BASE),
+	    ember_policy_count(&ember_symbolizer_policy,
+	                       EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR),
+	    ember_policy_count(&ember_symbolizer_policy, EMBER_POLICY_BASE | EMBER_POLICY_NETWORK),
+	    ember_policy_count(&ember_collector_policy, COLL_ALL),
+	    ember_policy_count(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_RECORD),
+	    ember_policy_count(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON));
 	ck_assert_uint_lt(ember_policy_count(&ember_symbolizer_policy, SYM_ALL), 90);
 	ck_assert_uint_lt(ember_policy_count(&ember_collector_policy, COLL_ALL), 80);
 }
@@ -79,15 +81,50 @@ END_TEST
 START_TEST(symbolizer_forbidden_calls_absent)
 {
 	static const char *const never[] = {
-		"open",		"execve",    "execveat",	 "fork",	     "vfork",
-		"ptrace",	"kill",	     "process_vm_readv", "process_vm_writev", "bpf",
-		"perf_event_open", "memfd_create", "mount", "umount2", "unshare",
-		"setns",	"pkey_mprotect", "userfaultfd",	 "io_uring_setup",    "personality",
-		"setuid",	"setresuid", "setgid",		 "capset",	     "prctl",
-		"chmod",	"fchmod",    "chown",		 "symlink",	     "link",
-		"bind",		"listen",    "accept4",		 "openat2",	     "open_by_handle_at",
-		"name_to_handle_at", "keyctl", "add_key",	 "init_module",	     "finit_module",
-		"seccomp",	"landlock_create_ruleset", "pidfd_open", "pidfd_getfd",
+	    "open",
+	    "execve",
+	    "execveat",
+	    "fork",
+	    "vfork",
+	    "ptrace",
+	    "kill",
+	    "process_vm_readv",
+	    "process_vm_writev",
+	    "bpf",
+	    "perf_event_open",
+	    "memfd_create",
+	    "mount",
+	    "umount2",
+	    "unshare",
+	    "setns",
+	    "pkey_mprotect",
+	    "userfaultfd",
+	    "io_uring_setup",
+	    "personality",
+	    "setuid",
+	    "setresuid",
+	    "setgid",
+	    "capset",
+	    "prctl",
+	    "chmod",
+	    "fchmod",
+	    "chown",
+	    "symlink",
+	    "link",
+	    "bind",
+	    "listen",
+	    "accept4",
+	    "openat2",
+	    "open_by_handle_at",
+	    "name_to_handle_at",
+	    "keyctl",
+	    "add_key",
+	    "init_module",
+	    "finit_module",
+	    "seccomp",
+	    "landlock_create_ruleset",
+	    "pidfd_open",
+	    "pidfd_getfd",
 	};
 
 	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
@@ -97,7 +134,7 @@ START_TEST(symbolizer_forbidden_calls_absent)
 	assert_absent(&ember_symbolizer_policy, EMBER_POLICY_BASE, "socket");
 	assert_absent(&ember_symbolizer_policy, EMBER_POLICY_BASE, "connect");
 	assert_absent(&ember_symbolizer_policy, EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR,
-		      "socket");
+	              "socket");
 }
 END_TEST
 
@@ -109,21 +146,21 @@ START_TEST(symbolizer_conditions)
 	r = rule(&ember_symbolizer_policy, EMBER_POLICY_BASE, "mmap");
 	for (int i = 0; i < r->nconds; i++) {
 		exec |= r->conds[i].arg == 2 && r->conds[i].op == EMBER_CMP_MASKED_EQ &&
-			r->conds[i].mask == PROT_EXEC && r->conds[i].value == 0;
+		        r->conds[i].mask == PROT_EXEC && r->conds[i].value == 0;
 		shared |= r->conds[i].arg == 3 && r->conds[i].op == EMBER_CMP_MASKED_EQ &&
-			  r->conds[i].mask == MAP_SHARED && r->conds[i].value == 0;
+		          r->conds[i].mask == MAP_SHARED && r->conds[i].value == 0;
 	}
 	ck_assert(exec && shared);
 	r = rule(&ember_symbolizer_policy, EMBER_POLICY_BASE, "mprotect");
 	ck_assert(r->nconds == 1 && r->conds[0].mask == PROT_EXEC && r->conds[0].value == 0);
 	r = rule(&ember_symbolizer_policy, EMBER_POLICY_BASE, "clone");
 	ck_assert(r->nconds == 1 && r->conds[0].mask == CLONE_THREAD &&
-		  r->conds[0].value == CLONE_THREAD);
+	          r->conds[0].value == CLONE_THREAD);
 	r = rule(&ember_symbolizer_policy, EMBER_POLICY_BASE, "clone3");
 	ck_assert(r->action == EMBER_RULE_ERRNO && r->errno_value == ENOSYS);
 	r = rule(&ember_symbolizer_policy, EMBER_POLICY_OUTPUT_DIR, "openat");
 	ck_assert(r->nconds == 2 && r->conds[0].arg == 0 && r->conds[0].param &&
-		  !strcmp(r->conds[0].param, "output_dir_fd"));
+	          !strcmp(r->conds[0].param, "output_dir_fd"));
 	/* Every socket rule names an internet family and a stream. */
 	for (size_t i = 0; i < ember_symbolizer_policy.nrules; i++) {
 		r = &ember_symbolizer_policy.rules[i];
@@ -139,18 +176,38 @@ END_TEST
 START_TEST(collector_forbidden_calls_absent)
 {
 	static const char *const never[] = {
-		"execve", "execveat", "fork", "vfork", "clone", "clone3", "ptrace",
-		"process_vm_readv", "process_vm_writev", "mount", "setuid", "setresuid", "capset",
-		"socket", "connect", "bind", "chmod", "chown", "rename", "renameat2", "open",
-		"io_uring_setup", "init_module", "pidfd_getfd",
+	    "execve",
+	    "execveat",
+	    "fork",
+	    "vfork",
+	    "clone",
+	    "clone3",
+	    "ptrace",
+	    "process_vm_readv",
+	    "process_vm_writev",
+	    "mount",
+	    "setuid",
+	    "setresuid",
+	    "capset",
+	    "socket",
+	    "connect",
+	    "bind",
+	    "chmod",
+	    "chown",
+	    "rename",
+	    "renameat2",
+	    "open",
+	    "io_uring_setup",
+	    "init_module",
+	    "pidfd_getfd",
 	};
 	const struct ember_policy_rule *r;
 
 	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
 		assert_absent(&ember_collector_policy, COLL_ALL, never[i]);
 	r = rule(&ember_collector_policy, EMBER_POLICY_BASE, "openat");
-	ck_assert(r->nconds == 1 && (r->conds[0].mask & O_ACCMODE) && (r->conds[0].mask & O_CREAT) &&
-		  r->conds[0].value == O_RDONLY);
+	ck_assert(r->nconds == 1 && (r->conds[0].mask & O_ACCMODE) &&
+	          (r->conds[0].mask & O_CREAT) && r->conds[0].value == O_RDONLY);
 	assert_absent(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, "kill");
 	assert_absent(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, "unlink");
 	r = rule(&ember_collector_policy, EMBER_POLICY_RECORD, "kill");
@@ -160,7 +217,7 @@ END_TEST
 
 /* Runs fn in a child under the policy; returns its wait status. */
 static int run_confined(const struct ember_policy *p, uint32_t groups, int dir_fd,
-			void (*fn)(int dir_fd))
+                        void (*fn)(int dir_fd))
 {
 	pid_t pid = fork();
 	int status = 0;
@@ -168,9 +225,9 @@ static int run_confined(const struct ember_policy *p, uint32_t groups, int dir_f
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct ember_policy_param params[] = {
-			{"pid", (uint64_t)getpid()},
-			{"output_dir_fd", (uint64_t)dir_fd},
-			{"child", 1},
+		    {"pid", (uint64_t)getpid()},
+		    {"output_dir_fd", (uint64_t)dir_fd},
+		    {"child", 1},
 		};
 
 		if (ember_policy_load(p, groups, params, 3))
@@ -185,13 +242,13 @@ static int run_confined(const struct ember_policy *p, uint32_t groups, int dir_f
 static void killed_by_sigsys(int status, const char *what)
 {
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS,
-		      "%s: expected SIGSYS, got status 0x%x", what, status);
+	              "%s: expected SIGSYS, got status 0x%x", what, status);
 }
 
 static void exited_zero(int status, const char *what)
 {
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "%s: expected exit 0, got status 0x%x", what, status);
+	              "%s: expected exit 0, got status 0x%x", what, status);
 }
 
 static void allowed_work(int dir_fd)
@@ -281,8 +338,8 @@ static void do_udp(int dir_fd)
 
 static void do_create_output(int dir_fd)
 {
-	int fd = openat(dir_fd, "out.tmp", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0640);
+	int fd =
+	    openat(dir_fd, "out.tmp", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 
 	if (fd < 0 || write(fd, "x", 1) != 1 ||
 	    renameat(dir_fd, "out.tmp", dir_fd, "out.folded") < 0 ||
@@ -307,19 +364,24 @@ START_TEST(symbolizer_filter_kills_forbidden_calls)
 		void (*fn)(int);
 		const char *name;
 	} forbidden[] = {
-		{do_open, "open"},	       {do_exec, "execve"},
-		{do_ptrace, "ptrace"},	       {do_netlink, "socket(AF_NETLINK)"},
-		{do_mmap_exec, "mmap(PROT_EXEC)"}, {do_mmap_shared, "mmap(MAP_SHARED)"},
-		{do_mprotect_exec, "mprotect(PROT_EXEC)"}, {do_fork, "fork"},
-		{do_kill_parent, "kill"},      {do_tcp, "socket(AF_INET) without network"},
+	    {do_open, "open"},
+	    {do_exec, "execve"},
+	    {do_ptrace, "ptrace"},
+	    {do_netlink, "socket(AF_NETLINK)"},
+	    {do_mmap_exec, "mmap(PROT_EXEC)"},
+	    {do_mmap_shared, "mmap(MAP_SHARED)"},
+	    {do_mprotect_exec, "mprotect(PROT_EXEC)"},
+	    {do_fork, "fork"},
+	    {do_kill_parent, "kill"},
+	    {do_tcp, "socket(AF_INET) without network"},
 	};
 
 	exited_zero(run_confined(&ember_symbolizer_policy, EMBER_POLICY_BASE, -1, allowed_work),
-		    "allowed work");
+	            "allowed work");
 	for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++)
-		killed_by_sigsys(run_confined(&ember_symbolizer_policy, EMBER_POLICY_BASE, -1,
-					      forbidden[i].fn),
-				 forbidden[i].name);
+		killed_by_sigsys(
+		    run_confined(&ember_symbolizer_policy, EMBER_POLICY_BASE, -1, forbidden[i].fn),
+		    forbidden[i].name);
 }
 END_TEST
 
@@ -332,25 +394,26 @@ START_TEST(symbolizer_groups_widen_only_as_listed)
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(dir_fd, 0);
 	exited_zero(run_confined(&ember_symbolizer_policy,
-				 EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd, do_create_output),
-		    "new output file in the directory");
+	                         EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd,
+	                         do_create_output),
+	            "new output file in the directory");
 	killed_by_sigsys(run_confined(&ember_symbolizer_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd,
-				      do_read_in_dir),
-			 "read-only open in the output directory");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd,
+	                              do_read_in_dir),
+	                 "read-only open in the output directory");
 	killed_by_sigsys(run_confined(&ember_symbolizer_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd,
-				      do_open_beside_dir),
-			 "open relative to the working directory");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, dir_fd,
+	                              do_open_beside_dir),
+	                 "open relative to the working directory");
 	exited_zero(run_confined(&ember_symbolizer_policy, EMBER_POLICY_BASE | EMBER_POLICY_NETWORK,
-				 -1, do_tcp),
-		    "TCP socket with network export");
+	                         -1, do_tcp),
+	            "TCP socket with network export");
 	killed_by_sigsys(run_confined(&ember_symbolizer_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_NETWORK, -1, do_udp),
-			 "UDP socket with network export");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_NETWORK, -1, do_udp),
+	                 "UDP socket with network export");
 	killed_by_sigsys(run_confined(&ember_symbolizer_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_NETWORK, -1, do_netlink),
-			 "netlink socket with network export");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_NETWORK, -1, do_netlink),
+	                 "netlink socket with network export");
 	close(dir_fd);
 	rmdir(dir);
 }
@@ -375,21 +438,22 @@ static void do_open_writable(int dir_fd)
 
 START_TEST(collector_filter)
 {
-	exited_zero(run_confined(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1,
-				 do_read_proc),
-		    "read-only open");
+	exited_zero(run_confined(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON,
+	                         -1, do_read_proc),
+	            "read-only open");
 	killed_by_sigsys(run_confined(&ember_collector_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_open_writable),
-			 "writable open");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1,
+	                              do_open_writable),
+	                 "writable open");
 	killed_by_sigsys(run_confined(&ember_collector_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_exec),
-			 "collector execve");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_exec),
+	                 "collector execve");
 	killed_by_sigsys(run_confined(&ember_collector_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_tcp),
-			 "collector socket");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_tcp),
+	                 "collector socket");
 	killed_by_sigsys(run_confined(&ember_collector_policy,
-				      EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_fork),
-			 "collector fork");
+	                              EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, -1, do_fork),
+	                 "collector fork");
 }
 END_TEST
 
@@ -400,8 +464,9 @@ START_TEST(missing_parameter_installs_nothing)
 
 	if (pid == 0) {
 		struct ember_policy_param only_pid[] = {{"pid", (uint64_t)getpid()}};
-		int err = ember_policy_load(&ember_symbolizer_policy,
-					    EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, only_pid, 1);
+		int err =
+		    ember_policy_load(&ember_symbolizer_policy,
+		                      EMBER_POLICY_BASE | EMBER_POLICY_OUTPUT_DIR, only_pid, 1);
 
 		/* No filter may be left half-installed. */
 		_exit(err == -EINVAL && prctl(PR_GET_SECCOMP) == 0 ? 0 : 1);

@@ -78,7 +78,7 @@ START_TEST(status_shows_the_sandbox)
 	pid = fork();
 	if (pid == 0) {
 		struct ember_sandbox_opts o = {
-			.change_user = true, .uid = NOBODY, .gid = NOBODY, .die_with_parent = true};
+		    .change_user = true, .uid = NOBODY, .gid = NOBODY, .die_with_parent = true};
 
 		if (ember_sandbox_enter(&o))
 			_exit(3);
@@ -145,12 +145,13 @@ static int create_in_sandbox(int dir_fd, const char *name)
 	pid = fork();
 	if (pid == 0) {
 		struct ember_sandbox_opts o = {
-			.change_user = true, .uid = NOBODY, .gid = NOBODY, .output_dir_fd = dir_fd};
+		    .change_user = true, .uid = NOBODY, .gid = NOBODY, .output_dir_fd = dir_fd};
 		int fd, e = 0;
 
 		if (ember_sandbox_enter(&o))
 			_exit(3);
-		fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		            0600);
 		e = fd < 0 ? errno : 0;
 		if (write(res[1], &e, sizeof(e)) != sizeof(e))
 			_exit(4);
@@ -201,15 +202,15 @@ START_TEST(rotation_names_are_utc_and_sortable)
 
 	ck_assert_int_eq(ember_rotation_name(0, ".folded", name, sizeof(name)), 0);
 	ck_assert_str_eq(name, "ember-19700101T000000Z.folded");
-	ck_assert_int_eq(ember_rotation_name(951782400ull * 1000000000ull + 999, ".pb.gz", name,
-					     sizeof(name)),
-			 0);
+	ck_assert_int_eq(
+	    ember_rotation_name(951782400ull * 1000000000ull + 999, ".pb.gz", name, sizeof(name)),
+	    0);
 	ck_assert_str_eq(name, "ember-20000229T000000Z.pb.gz");
 	ck_assert_int_eq(ember_rotation_name(4102444799ull * 1000000000ull, "", name, sizeof(name)),
-			 0);
+	                 0);
 	ck_assert_str_eq(name, "ember-20991231T235959Z");
 	ck_assert_int_eq(ember_rotation_name(1700000000ull * 1000000000ull, "", name, sizeof(name)),
-			 0);
+	                 0);
 	ck_assert_str_eq(name, "ember-20231114T221320Z");
 	ck_assert_int_eq(ember_rotation_name(0, ".folded", name, 8), -ENAMETOOLONG);
 }
@@ -231,9 +232,8 @@ static int count_files(const char *dir, const char *suffix)
 START_TEST(rotation_keeps_the_newest)
 {
 	char dir[] = "/tmp/ember-rotate-XXXXXX", cmd[128];
-	struct ember_rotation r = {.formats = {EMBER_FORMAT_FOLDED, EMBER_FORMAT_PPROF},
-				   .nformats = 2,
-				   .keep = 3};
+	struct ember_rotation r = {
+	    .formats = {EMBER_FORMAT_FOLDED, EMBER_FORMAT_PPROF}, .nformats = 2, .keep = 3};
 	struct ember_profile p;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
