@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --connect PATH        the collector's socket; default %s/%s\n"
 		"  --output-dir DIR      where the interval files go (must be writable by the user)\n"
-		"  --format FORMAT       folded or pprof (repeatable); default both\n"
+		"  --format FORMAT       folded, pprof or html (repeatable); default folded and pprof\n"
 		"  --interval DURATION   reporting interval (30s, 5m, ...); default 60s\n"
 		"  --keep N              intervals kept per format, 0 for all; default %d\n"
 		"  --user NAME           user to become when started as root\n"
