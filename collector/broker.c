@@ -19,9 +19,15 @@
 #define MAPS_MAX_BYTES	(64u << 20) /* stop scanning a maps file after this much */
 #define BUILD_ID_MAX_HEX 64
 
+/*
+ * One request type: its name, whether it needs a recently sampled, living
+ * PID, how many times one symbolizer connection may be served it (0: no
+ * limit but the rate cap), the argument check and the opener.
+ */
 struct broker_handler {
 	const char *name;
 	bool needs_pid;
+	uint32_t per_peer;
 	int (*validate)(const struct ember_msg_broker_req *req);
 	int (*open)(struct ember_broker *b, const struct ember_msg_broker_req *req);
 };
@@ -44,17 +50,23 @@ static int openat2_ro(int dirfd, const char *path, uint64_t resolve)
 	return fd < 0 ? neg_errno() : fd;
 }
 
+/* Passes fd through if it is a regular file (with inode want_ino, if not 0); else closes it. */
 static int require_regular(int fd, ino_t want_ino)
 {
 	struct stat st;
+	int err = 0;
 
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) < 0)
-		return neg_errno();
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (want_ino && st.st_ino != want_ino)
-		return -ESTALE;
-	return 0;
+		err = neg_errno();
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	else if (want_ino && st.st_ino != want_ino)
+		err = -ESTALE;
+	if (err)
+		close(fd);
+	return err ? err : fd;
 }
 
 static int validate_none(const struct ember_msg_broker_req *req)
@@ -161,6 +173,14 @@ static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char
 	return err;
 }
 
+int ember_broker_open_in_root(int rootfd, const char *path, ino_t ino)
+{
+	/* Never above the process's root (its container), never through magic
+	 * links; then it must be a regular file and the very inode mapped. */
+	return require_regular(openat2_ro(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS),
+			       ino);
+}
+
 static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
 {
 	char path[4096], root[64];
@@ -171,57 +191,50 @@ static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broke
 	err = find_mapping(req, &ino, path, sizeof(path));
 	if (err)
 		return err;
-	/* Resolve the path inside the process's own root (its container), never
-	 * through magic links and never above that root. */
 	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", req->pid);
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return neg_errno();
-	fd = openat2_ro(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	fd = ember_broker_open_in_root(rootfd, path, ino);
 	close(rootfd);
-	if (fd < 0)
-		return fd;
-	err = require_regular(fd, ino);
-	if (err) {
-		close(fd);
-		return err;
-	}
 	return fd;
 }
 
 static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
 {
 	char rel[BUILD_ID_MAX_HEX + 32];
-	int dirfd, fd, err;
+	int dirfd, fd;
 
 	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
 	dirfd = open(b->debug_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return neg_errno();
+	/* Symbolic links inside the debug tree are fine, out of it not. */
 	fd = openat2_ro(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 	close(dirfd);
-	if (fd < 0)
-		return fd;
-	err = require_regular(fd, 0);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
+	return require_regular(fd, 0);
 }
 
+/* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
-	[EMBER_BROKER_MAPS] = {"maps", true, validate_pid, open_maps},
-	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true, validate_pid, open_mapped_file},
-	[EMBER_BROKER_KALLSYMS] = {"kallsyms", false, validate_none, open_kallsyms},
-	[EMBER_BROKER_MEM] = {"mem", true, validate_pid, open_mem},
-	[EMBER_BROKER_MODULES] = {"modules", false, validate_none, open_modules},
-	[EMBER_BROKER_DEBUG_FILE] = {"debug-file", false, validate_build_id, open_debug_file},
+	/*                             name           pid?   per peer  validate           open */
+	[EMBER_BROKER_MAPS]        = {"maps",        true,  0,        validate_pid,      open_maps},
+	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  0,        validate_pid,      open_mapped_file},
+	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, 64,       validate_none,     open_kallsyms},
+	[EMBER_BROKER_MEM]         = {"mem",         true,  0,        validate_pid,      open_mem},
+	[EMBER_BROKER_MODULES]     = {"modules",     false, 64,       validate_none,     open_modules},
+	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,        validate_build_id, open_debug_file},
 };
+/* clang-format on */
 
 const char *ember_broker_what_name(uint32_t what)
 {
 	return what < EMBER_BROKER_WHAT_MAX && handlers[what].name ? handlers[what].name : "?";
+}
+
+void ember_broker_new_peer(struct ember_broker *b)
+{
+	memset(b->served_peer, 0, sizeof(b->served_peer));
 }
 
 void ember_broker_init(struct ember_broker *b, struct ember_procs *procs)
@@ -262,7 +275,7 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		b->rate_limited++;
 		return -EAGAIN;
 	}
-	err = h->validate(req);
+	err = h->per_peer && b->served_peer[req->what] >= h->per_peer ? -EPERM : h->validate(req);
 	if (!err && h->needs_pid)
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	if (err)
@@ -281,6 +294,7 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		}
 	}
 	b->served[req->what]++;
+	b->served_peer[req->what]++;
 	return fd;
 refuse:
 	b->refused[req->what]++;

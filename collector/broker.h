@@ -10,6 +10,7 @@
 #define EMBER_COLLECTOR_BROKER_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ipc/proto.h"
 #include "procs.h"
@@ -24,11 +25,14 @@ struct ember_broker {
 	double tokens;
 	uint64_t refill_ns;
 	uint64_t served[EMBER_BROKER_WHAT_MAX];
+	uint32_t served_peer[EMBER_BROKER_WHAT_MAX]; /* to the current connection */
 	uint64_t refused[EMBER_BROKER_WHAT_MAX];
 	uint64_t rate_limited;
 };
 
 void ember_broker_init(struct ember_broker *b, struct ember_procs *procs);
+/* A new symbolizer connected: the per-connection limits start again. */
+void ember_broker_new_peer(struct ember_broker *b);
 
 /*
  * Serves one request (already copied and size-checked by the protocol
@@ -39,5 +43,9 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 			uint64_t now_ns);
 
 const char *ember_broker_what_name(uint32_t what);
+
+/* Opens path resolved inside rootfd (never above it, no magic links) if it
+ * is a regular file with inode ino. Returns the descriptor or a negative errno. */
+int ember_broker_open_in_root(int rootfd, const char *path, ino_t ino);
 
 #endif

@@ -3,18 +3,21 @@
  * ember: the command users type. `record` and `check` run here, in the
  * collector role; the commands that only read files (report, diff, top) run
  * in ember-symbolizer, which links the parsers this program must not.
+ * Built with EMBER_COLLECTOR_DAEMON this is ember-collector, the daemon.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "ipc/endpoint.h"
 #include "ipc/ring.h"
 #include "record.h"
 #include "shared/err.h"
@@ -26,6 +29,7 @@
 #define MAX_HZ		    10000
 #define DEFAULT_RING_SIZE   (8u << 20)
 #define DEFAULT_USER	    "nobody"
+#define DEFAULT_DAEMON_USER "ember"
 #define DEFAULT_OUTPUT	    "profile.html"
 
 static const struct {
@@ -76,9 +80,9 @@ static void usage_record(FILE *f)
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
-	fprintf(stderr, "ember %s: ", cmd);
+	fprintf(stderr, "%s: ", cmd);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'ember %s --help'.\n", cmd);
+	fprintf(stderr, "\nTry '%s --help'.\n", cmd);
 	return EMBER_EXIT_USAGE;
 }
 
@@ -121,9 +125,29 @@ static bool process_exists(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE };
+static void usage_daemon(FILE *f)
+{
+	fprintf(f,
+		"usage: ember-collector [-F HZ] [-p PID]... [OPTIONS]\n"
+		"\n"
+		"Samples the CPUs until SIGTERM and serves one ember-symbolizer at a time on\n"
+		"RUNTIME_DIR/%s; samples taken while none is connected are counted as lost.\n"
+		"\n"
+		"  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
+		"  -p, --pid PID           sample only this process (repeatable)\n"
+		"      --user NAME         user (and group) the symbolizer runs as; default %s\n"
+		"      --runtime-dir DIR   where the socket lives; default %s\n"
+		"      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
+		"      --ring-size BYTES   sample ring per connection; default %u\n"
+		"      --log-level LEVEL   error, warning, info or debug; default info\n",
+		EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR,
+		DEFAULT_RING_SIZE);
+}
 
-static int cmd_record(int argc, char **argv)
+enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE, OPT_RUNTIME, OPT_DEBUG_DIR };
+
+/* `ember record`, and ember-collector (daemon): the same options, less -d and -o. */
+static int cmd_record(int argc, char **argv, bool daemon)
 {
 	static const struct option longopts[] = {
 		{"duration", required_argument, NULL, 'd'},
@@ -134,11 +158,15 @@ static int cmd_record(int argc, char **argv)
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"ring-size", required_argument, NULL, OPT_RING_SIZE},
+		{"runtime-dir", required_argument, NULL, OPT_RUNTIME},
+		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct ember_record_opts o;
-	const char *user = DEFAULT_USER, *log_level = "info";
+	static char socket_path[4096];
+	const char *user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER, *log_level = "info";
+	const char *cmd = daemon ? "ember-collector" : "ember record", *runtime_dir = EMBER_RUNTIME_DIR;
 	enum ember_log_level level = EMBER_LOG_INFO;
 	struct passwd *pw;
 	uint64_t v, caps;
@@ -147,35 +175,40 @@ static int cmd_record(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.sample_hz = DEFAULT_HZ;
 	o.ring_size = DEFAULT_RING_SIZE;
-	o.progress = isatty(STDERR_FILENO);
+	o.progress = !daemon && isatty(STDERR_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, NULL)) != -1) {
+		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS))
+			return usage_error(cmd, "%s: the daemon runs until SIGTERM, and its symbolizer "
+					   "writes the outputs", "-d, -o and --no-progress are for `ember record`");
+		if (!daemon && c == OPT_RUNTIME)
+			return usage_error(cmd, "%s is for ember-collector", "--runtime-dir");
 		switch (c) {
 		case 'd':
 			if (ember_parse_duration_ms(optarg, &o.duration_ms) || !o.duration_ms)
-				return usage_error("record", "bad duration '%s': give seconds, e.g. -d 30",
+				return usage_error(cmd, "bad duration '%s': give seconds, e.g. -d 30",
 						   optarg);
 			break;
 		case 'F':
 			if (ember_parse_u64(optarg, 1, MAX_HZ, &v))
-				return usage_error("record", "bad frequency '%s': give 1 to 10000 Hz",
+				return usage_error(cmd, "bad frequency '%s': give 1 to 10000 Hz",
 						   optarg);
 			o.sample_hz = (unsigned int)v;
 			break;
 		case 'p':
 			if (ember_parse_u64(optarg, 1, INT_MAX, &v))
-				return usage_error("record", "bad PID '%s'", optarg);
+				return usage_error(cmd, "bad PID '%s'", optarg);
 			if (!process_exists((pid_t)v))
-				return usage_error("record", "no process with PID %s", optarg);
+				return usage_error(cmd, "no process with PID %s", optarg);
 			if (o.npids == EMBER_MAX_PIDS)
-				return usage_error("record", "too many -p (the limit is %s)", "1024");
+				return usage_error(cmd, "too many -p (the limit is %s)", "1024");
 			o.pids[o.npids++] = (pid_t)v;
 			break;
 		case 'o':
 			if (o.noutputs == EMBER_MAX_OUTPUTS)
-				return usage_error("record", "too many -o (the limit is %s)", "16");
+				return usage_error(cmd, "too many -o (the limit is %s)", "16");
 			if (!format_of(optarg))
-				return usage_error("record",
+				return usage_error(cmd,
 						   "cannot tell the format of '%s' from its name: "
 						   "end it in .html, .pb.gz or .folded",
 						   optarg);
@@ -187,43 +220,54 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case OPT_LOG_LEVEL:
 			if (parse_log_level(optarg, &level))
-				return usage_error("record", "bad log level '%s'", optarg);
+				return usage_error(cmd, "bad log level '%s'", optarg);
 			log_level = optarg;
 			ember_log_set_level(level);
 			break;
 		case OPT_NO_PROGRESS:
 			o.progress = false;
 			break;
+		case OPT_RUNTIME:
+			runtime_dir = optarg;
+			break;
+		case OPT_DEBUG_DIR:
+			o.debug_dir = optarg;
+			break;
 		case OPT_RING_SIZE:
 			if (ember_parse_u64(optarg, EMBER_RING_MIN_SIZE, EMBER_RING_MAX_SIZE, &v))
-				return usage_error("record", "bad ring size '%s'", optarg);
+				return usage_error(cmd, "bad ring size '%s'", optarg);
 			o.ring_size = v;
 			break;
 		case 'h':
-			usage_record(stdout);
+			(daemon ? usage_daemon : usage_record)(stdout);
 			return EMBER_EXIT_OK;
 		default:
-			fprintf(stderr, "Try 'ember record --help'.\n");
+			fprintf(stderr, "Try '%s --help'.\n", cmd);
 			return EMBER_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
-		return usage_error("record", "unexpected argument '%s'", argv[optind]);
+		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	if ((int)o.sample_hz > max_sample_rate())
-		return usage_error("record",
+		return usage_error(cmd,
 				   "-F is above the kernel's limit "
 				   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",
 				   "lower");
-	if (!o.noutputs) {
+	if (daemon) {
+		snprintf(socket_path, sizeof(socket_path), "%s/%s", runtime_dir, EMBER_SOCKET_NAME);
+		if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
+			return usage_error(cmd, "cannot create the runtime directory %s", runtime_dir);
+		o.socket_path = socket_path;
+	} else if (!o.noutputs) {
 		o.outputs[0].path = DEFAULT_OUTPUT;
 		o.outputs[0].format = format_of(DEFAULT_OUTPUT);
 		o.noutputs = 1;
 	}
 	pw = getpwnam(user);
 	if (!pw)
-		return usage_error("record", "no user '%s' for --user", user);
+		return usage_error(cmd, "no user '%s' for --user", user);
 	if (pw->pw_uid == 0)
-		return usage_error("record",
+		return usage_error(cmd,
 				   "the symbolizer must not run as root; choose another --user than '%s'",
 				   user);
 	o.uid = pw->pw_uid;
@@ -248,7 +292,7 @@ static int cmd_check(int argc, char **argv)
 		return EMBER_EXIT_OK;
 	}
 	if (argc > 1)
-		return usage_error("check", "unexpected argument '%s'", argv[1]);
+		return usage_error("ember check", "unexpected argument '%s'", argv[1]);
 	return ember_check_run(true);
 }
 
@@ -272,6 +316,10 @@ int main(int argc, char **argv)
 {
 	const char *cmd;
 
+#ifdef EMBER_COLLECTOR_DAEMON
+	ember_log_init("ember-collector", EMBER_LOG_INFO);
+	return cmd_record(argc, argv, true);
+#endif
 	ember_log_init("ember", EMBER_LOG_INFO);
 	if (argc < 2) {
 		usage_main(stderr);
@@ -279,7 +327,7 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	if (!strcmp(cmd, "record"))
-		return cmd_record(argc - 1, argv + 1);
+		return cmd_record(argc - 1, argv + 1, false);
 	if (!strcmp(cmd, "report") || !strcmp(cmd, "diff") || !strcmp(cmd, "top"))
 		return cmd_file_tool(argv);
 	if (!strcmp(cmd, "check"))

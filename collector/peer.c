@@ -20,13 +20,14 @@ void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *confi
 	p->ring.data_fd = p->ring.pos_fd = p->ring.event_fd = -1;
 }
 
-void ember_peer_attach(struct ember_peer *p, int sock)
+void ember_peer_attach(struct ember_peer *p, int sock, int pid)
 {
 	int fl = fcntl(sock, F_GETFL);
 
 	if (fl >= 0)
 		fcntl(sock, F_SETFL, fl | O_NONBLOCK);
 	p->sock = sock;
+	p->pid = pid;
 	p->state = EMBER_PEER_AWAIT_HELLO;
 	p->seq = 0;
 	p->flushed = false;
@@ -98,7 +99,7 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 		return err;
 	p->state = EMBER_PEER_ACTIVE;
 	drain->ring = &p->ring;
-	log_info("symbolizer (pid %u) connected", in->hello.pid);
+	log_info("symbolizer (pid %d) connected", p->pid);
 	return 0;
 }
 
@@ -149,19 +150,19 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 		if (err == -EAGAIN)
 			return 0;
 		if (err == -ECONNRESET) {
-			log_info("symbolizer disconnected");
+			log_info("symbolizer (pid %d) disconnected", p->pid);
 			return err;
 		}
 		if (err) {
-			log_warn("symbolizer broke the protocol (%s): disconnecting it",
-				 strerror(-err));
+			log_warn("symbolizer (pid %d) broke the protocol (%s): disconnecting it",
+				 p->pid, strerror(-err));
 			return err;
 		}
 		p->messages++;
 		err = dispatch(p, broker, drain, &msg, now_ns);
 		if (err == -EPROTO)
-			log_warn("symbolizer sent %s in state %d: disconnecting it",
-				 ember_msg_type_name(msg.hdr.type), p->state);
+			log_warn("symbolizer (pid %d) sent %s in state %d: disconnecting it",
+				 p->pid, ember_msg_type_name(msg.hdr.type), p->state);
 		if (err)
 			return err;
 	}

@@ -31,6 +31,7 @@ enum ember_peer_state {
 
 struct ember_peer {
 	int sock;
+	int pid; /* as the kernel reports it (SO_PEERCRED, or the child's) */
 	enum ember_peer_state state;
 	uint32_t seq;
 	struct ember_ring_producer ring;
@@ -43,8 +44,8 @@ struct ember_peer {
 };
 
 void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *config);
-/* Takes ownership of a connected socket (made non-blocking here). */
-void ember_peer_attach(struct ember_peer *p, int sock);
+/* Takes ownership of a connected socket (made non-blocking here) to process pid. */
+void ember_peer_attach(struct ember_peer *p, int sock, int pid);
 /* Closes the connection and its ring; records go to "no consumer" from now on. */
 void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain);
 bool ember_peer_connected(const struct ember_peer *p);

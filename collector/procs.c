@@ -137,9 +137,12 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 		return -EPERM;
 	if (now_ns - t->entries[slot].last_seen_ns > max_age_ns)
 		return -EPERM;
-	/* A pidfd polls readable once its process has exited. */
+	/* A pidfd polls readable once its process has exited. The entry goes:
+	 * should the PID be reused, its next sample brings a fresh pidfd. */
 	pfd = (struct pollfd){.fd = t->entries[slot].pidfd, .events = POLLIN};
-	if (poll(&pfd, 1, 0) != 0)
+	if (poll(&pfd, 1, 0) != 0) {
+		release(t, slot);
 		return -ESRCH;
+	}
 	return 0;
 }

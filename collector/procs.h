@@ -41,7 +41,8 @@ void ember_procs_forget(struct ember_procs *t, uint32_t tgid);
 
 /*
  * Returns 0 if tgid was seen within max_age_ns and is still the same,
- * living process; -ESRCH if it exited or its PID may have been reused;
+ * living process; -ESRCH if it exited or its PID may have been reused (the
+ * entry is dropped then, so a new process with that PID starts afresh);
  * -EPERM if it was never seen (or not recently).
  */
 int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uint64_t max_age_ns);

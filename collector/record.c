@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +21,9 @@
 #include "peer.h"
 #include "procs.h"
 #include "ring_drain.h"
+#include "ipc/endpoint.h"
+#include "seccomp/caps.h"
+#include "seccomp/policy.h"
 #include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/log.h"
@@ -29,7 +33,7 @@
 #define PROCS_CAPACITY	 32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
 
-enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD };
+enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN };
 
 struct recorder {
 	struct ember_record_opts *opts;
@@ -38,7 +42,7 @@ struct recorder {
 	struct ember_drain drain;
 	struct ember_broker broker;
 	struct ember_peer peer;
-	int epfd, sigfd, timerfd, child_pidfd;
+	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
 	pid_t child;
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
 	uint64_t ticks;
@@ -140,10 +144,20 @@ static void begin_stop(struct recorder *r, const char *why)
 		ember_drain_account_bpf_drops(&r->drain, drops);
 	r->flush_deadline_ns = ember_monotonic_ns() + FLUSH_TIMEOUT_NS;
 	if (ember_peer_send_flush(&r->peer, &r->drain, true)) {
-		log_error("the symbolizer is not connected: no outputs can be written");
-		r->failed = true;
+		if (r->opts->socket_path)
+			log_info("no symbolizer connected: the last samples are lost");
+		else
+			log_error("the symbolizer is not connected: no outputs can be written");
+		r->failed = !r->opts->socket_path;
 		r->finished = true;
 	}
+}
+
+static void drop_peer(struct recorder *r)
+{
+	if (r->peer.sock >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
+	ember_peer_detach(&r->peer, &r->drain);
 }
 
 static void on_tick(struct recorder *r, uint64_t now_ns)
@@ -157,6 +171,11 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
+		if (r->peer.state == EMBER_PEER_ACTIVE && r->peer.ring.bad_positions) {
+			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
+				 "disconnecting it", r->peer.pid);
+			drop_peer(r);
+		}
 		if (r->peer.state == EMBER_PEER_ACTIVE)
 			ember_ring_notify(&r->peer.ring);
 		if (r->ticks % (1000 / TICK_MS) == 0)
@@ -178,6 +197,8 @@ static void on_signal(struct recorder *r)
 
 	if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGHUP && r->opts->socket_path)
+		return; /* the daemon keeps no files to reopen */
 	if (!r->stopping) {
 		begin_stop(r, "signal");
 		return;
@@ -221,14 +242,13 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 	int err = ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now_ns);
 
 	if (err) {
-		if (r->peer.sock >= 0)
-			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
-		ember_peer_detach(&r->peer, &r->drain);
-		if (!r->peer.flushed) {
-			/* The child is gone or misbehaving: it cannot produce outputs now. */
-			r->failed = true;
-			r->finished = true;
-		}
+		drop_peer(r);
+		/* The daemon samples on (counting losses) until a symbolizer connects
+		 * again; a child that is gone or misbehaving cannot write outputs now. */
+		if (r->opts->socket_path)
+			r->finished = r->stopping;
+		else if (!r->peer.flushed && r->child > 0)
+			kill(r->child, SIGKILL); /* its exit (described there) ends the run */
 		return;
 	}
 	if (r->stopping && r->peer.flushed) {
@@ -237,7 +257,59 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 				  strerror(-r->peer.flush_status));
 			r->failed = true;
 		}
+		r->finished |= r->opts->socket_path != NULL;
 	}
+}
+
+/* Daemon: a symbolizer connects. One at a time, and only of the configured uid and gid. */
+static void on_listen(struct recorder *r)
+{
+	struct ember_peer_cred c = {0};
+	int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (ember_endpoint_peer(fd, &c) || c.uid != r->opts->uid || c.gid != r->opts->gid ||
+	    ember_peer_connected(&r->peer)) {
+		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
+			 (unsigned)c.uid, (unsigned)c.gid,
+			 ember_peer_connected(&r->peer) ? "another one is connected"
+							: "not the configured user and group");
+		close(fd);
+		return;
+	}
+	ember_peer_attach(&r->peer, fd, c.pid);
+	ember_broker_new_peer(&r->broker);
+	if (epoll_add(r->epfd, fd, TAG_PEER))
+		ember_peer_detach(&r->peer, &r->drain);
+}
+
+/*
+ * After loading, the collector keeps only the capabilities it uses:
+ *   CAP_SYS_PTRACE       /proc/PID/maps, mem and root of other users' processes
+ *   CAP_DAC_READ_SEARCH  mapped and debug files whatever their permissions
+ *   CAP_SYSLOG           real addresses in /proc/kallsyms and /proc/modules
+ *   CAP_PERFMON          cpu-clock events on CPUs that come online
+ *   CAP_KILL             (ember record) stopping its child, which runs as another user
+ * CAP_BPF and CAP_SYS_ADMIN go: programs and maps are loaded, and their
+ * descriptors need no capability. Then only the system calls of
+ * seccomp/collector.policy remain.
+ */
+static int confine(struct recorder *r)
+{
+	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
+			EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
+			(r->child ? EMBER_CAP(CAP_KILL) : 0);
+	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()},
+					      {"child", (uint64_t)r->child}};
+	int err = ember_caps_limit(keep);
+
+	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
+	if (err && err != -EPERM)
+		return err;
+	return ember_policy_load(&ember_collector_policy,
+				 EMBER_POLICY_BASE | (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
+				 params, ARRAY_SIZE(params));
 }
 
 static int setup_signals(struct recorder *r)
@@ -306,27 +378,38 @@ static int setup(struct recorder *r)
 		return err;
 	ember_drain_init(&r->drain, &r->procs);
 	ember_broker_init(&r->broker, &r->procs);
+	if (o->debug_dir)
+		r->broker.debug_root = o->debug_dir;
 	ember_peer_init(&r->peer, &pc);
 
 	err = setup_signals(r);
 	if (err)
 		return err;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return neg_errno();
-	so.sock_fd = sv[1];
-	err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
-	close(sv[1]);
-	if (err) {
-		close(sv[0]);
-		return err;
+	if (o->socket_path) {
+		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
+		if (r->listen_fd < 0) {
+			log_error("cannot listen at %s: %s; is another ember-collector running?",
+				  o->socket_path, strerror(-r->listen_fd));
+			return r->listen_fd;
+		}
+	} else {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return neg_errno();
+		so.sock_fd = sv[1];
+		err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
+		close(sv[1]);
+		if (err) {
+			close(sv[0]);
+			return err;
+		}
+		ember_peer_attach(&r->peer, sv[0], r->child);
+		/* The child has its copies; the collector keeps none of the outputs open. */
+		close_outputs(o);
+		/* Sample only once the symbolizer can take samples: none lost at the start. */
+		err = await_symbolizer(r);
+		if (err)
+			return err;
 	}
-	ember_peer_attach(&r->peer, sv[0]);
-	/* The child has its copies; the collector keeps none of the outputs open. */
-	close_outputs(o);
-	/* Sample only once the symbolizer can take samples: none lost at the start. */
-	err = await_symbolizer(r);
-	if (err)
-		return err;
 
 	err = ember_bpf_start(&r->bpf, &bo);
 	if (err)
@@ -343,10 +426,14 @@ static int setup(struct recorder *r)
 	if ((err = epoll_add(r->epfd, ember_bpf_ring_fd(&r->bpf), TAG_BPF)) ||
 	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
 	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
-	    (err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
-	    (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))
+	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
+			  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
+	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
 		return err;
-	return 0;
+	err = confine(r);
+	if (err)
+		log_error("cannot confine the collector: %s", strerror(-err));
+	return err;
 }
 
 static void teardown(struct recorder *r)
@@ -366,6 +453,8 @@ static void teardown(struct recorder *r)
 		close(r->epfd);
 	if (r->timerfd >= 0)
 		close(r->timerfd);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
 	if (r->sigfd >= 0)
 		close(r->sigfd);
 }
@@ -401,6 +490,9 @@ static void run_loop(struct recorder *r)
 			case TAG_CHILD:
 				on_child_exit(r);
 				break;
+			case TAG_LISTEN:
+				on_listen(r);
+				break;
 			}
 		}
 	}
@@ -408,7 +500,8 @@ static void run_loop(struct recorder *r)
 
 int ember_record_run(struct ember_record_opts *o)
 {
-	struct recorder r = {.opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1};
+	struct recorder r = {
+		.opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1, .listen_fd = -1};
 	int err;
 
 	err = open_outputs(o);
@@ -440,9 +533,9 @@ int ember_record_run(struct ember_record_opts *o)
 		unlink_outputs(o);
 		return EMBER_EXIT_FAILURE;
 	}
-	log_info("%" PRIu64 " samples, %" PRIu64 " lost; wrote %zu output%s", r.drain.samples,
-		 ember_drain_lost_total(&r.drain), o->noutputs, o->noutputs == 1 ? "" : "s");
+	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
+		 ember_drain_lost_total(&r.drain));
 	for (size_t i = 0; i < o->noutputs; i++)
-		log_info("  %s (%s)", o->outputs[i].path, o->outputs[i].format);
+		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
 	return EMBER_EXIT_OK;
 }

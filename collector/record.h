@@ -3,6 +3,10 @@
  * `ember record`: samples in the foreground, with a sandboxed symbolizer
  * child, until the duration ends or SIGINT/SIGTERM arrives, then has the
  * symbolizer write complete outputs.
+ *
+ * ember-collector is the same loop with a socket instead of a child: it
+ * samples until SIGTERM, serving whichever symbolizer (of the configured
+ * uid and gid) is connected; while none is, samples are counted as lost.
  */
 #ifndef EMBER_COLLECTOR_RECORD_H
 #define EMBER_COLLECTOR_RECORD_H
@@ -29,6 +33,8 @@ struct ember_record_opts {
 	size_t ring_size;
 	bool progress; /* draw a progress line on stderr */
 	const char *log_level;
+	const char *socket_path; /* daemon: listen here instead of starting a child */
+	const char *debug_dir;	 /* broker: where debug files by build id live */
 	const char *const *symbolizer_args; /* passed through, NULL-terminated */
 };
 

@@ -210,7 +210,7 @@ static int run_top(struct command *c)
 }
 
 /*
- * Runs c->run in a child that cannot regain root, with the files already
+ * Runs c->run in a child inside the symbolizer's sandbox (sandbox.h), with the files already
  * open. Returns the exit code.
  */
 static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
@@ -225,7 +225,8 @@ static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
 		return EMBER_EXIT_FAILURE;
 	}
 	if (pid == 0) {
-		if (ember_sandbox_drop_privileges(sb))
+		/* The whole sandbox: the reader touches only the descriptors it has. */
+		if (ember_sandbox_enter(sb))
 			_exit(EMBER_EXIT_FAILURE);
 		_exit(c->run(c) ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK);
 	}
@@ -417,6 +418,7 @@ int ember_command_run(int argc, char **argv)
 		}
 		sb.uid = pw->pw_uid;
 		sb.gid = pw->pw_gid;
+		sb.change_user = true;
 	}
 	for (size_t i = 0; !rc && i < c.nin; i++)
 		rc = open_input(&c.in[i], c.name);

@@ -40,6 +40,11 @@ const char *ember_format_name(enum ember_format f)
 	return (unsigned)f < EMBER_FORMAT_MAX ? formats[f].name : "?";
 }
 
+const char *ember_format_suffix(enum ember_format f)
+{
+	return (unsigned)f < EMBER_FORMAT_MAX ? formats[f].suffix : "";
+}
+
 int ember_format_from_path(const char *path, enum ember_format *out)
 {
 	for (int f = 0; f < EMBER_FORMAT_MAX; f++)

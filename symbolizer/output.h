@@ -27,6 +27,8 @@ struct ember_output {
 /* "folded", "pprof", "html" -> format. Returns 0 or -EINVAL. */
 int ember_format_parse(const char *name, enum ember_format *out);
 const char *ember_format_name(enum ember_format f);
+/* The file-name suffix of a format (".folded", ".pb.gz", ".html"). */
+const char *ember_format_suffix(enum ember_format f);
 /* The format a file name implies (".folded", ".pb.gz", ".html"); -EINVAL if none. */
 int ember_format_from_path(const char *path, enum ember_format *out);
 

@@ -2,45 +2,180 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "seccomp/caps.h"
+#include "seccomp/landlock.h"
+#include "seccomp/policy.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
-int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o)
+static bool any_root_id(void)
 {
-	if (geteuid() == 0 || getuid() == 0) {
-		if (o->uid == 0) {
-			log_error("refusing to run the symbolizer as root: configure a user");
-			return -EPERM;
-		}
-		/* Groups first: after setuid we could no longer change them. */
-		if (setgroups(1, &o->gid) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
-		    setresuid(o->uid, o->uid, o->uid) < 0) {
-			int err = neg_errno();
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
 
-			log_error("cannot become uid %u gid %u: %s", (unsigned)o->uid,
-				  (unsigned)o->gid, strerror(-err));
-			return err;
-		}
-		/* The drop must be permanent: regaining root has to fail. */
-		if (setuid(0) == 0 || seteuid(0) == 0) {
-			log_error("privileges could be regained after dropping them");
-			return -EPERM;
-		}
-	}
-	if (geteuid() == 0 || getuid() == 0 || getegid() == 0) {
-		log_error("the symbolizer still runs as root");
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+		return true;
+	return !ru || !eu || !su || !rg || !eg || !sg;
+}
+
+static int become_user(const struct ember_sandbox_opts *o)
+{
+	if (o->uid == 0 || o->gid == 0) {
+		log_error("refusing to run the symbolizer as root: configure another user");
 		return -EPERM;
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return neg_errno();
-	/* Changing credentials cleared the parent-death signal: set it again. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		return neg_errno();
+	/* Groups first: after setuid they could no longer change. Capabilities
+	 * are kept across setuid only to shrink the bounding set next. */
+	if (setgroups(0, NULL) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
+	    prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setresuid(o->uid, o->uid, o->uid) < 0) {
+		int err = neg_errno();
+
+		log_error("cannot become uid %u gid %u: %s", (unsigned)o->uid, (unsigned)o->gid,
+		          strerror(-err));
+		return err;
+	}
 	return 0;
+}
+
+int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o)
+{
+	uint64_t eff, perm, bnd;
+	int err;
+
+	if (any_root_id()) {
+		if (o->change_user) {
+			err = become_user(o);
+			if (err)
+				return err;
+		} else if (!o->allow_root) {
+			log_error("the symbolizer must not run as root: give it a user");
+			return -EPERM;
+		}
+	}
+	err = ember_caps_limit(0);
+	prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+	if (err == -EPERM)
+		/* Started unprivileged: only the service manager can shrink the
+		 * bounding set (CapabilityBoundingSet=). Without a capability and
+		 * under no_new_privs the bounding set grants nothing. */
+		log_debug("the capability bounding set stays as it was given");
+	else if (err) {
+		log_error("cannot drop capabilities: %s", strerror(-err));
+		return err;
+	}
+	/* The drop must be permanent: no capability left, root not regained. */
+	if (ember_caps_get(&eff, &perm, &bnd) || eff || perm ||
+	    (o->change_user && (any_root_id() || setuid(0) == 0))) {
+		log_error("privileges remain after dropping them");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int set_limit(int resource, uint64_t value)
+{
+	struct rlimit rl = {(rlim_t)value, (rlim_t)value};
+
+	return setrlimit(resource, &rl) < 0 ? neg_errno() : 0;
+}
+
+static int set_limits(const struct ember_sandbox_opts *o)
+{
+	int err;
+
+	/* Beyond the size limit a write fails with EFBIG instead of killing. */
+	signal(SIGXFSZ, SIG_IGN);
+	if ((err = set_limit(RLIMIT_CORE, 0)) ||
+	    (err = set_limit(RLIMIT_FSIZE, o->max_file_bytes ? o->max_file_bytes
+	                                                     : EMBER_SANDBOX_MAX_FILE_BYTES)) ||
+	    (err = set_limit(RLIMIT_NOFILE,
+	                     o->max_open_files ? o->max_open_files : EMBER_SANDBOX_MAX_OPEN_FILES)))
+		return err;
+	/* RLIMIT_NPROC counts every task of the user: 0 stops new threads too. */
+	return o->threads_later ? 0 : set_limit(RLIMIT_NPROC, 0);
+}
+
+int ember_sandbox_enter(const struct ember_sandbox_opts *o)
+{
+	bool dir = o->output_dir_fd > 0;
+	struct ember_landlock_opts ll = {
+	    .output_dir_fd = dir ? o->output_dir_fd : -1,
+	    .tcp_port = o->network ? o->tcp_port : -1,
+	};
+	struct ember_policy_param params[] = {
+	    {"pid", (uint64_t)getpid()},
+	    {"output_dir_fd", dir ? (uint64_t)o->output_dir_fd : UINT64_MAX},
+	};
+	uint32_t groups = EMBER_POLICY_BASE | (dir ? EMBER_POLICY_OUTPUT_DIR : 0) |
+	                  (o->network ? EMBER_POLICY_NETWORK : 0);
+	int err = ember_sandbox_drop_privileges(o), abi;
+	unsigned int uid = (unsigned int)getuid();
+
+	if (err)
+		return err;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    (o->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)) {
+		err = neg_errno();
+		log_error("cannot set no_new_privs: %s", strerror(-err));
+		return err;
+	}
+	err = set_limits(o);
+	if (err) {
+		log_error("cannot set resource limits: %s", strerror(-err));
+		return err;
+	}
+	abi = ember_landlock_restrict(&ll);
+	if (abi < 0) {
+		log_error("cannot install the Landlock ruleset: %s", strerror(-abi));
+		return abi;
+	}
+	if (abi == 0)
+		log_warn("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=): "
+		         "file access is confined by the system-call filter alone");
+	err = ember_policy_load(&ember_symbolizer_policy, groups, params, ARRAY_SIZE(params));
+	if (err)
+		return err;
+	log_debug("sandbox entered: uid %u, Landlock ABI %d, %zu system calls allowed", uid, abi,
+	          ember_policy_count(&ember_symbolizer_policy, groups));
+	return 0;
+}
+
+void ember_sandbox_test_violation(void)
+{
+#ifdef EMBER_TEST_HOOKS
+	const char *what = getenv("EMBER_TEST_SANDBOX_VIOLATION");
+	int r = 0;
+
+	if (!what || !*what)
+		return;
+	log_warn("test hook: attempting forbidden call '%s' in the sandbox", what);
+	if (!strcmp(what, "open"))
+		r = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+	else if (!strcmp(what, "execve"))
+		r = execl("/bin/true", "true", (char *)NULL);
+	else if (!strcmp(what, "ptrace"))
+		r = (int)syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, getppid(), 0, 0);
+	else if (!strcmp(what, "netlink"))
+		r = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
+	else if (!strcmp(what, "mmap-exec"))
+		r = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) ==
+		            MAP_FAILED
+		        ? -1
+		        : 0;
+	log_error("test hook: forbidden call '%s' returned %d (%s) instead of killing", what, r,
+	          strerror(errno));
+	_exit(99);
+#endif
 }

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "broker_client.h"
@@ -29,6 +31,7 @@ struct session {
 	struct ember_profile profile;
 	struct ember_symbolizer sym;
 	uint64_t records, bad_records, samples_lost;
+	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 };
 
@@ -41,9 +44,10 @@ static int handshake(struct session *s)
 	m.hello.records_version = EMBER_RECORDS_VERSION;
 	m.hello.pid = (uint32_t)getpid();
 	err = ember_broker_client_send(&s->broker, &m);
-	if (err)
-		return err;
-	err = ember_broker_client_recv(&s->broker, &m, fds, 3, &nfds, HANDSHAKE_TIMEOUT_MS);
+	if (!err)
+		err = ember_broker_client_recv(&s->broker, &m, fds, 3, &nfds, HANDSHAKE_TIMEOUT_MS);
+	if (err == -ECONNRESET || err == -EPIPE)
+		return -EAGAIN;
 	if (err)
 		return err;
 	if (m.hdr.type == EMBER_MSG_REJECT) {
@@ -151,14 +155,18 @@ static int drain_ring(struct session *s, uint64_t until)
 	return err;
 }
 
+static void set_run_stats(struct session *s)
+{
+	ember_symbolizer_report_stats(&s->sym);
+	ember_profile_stat_set(&s->profile, "ring.records", s->records);
+	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
+}
+
+/* `ember record`: every output rewritten with everything so far. */
 static int write_outputs(struct session *s)
 {
 	int status = 0;
 
-	s->profile.end_ns = ember_realtime_ns();
-	ember_symbolizer_report_stats(&s->sym);
-	ember_profile_stat_set(&s->profile, "ring.records", s->records);
-	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
 	for (size_t i = 0; i < s->opts->noutputs; i++) {
 		const struct ember_output *o = &s->opts->outputs[i];
 		int err = ember_output_write(o, &s->profile);
@@ -171,9 +179,32 @@ static int write_outputs(struct session *s)
 	return status;
 }
 
+/* Daemon: this interval's files, then a fresh profile for the next one. */
+static int write_interval(struct session *s)
+{
+	int status = ember_rotation_write(s->opts->rotation, &s->profile);
+
+	log_info("interval written: %" PRIu64 " samples, %" PRIu64 " lost",
+		 s->profile.total_count, ember_profile_stat_get(&s->profile, "lost.samples"));
+	ember_profile_reset(&s->profile);
+	ember_symbolizer_profile_was_reset(&s->sym);
+	s->profile.start_ns = s->profile.end_ns;
+	if (s->opts->interval_ms)
+		s->interval_deadline_ns = ember_monotonic_ns() + s->opts->interval_ms * 1000000ull;
+	return status;
+}
+
+static int flush_outputs(struct session *s)
+{
+	s->profile.end_ns = ember_realtime_ns();
+	set_run_stats(s);
+	return s->opts->rotation ? write_interval(s) : write_outputs(s);
+}
+
 static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *done)
 {
 	union ember_msg reply;
+	uint64_t samples;
 	int err, status;
 
 	err = drain_ring(s, f->head);
@@ -181,16 +212,35 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 		return err;
 	if (f->lost_unreported)
 		count_lost(s, EMBER_LOST_OTHER, f->lost_unreported);
-	status = write_outputs(s);
+	samples = s->profile.total_count; /* a daemon starts a new interval in flush_outputs */
+	status = flush_outputs(s);
 	ember_msg_init(&reply, EMBER_MSG_FLUSHED, 0);
 	reply.flushed.status = status;
-	reply.flushed.samples = s->profile.total_count;
+	reply.flushed.samples = samples;
 	err = ember_broker_client_send(&s->broker, &reply);
 	if (f->final)
 		*done = true;
-	log_debug("flushed: %" PRIu64 " samples, %" PRIu64 " lost", s->profile.total_count,
-		  s->samples_lost);
+	log_debug("flushed: %" PRIu64 " samples, %" PRIu64 " lost", samples, s->samples_lost);
 	return err ? err : status;
+}
+
+/* Daemon signals: SIGTERM and SIGINT end the session with the interval so
+ * far written; SIGHUP writes it now and starts a new one. */
+static int on_signal(struct session *s, bool *done)
+{
+	struct signalfd_siginfo si;
+	int err;
+
+	if (read(s->opts->signal_fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	err = drain_ring(s, 0);
+	if (err)
+		return err;
+	if (si.ssi_signo != SIGHUP) {
+		log_info("signal %u: writing the current interval and exiting", si.ssi_signo);
+		*done = true;
+	}
+	return flush_outputs(s);
 }
 
 static int on_message(struct session *s, bool *done)
@@ -213,15 +263,25 @@ static int on_message(struct session *s, bool *done)
 	return -EPROTO;
 }
 
+static int poll_timeout_ms(const struct session *s)
+{
+	uint64_t now = ember_monotonic_ns();
+
+	if (!s->interval_deadline_ns || s->interval_deadline_ns >= now + 1000000000ull)
+		return 1000;
+	return s->interval_deadline_ns <= now ? 0 : (int)((s->interval_deadline_ns - now) / 1000000u) + 1;
+}
+
 static int run(struct session *s)
 {
 	bool done = false;
 	int err = 0;
 
 	while (!done && !err) {
-		struct pollfd fds[2] = {
+		struct pollfd fds[3] = {
 			{.fd = s->broker.sock, .events = POLLIN},
 			{.fd = s->event_fd, .events = POLLIN},
+			{.fd = s->opts->signal_fd, .events = POLLIN},
 		};
 		uint64_t counter;
 
@@ -229,7 +289,8 @@ static int run(struct session *s)
 			err = on_message(s, &done);
 			continue;
 		}
-		if (poll(fds, 2, 1000) < 0 && errno != EINTR)
+		if (poll(fds, s->opts->signal_fd >= 0 ? 3 : 2, poll_timeout_ms(s)) < 0 &&
+		    errno != EINTR)
 			return -errno;
 		if (fds[1].revents & POLLIN) {
 			if (read(s->event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
@@ -237,9 +298,18 @@ static int run(struct session *s)
 		}
 		/* Also on timeout: a wake-up may have been coalesced away. */
 		err = drain_ring(s, 0);
-		if (!err && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (!err && (fds[2].revents & POLLIN))
+			err = on_signal(s, &done);
+		if (!err && !done && s->interval_deadline_ns &&
+		    ember_monotonic_ns() >= s->interval_deadline_ns)
+			err = flush_outputs(s);
+		if (!err && !done && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			err = on_message(s, &done);
 	}
+	/* The collector is gone, but the ring it left is still mapped: a daemon
+	 * writes what it holds before it exits (and its service restarts it). */
+	if (err == -ECONNRESET && s->opts->rotation && !drain_ring(s, 0))
+		flush_outputs(s);
 	return err;
 }
 
@@ -262,6 +332,14 @@ int ember_session_run(const struct ember_session_opts *o)
 	gethostname(host, sizeof(host) - 1);
 	memcpy(s->profile.host, host, sizeof(s->profile.host));
 	err = handshake(s);
+	if (!err && o->enter_sandbox)
+		err = o->enter_sandbox(o->sandbox_ctx);
+	if (!err && o->rotation) {
+		/* A daemon's first interval starts now: earlier samples never reached it. */
+		s->profile.start_ns = ember_realtime_ns();
+		if (o->interval_ms)
+			s->interval_deadline_ns = ember_monotonic_ns() + o->interval_ms * 1000000ull;
+	}
 	if (!err)
 		err = run(s);
 out:

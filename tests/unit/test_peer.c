@@ -26,7 +26,7 @@ static void setup(void)
 	ember_broker_init(&broker, &procs);
 	ember_drain_init(&drain, &procs);
 	ember_peer_init(&peer, &pc);
-	ember_peer_attach(&peer, sv[0]);
+	ember_peer_attach(&peer, sv[0], (int)getpid());
 }
 
 static void teardown(void)

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Capability sets, by the kernel's numbers (CAP_* in linux/capability.h).
+ * Both processes shed what they do not use once start-up is over: the
+ * collector keeps a handful, the symbolizer none.
+ */
+#ifndef EMBER_SECCOMP_CAPS_H
+#define EMBER_SECCOMP_CAPS_H
+
+#include <stdint.h>
+
+#define EMBER_CAP(n) (1ull << (n))
+
+/*
+ * Reduces the effective, permitted and bounding sets to `keep` and clears
+ * the inheritable and ambient sets. Dropping from the bounding set needs
+ * CAP_SETPCAP in the permitted set (it is raised for that and then dropped
+ * unless kept). Returns 0; -EPERM when the bounding set still holds more
+ * than `keep` (every other set is reduced all the same); another negative
+ * errno when capset fails.
+ */
+int ember_caps_limit(uint64_t keep);
+
+/* This process's sets. Returns 0 or a negative errno. */
+int ember_caps_get(uint64_t *effective, uint64_t *permitted, uint64_t *bounding);
+
+#endif

@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A hostile symbolizer for test_security.py: it connects to ember-collector
+ * like the real one and then breaks every rule it can. Each check prints
+ * "ok NAME" or "FAIL NAME: why"; the exit code is the number of failures.
+ *
+ *   hostile_peer SOCKET seals       tries to resize, punch, write or map the ring writable
+ *   hostile_peer SOCKET positions   writes impossible consumer positions (0, head+1, max)
+ *   hostile_peer SOCKET messages    sends malformed, misplaced and fd-carrying messages
+ *   hostile_peer SOCKET broker SAMPLED OTHER GONE   asks for what it must not get
+ *   hostile_peer SOCKET refused     expects to be turned away (wrong uid)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bpf/records.h"
+#include "ipc/endpoint.h"
+#include "ipc/proto.h"
+#include "ipc/ring.h"
+
+static const char *sock_path;
+static int failures;
+
+#define CHECK(name, cond, ...)                                                                     \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			printf("ok %s\n", name);                                                   \
+		} else {                                                                           \
+			printf("FAIL %s: ", name);                                                 \
+			printf(__VA_ARGS__);                                                       \
+			printf("\n");                                                              \
+			failures++;                                                                \
+		}                                                                                  \
+		fflush(stdout);                                                                    \
+	} while (0)
+
+struct conn {
+	int sock;
+	int data_fd, pos_fd, event_fd;
+	uint64_t ring_size;
+	const struct ember_ring_shared_hdr *hdr;
+	volatile uint64_t *pos;
+};
+
+static int send_raw(int sock, const void *buf, size_t len, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void hello_msg(union ember_msg *m)
+{
+	ember_msg_init(m, EMBER_MSG_HELLO, 1);
+	m->hello.records_version = EMBER_RECORDS_VERSION;
+	m->hello.pid = (uint32_t)getpid();
+}
+
+/* True when the collector closes the connection within ms (messages it sends meanwhile are read).
+ */
+static bool closed_within(int sock, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 50) {
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		char buf[EMBER_MSG_MAX];
+		ssize_t n;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+	}
+	return false;
+}
+
+/* Connects and completes the handshake. Returns 0 or a negative errno. */
+static int open_conn(struct conn *c)
+{
+	union ember_msg m;
+	int fds[3], nfds = 0, err;
+
+	memset(c, 0, sizeof(*c));
+	c->sock = ember_endpoint_connect(sock_path);
+	if (c->sock < 0)
+		return c->sock;
+	hello_msg(&m);
+	err = ember_msg_send(c->sock, &m, NULL, 0);
+	for (int i = 0; i < 100 && (!err || err == -EAGAIN); i++) {
+		err = ember_msg_recv(c->sock, &m, fds, 3, &nfds);
+		if (err != -EAGAIN)
+			break;
+		usleep(50000);
+	}
+	if (!err && (m.hdr.type != EMBER_MSG_WELCOME || nfds != 3))
+		err = -EPROTO;
+	if (err) {
+		close(c->sock);
+		return err;
+	}
+	c->data_fd = fds[0];
+	c->pos_fd = fds[1];
+	c->event_fd = fds[2];
+	c->ring_size = m.welcome.ring_size;
+	c->hdr =
+	    mmap(NULL, EMBER_RING_HDR_SIZE + c->ring_size, PROT_READ, MAP_SHARED, c->data_fd, 0);
+	c->pos = mmap(NULL, EMBER_RING_POS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->pos_fd, 0);
+	if (c->hdr == MAP_FAILED || c->pos == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+static void close_conn(struct conn *c)
+{
+	if (c->hdr && c->hdr != MAP_FAILED)
+		munmap((void *)c->hdr, EMBER_RING_HDR_SIZE + c->ring_size);
+	if (c->pos && c->pos != MAP_FAILED)
+		munmap((void *)c->pos, EMBER_RING_POS_SIZE);
+	close(c->data_fd);
+	close(c->pos_fd);
+	close(c->event_fd);
+	close(c->sock);
+}
+
+static const char *err_name(int e)
+{
+	return e == EPERM ? "EPERM" : e == EACCES ? "EACCES" : strerror(e);
+}
+
+static int cmd_seals(void)
+{
+	struct conn c;
+	char path[64];
+	void *m;
+	int r, fd, err = open_conn(&c);
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	r = ftruncate(c.data_fd, (off_t)(EMBER_RING_HDR_SIZE + 2 * c.ring_size));
+	CHECK("ring: ftruncate to grow", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	r = ftruncate(c.data_fd, 4096);
+	CHECK("ring: ftruncate to shrink", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	r = fallocate(c.data_fd, 0, 0, (off_t)(EMBER_RING_HDR_SIZE + 4 * c.ring_size));
+	CHECK("ring: fallocate to grow", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	r = fallocate(c.data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
+	CHECK("ring: fallocate punching a hole", r < 0 && errno == EPERM, "%d %s", r,
+	      err_name(errno));
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.data_fd, 0);
+	CHECK("ring: writable shared mapping",
+	      m == MAP_FAILED && (errno == EPERM || errno == EACCES), "mapped (%s)",
+	      err_name(errno));
+	r = mprotect((void *)c.hdr, 4096, PROT_READ | PROT_WRITE);
+	CHECK("ring: mprotect the read-only mapping writable", r < 0 && errno == EACCES, "%d %s", r,
+	      err_name(errno));
+	r = (int)pwrite(c.data_fd, "x", 1, 0);
+	CHECK("ring: write()", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	r = fcntl(c.data_fd, F_ADD_SEALS, F_SEAL_WRITE);
+	CHECK("ring: change the seals", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	/* A fresh open of the same memfd through /proc: the seals are the file's. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c.data_fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		CHECK("ring: writable mapping of a reopened descriptor", m == MAP_FAILED,
+		      "mapped writable");
+		r = (int)pwrite(fd, "x", 1, 0);
+		CHECK("ring: write() through a reopened descriptor", r < 0 && errno == EPERM,
+		      "%d %s", r, err_name(errno));
+		close(fd);
+	} else {
+		CHECK("ring: reopen read-write refused", errno == EACCES || errno == EPERM, "%s",
+		      err_name(errno));
+	}
+	r = ftruncate(c.pos_fd, 1 << 20);
+	CHECK("position: ftruncate to grow", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	r = ftruncate(c.pos_fd, 0);
+	CHECK("position: ftruncate to shrink", r < 0 && errno == EPERM, "%d %s", r,
+	      err_name(errno));
+	r = fallocate(c.pos_fd, 0, 0, 1 << 20);
+	CHECK("position: fallocate to grow", r < 0 && errno == EPERM, "%d %s", r, err_name(errno));
+	CHECK("still connected after the attempts", !closed_within(c.sock, 300),
+	      "the collector hung up");
+	close_conn(&c);
+	return failures;
+}
+
+static uint64_t head_of(const struct conn *c)
+{
+	return __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE);
+}
+
+static int cmd_positions(void)
+{
+	static const char *const names[] = {"0 after a full ring", "head+1", "UINT64_MAX",
+	                                    "unaligned"};
+
+	for (int g = 0; g < 4; g++) {
+		struct conn c;
+		int err = open_conn(&c), waited;
+		uint64_t bad;
+		char name[96];
+
+		snprintf(name, sizeof(name), "position %s: handshake", names[g]);
+		CHECK(name, !err, "%s", strerror(-err));
+		if (err)
+			continue;
+		/* Consume honestly until the producer has gone around the ring. */
+		for (waited = 0; waited < 20000 && head_of(&c) <= 2 * c.ring_size; waited += 10) {
+			*c.pos = head_of(&c) & ~(uint64_t)7;
+			usleep(10000);
+		}
+		snprintf(name, sizeof(name), "position %s: ring went around", names[g]);
+		CHECK(name, head_of(&c) > c.ring_size, "head %" PRIu64 " size %" PRIu64,
+		      head_of(&c), c.ring_size);
+		bad = g == 0 ? 0 : g == 1 ? head_of(&c) + 1 : g == 2 ? UINT64_MAX : head_of(&c) - 3;
+		*c.pos = bad;
+		snprintf(name, sizeof(name), "position %s: disconnected", names[g]);
+		CHECK(name, closed_within(c.sock, 5000), "still connected");
+		close_conn(&c);
+	}
+	return failures;
+}
+
+/* Sends one bad thing, before or after the handshake, and expects the hang-up. */
+static void expect_disconnect(const char *name, bool after_handshake, const void *buf, size_t len,
+                              bool with_fd)
+{
+	struct conn c = {.sock = -1, .data_fd = -1, .pos_fd = -1, .event_fd = -1};
+	int fd = with_fd ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1, err;
+
+	if (after_handshake) {
+		err = open_conn(&c);
+	} else {
+		c.sock = ember_endpoint_connect(sock_path);
+		err = c.sock < 0 ? c.sock : 0;
+	}
+	if (err) {
+		CHECK(name, false, "cannot connect: %s", strerror(-err));
+		return;
+	}
+	err = send_raw(c.sock, buf, len, fd);
+	/* A send that fails because the collector already hung up also counts. */
+	CHECK(name, err == -EPIPE || err == -ECONNRESET || closed_within(c.sock, 3000),
+	      "the collector kept the connection");
+	if (fd >= 0)
+		close(fd);
+	if (after_handshake)
+		close_conn(&c);
+	else
+		close(c.sock);
+}
+
+static int cmd_messages(void)
+{
+	union ember_msg m;
+	char big[EMBER_MSG_MAX + 904];
+	struct conn c;
+	int fds[1], nfds, err;
+
+	hello_msg(&m);
+	expect_disconnect("truncated HELLO", false, &m, 6, false);
+	expect_disconnect("empty packet", false, &m, 0, false);
+	memset(big, 0, sizeof(big));
+	memcpy(big, &m, sizeof(m.hello));
+	((struct ember_msg_hdr *)big)->length = sizeof(big);
+	expect_disconnect("oversized message", false, big, sizeof(big), false);
+	hello_msg(&m);
+	m.hdr.magic ^= 1;
+	expect_disconnect("bad magic", false, &m, sizeof(m.hello), false);
+	hello_msg(&m);
+	m.hdr.version = 99;
+	expect_disconnect("bad version", false, &m, sizeof(m.hello), false);
+	hello_msg(&m);
+	m.hdr.type = 99;
+	expect_disconnect("unknown type", false, &m, sizeof(m.hello), false);
+	hello_msg(&m);
+	m.hdr.length += 8;
+	expect_disconnect("length field disagrees", false, &m, sizeof(m.hello), false);
+	ember_msg_init(&m, EMBER_MSG_WELCOME, 1);
+	expect_disconnect("WELCOME from the symbolizer", false, &m, sizeof(m.welcome), false);
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 1);
+	m.broker_req.what = EMBER_BROKER_KALLSYMS;
+	expect_disconnect("broker request before HELLO", false, &m, sizeof(m.broker_req), false);
+	hello_msg(&m);
+	expect_disconnect("HELLO carrying a descriptor", false, &m, sizeof(m.hello), true);
+
+	hello_msg(&m);
+	expect_disconnect("second HELLO", true, &m, sizeof(m.hello), false);
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 2);
+	m.broker_req.what = EMBER_BROKER_KALLSYMS;
+	expect_disconnect("broker request carrying a descriptor", true, &m, sizeof(m.broker_req),
+	                  true);
+	expect_disconnect("truncated broker request", true, &m, sizeof(m.broker_req) - 9, false);
+	ember_msg_init(&m, EMBER_MSG_FLUSH, 2);
+	expect_disconnect("FLUSH from the symbolizer", true, &m, sizeof(m.flush), false);
+	ember_msg_init(&m, EMBER_MSG_BROKER_REPLY, 2);
+	expect_disconnect("BROKER_REPLY from the symbolizer", true, &m, sizeof(m.broker_reply),
+	                  false);
+
+	/* Well formed but asking for nothing known: an error reply, not a hang-up. */
+	err = open_conn(&c);
+	CHECK("handshake for a valid unknown request", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 2);
+	m.broker_req.id = 7;
+	m.broker_req.what = 99;
+	err = ember_msg_send(c.sock, &m, NULL, 0);
+	for (int i = 0; i < 100 && (!err || err == -EAGAIN); i++) {
+		err = ember_msg_recv(c.sock, &m, fds, 1, &nfds);
+		if (err != -EAGAIN)
+			break;
+		usleep(20000);
+	}
+	CHECK("request type 99 answered with EINVAL",
+	      !err && m.hdr.type == EMBER_MSG_BROKER_REPLY && m.broker_reply.id == 7 &&
+	          m.broker_reply.error == -EINVAL && nfds == 0,
+	      "err %d type %u error %d", err, m.hdr.type, m.broker_reply.error);
+	close_conn(&c);
+	return failures;
+}
+
+/* One broker request on c; returns the descriptor or the negative errno. */
+static int ask(struct conn *c, uint32_t what, uint32_t pid, uint64_t addr, const char *arg)
+{
+	static uint32_t id;
+	union ember_msg m;
+	int fd = -1, nfds = 0, err;
+
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 3);
+	m.broker_req.id = ++id;
+	m.broker_req.what = what;
+	m.broker_req.pid = pid;
+	m.broker_req.addr = addr;
+	if (arg)
+		snprintf(m.broker_req.arg, sizeof(m.broker_req.arg), "%s", arg);
+	err = ember_msg_send(c->sock, &m, NULL, 0);
+	for (int i = 0; i < 200 && (!err || err == -EAGAIN); i++) {
+		err = ember_msg_recv(c->sock, &m, &fd, 1, &nfds);
+		if (err != -EAGAIN)
+			break;
+		usleep(10000);
+	}
+	if (err)
+		return err;
+	if (m.hdr.type != EMBER_MSG_BROKER_REPLY || m.broker_reply.id != id)
+		return -EPROTO;
+	return m.broker_reply.error ? m.broker_reply.error : fd;
+}
+
+static int cmd_broker(uint32_t sampled, uint32_t other, uint32_t gone)
+{
+	struct conn c;
+	char buf[256];
+	int fd, err = open_conn(&c);
+	ssize_t n;
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	fd = ask(&c, EMBER_BROKER_MAPS, sampled, 0, NULL);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	CHECK("maps of the sampled process are served", fd >= 0 && n > 0, "%s",
+	      fd < 0 ? strerror(-fd) : "empty");
+	if (fd >= 0) {
+		CHECK("a served descriptor is read-only", write(fd, "x", 1) < 0, "writable");
+		close(fd);
+	}
+	fd = ask(&c, EMBER_BROKER_MAPS, other, 0, NULL);
+	CHECK("maps of a process never sampled: refused", fd == -EPERM, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_MEM, other, 0, NULL);
+	CHECK("memory of a process never sampled: refused", fd == -EPERM, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_MAPS, gone, 0, NULL);
+	CHECK("maps of an exited process whose PID is reused: refused",
+	      fd == -EPERM || fd == -ESRCH, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_MEM, gone, 0, NULL);
+	CHECK("memory of an exited process whose PID is reused: refused",
+	      fd == -EPERM || fd == -ESRCH, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_MAPPED_FILE, sampled, 4096, NULL);
+	CHECK("file mapped where nothing is mapped: refused", fd == -ENOENT, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_MAPS, 0, 0, NULL);
+	CHECK("PID 0: refused", fd == -EINVAL, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_DEBUG_FILE, 0, 0, "../../../etc/passwd");
+	CHECK("debug file by a path: refused", fd == -EINVAL, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab/../../../etc/passwd");
+	CHECK("debug file with dot-dots: refused", fd == -EINVAL, "%d", fd);
+	fd = ask(&c, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab2233");
+	CHECK("debug file linked out of the debug tree: refused", fd < 0, "served");
+	if (fd >= 0)
+		close(fd);
+	fd = ask(&c, EMBER_BROKER_DEBUG_FILE, 0, 0, "abcdef01");
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	CHECK("debug file in the debug tree: served",
+	      fd >= 0 && n == 8 && !memcmp(buf, "debug-ok", 8), "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	CHECK("still connected after refusals", !closed_within(c.sock, 200), "hung up");
+	close_conn(&c);
+	return failures;
+}
+
+static int cmd_refused(void)
+{
+	union ember_msg m;
+	int sock = ember_endpoint_connect(sock_path), err;
+
+	if (sock < 0) {
+		CHECK("refused at connect", sock == -EACCES || sock == -EPERM, "%s",
+		      strerror(-sock));
+		return failures;
+	}
+	hello_msg(&m);
+	err = ember_msg_send(sock, &m, NULL, 0);
+	CHECK("turned away without a WELCOME", err || closed_within(sock, 3000),
+	      "the collector kept the connection");
+	close(sock);
+	return failures;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: hostile_peer SOCKET seals|positions|messages|refused|"
+		                "broker SAMPLED OTHER GONE\n");
+		return 100;
+	}
+	sock_path = argv[1];
+	if (!strcmp(argv[2], "seals"))
+		return cmd_seals();
+	if (!strcmp(argv[2], "positions"))
+		return cmd_positions();
+	if (!strcmp(argv[2], "messages"))
+		return cmd_messages();
+	if (!strcmp(argv[2], "refused"))
+		return cmd_refused();
+	if (!strcmp(argv[2], "broker") && argc == 6)
+		return cmd_broker((uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
+		                  (uint32_t)atoi(argv[5]));
+	fprintf(stderr, "hostile_peer: unknown command %s\n", argv[2]);
+	return 100;
+}

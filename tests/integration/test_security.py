@@ -1,0 +1,503 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The trust boundary under attack, with the real daemons: the symbolizer's
+sandbox as /proc shows it and as the kernel enforces it (SIGSYS), a hostile
+peer against the collector (ring seals, consumer positions, malformed
+messages, broker refusals, wrong uid), kill -9 and restarts of either daemon,
+and the daemons' signals."""
+import gzip
+import os
+import re
+import signal
+import statistics
+import subprocess
+import threading
+import time
+
+from emberlib import (BUILD, EMBER, build_workload, kill, log, read_folded, require_root,
+                      run_tests, start, workdir)
+
+require_root()
+WD = workdir()
+SPLIT = build_workload("split", WD)
+COLLECTOR = os.path.join(BUILD, "ember-collector")
+SYMBOLIZER = os.path.join(BUILD, "ember-symbolizer")
+HOSTILE = os.path.join(BUILD, "tests", "integration", "hostile_peer")
+NOBODY = 65534
+VIOLATIONS = ("open", "execve", "ptrace", "netlink", "mmap-exec")
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def as_user(uid, gid):
+    def drop():
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    return drop
+
+
+class Collector:
+    """ember-collector in its own runtime directory, logging to a file."""
+
+    def __init__(self, name, pids, hz=199, extra=()):
+        self.dir = os.path.join(WD, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.run_dir = os.path.join(self.dir, "run")
+        self.sock = os.path.join(self.run_dir, "collector.sock")
+        self.log_path = os.path.join(self.dir, "collector.log")
+        self.args = [COLLECTOR, "--user", "nobody", "--runtime-dir", self.run_dir, "-F", str(hz),
+                     *[a for p in pids for a in ("-p", str(p))], *extra]
+        self.proc = None
+
+    def start(self):
+        self.logf = open(self.log_path, "a")
+        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=self.logf)
+        wait_for(lambda: os.path.exists(self.sock) or self.proc.poll() is not None, 30,
+                 "the collector's socket")
+        assert self.proc.poll() is None, self.log()
+        return self
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill(self.proc)
+        self.logf.close()
+        return self.proc.returncode
+
+
+class Symbolizer:
+    def __init__(self, collector, out, interval="2s", env=None):
+        os.makedirs(out, exist_ok=True)
+        os.chown(out, NOBODY, NOBODY)
+        self.out = out
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen(
+            [SYMBOLIZER, "--connect", collector.sock, "--output-dir", out, "--interval", interval,
+             "--user", "nobody", "--keep", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
+
+    def files(self, ext=".folded"):
+        return sorted(f for f in os.listdir(self.out) if f.endswith(ext) and not f.startswith("."))
+
+    def wait(self, timeout=30):
+        out, _ = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out
+
+
+def folded_samples(path, comm="split"):
+    return sum(n for frames, n in read_folded(path) if frames[0] == comm)
+
+
+def pprof_comments(path):
+    """The comments (our statistics, "name=value") of a gzipped pprof profile."""
+    data = gzip.decompress(open(path, "rb").read())
+    strings, comment_ids, header, i = [], [], {}, 0
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v = varint()
+            if field == 13:
+                comment_ids.append(v)
+            elif field in (9, 10):
+                header[field] = v
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n = varint()
+            chunk, i = data[i:i + n], i + n
+            if field == 6:
+                strings.append(chunk.decode())
+            elif field == 13:
+                j = 0
+                while j < len(chunk):
+                    shift = v = 0
+                    while True:
+                        b = chunk[j]
+                        j += 1
+                        v |= (b & 0x7F) << shift
+                        shift += 7
+                        if b < 0x80:
+                            break
+                    comment_ids.append(v)
+        else:
+            raise AssertionError(f"unexpected wire type {wire} in {path}")
+    stats = {}
+    for c in comment_ids:
+        name, _, value = strings[c].partition("=")
+        stats[name] = int(value) if value.isdigit() else value
+    stats["time_nanos"], stats["duration_nanos"] = header.get(9, 0), header.get(10, 0)
+    return stats
+
+
+class CpuClock:
+    """Follows a process's CPU time (utime+stime) so that the samples an
+    interval should hold can be computed: CPU seconds in it times the rate."""
+
+    def __init__(self, pid):
+        self.pid, self.points, self.stop = pid, [], False
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                f = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()
+                self.points.append((time.time(), (int(f[11]) + int(f[12])) / self.tick))
+            except (OSError, IndexError):
+                return
+            time.sleep(0.05)
+
+    def cpu_between(self, t0, t1):
+        def at(t):
+            prev = self.points[0]
+            for p in self.points:
+                if p[0] >= t:
+                    if p[0] == prev[0]:
+                        return p[1]
+                    return prev[1] + (p[1] - prev[1]) * (t - prev[0]) / (p[0] - prev[0])
+                prev = p
+            return prev[1]
+        return at(t1) - at(t0)
+
+
+def status_of(pid):
+    text = open(f"/proc/{pid}/status").read()
+    return {k: v.strip() for k, v in re.findall(r"^(\w+):\s*(.*)$", text, re.M)}
+
+
+def assert_confined(pid, who):
+    st = status_of(pid)
+    log(f"  {who} {pid}: Uid {st['Uid']} CapEff {st['CapEff']} CapBnd {st['CapBnd']} "
+        f"NoNewPrivs {st['NoNewPrivs']} Seccomp {st['Seccomp']}")
+    assert "0" not in st["Uid"].split(), st["Uid"]
+    assert int(st["CapEff"], 16) == 0 and int(st["CapPrm"], 16) == 0, st
+    assert int(st["CapBnd"], 16) == 0, st["CapBnd"]
+    assert st["NoNewPrivs"] == "1" and st["Seccomp"] == "2", st
+    limits = open(f"/proc/{pid}/limits").read()
+    assert re.search(r"^Max core file size\s+0\s+0", limits, re.M), limits
+    assert re.search(r"^Max processes\s+0\s+0", limits, re.M), limits
+    # The only shared memory it can write is the consumer position.
+    shared = [line for line in open(f"/proc/{pid}/maps") if line.split()[1][3] == "s"]
+    writable = [line.split()[-2] if line.rstrip().endswith("(deleted)") else line.split()[-1]
+                for line in shared if "w" in line.split()[1]]
+    log(f"  shared mappings: {[' '.join(s.split()[1:2] + s.split()[5:6]) for s in shared]}")
+    assert writable == ["/memfd:ember-ring-pos"], writable
+    assert any("ember-sample-ring" in s and s.split()[1] == "r--s" for s in shared), shared
+
+
+def test_daemon_symbolizer_is_confined():
+    wl = start([SPLIT, "30"])
+    col = Collector("confined", [wl.pid]).start()
+    sym = Symbolizer(col, os.path.join(col.dir, "out"))
+    try:
+        wait_for(lambda: sym.files(), 30, "a first interval")
+        assert_confined(sym.proc.pid, "daemon symbolizer")
+        # The collector kept only what it uses.
+        st = status_of(col.proc.pid)
+        log(f"  collector: CapEff {st['CapEff']} Seccomp {st['Seccomp']}")
+        caps = int(st["CapEff"], 16)
+        assert st["Seccomp"] == "2" and st["NoNewPrivs"] == "1", st
+        assert caps & ~((1 << 2) | (1 << 19) | (1 << 34) | (1 << 38)) == 0, hex(caps)
+        assert int(st["CapBnd"], 16) == caps, st["CapBnd"]
+    finally:
+        kill(sym.proc)
+        col.stop()
+        kill(wl)
+
+
+def test_record_child_is_confined():
+    proc = start([EMBER, "record", "-d", "4", "-o", os.path.join(WD, "rc.folded")])
+    try:
+        def child():
+            out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "ember-symbolizer"],
+                                 capture_output=True, text=True).stdout.split()
+            return int(out[0]) if out else None
+        pid = wait_for(child, 20, "the symbolizer child")
+        time.sleep(1.5)
+        assert_confined(pid, "record child")
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
+def test_forbidden_calls_kill_the_symbolizer():
+    wl = start([SPLIT, "60"])
+    col = Collector("sigsys", [wl.pid]).start()
+    try:
+        for what in VIOLATIONS:
+            sym = Symbolizer(col, os.path.join(col.dir, "out-" + what),
+                             env={"EMBER_TEST_SANDBOX_VIOLATION": what})
+            rc, out = sym.wait()
+            log(f"  {what}: exit {rc}")
+            assert rc == -signal.SIGSYS, f"{what}: {rc}\n{out}"
+            assert "test hook: attempting forbidden call" in out, out
+            wait_for(lambda: f"symbolizer (pid {sym.proc.pid}) disconnected" in col.log(), 10,
+                     "the collector to log the disconnection")
+            assert col.alive(), col.log()
+        # Sampling went on meanwhile, counted as lost until a symbolizer came back.
+        time.sleep(1)
+        sym = Symbolizer(col, os.path.join(col.dir, "out-after"))
+        wait_for(lambda: len(sym.files(".pb.gz")) >= 1, 30, "an interval after the kills")
+        first = os.path.join(sym.out, sym.files(".pb.gz")[0])
+        stats = pprof_comments(first)
+        folded = folded_samples(os.path.join(sym.out, sym.files()[0]))
+        log(f"  after the kills: {folded} samples, lost {stats.get('lost.no_symbolizer')}")
+        assert folded > 0 and stats.get("lost.no_symbolizer", 0) > 0, stats
+        kill(sym.proc)
+    finally:
+        col.stop()
+        kill(wl)
+    # `ember record`: its child killed by the sandbox is reported as such.
+    r = subprocess.run([EMBER, "record", "-d", "2", "-o", os.path.join(WD, "k.folded")],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, EMBER_TEST_SANDBOX_VIOLATION="open"))
+    log("  record: " + r.stderr.strip().splitlines()[-2])
+    assert r.returncode == 1 and "killed by its sandbox (SIGSYS" in r.stderr, r.stderr
+
+
+
+
+def hostile(col, *args, uid=NOBODY, gid=NOBODY):
+    r = subprocess.run([HOSTILE, col.sock, *args], capture_output=True, text=True, timeout=120,
+                       preexec_fn=as_user(uid, gid))
+    for line in r.stdout.splitlines():
+        log("    " + line)
+    return r
+
+
+def reuse_pid_as_thread(pid):
+    """Makes `pid` the id of a sleeping thread of a new, unsampled process: a
+    genuine PID reuse the collector's filter cannot sample. Returns the helper."""
+    code = ("import os, threading, sys, time\n"
+            f"target = {pid}\n"
+            "ready = threading.Event()\n"
+            "def body():\n"
+            "    print(threading.get_native_id(), flush=True)\n"
+            "    time.sleep(300)\n"
+            "for _ in range(200):\n"
+            "    open('/proc/sys/kernel/ns_last_pid', 'w').write(str(target - 1))\n"
+            "    t = threading.Thread(target=body, daemon=True)\n"
+            "    t.start()\n"
+            "    time.sleep(0.02)\n"
+            "    if t.native_id == target:\n"
+            "        print('reused', flush=True)\n"
+            "        time.sleep(300)\n"
+            "sys.exit(1)\n")
+    helper = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    for line in helper.stdout:
+        if line.strip() == "reused":
+            return helper
+    raise AssertionError(f"could not reuse PID {pid}")
+
+
+def test_hostile_peer():
+    wl = start([SPLIT, "120"])
+    victim = start([SPLIT, "60"])
+    other = start(["sleep", "300"])
+    debug = os.path.join(WD, "debug")
+    os.makedirs(os.path.join(debug, ".build-id", "ab"), exist_ok=True)
+    with open(os.path.join(debug, ".build-id", "ab", "cdef01.debug"), "w") as f:
+        f.write("debug-ok")
+    if not os.path.islink(os.path.join(debug, ".build-id", "ab", "2233.debug")):
+        os.symlink("/etc/passwd", os.path.join(debug, ".build-id", "ab", "2233.debug"))
+    col = Collector("hostile", [wl.pid, victim.pid], hz=999,
+                    extra=("--ring-size", "65536", "--debug-dir", debug)).start()
+    helper = None
+    try:
+        time.sleep(2)  # the victim is sampled
+        kill(victim)
+        time.sleep(0.5)
+        helper = reuse_pid_as_thread(victim.pid)
+        assert os.path.exists(f"/proc/{victim.pid}/maps")
+        log(f"  PID {victim.pid} now names a thread of {helper.pid}")
+        for args in (["seals"], ["positions"], ["messages"],
+                     ["broker", str(wl.pid), str(other.pid), str(victim.pid)]):
+            log(f"  hostile_peer {' '.join(args)}")
+            r = hostile(col, *args)
+            assert r.returncode == 0, f"{args}: {r.returncode}\n{r.stdout}\n{r.stderr}"
+            assert col.alive(), col.log()
+        text = col.log()
+        assert text.count("wrote an impossible ring position: disconnecting it") == 4, text
+        assert text.count("broke the protocol") >= 8, text
+        for t in ("WELCOME in state 1", "HELLO in state 2", "FLUSH in state 2",
+                  "BROKER_REPLY in state 2"):
+            assert t in text, t
+        assert "another one is connected" not in text, text
+        # A wrong uid is turned away; so is a wrong group (the socket is root:nogroup 0660).
+        r = hostile(col, "refused", uid=NOBODY - 1, gid=NOBODY)
+        assert r.returncode == 0, r.stdout
+        assert f"uid {NOBODY - 1}, gid {NOBODY}): not the configured user" in col.log(), col.log()
+        r = hostile(col, "refused", uid=NOBODY, gid=NOBODY - 1)
+        assert r.returncode == 0, r.stdout
+        # After all that, a real symbolizer is served, and sampling never stopped.
+        sym = Symbolizer(col, os.path.join(col.dir, "out"))
+        wait_for(lambda: len(sym.files()) >= 1, 30, "an interval after the attacks")
+        n = folded_samples(os.path.join(sym.out, sym.files()[0]))
+        log(f"  real symbolizer afterwards: {n} samples in its first interval")
+        assert n > 100, n
+        kill(sym.proc)
+    finally:
+        if helper:
+            kill(helper)
+        col.stop()
+        kill(wl)
+        kill(other)
+
+
+def expected_samples(clock, pprof_path, hz):
+    st = pprof_comments(pprof_path)
+    t0 = st["time_nanos"] / 1e9
+    return clock.cpu_between(t0, t0 + st["duration_nanos"] / 1e9) * hz
+
+
+def test_kill9_then_next_interval_complete():
+    wl = start([SPLIT, "120"])
+    clock = CpuClock(wl.pid)
+    col = Collector("kill9", [wl.pid]).start()
+    out1, out2 = os.path.join(col.dir, "out1"), os.path.join(col.dir, "out2")
+    try:
+        sym = Symbolizer(col, out1)
+        wait_for(lambda: len(sym.files(".pb.gz")) >= 3, 60, "three intervals")
+        sym.proc.send_signal(signal.SIGKILL)
+        sym.proc.wait()
+        before = [folded_samples(os.path.join(out1, f)) for f in sym.files()]
+        time.sleep(2)
+        new = Symbolizer(col, out2)
+        wait_for(lambda: len(new.files(".pb.gz")) >= 2, 60, "two intervals of the new symbolizer")
+        after = [folded_samples(os.path.join(out2, f)) for f in new.files()]
+        stats = pprof_comments(os.path.join(out2, new.files(".pb.gz")[0]))
+        log(f"  samples per interval before kill -9: {before}; after: {after}; "
+            f"lost while none was connected: {stats.get('lost.no_symbolizer')}")
+        # Complete: as many samples as the workload's CPU time in the interval
+        # calls for (the rate is 199 Hz), and as many as intervals had before.
+        want = [expected_samples(clock, os.path.join(out2, f), 199)
+                for f in new.files(".pb.gz")[:2]]
+        log(f"  the workload's CPU time in those intervals calls for {[round(w) for w in want]}")
+        assert all(a >= 0.85 * w for a, w in zip(after, want)), (after, want)
+        assert min(after[:2]) >= 0.5 * statistics.median(before), (before, after)
+        assert stats.get("lost.no_symbolizer", 0) > 0 and stats.get("lost.samples", 0) > 0, stats
+        assert col.alive()
+        kill(new.proc)
+    finally:
+        clock.stop = True
+        col.stop()
+        kill(wl)
+
+
+def test_collector_restart_is_found_again():
+    wl = start([SPLIT, "120"])
+    col = Collector("restart", [wl.pid]).start()
+    out = os.path.join(col.dir, "out")
+    try:
+        sym = Symbolizer(col, out, interval="60s")
+        wait_for(lambda: "connected" in col.log(), 30, "the symbolizer to connect")
+        time.sleep(2)
+        # The collector stops: the symbolizer writes what it has and exits.
+        assert col.stop() == 0, col.log()
+        rc, text = sym.wait()
+        log(f"  symbolizer after the collector stopped: exit {rc}, {len(sym.files())} file(s)")
+        assert rc == 0 and len(sym.files()) == 1, text
+        assert folded_samples(os.path.join(out, sym.files()[0])) > 100
+        # A new symbolizer waits for the collector with back-off ...
+        os.unlink(col.sock)
+        sym = Symbolizer(col, out, interval="2s")
+        time.sleep(2.5)
+        assert sym.proc.poll() is None, sym.wait()
+        # ... and finds it when it comes back.
+        col.start()
+        wait_for(lambda: len(sym.files()) >= 3, 60, "intervals after the collector came back")
+        n = folded_samples(os.path.join(out, sym.files()[1]))
+        log(f"  after the restart: {n} samples in the first interval")
+        assert n > 100, n
+        kill(sym.proc)
+        rc, text = sym.wait()
+        assert "waiting for the collector" in text, text
+    finally:
+        col.stop()
+        kill(wl)
+
+
+def test_signals():
+    wl = start([SPLIT, "60"])
+    col = Collector("signals", [wl.pid]).start()
+    try:
+        sym = Symbolizer(col, os.path.join(col.dir, "out"), interval="600s")
+        wait_for(lambda: "connected" in col.log(), 30, "the symbolizer to connect")
+        time.sleep(2)
+        assert sym.files() == []
+        sym.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(sym.files()) == 1, 10, "SIGHUP to write an interval")
+        time.sleep(2)
+        sym.proc.send_signal(signal.SIGTERM)
+        rc, text = sym.wait()
+        files = sym.files()
+        counts = [folded_samples(os.path.join(sym.out, f)) for f in files]
+        log(f"  SIGHUP then SIGTERM: exit {rc}, intervals {counts}")
+        assert rc == 0 and len(files) == 2 and all(c > 50 for c in counts), (rc, files, text)
+        # The collector's SIGHUP is harmless; its SIGTERM ends it cleanly.
+        col.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert col.alive()
+    finally:
+        assert col.stop() == 0
+        kill(wl)
+
+
+def test_cli_errors():
+    r = subprocess.run([COLLECTOR, "-d", "5"], capture_output=True, text=True)
+    assert r.returncode == 2 and "for `ember record`" in r.stderr, r.stderr
+    r = subprocess.run([SYMBOLIZER], capture_output=True, text=True)
+    assert r.returncode == 2 and "--output-dir" in r.stderr, r.stderr
+    r = subprocess.run([SYMBOLIZER, "--output-dir", WD], capture_output=True, text=True)
+    assert r.returncode == 2 and "--user" in r.stderr, r.stderr
+    r = subprocess.run([EMBER, "record", "--runtime-dir", WD], capture_output=True, text=True)
+    assert r.returncode == 2 and "ember-collector" in r.stderr, r.stderr
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_daemon_symbolizer_is_confined,
+        test_record_child_is_confined,
+        test_forbidden_calls_kill_the_symbolizer,
+        test_hostile_peer,
+        test_kill9_then_next_interval_complete,
+        test_collector_restart_is_found_again,
+        test_signals,
+        test_cli_errors,
+    ])

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The broker's dispatch table: argument validators, PID permission (seen,
+ * living, same process), per-connection limits, the rate cap, debug files
+ * confined to the debug tree, and mapped files confined to a process's root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "collector/broker.h"
+
+#define SEC 1000000000ull
+
+struct fixture {
+	struct ember_procs procs;
+	struct ember_broker broker;
+	char dir[64];
+};
+
+static void fixture_init(struct fixture *f)
+{
+	ck_assert_int_eq(ember_procs_init(&f->procs, 64), 0);
+	ember_broker_init(&f->broker, &f->procs);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ember-broker-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+}
+
+static void fixture_free(struct fixture *f)
+{
+	char cmd[128];
+
+	ember_procs_free(&f->procs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static int request(struct fixture *f, uint32_t what, uint32_t pid, uint64_t addr, const char *arg)
+{
+	struct ember_msg_broker_req req = {.what = what, .pid = pid, .addr = addr};
+	int fd;
+
+	if (arg)
+		memcpy(req.arg, arg, strnlen(arg, sizeof(req.arg)));
+	fd = ember_broker_handle(&f->broker, &req, SEC);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 ? 0 : fd;
+}
+
+static void put_file(const char *dir, const char *rel, const char *content)
+{
+	char path[256];
+	FILE *out;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	out = fopen(path, "w");
+	ck_assert_ptr_nonnull(out);
+	fputs(content, out);
+	fclose(out);
+}
+
+static void put_dir(const char *dir, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+}
+
+static void put_link(const char *dir, const char *rel, const char *target)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	ck_assert_int_eq(symlink(target, path), 0);
+}
+
+static ino_t inode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+START_TEST(unknown_request_types_are_refused)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	ck_assert_int_eq(request(&f, 0, 0, 0, NULL), -EINVAL);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_WHAT_MAX, 0, 0, NULL), -EINVAL);
+	ck_assert_int_eq(request(&f, 0xffffffffu, 0, 0, NULL), -EINVAL);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(build_ids_are_lowercase_hex_only)
+{
+	static const char *const bad[] = {
+	    "",
+	    "ab",
+	    "abc",
+	    "ABCDEF01",
+	    "ab/../../etc/passwd",
+	    "../../etc",
+	    "ab cd",
+	    "abcdefgh",
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00",
+	    "abcd\n",
+	    "/etc/passwd",
+	    "ab%2e%2e",
+	};
+	struct fixture f;
+	char unterminated[128];
+
+	fixture_init(&f);
+	f.broker.debug_root = f.dir;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, bad[i]) == -EINVAL,
+		              "build id '%s' was accepted", bad[i]);
+	memset(unterminated, 'a', sizeof(unterminated));
+	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, unterminated), -EINVAL);
+	/* Well formed but absent. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "abcdef"), -ENOENT);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(debug_files_stay_in_the_debug_tree)
+{
+	struct fixture f;
+	char outside[128];
+
+	fixture_init(&f);
+	f.broker.debug_root = f.dir;
+	put_dir(f.dir, ".build-id");
+	put_dir(f.dir, ".build-id/ab");
+	put_dir(f.dir, "real");
+	put_file(f.dir, "real/libx.debug", "debug");
+	put_file(f.dir, ".build-id/ab/cdef01.debug", "debug");
+	/* A relative link inside the tree is how distributions lay it out. */
+	put_link(f.dir, ".build-id/ab/0011.debug", "../../real/libx.debug");
+	/* Links out of the tree: absolute, and climbing above it. */
+	put_link(f.dir, ".build-id/ab/2233.debug", "/etc/passwd");
+	put_link(f.dir, ".build-id/ab/4455.debug", "../../../../../../../../etc/passwd");
+	snprintf(outside, sizeof(outside), "%s-outside", f.dir);
+	put_file("/tmp", outside + 5, "secret");
+	put_link(f.dir, ".build-id/ab/6677.debug", outside);
+	put_dir(f.dir, ".build-id/ab/8899.debug");
+	put_link(f.dir, ".build-id/ab/aabb.debug", "/proc/self/exe");
+
+	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "abcdef01"), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab0011"), 0);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab2233"), 0);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab4455"), 0);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab6677"), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "ab8899"), -EINVAL);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUG_FILE, 0, 0, "abaabb"), 0);
+	ck_assert_uint_eq(f.broker.served[EMBER_BROKER_DEBUG_FILE], 2);
+	unlink(outside);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(mapped_files_stay_in_the_process_root)
+{
+	struct fixture f;
+	char root[96], outside[128];
+	ino_t lib, passwd = inode_of("/etc/passwd");
+	int rootfd, fd, selfd;
+
+	fixture_init(&f);
+	snprintf(root, sizeof(root), "%s/root", f.dir);
+	put_dir(f.dir, "root");
+	put_dir(root, "lib");
+	put_file(root, "lib/libx.so", "elf");
+	put_dir(root, "etc");
+	put_file(root, "etc/passwd", "decoy");
+	lib = inode_of(strcat(strcpy(outside, root), "/lib/libx.so"));
+	/* Escapes the process controls: absolute and climbing links, dot-dots. */
+	put_link(root, "lib/abs.so", "/etc/passwd");
+	put_link(root, "lib/up.so", "../../../../../../../etc/passwd");
+	put_link(root, "lib/inside.so", "/lib/libx.so");
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(rootfd, 0);
+
+	fd = ember_broker_open_in_root(rootfd, "/lib/libx.so", lib);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* A link that stays inside the root is followed inside it. */
+	fd = ember_broker_open_in_root(rootfd, "/lib/inside.so", lib);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Were any of these resolved on the host, the inode would match and the
+	 * host's /etc/passwd would be handed out; inside the root they meet the
+	 * decoy, another inode. */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/abs.so", passwd), -ESTALE);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/up.so", passwd), -ESTALE);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/../../../../etc/passwd", passwd),
+	                 -ESTALE);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "lib/../../../etc/passwd", passwd),
+	                 -ESTALE);
+	/* The right path but another file than the mapping's. */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/etc/passwd", lib), -ESTALE);
+	/* Not a regular file. */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib", 0), -EINVAL);
+	close(rootfd);
+	/* Magic links (/proc/PID/exe and the like) are never followed. */
+	selfd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(selfd, 0);
+	ck_assert_int_eq(ember_broker_open_in_root(selfd, "exe", 0), -ELOOP);
+	close(selfd);
+	fixture_free(&f);
+}
+END_TEST
+
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+START_TEST(pids_must_be_seen_living_and_the_same)
+{
+	struct fixture f;
+	pid_t child = sleeper();
+	int status;
+
+	fixture_init(&f);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, 0, 0, NULL), -EINVAL);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, 1u << 23, 0, NULL), -EINVAL);
+	/* Never sampled: refused, though it exists. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), -EPERM);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MEM, 1, 0, NULL), -EPERM);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MEM, (uint32_t)child, 0, NULL), 0);
+	/* No mapping starts there. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, 4096, NULL),
+	                 -ENOENT);
+	/* Gone: its PID may name another process now. */
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), -ESRCH);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), -EPERM);
+	ck_assert_uint_eq(f.broker.served[EMBER_BROKER_MAPS], 1);
+	ck_assert_uint_ge(f.broker.refused[EMBER_BROKER_MAPS], 4);
+	fixture_free(&f);
+}
+END_TEST
+
+/* The start address of the mapping of pid's executable, from its maps. */
+static uint64_t exe_mapping(pid_t pid)
+{
+	char path[64], exe[4096], line[4096];
+	unsigned long long start = 0;
+	ssize_t n;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "r");
+	ck_assert_ptr_nonnull(maps);
+	while (fgets(line, sizeof(line), maps))
+		if (strstr(line, exe) && sscanf(line, "%llx-", &start) == 1)
+			break;
+	fclose(maps);
+	ck_assert_uint_ne(start, 0);
+	return start;
+}
+
+START_TEST(mapped_file_of_a_seen_process)
+{
+	struct fixture f;
+	pid_t child = sleeper();
+	int status;
+
+	fixture_init(&f);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(
+	    request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, exe_mapping(child), NULL), 0);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(per_connection_limits_and_rate_cap)
+{
+	struct fixture f;
+	int served = 0;
+
+	fixture_init(&f);
+	for (int i = 0; i < 100; i++)
+		served += request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL) == 0;
+	ck_assert_int_eq(served, 64);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), -EPERM);
+	ember_broker_new_peer(&f.broker);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), 0);
+
+	/* The token bucket: a burst, then refusals until time passes. */
+	f.broker.rate_per_s = 1;
+	f.broker.burst = 3;
+	f.broker.tokens = 3;
+	f.broker.refill_ns = SEC;
+	ember_broker_new_peer(&f.broker);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), -EAGAIN);
+	ck_assert_uint_eq(f.broker.rate_limited, 1);
+	fixture_free(&f);
+}
+END_TEST
+
+static Suite *broker_suite(void)
+{
+	Suite *s = suite_create("broker");
+	TCase *t = tcase_create("broker");
+
+	tcase_add_test(t, unknown_request_types_are_refused);
+	tcase_add_test(t, build_ids_are_lowercase_hex_only);
+	tcase_add_test(t, debug_files_stay_in_the_debug_tree);
+	tcase_add_test(t, mapped_files_stay_in_the_process_root);
+	tcase_add_test(t, pids_must_be_seen_living_and_the_same);
+	tcase_add_test(t, mapped_file_of_a_seen_process);
+	tcase_add_test(t, per_connection_limits_and_rate_cap);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+EMBER_CHECK_MAIN(broker_suite)
