@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compact unwind tables: what the symbolizer builds from .eh_frame and
+ * .debug_frame, what the collector checks and loads into BPF maps, and what
+ * the unwinder in bpf/unwind.bpf.h walks (x86-64).
+ *
+ * A table belongs to one file and is shared by every process that maps it.
+ * Its rows are sorted by pc; a row covers the addresses from its pc up to
+ * the next row's pc. Addresses are the file's ELF virtual addresses; a
+ * process's mapping tells the unwinder the bias to subtract from a pc.
+ */
+#ifndef EMBER_BPF_UNWIND_TABLE_H
+#define EMBER_BPF_UNWIND_TABLE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define EMBER_UNWIND_MAX_TABLES	    65536     /* table slots (files loaded at once) */
+#define EMBER_UNWIND_MAX_TABLE_ROWS (4u << 20) /* rows of one table */
+#define EMBER_UNWIND_SEARCH_STEPS   23	      /* > log2(EMBER_UNWIND_MAX_TABLE_ROWS) */
+#define EMBER_UNWIND_MAX_MAPPINGS   256	      /* executable mappings of one process */
+#define EMBER_UNWIND_MAPPING_STEPS  9	      /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
+#define EMBER_UNWIND_MAX_PROCS	    32768     /* processes with tables at once */
+#define EMBER_UNWIND_NO_TABLE	    0xffffffffu
+
+/* What a row says about the addresses it covers. */
+enum ember_row_kind {
+	EMBER_ROW_INVALID = 0,	/* CFI a row cannot express: stop here */
+	EMBER_ROW_GAP,		/* no CFI covers these addresses: use the frame pointer */
+	EMBER_ROW_CFA_SP,	/* CFA = SP + 8 * cfa_slots */
+	EMBER_ROW_CFA_FP,	/* CFA = FP + 8 * cfa_slots */
+	EMBER_ROW_PLT,		/* CFA = SP + 8, + 8 more when (pc & 15) >= cfa_slots */
+	EMBER_ROW_SIGNAL,	/* signal trampoline: registers from the ucontext at SP */
+	EMBER_ROW_END,		/* outermost frame (return address undefined): done */
+	EMBER_ROW_KIND_MAX,
+};
+
+/*
+ * One row. The return address is at CFA - 8, as the x86-64 psABI has it for
+ * every frame a row describes (CFI that puts it elsewhere becomes INVALID).
+ */
+struct ember_unwind_row {
+	__u32 pc;	 /* first address covered (ELF virtual address) */
+	__s16 cfa_slots; /* see the kinds; offsets count 8-byte slots */
+	__u8 kind;	 /* enum ember_row_kind */
+	__s8 fp_slot;	 /* saved FP at CFA + 8 * fp_slot; 0: FP keeps its value */
+};
+
+#define EMBER_ROW_FP_SLOT_MIN (-64)
+#define EMBER_ROW_CFA_SLOTS_MAX 0x7fff
+
+/* One executable mapping of a process. */
+struct ember_unwind_mapping {
+	__u64 start; /* [start, end) in the process */
+	__u64 end;
+	__u64 bias;  /* table address = pc - bias */
+	__u32 table; /* slot in the table map, or EMBER_UNWIND_NO_TABLE (frame pointers) */
+	__u32 nrows; /* rows of that table */
+};
+
+/* The executable mappings of a process, sorted by start, not overlapping. */
+struct ember_unwind_proc {
+	__u32 count;
+	__u32 reserved;
+	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAX_MAPPINGS];
+};
+
+/*
+ * Why user unwinding ended, in bits 16..23 of a sample's stack_flags
+ * (EMBER_STACK_UNWIND_STOP). 0: the outermost frame was reached.
+ */
+enum ember_unwind_stop {
+	EMBER_UNWIND_COMPLETE = 0,
+	EMBER_UNWIND_STOP_BAD_CFI,   /* the row says the CFI cannot be followed */
+	EMBER_UNWIND_STOP_READ,	     /* the stack could not be read */
+	EMBER_UNWIND_STOP_NO_MAPPING, /* a pc outside every mapping the tables know */
+	EMBER_UNWIND_STOP_NO_TABLE,  /* the table of a mapping is not loaded */
+	EMBER_UNWIND_STOP_BAD_FRAME, /* the stack pointer did not move up */
+	EMBER_UNWIND_STOP_DEPTH,     /* EMBER_MAX_USTACK frames */
+	EMBER_UNWIND_STOP_NO_REGS,   /* no user registers (kernel thread, exiting task) */
+	EMBER_UNWIND_STOP_MAX,
+};
+
+#define EMBER_STACK_UNWIND_STOP_SHIFT 16
+#define EMBER_STACK_UNWIND_STOP(flags) (((flags) >> EMBER_STACK_UNWIND_STOP_SHIFT) & 0xff)
+
+#endif
