@@ -2,9 +2,11 @@
 /*
  * CPU sampler: runs on a cpu-clock perf event on every CPU and sends one
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
- * user space through a BPF ring buffer.
+ * user space through a BPF ring buffer. Kernel stacks come from
+ * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h).
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "records.h"
@@ -48,6 +50,8 @@ struct {
 	__type(value, struct sample_scratch);
 } scratch SEC(".maps");
 
+#include "unwind.bpf.h"
+
 static __always_inline void count_drop(__u32 reason)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
@@ -63,7 +67,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct sample_scratch *s;
 	__u32 zero = 0;
-	long kbytes, ubytes;
+	long kbytes;
 	__u64 klen, ulen;
 
 	if (tgid == 0 && !include_idle)
@@ -95,16 +99,9 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
 	}
 
-	ubytes = bpf_get_stack(ctx, &s->frames[klen], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
-	if (ubytes < 0) {
-		s->hdr.stack_flags |= EMBER_STACK_USER_ERR;
-		ubytes = 0;
-	}
-	ulen = (__u64)ubytes / 8;
-	if (ulen >= EMBER_MAX_USTACK) {
+	ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags);
+	if (ulen > EMBER_MAX_USTACK)
 		ulen = EMBER_MAX_USTACK;
-		s->hdr.stack_flags |= EMBER_STACK_USER_TRUNC;
-	}
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 
