@@ -11,6 +11,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set by the collector before load; pid_filter is the sampler's map, shared. */
+const volatile bool filter_pids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 18);
@@ -29,6 +39,8 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 	__u32 zero = 0;
 	__u64 *n;
 
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
 	ev.kind = kind;
 	ev.tgid = tgid;
 	ev.time_ns = bpf_ktime_get_ns();

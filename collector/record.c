@@ -24,6 +24,7 @@
 #include "ipc/endpoint.h"
 #include "seccomp/caps.h"
 #include "seccomp/policy.h"
+#include "tables.h"
 #include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/log.h"
@@ -42,6 +43,7 @@ struct recorder {
 	struct ember_drain drain;
 	struct ember_broker broker;
 	struct ember_peer peer;
+	struct ember_tables tables;
 	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
 	pid_t child;
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
@@ -412,8 +414,11 @@ static int setup(struct recorder *r)
 	}
 
 	err = ember_bpf_start(&r->bpf, &bo);
+	if (!err)
+		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_procs_fd, 0);
 	if (err)
 		return err;
+	r->peer.tables = &r->tables;
 	r->start_ns = ember_monotonic_ns();
 	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
 
@@ -445,6 +450,7 @@ static void teardown(struct recorder *r)
 		waitpid(r->child, &status, 0);
 	}
 	ember_peer_detach(&r->peer, &r->drain);
+	ember_tables_free(&r->tables);
 	ember_bpf_destroy(&r->bpf);
 	ember_procs_free(&r->procs);
 	if (r->child_pidfd >= 0)
