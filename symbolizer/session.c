@@ -18,6 +18,7 @@
 #include "shared/clock.h"
 #include "shared/log.h"
 #include "symbolize.h"
+#include "unwind_tables.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define RELEASE_EVERY	     64 /* records between consumer-position updates */
@@ -30,6 +31,7 @@ struct session {
 	int event_fd;
 	struct ember_profile profile;
 	struct ember_symbolizer sym;
+	struct ember_unwind unwind;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
@@ -104,15 +106,19 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	case EMBER_REC_SAMPLE:
 		if (ember_decode_sample(s->buf, len, &sample, &frames))
 			return -EBADMSG;
+		ember_unwind_on_sample(&s->unwind, sample, now_ns);
 		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
 	case EMBER_REC_PROCESS_EXEC:
 	case EMBER_REC_PROCESS_EXIT:
 		if (ember_decode_proc_event(s->buf, len, &ev))
 			return -EBADMSG;
-		if (ev->kind == EMBER_EV_EXEC)
+		if (ev->kind == EMBER_EV_EXEC) {
 			ember_symbolizer_on_exec(&s->sym, ev->tgid);
-		else
+			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
+		} else {
 			ember_symbolizer_on_exit(&s->sym, ev->tgid);
+			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
+		}
 		return 0;
 	case EMBER_REC_LOST:
 		if (ember_decode_lost(s->buf, len, &lost))
@@ -158,6 +164,7 @@ static int drain_ring(struct session *s, uint64_t until)
 static void set_run_stats(struct session *s)
 {
 	ember_symbolizer_report_stats(&s->sym);
+	ember_unwind_report_stats(&s->unwind, &s->profile);
 	ember_profile_stat_set(&s->profile, "ring.records", s->records);
 	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
 }
@@ -327,6 +334,8 @@ int ember_session_run(const struct ember_session_opts *o)
 	err = ember_profile_init(&s->profile);
 	if (!err)
 		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
+	if (!err)
+		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (err)
 		goto out;
 	gethostname(host, sizeof(host) - 1);
@@ -344,6 +353,7 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = run(s);
 out:
 	ember_symbolizer_free(&s->sym);
+	ember_unwind_free(&s->unwind);
 	ember_profile_free(&s->profile);
 	if (s->ring.hdr)
 		ember_ring_consumer_close(&s->ring);
