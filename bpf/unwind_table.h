@@ -78,7 +78,9 @@ enum ember_unwind_stop {
 	EMBER_UNWIND_STOP_NO_TABLE,  /* the table of a mapping is not loaded */
 	EMBER_UNWIND_STOP_BAD_FRAME, /* the stack pointer did not move up */
 	EMBER_UNWIND_STOP_DEPTH,     /* EMBER_MAX_USTACK frames */
-	EMBER_UNWIND_STOP_NO_REGS,   /* no user registers (kernel thread, exiting task) */
+	EMBER_UNWIND_STOP_NO_REGS,   /* the user registers could not be read */
+	EMBER_UNWIND_STOP_UNCHECKED, /* frame pointers ended the walk, but without tables
+					for the process or a mapping: it may be short */
 	EMBER_UNWIND_STOP_MAX,
 };
 

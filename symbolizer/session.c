@@ -32,9 +32,12 @@ struct session {
 	struct ember_profile profile;
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
+	/* A second read cursor, ahead of symbolization: see look_ahead(). */
+	struct ember_ring_consumer ahead;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
+	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
 };
 
 static int handshake(struct session *s)
@@ -76,6 +79,7 @@ static int handshake(struct session *s)
 		return err;
 	}
 	s->event_fd = fds[2];
+	s->ahead = s->ring;
 	s->sym.monotonic_to_realtime_ns = m.welcome.monotonic_to_realtime_ns;
 	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
 	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
@@ -106,19 +110,15 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	case EMBER_REC_SAMPLE:
 		if (ember_decode_sample(s->buf, len, &sample, &frames))
 			return -EBADMSG;
-		ember_unwind_on_sample(&s->unwind, sample, now_ns);
 		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
 	case EMBER_REC_PROCESS_EXEC:
 	case EMBER_REC_PROCESS_EXIT:
 		if (ember_decode_proc_event(s->buf, len, &ev))
 			return -EBADMSG;
-		if (ev->kind == EMBER_EV_EXEC) {
+		if (ev->kind == EMBER_EV_EXEC)
 			ember_symbolizer_on_exec(&s->sym, ev->tgid);
-			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
-		} else {
+		else
 			ember_symbolizer_on_exit(&s->sym, ev->tgid);
-			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
-		}
 		return 0;
 	case EMBER_REC_LOST:
 		if (ember_decode_lost(s->buf, len, &lost))
@@ -130,13 +130,53 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	}
 }
 
+static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
+{
+	const struct ember_sample_event *sample;
+	const struct ember_proc_event *ev;
+	const uint64_t *frames;
+
+	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->ahead_buf, len, &sample, &frames))
+		ember_unwind_on_sample(&s->unwind, sample, now_ns);
+	else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
+		 !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
+		if (ev->kind == EMBER_EV_EXEC)
+			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
+		else
+			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
+	}
+}
+
+/*
+ * A process needs its unwind tables before its next samples are taken, not
+ * when symbolization gets to its first one: a cursor ahead of symbolization
+ * meets every record first and starts the table loads of execs and of
+ * samples that missed tables, however far behind symbolization is.
+ */
+static int look_ahead(struct session *s, uint64_t until)
+{
+	while (!until || s->ahead.tail < until) {
+		uint16_t type;
+		int len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
+
+		if (len == -EAGAIN || len == -EBADMSG)
+			return len == -EBADMSG ? len : 0;
+		if (len >= 0)
+			unwind_record(s, type, (size_t)len, ember_monotonic_ns());
+	}
+	return 0;
+}
+
 /* Reads records until the ring is empty or until position `until` (0: no limit). */
 static int drain_ring(struct session *s, uint64_t until)
 {
 	unsigned int since_release = 0;
-	int err = 0;
+	int ahead_err = look_ahead(s, until), err = 0;
 
-	while (!until || s->ring.tail < until) {
+	/* Symbolization reads only what the cursor ahead has seen. */
+	if (!until || until > s->ahead.tail)
+		until = s->ahead.tail;
+	while (s->ring.tail < until) {
 		uint16_t type;
 		int len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 
@@ -158,6 +198,10 @@ static int drain_ring(struct session *s, uint64_t until)
 		}
 	}
 	ember_ring_release(&s->ring);
+	if (!err && ahead_err) {
+		log_error("the sample ring is corrupt: stopping");
+		err = ahead_err;
+	}
 	return err;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ehframe.h"
 #include "procmaps.h"
+#include "shared/clock.h"
 #include "shared/log.h"
 
 #define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
@@ -30,6 +31,7 @@ static const char *const stop_names[EMBER_UNWIND_STOP_MAX] = {
 	[EMBER_UNWIND_STOP_BAD_FRAME] = "bad frame",
 	[EMBER_UNWIND_STOP_DEPTH] = "depth limit",
 	[EMBER_UNWIND_STOP_NO_REGS] = "no user registers",
+	[EMBER_UNWIND_STOP_UNCHECKED] = "no tables yet",
 };
 
 const char *ember_unwind_stop_marker(uint32_t reason)
@@ -42,6 +44,7 @@ const char *ember_unwind_stop_marker(uint32_t reason)
 		[EMBER_UNWIND_STOP_BAD_FRAME] = "[unwind stopped: bad frame]",
 		[EMBER_UNWIND_STOP_DEPTH] = "[unwind stopped: depth limit]",
 		[EMBER_UNWIND_STOP_NO_REGS] = "[unwind stopped: no user registers]",
+		[EMBER_UNWIND_STOP_UNCHECKED] = "[unwind stopped: no tables yet]",
 	};
 
 	if (reason < EMBER_UNWIND_STOP_MAX && markers[reason])
@@ -498,6 +501,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	if (!files)
 		return;
 	send_proc(u, pid, maps, n);
+	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
+		  (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
 	/* New references were taken above, so a file both lists share never drops to 0. */
 	for (uint32_t i = 0; i < p->nfiles; i++)
 		release_file(u, p->files[i], now_ns);
@@ -544,7 +549,7 @@ void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 	u->stops[stop & 0xff]++;
 	if (missed)
 		u->samples_missed++;
-	else if (stop == EMBER_UNWIND_COMPLETE)
+	if (stop == EMBER_UNWIND_COMPLETE)
 		u->samples_complete++;
 	if (missed)
 		load_process(u, s->tgid, now_ns, false);

@@ -21,7 +21,7 @@
 #include "shared/hash.h"
 #include "bpf/records.h"
 
-#define EMBER_UNWIND_RELOAD_MIN_NS (10ull * 1000000ull)	   /* per process, doubled when useless */
+#define EMBER_UNWIND_RELOAD_MIN_NS (2ull * 1000000ull)	  /* per process, doubled when useless */
 #define EMBER_UNWIND_RELOAD_MAX_NS (10ull * 1000000000ull) /* back-off cap */
 #define EMBER_UNWIND_IDLE_DROP_NS  (10ull * 1000000000ull) /* unmapped tables kept this long */
 #define EMBER_UNWIND_MAX_SEGMENTS  16
