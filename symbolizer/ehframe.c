@@ -219,6 +219,12 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c)
 	return true;
 }
 
+/* v * factor with the wrap-around of the hardware, not C's undefined overflow. */
+static int64_t scaled(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
 enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_OTHER };
 
 struct reg_rule {
@@ -382,7 +388,7 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 	struct cfa_state stack[MAX_REMEMBER_DEPTH];
 	int depth = 0, err;
 
-	while (r->p < r->end) {
+	while (r->p < r->end && !r->bad) {
 		uint8_t op = (uint8_t)rd_u(r, 1), low = op & 0x3f;
 		uint64_t reg, delta = 0, target, len;
 		int64_t off;
@@ -392,7 +398,7 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			delta = low * c->code_align;
 			goto advance;
 		case 0x80:
-			off = (int64_t)rd_uleb(r) * c->data_align;
+			off = scaled(rd_uleb(r), c->data_align);
 			set_rule(st, c, low, RULE_OFFSET, off);
 			continue;
 		case 0xc0:
@@ -415,7 +421,7 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 		case 0x04: delta = rd_u(r, 4) * c->code_align; goto advance;
 		case 0x05: /* offset_extended */
 			reg = rd_uleb(r);
-			off = (int64_t)rd_uleb(r) * c->data_align;
+			off = scaled(rd_uleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		case 0x06: /* restore_extended */
@@ -470,15 +476,15 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			continue;
 		case 0x11: /* offset_extended_sf */
 			reg = rd_uleb(r);
-			off = rd_sleb(r) * c->data_align;
+			off = scaled((uint64_t)rd_sleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		case 0x12: /* def_cfa_sf */
 			st->cfa_reg = rd_uleb(r);
-			st->cfa_offset = rd_sleb(r) * c->data_align;
+			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
 			st->cfa_expr = NULL;
 			continue;
-		case 0x13: st->cfa_offset = rd_sleb(r) * c->data_align; continue;
+		case 0x13: st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align); continue;
 		case 0x14: /* val_offset */
 			reg = rd_uleb(r);
 			rd_uleb(r);
@@ -492,7 +498,7 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 		case 0x2e: rd_uleb(r); continue; /* GNU_args_size */
 		case 0x2f:			 /* GNU_negative_offset_extended */
 			reg = rd_uleb(r);
-			off = -(int64_t)rd_uleb(r) * c->data_align;
+			off = scaled(0 - rd_uleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		default:
@@ -700,7 +706,8 @@ int ember_cfi_finish(struct ember_cfi_builder *b, struct ember_unwind_rows *out)
 	out->rows = malloc((b->nraw + 2 * b->nfdes + 1) * sizeof(*out->rows));
 	if (!out->rows)
 		return -ENOMEM;
-	qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
+	if (b->nfdes > 1)
+		qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
 	for (size_t i = 0; i < b->nfdes; i++) {
 		const struct ember_cfi_fde *f = &b->fdes[i];
 
