@@ -337,7 +337,8 @@ static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 
 	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == EMBER_UNWIND_STOP_DEPTH)
 		st.flags |= EMBER_STACK_USER_TRUNC;
-	if (st.stop == EMBER_UNWIND_COMPLETE &&
+	/* Without tables, whatever ended the walk, the cause is the missing tables. */
+	if (st.stop != EMBER_UNWIND_STOP_DEPTH &&
 	    (st.flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)))
 		st.stop = EMBER_UNWIND_STOP_UNCHECKED;
 	*stack_flags |= st.flags | (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;

@@ -79,8 +79,8 @@ enum ember_unwind_stop {
 	EMBER_UNWIND_STOP_BAD_FRAME, /* the stack pointer did not move up */
 	EMBER_UNWIND_STOP_DEPTH,     /* EMBER_MAX_USTACK frames */
 	EMBER_UNWIND_STOP_NO_REGS,   /* the user registers could not be read */
-	EMBER_UNWIND_STOP_UNCHECKED, /* frame pointers ended the walk, but without tables
-					for the process or a mapping: it may be short */
+	EMBER_UNWIND_STOP_UNCHECKED, /* the process or a mapping had no tables yet: frame
+					pointers took over, the stack may be short */
 	EMBER_UNWIND_STOP_MAX,
 };
 

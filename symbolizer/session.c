@@ -130,6 +130,23 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	}
 }
 
+/* The maps the unwind loader read serve symbolization too, even after the process is gone. */
+static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_t now_ns)
+{
+	struct session *s = ctx;
+	struct ember_process *p;
+
+	if (!maps->count || !(p = ember_processes_get(&s->sym.procs, pid, now_ns)))
+		return;
+	ember_maps_free(&p->maps);
+	p->maps = *maps;
+	memset(maps, 0, sizeof(*maps));
+	p->maps_loaded = true;
+	p->maps_stale = false;
+	p->maps_error = 0;
+	p->maps_loaded_ns = now_ns;
+}
+
 static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
 {
 	const struct ember_sample_event *sample;
@@ -173,10 +190,9 @@ static int drain_ring(struct session *s, uint64_t until)
 	unsigned int since_release = 0;
 	int ahead_err = look_ahead(s, until), err = 0;
 
-	/* Symbolization reads only what the cursor ahead has seen. */
-	if (!until || until > s->ahead.tail)
-		until = s->ahead.tail;
-	while (s->ring.tail < until) {
+	/* Symbolization reads only what the cursor ahead has seen, and the cursor
+	 * moves on every RELEASE_EVERY records. */
+	while (s->ring.tail < (until && until < s->ahead.tail ? until : s->ahead.tail)) {
 		uint16_t type;
 		int len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 
@@ -195,6 +211,8 @@ static int drain_ring(struct session *s, uint64_t until)
 		if (++since_release == RELEASE_EVERY) {
 			ember_ring_release(&s->ring);
 			since_release = 0;
+			if (!ahead_err)
+				ahead_err = look_ahead(s, until);
 		}
 	}
 	ember_ring_release(&s->ring);
@@ -380,6 +398,8 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
+	s->unwind.on_maps = share_maps;
+	s->unwind.on_maps_ctx = s;
 	if (err)
 		goto out;
 	gethostname(host, sizeof(host) - 1);
@@ -393,6 +413,8 @@ int ember_session_run(const struct ember_session_opts *o)
 		if (o->interval_ms)
 			s->interval_deadline_ns = ember_monotonic_ns() + o->interval_ms * 1000000ull;
 	}
+	if (!err)
+		ember_unwind_prewarm(&s->unwind, ember_monotonic_ns());
 	if (!err)
 		err = run(s);
 out:

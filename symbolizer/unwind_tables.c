@@ -497,6 +497,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;
 	}
+	if (u->on_maps)
+		u->on_maps(u->on_maps_ctx, pid, &pm, now_ns);
 	ember_maps_free(&pm);
 	if (!files)
 		return;
@@ -517,6 +519,11 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	else
 		p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
 	p->maps_digest = digest;
+}
+
+void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
+{
+	load_process(u, (uint32_t)getpid(), now_ns, true);
 }
 
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)

@@ -17,6 +17,7 @@
 
 #include "broker_client.h"
 #include "objcache.h"
+#include "procmaps.h"
 #include "profile.h"
 #include "shared/hash.h"
 #include "bpf/records.h"
@@ -51,8 +52,18 @@ struct ember_unwind_process {
 	uint64_t maps_digest; /* of the executable mappings at the last load */
 };
 
+/*
+ * Called with the maps of a process just read; may take them over (then it
+ * leaves *maps empty). The symbolizer keeps them for symbolization: a
+ * short-lived process may be gone by the time its samples are symbolized.
+ */
+typedef void (*ember_unwind_maps_fn)(void *ctx, uint32_t pid, struct ember_maps *maps,
+				     uint64_t now_ns);
+
 struct ember_unwind {
 	struct ember_broker_client *broker;
+	ember_unwind_maps_fn on_maps;
+	void *on_maps_ctx;
 	struct ember_hash_key hash_key;
 	struct ember_unwind_file *files; /* indexed by slot */
 	uint32_t nfiles;		 /* slots ever used */
@@ -74,6 +85,12 @@ struct ember_unwind {
 int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker);
 void ember_unwind_free(struct ember_unwind *u);
 
+/*
+ * Builds the tables of the files the symbolizer itself maps (libc, the
+ * dynamic loader, the vDSO: those of most processes), so that a new process
+ * needs little more than its own binary's table.
+ */
+void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns);
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 /* Counts how the sample's user stack ended; loads the process if the unwinder missed tables. */

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The .eh_frame unwinder end to end: a workload built without frame pointers
+"""The .eh_frame unwinder end to end. A workload built without frame pointers
 (-O2 -fomit-frame-pointer), two threads, three leaves at a known split, one
 reached through a libc callback (qsort -> cmp_b). Each leaf's share must be
 within 2 points of the truth and at least 99% of each leaf's samples must be
 complete: from the leaf through its callers to main and _start (main thread)
 or to thread_entry and libc's thread start (start_thread, clone3), with no
 "[unwind stopped: ...]" marker. The same for a process that lives one second,
-and the profile reports the fraction of samples that missed tables."""
+and the profile reports the fraction of samples that missed tables. Stacks
+through a signal handler and the vDSO are complete too."""
 import os
 import re
 import signal
@@ -108,18 +109,12 @@ def profile_stats(pprof):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: ([\w.]+)=(\d+)", r.stdout)}
 
 
-def record_workload(name, seconds, hz="499", warm_up=False):
-    """Runs the workload for `seconds` under ember from its exec on; returns
-    (rows, stats). warm_up runs the same program briefly first, as a profiler
-    that has been running a while has the tables of its files already."""
+def record_workload(name, seconds, runs=1, hz="499"):
+    """Runs the workload `runs` times, one after the other, for `seconds` each,
+    under ember from each exec on; returns (rows, stats)."""
     folded, pprof = os.path.join(WD, f"{name}.folded"), os.path.join(WD, f"{name}.pb.gz")
-    # A hard link: the same file (so the same tables) under another command name.
-    warm = os.path.join(WD, "unwind-warm")
-    if warm_up and not os.path.exists(warm):
-        os.link(UNWIND, warm)
-    pids = ([start_stopped([warm, "0.2", "2"])] if warm_up else []) + \
-        [start_stopped([UNWIND, str(seconds), "2"])]
-    proc = start([EMBER, "record", "-d", str(seconds + 5), "-F", hz,
+    pids = [start_stopped([UNWIND, str(seconds), "2"]) for _ in range(runs)]
+    proc = start([EMBER, "record", "-d", str(int(runs * (seconds + 0.5)) + 4), "-F", hz,
                   *[a for pid in pids for a in ("-p", str(pid))], "-o", folded, "-o", pprof])
     try:
         wait_for_symbolizer(proc.pid)
@@ -178,13 +173,15 @@ def check(rows, stats, min_samples):
 
 
 def test_no_frame_pointers_known_split_complete_stacks():
-    rows, stats = record_workload("long", 6)
+    rows, stats = record_workload("long", 6, hz="999")
     check(rows, stats, min_samples=1500)
 
 
 def test_short_lived_process():
-    rows, stats = record_workload("short", 1, warm_up=True)
-    check(rows, stats, min_samples=250)
+    """Processes that live one second each, met at their exec: four of them in
+    a row at 999 Hz, for enough samples to tell 2 points of share apart."""
+    rows, stats = record_workload("short", 1, runs=4, hz="999")
+    check(rows, stats, min_samples=2000)
 
 
 def test_frame_pointer_walk_is_marked_not_silent():
@@ -214,9 +211,46 @@ def test_frame_pointer_walk_is_marked_not_silent():
     assert good >= 0.9 * total
 
 
+def test_signal_handler_and_vdso():
+    """Samples in a signal handler that interrupted the vDSO unwind through
+    libc's signal trampoline and the vDSO back to main and _start."""
+    sig = build_workload("signal", WD, cflags=NO_FRAME_POINTERS)
+    folded = os.path.join(WD, "signal.folded")
+    pid = start_stopped([sig, "6"])
+    proc = start([EMBER, "record", "-d", "8", "-F", "499", "-p", str(pid), "-o", folded])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        os.kill(pid, signal.SIGCONT)
+        os.waitpid(pid, 0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    rows = [(f, n) for f, n in read_folded(folded) if f[0] == "signal"]
+
+    def whole(f):
+        return (f[1:2] == ["_start"] and "main" in f and "spin" in f and
+                not any(x.startswith("[unwind stopped") for x in f))
+
+    in_handler = [(f, n) for f, n in rows if "in_handler" in f]
+    in_vdso = [(f, n) for f, n in rows if f[-1].startswith("[vdso]") or f[-1] == "clock_gettime"]
+    for name, group in (("in_handler", in_handler), ("vdso", in_vdso)):
+        total = sum(n for _, n in group)
+        good = sum(n for f, n in group if whole(f) and (name != "in_handler" or "handler" in f))
+        log(f"  {name}: {good} of {total} samples complete")
+        for f, n in group:
+            if not whole(f):
+                log(f"  incomplete: {';'.join(f)} {n}")
+                break
+        assert total >= 50, f"too few samples in {name}: {total}"
+        assert good >= 0.95 * total, f"{name}: {good} of {total} complete"
+
+
 if __name__ == "__main__":
     run_tests([
         test_no_frame_pointers_known_split_complete_stacks,
         test_short_lived_process,
+        test_signal_handler_and_vdso,
         test_frame_pointer_walk_is_marked_not_silent,
     ])
