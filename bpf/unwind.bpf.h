@@ -3,7 +3,8 @@
  * User-space stack unwinding with the tables of bpf/unwind_table.h, for
  * sampler.bpf.c (x86-64). Per frame: find the mapping of the pc in the
  * process's mapping list, binary-search the row of its file's table, then
- * recover CFA, return address and frame pointer from the stack. Processes,
+ * recover CFA, return address and frame pointer from the stack (x86-64;
+ * other architectures use frame pointers for now). Processes,
  * mappings and addresses without a table fall back to frame pointers. Every
  * stop that is not the outermost frame is recorded as a reason in the
  * sample's stack_flags: a stack is never silently short.
@@ -25,24 +26,22 @@
 #define UC_RSP 160
 #define UC_RIP 168
 
-/* Values are struct ember_unwind_row; declared as __u64 so that the BTF of
- * the inner map template needs no struct clang may leave as a declaration. */
-_Static_assert(sizeof(struct ember_unwind_row) == sizeof(__u64), "rows are 8 bytes");
-struct unwind_rows_map {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_INNER_MAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-};
-
-/* Table slot -> the rows of one file (an array of its own size). */
+/* Table slot -> its number of blocks (0: no table). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, EMBER_UNWIND_MAX_TABLES);
 	__type(key, __u32);
-	__array(values, struct unwind_rows_map);
+	__type(value, __u32);
 } unwind_tables SEC(".maps");
+
+/* (slot, block) -> EMBER_UNWIND_BLOCK_ROWS rows; memory only for blocks in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_BLOCKS);
+	__type(key, struct ember_unwind_block_key);
+	__type(value, struct ember_unwind_block);
+} unwind_blocks SEC(".maps");
 
 /* Process (tgid) -> its executable mappings and their tables. */
 struct {
@@ -53,6 +52,7 @@ struct {
 	__type(value, struct ember_unwind_proc);
 } unwind_procs SEC(".maps");
 
+#if defined(__TARGET_ARCH_x86)
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u32 tgid;
@@ -114,48 +114,81 @@ find_mapping(const struct ember_unwind_proc *p, __u64 pc)
 	return pc >= m->start && pc < m->end ? m : NULL;
 }
 
-struct row_search {
-	void *rows;
-	__u32 addr;
-	__u32 lo, hi;
+/* The last block whose first row is at or below addr. */
+struct block_search {
+	__u32 table, addr, lo, hi;
 	int failed;
+};
+
+static long block_search_step(__u64 i, void *ctx)
+{
+	struct block_search *bs = ctx;
+	struct ember_unwind_block_key key = {.table = bs->table};
+	const struct ember_unwind_block *blk;
+
+	if (bs->hi - bs->lo <= 1)
+		return 1;
+	key.block = bs->lo + (bs->hi - bs->lo) / 2;
+	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	if (!blk) {
+		bs->failed = 1;
+		return 1;
+	}
+	if (blk->rows[0].pc <= bs->addr)
+		bs->lo = key.block;
+	else
+		bs->hi = key.block;
+	return 0;
+}
+
+/* The last row of a block at or below addr. */
+struct row_search {
+	const struct ember_unwind_block *blk;
+	__u32 addr, lo, hi;
 };
 
 static long row_search_step(__u64 i, void *ctx)
 {
 	struct row_search *rs = ctx;
-	const struct ember_unwind_row *row;
 	__u32 mid;
 
 	if (rs->hi - rs->lo <= 1)
 		return 1;
 	mid = rs->lo + (rs->hi - rs->lo) / 2;
-	row = bpf_map_lookup_elem(rs->rows, &mid);
-	if (!row) {
-		rs->failed = 1;
+	if (mid >= EMBER_UNWIND_BLOCK_ROWS)
 		return 1;
-	}
-	if (row->pc <= rs->addr)
+	if (rs->blk->rows[mid].pc <= rs->addr)
 		rs->lo = mid;
 	else
 		rs->hi = mid;
 	return 0;
 }
 
-/* The row covering table address addr; GAP before the first row. -1: not readable. */
-static __always_inline int find_row(void *rows, __u32 nrows, __u32 addr, struct ember_unwind_row *out)
+/* The row of table slot `table` covering addr; GAP before its first row. -1: not loaded. */
+static __always_inline int find_row(__u32 table, __u32 addr, struct ember_unwind_row *out)
 {
-	struct row_search rs = {.rows = rows, .addr = addr, .hi = nrows};
-	const struct ember_unwind_row *row;
+	struct block_search bs = {.table = table, .addr = addr};
+	struct ember_unwind_block_key key = {.table = table};
+	const struct ember_unwind_block *blk;
+	struct row_search rs = {.addr = addr, .hi = EMBER_UNWIND_BLOCK_ROWS};
+	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
+	__u32 lo;
 
-	if (!nrows)
+	if (!nblocks || !*nblocks)
 		return -1;
-	bpf_loop(EMBER_UNWIND_SEARCH_STEPS, row_search_step, &rs, 0);
-	row = bpf_map_lookup_elem(rows, &rs.lo);
-	if (rs.failed || !row)
+	bs.hi = *nblocks;
+	bpf_loop(EMBER_UNWIND_BLOCK_STEPS, block_search_step, &bs, 0);
+	key.block = bs.lo;
+	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	if (bs.failed || !blk)
 		return -1;
-	*out = *row;
-	if (row->pc > addr)
+	rs.blk = blk;
+	bpf_loop(EMBER_UNWIND_ROW_STEPS, row_search_step, &rs, 0);
+	lo = rs.lo;
+	if (lo >= EMBER_UNWIND_BLOCK_ROWS)
+		return -1;
+	*out = blk->rows[lo];
+	if (out->pc > addr)
 		out->kind = EMBER_ROW_GAP;
 	return 0;
 }
@@ -252,7 +285,6 @@ static long unwind_step(__u64 i, void *ctx)
 	struct sample_scratch *s;
 	__u32 zero = 0, idx;
 	__u64 pc, addr;
-	void *rows;
 
 	if (st->n >= EMBER_MAX_USTACK) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
@@ -284,8 +316,7 @@ static long unwind_step(__u64 i, void *ctx)
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
-	rows = bpf_map_lookup_elem(&unwind_tables, &m->table);
-	if (!rows || addr > 0xffffffffull || find_row(rows, m->nrows, (__u32)addr, &row)) {
+	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row)) {
 		st->stop = EMBER_UNWIND_STOP_NO_TABLE;
 		return 1;
 	}
@@ -344,5 +375,25 @@ static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 
 	*stack_flags |= st.flags | (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;
 	return st.n;
 }
+#else
+/* Other architectures: frame pointers only, until their CFI rows are written. */
+static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
+					 __u32 *stack_flags)
+{
+	struct sample_scratch *s;
+	__u32 zero = 0;
+	long ubytes;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || base > EMBER_MAX_KSTACK)
+		return 0;
+	ubytes = bpf_get_stack(ctx, &s->frames[base], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
+	if (ubytes < 0) {
+		*stack_flags |= EMBER_STACK_USER_ERR;
+		return 0;
+	}
+	return (__u32)ubytes / 8;
+}
+#endif
 
 #endif

@@ -5,6 +5,9 @@
  * the unwinder in bpf/unwind.bpf.h walks (x86-64).
  *
  * A table belongs to one file and is shared by every process that maps it.
+ * The BPF maps: unwind_tables (slot -> number of blocks, 0: empty),
+ * unwind_blocks (hash: block key -> block of rows), unwind_procs (tgid ->
+ * struct ember_unwind_proc).
  * Its rows are sorted by pc; a row covers the addresses from its pc up to
  * the next row's pc. Addresses are the file's ELF virtual addresses; a
  * process's mapping tells the unwinder the bias to subtract from a pc.
@@ -18,7 +21,15 @@
 
 #define EMBER_UNWIND_MAX_TABLES	    65536     /* table slots (files loaded at once) */
 #define EMBER_UNWIND_MAX_TABLE_ROWS (4u << 20) /* rows of one table */
-#define EMBER_UNWIND_SEARCH_STEPS   23	      /* > log2(EMBER_UNWIND_MAX_TABLE_ROWS) */
+/*
+ * Rows are stored in blocks of EMBER_UNWIND_BLOCK_ROWS, each an element of a
+ * hash map that allocates memory only for the blocks in use: tables grow and
+ * shrink at run time without creating maps (which would need CAP_BPF).
+ */
+#define EMBER_UNWIND_BLOCK_ROWS	    128
+#define EMBER_UNWIND_MAX_BLOCKS	    (1u << 19) /* 64 Mi rows: a cap, not an allocation */
+#define EMBER_UNWIND_BLOCK_STEPS    16	      /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
+#define EMBER_UNWIND_ROW_STEPS	    8	      /* > log2(BLOCK_ROWS) */
 #define EMBER_UNWIND_MAX_MAPPINGS   256	      /* executable mappings of one process */
 #define EMBER_UNWIND_MAPPING_STEPS  9	      /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
 #define EMBER_UNWIND_MAX_PROCS	    32768     /* processes with tables at once */
@@ -50,13 +61,24 @@ struct ember_unwind_row {
 #define EMBER_ROW_FP_SLOT_MIN (-64)
 #define EMBER_ROW_CFA_SLOTS_MAX 0x7fff
 
+/* Block `block` of the table in slot `table`: rows [block * 128, block * 128 + 128). */
+struct ember_unwind_block_key {
+	__u32 table;
+	__u32 block;
+};
+
+/* A table's last block is filled up with copies of its last row. */
+struct ember_unwind_block {
+	struct ember_unwind_row rows[EMBER_UNWIND_BLOCK_ROWS];
+};
+
 /* One executable mapping of a process. */
 struct ember_unwind_mapping {
 	__u64 start; /* [start, end) in the process */
 	__u64 end;
 	__u64 bias;  /* table address = pc - bias */
-	__u32 table; /* slot in the table map, or EMBER_UNWIND_NO_TABLE (frame pointers) */
-	__u32 nrows; /* rows of that table */
+	__u32 table; /* table slot, or EMBER_UNWIND_NO_TABLE (frame pointers) */
+	__u32 reserved;
 };
 
 /* The executable mappings of a process, sorted by start, not overlapping. */

@@ -39,6 +39,7 @@ struct ember_bpf {
 	int attached_cpus;
 	bool enabled;
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
+	int unwind_blocks_fd;
 	int unwind_procs_fd;
 };
 

@@ -418,7 +418,8 @@ static int setup(struct recorder *r)
 
 	err = ember_bpf_start(&r->bpf, &bo);
 	if (!err)
-		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_procs_fd, 0);
+		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_blocks_fd,
+					r->bpf.unwind_procs_fd, 0);
 	if (err)
 		return err;
 	r->peer.tables = &r->tables;

@@ -4,30 +4,35 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 
 #include "shared/err.h"
 #include "shared/log.h"
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int procs_fd, uint64_t max_rows)
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
+		      uint64_t max_rows)
 {
 	memset(t, 0, sizeof(*t));
 	t->tables_fd = tables_fd;
+	t->blocks_fd = blocks_fd;
 	t->procs_fd = procs_fd;
-	t->build_fd = -1;
 	t->max_rows = max_rows ? max_rows : EMBER_TABLES_MAX_ROWS;
 	t->slot_rows = calloc(EMBER_UNWIND_MAX_TABLES, sizeof(*t->slot_rows));
 	return t->slot_rows ? 0 : -ENOMEM;
 }
 
-static void end_build(struct ember_tables *t)
+/* Empties a slot: the unwinder stops using it before its blocks go. */
+static void drop_slot(struct ember_tables *t, uint32_t slot, uint32_t rows)
 {
-	if (t->build_fd >= 0)
-		close(t->build_fd);
-	t->build_fd = -1;
-	t->building = false;
+	struct ember_unwind_block_key key = {slot, 0};
+	uint32_t none = 0;
+
+	bpf_map_update_elem(t->tables_fd, &slot, &none, BPF_ANY);
+	for (; key.block < rows / EMBER_UNWIND_BLOCK_ROWS; key.block++)
+		bpf_map_delete_elem(t->blocks_fd, &key);
+	t->rows_loaded -= t->slot_rows[slot];
+	t->slot_rows[slot] = 0;
 }
 
 static void failed(struct ember_tables *t, const char *what, int err)
@@ -58,52 +63,46 @@ static bool row_ok(const struct ember_unwind_row *r)
 
 static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table *m)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
-	int err;
+	uint32_t nblocks;
 
 	if (m->table >= EMBER_UNWIND_MAX_TABLES || m->reserved)
 		return -EPROTO;
 	switch (m->op) {
 	case EMBER_UNWIND_TABLE_CREATE:
-		if (t->building || !m->nrows || m->nrows > EMBER_UNWIND_MAX_TABLE_ROWS)
+		if (t->building || !m->nrows || m->nrows > EMBER_UNWIND_MAX_TABLE_ROWS ||
+		    m->nrows % EMBER_UNWIND_BLOCK_ROWS)
 			return -EPROTO;
+		if (t->slot_rows[m->table])
+			drop_slot(t, m->table, t->slot_rows[m->table]);
 		t->building = true;
 		t->build_slot = m->table;
 		t->build_rows = m->nrows;
 		t->build_next = t->build_last_pc = 0;
 		t->build_failed = t->rows_loaded + m->nrows > t->max_rows;
-		if (t->build_failed) {
+		if (t->build_failed)
 			failed(t, "table (the row budget is spent)", -E2BIG);
-			return 0;
-		}
-		t->build_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ember_rows", sizeof(uint32_t),
-					     sizeof(struct ember_unwind_row), m->nrows, &opts);
-		if (t->build_fd < 0) {
-			t->build_failed = true;
-			failed(t, "table", t->build_fd);
-		}
 		return 0;
 	case EMBER_UNWIND_TABLE_COMMIT:
 		if (!t->building || m->table != t->build_slot || t->build_next != t->build_rows)
 			return -EPROTO;
-		if (!t->build_failed) {
-			err = bpf_map_update_elem(t->tables_fd, &m->table, &t->build_fd, BPF_ANY);
-			if (err) {
-				failed(t, "table", neg_errno());
-			} else {
-				t->rows_loaded += t->build_rows - t->slot_rows[m->table];
-				t->slot_rows[m->table] = t->build_rows;
-				t->tables_loaded++;
-			}
+		t->building = false;
+		nblocks = t->build_rows / EMBER_UNWIND_BLOCK_ROWS;
+		if (!t->build_failed &&
+		    bpf_map_update_elem(t->tables_fd, &m->table, &nblocks, BPF_ANY)) {
+			failed(t, "table", neg_errno());
+			t->build_failed = true;
 		}
-		end_build(t);
+		t->slot_rows[m->table] = t->build_rows;
+		t->rows_loaded += t->build_rows;
+		if (t->build_failed)
+			drop_slot(t, m->table, t->build_rows);
+		else
+			t->tables_loaded++;
 		return 0;
 	case EMBER_UNWIND_TABLE_DROP:
 		if (t->building && m->table == t->build_slot)
 			return -EPROTO;
-		bpf_map_delete_elem(t->tables_fd, &m->table);
-		t->rows_loaded -= t->slot_rows[m->table];
-		t->slot_rows[m->table] = 0;
+		drop_slot(t, m->table, t->slot_rows[m->table]);
 		return 0;
 	default:
 		return -EPROTO;
@@ -112,24 +111,26 @@ static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table 
 
 static int on_rows(struct ember_tables *t, const struct ember_msg_unwind_rows *m)
 {
-	uint32_t keys[EMBER_UNWIND_ROWS_PER_MSG], count = m->count;
+	struct ember_unwind_block_key key = {m->table, m->first / EMBER_UNWIND_BLOCK_ROWS};
+	uint32_t count = m->count, last_pc = t->build_last_pc;
 
 	if (!t->building || m->table != t->build_slot || m->first != t->build_next || !count ||
-	    count > EMBER_UNWIND_ROWS_PER_MSG || count > t->build_rows - m->first || m->reserved)
+	    count > EMBER_UNWIND_ROWS_PER_MSG || count % EMBER_UNWIND_BLOCK_ROWS ||
+	    count > t->build_rows - m->first || m->reserved)
 		return -EPROTO;
 	for (uint32_t i = 0; i < count; i++) {
 		/* Sorted rows: the unwinder's binary search depends on it. */
-		if (!row_ok(&m->rows[i]) || m->rows[i].pc < t->build_last_pc)
+		if (!row_ok(&m->rows[i]) || m->rows[i].pc < last_pc)
 			return -EPROTO;
-		t->build_last_pc = m->rows[i].pc;
-		keys[i] = m->first + i;
+		last_pc = m->rows[i].pc;
 	}
+	t->build_last_pc = last_pc;
 	t->build_next += count;
-	if (!t->build_failed &&
-	    bpf_map_update_batch(t->build_fd, keys, m->rows, &count, NULL)) {
-		t->build_failed = true;
-		failed(t, "table", neg_errno());
-	}
+	for (uint32_t i = 0; i < count && !t->build_failed; i += EMBER_UNWIND_BLOCK_ROWS, key.block++)
+		if (bpf_map_update_elem(t->blocks_fd, &key, &m->rows[i], BPF_ANY)) {
+			t->build_failed = true;
+			failed(t, "table", neg_errno());
+		}
 	return 0;
 }
 
@@ -159,7 +160,7 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 
 		if (e->start >= e->end || (at && e->start < s->mappings[at - 1].end) ||
 		    (e->table != EMBER_UNWIND_NO_TABLE && e->table >= EMBER_UNWIND_MAX_TABLES) ||
-		    e->nrows > EMBER_UNWIND_MAX_TABLE_ROWS)
+		    e->reserved)
 			return -EPROTO;
 		s->mappings[at] = *e;
 	}
@@ -192,14 +193,11 @@ void ember_tables_reset(struct ember_tables *t)
 {
 	uint32_t pid, next;
 
-	end_build(t);
+	t->building = false;
 	t->staging_pid = 0;
 	for (uint32_t slot = 0; slot < EMBER_UNWIND_MAX_TABLES && t->slot_rows; slot++)
-		if (t->slot_rows[slot]) {
-			bpf_map_delete_elem(t->tables_fd, &slot);
-			t->slot_rows[slot] = 0;
-		}
-	t->rows_loaded = 0;
+		if (t->slot_rows[slot])
+			drop_slot(t, slot, t->slot_rows[slot]);
 	/* Deleting the first key each time walks the whole map without a cursor. */
 	while (t->procs_fd >= 0 && !bpf_map_get_next_key(t->procs_fd, NULL, &next)) {
 		pid = next;

@@ -6,9 +6,10 @@
  * that tables arrive in order, then copies them. A wrong but well-formed
  * table can only make wrong stacks; a malformed message ends the connection.
  *
- * bpf() commands used after start-up: MAP_CREATE (one array per table),
- * MAP_UPDATE_BATCH (rows), MAP_UPDATE_ELEM and MAP_DELETE_ELEM (table
- * slots, processes), MAP_GET_NEXT_KEY (forgetting every process).
+ * bpf() commands used after start-up, on maps created at load: only
+ * MAP_UPDATE_ELEM and MAP_DELETE_ELEM (blocks of rows, table slots,
+ * processes) and MAP_GET_NEXT_KEY (forgetting every process). No map is
+ * created at run time, so no capability is needed.
  */
 #ifndef EMBER_COLLECTOR_TABLES_H
 #define EMBER_COLLECTOR_TABLES_H
@@ -21,9 +22,8 @@
 #define EMBER_TABLES_MAX_ROWS (32u << 20) /* rows loaded at once: 256 MiB of kernel memory */
 
 struct ember_tables {
-	int tables_fd, procs_fd;
-	/* The table being created: its own map until COMMIT puts it in its slot. */
-	int build_fd;
+	int tables_fd, blocks_fd, procs_fd;
+	/* The table being created: in use only once COMMIT sets its slot's block count. */
 	bool building, build_failed;
 	uint32_t build_slot, build_rows, build_next, build_last_pc;
 	uint32_t *slot_rows; /* rows of the table in each slot; 0: empty */
@@ -33,7 +33,8 @@ struct ember_tables {
 	uint64_t tables_loaded, procs_loaded, failures;
 };
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int procs_fd, uint64_t max_rows);
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
+		      uint64_t max_rows);
 void ember_tables_free(struct ember_tables *t);
 
 /*

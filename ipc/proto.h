@@ -128,13 +128,15 @@ struct ember_msg_unwind_table {
 	struct ember_msg_hdr hdr;
 	uint32_t table; /* slot, below EMBER_UNWIND_MAX_TABLES */
 	uint32_t op;	/* enum ember_unwind_table_op */
-	uint32_t nrows; /* CREATE: at most EMBER_UNWIND_MAX_TABLE_ROWS */
+	uint32_t nrows; /* CREATE: a multiple of EMBER_UNWIND_BLOCK_ROWS, at most
+			   EMBER_UNWIND_MAX_TABLE_ROWS */
 	uint32_t reserved;
 };
 
-#define EMBER_UNWIND_ROWS_PER_MSG 500
+#define EMBER_UNWIND_ROWS_PER_MSG (3 * EMBER_UNWIND_BLOCK_ROWS)
 
-/* Rows [first, first + count) of the table being created, sent in order. */
+/* Rows [first, first + count) of the table being created, sent in order,
+ * whole blocks (count a multiple of EMBER_UNWIND_BLOCK_ROWS). */
 struct ember_msg_unwind_rows {
 	struct ember_msg_hdr hdr;
 	uint32_t table;

@@ -34,6 +34,7 @@ struct session {
 	struct ember_unwind unwind;
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
+	bool unwind_warm;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
@@ -178,6 +179,11 @@ static int look_ahead(struct session *s, uint64_t until)
 
 		if (len == -EAGAIN || len == -EBADMSG)
 			return len == -EBADMSG ? len : 0;
+		/* Records flow once the collector samples, its unwind maps ready: warm them now. */
+		if (!s->unwind_warm) {
+			s->unwind_warm = true;
+			ember_unwind_prewarm(&s->unwind, ember_monotonic_ns());
+		}
 		if (len >= 0)
 			unwind_record(s, type, (size_t)len, ember_monotonic_ns());
 	}
@@ -413,8 +419,6 @@ int ember_session_run(const struct ember_session_opts *o)
 		if (o->interval_ms)
 			s->interval_deadline_ns = ember_monotonic_ns() + o->interval_ms * 1000000ull;
 	}
-	if (!err)
-		ember_unwind_prewarm(&s->unwind, ember_monotonic_ns());
 	if (!err)
 		err = run(s);
 out:

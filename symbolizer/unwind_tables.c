@@ -198,6 +198,22 @@ static size_t vdso_image(const void **out)
 	return len <= VDSO_MAX_BYTES ? len : 0;
 }
 
+/* The collector stores whole blocks: the last is filled up with copies of the last row. */
+static int pad_to_blocks(struct ember_unwind_rows *r)
+{
+	size_t n = (r->count + EMBER_UNWIND_BLOCK_ROWS - 1) / EMBER_UNWIND_BLOCK_ROWS *
+		   EMBER_UNWIND_BLOCK_ROWS;
+	struct ember_unwind_row *rows = realloc(r->rows, n * sizeof(*rows));
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = r->count; i < n; i++)
+		rows[i] = rows[r->count - 1];
+	r->rows = rows;
+	r->count = n;
+	return 0;
+}
+
 /* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
 static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
 {
@@ -218,6 +234,8 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
 		err = fd < 0 ? ember_cfi_from_elf(image, len, &rows) : ember_cfi_from_fd(fd, &rows);
 	if (!err && (!rows.count || rows.count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
+	if (!err)
+		err = pad_to_blocks(&rows);
 	if (!err)
 		err = send_table(u, slot, &rows);
 	if (!err) {
@@ -489,10 +507,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 			/* Hold failed files too, so that they are not rebuilt for every process. */
 			files[nfiles++] = (uint32_t)slot;
 			u->files[slot].refs++;
-			if (!f->error && mapping_bias(f, e, &m->bias)) {
+			if (!f->error && mapping_bias(f, e, &m->bias))
 				m->table = (uint32_t)slot;
-				m->nrows = f->nrows;
-			}
 		}
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;

@@ -8,6 +8,8 @@
 #include "check_main.h"
 #include "collector/tables.h"
 
+#define B EMBER_UNWIND_BLOCK_ROWS
+
 static union ember_msg table_msg(uint32_t slot, uint32_t op, uint32_t nrows)
 {
 	union ember_msg m;
@@ -45,7 +47,7 @@ static union ember_msg proc_msg(uint32_t pid, uint32_t first, uint32_t count, ui
 	for (uint32_t i = 0; i < count; i++)
 		m.unwind_proc.mappings[i] = (struct ember_unwind_mapping){
 			.start = 0x10000ull * (first + i + 1), .end = 0x10000ull * (first + i + 1) + 0x1000,
-			.table = i % 2 ? EMBER_UNWIND_NO_TABLE : 7, .nrows = 3};
+			.table = i % 2 ? EMBER_UNWIND_NO_TABLE : 7};
 	return m;
 }
 
@@ -68,30 +70,32 @@ static void check_validation(struct ember_tables *t)
 			 -EPROTO);
 	ck_assert_int_eq(handle(t, table_msg(7, 99, 3)), -EPROTO);
 
-	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 3)), 0);
-	ck_assert_int_eq(handle(t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 3)), -EPROTO);
-	ck_assert_int_eq(handle(t, rows_msg(7, 1, 2)), -EPROTO); /* out of order */
-	ck_assert_int_eq(handle(t, rows_msg(7, 0, 4)), -EPROTO); /* past nrows */
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, B + 1)), -EPROTO);
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), -EPROTO);
+	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), -EPROTO);	/* out of order */
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, 3 * B)), -EPROTO); /* past nrows */
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, 0)), -EPROTO);
-	m = rows_msg(7, 0, 2);
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, B - 1)), -EPROTO); /* not whole blocks */
+	m = rows_msg(7, 0, B);
 	m.unwind_rows.rows[1].kind = EMBER_ROW_KIND_MAX;
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	m = rows_msg(7, 0, 2);
+	m = rows_msg(7, 0, B);
 	m.unwind_rows.rows[1].pc = 0x10; /* unsorted */
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	m = rows_msg(7, 0, 2);
+	m = rows_msg(7, 0, B);
 	m.unwind_rows.rows[0].cfa_slots = 0; /* CFA at SP: the return address below the stack */
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	m = rows_msg(7, 0, 2);
+	m = rows_msg(7, 0, B);
 	m.unwind_rows.rows[0].fp_slot = 3; /* a saved FP above the CFA */
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	m = rows_msg(7, 0, 2);
-	m.unwind_rows.rows[1] = (struct ember_unwind_row){.pc = 0x2000, .kind = EMBER_ROW_PLT,
-							  .cfa_slots = 16};
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[B - 1] = (struct ember_unwind_row){.pc = 0x100000, .kind = EMBER_ROW_PLT,
+							     .cfa_slots = 16};
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	ck_assert_int_eq(handle(t, rows_msg(7, 0, 2)), 0);
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, B)), 0);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), -EPROTO); /* 1 missing */
-	ck_assert_int_eq(handle(t, rows_msg(7, 2, 1)), 0);
+	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), 0);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
 
 	ck_assert_int_eq(handle(t, proc_msg(0, 0, 1, 1)), -EPROTO);
@@ -119,7 +123,7 @@ START_TEST(validation_without_maps)
 {
 	struct ember_tables t;
 
-	ck_assert_int_eq(ember_tables_init(&t, -1, -1, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, 0), 0);
 	check_validation(&t);
 	ember_tables_free(&t);
 }
@@ -127,57 +131,69 @@ END_TEST
 
 START_TEST(loads_and_forgets_with_maps)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, inner_opts, .map_flags = BPF_F_INNER_MAP);
-	LIBBPF_OPTS(bpf_map_create_opts, outer_opts);
 	LIBBPF_OPTS(bpf_map_create_opts, hash_opts, .map_flags = BPF_F_NO_PREALLOC);
+	struct ember_unwind_block_key key = {7, 1};
+	struct ember_unwind_block blk;
 	struct ember_unwind_proc proc;
 	struct ember_tables t;
-	uint32_t slot = 7, pid = 42, id;
-	int inner, outer, procs;
+	uint32_t slot = 7, pid = 42, nblocks;
+	int tables, blocks, procs;
 
 	if (geteuid() != 0)
 		return; /* creating maps needs CAP_BPF; the checks above ran without */
-	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_inner", 4, 8, 1, &inner_opts);
-	ck_assert_int_ge(inner, 0);
-	outer_opts.inner_map_fd = inner;
-	outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "t_outer", 4, 4, 16, &outer_opts);
+	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
+	blocks = bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64,
+				&hash_opts);
 	procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct ember_unwind_proc), 64,
 			       &hash_opts);
-	ck_assert_int_ge(outer, 0);
+	ck_assert_int_ge(tables, 0);
+	ck_assert_int_ge(blocks, 0);
 	ck_assert_int_ge(procs, 0);
-	ck_assert_int_eq(ember_tables_init(&t, outer, procs, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, procs, 0), 0);
 	check_validation(&t);
 	ck_assert_uint_eq(t.tables_loaded, 1);
 	ck_assert_uint_eq(t.failures, 0);
-	ck_assert_int_ne(bpf_map_lookup_elem(outer, &slot, &id), 0); /* dropped at the end */
+	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 
-	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2)), 0);
-	ck_assert_int_eq(handle(&t, rows_msg(7, 0, 2)), 0);
+	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(7, 0, 2 * B)), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0); /* not in use before COMMIT */
 	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
-	ck_assert_int_eq(bpf_map_lookup_elem(outer, &slot, &id), 0);
-	ck_assert_uint_eq(t.rows_loaded, 2);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 2);
+	ck_assert_int_eq(bpf_map_lookup_elem(blocks, &key, &blk), 0);
+	ck_assert_uint_eq(blk.rows[0].pc, 0x1000 + 16 * B);
+	ck_assert_uint_eq(t.rows_loaded, 2 * B);
 	ck_assert_int_eq(handle(&t, proc_msg(42, 0, 3, 3)), 0);
 	ck_assert_int_eq(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_uint_eq(proc.count, 3);
 	ck_assert_uint_eq(proc.mappings[2].start, 0x30000);
-	/* A budget of 3 rows: a second table of 2 does not fit and is refused, counted. */
-	t.max_rows = 3;
-	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2)), 0);
-	ck_assert_int_eq(handle(&t, rows_msg(8, 0, 2)), 0);
+	/* A budget of three blocks: a second table of two does not fit and is refused, counted. */
+	t.max_rows = 3 * B;
+	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(8, 0, 2 * B)), 0);
 	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
 	slot = 8;
-	ck_assert_int_ne(bpf_map_lookup_elem(outer, &slot, &id), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
 	ck_assert_uint_eq(t.failures, 1);
+	ck_assert_uint_eq(t.rows_loaded, 2 * B);
 
 	/* The symbolizer went away: nothing it loaded stays. */
 	ember_tables_reset(&t);
 	slot = 7;
-	ck_assert_int_ne(bpf_map_lookup_elem(outer, &slot, &id), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_uint_eq(t.rows_loaded, 0);
 	ember_tables_free(&t);
-	close(inner);
-	close(outer);
+	close(tables);
+	close(blocks);
 	close(procs);
 }
 END_TEST
