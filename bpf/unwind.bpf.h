@@ -56,7 +56,7 @@ struct {
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u32 tgid;
-	__u32 base;  /* frames go to scratch frames[base + n] */
+	__u32 base; /* frames go to scratch frames[base + n] */
 	__u32 n;
 	__u32 stop;  /* enum ember_unwind_stop */
 	__u32 flags; /* EMBER_STACK_* to add to the sample */
@@ -357,7 +357,7 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 
 /* Unwinds the user stack into s->frames[base...]; returns the frames written. */
 static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
-					 __u32 *stack_flags)
+                                         __u32 *stack_flags)
 {
 	struct ember_uw_state st = {.tgid = tgid, .base = base, .exact = 1};
 
@@ -378,7 +378,7 @@ static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 
 #else
 /* Other architectures: frame pointers only, until their CFI rows are written. */
 static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
-					 __u32 *stack_flags)
+                                         __u32 *stack_flags)
 {
 	struct sample_scratch *s;
 	__u32 zero = 0;

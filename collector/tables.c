@@ -11,7 +11,7 @@
 #include "shared/log.h"
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
-		      uint64_t max_rows)
+                      uint64_t max_rows)
 {
 	memset(t, 0, sizeof(*t));
 	t->tables_fd = tables_fd;
@@ -40,7 +40,7 @@ static void failed(struct ember_tables *t, const char *what, int err)
 	/* Counted, not fatal: the unwinder stops cleanly where a table is missing. */
 	if (!t->failures++)
 		log_warn("cannot load an unwind %s: %s (stacks through it end in a marker)", what,
-			 strerror(-err));
+		         strerror(-err));
 }
 
 static bool row_ok(const struct ember_unwind_row *r)
@@ -126,7 +126,8 @@ static int on_rows(struct ember_tables *t, const struct ember_msg_unwind_rows *m
 	}
 	t->build_last_pc = last_pc;
 	t->build_next += count;
-	for (uint32_t i = 0; i < count && !t->build_failed; i += EMBER_UNWIND_BLOCK_ROWS, key.block++)
+	for (uint32_t i = 0; i < count && !t->build_failed;
+	     i += EMBER_UNWIND_BLOCK_ROWS, key.block++)
 		if (bpf_map_update_elem(t->blocks_fd, &key, &m->rows[i], BPF_ANY)) {
 			t->build_failed = true;
 			failed(t, "table", neg_errno());

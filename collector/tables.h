@@ -34,7 +34,7 @@ struct ember_tables {
 };
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
-		      uint64_t max_rows);
+                      uint64_t max_rows);
 void ember_tables_free(struct ember_tables *t);
 
 /*

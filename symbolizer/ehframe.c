@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DWARF_REG_FP	   6 /* rbp */
-#define DWARF_REG_SP	   7 /* rsp */
-#define DWARF_REG_RA	   16
+#define DWARF_REG_FP       6 /* rbp */
+#define DWARF_REG_SP       7 /* rsp */
+#define DWARF_REG_RA       16
 #define MAX_REMEMBER_DEPTH 16
-#define MAX_FDE_RANGE	   (1ull << 30)
+#define MAX_FDE_RANGE      (1ull << 30)
 
 /* A bounds-checked little-endian reader: a read past the end sets bad and yields 0. */
 struct rd {
@@ -90,28 +90,51 @@ struct cie {
 
 /* Reads a pointer in a DW_EH_PE_* encoding. Returns false for one we do not follow. */
 static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uint8_t addr_size,
-			 uint64_t *out)
+                         uint64_t *out)
 {
 	uint64_t at = s->vaddr + (uint64_t)(r->p - s->data), v;
 
 	if (enc == 0xff || (enc & 0x80))
 		return false; /* omitted, or indirect: no initial location can be either */
 	switch (enc & 0x0f) {
-	case 0x00: v = rd_u(r, addr_size); break;
-	case 0x01: v = rd_uleb(r); break;
-	case 0x02: v = rd_u(r, 2); break;
-	case 0x03: v = rd_u(r, 4); break;
-	case 0x04: v = rd_u(r, 8); break;
-	case 0x09: v = (uint64_t)rd_sleb(r); break;
-	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2); break;
-	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4); break;
-	case 0x0c: v = rd_u(r, 8); break;
-	default: return false;
+	case 0x00:
+		v = rd_u(r, addr_size);
+		break;
+	case 0x01:
+		v = rd_uleb(r);
+		break;
+	case 0x02:
+		v = rd_u(r, 2);
+		break;
+	case 0x03:
+		v = rd_u(r, 4);
+		break;
+	case 0x04:
+		v = rd_u(r, 8);
+		break;
+	case 0x09:
+		v = (uint64_t)rd_sleb(r);
+		break;
+	case 0x0a:
+		v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+		break;
+	case 0x0b:
+		v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+		break;
+	case 0x0c:
+		v = rd_u(r, 8);
+		break;
+	default:
+		return false;
 	}
 	switch (enc & 0x70) {
-	case 0x00: break;
-	case 0x10: v += at; break; /* pc-relative */
-	default: return false;	   /* text-, data-, function-relative: not in FDEs we meet */
+	case 0x00:
+		break;
+	case 0x10:
+		v += at;
+		break; /* pc-relative */
+	default:
+		return false; /* text-, data-, function-relative: not in FDEs we meet */
 	}
 	*out = v;
 	return !r->bad;
@@ -119,7 +142,7 @@ static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uin
 
 /* Opens the entry at off: its header's reader, id and end. */
 static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64_t *id,
-		       bool *is_cie, const uint8_t **end, size_t *id_off)
+                       bool *is_cie, const uint8_t **end, size_t *id_off)
 {
 	uint64_t length;
 	bool is64 = false;
@@ -191,19 +214,29 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c)
 			uint64_t ignored;
 
 			switch (aug[i]) {
-			case 'R': c->fde_encoding = (uint8_t)rd_u(&a, 1); break;
-			case 'L': rd_u(&a, 1); break;
-			case 'S': c->signal = true; break;
+			case 'R':
+				c->fde_encoding = (uint8_t)rd_u(&a, 1);
+				break;
+			case 'L':
+				rd_u(&a, 1);
+				break;
+			case 'S':
+				c->signal = true;
+				break;
 			case 'P': {
 				uint8_t enc = (uint8_t)rd_u(&a, 1);
 
-				/* The personality routine's address may be indirect: only skip it. */
+				/* The personality routine's address may be indirect: only skip it.
+				 */
 				if (!read_pointer(&a, enc & 0x7f, s, c->addr_size, &ignored))
 					return false;
 				break;
 			}
-			case 'B': break;
-			default: i = aug_len; break; /* the 'z' length lets us skip the rest */
+			case 'B':
+				break;
+			default:
+				i = aug_len;
+				break; /* the 'z' length lets us skip the rest */
 			}
 		}
 		if (a.bad)
@@ -243,7 +276,7 @@ struct cfa_state {
 /* The CFA expression the linker writes for x86-64 .plt entries:
  * rsp + 8 + ((rip & 15) >= N ? 8 : 0), with N at index 6 as DW_OP_litN. */
 static const uint8_t plt_expr[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a,
-				   0x30, 0x2a, 0x33, 0x24, 0x22};
+                                   0x30, 0x2a, 0x33, 0x24, 0x22};
 
 static bool is_plt_expr(const uint8_t *e, uint64_t len, uint8_t *threshold)
 {
@@ -287,7 +320,8 @@ static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_c
 	else
 		return invalid_row();
 	/* Frames on x86-64 are whole 8-byte slots: odd offsets are hand-written oddities. */
-	if (st->cfa_offset < 8 || st->cfa_offset % 8 || st->cfa_offset / 8 > EMBER_ROW_CFA_SLOTS_MAX)
+	if (st->cfa_offset < 8 || st->cfa_offset % 8 ||
+	    st->cfa_offset / 8 > EMBER_ROW_CFA_SLOTS_MAX)
 		return invalid_row();
 	row.cfa_slots = (int16_t)(st->cfa_offset / 8);
 	switch (st->fp.type) {
@@ -313,7 +347,7 @@ static bool same_rule(const struct ember_unwind_row *a, const struct ember_unwin
 
 /* Appends a row of the FDE being built at pc; a row at the same pc replaces the last. */
 static int emit(struct ember_cfi_builder *b, struct ember_cfi_fde *fde, uint64_t pc,
-		struct ember_unwind_row row)
+                struct ember_unwind_row row)
 {
 	struct ember_cfi_raw_row *last = fde->nrows ? &b->raw[b->nraw - 1] : NULL;
 
@@ -356,7 +390,7 @@ static struct reg_rule *rule_of(struct cfa_state *st, uint64_t reg, uint64_t ra_
 }
 
 static void restore_rule(struct cfa_state *st, const struct cfa_state *initial, uint64_t reg,
-			 uint64_t ra_reg)
+                         uint64_t ra_reg)
 {
 	if (reg == DWARF_REG_FP)
 		st->fp = initial->fp;
@@ -365,7 +399,7 @@ static void restore_rule(struct cfa_state *st, const struct cfa_state *initial, 
 }
 
 static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, uint8_t type,
-		     int64_t offset)
+                     int64_t offset)
 {
 	struct reg_rule *rule = rule_of(st, reg, c->ra_reg);
 
@@ -382,8 +416,8 @@ static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, ui
  * negative errno.
  */
 static int run_insns(struct ember_cfi_builder *b, const struct section *s, const struct cie *c,
-		     struct rd *r, struct cfa_state *st, const struct cfa_state *initial,
-		     struct ember_cfi_fde *fde, uint64_t *loc)
+                     struct rd *r, struct cfa_state *st, const struct cfa_state *initial,
+                     struct ember_cfi_fde *fde, uint64_t *loc)
 {
 	struct cfa_state stack[MAX_REMEMBER_DEPTH];
 	int depth = 0, err;
@@ -416,9 +450,15 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 				return 1;
 			delta = target - *loc;
 			goto advance;
-		case 0x02: delta = rd_u(r, 1) * c->code_align; goto advance;
-		case 0x03: delta = rd_u(r, 2) * c->code_align; goto advance;
-		case 0x04: delta = rd_u(r, 4) * c->code_align; goto advance;
+		case 0x02:
+			delta = rd_u(r, 1) * c->code_align;
+			goto advance;
+		case 0x03:
+			delta = rd_u(r, 2) * c->code_align;
+			goto advance;
+		case 0x04:
+			delta = rd_u(r, 4) * c->code_align;
+			goto advance;
 		case 0x05: /* offset_extended */
 			reg = rd_uleb(r);
 			off = scaled(rd_uleb(r), c->data_align);
@@ -430,8 +470,12 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 				return 1;
 			restore_rule(st, initial, reg, c->ra_reg);
 			continue;
-		case 0x07: set_rule(st, c, rd_uleb(r), RULE_UNDEFINED, 0); continue;
-		case 0x08: set_rule(st, c, rd_uleb(r), RULE_SAME, 0); continue;
+		case 0x07:
+			set_rule(st, c, rd_uleb(r), RULE_UNDEFINED, 0);
+			continue;
+		case 0x08:
+			set_rule(st, c, rd_uleb(r), RULE_SAME, 0);
+			continue;
 		case 0x09: /* register */
 			reg = rd_uleb(r);
 			rd_uleb(r);
@@ -456,7 +500,9 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			st->cfa_reg = rd_uleb(r);
 			st->cfa_expr = NULL;
 			continue;
-		case 0x0e: st->cfa_offset = (int64_t)rd_uleb(r); continue;
+		case 0x0e:
+			st->cfa_offset = (int64_t)rd_uleb(r);
+			continue;
 		case 0x0f: /* def_cfa_expression */
 			len = rd_uleb(r);
 			if (r->bad || len > (uint64_t)(r->end - r->p))
@@ -484,7 +530,9 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
 			st->cfa_expr = NULL;
 			continue;
-		case 0x13: st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align); continue;
+		case 0x13:
+			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
+			continue;
 		case 0x14: /* val_offset */
 			reg = rd_uleb(r);
 			rd_uleb(r);
@@ -495,8 +543,10 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			rd_sleb(r);
 			set_rule(st, c, reg, RULE_OTHER, 0);
 			continue;
-		case 0x2e: rd_uleb(r); continue; /* GNU_args_size */
-		case 0x2f:			 /* GNU_negative_offset_extended */
+		case 0x2e:
+			rd_uleb(r);
+			continue; /* GNU_args_size */
+		case 0x2f:        /* GNU_negative_offset_extended */
 			reg = rd_uleb(r);
 			off = scaled(0 - rd_uleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
@@ -545,7 +595,7 @@ static int add_fde(struct ember_cfi_builder *b, uint64_t start, uint64_t end)
 }
 
 static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struct rd *r,
-		     const struct cie *c)
+                     const struct cie *c)
 {
 	struct cfa_state initial = {0}, st;
 	struct ember_cfi_fde *fde;
@@ -606,7 +656,7 @@ void ember_cfi_builder_free(struct ember_cfi_builder *b)
 }
 
 int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len,
-		    uint64_t section_vaddr, enum ember_cfi_section kind)
+                    uint64_t section_vaddr, enum ember_cfi_section kind)
 {
 	struct section s = {data, len, section_vaddr, kind};
 	size_t off = 0, cached_cie = SIZE_MAX;
@@ -732,7 +782,7 @@ void ember_unwind_rows_free(struct ember_unwind_rows *r)
 }
 
 const struct ember_unwind_row *ember_unwind_rows_find(const struct ember_unwind_rows *r,
-						      uint64_t addr)
+                                                      uint64_t addr)
 {
 	size_t lo = 0, hi = r->count;
 
@@ -750,7 +800,7 @@ const struct ember_unwind_row *ember_unwind_rows_find(const struct ember_unwind_
 }
 
 static int parse_section(struct ember_cfi_builder *b, Elf_Scn *scn, const GElf_Shdr *sh,
-			 enum ember_cfi_section kind)
+                         enum ember_cfi_section kind)
 {
 	Elf_Data *d;
 

@@ -56,7 +56,7 @@ void ember_cfi_builder_free(struct ember_cfi_builder *b);
  * -ENOMEM, or -E2BIG when the rows would exceed max_rows.
  */
 int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len,
-		    uint64_t section_vaddr, enum ember_cfi_section kind);
+                    uint64_t section_vaddr, enum ember_cfi_section kind);
 
 /*
  * Assembles the table: FDEs sorted by address (the first parsed wins where
@@ -69,7 +69,7 @@ void ember_unwind_rows_free(struct ember_unwind_rows *r);
 
 /* The row covering addr (the last with pc <= addr), or NULL. */
 const struct ember_unwind_row *ember_unwind_rows_find(const struct ember_unwind_rows *r,
-						      uint64_t addr);
+                                                      uint64_t addr);
 
 /*
  * Builds the table of an ELF image in memory (.eh_frame, then .debug_frame

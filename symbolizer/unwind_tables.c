@@ -23,28 +23,28 @@
 #define PAGE_MASK_4K   (~(uint64_t)4095)
 
 static const char *const stop_names[EMBER_UNWIND_STOP_MAX] = {
-	[EMBER_UNWIND_COMPLETE] = "complete",
-	[EMBER_UNWIND_STOP_BAD_CFI] = "unsupported CFI",
-	[EMBER_UNWIND_STOP_READ] = "stack not readable",
-	[EMBER_UNWIND_STOP_NO_MAPPING] = "pc outside mappings",
-	[EMBER_UNWIND_STOP_NO_TABLE] = "table not loaded",
-	[EMBER_UNWIND_STOP_BAD_FRAME] = "bad frame",
-	[EMBER_UNWIND_STOP_DEPTH] = "depth limit",
-	[EMBER_UNWIND_STOP_NO_REGS] = "no user registers",
-	[EMBER_UNWIND_STOP_UNCHECKED] = "no tables yet",
+    [EMBER_UNWIND_COMPLETE] = "complete",
+    [EMBER_UNWIND_STOP_BAD_CFI] = "unsupported CFI",
+    [EMBER_UNWIND_STOP_READ] = "stack not readable",
+    [EMBER_UNWIND_STOP_NO_MAPPING] = "pc outside mappings",
+    [EMBER_UNWIND_STOP_NO_TABLE] = "table not loaded",
+    [EMBER_UNWIND_STOP_BAD_FRAME] = "bad frame",
+    [EMBER_UNWIND_STOP_DEPTH] = "depth limit",
+    [EMBER_UNWIND_STOP_NO_REGS] = "no user registers",
+    [EMBER_UNWIND_STOP_UNCHECKED] = "no tables yet",
 };
 
 const char *ember_unwind_stop_marker(uint32_t reason)
 {
 	static const char *const markers[EMBER_UNWIND_STOP_MAX] = {
-		[EMBER_UNWIND_STOP_BAD_CFI] = "[unwind stopped: unsupported CFI]",
-		[EMBER_UNWIND_STOP_READ] = "[unwind stopped: stack not readable]",
-		[EMBER_UNWIND_STOP_NO_MAPPING] = "[unwind stopped: pc outside mappings]",
-		[EMBER_UNWIND_STOP_NO_TABLE] = "[unwind stopped: table not loaded]",
-		[EMBER_UNWIND_STOP_BAD_FRAME] = "[unwind stopped: bad frame]",
-		[EMBER_UNWIND_STOP_DEPTH] = "[unwind stopped: depth limit]",
-		[EMBER_UNWIND_STOP_NO_REGS] = "[unwind stopped: no user registers]",
-		[EMBER_UNWIND_STOP_UNCHECKED] = "[unwind stopped: no tables yet]",
+	    [EMBER_UNWIND_STOP_BAD_CFI] = "[unwind stopped: unsupported CFI]",
+	    [EMBER_UNWIND_STOP_READ] = "[unwind stopped: stack not readable]",
+	    [EMBER_UNWIND_STOP_NO_MAPPING] = "[unwind stopped: pc outside mappings]",
+	    [EMBER_UNWIND_STOP_NO_TABLE] = "[unwind stopped: table not loaded]",
+	    [EMBER_UNWIND_STOP_BAD_FRAME] = "[unwind stopped: bad frame]",
+	    [EMBER_UNWIND_STOP_DEPTH] = "[unwind stopped: depth limit]",
+	    [EMBER_UNWIND_STOP_NO_REGS] = "[unwind stopped: no user registers]",
+	    [EMBER_UNWIND_STOP_UNCHECKED] = "[unwind stopped: no tables yet]",
 	};
 
 	if (reason < EMBER_UNWIND_STOP_MAX && markers[reason])
@@ -136,7 +136,7 @@ static int send_table(struct ember_unwind *u, uint32_t slot, const struct ember_
 }
 
 static int send_proc(struct ember_unwind *u, uint32_t pid, const struct ember_unwind_mapping *maps,
-		     uint32_t n)
+                     uint32_t n)
 {
 	union ember_msg m;
 	uint32_t first = 0;
@@ -144,8 +144,8 @@ static int send_proc(struct ember_unwind *u, uint32_t pid, const struct ember_un
 
 	do {
 		uint32_t count = n - first > EMBER_UNWIND_MAPPINGS_PER_MSG
-					 ? EMBER_UNWIND_MAPPINGS_PER_MSG
-					 : n - first;
+		                     ? EMBER_UNWIND_MAPPINGS_PER_MSG
+		                     : n - first;
 
 		ember_msg_init(&m, EMBER_MSG_UNWIND_PROC, 0);
 		m.unwind_proc.pid = pid;
@@ -174,8 +174,8 @@ static int read_segments(Elf *elf, struct ember_unwind_file *f)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
 			continue;
-		f->segs[f->nsegs++] = (struct ember_unwind_segment){ph.p_offset, ph.p_vaddr,
-								     ph.p_filesz};
+		f->segs[f->nsegs++] =
+		    (struct ember_unwind_segment){ph.p_offset, ph.p_vaddr, ph.p_filesz};
 	}
 	return f->nsegs ? 0 : -ENOEXEC;
 }
@@ -202,7 +202,7 @@ static size_t vdso_image(const void **out)
 static int pad_to_blocks(struct ember_unwind_rows *r)
 {
 	size_t n = (r->count + EMBER_UNWIND_BLOCK_ROWS - 1) / EMBER_UNWIND_BLOCK_ROWS *
-		   EMBER_UNWIND_BLOCK_ROWS;
+	           EMBER_UNWIND_BLOCK_ROWS;
 	struct ember_unwind_row *rows = realloc(r->rows, n * sizeof(*rows));
 
 	if (!rows)
@@ -275,7 +275,7 @@ static int take_slot(struct ember_unwind *u, uint32_t *slot)
 
 /* The slot of the file behind mapping e of pid, building its table on first sight. */
 static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
-		     uint64_t now_ns)
+                     uint64_t now_ns)
 {
 	struct ember_obj_key key = {VDSO_DEV, 0};
 	struct ember_unwind_file *f;
@@ -299,7 +299,7 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 		f->key = key;
 		f->used = true;
 		if (ember_index_upsert(&u->file_index, h, &key, sizeof(key), file_eq, u, slot,
-				       &stored) < 0) {
+		                       &stored) < 0) {
 			f->used = false;
 			u->free_slots[u->nfree++] = slot;
 			return -ENOMEM;
@@ -319,14 +319,14 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	if (f->error) {
 		u->table_errors++;
 		log_debug("no unwind table for inode %llu of pid %u: %s",
-			  (unsigned long long)e->inode, pid, strerror(-f->error));
+		          (unsigned long long)e->inode, pid, strerror(-f->error));
 	}
 	return (int)slot;
 }
 
 /* The bias that turns a pc in mapping e into an address of the file's table. */
 static bool mapping_bias(const struct ember_unwind_file *f, const struct ember_map_entry *e,
-			 __u64 *bias)
+                         __u64 *bias)
 {
 	for (uint32_t i = 0; i < f->nsegs; i++) {
 		const struct ember_unwind_segment *s = &f->segs[i];
@@ -360,8 +360,8 @@ static void sweep(struct ember_unwind *u, uint64_t now_ns)
 			continue;
 		if (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0))
 			return;
-		ember_index_remove(&u->file_index, ember_hash(&u->hash_key, &f->key, sizeof(f->key)),
-				   slot);
+		ember_index_remove(&u->file_index,
+		                   ember_hash(&u->hash_key, &f->key, sizeof(f->key)), slot);
 		f->used = false;
 		u->free_slots[u->nfree++] = slot;
 		u->tables_dropped++;
@@ -387,11 +387,12 @@ static void remove_proc(struct ember_unwind *u, uint32_t at, uint64_t now_ns)
 	ember_index_remove(&u->proc_index, ember_hash(&u->hash_key, &p->pid, sizeof(p->pid)), at);
 	if (p != last) {
 		ember_index_remove(&u->proc_index,
-				   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
-				   u->nprocs - 1);
+		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
+		                   u->nprocs - 1);
 		u->procs[at] = last;
-		ember_index_upsert(&u->proc_index, ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
-				   &last->pid, sizeof(last->pid), proc_eq, u, at, &stored);
+		ember_index_upsert(&u->proc_index,
+		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
+		                   &last->pid, sizeof(last->pid), proc_eq, u, at, &stored);
 	}
 	u->nprocs--;
 	for (uint32_t i = 0; i < p->nfiles; i++)
@@ -400,8 +401,7 @@ static void remove_proc(struct ember_unwind *u, uint32_t at, uint64_t now_ns)
 	free(p);
 }
 
-static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pid,
-					     uint64_t now_ns)
+static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
 	struct ember_unwind_process *p;
 	uint32_t at, stored;
@@ -434,7 +434,7 @@ static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pi
 	p->pid = pid;
 	p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
 	if (ember_index_upsert(&u->proc_index, ember_hash(&u->hash_key, &pid, sizeof(pid)), &pid,
-			       sizeof(pid), proc_eq, u, u->nprocs, &stored) < 0) {
+	                       sizeof(pid), proc_eq, u, u->nprocs, &stored) < 0) {
 		free(p);
 		return NULL;
 	}
@@ -482,8 +482,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	u->process_loads++;
 	if (read_maps(u, pid, &pm)) {
 		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
-					? EMBER_UNWIND_RELOAD_MAX_NS
-					: p->backoff_ns * 2;
+		                    ? EMBER_UNWIND_RELOAD_MAX_NS
+		                    : p->backoff_ns * 2;
 		return;
 	}
 	files = malloc(EMBER_UNWIND_MAX_MAPPINGS * sizeof(*files));
@@ -520,7 +520,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		return;
 	send_proc(u, pid, maps, n);
 	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
-		  (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
+	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
 	/* New references were taken above, so a file both lists share never drops to 0. */
 	for (uint32_t i = 0; i < p->nfiles; i++)
 		release_file(u, p->files[i], now_ns);
@@ -530,8 +530,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	/* Reloads that find nothing new (a pc in no mapping is often a wrong frame) back off. */
 	if (!force && digest == p->maps_digest)
 		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
-					? EMBER_UNWIND_RELOAD_MAX_NS
-					: p->backoff_ns * 2;
+		                    ? EMBER_UNWIND_RELOAD_MAX_NS
+		                    : p->backoff_ns * 2;
 	else
 		p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
 	p->maps_digest = digest;
@@ -561,7 +561,7 @@ void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 }
 
 void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
-			    uint64_t now_ns)
+                            uint64_t now_ns)
 {
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
 	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS);
@@ -590,7 +590,7 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
 	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);
 	ember_profile_stat_set(p, "unwind.missed_ppm",
-			       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
+	                       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
 	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++) {
 		snprintf(name, sizeof(name), "unwind.stop.%s", stop_names[r]);
 		for (char *c = name; *c; c++)

@@ -22,7 +22,7 @@
 #include "shared/hash.h"
 #include "bpf/records.h"
 
-#define EMBER_UNWIND_RELOAD_MIN_NS (2ull * 1000000ull)	  /* per process, doubled when useless */
+#define EMBER_UNWIND_RELOAD_MIN_NS (2ull * 1000000ull)     /* per process, doubled when useless */
 #define EMBER_UNWIND_RELOAD_MAX_NS (10ull * 1000000000ull) /* back-off cap */
 #define EMBER_UNWIND_IDLE_DROP_NS  (10ull * 1000000000ull) /* unmapped tables kept this long */
 #define EMBER_UNWIND_MAX_SEGMENTS  16
@@ -58,7 +58,7 @@ struct ember_unwind_process {
  * short-lived process may be gone by the time its samples are symbolized.
  */
 typedef void (*ember_unwind_maps_fn)(void *ctx, uint32_t pid, struct ember_maps *maps,
-				     uint64_t now_ns);
+                                     uint64_t now_ns);
 
 struct ember_unwind {
 	struct ember_broker_client *broker;
@@ -66,7 +66,7 @@ struct ember_unwind {
 	void *on_maps_ctx;
 	struct ember_hash_key hash_key;
 	struct ember_unwind_file *files; /* indexed by slot */
-	uint32_t nfiles;		 /* slots ever used */
+	uint32_t nfiles;                 /* slots ever used */
 	uint32_t files_cap;
 	uint32_t *free_slots;
 	uint32_t nfree;
@@ -95,7 +95,7 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 /* Counts how the sample's user stack ended; loads the process if the unwinder missed tables. */
 void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
-			    uint64_t now_ns);
+                            uint64_t now_ns);
 
 /* "[unwind stopped: reason]" for a stop reason other than EMBER_UNWIND_COMPLETE. */
 const char *ember_unwind_stop_marker(uint32_t reason);

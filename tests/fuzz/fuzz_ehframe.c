@@ -14,7 +14,8 @@
 static void check_rows(const struct ember_unwind_rows *r)
 {
 	for (size_t i = 0; i < r->count; i++) {
-		if (r->rows[i].kind >= EMBER_ROW_KIND_MAX || (i && r->rows[i].pc <= r->rows[i - 1].pc))
+		if (r->rows[i].kind >= EMBER_ROW_KIND_MAX ||
+		    (i && r->rows[i].pc <= r->rows[i - 1].pc))
 			abort();
 		if (ember_unwind_rows_find(r, r->rows[i].pc) != &r->rows[i])
 			abort();
@@ -47,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	ember_cfi_builder_init(&b, 1u << 16);
 	ember_cfi_parse(&b, data, size, (uint64_t)(mode & 0x3f) << 12,
-			mode & 0x40 ? EMBER_CFI_DEBUG_FRAME : EMBER_CFI_EH_FRAME);
+	                mode & 0x40 ? EMBER_CFI_DEBUG_FRAME : EMBER_CFI_EH_FRAME);
 	if (!ember_cfi_finish(&b, &r)) {
 		check_rows(&r);
 		ember_unwind_rows_free(&r);

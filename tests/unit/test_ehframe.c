@@ -22,8 +22,14 @@ static void put(struct buf *x, const void *p, size_t n)
 	memcpy(x->b + x->n, p, n);
 	x->n += n;
 }
-static void u8(struct buf *x, uint8_t v) { put(x, &v, 1); }
-static void u32(struct buf *x, uint32_t v) { put(x, &v, 4); }
+static void u8(struct buf *x, uint8_t v)
+{
+	put(x, &v, 1);
+}
+static void u32(struct buf *x, uint32_t v)
+{
+	put(x, &v, 4);
+}
 
 /* An .eh_frame CIE at offset 0: "zR", code 1, data -8, RA 16, pc-relative
  * sdata4 addresses; initial rule CFA = rsp + 8, RA at CFA - 8. */
@@ -35,13 +41,13 @@ static void cie(struct buf *x, const char *aug, bool signal)
 	u32(x, 0); /* CIE id */
 	u8(x, 1);  /* version */
 	put(x, aug, strlen(aug) + 1);
-	u8(x, 1);	      /* code alignment */
-	u8(x, 0x78);	      /* data alignment -8 */
-	u8(x, 16);	      /* return address column */
-	u8(x, signal ? 1 : 1); /* augmentation data length */
-	u8(x, 0x1b);	      /* R: pcrel | sdata4 */
+	u8(x, 1);                        /* code alignment */
+	u8(x, 0x78);                     /* data alignment -8 */
+	u8(x, 16);                       /* return address column */
+	u8(x, signal ? 1 : 1);           /* augmentation data length */
+	u8(x, 0x1b);                     /* R: pcrel | sdata4 */
 	u8(x, 0x0c), u8(x, 7), u8(x, 8); /* def_cfa rsp, 8 */
-	u8(x, 0x90), u8(x, 1);		  /* offset r16, 1 * -8 */
+	u8(x, 0x90), u8(x, 1);           /* offset r16, 1 * -8 */
 	while ((x->n - len_at) % 4)
 		u8(x, 0);
 	memcpy(x->b + len_at, &(uint32_t){(uint32_t)(x->n - len_at - 4)}, 4);
@@ -49,7 +55,7 @@ static void cie(struct buf *x, const char *aug, bool signal)
 
 /* An FDE for [start, start + range) with the CIE at offset 0 and the given instructions. */
 static void fde(struct buf *x, uint64_t vaddr, uint64_t start, uint32_t range, const uint8_t *insns,
-		size_t ninsns)
+                size_t ninsns)
 {
 	size_t len_at = x->n;
 	int32_t pcrel;
@@ -67,15 +73,15 @@ static void fde(struct buf *x, uint64_t vaddr, uint64_t start, uint32_t range, c
 }
 
 static void build(const struct buf *x, uint64_t vaddr, struct ember_unwind_rows *out,
-		  struct ember_cfi_builder *b)
+                  struct ember_cfi_builder *b)
 {
 	ember_cfi_builder_init(b, 0);
 	ck_assert_int_eq(ember_cfi_parse(b, x->b, x->n, vaddr, EMBER_CFI_EH_FRAME), 0);
 	ck_assert_int_eq(ember_cfi_finish(b, out), 0);
 }
 
-static void expect_row(const struct ember_unwind_rows *r, size_t i, uint32_t pc, int kind, int slots,
-		       int fp)
+static void expect_row(const struct ember_unwind_rows *r, size_t i, uint32_t pc, int kind,
+                       int slots, int fp)
 {
 	ck_assert_uint_lt(i, r->count);
 	ck_assert_uint_eq(r->rows[i].pc, pc);
@@ -88,17 +94,17 @@ START_TEST(prologue_body_epilogue)
 {
 	/* push rbp; mov rbp, rsp; ...; pop rbp (remembered state); ret; more body */
 	static const uint8_t insns[] = {
-		0x41,		/* advance 1 */
-		0x0e, 16,	/* def_cfa_offset 16 */
-		0x86, 2,	/* offset rbp, 2 * -8 */
-		0x43,		/* advance 3 */
-		0x0d, 6,	/* def_cfa_register rbp */
-		0x4c,		/* advance 12 */
-		0x0a,		/* remember_state */
-		0x0c, 7, 8,	/* def_cfa rsp, 8 */
-		0xc6,		/* restore rbp */
-		0x41,		/* advance 1 */
-		0x0b,		/* restore_state */
+	    0x41,        /* advance 1 */
+	    0x0e, 16,    /* def_cfa_offset 16 */
+	    0x86, 2,     /* offset rbp, 2 * -8 */
+	    0x43,        /* advance 3 */
+	    0x0d, 6,     /* def_cfa_register rbp */
+	    0x4c,        /* advance 12 */
+	    0x0a,        /* remember_state */
+	    0x0c, 7,  8, /* def_cfa rsp, 8 */
+	    0xc6,        /* restore rbp */
+	    0x41,        /* advance 1 */
+	    0x0b,        /* restore_state */
 	};
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
@@ -126,10 +132,11 @@ END_TEST
 START_TEST(special_rows_and_gaps)
 {
 	/* The linker's .plt expression, an undefined RA, an unknown opcode. */
-	static const uint8_t plt[] = {0x0f, 11, 0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
-	static const uint8_t end[] = {0x07, 16};		      /* undefined RA */
+	static const uint8_t plt[] = {0x0f, 11,   0x77, 8,    0x80, 0,   0x3f,
+	                              0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
+	static const uint8_t end[] = {0x07, 16};                   /* undefined RA */
 	static const uint8_t bad[] = {0x42, 0x3c, 0x41, 0x0e, 16}; /* advance 2, opcode 0x3c */
-	static const uint8_t odd[] = {0x0e, 12};		      /* CFA rsp + 12: not whole slots */
+	static const uint8_t odd[] = {0x0e, 12}; /* CFA rsp + 12: not whole slots */
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
 	struct buf x = {0};
@@ -169,9 +176,9 @@ START_TEST(debug_frame)
 {
 	/* .debug_frame: CIE id 0xffffffff, absolute 8-byte addresses, CIE by section offset. */
 	static const uint8_t sec[] = {
-		20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0, 0, 0, 0, 0,
-		28, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x50, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0,
-		0x41, 0x0e, 16, 0, 0,
+	    20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16,   0x0c, 7,    8,    0x90, 1,
+	    0,  0, 0, 0, 0,    0,    28,   0,    0, 0, 0, 0,    0,    0,    0x00, 0x50, 0,    0,
+	    0,  0, 0, 0, 0x20, 0,    0,    0,    0, 0, 0, 0,    0x41, 0x0e, 16,   0,    0,
 	};
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
@@ -190,7 +197,7 @@ END_TEST
 START_TEST(hostile_sections_are_bounded)
 {
 	static const uint8_t deep[] = {0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a,
-				       0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x41, 0x0b};
+	                               0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0x41, 0x0b};
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
 	struct buf x = {0};
@@ -225,7 +232,8 @@ START_TEST(hostile_sections_are_bounded)
 			junk[i] = (uint8_t)rand();
 		memcpy(junk, x.b, round % 64);
 		ember_cfi_builder_init(&b, 1000);
-		ember_cfi_parse(&b, junk, sizeof(junk), 0, round & 1 ? EMBER_CFI_DEBUG_FRAME : EMBER_CFI_EH_FRAME);
+		ember_cfi_parse(&b, junk, sizeof(junk), 0,
+		                round & 1 ? EMBER_CFI_DEBUG_FRAME : EMBER_CFI_EH_FRAME);
 		ck_assert_int_eq(ember_cfi_finish(&b, &r), 0);
 		for (size_t i = 1; i < r.count; i++)
 			ck_assert_uint_gt(r.rows[i].pc, r.rows[i - 1].pc);
@@ -256,7 +264,7 @@ static bool libdw_row(Dwarf_CFI *cfi, uint64_t addr, struct ember_unwind_row *ou
 	} else if (!nops && ops == mem) {
 		out->kind = EMBER_ROW_END;
 	} else if (!dwarf_frame_cfa(f, &cfa, &ncfa) && ncfa == 1 && cfa[0].atom == DW_OP_bregx &&
-		   (cfa[0].number == 6 || cfa[0].number == 7)) {
+	           (cfa[0].number == 6 || cfa[0].number == 7)) {
 		out->kind = cfa[0].number == 7 ? EMBER_ROW_CFA_SP : EMBER_ROW_CFA_FP;
 		out->cfa_slots = (int16_t)((int64_t)cfa[0].number2 / 8);
 		dwarf_frame_register(f, 6, mem, &ops, &nops);
@@ -273,7 +281,7 @@ static bool libdw_row(Dwarf_CFI *cfi, uint64_t addr, struct ember_unwind_row *ou
 START_TEST(agrees_with_libdw_on_system_libraries)
 {
 	static const char *const files[] = {"/lib/x86_64-linux-gnu/libc.so.6",
-					    "/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3"};
+	                                    "/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3"};
 	size_t compared = 0;
 
 	elf_version(EV_CURRENT);
@@ -299,7 +307,8 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 			uint64_t at[2] = {r.rows[i].pc, r.rows[i + 1].pc - 1};
 
 			for (int j = 0; j < 2; j++) {
-				const struct ember_unwind_row *got = ember_unwind_rows_find(&r, at[j]);
+				const struct ember_unwind_row *got =
+				    ember_unwind_rows_find(&r, at[j]);
 				struct ember_unwind_row want;
 
 				if (got->kind == EMBER_ROW_INVALID || !libdw_row(cfi, at[j], &want))

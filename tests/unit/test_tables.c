@@ -31,7 +31,7 @@ static union ember_msg rows_msg(uint32_t slot, uint32_t first, uint32_t count)
 	m.unwind_rows.count = count;
 	for (uint32_t i = 0; i < count; i++)
 		m.unwind_rows.rows[i] = (struct ember_unwind_row){
-			.pc = 0x1000 + 16 * (first + i), .cfa_slots = 1, .kind = EMBER_ROW_CFA_SP};
+		    .pc = 0x1000 + 16 * (first + i), .cfa_slots = 1, .kind = EMBER_ROW_CFA_SP};
 	return m;
 }
 
@@ -45,9 +45,10 @@ static union ember_msg proc_msg(uint32_t pid, uint32_t first, uint32_t count, ui
 	m.unwind_proc.count = count;
 	m.unwind_proc.total = total;
 	for (uint32_t i = 0; i < count; i++)
-		m.unwind_proc.mappings[i] = (struct ember_unwind_mapping){
-			.start = 0x10000ull * (first + i + 1), .end = 0x10000ull * (first + i + 1) + 0x1000,
-			.table = i % 2 ? EMBER_UNWIND_NO_TABLE : 7};
+		m.unwind_proc.mappings[i] =
+		    (struct ember_unwind_mapping){.start = 0x10000ull * (first + i + 1),
+		                                  .end = 0x10000ull * (first + i + 1) + 0x1000,
+		                                  .table = i % 2 ? EMBER_UNWIND_NO_TABLE : 7};
 	return m;
 }
 
@@ -62,18 +63,18 @@ static void check_validation(struct ember_tables *t)
 	union ember_msg m;
 
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, 3)), -EPROTO); /* no table being built */
-	ck_assert_int_eq(handle(t, table_msg(EMBER_UNWIND_MAX_TABLES, EMBER_UNWIND_TABLE_CREATE, 3)),
-			 -EPROTO);
+	ck_assert_int_eq(
+	    handle(t, table_msg(EMBER_UNWIND_MAX_TABLES, EMBER_UNWIND_TABLE_CREATE, 3)), -EPROTO);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 0)), -EPROTO);
-	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE,
-					      EMBER_UNWIND_MAX_TABLE_ROWS + 1)),
-			 -EPROTO);
+	ck_assert_int_eq(
+	    handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, EMBER_UNWIND_MAX_TABLE_ROWS + 1)),
+	    -EPROTO);
 	ck_assert_int_eq(handle(t, table_msg(7, 99, 3)), -EPROTO);
 
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, B + 1)), -EPROTO);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
 	ck_assert_int_eq(handle(t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), -EPROTO);
-	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), -EPROTO);	/* out of order */
+	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), -EPROTO);     /* out of order */
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, 3 * B)), -EPROTO); /* past nrows */
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, 0)), -EPROTO);
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, B - 1)), -EPROTO); /* not whole blocks */
@@ -90,11 +91,12 @@ static void check_validation(struct ember_tables *t)
 	m.unwind_rows.rows[0].fp_slot = 3; /* a saved FP above the CFA */
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 	m = rows_msg(7, 0, B);
-	m.unwind_rows.rows[B - 1] = (struct ember_unwind_row){.pc = 0x100000, .kind = EMBER_ROW_PLT,
-							     .cfa_slots = 16};
+	m.unwind_rows.rows[B - 1] =
+	    (struct ember_unwind_row){.pc = 0x100000, .kind = EMBER_ROW_PLT, .cfa_slots = 16};
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 	ck_assert_int_eq(handle(t, rows_msg(7, 0, B)), 0);
-	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), -EPROTO); /* 1 missing */
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)),
+	                 -EPROTO); /* 1 missing */
 	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), 0);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
 
@@ -142,10 +144,10 @@ START_TEST(loads_and_forgets_with_maps)
 	if (geteuid() != 0)
 		return; /* creating maps needs CAP_BPF; the checks above ran without */
 	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
-	blocks = bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64,
-				&hash_opts);
-	procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct ember_unwind_proc), 64,
-			       &hash_opts);
+	blocks =
+	    bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64, &hash_opts);
+	procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct ember_unwind_proc),
+	                       64, &hash_opts);
 	ck_assert_int_ge(tables, 0);
 	ck_assert_int_ge(blocks, 0);
 	ck_assert_int_ge(procs, 0);
