@@ -464,7 +464,18 @@ static uint64_t digest_mix(uint64_t h, uint64_t v)
 	return (h ^ v) * 0x100000001b3ull;
 }
 
-static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, bool force)
+/* The files nearly every process maps: what prewarming builds. */
+static bool common_file(const struct ember_maps *maps, const struct ember_map_entry *e)
+{
+	const char *path = ember_maps_path(maps, e), *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return e->kind == EMBER_MAP_VDSO || !strncmp(base, "libc.so", 7) ||
+	       !strncmp(base, "ld-linux", 8) || !strncmp(base, "libm.so", 7);
+}
+
+static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, bool force,
+			 bool common_only)
 {
 	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
 	struct ember_unwind_process *p = get_proc(u, pid, now_ns);
@@ -492,7 +503,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		struct ember_unwind_mapping *m = &maps[n];
 		int slot = -1;
 
-		if (!(e->perms & EMBER_MAP_X))
+		if (!(e->perms & EMBER_MAP_X) || (common_only && !common_file(&pm, e)))
 			continue;
 		if (n == EMBER_UNWIND_MAX_MAPPINGS) {
 			u->mappings_truncated++;
@@ -539,12 +550,12 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
 {
-	load_process(u, (uint32_t)getpid(), now_ns, true);
+	load_process(u, (uint32_t)getpid(), now_ns, true, true);
 }
 
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
-	load_process(u, pid, now_ns, true);
+	load_process(u, pid, now_ns, true, false);
 	sweep(u, now_ns);
 }
 
@@ -575,7 +586,7 @@ void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 	if (stop == EMBER_UNWIND_COMPLETE)
 		u->samples_complete++;
 	if (missed)
-		load_process(u, s->tgid, now_ns, false);
+		load_process(u, s->tgid, now_ns, false, false);
 	sweep(u, now_ns);
 }
 

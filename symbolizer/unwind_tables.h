@@ -86,9 +86,9 @@ int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker
 void ember_unwind_free(struct ember_unwind *u);
 
 /*
- * Builds the tables of the files the symbolizer itself maps (libc, the
- * dynamic loader, the vDSO: those of most processes), so that a new process
- * needs little more than its own binary's table.
+ * Builds the tables of the files nearly every process maps (libc, libm,
+ * the dynamic loader, the vDSO), taken from the symbolizer's own mappings,
+ * so that a new process needs little more than its own binary's table.
  */
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns);
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
