@@ -17,9 +17,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
 
+#define SAMPLES_RING_BYTES (1 << 22)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, SAMPLES_RING_BYTES);
 } samples SEC(".maps");
 
 /* Processes to sample when filter_pids is set (tgid -> 1). */
@@ -69,6 +71,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0;
 	long kbytes;
 	__u64 klen, ulen;
+	bool wake;
 
 	if (tgid == 0 && !include_idle)
 		return 0;
@@ -105,7 +108,15 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 
-	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8, 0))
+	/*
+	 * Waking the collector for every sample costs more than the sample: it
+	 * drains on its timer, and is woken early only when the ring fills up or
+	 * when a sample shows a process lacks unwind tables (they are wanted now).
+	 */
+	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
+	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > SAMPLES_RING_BYTES / 8;
+	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
+			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 	return 0;
 }

@@ -62,6 +62,15 @@ enum {
 };
 
 enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+enum {
 	BPF_F_SKIP_FIELD_MASK = 255,
 	BPF_F_USER_STACK = 256,
 	BPF_F_FAST_STACK_CMP = 512,

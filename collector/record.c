@@ -170,6 +170,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		return;
 	r->ticks++;
 	if (!r->stopping) {
+		/* Samples wake the collector only when urgent: the tick drains the rest. */
+		ember_bpf_drain(&r->bpf);
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);

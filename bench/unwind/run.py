@@ -106,23 +106,27 @@ def wait_cpu(proc):
     return ru.ru_utime + ru.ru_stime
 
 
-def bpf_run_time_s():
+def ember_programs():
+    """{id: run_time_ns} of every loaded ember_sample program."""
     r = subprocess.run(["bpftool", "--json", "prog", "show"], capture_output=True, text=True)
     try:
         progs = json.loads(r.stdout)
     except ValueError:
-        return 0.0
-    return sum(p.get("run_time_ns", 0) for p in progs if p.get("name") == "ember_sample") / 1e9
+        return {}
+    return {p["id"]: p.get("run_time_ns", 0) for p in progs if p.get("name") == "ember_sample"}
 
 
 def run_ember(args, pid, wd, tag):
     folded = os.path.join(wd, f"{tag}.folded")
+    # Other ember instances on the machine are not ours: count only the new program.
+    before = set(ember_programs())
     proc = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(args.duration),
                              "-F", str(args.hz), "-p", str(pid), "-o", folded],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bpf, cpu = 0.0, None
     while cpu is None:
-        bpf = max(bpf, bpf_run_time_s())  # read while the program is still loaded
+        ours = {i: t for i, t in ember_programs().items() if i not in before}
+        bpf = max(bpf, sum(ours.values()) / 1e9)  # read while the program is still loaded
         time.sleep(0.5)
         done, _, ru = os.wait4(proc.pid, os.WNOHANG)
         if done:
