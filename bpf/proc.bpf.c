@@ -45,7 +45,9 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 	ev.tgid = tgid;
 	ev.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
-	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), 0)) {
+	/* An exec is wanted at once: the symbolizer loads the new program's unwind tables. */
+	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev),
+			       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0)) {
 		n = bpf_map_lookup_elem(&proc_drops, &zero);
 		if (n)
 			*n += 1;

@@ -485,10 +485,12 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 	if (!p || u->disabled)
 		return;
-	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns) {
+	/* The first miss after exec is the dynamic loader's libraries: reload at once. */
+	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec) {
 		u->loads_deferred++;
 		return;
 	}
+	p->after_exec = force;
 	p->loaded_ns = now_ns;
 	u->process_loads++;
 	if (read_maps(u, pid, &pm)) {

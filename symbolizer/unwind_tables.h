@@ -50,6 +50,7 @@ struct ember_unwind_process {
 	uint64_t loaded_ns;
 	uint64_t backoff_ns;
 	uint64_t maps_digest; /* of the executable mappings at the last load */
+	bool after_exec;      /* loaded at exec: the loader maps libraries right after */
 };
 
 /*
