@@ -178,10 +178,10 @@ def test_no_frame_pointers_known_split_complete_stacks():
 
 
 def test_short_lived_process():
-    """Processes that live one second each, met at their exec: four of them in
+    """Processes that live one second each, met at their exec: six of them in
     a row at 999 Hz, for enough samples to tell 2 points of share apart."""
-    rows, stats = record_workload("short", 1, runs=4, hz="999")
-    check(rows, stats, min_samples=2000)
+    rows, stats = record_workload("short", 1, runs=6, hz="999")
+    check(rows, stats, min_samples=3000)
 
 
 def test_frame_pointer_walk_is_marked_not_silent():
