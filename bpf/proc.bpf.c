@@ -11,6 +11,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Set by the collector before load; pid_filter is the sampler's map, shared. */
+const volatile bool filter_pids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 18);
@@ -29,11 +39,15 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 	__u32 zero = 0;
 	__u64 *n;
 
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+		return 0;
 	ev.kind = kind;
 	ev.tgid = tgid;
 	ev.time_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
-	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), 0)) {
+	/* An exec is wanted at once: the symbolizer loads the new program's unwind tables. */
+	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev),
+			       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0)) {
 		n = bpf_map_lookup_elem(&proc_drops, &zero);
 		if (n)
 			*n += 1;

@@ -2,9 +2,11 @@
 /*
  * CPU sampler: runs on a cpu-clock perf event on every CPU and sends one
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
- * user space through a BPF ring buffer.
+ * user space through a BPF ring buffer. Kernel stacks come from
+ * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h).
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "records.h"
@@ -15,9 +17,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
 
+#define SAMPLES_RING_BYTES (1 << 22)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, SAMPLES_RING_BYTES);
 } samples SEC(".maps");
 
 /* Processes to sample when filter_pids is set (tgid -> 1). */
@@ -48,6 +52,8 @@ struct {
 	__type(value, struct sample_scratch);
 } scratch SEC(".maps");
 
+#include "unwind.bpf.h"
+
 static __always_inline void count_drop(__u32 reason)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
@@ -63,8 +69,9 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct sample_scratch *s;
 	__u32 zero = 0;
-	long kbytes, ubytes;
+	long kbytes;
 	__u64 klen, ulen;
+	bool wake;
 
 	if (tgid == 0 && !include_idle)
 		return 0;
@@ -95,20 +102,21 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
 	}
 
-	ubytes = bpf_get_stack(ctx, &s->frames[klen], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
-	if (ubytes < 0) {
-		s->hdr.stack_flags |= EMBER_STACK_USER_ERR;
-		ubytes = 0;
-	}
-	ulen = (__u64)ubytes / 8;
-	if (ulen >= EMBER_MAX_USTACK) {
+	ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags);
+	if (ulen > EMBER_MAX_USTACK)
 		ulen = EMBER_MAX_USTACK;
-		s->hdr.stack_flags |= EMBER_STACK_USER_TRUNC;
-	}
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 
-	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8, 0))
+	/*
+	 * Waking the collector for every sample costs more than the sample: it
+	 * drains on its timer, and is woken early only when the ring fills up or
+	 * when a sample shows a process lacks unwind tables (they are wanted now).
+	 */
+	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
+	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > SAMPLES_RING_BYTES / 8;
+	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
+			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 	return 0;
 }

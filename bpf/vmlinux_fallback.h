@@ -58,6 +58,19 @@ enum {
 };
 
 enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+enum {
 	BPF_F_SKIP_FIELD_MASK = 255,
 	BPF_F_USER_STACK = 256,
 	BPF_F_FAST_STACK_CMP = 512,
@@ -121,11 +134,15 @@ struct bpf_perf_event_data {
 };
 
 /* Kernel-internal: relocated by CO-RE, only the fields ember reads. */
+struct mm_struct;
+
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
 	char comm[16];
 	void *stack;
+	struct mm_struct *mm;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -149,6 +149,9 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	err = sampler_bpf__load(b->sampler);
 	if (err)
 		return err;
+	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
+	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
+	b->unwind_procs_fd = bpf_map__fd(b->sampler->maps.unwind_procs);
 	for (size_t i = 0; i < o->npids; i++) {
 		__u32 pid = (__u32)o->pids[i];
 		__u8 one = 1;
@@ -161,14 +164,20 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	return 0;
 }
 
-static int load_proc(struct ember_bpf *b)
+/* Process events share the sampler's PID filter: with -p, others' execs are not ours. */
+static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	int err;
 
-	b->proc = proc_bpf__open_and_load();
+	b->proc = proc_bpf__open();
 	if (!b->proc)
 		return neg_errno();
-	err = proc_bpf__attach(b->proc);
+	b->proc->rodata->filter_pids = o->npids > 0;
+	err = bpf_map__reuse_fd(b->proc->maps.pid_filter, bpf_map__fd(b->sampler->maps.pid_filter));
+	if (!err)
+		err = proc_bpf__load(b->proc);
+	if (!err)
+		err = proc_bpf__attach(b->proc);
 	return err;
 }
 
@@ -198,7 +207,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 			  strerror(-err));
 		goto fail;
 	}
-	err = load_proc(b);
+	err = load_proc(b, o);
 	if (err) {
 		log_error("cannot load the process-event eBPF program: %s; run `ember check`",
 			  strerror(-err));

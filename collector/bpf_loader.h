@@ -38,6 +38,9 @@ struct ember_bpf {
 	unsigned int sample_hz;
 	int attached_cpus;
 	bool enabled;
+	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
+	int unwind_blocks_fd;
+	int unwind_procs_fd;
 };
 
 /* Returns 0 or a negative errno; logs what to do on failure. */

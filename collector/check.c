@@ -13,7 +13,7 @@
 #include "shared/err.h"
 
 #define MIN_KERNEL_MAJOR 5
-#define MIN_KERNEL_MINOR 8 /* BPF ring buffer */
+#define MIN_KERNEL_MINOR 17 /* bpf_loop, for the user-stack unwinder */
 
 enum verdict { OK, WARN, FAIL };
 
@@ -77,7 +77,8 @@ static void check_kernel(struct report *r)
 	if (major > MIN_KERNEL_MAJOR || (major == MIN_KERNEL_MAJOR && minor >= MIN_KERNEL_MINOR))
 		line(r, "kernel", u.release, OK, NULL);
 	else
-		line(r, "kernel", u.release, FAIL, "ember needs Linux 5.8 or later (BPF ring buffer)");
+		line(r, "kernel", u.release, FAIL,
+		     "ember needs Linux 5.17 or later (bpf_loop, for unwinding user stacks)");
 }
 
 static void check_btf(struct report *r)

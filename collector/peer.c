@@ -47,6 +47,8 @@ void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain)
 		drain->ring = NULL;
 	if (p->ring.hdr)
 		ember_ring_producer_destroy(&p->ring);
+	if (p->tables)
+		ember_tables_reset(p->tables);
 	p->state = EMBER_PEER_NONE;
 }
 
@@ -128,6 +130,10 @@ static int dispatch(struct ember_peer *p, struct ember_broker *broker, struct em
 	switch (type) {
 	case EMBER_MSG_BROKER_REQ:
 		return on_broker_req(p, broker, in, now_ns);
+	case EMBER_MSG_UNWIND_TABLE:
+	case EMBER_MSG_UNWIND_ROWS:
+	case EMBER_MSG_UNWIND_PROC:
+		return p->tables ? ember_tables_handle(p->tables, in) : -EPROTO;
 	case EMBER_MSG_FLUSHED:
 		p->flushed = true;
 		p->flush_status = in->flushed.status;

@@ -15,6 +15,7 @@
 #include "ipc/proto.h"
 #include "ipc/ring.h"
 #include "ring_drain.h"
+#include "tables.h"
 
 struct ember_peer_config {
 	size_t ring_size;
@@ -41,6 +42,7 @@ struct ember_peer {
 	int32_t flush_status;
 	uint64_t flushed_samples;
 	uint64_t messages;
+	struct ember_tables *tables; /* where unwind messages go; NULL: refused */
 };
 
 void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *config);

@@ -24,6 +24,7 @@
 #include "ipc/endpoint.h"
 #include "seccomp/caps.h"
 #include "seccomp/policy.h"
+#include "tables.h"
 #include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/log.h"
@@ -42,6 +43,7 @@ struct recorder {
 	struct ember_drain drain;
 	struct ember_broker broker;
 	struct ember_peer peer;
+	struct ember_tables tables;
 	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
 	pid_t child;
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
@@ -168,6 +170,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		return;
 	r->ticks++;
 	if (!r->stopping) {
+		/* Samples wake the collector only when urgent: the tick drains the rest. */
+		ember_bpf_drain(&r->bpf);
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
@@ -279,6 +283,7 @@ static void on_listen(struct recorder *r)
 		return;
 	}
 	ember_peer_attach(&r->peer, fd, c.pid);
+	ember_procs_note(&r->procs, (uint32_t)c.pid, ember_monotonic_ns());
 	ember_broker_new_peer(&r->broker);
 	if (epoll_add(r->epfd, fd, TAG_PEER))
 		ember_peer_detach(&r->peer, &r->drain);
@@ -403,6 +408,8 @@ static int setup(struct recorder *r)
 			return err;
 		}
 		ember_peer_attach(&r->peer, sv[0], r->child);
+		/* The symbolizer may read its own maps: it warms its unwind tables with its libraries. */
+		ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
 		/* The child has its copies; the collector keeps none of the outputs open. */
 		close_outputs(o);
 		/* Sample only once the symbolizer can take samples: none lost at the start. */
@@ -412,8 +419,12 @@ static int setup(struct recorder *r)
 	}
 
 	err = ember_bpf_start(&r->bpf, &bo);
+	if (!err)
+		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_blocks_fd,
+					r->bpf.unwind_procs_fd, 0);
 	if (err)
 		return err;
+	r->peer.tables = &r->tables;
 	r->start_ns = ember_monotonic_ns();
 	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
 
@@ -445,6 +456,7 @@ static void teardown(struct recorder *r)
 		waitpid(r->child, &status, 0);
 	}
 	ember_peer_detach(&r->peer, &r->drain);
+	ember_tables_free(&r->tables);
 	ember_bpf_destroy(&r->bpf);
 	ember_procs_free(&r->procs);
 	if (r->child_pidfd >= 0)

@@ -67,6 +67,8 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 		forward(d, EMBER_REC_PROCESS_EXIT, data, size);
 		ember_procs_forget(d->procs, ev->tgid);
 	} else if (ev->kind == EMBER_EV_EXEC) {
+		/* The symbolizer loads unwind tables at exec, before the first sample. */
+		ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns());
 		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
 	} else {
 		d->malformed++;

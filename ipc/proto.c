@@ -21,7 +21,12 @@ static const struct {
 	[EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply)},
 	[EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush)},
 	[EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed)},
+	[EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
+	[EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
+	[EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
 };
+_Static_assert(sizeof(struct ember_msg_unwind_rows) <= EMBER_MSG_MAX, "fits a message");
+_Static_assert(sizeof(struct ember_msg_unwind_proc) <= EMBER_MSG_MAX, "fits a message");
 
 size_t ember_msg_size(uint16_t type)
 {

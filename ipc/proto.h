@@ -11,13 +11,19 @@
  *   C->S WELCOME + fds              ring data, ring position, eventfd
  *   S->C BROKER_REQ  / C->S BROKER_REPLY (+ 0 or 1 read-only fd)
  *   C->S FLUSH       / S->C FLUSHED  consume up to a head, write outputs
- *   S->C UNWIND_TABLE ... (later issues)
+ *   S->C UNWIND_TABLE CREATE, UNWIND_ROWS..., UNWIND_TABLE COMMIT   a file's
+ *        unwind table, in order; UNWIND_TABLE DROP when no process maps it
+ *   S->C UNWIND_PROC...             a process's executable mappings and tables
+ * The collector does not answer unwind messages; it checks every field and
+ * row, and ends the connection on one that is out of bounds.
  */
 #ifndef EMBER_IPC_PROTO_H
 #define EMBER_IPC_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
 #define EMBER_PROTO_VERSION 1
@@ -31,6 +37,9 @@ enum ember_msg_type {
 	EMBER_MSG_BROKER_REPLY = 5,
 	EMBER_MSG_FLUSH = 6,
 	EMBER_MSG_FLUSHED = 7,
+	EMBER_MSG_UNWIND_TABLE = 8,
+	EMBER_MSG_UNWIND_ROWS = 9,
+	EMBER_MSG_UNWIND_PROC = 10,
 	EMBER_MSG_TYPE_MAX,
 };
 
@@ -109,6 +118,50 @@ struct ember_msg_flushed {
 	uint64_t samples; /* samples aggregated so far */
 };
 
+enum ember_unwind_table_op {
+	EMBER_UNWIND_TABLE_CREATE = 1, /* a table of nrows rows for slot `table` */
+	EMBER_UNWIND_TABLE_COMMIT = 2, /* all its rows were sent: the unwinder may use it */
+	EMBER_UNWIND_TABLE_DROP = 3,   /* no process maps the file any more */
+};
+
+struct ember_msg_unwind_table {
+	struct ember_msg_hdr hdr;
+	uint32_t table; /* slot, below EMBER_UNWIND_MAX_TABLES */
+	uint32_t op;	/* enum ember_unwind_table_op */
+	uint32_t nrows; /* CREATE: a multiple of EMBER_UNWIND_BLOCK_ROWS, at most
+			   EMBER_UNWIND_MAX_TABLE_ROWS */
+	uint32_t reserved;
+};
+
+#define EMBER_UNWIND_ROWS_PER_MSG (3 * EMBER_UNWIND_BLOCK_ROWS)
+
+/* Rows [first, first + count) of the table being created, sent in order,
+ * whole blocks (count a multiple of EMBER_UNWIND_BLOCK_ROWS). */
+struct ember_msg_unwind_rows {
+	struct ember_msg_hdr hdr;
+	uint32_t table;
+	uint32_t first;
+	uint32_t count;
+	uint32_t reserved;
+	struct ember_unwind_row rows[EMBER_UNWIND_ROWS_PER_MSG];
+};
+
+#define EMBER_UNWIND_MAPPINGS_PER_MSG 120
+
+/*
+ * Mappings [first, first + count) of the total a process has, sent in
+ * order; the message that completes them replaces the process's entry.
+ * total 0 removes the process.
+ */
+struct ember_msg_unwind_proc {
+	struct ember_msg_hdr hdr;
+	uint32_t pid;
+	uint32_t first;
+	uint32_t count;
+	uint32_t total;
+	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS_PER_MSG];
+};
+
 union ember_msg {
 	struct ember_msg_hdr hdr;
 	struct ember_msg_hello hello;
@@ -118,6 +171,9 @@ union ember_msg {
 	struct ember_msg_broker_reply broker_reply;
 	struct ember_msg_flush flush;
 	struct ember_msg_flushed flushed;
+	struct ember_msg_unwind_table unwind_table;
+	struct ember_msg_unwind_rows unwind_rows;
+	struct ember_msg_unwind_proc unwind_proc;
 	unsigned char bytes[EMBER_MSG_MAX];
 };
 

@@ -18,6 +18,7 @@
 #include "shared/clock.h"
 #include "shared/log.h"
 #include "symbolize.h"
+#include "unwind_tables.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define RELEASE_EVERY	     64 /* records between consumer-position updates */
@@ -30,9 +31,14 @@ struct session {
 	int event_fd;
 	struct ember_profile profile;
 	struct ember_symbolizer sym;
+	struct ember_unwind unwind;
+	/* A second read cursor, ahead of symbolization: see look_ahead(). */
+	struct ember_ring_consumer ahead;
+	bool unwind_warm;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
+	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
 };
 
 static int handshake(struct session *s)
@@ -74,6 +80,7 @@ static int handshake(struct session *s)
 		return err;
 	}
 	s->event_fd = fds[2];
+	s->ahead = s->ring;
 	s->sym.monotonic_to_realtime_ns = m.welcome.monotonic_to_realtime_ns;
 	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
 	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
@@ -124,13 +131,74 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	}
 }
 
+/* The maps the unwind loader read serve symbolization too, even after the process is gone. */
+static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_t now_ns)
+{
+	struct session *s = ctx;
+	struct ember_process *p;
+
+	if (!maps->count || !(p = ember_processes_get(&s->sym.procs, pid, now_ns)))
+		return;
+	ember_maps_free(&p->maps);
+	p->maps = *maps;
+	memset(maps, 0, sizeof(*maps));
+	p->maps_loaded = true;
+	p->maps_stale = false;
+	p->maps_error = 0;
+	p->maps_loaded_ns = now_ns;
+}
+
+static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
+{
+	const struct ember_sample_event *sample;
+	const struct ember_proc_event *ev;
+	const uint64_t *frames;
+
+	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->ahead_buf, len, &sample, &frames))
+		ember_unwind_on_sample(&s->unwind, sample, now_ns);
+	else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
+		 !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
+		if (ev->kind == EMBER_EV_EXEC)
+			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
+		else
+			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
+	}
+}
+
+/*
+ * A process needs its unwind tables before its next samples are taken, not
+ * when symbolization gets to its first one: a cursor ahead of symbolization
+ * meets every record first and starts the table loads of execs and of
+ * samples that missed tables, however far behind symbolization is.
+ */
+static int look_ahead(struct session *s, uint64_t until)
+{
+	while (!until || s->ahead.tail < until) {
+		uint16_t type;
+		int len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
+
+		if (len == -EAGAIN || len == -EBADMSG)
+			return len == -EBADMSG ? len : 0;
+		/* Records flow once the collector samples, its unwind maps ready: warm them now. */
+		if (!s->unwind_warm) {
+			s->unwind_warm = true;
+			ember_unwind_prewarm(&s->unwind, ember_monotonic_ns());
+		}
+		if (len >= 0)
+			unwind_record(s, type, (size_t)len, ember_monotonic_ns());
+	}
+	return 0;
+}
+
 /* Reads records until the ring is empty or until position `until` (0: no limit). */
 static int drain_ring(struct session *s, uint64_t until)
 {
 	unsigned int since_release = 0;
-	int err = 0;
+	int ahead_err = look_ahead(s, until), err = 0;
 
-	while (!until || s->ring.tail < until) {
+	/* Symbolization reads only what the cursor ahead has seen, and the cursor
+	 * moves on every RELEASE_EVERY records. */
+	while (s->ring.tail < (until && until < s->ahead.tail ? until : s->ahead.tail)) {
 		uint16_t type;
 		int len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 
@@ -149,15 +217,22 @@ static int drain_ring(struct session *s, uint64_t until)
 		if (++since_release == RELEASE_EVERY) {
 			ember_ring_release(&s->ring);
 			since_release = 0;
+			if (!ahead_err)
+				ahead_err = look_ahead(s, until);
 		}
 	}
 	ember_ring_release(&s->ring);
+	if (!err && ahead_err) {
+		log_error("the sample ring is corrupt: stopping");
+		err = ahead_err;
+	}
 	return err;
 }
 
 static void set_run_stats(struct session *s)
 {
 	ember_symbolizer_report_stats(&s->sym);
+	ember_unwind_report_stats(&s->unwind, &s->profile);
 	ember_profile_stat_set(&s->profile, "ring.records", s->records);
 	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
 }
@@ -327,6 +402,10 @@ int ember_session_run(const struct ember_session_opts *o)
 	err = ember_profile_init(&s->profile);
 	if (!err)
 		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
+	if (!err)
+		err = ember_unwind_init(&s->unwind, &s->broker);
+	s->unwind.on_maps = share_maps;
+	s->unwind.on_maps_ctx = s;
 	if (err)
 		goto out;
 	gethostname(host, sizeof(host) - 1);
@@ -344,6 +423,7 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = run(s);
 out:
 	ember_symbolizer_free(&s->sym);
+	ember_unwind_free(&s->unwind);
 	ember_profile_free(&s->profile);
 	if (s->ring.hdr)
 		ember_ring_consumer_close(&s->ring);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "shared/log.h"
+#include "unwind_tables.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
@@ -186,6 +187,16 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 					  out);
 }
 
+static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t *out)
+{
+	uint64_t addr = UINT64_MAX - reason; /* no real frame has this address */
+
+	if (!ember_profile_find_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr, out))
+		return 0;
+	return named_location(s, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
+			      ember_unwind_stop_marker(reason), out);
+}
+
 static void learn_comm(struct ember_process *proc, const struct ember_sample_event *sample)
 {
 	if (sample->tid == sample->tgid || !proc->comm[0])
@@ -213,6 +224,13 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	}
 	for (uint32_t i = 0; i < un; i++) {
 		err = user_location(s, proc, frames[kn + i], i > 0, now_ns, &s->stack_buf[depth++]);
+		if (err)
+			return err;
+	}
+	/* A stack cut short says why, as its outermost frame. */
+	if (EMBER_STACK_UNWIND_STOP(sample->stack_flags)) {
+		err = marker_location(s, EMBER_STACK_UNWIND_STOP(sample->stack_flags),
+				      &s->stack_buf[depth++]);
 		if (err)
 			return err;
 	}

@@ -27,7 +27,7 @@ struct ember_symbolizer {
 	bool ksyms_tried;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
-	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK + 1]; /* + an unwind marker */
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
 };

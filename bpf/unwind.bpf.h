@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * User-space stack unwinding with the tables of bpf/unwind_table.h, for
+ * sampler.bpf.c (x86-64). Per frame: find the mapping of the pc in the
+ * process's mapping list, binary-search the row of its file's table, then
+ * recover CFA, return address and frame pointer from the stack (x86-64;
+ * other architectures use frame pointers for now). Processes,
+ * mappings and addresses without a table fall back to frame pointers. Every
+ * stop that is not the outermost frame is recorded as a reason in the
+ * sample's stack_flags: a stack is never silently short.
+ *
+ * Everything read here comes from the symbolizer (through the collector's
+ * checks) or from the profiled process: a wrong table can only produce a
+ * wrong stack. Loops are bpf_loop callbacks and bounded searches.
+ */
+#ifndef EMBER_BPF_UNWIND_BPF_H
+#define EMBER_BPF_UNWIND_BPF_H
+
+#include "unwind_table.h"
+
+#define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */
+
+/* Offsets in the ucontext that an x86-64 signal handler returns to
+ * (uc_mcontext at 40; gregs rbp, rsp, rip at 10, 15, 16). */
+#define UC_RBP 120
+#define UC_RSP 160
+#define UC_RIP 168
+
+/* Table slot -> its number of blocks (0: no table). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EMBER_UNWIND_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, __u32);
+} unwind_tables SEC(".maps");
+
+/* (slot, block) -> EMBER_UNWIND_BLOCK_ROWS rows; memory only for blocks in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_BLOCKS);
+	__type(key, struct ember_unwind_block_key);
+	__type(value, struct ember_unwind_block);
+} unwind_blocks SEC(".maps");
+
+/* Process (tgid) -> its executable mappings and their tables. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct ember_unwind_proc);
+} unwind_procs SEC(".maps");
+
+#if defined(__TARGET_ARCH_x86)
+struct ember_uw_state {
+	__u64 pc, sp, fp;
+	__u32 tgid;
+	__u32 base; /* frames go to scratch frames[base + n] */
+	__u32 n;
+	__u32 stop;  /* enum ember_unwind_stop */
+	__u32 flags; /* EMBER_STACK_* to add to the sample */
+	__u8 exact;  /* pc is where execution stopped, not a return address */
+};
+
+static __always_inline int read_user_u64(__u64 *out, __u64 addr)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
+}
+
+/*
+ * The binary searches are bpf_loop callbacks too: the verifier then checks
+ * one step instead of every path through every step.
+ */
+struct mapping_search {
+	const struct ember_unwind_proc *proc;
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+static long mapping_search_step(__u64 i, void *ctx)
+{
+	struct mapping_search *ms = ctx;
+	__u32 mid;
+
+	if (ms->hi - ms->lo <= 1)
+		return 1;
+	mid = ms->lo + (ms->hi - ms->lo) / 2;
+	if (mid >= EMBER_UNWIND_MAX_MAPPINGS)
+		return 1;
+	if (ms->proc->mappings[mid].start <= ms->pc)
+		ms->lo = mid;
+	else
+		ms->hi = mid;
+	return 0;
+}
+
+static __always_inline const struct ember_unwind_mapping *
+find_mapping(const struct ember_unwind_proc *p, __u64 pc)
+{
+	struct mapping_search ms = {.proc = p, .pc = pc, .hi = p->count};
+	const struct ember_unwind_mapping *m;
+	__u32 lo;
+
+	if (ms.hi > EMBER_UNWIND_MAX_MAPPINGS)
+		ms.hi = EMBER_UNWIND_MAX_MAPPINGS;
+	if (!ms.hi)
+		return NULL;
+	bpf_loop(EMBER_UNWIND_MAPPING_STEPS, mapping_search_step, &ms, 0);
+	lo = ms.lo;
+	if (lo >= EMBER_UNWIND_MAX_MAPPINGS)
+		return NULL;
+	m = &p->mappings[lo];
+	return pc >= m->start && pc < m->end ? m : NULL;
+}
+
+/* The last block whose first row is at or below addr. */
+struct block_search {
+	__u32 table, addr, lo, hi;
+	int failed;
+};
+
+static long block_search_step(__u64 i, void *ctx)
+{
+	struct block_search *bs = ctx;
+	struct ember_unwind_block_key key = {.table = bs->table};
+	const struct ember_unwind_block *blk;
+
+	if (bs->hi - bs->lo <= 1)
+		return 1;
+	key.block = bs->lo + (bs->hi - bs->lo) / 2;
+	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	if (!blk) {
+		bs->failed = 1;
+		return 1;
+	}
+	if (blk->rows[0].pc <= bs->addr)
+		bs->lo = key.block;
+	else
+		bs->hi = key.block;
+	return 0;
+}
+
+/* The last row of a block at or below addr. */
+struct row_search {
+	const struct ember_unwind_block *blk;
+	__u32 addr, lo, hi;
+};
+
+static long row_search_step(__u64 i, void *ctx)
+{
+	struct row_search *rs = ctx;
+	__u32 mid;
+
+	if (rs->hi - rs->lo <= 1)
+		return 1;
+	mid = rs->lo + (rs->hi - rs->lo) / 2;
+	if (mid >= EMBER_UNWIND_BLOCK_ROWS)
+		return 1;
+	if (rs->blk->rows[mid].pc <= rs->addr)
+		rs->lo = mid;
+	else
+		rs->hi = mid;
+	return 0;
+}
+
+/* The row of table slot `table` covering addr; GAP before its first row. -1: not loaded. */
+static __always_inline int find_row(__u32 table, __u32 addr, struct ember_unwind_row *out)
+{
+	struct block_search bs = {.table = table, .addr = addr};
+	struct ember_unwind_block_key key = {.table = table};
+	const struct ember_unwind_block *blk;
+	struct row_search rs = {.addr = addr, .hi = EMBER_UNWIND_BLOCK_ROWS};
+	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
+	__u32 lo;
+
+	if (!nblocks || !*nblocks)
+		return -1;
+	bs.hi = *nblocks;
+	bpf_loop(EMBER_UNWIND_BLOCK_STEPS, block_search_step, &bs, 0);
+	key.block = bs.lo;
+	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	if (bs.failed || !blk)
+		return -1;
+	rs.blk = blk;
+	bpf_loop(EMBER_UNWIND_ROW_STEPS, row_search_step, &rs, 0);
+	lo = rs.lo;
+	if (lo >= EMBER_UNWIND_BLOCK_ROWS)
+		return -1;
+	*out = blk->rows[lo];
+	if (out->pc > addr)
+		out->kind = EMBER_ROW_GAP;
+	return 0;
+}
+
+/* Returns 1 to end the walk (st->stop says why), 0 to go on. */
+static __always_inline long step_frame_pointer(struct ember_uw_state *st)
+{
+	__u64 next_fp, ra;
+
+	if (!st->fp) /* the outermost frame clears it (_start, thread start) */
+		return 1;
+	if (st->fp < st->sp) {
+		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
+		return 1;
+	}
+	if (read_user_u64(&next_fp, st->fp) || read_user_u64(&ra, st->fp + 8)) {
+		st->stop = EMBER_UNWIND_STOP_READ;
+		return 1;
+	}
+	st->flags |= EMBER_STACK_USER_FP;
+	st->sp = st->fp + 16;
+	st->fp = next_fp;
+	st->pc = ra;
+	return ra == 0;
+}
+
+static __always_inline long step_signal(struct ember_uw_state *st)
+{
+	__u64 fp, sp, pc;
+
+	if (read_user_u64(&fp, st->sp + UC_RBP) || read_user_u64(&sp, st->sp + UC_RSP) ||
+	    read_user_u64(&pc, st->sp + UC_RIP)) {
+		st->stop = EMBER_UNWIND_STOP_READ;
+		return 1;
+	}
+	/* The interrupted pc is exact, and the handler may have run on another stack. */
+	st->fp = fp;
+	st->sp = sp;
+	st->pc = pc;
+	st->exact = 1;
+	return pc == 0;
+}
+
+static __always_inline long step_row(struct ember_uw_state *st, const struct ember_unwind_row *row)
+{
+	__u64 cfa, ra, fp;
+
+	switch (row->kind) {
+	case EMBER_ROW_CFA_SP:
+		cfa = st->sp + 8 * (__s64)row->cfa_slots;
+		break;
+	case EMBER_ROW_CFA_FP:
+		cfa = st->fp + 8 * (__s64)row->cfa_slots;
+		break;
+	case EMBER_ROW_PLT:
+		cfa = st->sp + 8 + ((st->pc & 15) >= (__u64)row->cfa_slots ? 8 : 0);
+		break;
+	case EMBER_ROW_SIGNAL:
+		return step_signal(st);
+	case EMBER_ROW_END:
+		return 1;
+	case EMBER_ROW_GAP:
+		return step_frame_pointer(st);
+	default:
+		st->stop = EMBER_UNWIND_STOP_BAD_CFI;
+		return 1;
+	}
+	if (cfa <= st->sp) {
+		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
+		return 1;
+	}
+	if (read_user_u64(&ra, cfa - 8)) {
+		st->stop = EMBER_UNWIND_STOP_READ;
+		return 1;
+	}
+	if (row->fp_slot) {
+		if (read_user_u64(&fp, cfa + 8 * (__s64)row->fp_slot)) {
+			st->stop = EMBER_UNWIND_STOP_READ;
+			return 1;
+		}
+		st->fp = fp;
+	}
+	st->sp = cfa;
+	st->pc = ra;
+	return ra == 0;
+}
+
+static long unwind_step(__u64 i, void *ctx)
+{
+	struct ember_uw_state *st = ctx;
+	const struct ember_unwind_mapping *m;
+	struct ember_unwind_proc *proc;
+	struct ember_unwind_row row;
+	struct sample_scratch *s;
+	__u32 zero = 0, idx;
+	__u64 pc, addr;
+
+	if (st->n >= EMBER_MAX_USTACK) {
+		st->stop = EMBER_UNWIND_STOP_DEPTH;
+		return 1;
+	}
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	idx = st->base + st->n;
+	if (!s || idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK) {
+		st->stop = EMBER_UNWIND_STOP_DEPTH;
+		return 1;
+	}
+	s->frames[idx] = st->pc;
+	st->n++;
+
+	/* A return address points after its call: look up the call itself. */
+	pc = st->exact ? st->pc : st->pc - 1;
+	st->exact = 0;
+	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+	if (!proc) {
+		st->flags |= EMBER_STACK_UNWIND_NO_PROC;
+		return step_frame_pointer(st);
+	}
+	m = find_mapping(proc, pc);
+	if (!m) {
+		/* A mapping made after the tables were sent: the symbolizer reloads. */
+		st->flags |= EMBER_STACK_UNWIND_MAP_MISS;
+		return step_frame_pointer(st);
+	}
+	if (m->table == EMBER_UNWIND_NO_TABLE)
+		return step_frame_pointer(st);
+	addr = pc - m->bias;
+	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row)) {
+		st->stop = EMBER_UNWIND_STOP_NO_TABLE;
+		return 1;
+	}
+	return step_row(st, &row);
+}
+
+/*
+ * The user registers at the sample: the interrupted ones when the CPU was in
+ * user mode, else those saved at kernel entry. Returns false when the task
+ * has no user part (kernel thread).
+ */
+static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct ember_uw_state *st)
+{
+	struct task_struct *task;
+	struct pt_regs *regs;
+
+	/* Context fields are read as whole words; cs is a u16 in a union here. */
+	__u64 cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+
+	if ((cs & 3) == 3) {
+		st->pc = ctx->regs.ip;
+		st->sp = ctx->regs.sp;
+		st->fp = ctx->regs.bp;
+		return true;
+	}
+	task = bpf_get_current_task_btf();
+	if ((BPF_CORE_READ(task, flags) & PF_KTHREAD_FLAG) || !BPF_CORE_READ(task, mm))
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &regs->ip) ||
+	    bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
+	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp)) {
+		st->stop = EMBER_UNWIND_STOP_NO_REGS;
+		return false;
+	}
+	return st->pc != 0;
+}
+
+/* Unwinds the user stack into s->frames[base...]; returns the frames written. */
+static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
+                                         __u32 *stack_flags)
+{
+	struct ember_uw_state st = {.tgid = tgid, .base = base, .exact = 1};
+
+	if (!user_regs(ctx, &st)) {
+		*stack_flags |= (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;
+		return 0;
+	}
+	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, &st, 0);
+	if (st.stop == EMBER_UNWIND_STOP_DEPTH)
+		st.flags |= EMBER_STACK_USER_TRUNC;
+	/* Without tables, whatever ended the walk, the cause is the missing tables. */
+	if (st.stop != EMBER_UNWIND_STOP_DEPTH &&
+	    (st.flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)))
+		st.stop = EMBER_UNWIND_STOP_UNCHECKED;
+	*stack_flags |= st.flags | (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;
+	return st.n;
+}
+#else
+/* Other architectures: frame pointers only, until their CFI rows are written. */
+static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
+                                         __u32 *stack_flags)
+{
+	struct sample_scratch *s;
+	__u32 zero = 0;
+	long ubytes;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || base > EMBER_MAX_KSTACK)
+		return 0;
+	ubytes = bpf_get_stack(ctx, &s->frames[base], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
+	if (ubytes < 0) {
+		*stack_flags |= EMBER_STACK_USER_ERR;
+		return 0;
+	}
+	return (__u32)ubytes / 8;
+}
+#endif
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compact unwind tables: what the symbolizer builds from .eh_frame and
+ * .debug_frame, what the collector checks and loads into BPF maps, and what
+ * the unwinder in bpf/unwind.bpf.h walks (x86-64).
+ *
+ * A table belongs to one file and is shared by every process that maps it.
+ * The BPF maps: unwind_tables (slot -> number of blocks, 0: empty),
+ * unwind_blocks (hash: block key -> block of rows), unwind_procs (tgid ->
+ * struct ember_unwind_proc).
+ * Its rows are sorted by pc; a row covers the addresses from its pc up to
+ * the next row's pc. Addresses are the file's ELF virtual addresses; a
+ * process's mapping tells the unwinder the bias to subtract from a pc.
+ */
+#ifndef EMBER_BPF_UNWIND_TABLE_H
+#define EMBER_BPF_UNWIND_TABLE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define EMBER_UNWIND_MAX_TABLES     65536      /* table slots (files loaded at once) */
+#define EMBER_UNWIND_MAX_TABLE_ROWS (4u << 20) /* rows of one table */
+/*
+ * Rows are stored in blocks of EMBER_UNWIND_BLOCK_ROWS, each an element of a
+ * hash map that allocates memory only for the blocks in use: tables grow and
+ * shrink at run time without creating maps (which would need CAP_BPF).
+ */
+#define EMBER_UNWIND_BLOCK_ROWS    128
+#define EMBER_UNWIND_MAX_BLOCKS    (1u << 19) /* 64 Mi rows: a cap, not an allocation */
+#define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
+#define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
+#define EMBER_UNWIND_MAX_MAPPINGS  256        /* executable mappings of one process */
+#define EMBER_UNWIND_MAPPING_STEPS 9          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
+#define EMBER_UNWIND_MAX_PROCS     32768      /* processes with tables at once */
+#define EMBER_UNWIND_NO_TABLE      0xffffffffu
+
+/* What a row says about the addresses it covers. */
+enum ember_row_kind {
+	EMBER_ROW_INVALID = 0, /* CFI a row cannot express: stop here */
+	EMBER_ROW_GAP,         /* no CFI covers these addresses: use the frame pointer */
+	EMBER_ROW_CFA_SP,      /* CFA = SP + 8 * cfa_slots */
+	EMBER_ROW_CFA_FP,      /* CFA = FP + 8 * cfa_slots */
+	EMBER_ROW_PLT,         /* CFA = SP + 8, + 8 more when (pc & 15) >= cfa_slots */
+	EMBER_ROW_SIGNAL,      /* signal trampoline: registers from the ucontext at SP */
+	EMBER_ROW_END,         /* outermost frame (return address undefined): done */
+	EMBER_ROW_KIND_MAX,
+};
+
+/*
+ * One row. The return address is at CFA - 8, as the x86-64 psABI has it for
+ * every frame a row describes (CFI that puts it elsewhere becomes INVALID).
+ */
+struct ember_unwind_row {
+	__u32 pc;        /* first address covered (ELF virtual address) */
+	__s16 cfa_slots; /* see the kinds; offsets count 8-byte slots */
+	__u8 kind;       /* enum ember_row_kind */
+	__s8 fp_slot;    /* saved FP at CFA + 8 * fp_slot; 0: FP keeps its value */
+};
+
+#define EMBER_ROW_FP_SLOT_MIN   (-64)
+#define EMBER_ROW_CFA_SLOTS_MAX 0x7fff
+
+/* Block `block` of the table in slot `table`: rows [block * 128, block * 128 + 128). */
+struct ember_unwind_block_key {
+	__u32 table;
+	__u32 block;
+};
+
+/* A table's last block is filled up with copies of its last row. */
+struct ember_unwind_block {
+	struct ember_unwind_row rows[EMBER_UNWIND_BLOCK_ROWS];
+};
+
+/* One executable mapping of a process. */
+struct ember_unwind_mapping {
+	__u64 start; /* [start, end) in the process */
+	__u64 end;
+	__u64 bias;  /* table address = pc - bias */
+	__u32 table; /* table slot, or EMBER_UNWIND_NO_TABLE (frame pointers) */
+	__u32 reserved;
+};
+
+/* The executable mappings of a process, sorted by start, not overlapping. */
+struct ember_unwind_proc {
+	__u32 count;
+	__u32 reserved;
+	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAX_MAPPINGS];
+};
+
+/*
+ * Why user unwinding ended, in bits 16..23 of a sample's stack_flags
+ * (EMBER_STACK_UNWIND_STOP). 0: the outermost frame was reached.
+ */
+enum ember_unwind_stop {
+	EMBER_UNWIND_COMPLETE = 0,
+	EMBER_UNWIND_STOP_BAD_CFI,    /* the row says the CFI cannot be followed */
+	EMBER_UNWIND_STOP_READ,       /* the stack could not be read */
+	EMBER_UNWIND_STOP_NO_MAPPING, /* a pc outside every mapping the tables know */
+	EMBER_UNWIND_STOP_NO_TABLE,   /* the table of a mapping is not loaded */
+	EMBER_UNWIND_STOP_BAD_FRAME,  /* the stack pointer did not move up */
+	EMBER_UNWIND_STOP_DEPTH,      /* EMBER_MAX_USTACK frames */
+	EMBER_UNWIND_STOP_NO_REGS,    /* the user registers could not be read */
+	EMBER_UNWIND_STOP_UNCHECKED,  /* the process or a mapping had no tables yet: frame
+	                                 pointers took over, the stack may be short */
+	EMBER_UNWIND_STOP_MAX,
+};
+
+#define EMBER_STACK_UNWIND_STOP_SHIFT  16
+#define EMBER_STACK_UNWIND_STOP(flags) (((flags) >> EMBER_STACK_UNWIND_STOP_SHIFT) & 0xff)
+
+#endif

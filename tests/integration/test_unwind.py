@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The .eh_frame unwinder end to end. A workload built without frame pointers
+(-O2 -fomit-frame-pointer), two threads, three leaves at a known split, one
+reached through a libc callback (qsort -> cmp_b). Each leaf's share must be
+within 2 points of the truth and at least 99% of each leaf's samples must be
+complete: from the leaf through its callers to main and _start (main thread)
+or to thread_entry and libc's thread start (start_thread, clone3), with no
+"[unwind stopped: ...]" marker. The same for a process that lives one second,
+and the profile reports the fraction of samples that missed tables. Stacks
+through a signal handler and the vDSO are complete too."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
+                      require_root, run_tests, start, workdir)
+
+require_root()
+WD = workdir()
+NO_FRAME_POINTERS = ("-O2", "-fomit-frame-pointer")
+UNWIND = build_workload("unwind", WD, cflags=NO_FRAME_POINTERS)
+COMM = "unwind"
+LEAVES = {"leaf_a": 60, "leaf_b": 30, "leaf_c": 10}
+# What each leaf's callers must be, innermost last; None: any frames (libc's qsort internals).
+PATHS = {
+    "leaf_a": ["run", "caller_a", "leaf_a"],
+    "leaf_b": ["run", "caller_b", None, "cmp_b", "leaf_b"],
+    "leaf_c": ["run", "caller_c", "leaf_c"],
+}
+THREAD_START = re.compile(r"^(start_thread|clone3?|__clone3?|libc\.so\.6\+0x[0-9a-f]+)$")
+
+
+def user_frames(frames, leaf):
+    """The frames of a stack from the outermost to the last occurrence of leaf
+    (kernel frames above a leaf, from an interrupt, are not the user stack)."""
+    last = max(i for i, f in enumerate(frames) if f == leaf)
+    return frames[1:last + 1]
+
+
+def follows(frames, path):
+    """True if frames end with path (None matches one or more frames)."""
+    i = len(frames)
+    for want in reversed(path):
+        if want is None:
+            # At least one frame, then the rest of the path must be found further out.
+            j = i - 2
+            rest = path[:path.index(None)]
+            while j >= 0 and frames[j] != rest[-1]:
+                j -= 1
+            if j < 0 or j >= i - 1:
+                return False
+            i = j + 1
+            continue
+        if i == 0 or frames[i - 1] != want:
+            return False
+        i -= 1
+    return True
+
+
+def complete(frames, leaf):
+    """Leaf to main and _start, or leaf to thread_entry and the thread's start in libc."""
+    f = user_frames(frames, leaf)
+    if any(x.startswith("[unwind stopped") for x in f) or not follows(f, PATHS[leaf]):
+        return False
+    top = f[:f.index("run")]
+    if top[-1:] == ["main"]:
+        return top[0] == "_start" and "__libc_start_main" in top
+    if top[-1:] == ["thread_entry"]:
+        outer = top[:-1]
+        return 1 <= len(outer) <= 3 and all(THREAD_START.match(x) for x in outer)
+    return False
+
+
+def start_stopped(argv):
+    """Forks a child that stops itself before it execs argv, so that ember can
+    follow the PID from its exec on. Returns the PID, stopped."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    os.waitpid(pid, os.WUNTRACED)
+    return pid
+
+
+def wait_for_symbolizer(parent, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        r = subprocess.run(["pgrep", "-P", str(parent), "-f", "ember-symbolizer"],
+                           capture_output=True, text=True)
+        if r.stdout.strip():
+            return
+        time.sleep(0.1)
+    raise AssertionError("ember-symbolizer did not start")
+
+
+def profile_stats(pprof):
+    env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"), GOFLAGS="-mod=mod")
+    r = subprocess.run(["go", "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: ([\w.]+)=(\d+)", r.stdout)}
+
+
+def record_workload(name, seconds, runs=1, hz="499"):
+    """Runs the workload `runs` times, one after the other, for `seconds` each,
+    under ember from each exec on; returns (rows, stats)."""
+    folded, pprof = os.path.join(WD, f"{name}.folded"), os.path.join(WD, f"{name}.pb.gz")
+    pids = [start_stopped([UNWIND, str(seconds), "2"]) for _ in range(runs)]
+    proc = start([EMBER, "record", "-d", str(int(runs * (seconds + 0.5)) + 4), "-F", hz,
+                  *[a for pid in pids for a in ("-p", str(pid))], "-o", folded, "-o", pprof])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)  # the eBPF programs load and attach
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status}"
+        out, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    assert proc.returncode == 0, err
+    return read_folded(folded), profile_stats(pprof)
+
+
+def check(rows, stats, min_samples):
+    counts = {leaf: 0 for leaf in LEAVES}
+    good = {leaf: 0 for leaf in LEAVES}
+    bad_examples = []
+    other = 0
+    for frames, n in rows:
+        if frames[0] != COMM:
+            continue
+        leaf = next((f for f in reversed(frames) if f in LEAVES), None)
+        if leaf is None:
+            other += n
+            continue
+        counts[leaf] += n
+        if complete(frames, leaf):
+            good[leaf] += n
+        elif len(bad_examples) < 6:
+            bad_examples.append(";".join(frames) + f" {n}")
+    total = sum(counts.values())
+    log(f"  {total} samples in the leaves, {other} elsewhere (startup, clock_gettime, qsort)")
+    for ex in bad_examples:
+        log(f"  incomplete: {ex}")
+    assert total >= min_samples, f"too few samples: {total}"
+    for leaf, want in LEAVES.items():
+        assert_close(leaf, 100.0 * counts[leaf] / total, want, 2)
+    for leaf in LEAVES:
+        pct = 100.0 * good[leaf] / counts[leaf]
+        log(f"  {leaf}: {pct:.2f}% of {counts[leaf]} samples complete")
+        assert pct >= 99.0, f"{leaf}: only {pct:.2f}% complete stacks"
+    missed, samples = stats.get("unwind.samples_missed_tables"), stats.get("unwind.samples")
+    assert missed is not None and samples, f"no unwind statistics in the profile: {stats}"
+    log(f"  profile: {missed} of {samples} samples missed unwind tables "
+        f"({stats.get('unwind.missed_ppm', 0) / 1e4:.2f}%); "
+        f"{stats.get('unwind.process_loads')} process loads, "
+        f"{stats.get('unwind.tables_built')} tables, {stats.get('unwind.rows_sent')} rows")
+
+
+def test_no_frame_pointers_known_split_complete_stacks():
+    rows, stats = record_workload("long", 6, hz="999")
+    check(rows, stats, min_samples=1500)
+
+
+def test_short_lived_process():
+    """Processes that live one second each, met at their exec: six of them in
+    a row at 999 Hz, for enough samples to tell 2 points of share apart."""
+    rows, stats = record_workload("short", 1, runs=6, hz="999")
+    check(rows, stats, min_samples=3000)
+
+
+def test_frame_pointer_walk_is_marked_not_silent():
+    """Without tables (a process ember met mid-run) the first samples may fall
+    back to frame pointers; a walk that cannot be trusted says so."""
+    wl = start([UNWIND, "6", "1"])
+    folded = os.path.join(WD, "late.folded")
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([EMBER, "record", "-d", "3", "-F", "499", "-p", str(wl.pid),
+                            "-o", folded], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        kill(wl)
+    rows = read_folded(folded)
+    for frames, n in rows:
+        if frames[0] != COMM:
+            continue
+        leaf = next((f for f in reversed(frames) if f in LEAVES), None)
+        # A stack is complete or carries a marker: never silently short.
+        if leaf and not complete(frames, leaf):
+            assert any(f.startswith("[unwind stopped") for f in frames), ";".join(frames)
+    total = sum(n for f, n in rows if f[0] == COMM)
+    good = sum(n for f, n in rows if f[0] == COMM and
+               (lambda leaf: leaf and complete(f, leaf))(next((x for x in reversed(f) if x in LEAVES), None)))
+    log(f"  {good} of {total} samples complete for a process met mid-run")
+    assert good >= 0.9 * total
+
+
+def test_signal_handler_and_vdso():
+    """Samples in a signal handler that interrupted the vDSO unwind through
+    libc's signal trampoline and the vDSO back to main and _start."""
+    sig = build_workload("signal", WD, cflags=NO_FRAME_POINTERS)
+    folded = os.path.join(WD, "signal.folded")
+    pid = start_stopped([sig, "6"])
+    proc = start([EMBER, "record", "-d", "8", "-F", "499", "-p", str(pid), "-o", folded])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        os.kill(pid, signal.SIGCONT)
+        os.waitpid(pid, 0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    rows = [(f, n) for f, n in read_folded(folded) if f[0] == "signal"]
+
+    def whole(f):
+        return (f[1:2] == ["_start"] and "main" in f and "spin" in f and
+                not any(x.startswith("[unwind stopped") for x in f))
+
+    in_handler = [(f, n) for f, n in rows if "in_handler" in f]
+    in_vdso = [(f, n) for f, n in rows if f[-1].startswith("[vdso]") or f[-1] == "clock_gettime"]
+    for name, group in (("in_handler", in_handler), ("vdso", in_vdso)):
+        total = sum(n for _, n in group)
+        good = sum(n for f, n in group if whole(f) and (name != "in_handler" or "handler" in f))
+        log(f"  {name}: {good} of {total} samples complete")
+        for f, n in group:
+            if not whole(f):
+                log(f"  incomplete: {';'.join(f)} {n}")
+                break
+        assert total >= 50, f"too few samples in {name}: {total}"
+        assert good >= 0.95 * total, f"{name}: {good} of {total} complete"
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_no_frame_pointers_known_split_complete_stacks,
+        test_short_lived_process,
+        test_signal_handler_and_vdso,
+        test_frame_pointer_walk_is_marked_not_silent,
+    ])

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A CPU-bound program for the unwinder, meant to be built with
+ * -O2 -fomit-frame-pointer: frame pointers cannot find its callers, only
+ * the CFI can. Three leaf functions at a known split, each through its own
+ * caller, one of them through a libc callback (qsort calls cmp_b):
+ *   run -> caller_a -> leaf_a                                 60%
+ *   run -> caller_b -> qsort -> ... -> cmp_b -> leaf_b        30%
+ *   run -> caller_c -> leaf_c                                 10%
+ * run is called by main and by thread_entry in the other threads.
+ * Usage: unwind SECONDS [THREADS]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define UNIT 20000
+
+static volatile unsigned long sink;
+
+/* The asm barrier after each call keeps it a real call (no tail call). */
+#define NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
+
+__attribute__((noinline)) void leaf_a(long units)
+{
+	for (long i = 0; i < units * UNIT; i++)
+		sink += (unsigned long)i ^ (sink >> 3);
+}
+
+__attribute__((noinline)) void leaf_b(long units)
+{
+	for (long i = 0; i < units * UNIT; i++)
+		sink += (unsigned long)i ^ (sink >> 3);
+}
+
+__attribute__((noinline)) void leaf_c(long units)
+{
+	for (long i = 0; i < units * UNIT; i++)
+		sink += (unsigned long)i ^ (sink >> 3);
+}
+
+/* qsort of two elements compares them exactly once. */
+__attribute__((noinline)) int cmp_b(const void *x, const void *y)
+{
+	leaf_b(3);
+	NO_TAIL_CALL();
+	return *(const int *)x - *(const int *)y;
+}
+
+__attribute__((noinline)) void caller_a(void)
+{
+	leaf_a(6);
+	NO_TAIL_CALL();
+}
+
+__attribute__((noinline)) void caller_b(void)
+{
+	int pair[2] = {2, 1};
+
+	qsort(pair, 2, sizeof(pair[0]), cmp_b);
+	NO_TAIL_CALL();
+	sink += (unsigned long)pair[0];
+}
+
+__attribute__((noinline)) void caller_c(void)
+{
+	leaf_c(1);
+	NO_TAIL_CALL();
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double seconds = 10;
+
+__attribute__((noinline)) void *run(void *arg)
+{
+	double end = now() + seconds;
+
+	(void)arg;
+	while (now() < end) {
+		caller_a();
+		caller_b();
+		caller_c();
+	}
+	NO_TAIL_CALL();
+	return NULL;
+}
+
+__attribute__((noinline)) static void *thread_entry(void *arg)
+{
+	void *r = run(arg);
+
+	NO_TAIL_CALL();
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = argc > 2 ? atoi(argv[2]) : 1;
+	pthread_t tids[64];
+
+	if (argc > 1)
+		seconds = atof(argv[1]);
+	if (threads < 1 || threads > 64)
+		threads = 1;
+	for (int i = 1; i < threads; i++)
+		pthread_create(&tids[i], NULL, thread_entry, NULL);
+	run(NULL);
+	for (int i = 1; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	printf("%lu\n", sink & 1);
+	return 0;
+}
