@@ -261,13 +261,14 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 	return 0;
 }
 
-static int load(Elf *elf, struct ember_elf_syms *out)
+static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 {
 	struct sym_builder b = {.out = out};
 	GElf_Ehdr eh;
 	size_t kept = 0;
 	int err;
 
+	memset(out, 0, sizeof(*out));
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -ENOEXEC;
 	out->e_type = eh.e_type;
@@ -287,6 +288,18 @@ static int load(Elf *elf, struct ember_elf_syms *out)
 	return 0;
 }
 
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out)
+{
+	int err = elf_ready();
+
+	if (!err)
+		err = load_unchecked(elf, out);
+
+	if (err)
+		ember_elf_syms_free(out);
+	return err;
+}
+
 int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
 {
 	Elf *elf;
@@ -298,7 +311,7 @@ int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = load(elf, out);
+	err = ember_elf_syms_load_elf(elf, out);
 	elf_end(elf);
 	if (err)
 		ember_elf_syms_free(out);
@@ -316,7 +329,7 @@ int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms 
 	elf = elf_memory((char *)data, len);
 	if (!elf)
 		return -ENOEXEC;
-	err = load(elf, out);
+	err = ember_elf_syms_load_elf(elf, out);
 	elf_end(elf);
 	if (err)
 		ember_elf_syms_free(out);

@@ -71,6 +71,9 @@ int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, ui
 /* Reads the symbols of the ELF file open at fd. Returns 0 or a negative errno
  * (-ENOEXEC for a file that is not a usable ELF file). */
 int ember_elf_syms_load(int fd, struct ember_elf_syms *out);
+/* Same, from a libelf handle the caller keeps. On failure out holds nothing. */
+typedef struct Elf Elf;
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out);
 /* Same, from a buffer in memory (fuzzing, tests). */
 int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out);
 void ember_elf_syms_free(struct ember_elf_syms *s);
