@@ -40,21 +40,31 @@ void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
 	s->kernel_mapping = EMBER_NONE;
 }
 
-static void load_kallsyms(struct ember_symbolizer *s)
+static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 {
+	struct ember_kallsyms fresh = {0};
+	bool first = !s->ksyms_tried;
 	int fd, err;
 
 	s->ksyms_tried = true;
+	s->ksyms_loaded_ns = now_ns;
 	fd = ember_broker_request(s->broker, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
 	if (fd < 0) {
-		log_warn("no kernel symbols (%s): kernel frames stay addresses", strerror(-fd));
+		if (first)
+			log_warn("no kernel symbols (%s): kernel frames stay addresses",
+				 strerror(-fd));
 		return;
 	}
-	err = ember_kallsyms_load_fd(fd, &s->ksyms);
+	err = ember_kallsyms_load_fd(fd, &fresh);
 	close(fd);
-	if (err)
+	if (err) {
 		log_warn("cannot read kernel symbols: %s", strerror(-err));
-	else if (s->ksyms.addresses_hidden)
+		return;
+	}
+	/* Replaces the old table: modules and BPF programs come and go. */
+	ember_kallsyms_free(&s->ksyms);
+	s->ksyms = fresh;
+	if (first && s->ksyms.addresses_hidden)
 		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
 			 "stay addresses; `ember check` says how to change that");
 }
@@ -79,7 +89,7 @@ static int named_location(struct ember_symbolizer *s, uint32_t mapping,
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
-			   uint32_t *out)
+			   uint64_t now_ns, uint32_t *out)
 {
 	const struct ember_ksym *sym;
 	char name[600];
@@ -97,8 +107,10 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
 					 out))
 		return 0;
-	if (!s->ksyms_tried)
-		load_kallsyms(s);
+	/* Re-read now and then: BPF programs ("bpf_prog_... [bpf]") and modules
+	 * loaded since the last read would otherwise borrow a neighbour's name. */
+	if (!s->ksyms_tried || now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS)
+		load_kallsyms(s, now_ns);
 	/* A return address points after the call: look up the call itself. */
 	sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
 	if (!sym) {
@@ -320,7 +332,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	learn_comm(proc, sample);
 	s->samples++;
 	for (uint32_t i = 0; i < kn; i++) {
-		err = kernel_location(s, frames[i], i > 0, &s->stack_buf[depth++]);
+		err = kernel_location(s, frames[i], i > 0, now_ns, &s->stack_buf[depth++]);
 		if (err)
 			return err;
 	}

@@ -18,6 +18,8 @@
 #include "profile.h"
 #include "bpf/records.h"
 
+#define EMBER_KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
+
 struct ember_symbolizer {
 	struct ember_profile *profile;
 	struct ember_broker_client *broker;
@@ -25,6 +27,7 @@ struct ember_symbolizer {
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
 	bool ksyms_tried;
+	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK + 1]; /* + an unwind marker */
