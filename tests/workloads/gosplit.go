@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // A Go program with a known split of its CPU time between two functions:
-// main.alpha 70%, main.beta 30%. Both run the same loop; the split comes
-// from how many units each is asked for. Usage: gosplit SECONDS.
+// main.alpha 70%, main.beta 30%. Both run the same loop on one unit of work
+// at a time; each unit goes to alpha with probability 0.7. Units are short
+// and chosen at random so that the work never falls into step with the
+// sampling period. Usage: gosplit SECONDS.
 package main
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"strconv"
 	"time"
 )
 
-const unit = 200000
+const unit = 20000
 
 var sink uint64
 
@@ -38,9 +41,15 @@ func main() {
 		}
 	}
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	rng := rand.New(rand.NewSource(1))
 	for time.Now().Before(deadline) {
-		alpha(7)
-		beta(3)
+		for i := 0; i < 100; i++ {
+			if rng.Intn(10) < 7 {
+				alpha(1)
+			} else {
+				beta(1)
+			}
+		}
 	}
 	fmt.Println(sink)
 }
