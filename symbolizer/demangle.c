@@ -144,6 +144,7 @@ struct v0 {
 	const char *s; /* after "_R" */
 	size_t len, pos;
 	unsigned int depth;
+	unsigned int in_type; /* inside a type: paths print generics as <...> */
 	struct out *o;
 	bool bad;
 };
@@ -259,7 +260,17 @@ static void v0_const(struct v0 *d)
 		v0_backref(d, v0_const);
 		return;
 	}
-	v0_type(d); /* the constant's type, not printed */
+	{
+		/* The constant's type is not shown. */
+		struct out *real = d->o, scratch = {0};
+		char tmp[256];
+
+		scratch.buf = tmp;
+		scratch.size = sizeof(tmp);
+		d->o = &scratch;
+		v0_type(d);
+		d->o = real;
+	}
 	if (d->bad)
 		return;
 	if (v0_eat(d, 'n'))
@@ -380,7 +391,9 @@ static void v0_type(struct v0 *d)
 	} else if (c == 'F' || c == 'D') {
 		d->bad = true; /* function pointers and trait objects: not decoded */
 	} else {
+		d->in_type++;
 		v0_path(d);
+		d->in_type--;
 	}
 	d->depth--;
 }
@@ -462,6 +475,9 @@ static void v0_path(struct v0 *d)
 		break;
 	case 'I':
 		v0_path(d);
+		/* In an expression path generic arguments read ::<...>. */
+		if (!d->in_type)
+			puts_(d->o, "::");
 		v0_generic_args(d);
 		break;
 	case 'B':

@@ -139,6 +139,15 @@ static const char *symtab_name(const struct ember_objfile *o, uint64_t vaddr)
 	return sym ? ember_elf_sym_name(s, sym) : NULL;
 }
 
+/* Code lives in loadable segments; anything else is not an address of this file. */
+static bool in_loaded_segment(const struct ember_elf_syms *s, uint64_t vaddr)
+{
+	for (size_t i = 0; i < s->nsegments; i++)
+		if (vaddr >= s->segments[i].vaddr && vaddr - s->segments[i].vaddr < s->segments[i].memsz)
+			return true;
+	return false;
+}
+
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
 					   struct ember_sym_frames *out)
 {
@@ -146,6 +155,8 @@ enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vad
 	const char *name;
 
 	out->n = 0;
+	if (!in_loaded_segment(&o->syms, vaddr))
+		return EMBER_SYM_NONE;
 	if (o->has_go && !ember_gopclntab_lookup(&o->go, vaddr, out) && out->n &&
 	    out->f[out->n - 1].name)
 		return EMBER_SYM_GO;
