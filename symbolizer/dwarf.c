@@ -132,7 +132,8 @@ static int read_units(struct ember_dwarf *d)
 	}
 	if (r < 0)
 		d->errors++; /* a broken unit header ends the list; keep what was read */
-	qsort(d->ranges, d->nranges, sizeof(*d->ranges), cmp_unit_range);
+	if (d->nranges > 1)
+		qsort(d->ranges, d->nranges, sizeof(*d->ranges), cmp_unit_range);
 	d->bytes += units_cap * sizeof(*d->units) + ranges_cap * sizeof(*d->ranges);
 	return d->nranges ? 0 : -ENODATA;
 }

@@ -278,7 +278,8 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 		err = read_sections(&b, elf);
 	if (err)
 		return err;
-	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_sym);
+	if (out->nsyms > 1)
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_sym);
 	/* One symbol per address: aliases (weak, versioned) add nothing. */
 	for (size_t i = 0; i < out->nsyms; i++)
 		if (!kept || out->syms[i].addr != out->syms[kept - 1].addr)
