@@ -392,7 +392,8 @@ static bool pcvalue(const struct ember_gopclntab *t, uint32_t off, uint64_t entr
 
 		if (!read_uvarint(&p, end, &uv) || (uv == 0 && step))
 			return false;
-		val += (uv & 1) ? (int32_t) ~(uv >> 1) : (int32_t)(uv >> 1);
+		/* Wrapping arithmetic: a hostile table must not overflow a signed int. */
+		val = (int32_t)((uint32_t)val + ((uv & 1) ? ~(uv >> 1) : (uv >> 1)));
 		if (!read_uvarint(&p, end, &pcdelta))
 			return false;
 		pc += (uint64_t)pcdelta * t->quantum;

@@ -18,7 +18,7 @@
 #include "sym_frame.h"
 
 #define EMBER_GO_MAX_FUNCS    (4u << 20)
-#define EMBER_GO_MAX_PCSTEPS  (1u << 20) /* varint pairs decoded per table walk */
+#define EMBER_GO_MAX_PCSTEPS  (1u << 16) /* varint pairs decoded per table walk */
 #define EMBER_GO_MAX_INLINE   EMBER_SYM_MAX_FRAMES
 
 struct ember_gopclntab {

@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const struct ember_elf_segment *s = &o.syms.segments[i];
 			uint64_t step = s->memsz / 64 + 1;
 
-			for (uint64_t a = s->vaddr; a - s->vaddr <= s->memsz && a >= s->vaddr; a += step)
-				ember_objfile_lookup(&o, a, &fr);
+			for (uint64_t k = 0; k <= 64; k++)
+				ember_objfile_lookup(&o, s->vaddr + k * step, &fr);
 		}
 		for (size_t i = 0; i < o.syms.nsyms && i < 256; i++)
 			ember_objfile_lookup(&o, o.syms.syms[i].addr + 1, &fr);
