@@ -202,15 +202,20 @@ static const char *die_string(Dwarf_Die *die, unsigned int name)
 	return dwarf_formstring(dwarf_attr_integrate(die, name, &a));
 }
 
+/*
+ * The mangled linkage name when there is one (C++, Rust: demangled later,
+ * kept as the system name), else the source name: a C function's linkage
+ * name is at best an alias (glibc's __GI_ names), at worst a clone's.
+ */
 static const char *function_name(Dwarf_Die *die)
 {
 	const char *name = die_string(die, DW_AT_linkage_name);
 
 	if (!name)
 		name = die_string(die, DW_AT_MIPS_linkage_name);
-	if (!name)
-		name = dwarf_diename(die);
-	return name;
+	if (name && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
+		return name;
+	return dwarf_diename(die) ? dwarf_diename(die) : name;
 }
 
 static const char *unit_file(const struct unit *u, Dwarf_Word idx)
