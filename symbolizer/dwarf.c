@@ -98,12 +98,12 @@ static int read_units(struct ember_dwarf *d)
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
 	uint8_t unit_type;
-	Dwarf_Die cudie, subdie;
+	Dwarf_Die cudie;
 	size_t units_cap = 0, ranges_cap = 0;
 	int r;
 
-	while ((r = dwarf_get_units(d->dw, cu, &next, &version, &unit_type, &cudie, &subdie)) ==
-	       0) {
+	/* No subdie: asking for it makes libdw look for .dwo files by path. */
+	while ((r = dwarf_get_units(d->dw, cu, &next, &version, &unit_type, &cudie, NULL)) == 0) {
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t off = 0;
 		unsigned int n = 0;

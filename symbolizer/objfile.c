@@ -7,6 +7,27 @@
 #include <libelf.h>
 #include <string.h>
 
+/*
+ * Heap libdw will hold for elf's compressed debug sections once it reads
+ * them (it inflates whole sections), for the cache's accounting.
+ */
+static size_t inflated_bytes(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t total = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		if (gelf_getchdr(scn, &ch) && ch.ch_size < (1ull << 34))
+			total += ch.ch_size;
+	}
+	return total;
+}
+
 static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src)
 {
 	Dwarf *alt = NULL;
@@ -24,6 +45,7 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 		return err;
 	}
 	o->dwarf_source = src;
+	o->dwarf_heap = inflated_bytes(elf) + (alt_elf ? inflated_bytes(alt_elf) : 0);
 	/* The alt handle is ended with the main one's owner below. */
 	o->debug.alt_dwarf = alt;
 	return 0;
@@ -184,7 +206,8 @@ enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vad
 
 size_t ember_objfile_bytes(const struct ember_objfile *o)
 {
-	return sizeof(*o) + o->syms.bytes + o->debug.syms.bytes + ember_dwarf_bytes(o->dwarf);
+	return sizeof(*o) + o->syms.bytes + o->debug.syms.bytes + ember_dwarf_bytes(o->dwarf) +
+	       o->dwarf_heap;
 }
 
 uint64_t ember_objfile_errors(const struct ember_objfile *o)

@@ -29,6 +29,7 @@ struct ember_objfile {
 	struct ember_debugfile debug; /* separate debug file, if one was used */
 	struct ember_dwarf *dwarf;    /* NULL without usable DWARF */
 	enum ember_debug_source dwarf_source;
+	size_t dwarf_heap; /* libdw's inflated sections, estimated */
 	uint64_t lookup_errors;
 };
 
