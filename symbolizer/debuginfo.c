@@ -95,12 +95,12 @@ static bool has_dwarf_or_symtab(Elf *elf)
 {
 	GElf_Shdr sh;
 
-	return section_by_name(elf, ".debug_info", &sh) || section_by_name(elf, ".zdebug_info", &sh) ||
-	       section_by_name(elf, ".symtab", &sh);
+	return section_by_name(elf, ".debug_info", &sh) ||
+	       section_by_name(elf, ".zdebug_info", &sh) || section_by_name(elf, ".symtab", &sh);
 }
 
 static int try_build_id(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
-			struct ember_debugfile *out)
+                        struct ember_debugfile *out)
 {
 	int fd;
 	Elf *elf;
@@ -126,7 +126,7 @@ static int try_build_id(const struct ember_elf_syms *main, const struct ember_de
 }
 
 static int try_debuglink(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
-			 struct ember_debugfile *out)
+                         struct ember_debugfile *out)
 {
 	int fd;
 	Elf *elf;
@@ -241,7 +241,7 @@ static int try_minidebuginfo(Elf *main_elf, struct ember_debugfile *out)
 }
 
 void ember_debugfile_find_alt(Elf *elf, const struct ember_debug_opener *op,
-			      struct ember_debugfile *out)
+                              struct ember_debugfile *out)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = section_by_name(elf, ".gnu_debugaltlink", &sh);
@@ -273,7 +273,7 @@ void ember_debugfile_find_alt(Elf *elf, const struct ember_debug_opener *op,
 }
 
 int ember_debugfile_find(Elf *main_elf, const struct ember_elf_syms *main,
-			 const struct ember_debug_opener *op, struct ember_debugfile *out)
+                         const struct ember_debug_opener *op, struct ember_debugfile *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (try_build_id(main, op, out) && try_debuglink(main, op, out) &&

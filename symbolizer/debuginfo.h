@@ -29,23 +29,23 @@ struct ember_debug_opener {
 
 enum ember_debug_source {
 	EMBER_DEBUG_NONE = 0,
-	EMBER_DEBUG_SELF,	    /* the binary has its own DWARF */
-	EMBER_DEBUG_BUILD_ID,	    /* /usr/lib/debug/.build-id/... */
-	EMBER_DEBUG_DEBUGLINK,	    /* .gnu_debuglink */
+	EMBER_DEBUG_SELF,          /* the binary has its own DWARF */
+	EMBER_DEBUG_BUILD_ID,      /* /usr/lib/debug/.build-id/... */
+	EMBER_DEBUG_DEBUGLINK,     /* .gnu_debuglink */
 	EMBER_DEBUG_MINIDEBUGINFO, /* .gnu_debugdata: symbols only */
 };
 
 const char *ember_debug_source_name(enum ember_debug_source s);
 
 struct ember_debugfile {
-	Elf *elf;	   /* the debug file, or NULL */
-	void *mem;	   /* its bytes when decompressed in memory, else NULL */
+	Elf *elf;  /* the debug file, or NULL */
+	void *mem; /* its bytes when decompressed in memory, else NULL */
 	enum ember_debug_source source;
 	struct ember_elf_syms syms; /* the debug file's symbols and headers */
-	Elf *alt_elf;	   /* the dwz supplementary file, or NULL */
-	struct Dwarf *alt_dwarf; /* its DWARF once opened (owned by the user of alt_elf) */
-	bool alt_missing;  /* DWARF refers to a dwz file that could not be had */
-	uint64_t rejected; /* candidates that did not belong to the binary */
+	Elf *alt_elf;               /* the dwz supplementary file, or NULL */
+	struct Dwarf *alt_dwarf;    /* its DWARF once opened (owned by the user of alt_elf) */
+	bool alt_missing;           /* DWARF refers to a dwz file that could not be had */
+	uint64_t rejected;          /* candidates that did not belong to the binary */
 };
 
 /*
@@ -54,14 +54,14 @@ struct ember_debugfile {
  * filled), -ENOENT when there is none, or another negative errno.
  */
 int ember_debugfile_find(Elf *main_elf, const struct ember_elf_syms *main,
-			 const struct ember_debug_opener *op, struct ember_debugfile *out);
+                         const struct ember_debug_opener *op, struct ember_debugfile *out);
 
 /*
  * Opens the dwz supplementary file named by elf's .gnu_debugaltlink, if it
  * has one, into out->alt_elf (or sets out->alt_missing).
  */
 void ember_debugfile_find_alt(Elf *elf, const struct ember_debug_opener *op,
-			      struct ember_debugfile *out);
+                              struct ember_debugfile *out);
 
 void ember_debugfile_close(struct ember_debugfile *d);
 

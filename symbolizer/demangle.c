@@ -42,8 +42,8 @@ static bool is_hex(char c)
 static const struct {
 	const char *code, *text;
 } rust_escapes[] = {
-	{"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"}, {"$GT$", ">"},
-	{"$LP$", "("}, {"$RP$", ")"}, {"$C$", ","},
+    {"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"},
+    {"$GT$", ">"}, {"$LP$", "("}, {"$RP$", ")"}, {"$C$", ","},
 };
 
 static bool legacy_ident(struct out *o, const char *s, size_t n)
@@ -86,8 +86,9 @@ static bool legacy_ident(struct out *o, const char *s, size_t n)
 			size_t j = i + 2;
 			unsigned int cp = 0;
 
-			while (j < n && is_hex(s[j]) && j - i < 8)
-				cp = cp * 16 + (unsigned int)(s[j] <= '9' ? s[j] - '0' : s[j] - 'a' + 10), j++;
+			for (; j < n && is_hex(s[j]) && j - i < 8; j++)
+				cp = cp * 16 +
+				     (unsigned int)(s[j] <= '9' ? s[j] - '0' : s[j] - 'a' + 10);
 			if (j < n && s[j] == '$' && cp >= 0x20 && cp < 0x7f) {
 				char c = (char)cp;
 
@@ -317,32 +318,19 @@ static void v0_generic_args(struct v0 *d)
 	puts_(d->o, ">");
 }
 
+/* Rust's basic types, by their v0 letter. */
+static const char *const v0_basic_types[26] = {
+    ['a' - 'a'] = "i8",    ['b' - 'a'] = "bool", ['c' - 'a'] = "char", ['d' - 'a'] = "f64",
+    ['e' - 'a'] = "str",   ['f' - 'a'] = "f32",  ['h' - 'a'] = "u8",   ['i' - 'a'] = "isize",
+    ['j' - 'a'] = "usize", ['l' - 'a'] = "i32",  ['m' - 'a'] = "u32",  ['n' - 'a'] = "i128",
+    ['o' - 'a'] = "u128",  ['p' - 'a'] = "_",    ['s' - 'a'] = "i16",  ['t' - 'a'] = "u16",
+    ['u' - 'a'] = "()",    ['v' - 'a'] = "...",  ['x' - 'a'] = "i64",  ['y' - 'a'] = "u64",
+    ['z' - 'a'] = "!",
+};
+
 static const char *v0_basic(char c)
 {
-	switch (c) {
-	case 'a': return "i8";
-	case 'b': return "bool";
-	case 'c': return "char";
-	case 'd': return "f64";
-	case 'e': return "str";
-	case 'f': return "f32";
-	case 'h': return "u8";
-	case 'i': return "isize";
-	case 'j': return "usize";
-	case 'l': return "i32";
-	case 'm': return "u32";
-	case 'n': return "i128";
-	case 'o': return "u128";
-	case 's': return "i16";
-	case 't': return "u16";
-	case 'u': return "()";
-	case 'v': return "...";
-	case 'x': return "i64";
-	case 'y': return "u64";
-	case 'z': return "!";
-	case 'p': return "_";
-	default: return NULL;
-	}
+	return c >= 'a' && c <= 'z' ? v0_basic_types[c - 'a'] : NULL;
 }
 
 static void v0_type(struct v0 *d)

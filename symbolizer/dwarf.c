@@ -124,7 +124,7 @@ static int read_units(struct ember_dwarf *d)
 			if (hi <= lo)
 				continue;
 			if (grow((void **)&d->ranges, &ranges_cap, d->nranges + 1,
-				 sizeof(*d->ranges)))
+			         sizeof(*d->ranges)))
 				return -ENOMEM;
 			d->ranges[d->nranges++] = (struct unit_range){lo, hi, (uint32_t)d->nunits};
 		}
@@ -226,7 +226,7 @@ static const char *unit_file(const struct unit *u, Dwarf_Word idx)
 }
 
 static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent, uint32_t depth,
-		    uint32_t *out)
+                    uint32_t *out)
 {
 	struct unit *u = x->u;
 	Dwarf_Addr base, lo, hi;
@@ -334,7 +334,7 @@ static int walk_unit(struct expander *x)
 			}
 			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
 				err = add_node(x, &e->die, tag, scope,
-					       scope == NO_NODE ? 0 : level + 1, &node);
+				               scope == NO_NODE ? 0 : level + 1, &node);
 				if (err)
 					break;
 				if (node == NO_NODE)
@@ -355,7 +355,7 @@ static int walk_unit(struct expander *x)
 				}
 			}
 		}
-next:
+	next:
 		r = dwarf_siblingof(&e->die, &e->die);
 		if (r == 0) {
 			e->visited = false;

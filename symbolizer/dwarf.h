@@ -16,11 +16,11 @@
 
 #include "sym_frame.h"
 
-#define EMBER_DWARF_MAX_UNITS	     (1u << 20)
-#define EMBER_DWARF_MAX_DIES	     (32u << 20) /* per file, over all units */
-#define EMBER_DWARF_MAX_UNIT_RANGES  (8u << 20)	 /* ranges kept per unit */
-#define EMBER_DWARF_MAX_DEPTH	     256	 /* DIE nesting followed */
-#define EMBER_DWARF_MAX_DIE_RANGES   4096	 /* ranges read per DIE */
+#define EMBER_DWARF_MAX_UNITS       (1u << 20)
+#define EMBER_DWARF_MAX_DIES        (32u << 20) /* per file, over all units */
+#define EMBER_DWARF_MAX_UNIT_RANGES (8u << 20)  /* ranges kept per unit */
+#define EMBER_DWARF_MAX_DEPTH       256         /* DIE nesting followed */
+#define EMBER_DWARF_MAX_DIE_RANGES  4096        /* ranges read per DIE */
 
 typedef struct Dwarf Dwarf;
 typedef struct Elf Elf;

@@ -13,11 +13,11 @@
 #define FUNCDATA_INL_TREE     3
 
 /* Field positions of runtime.moduledata, in words. */
-#define MD_PCHEADER 0
+#define MD_PCHEADER    0
 #define MD_FUNCNAMETAB 1
-#define MD_TEXT 22
-#define MD_GOFUNC_118 38 /* 1.18, 1.19 */
-#define MD_GOFUNC_120 40 /* 1.20 and later: covctrs, ecovctrs came before */
+#define MD_TEXT        22
+#define MD_GOFUNC_118  38 /* 1.18, 1.19 */
+#define MD_GOFUNC_120  40 /* 1.20 and later: covctrs, ecovctrs came before */
 
 static uint64_t rd_le(const uint8_t *p, unsigned int n)
 {
@@ -188,7 +188,7 @@ static int scan_segments(struct ember_gopclntab *t)
 			if (s->offset >= t->file_len)
 				continue;
 			end = s->filesz < t->file_len - s->offset ? s->offset + s->filesz
-								   : t->file_len;
+			                                          : t->file_len;
 			for (uint64_t off = (s->offset + 3) & ~3ull; off + 16 <= end; off += 4) {
 				const uint8_t *b = t->file + off;
 
@@ -299,7 +299,7 @@ static void find_text_and_gofunc(struct ember_gopclntab *t)
 }
 
 int ember_gopclntab_open(const uint8_t *file, size_t len, const struct ember_elf_syms *elf,
-			 struct ember_gopclntab *out)
+                         struct ember_gopclntab *out)
 {
 	int err;
 
@@ -328,10 +328,11 @@ struct func {
 };
 
 static bool read_func(const struct ember_gopclntab *t, uint64_t entry, uint64_t funcoff,
-		      struct func *f)
+                      struct func *f)
 {
 	unsigned int p = t->version >= 118 ? 4 : t->ptrsize;
-	uint64_t base = t->functab + funcoff, v;
+	uint64_t base = t->functab + funcoff;
+	const uint8_t *b;
 
 	memset(f, 0, sizeof(*f));
 	f->entry = entry;
@@ -339,20 +340,14 @@ static bool read_func(const struct ember_gopclntab *t, uint64_t entry, uint64_t 
 	f->fixed = p + (t->version >= 120 ? 40 : 36);
 	if (funcoff >= t->functab_len || f->fixed > t->functab_len - funcoff)
 		return false;
-#define FIELD(at, dst)                          \
-	do {                                    \
-		if (!tab_rd(t, base + p + (at), 4, &v)) \
-			return false;           \
-		dst = (uint32_t)v;              \
-	} while (0)
-	FIELD(0, f->nameoff);
-	FIELD(16, f->pcfile);
-	FIELD(20, f->pcln);
-	FIELD(24, f->npcdata);
-	FIELD(28, f->cu);
+	b = t->tab + base + p; /* the fixed part lies inside the table: checked above */
+	f->nameoff = (uint32_t)rd_le(b, 4);
+	f->pcfile = (uint32_t)rd_le(b + 16, 4);
+	f->pcln = (uint32_t)rd_le(b + 20, 4);
+	f->npcdata = (uint32_t)rd_le(b + 24, 4);
+	f->cu = (uint32_t)rd_le(b + 28, 4);
 	if (t->version >= 120)
-		FIELD(32, f->start_line);
-#undef FIELD
+		f->start_line = (uint32_t)rd_le(b + 32, 4);
 	f->nfuncdata = t->tab[base + f->fixed - 1];
 	return true;
 }
@@ -378,7 +373,7 @@ static bool read_uvarint(const uint8_t **p, const uint8_t *end, uint32_t *out)
 
 /* The value of the pc-value table at off for target; false when none. */
 static bool pcvalue(const struct ember_gopclntab *t, uint32_t off, uint64_t entry, uint64_t target,
-		    int32_t *out)
+                    int32_t *out)
 {
 	const uint8_t *p, *end = t->tab + t->pctab + t->pctab_len;
 	uint64_t pc = entry;
@@ -418,7 +413,7 @@ static const char *file_name(const struct ember_gopclntab *t, const struct func 
 }
 
 static void position(const struct ember_gopclntab *t, const struct func *f, uint64_t pc,
-		     struct ember_sym_frame *fr)
+                     struct ember_sym_frame *fr)
 {
 	int32_t v;
 
@@ -444,8 +439,7 @@ static uint64_t inltree_addr(const struct ember_gopclntab *t, const struct func 
 	if (f->nfuncdata <= FUNCDATA_INL_TREE)
 		return 0;
 	if (t->version >= 118) {
-		if (!t->gofunc || !tab_rd(t, at + 4 * FUNCDATA_INL_TREE, 4, &v) ||
-		    v == 0xffffffffu)
+		if (!t->gofunc || !tab_rd(t, at + 4 * FUNCDATA_INL_TREE, 4, &v) || v == 0xffffffffu)
 			return 0;
 		return t->gofunc + v;
 	}
@@ -463,7 +457,7 @@ struct inlined_call {
 };
 
 static bool read_inlined_call(const struct ember_gopclntab *t, uint64_t tree, int32_t ix,
-			      struct inlined_call *c)
+                              struct inlined_call *c)
 {
 	unsigned int size = t->version >= 120 ? 16 : 20;
 	const uint8_t *b;

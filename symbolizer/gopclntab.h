@@ -17,9 +17,9 @@
 #include "elf_syms.h"
 #include "sym_frame.h"
 
-#define EMBER_GO_MAX_FUNCS    (4u << 20)
-#define EMBER_GO_MAX_PCSTEPS  (1u << 16) /* varint pairs decoded per table walk */
-#define EMBER_GO_MAX_INLINE   EMBER_SYM_MAX_FRAMES
+#define EMBER_GO_MAX_FUNCS   (4u << 20)
+#define EMBER_GO_MAX_PCSTEPS (1u << 16) /* varint pairs decoded per table walk */
+#define EMBER_GO_MAX_INLINE  EMBER_SYM_MAX_FRAMES
 
 struct ember_gopclntab {
 	const uint8_t *file; /* the whole file, owned by the caller */
@@ -49,7 +49,7 @@ struct ember_gopclntab {
  * layout), or -EBADMSG (a table that does not check out).
  */
 int ember_gopclntab_open(const uint8_t *file, size_t len, const struct ember_elf_syms *elf,
-			 struct ember_gopclntab *out);
+                         struct ember_gopclntab *out);
 
 /* The inline chain at pc (an ELF virtual address). Returns 0 or -ENOENT. */
 int ember_gopclntab_lookup(struct ember_gopclntab *t, uint64_t pc, struct ember_sym_frames *out);

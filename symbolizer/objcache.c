@@ -77,7 +77,7 @@ static void remove_entry(struct ember_objcache *c, struct ember_obj *o)
 		ember_index_remove(&c->index, key_hash(c, &o->keys[i]), o->slot);
 	if (o->has_hash)
 		ember_index_remove(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
-				   o->slot);
+		                   o->slot);
 	if (!o->error)
 		c->retired_errors += ember_objfile_errors(&o->file);
 	lru_unlink(c, o);
@@ -106,7 +106,7 @@ static void touch(struct ember_objcache *c, struct ember_obj *o)
 }
 
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
-				     uint64_t now_ns)
+                                     uint64_t now_ns)
 {
 	struct ember_obj *o;
 	uint32_t slot;
@@ -168,7 +168,7 @@ static void make_room(struct ember_objcache *c, size_t extra, const struct ember
 
 /* Adds key as another name of o (another path or container with the same content). */
 static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o,
-				   const struct ember_obj_key *key)
+                                   const struct ember_obj_key *key)
 {
 	uint32_t stored;
 
@@ -176,7 +176,7 @@ static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o
 		return o; /* found by content each time: still parsed once */
 	o->keys[o->nkeys++] = *key;
 	if (ember_index_upsert(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, o->slot,
-			       &stored) < 0)
+	                       &stored) < 0)
 		o->nkeys--;
 	c->shared++;
 	touch(c, o);
@@ -184,8 +184,7 @@ static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o
 }
 
 struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
-				      int fd, const struct ember_debug_opener *op,
-				      uint64_t now_ns)
+                                      int fd, const struct ember_debug_opener *op, uint64_t now_ns)
 {
 	struct ember_file_id id;
 	struct ember_obj *o;
@@ -196,7 +195,7 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 		remove_entry(c, c->slots[slot]);
 	if (fd >= 0 && !ember_file_id_fd(fd, &id) &&
 	    !ember_index_find(&c->id_index, ember_hash(&c->hash_key, id.hash, sizeof(id.hash)),
-			      id.hash, sizeof(id.hash), hash_eq, c, &slot))
+	                      id.hash, sizeof(id.hash), hash_eq, c, &slot))
 		return add_alias(c, c->slots[slot], key);
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -213,9 +212,8 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	}
 	o->bytes = o->error ? sizeof(*o) : sizeof(*o) + ember_objfile_bytes(&o->file);
 	make_room(c, o->bytes, NULL);
-	if (take_slot(c, &slot) ||
-	    ember_index_upsert(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, slot,
-			       &stored) < 0) {
+	if (take_slot(c, &slot) || ember_index_upsert(&c->index, key_hash(c, key), key,
+	                                              sizeof(*key), key_eq, c, slot, &stored) < 0) {
 		obj_destroy(o);
 		return NULL;
 	}
@@ -223,7 +221,7 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	c->slots[slot] = o;
 	if (o->has_hash &&
 	    ember_index_upsert(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
-			       o->hash, sizeof(o->hash), hash_eq, c, slot, &stored) < 0)
+	                       o->hash, sizeof(o->hash), hash_eq, c, slot, &stored) < 0)
 		o->has_hash = false;
 	c->bytes += o->bytes;
 	lru_push_head(c, o);

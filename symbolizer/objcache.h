@@ -19,8 +19,8 @@
 #include "shared/hash.h"
 
 #define EMBER_OBJCACHE_DEFAULT_BYTES (48u << 20)
-#define EMBER_OBJCACHE_RETRY_NS	     (30ull * 1000000000ull)
-#define EMBER_OBJ_MAX_ALIASES	     8
+#define EMBER_OBJCACHE_RETRY_NS      (30ull * 1000000000ull)
+#define EMBER_OBJ_MAX_ALIASES        8
 
 struct ember_obj_key {
 	uint64_t dev; /* makedev(major, minor) as the mapping shows it */
@@ -64,7 +64,7 @@ void ember_objcache_free(struct ember_objcache *c);
  * dropped and reported as a miss so the caller tries again.
  */
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
-				     uint64_t now_ns);
+                                     uint64_t now_ns);
 
 /*
  * Parses the file open at fd (fd < 0: remember the failure -fd), or finds
@@ -73,8 +73,7 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
  * out of memory.
  */
 struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
-				      int fd, const struct ember_debug_opener *op,
-				      uint64_t now_ns);
+                                      int fd, const struct ember_debug_opener *op, uint64_t now_ns);
 
 /* Re-reads an entry's size after lookups grew it and evicts others to fit. */
 void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o);

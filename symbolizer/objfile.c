@@ -165,13 +165,14 @@ static const char *symtab_name(const struct ember_objfile *o, uint64_t vaddr)
 static bool in_loaded_segment(const struct ember_elf_syms *s, uint64_t vaddr)
 {
 	for (size_t i = 0; i < s->nsegments; i++)
-		if (vaddr >= s->segments[i].vaddr && vaddr - s->segments[i].vaddr < s->segments[i].memsz)
+		if (vaddr >= s->segments[i].vaddr &&
+		    vaddr - s->segments[i].vaddr < s->segments[i].memsz)
 			return true;
 	return false;
 }
 
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
-					   struct ember_sym_frames *out)
+                                           struct ember_sym_frames *out)
 {
 	struct ember_sym_frame *outer;
 	const char *name;

@@ -55,7 +55,7 @@ void ember_objfile_close(struct ember_objfile *o);
  * came from, or EMBER_SYM_NONE when nothing names the address.
  */
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
-					   struct ember_sym_frames *out);
+                                           struct ember_sym_frames *out);
 
 /* Memory held (grows as DWARF units are expanded). */
 size_t ember_objfile_bytes(const struct ember_objfile *o);

@@ -16,7 +16,7 @@
 struct ember_sym_frame {
 	const char *name;      /* as the file spells it (mangled), or NULL: unknown */
 	const char *file;      /* source file of the position in this frame, or NULL */
-	uint32_t line;	       /* 0: unknown */
+	uint32_t line;         /* 0: unknown */
 	uint32_t decl_line;    /* first line of the function, 0: unknown */
 	const char *decl_file; /* file declaring the function, or NULL */
 };

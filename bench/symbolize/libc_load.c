@@ -55,7 +55,8 @@ int main(int argc, char **argv)
 	do {
 		round_of_work(&re, seed++);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 <
+	         seconds);
 	regfree(&re);
 	printf("%zu\n", sink);
 	return 0;

@@ -85,7 +85,7 @@ static void print_frames(uint64_t addr, const struct ember_sym_frames *fr)
 }
 
 static void pass(struct ember_objfile *o, const uint64_t *addrs, size_t n, bool print,
-		 struct counts *c)
+                 struct counts *c)
 {
 	struct ember_sym_frames fr;
 	char readable[1024];
@@ -160,11 +160,12 @@ int main(int argc, char **argv)
 		pass(&obj, addrs, n, print && p == 1, &c);
 		t1 = now_ns();
 		fprintf(stderr,
-			"pass %d: %zu addresses in %.3f ms: %" PRIu64 " named, %" PRIu64
-			" with a line, %" PRIu64 " inline frames; debug info: %s, go: %d, bytes: %zu\n",
-			p, n, (t1 - t0) / 1e6, c.named, c.with_line, c.inline_frames,
-			obj.dwarf ? ember_debug_source_name(obj.dwarf_source) : "none", obj.has_go,
-			ember_objfile_bytes(&obj));
+		        "pass %d: %zu addresses in %.3f ms: %" PRIu64 " named, %" PRIu64
+		        " with a line, %" PRIu64
+		        " inline frames; debug info: %s, go: %d, bytes: %zu\n",
+		        p, n, (t1 - t0) / 1e6, c.named, c.with_line, c.inline_frames,
+		        obj.dwarf ? ember_debug_source_name(obj.dwarf_source) : "none", obj.has_go,
+		        ember_objfile_bytes(&obj));
 		t0 = t1;
 	}
 	ember_objfile_close(&obj);

@@ -23,7 +23,8 @@ static void refuse(const char *name)
 START_TEST(cxx_names)
 {
 	expect("_ZN3foo3barEv", "foo::bar()");
-	expect("_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back(int const&)");
+	expect("_ZNSt6vectorIiSaIiEE9push_backERKi",
+	       "std::vector<int, std::allocator<int> >::push_back(int const&)");
 	expect("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv",
 	       "__gnu_cxx::new_allocator<char>::allocate(unsigned long, void const*)");
 }
@@ -32,9 +33,10 @@ END_TEST
 START_TEST(rust_legacy_names_lose_their_hash)
 {
 	expect("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE", "core::fmt::Formatter::pad");
-	expect("_ZN80_$LT$std..io..Write..write_fmt..Adapter$LT$T$GT$$u20$as$u20$core..fmt..Write$GT$"
-	       "9write_str17h1234567890abcdefE",
-	       "<std::io::Write::write_fmt::Adapter<T> as core::fmt::Write>::write_str");
+	expect(
+	    "_ZN80_$LT$std..io..Write..write_fmt..Adapter$LT$T$GT$$u20$as$u20$core..fmt..Write$GT$"
+	    "9write_str17h1234567890abcdefE",
+	    "<std::io::Write::write_fmt::Adapter<T> as core::fmt::Write>::write_str");
 }
 END_TEST
 
@@ -58,8 +60,8 @@ START_TEST(plain_and_hostile_names_are_left_alone)
 	refuse("leaf_a");
 	refuse("_start");
 	refuse("_Z");
-	refuse("_ZN3foo");		/* cut short */
-	refuse("_RNvB9999999_3foo");	/* back reference forward */
+	refuse("_ZN3foo");           /* cut short */
+	refuse("_RNvB9999999_3foo"); /* back reference forward */
 	refuse("_RNvNtCs1234_7mycrate9999999999foo");
 	memset(big, 'N', sizeof(big) - 1);
 	big[0] = '_', big[1] = 'R';

@@ -20,7 +20,9 @@ static inline __attribute__((always_inline)) void dwarf_test_inner(long n)
 {
 	for (long i = 0; i < n; i++) {
 		inner_line = __LINE__ + 1;
-		dwarf_test_sink = (dwarf_test_sink ^ (dwarf_test_sink >> 7)) * 0x9e3779b97f4a7c15ul + (unsigned long)i;
+		dwarf_test_sink =
+		    (dwarf_test_sink ^ (dwarf_test_sink >> 7)) * 0x9e3779b97f4a7c15ul +
+		    (unsigned long)i;
 	}
 }
 
@@ -46,8 +48,9 @@ static uint64_t elf_addr_of(const void *fn)
 	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
 	e = ember_maps_find(&m, (uint64_t)(uintptr_t)fn);
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(ember_elf_offset_to_vaddr(&self.syms, (uint64_t)(uintptr_t)fn - e->start + e->offset,
-						   &vaddr), 0);
+	ck_assert_int_eq(ember_elf_offset_to_vaddr(
+			     &self.syms, (uint64_t)(uintptr_t)fn - e->start + e->offset, &vaddr),
+	                 0);
 	ember_maps_free(&m);
 	free(text);
 	return vaddr;

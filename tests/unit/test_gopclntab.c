@@ -131,7 +131,8 @@ START_TEST(provenance_pairs_and_inline_examples)
 			p = quoted(p, want_fn, sizeof(want_fn));
 			quoted(strstr(p, "file:line"), pos, sizeof(pos));
 			pc = strtoull(addr, NULL, 16);
-			ck_assert_msg(!ember_gopclntab_lookup(&g.tab, pc, &fr), "%s %s", file, addr);
+			ck_assert_msg(!ember_gopclntab_lookup(&g.tab, pc, &fr), "%s %s", file,
+			              addr);
 			ck_assert_str_eq(fr.f[fr.n - 1].name, want_fn);
 			split_pos(pos, want_file, sizeof(want_file), &want_line);
 			ck_assert_str_eq(fr.f[0].file, want_file);
@@ -154,7 +155,8 @@ START_TEST(provenance_pairs_and_inline_examples)
 			}
 			pc = strtoull(addr, NULL, 16);
 			ck_assert_int_eq(ember_gopclntab_lookup(&g.tab, pc, &fr), 0);
-			ck_assert_msg((int)fr.n == n, "%s %s: %u frames, want %d", file, addr, fr.n, n);
+			ck_assert_msg((int)fr.n == n, "%s %s: %u frames, want %d", file, addr, fr.n,
+			              n);
 			for (int i = 0; i < n; i++) {
 				ck_assert_str_eq(fr.f[i].name, names[i]);
 				split_pos(poss[i], want_file, sizeof(want_file), &want_line);
@@ -181,8 +183,9 @@ START_TEST(provenance_pairs_and_inline_examples)
 	if (g.fd >= 0)
 		go_close(&g);
 	fclose(f);
-	fprintf(stderr, "gopclntab: %u files, %u pairs, %u inline examples, %u old layouts refused\n",
-		files, pairs, inlines, old);
+	fprintf(stderr,
+	        "gopclntab: %u files, %u pairs, %u inline examples, %u old layouts refused\n",
+	        files, pairs, inlines, old);
 	ck_assert_uint_ge(files, 19);
 	ck_assert_uint_ge(pairs, 3 * 19);
 	ck_assert_uint_ge(inlines, 19);

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
 	do {
 		outer(100);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	} while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 <
+	         seconds);
 	printf("%lu\n", sink);
 	return 0;
 }
