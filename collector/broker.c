@@ -215,6 +215,51 @@ static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker
 	return require_regular(fd, 0);
 }
 
+/* A plain file name: no '/', not "." or "..", printable. */
+static int validate_debuglink(const struct ember_msg_broker_req *req)
+{
+	size_t len = strnlen(req->arg, sizeof(req->arg));
+
+	if (validate_pid(req) || !len || len == sizeof(req->arg) || !strcmp(req->arg, ".") ||
+	    !strcmp(req->arg, ".."))
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (req->arg[i] == '/' || req->arg[i] <= ' ' || req->arg[i] > '~')
+			return -EINVAL;
+	return 0;
+}
+
+/*
+ * A .gnu_debuglink file of the file mapped at req->addr: beside it, in
+ * .debug/ beside it, or under the debug root plus its directory; all inside
+ * the process's own root. Regular files only.
+ */
+static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	char dir[4096], cand[4096 + 256], root[64];
+	ino_t ino = 0;
+	int rootfd, fd = -ENOENT, err, n;
+
+	err = find_mapping(req, &ino, dir, sizeof(dir));
+	if (err)
+		return err;
+	*strrchr(dir, '/') = '\0'; /* find_mapping returns absolute paths only */
+	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", req->pid);
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return neg_errno();
+	for (int i = 0; i < 3 && fd < 0; i++) {
+		if (i == 2)
+			n = snprintf(cand, sizeof(cand), "%s%s/%s", b->debug_root, dir, req->arg);
+		else
+			n = snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir, req->arg);
+		if (n > 0 && (size_t)n < sizeof(cand))
+			fd = ember_broker_open_in_root(rootfd, cand, 0);
+	}
+	close(rootfd);
+	return fd;
+}
+
 /* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	/*                             name           pid?   per peer  validate           open */
@@ -224,6 +269,7 @@ static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	[EMBER_BROKER_MEM]         = {"mem",         true,  0,        validate_pid,      open_mem},
 	[EMBER_BROKER_MODULES]     = {"modules",     false, 64,       validate_none,     open_modules},
 	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,        validate_build_id, open_debug_file},
+	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  0,        validate_debuglink, open_debuglink},
 };
 /* clang-format on */
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_id.h"
+
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
 #endif
@@ -48,6 +50,20 @@ static int add_name(struct sym_builder *b, const char *name, uint32_t *off)
 	return 0;
 }
 
+static void note_go_symbol(struct ember_elf_syms *s, const char *name, uint64_t value)
+{
+	if (!name || (name[0] != 'r' && name[0] != 'g'))
+		return;
+	if (!strcmp(name, "runtime.pclntab"))
+		s->go.pclntab_sym = value;
+	else if (!strcmp(name, "runtime.text"))
+		s->go.text_sym = value;
+	else if (!strcmp(name, "go:func.*") || !strcmp(name, "go.func.*"))
+		s->go.gofunc_sym = value;
+	else if (!strcmp(name, "runtime.firstmoduledata") && !s->go.moduledata_sym)
+		s->go.moduledata_sym = value;
+}
+
 static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	struct ember_elf_syms *s = b->out;
@@ -65,9 +81,14 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value)
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			if (type == STT_OBJECT || type == STT_NOTYPE)
+				note_go_symbol(s, elf_strptr(elf, sh->sh_link, sym.st_name),
+					       sym.st_value);
+			continue;
+		}
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
@@ -102,27 +123,45 @@ static int cmp_sym(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+#define NT_GO_BUILD_ID 4
+
+static void read_go_build_id(struct ember_elf_syms *s, const char *desc, size_t len)
+{
+	size_t n = 0;
+
+	if (s->go_build_id[0])
+		return;
+	/* Printable ASCII only: the id ends up in profiles as a string. */
+	while (n < len && n < sizeof(s->go_build_id) - 1 && desc[n] >= 0x20 && desc[n] < 0x7f)
+		n++;
+	memcpy(s->go_build_id, desc, n);
+	s->go.is_go = true;
+	s->go_build_id[n] = '\0';
+}
+
+/* Reads the GNU and Go build id notes; gelf_getnote bounds-checks each note. */
 static void read_build_id(struct ember_elf_syms *s, Elf_Data *data)
 {
 	size_t off = 0, name_off, desc_off;
 	GElf_Nhdr nh;
 
 	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-		    memcmp((const char *)data->d_buf + name_off, "GNU", 4))
+		const char *name = (const char *)data->d_buf + name_off;
+		const char *desc = (const char *)data->d_buf + desc_off;
+
+		if (nh.n_type == NT_GO_BUILD_ID && (nh.n_namesz == 3 || nh.n_namesz == 4) &&
+		    !memcmp(name, "Go", 3)) {
+			read_go_build_id(s, desc, nh.n_descsz);
+			continue;
+		}
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || memcmp(name, "GNU", 4) ||
+		    s->build_id_len)
 			continue;
 		if (!nh.n_descsz || nh.n_descsz > EMBER_BUILD_ID_MAX)
-			return;
-		memcpy(s->build_id, (const char *)data->d_buf + desc_off, nh.n_descsz);
+			continue;
+		memcpy(s->build_id, desc, nh.n_descsz);
 		s->build_id_len = nh.n_descsz;
-		for (size_t i = 0; i < nh.n_descsz; i++) {
-			static const char hex[] = "0123456789abcdef";
-
-			s->build_id_hex[2 * i] = hex[s->build_id[i] >> 4];
-			s->build_id_hex[2 * i + 1] = hex[s->build_id[i] & 15];
-		}
-		s->build_id_hex[2 * nh.n_descsz] = '\0';
-		return;
+		ember_hex(s->build_id, nh.n_descsz, s->build_id_hex);
 	}
 }
 
@@ -153,7 +192,7 @@ static int read_segments(struct ember_elf_syms *s, Elf *elf)
 
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			return -ENOEXEC;
-		if (ph.p_type == PT_NOTE && !s->build_id_len) {
+		if (ph.p_type == PT_NOTE) {
 			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
 							   ELF_T_NHDR);
 
@@ -190,7 +229,7 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			dynsym_sh = sh;
-		} else if (sh.sh_type == SHT_NOTE && !s->build_id_len) {
+		} else if (sh.sh_type == SHT_NOTE && !s->build_id_len && !s->go_build_id[0]) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 
 			if (d)
@@ -198,6 +237,16 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 		}
 		if (!name)
 			continue;
+		if (sh.sh_type != SHT_NOBITS && (!strcmp(name, ".gopclntab") ||
+						 !strcmp(name, ".data.rel.ro.gopclntab"))) {
+			s->go.pclntab_offset = sh.sh_offset;
+			s->go.pclntab_size = sh.sh_size;
+			s->go.is_go = true;
+		} else if (!strcmp(name, ".go.module")) {
+			s->go.moduledata_sym = sh.sh_addr;
+		} else if (!strcmp(name, ".go.buildinfo")) {
+			s->go.is_go = true;
+		}
 		if (!strcmp(name, ".gnu_debuglink"))
 			read_debuglink(s, elf_getdata(scn, NULL));
 		else if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
@@ -212,13 +261,14 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 	return 0;
 }
 
-static int load(Elf *elf, struct ember_elf_syms *out)
+static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 {
 	struct sym_builder b = {.out = out};
 	GElf_Ehdr eh;
 	size_t kept = 0;
 	int err;
 
+	memset(out, 0, sizeof(*out));
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -ENOEXEC;
 	out->e_type = eh.e_type;
@@ -228,7 +278,8 @@ static int load(Elf *elf, struct ember_elf_syms *out)
 		err = read_sections(&b, elf);
 	if (err)
 		return err;
-	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_sym);
+	if (out->nsyms > 1)
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_sym);
 	/* One symbol per address: aliases (weak, versioned) add nothing. */
 	for (size_t i = 0; i < out->nsyms; i++)
 		if (!kept || out->syms[i].addr != out->syms[kept - 1].addr)
@@ -236,6 +287,18 @@ static int load(Elf *elf, struct ember_elf_syms *out)
 	out->nsyms = kept;
 	out->bytes = sizeof(*out) + b.cap * sizeof(*out->syms) + b.names_cap;
 	return 0;
+}
+
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out)
+{
+	int err = elf_ready();
+
+	if (!err)
+		err = load_unchecked(elf, out);
+
+	if (err)
+		ember_elf_syms_free(out);
+	return err;
 }
 
 int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
@@ -249,7 +312,7 @@ int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = load(elf, out);
+	err = ember_elf_syms_load_elf(elf, out);
 	elf_end(elf);
 	if (err)
 		ember_elf_syms_free(out);
@@ -267,7 +330,7 @@ int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms 
 	elf = elf_memory((char *)data, len);
 	if (!elf)
 		return -ENOEXEC;
-	err = load(elf, out);
+	err = ember_elf_syms_load_elf(elf, out);
 	elf_end(elf);
 	if (err)
 		ember_elf_syms_free(out);
@@ -303,6 +366,21 @@ const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s
 	if (sym->size && addr - sym->addr >= sym->size)
 		return NULL;
 	return sym;
+}
+
+int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, uint64_t len,
+			      uint64_t *offset)
+{
+	for (size_t i = 0; i < s->nsegments; i++) {
+		const struct ember_elf_segment *seg = &s->segments[i];
+
+		if (vaddr >= seg->vaddr && vaddr - seg->vaddr < seg->filesz &&
+		    len <= seg->filesz - (vaddr - seg->vaddr)) {
+			*offset = seg->offset + (vaddr - seg->vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 int ember_elf_offset_to_vaddr(const struct ember_elf_syms *s, uint64_t offset, uint64_t *vaddr)

@@ -32,6 +32,17 @@ struct ember_elf_segment {
 	uint32_t flags; /* PF_X | PF_W | PF_R */
 };
 
+/* What a Go binary's sections and symbols say about its .gopclntab. */
+struct ember_elf_go {
+	uint64_t pclntab_offset; /* file offset of the .gopclntab section, or 0 */
+	uint64_t pclntab_size;
+	uint64_t pclntab_sym;	 /* runtime.pclntab, or 0 */
+	uint64_t text_sym;	 /* runtime.text */
+	uint64_t gofunc_sym;	 /* go:func.* (go.func.* before 1.20) */
+	uint64_t moduledata_sym; /* runtime.firstmoduledata, or the .go.module section */
+	bool is_go;		 /* a Go build id note, .gopclntab or .go.buildinfo */
+};
+
 struct ember_elf_syms {
 	struct ember_elf_sym *syms; /* sorted by address */
 	size_t nsyms;
@@ -46,14 +57,23 @@ struct ember_elf_syms {
 	uint8_t build_id[EMBER_BUILD_ID_MAX];
 	size_t build_id_len;
 	char build_id_hex[2 * EMBER_BUILD_ID_MAX + 1];
+	char go_build_id[128]; /* the Go toolchain's build id note, or "" */
 	char debuglink[256]; /* .gnu_debuglink file name, or "" */
 	uint32_t debuglink_crc;
+	struct ember_elf_go go;
 	size_t bytes; /* memory held, for cache accounting */
 };
+
+/* The file offset of an ELF virtual address backed by file bytes, or -ENOENT. */
+int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, uint64_t len,
+			      uint64_t *offset);
 
 /* Reads the symbols of the ELF file open at fd. Returns 0 or a negative errno
  * (-ENOEXEC for a file that is not a usable ELF file). */
 int ember_elf_syms_load(int fd, struct ember_elf_syms *out);
+/* Same, from a libelf handle the caller keeps. On failure out holds nothing. */
+typedef struct Elf Elf;
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out);
 /* Same, from a buffer in memory (fuzzing, tests). */
 int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out);
 void ember_elf_syms_free(struct ember_elf_syms *s);

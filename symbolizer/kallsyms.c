@@ -154,7 +154,8 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 	out->addresses_hidden = all_zero && out->nsyms > 0;
 	if (out->addresses_hidden)
 		out->nsyms = 0;
-	qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
+	if (out->nsyms > 1)
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
 	return 0;
 }
 

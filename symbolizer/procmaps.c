@@ -184,7 +184,8 @@ int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 	}
 	/* The kernel lists mappings in order; sort anyway and drop overlaps, which
 	 * only a corrupted or forged text would contain. */
-	qsort(out->entries, out->count, sizeof(*out->entries), cmp_entry);
+	if (out->count > 1)
+		qsort(out->entries, out->count, sizeof(*out->entries), cmp_entry);
 	for (size_t i = 0; i < out->count; i++) {
 		if (kept && out->entries[i].start < out->entries[kept - 1].end) {
 			out->bad_lines++;

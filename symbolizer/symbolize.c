@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "shared/log.h"
 #include "unwind_tables.h"
 
@@ -39,21 +40,31 @@ void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
 	s->kernel_mapping = EMBER_NONE;
 }
 
-static void load_kallsyms(struct ember_symbolizer *s)
+static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 {
+	struct ember_kallsyms fresh = {0};
+	bool first = !s->ksyms_tried;
 	int fd, err;
 
 	s->ksyms_tried = true;
+	s->ksyms_loaded_ns = now_ns;
 	fd = ember_broker_request(s->broker, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
 	if (fd < 0) {
-		log_warn("no kernel symbols (%s): kernel frames stay addresses", strerror(-fd));
+		if (first)
+			log_warn("no kernel symbols (%s): kernel frames stay addresses",
+				 strerror(-fd));
 		return;
 	}
-	err = ember_kallsyms_load_fd(fd, &s->ksyms);
+	err = ember_kallsyms_load_fd(fd, &fresh);
 	close(fd);
-	if (err)
+	if (err) {
 		log_warn("cannot read kernel symbols: %s", strerror(-err));
-	else if (s->ksyms.addresses_hidden)
+		return;
+	}
+	/* Replaces the old table: modules and BPF programs come and go. */
+	ember_kallsyms_free(&s->ksyms);
+	s->ksyms = fresh;
+	if (first && s->ksyms.addresses_hidden)
 		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
 			 "stay addresses; `ember check` says how to change that");
 }
@@ -78,7 +89,7 @@ static int named_location(struct ember_symbolizer *s, uint32_t mapping,
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
-			   uint32_t *out)
+			   uint64_t now_ns, uint32_t *out)
 {
 	const struct ember_ksym *sym;
 	char name[600];
@@ -96,8 +107,10 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
 					 out))
 		return 0;
-	if (!s->ksyms_tried)
-		load_kallsyms(s);
+	/* Re-read now and then: BPF programs ("bpf_prog_... [bpf]") and modules
+	 * loaded since the last read would otherwise borrow a neighbour's name. */
+	if (!s->ksyms_tried || now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS)
+		load_kallsyms(s, now_ns);
 	/* A return address points after the call: look up the call itself. */
 	sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
 	if (!sym) {
@@ -126,24 +139,117 @@ static const char *mapping_name(const struct ember_maps *maps, const struct embe
 	}
 }
 
+/* Debug files are opened by the broker: by build id, or by debug link
+ * relative to the file mapped at start in pid. */
+struct debug_ctx {
+	struct ember_broker_client *broker;
+	uint32_t pid;
+	uint64_t start;
+};
+
+static int open_by_build_id(void *ctx, const char *hex)
+{
+	struct debug_ctx *d = ctx;
+
+	return ember_broker_request(d->broker, EMBER_BROKER_DEBUG_FILE, 0, 0, hex);
+}
+
+static int open_by_debuglink(void *ctx, const char *name)
+{
+	struct debug_ctx *d = ctx;
+
+	return ember_broker_request(d->broker, EMBER_BROKER_DEBUGLINK, d->pid, d->start, name);
+}
+
 /* The parsed file behind a mapping, asking the broker on a cache miss. */
 static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 				       const struct ember_map_entry *e, uint64_t now_ns)
 {
 	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
 	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
+	struct debug_ctx ctx = {s->broker, pid, e->start};
+	struct ember_debug_opener op = {&ctx, open_by_build_id, open_by_debuglink};
 	int fd;
 
 	if (o)
 		return o;
 	fd = ember_broker_request(s->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
-	o = ember_objcache_load(&s->objs, &key, fd, now_ns);
+	o = ember_objcache_load(&s->objs, &key, fd, &op, now_ns);
 	if (fd >= 0)
 		close(fd);
 	if (o && o->error)
 		log_debug("no symbols for inode %llu of pid %u: %s", (unsigned long long)e->inode,
 			  pid, strerror(-o->error));
+	else if (o)
+		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s",
+			  pid, (unsigned long long)e->inode, o->file.syms.nsyms,
+			  o->file.has_go ? ", Go pclntab" : "",
+			  o->file.dwarf ? ember_debug_source_name(o->file.dwarf_source) : "none");
 	return o;
+}
+
+static int intern_opt(struct ember_profile *p, const char *s, uint32_t *out)
+{
+	*out = 0;
+	return s && *s ? ember_profile_intern_cstr(p, s, out) : 0;
+}
+
+/* A function of the profile for one symbolized frame: readable name, mangled system name. */
+static int frame_function(struct ember_symbolizer *s, const struct ember_sym_frame *f,
+			  uint32_t *out)
+{
+	struct ember_function fn = {0};
+	char readable[1024];
+	int err;
+
+	err = ember_profile_intern_cstr(s->profile, f->name, &fn.system_name);
+	if (err)
+		return err;
+	fn.name = fn.system_name;
+	if (ember_demangle(f->name, readable, sizeof(readable)) == 1) {
+		err = ember_profile_intern_cstr(s->profile, readable, &fn.name);
+		if (err)
+			return err;
+	}
+	/* pprof reads a line number against the function's file. */
+	err = intern_opt(s->profile, f->file ? f->file : f->decl_file, &fn.filename);
+	if (err)
+		return err;
+	fn.start_line = f->decl_line;
+	return ember_profile_add_function(s->profile, &fn, out);
+}
+
+static int symbolized_location(struct ember_symbolizer *s, uint32_t mapping,
+			       enum ember_frame_kind kind, uint64_t addr,
+			       const struct ember_sym_frames *frames, uint32_t *out)
+{
+	struct ember_line lines[EMBER_SYM_MAX_FRAMES];
+	int err;
+
+	for (uint32_t i = 0; i < frames->n; i++) {
+		memset(&lines[i], 0, sizeof(lines[i]));
+		err = frame_function(s, &frames->f[i], &lines[i].function);
+		if (err)
+			return err;
+		lines[i].line = frames->f[i].line;
+	}
+	s->inline_frames += frames->n - 1;
+	return ember_profile_add_location(s->profile, mapping, kind, addr, lines, frames->n, out);
+}
+
+static int mapping_identity(struct ember_symbolizer *s, const struct ember_obj *obj,
+			    struct ember_mapping *m)
+{
+	const struct ember_objfile *f = &obj->file;
+	int err = 0;
+
+	if (f->syms.build_id_len)
+		err = ember_profile_intern_cstr(s->profile, f->syms.build_id_hex, &m->gnu_build_id);
+	if (!err && f->syms.go_build_id[0])
+		err = ember_profile_intern_cstr(s->profile, f->syms.go_build_id, &m->go_build_id);
+	if (!err && f->has_id)
+		err = ember_profile_intern_cstr(s->profile, f->id.hash_hex, &m->file_hash);
+	return err;
 }
 
 static int user_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
@@ -152,7 +258,8 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	const struct ember_map_entry *e;
 	struct ember_mapping m = {0};
 	struct ember_obj *obj = NULL;
-	const struct ember_elf_sym *sym;
+	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
+	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
 	uint32_t mapping;
 	int err;
@@ -165,26 +272,33 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	}
 	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted)
 		obj = mapped_object(s, proc->pid, e, now_ns);
+	if (obj && obj->error)
+		obj = NULL;
 	m.start = e->start;
 	m.limit = e->end;
 	m.file_offset = e->offset;
 	err = ember_profile_intern_cstr(s->profile, mapping_name(&proc->maps, e), &m.filename);
-	if (!err && obj && !obj->error && obj->syms.build_id_len)
-		err = ember_profile_intern_cstr(s->profile, obj->syms.build_id_hex, &m.gnu_build_id);
+	if (!err && obj)
+		err = mapping_identity(s, obj, &m);
 	if (!err)
 		err = ember_profile_add_mapping(s->profile, &m, &mapping);
 	if (err)
 		return err;
-	if (!ember_profile_find_location(s->profile, mapping, EMBER_FRAME_NATIVE, addr, out))
+	if (obj && obj->file.has_go)
+		kind = EMBER_FRAME_GO;
+	if (!ember_profile_find_location(s->profile, mapping, kind, addr, out))
 		return 0;
-	if (obj && !obj->error &&
-	    !ember_elf_offset_to_vaddr(&obj->syms, lookup - e->start + e->offset, &vaddr) &&
-	    (sym = ember_elf_syms_lookup(&obj->syms, vaddr)))
-		return named_location(s, mapping, EMBER_FRAME_NATIVE, addr,
-				      ember_elf_sym_name(&obj->syms, sym), out);
+	if (obj && !ember_elf_offset_to_vaddr(&obj->file.syms, lookup - e->start + e->offset,
+					      &vaddr)) {
+		origin = ember_objfile_lookup(&obj->file, vaddr, &s->frames_buf);
+		ember_objcache_account(&s->objs, obj); /* DWARF units expand on demand */
+		if (origin != EMBER_SYM_NONE) {
+			s->frames_by_origin[origin]++;
+			return symbolized_location(s, mapping, kind, addr, &s->frames_buf, out);
+		}
+	}
 	s->unsymbolized_frames++;
-	return ember_profile_add_location(s->profile, mapping, EMBER_FRAME_NATIVE, addr, NULL, 0,
-					  out);
+	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
 }
 
 static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t *out)
@@ -218,7 +332,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	learn_comm(proc, sample);
 	s->samples++;
 	for (uint32_t i = 0; i < kn; i++) {
-		err = kernel_location(s, frames[i], i > 0, &s->stack_buf[depth++]);
+		err = kernel_location(s, frames[i], i > 0, now_ns, &s->stack_buf[depth++]);
 		if (err)
 			return err;
 	}
@@ -268,6 +382,17 @@ void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
 		p->exited = true;
 }
 
+uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
+{
+	/* Errors of evicted files are kept in the running total. */
+	uint64_t n = s->objs.load_errors + s->objs.retired_errors;
+
+	for (size_t i = 0; i < s->objs.nslots; i++)
+		if (s->objs.slots[i] && !s->objs.slots[i]->error)
+			n += ember_objfile_errors(&s->objs.slots[i]->file);
+	return n;
+}
+
 void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 {
 	struct ember_profile *p = s->profile;
@@ -275,11 +400,19 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unknown_mapping", s->unknown_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unsymbolized", s->unsymbolized_frames);
+	ember_profile_stat_set(p, "symbolizer.frames_symtab", s->frames_by_origin[EMBER_SYM_SYMTAB]);
+	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);
+	ember_profile_stat_set(p, "symbolizer.frames_go", s->frames_by_origin[EMBER_SYM_GO]);
+	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);
+	ember_profile_stat_set(p, "symbolizer.parse_errors", ember_symbolizer_parse_errors(s));
 	ember_profile_stat_set(p, "objcache.hits", s->objs.hits);
 	ember_profile_stat_set(p, "objcache.misses", s->objs.misses);
 	ember_profile_stat_set(p, "objcache.evictions", s->objs.evictions);
+	ember_profile_stat_set(p, "objcache.shared", s->objs.shared);
 	ember_profile_stat_set(p, "objcache.load_errors", s->objs.load_errors);
 	ember_profile_stat_set(p, "objcache.bytes", s->objs.bytes);
+	ember_profile_stat_set(p, "objcache.max_bytes", s->objs.max_bytes);
+	ember_profile_stat_set(p, "kallsyms.bad_lines", s->ksyms.bad_lines);
 	ember_profile_stat_set(p, "maps.loads", s->procs.maps_loads);
 	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
 	ember_profile_stat_set(p, "broker.requests", s->broker->requests);

@@ -18,6 +18,8 @@
 #include "profile.h"
 #include "bpf/records.h"
 
+#define EMBER_KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
+
 struct ember_symbolizer {
 	struct ember_profile *profile;
 	struct ember_broker_client *broker;
@@ -25,11 +27,15 @@ struct ember_symbolizer {
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
 	bool ksyms_tried;
+	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK + 1]; /* + an unwind marker */
+	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
+	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
+	uint64_t inline_frames;
 };
 
 int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
@@ -43,6 +49,8 @@ void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid);
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid);
 /* Call after ember_profile_reset: forgets ids of the old profile. */
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s);
+/* Malformed files and pieces of files met so far. */
+uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s);
 /* Copies the counters into the profile's statistics. */
 void ember_symbolizer_report_stats(struct ember_symbolizer *s);
 

@@ -67,7 +67,9 @@ def complete(frames, leaf):
         return False
     top = f[:f.index("run")]
     if top[-1:] == ["main"]:
-        return top[0] == "_start" and "__libc_start_main" in top
+        # __libc_start_main_impl is its name in libc's DWARF (libc6-dbg installed).
+        return top[0] == "_start" and ("__libc_start_main" in top or
+                                       "__libc_start_main_impl" in top)
     if top[-1:] == ["thread_entry"]:
         outer = top[:-1]
         return 1 <= len(outer) <= 3 and all(THREAD_START.match(x) for x in outer)

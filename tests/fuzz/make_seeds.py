@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Writes the fuzzers' seed corpora under corpus/. Run from anywhere with
+gcc, objcopy, strip and xz installed; the outputs are committed, so CI does
+not run this. Every seed is small and made here, from nothing but this
+script and a few lines of C."""
+import os
+import struct
+import subprocess
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEEDS = os.path.join(HERE, "corpus")
+VADDR = 0x400000  # where fuzz_gopclntab.c places its input
+
+
+def write(kind, name, data):
+    os.makedirs(os.path.join(SEEDS, kind), exist_ok=True)
+    with open(os.path.join(SEEDS, kind, name), "wb") as f:
+        f.write(data)
+
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def pcvalue(steps):
+    """steps: [(value, length)] from the entry; encoded as Go's pc-value table."""
+    out, prev = bytearray(), -1
+    for value, length in steps:
+        d = value - prev
+        out += uvarint((d << 1) if d >= 0 else ((~d) << 1) | 1)
+        out += uvarint(length)
+        prev = value
+    return bytes(out + b"\0")
+
+
+def gopclntab(version):
+    """A two-function table in the 1.16, 1.18 or 1.20 layout with one inlined call."""
+    magic = {116: 0xFFFFFFFA, 118: 0xFFFFFFF0, 120: 0xFFFFFFF1}[version]
+    names = b"main.main\0main.inner\0"
+    cutab = struct.pack("<I", 0)
+    filetab = b"/src/main.go\0"
+    pctab = bytearray(b"\0")
+    pcfile = len(pctab); pctab += pcvalue([(0, 0x40)])
+    pcln = len(pctab); pctab += pcvalue([(10, 0x20), (12, 0x20)])
+    pcinl = len(pctab); pctab += pcvalue([(-1, 0x10), (0, 0x10), (-1, 0x20)])
+    nwords = 7 if version == 116 else 8
+    hdr_len = 8 + nwords * 8
+    off_names = hdr_len
+    off_cu = off_names + len(names)
+    off_file = off_cu + len(cutab)
+    off_pc = off_file + len(filetab)
+    off_ftab = (off_pc + len(pctab) + 7) & ~7
+    text = 0x401000
+    entry_size = 16 if version == 116 else 8
+    funcs_at = entry_size * 3
+    fixed = 8 + 36 if version == 116 else (44 if version == 120 else 40)
+    half = 0x400  # the inline tree sits at the middle of the seed (fuzz_gopclntab's gofunc)
+
+    def func(entry_off, nameoff, inl):
+        f = bytearray()
+        f += struct.pack("<Q", text + entry_off) if version == 116 else struct.pack("<I", entry_off)
+        f += struct.pack("<iiIIIIII", nameoff, 0, 0, 0, pcfile, pcln, 3, 0)
+        if version == 120:
+            f += struct.pack("<i", 9)
+        f += bytes([0, 0, 0, 4])
+        f += struct.pack("<III", 0, 0, pcinl if inl else 0)
+        if version == 116:
+            f += b"\0" * (-len(f) % 8)
+            f += struct.pack("<QQQQ", 0, 0, 0, VADDR + half if inl else 0)
+        else:
+            f += struct.pack("<IIII", 0, 0, 0, 0 if inl else 0xFFFFFFFF)
+        return bytes(f)
+
+    f0 = func(0, 0, True)
+    f1 = func(0x40, len("main.main") + 1, False)
+    ftab = bytearray()
+    offs = [funcs_at, funcs_at + len(f0)]
+    for i, eo in enumerate((0, 0x40, 0x80)):
+        fo = offs[i] if i < 2 else 0
+        if version == 116:
+            ftab += struct.pack("<QQ", text + eo, fo)
+        else:
+            ftab += struct.pack("<II", eo, fo)
+    ftab += f0 + f1
+    hdr = struct.pack("<IBBBB", magic, 0, 0, 1, 8) + struct.pack("<QQ", 2, 1)
+    if version != 116:
+        hdr += struct.pack("<Q", text)
+    hdr += struct.pack("<QQQQQ", off_names, off_cu, off_file, off_pc, off_ftab)
+    tab = bytearray(hdr + names + cutab + filetab + pctab)
+    tab += b"\0" * (off_ftab - len(tab))
+    tab += ftab
+    assert len(tab) <= half
+    tab += b"\0" * (half - len(tab))
+    inlname = len("main.main") + 1
+    if version == 120:
+        tab += struct.pack("<BxxxiiI", 0, inlname, 0x30, 20)
+    else:
+        tab += struct.pack("<hBxiiii", -1, 0, 0, 21, inlname, 0x30)
+    tab += b"\0" * (2 * half - len(tab))
+    return bytes(tab)
+
+
+C_SEED = r"""
+static volatile unsigned long sink;
+static inline __attribute__((always_inline)) void inner(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink = sink * 31 + (unsigned long)i;
+}
+__attribute__((noinline)) void outer(long n) { inner(n); inner(n + 1); }
+void _start(void) { outer(3); for (;;) ; }
+"""
+
+
+def elf_seeds():
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "s.c")
+        with open(src, "w") as f:
+            f.write(C_SEED)
+        exe = os.path.join(d, "s")
+        base = ["gcc", "-O2", "-nostdlib", "-static", "-fno-asynchronous-unwind-tables",
+                "-Wl,--build-id", "-o", exe, src]
+
+        def build(*extra):
+            subprocess.run(base + list(extra), check=True)
+            with open(exe, "rb") as f:
+                return f.read()
+
+        write("elf", "dwarf5-inline", build("-g"))
+        write("elf", "dwarf4", build("-gdwarf-4"))
+        write("elf", "compressed-debug", build("-g", "-gz"))
+        write("elf", "symtab-only", build())
+        build("-g")
+        dbg = exe + ".debug"
+        subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
+        subprocess.run(["strip", "--strip-all", exe], check=True)
+        subprocess.run(["objcopy", "--add-gnu-debuglink=" + dbg, exe], check=True)
+        with open(exe, "rb") as f:
+            write("elf", "stripped-debuglink", f.read())
+        mini = exe + ".mini"
+        subprocess.run(["objcopy", "--only-keep-debug", "--strip-debug", dbg, mini], check=True)
+        subprocess.run(["xz", "-f", mini], check=True)
+        subprocess.run(["objcopy", "--add-section", ".gnu_debugdata=" + mini + ".xz", exe],
+                       check=True)
+        with open(exe, "rb") as f:
+            write("elf", "minidebuginfo", f.read())
+
+
+def text_seeds():
+    write("maps", "typical", b"""\
+00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon
+00651000-00652000 r--p 00051000 08:02 173521      /usr/bin/dbus-daemon
+00e03000-00e24000 rw-p 00000000 00:00 0           [heap]
+7f2c00000000-7f2c00021000 rw-p 00000000 00:00 0
+7f2c0a7d3000-7f2c0a7f6000 r-xp 00000000 fd:01 2097  /lib/x86_64-linux-gnu/ld-2.31.so (deleted)
+7ffd4b9e9000-7ffd4ba0a000 rw-p 00000000 00:00 0     [stack]
+7ffd4bbb3000-7ffd4bbb5000 r-xp 00000000 00:00 0     [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]
+""")
+    write("maps", "odd-paths", b"7f00-7f01 r-xp 0 00:00 5 /tmp/a b\n7f01-7f02 r-xp 10 00:01 6 memfd:x (deleted)\nzz\n")
+    write("kallsyms", "typical", b"""\
+ffffffff81000000 T _stext
+ffffffff81000010 T startup_64
+ffffffff81001000 t do_one_initcall
+ffffffffc0a01000 t e1000_probe\t[e1000]
+ffffffffc0a02000 T e1000_remove\t[e1000]
+ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_sampler\t[bpf]
+""")
+    write("kallsyms", "hidden", b"0000000000000000 T _stext\n0000000000000000 t foo\t[mod]\n")
+    names = {
+        "cxx": b"_ZNSt6vectorIiSaIiEE9push_backERKi",
+        "rust-legacy": b"_ZN4core3fmt9Formatter3pad17h0123456789abcdefE",
+        "rust-v0": b"_RNvXs_Cs1234_7mycrateNtB4_3FooNtNtCs5678_4core3fmt7Display3fmt",
+        "rust-v0-generic": b"_RINvCs1234_7mycrate3barRShKj2a_E",
+        "plain": b"main",
+    }
+    for n, v in names.items():
+        write("demangle", n, v)
+
+
+if __name__ == "__main__":
+    for v in (116, 118, 120):
+        write("gopclntab", f"go{v}", gopclntab(v))
+    elf_seeds()
+    text_seeds()
+    for root, _, files in os.walk(SEEDS):
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            print(f"{os.path.relpath(p, HERE)}: {os.path.getsize(p)} bytes")

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Symbols a user can read, end to end with the real eBPF programs: a
+stripped Go program (.gopclntab) with a known split between two main.*
+functions, a C program built with -O2 -g whose inlined functions are frames
+of their own, and stripped C binaries whose debug information comes from
+/usr/lib/debug/.build-id, from .gnu_debuglink, or from MiniDebugInfo."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from emberlib import (SRC, assert_close, build_workload, ember, kill, log, read_folded,
+                      require_root, run_tests, start, workdir)
+
+require_root()
+WD = workdir()
+GOENV = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"), GOFLAGS="-mod=mod",
+             GO111MODULE="auto", CGO_ENABLED="0")
+FP = ["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-fno-optimize-sibling-calls"]
+
+
+def record(pid, name, seconds=5, hz=499):
+    folded, pprof = os.path.join(WD, name + ".folded"), os.path.join(WD, name + ".pb.gz")
+    ember("record", "-d", str(seconds), "-F", str(hz), "-p", str(pid), "-o", folded, "-o", pprof)
+    return read_folded(folded), pprof
+
+
+def record_workload(cmd, name, seconds=5):
+    wl = start(cmd)
+    try:
+        time.sleep(0.5)
+        return record(wl.pid, name, seconds)
+    finally:
+        kill(wl)
+
+
+def pprof_top_lines(pprof):
+    r = subprocess.run(["go", "tool", "pprof", "-top", "-lines", "-symbolize=none", pprof],
+                       capture_output=True, text=True, env=GOENV, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def samples_containing(rows, comm, names):
+    """Samples of comm per name, for the first of names found in each stack."""
+    counts = {n: 0 for n in names}
+    for frames, n in rows:
+        if frames[0] != comm:
+            continue
+        for name in names:
+            if name in frames[1:]:
+                counts[name] += n
+                break
+    return counts
+
+
+def has_section(path, name):
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    return re.search(r"\s" + re.escape(name) + r"\s", out) is not None
+
+
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    assert m, f"{path} has no GNU build id"
+    return m.group(1)
+
+
+def test_stripped_go_program_has_functions_lines_and_split():
+    src = os.path.join(SRC, "tests", "workloads", "gosplit.go")
+    exe = os.path.join(WD, "gosplit")
+    subprocess.run(["go", "build", "-ldflags=-s -w", "-o", exe, src], check=True, env=GOENV,
+                   timeout=600)
+    assert not has_section(exe, ".symtab") and not has_section(exe, ".debug_info"), \
+        "the Go program is not stripped"
+    rows, pprof = record_workload([exe, "14"], "go", seconds=8)
+    counts = samples_containing(rows, "gosplit", ["main.alpha", "main.beta"])
+    total = sum(counts.values())
+    log(f"  {total} samples in main.alpha/main.beta: {counts}")
+    assert total > 1000, f"too few samples in main.*: {total} ({rows[:5]})"
+    assert_close("main.alpha", 100.0 * counts["main.alpha"] / total, 70, 3)
+    assert_close("main.beta", 100.0 * counts["main.beta"] / total, 30, 3)
+    top = pprof_top_lines(pprof)
+    log("\n".join(top.splitlines()[-12:]))
+    for fn in ("main.alpha", "main.beta"):
+        assert re.search(re.escape(fn) + r" \S*gosplit\.go:\d+", top), f"no file:line for {fn}"
+    # The mapping carries the Go build id.
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", pprof],
+                         capture_output=True, text=True, env=GOENV).stdout
+    go_id = subprocess.run(["go", "tool", "buildid", exe], capture_output=True, text=True,
+                           env=GOENV).stdout.strip()
+    assert go_id and go_id in raw, f"the Go build id {go_id} is not in the profile's mappings"
+
+
+def test_c_program_inlined_functions_are_frames():
+    exe = build_workload("inline", WD, cflags=["-O2", *FP])
+    rows, pprof = record_workload([exe, "12"], "inline")
+    counts = samples_containing(rows, "inline", ["mix_a", "mix_b"])
+    total = sum(counts.values())
+    log(f"  {total} samples in the inlined functions: {counts}")
+    assert total > 1000, f"too few samples in inlined functions: {total} ({rows[:5]})"
+    # Inline frames sit below their caller, which sits below main.
+    for name in ("mix_a", "mix_b"):
+        good = sum(n for f, n in rows if f[0] == "inline" and name in f
+                   and f[f.index(name) - 1] == "outer" and "main" in f)
+        assert good >= 0.95 * counts[name], f"{name} is not a frame below outer and main"
+    # mix_a does twice the work of mix_b.
+    assert_close("mix_a", 100.0 * counts["mix_a"] / total, 67, 8)
+    top = pprof_top_lines(pprof)
+    log("\n".join(top.splitlines()[-8:]))
+    for name in ("mix_a", "mix_b"):
+        assert re.search(re.escape(name) + r" \S*inline\.c:\d+ \(inline\)", top), \
+            f"pprof shows no inlined {name} with file:line"
+    assert re.search(r"outer \S*inline\.c:\d+", top), "pprof shows no file:line for outer"
+
+
+def stripped_split(name, extra_ldflags=()):
+    """split.c built -O2 -g, its debug info in NAME.debug, the binary stripped of all symbols."""
+    exe = build_workload("split", WD, extra=list(extra_ldflags))
+    os.rename(exe, os.path.join(WD, name))
+    exe = os.path.join(WD, name)
+    dbg = exe + ".debug"
+    subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
+    subprocess.run(["strip", "--strip-all", exe], check=True)
+    assert not has_section(exe, ".symtab") and not has_section(exe, ".debug_info")
+    return exe, dbg
+
+
+def leaves_named(rows, comm):
+    return {leaf: sum(n for f, n in rows if f[0] == comm and leaf in f)
+            for leaf in ("leaf_a", "leaf_b", "leaf_c")}
+
+
+def assert_split_named_with_lines(rows, pprof, comm):
+    named = leaves_named(rows, comm)
+    total = sum(n for f, n in rows if f[0] == comm)
+    log(f"  {total} samples, by leaf: {named}")
+    assert total > 500, f"too few samples: {total}"
+    assert sum(named.values()) >= 0.9 * total, f"leaves not named: {rows[:6]}"
+    assert_close("leaf_a", 100.0 * named["leaf_a"] / sum(named.values()), 60, 4)
+    top = pprof_top_lines(pprof)
+    for leaf in ("leaf_a", "leaf_b"):
+        assert re.search(leaf + r" \S*split\.c:\d+", top), f"no file:line for {leaf}:\n{top}"
+
+
+def test_stripped_c_resolves_through_build_id_debug_file():
+    exe, dbg = stripped_split("split-bid")
+    bid = build_id(exe)
+    # Without the debug file: a stripped binary has nothing to name its frames.
+    rows, _ = record_workload([exe, "5"], "bid-none", seconds=2)
+    assert not any(leaves_named(rows, "split-bid").values()), "named without a debug file?"
+    target_dir = os.path.join("/usr/lib/debug/.build-id", bid[:2])
+    target = os.path.join(target_dir, bid[2:] + ".debug")
+    assert not os.path.exists(target), f"{target} exists already: not overwriting it"
+    made_dir = not os.path.isdir(target_dir)
+    os.makedirs(target_dir, exist_ok=True)
+    shutil.copyfile(dbg, target)
+    try:
+        rows, pprof = record_workload([exe, "12"], "bid")
+        assert_split_named_with_lines(rows, pprof, "split-bid")
+    finally:
+        os.unlink(target)
+        if made_dir:
+            os.rmdir(target_dir)
+
+
+def test_stripped_c_resolves_through_debuglink():
+    # No build id: only the debug link (and its CRC) can find the debug file.
+    exe, dbg = stripped_split("split-dl", ["-Wl,--build-id=none"])
+    debug_dir = os.path.join(WD, ".debug")
+    os.makedirs(debug_dir, exist_ok=True)
+    linked = os.path.join(debug_dir, "split-dl.debug")
+    os.rename(dbg, linked)
+    subprocess.run(["objcopy", "--add-gnu-debuglink=" + linked, exe], check=True)
+    rows, pprof = record_workload([exe, "12"], "dl")
+    assert_split_named_with_lines(rows, pprof, "split-dl")
+
+
+def test_stripped_c_names_from_minidebuginfo():
+    exe, dbg = stripped_split("split-mini")
+    # MiniDebugInfo as Fedora makes it: the symbol table, xz-compressed, in .gnu_debugdata.
+    mini = os.path.join(WD, "mini")
+    subprocess.run(["objcopy", "--only-keep-debug", "--strip-debug", dbg, mini], check=True)
+    subprocess.run(["xz", "-f", mini], check=True)
+    subprocess.run(["objcopy", "--add-section", ".gnu_debugdata=" + mini + ".xz", exe],
+                   check=True)
+    rows, _ = record_workload([exe, "8"], "mini", seconds=4)
+    named = leaves_named(rows, "split-mini")
+    total = sum(n for f, n in rows if f[0] == "split-mini")
+    log(f"  {total} samples, by leaf: {named}")
+    assert total > 300 and sum(named.values()) >= 0.9 * total, f"not named: {rows[:6]}"
+
+
+def test_check_explains_kernel_address_hiding():
+    r = ember("check", check=False)
+    assert "kptr_restrict" in r.stdout + r.stderr, "ember check says nothing of kptr_restrict"
+
+
+run_tests([
+    test_stripped_go_program_has_functions_lines_and_split,
+    test_c_program_inlined_functions_are_frames,
+    test_stripped_c_resolves_through_build_id_debug_file,
+    test_stripped_c_resolves_through_debuglink,
+    test_stripped_c_names_from_minidebuginfo,
+    test_check_explains_kernel_address_hiding,
+])

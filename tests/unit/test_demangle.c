@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "symbolizer/demangle.h"
+
+static void expect(const char *mangled, const char *want)
+{
+	char out[1024];
+
+	ck_assert_msg(ember_demangle(mangled, out, sizeof(out)) == 1, "%s not demangled", mangled);
+	ck_assert_str_eq(out, want);
+}
+
+static void refuse(const char *name)
+{
+	char out[256];
+
+	ck_assert_int_eq(ember_demangle(name, out, sizeof(out)), 0);
+}
+
+START_TEST(cxx_names)
+{
+	expect("_ZN3foo3barEv", "foo::bar()");
+	expect("_ZNSt6vectorIiSaIiEE9push_backERKi",
+	       "std::vector<int, std::allocator<int> >::push_back(int const&)");
+	expect("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv",
+	       "__gnu_cxx::new_allocator<char>::allocate(unsigned long, void const*)");
+}
+END_TEST
+
+START_TEST(rust_legacy_names_lose_their_hash)
+{
+	expect("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE", "core::fmt::Formatter::pad");
+	expect(
+	    "_ZN80_$LT$std..io..Write..write_fmt..Adapter$LT$T$GT$$u20$as$u20$core..fmt..Write$GT$"
+	    "9write_str17h1234567890abcdefE",
+	    "<std::io::Write::write_fmt::Adapter<T> as core::fmt::Write>::write_str");
+}
+END_TEST
+
+START_TEST(rust_v0_names)
+{
+	expect("_RNvNtCs1234_7mycrate3foo3bar", "mycrate::foo::bar");
+	expect("_RNvMCs1234_7mycrateNtB2_3Foo3new", "<mycrate::Foo>::new");
+	expect("_RNvXs_Cs1234_7mycrateNtB4_3FooNtNtCs5678_4core3fmt7Display3fmt",
+	       "<mycrate::Foo as core::fmt::Display>::fmt");
+	expect("_RINvCs1234_7mycrate3fooKj2a_E", "mycrate::foo::<42>");
+	expect("_RINvCs1234_7mycrate3barRShE", "mycrate::bar::<&[u8]>");
+}
+END_TEST
+
+START_TEST(plain_and_hostile_names_are_left_alone)
+{
+	char small[4];
+	char big[EMBER_DEMANGLE_MAX_INPUT + 16];
+
+	refuse("main");
+	refuse("leaf_a");
+	refuse("_start");
+	refuse("_Z");
+	refuse("_ZN3foo");           /* cut short */
+	refuse("_RNvB9999999_3foo"); /* back reference forward */
+	refuse("_RNvNtCs1234_7mycrate9999999999foo");
+	memset(big, 'N', sizeof(big) - 1);
+	big[0] = '_', big[1] = 'R';
+	big[sizeof(big) - 1] = '\0';
+	refuse(big);
+	/* Deep nesting stops at the depth cap instead of the stack's end. */
+	memset(big, 'R', 2000);
+	memcpy(big, "_RINvC3foo3bar", 14);
+	big[2000] = 'h', big[2001] = 'E', big[2002] = '\0';
+	refuse(big);
+	ck_assert_int_eq(ember_demangle("_ZN3foo3barEv", small, sizeof(small)), -ENOSPC);
+}
+END_TEST
+
+static Suite *demangle_suite(void)
+{
+	Suite *s = suite_create("demangle");
+	TCase *tc = tcase_create("demangle");
+
+	tcase_add_test(tc, cxx_names);
+	tcase_add_test(tc, rust_legacy_names_lose_their_hash);
+	tcase_add_test(tc, rust_v0_names);
+	tcase_add_test(tc, plain_and_hostile_names_are_left_alone);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+EMBER_CHECK_MAIN(demangle_suite)
