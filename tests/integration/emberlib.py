@@ -96,6 +96,20 @@ def leaf_shares(rows, comm, leaves):
     return {leaf: 100.0 * counts[leaf] / total if total else 0.0 for leaf in leaves}, total
 
 
+def truth_shares(path):
+    """The leaves' shares (percent) as the workloads measured them (tests/workloads/truth.h):
+    every line a process appended to its EMBER_TRUTH_FILE, summed."""
+    ns = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            for field in line.split():
+                leaf, _, value = field.partition("=")
+                ns[leaf] += int(value)
+    total = sum(ns.values())
+    assert total > 0, f"no ground truth in {path}"
+    return {leaf: 100.0 * n / total for leaf, n in ns.items()}
+
+
 def assert_close(name, got, want, tolerance):
     ok = abs(got - want) <= tolerance
     log(f"  {name}: {got:.1f}% (want {want}% +/- {tolerance}) {'ok' if ok else 'FAIL'}")

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
-                      read_folded, require_root, run_tests, skip_or_fail, start, workdir)
+                      read_folded, require_root, run_tests, skip_or_fail, start, truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -19,21 +19,26 @@ SPLIT = build_workload("split", WD)
 
 
 def test_known_split_with_frame_pointers():
-    wl = start([SPLIT, "12"])
+    truth_file = os.path.join(WD, "s.truth")
+    wl = start([SPLIT, "30"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
     try:
         time.sleep(0.5)
         folded, pprof = os.path.join(WD, "s.folded"), os.path.join(WD, "s.pb.gz")
         ember("record", "-d", "6", "-F", "997", "-p", str(wl.pid), "-o", folded, "-o", pprof)
+        wl.send_signal(signal.SIGTERM)  # the workload writes what it measured, then exits
+        wl.wait(timeout=30)
     finally:
         kill(wl)
+    truth = truth_shares(truth_file)
     rows = read_folded(folded)
     shares, total = leaf_shares(rows, "split", ["leaf_a", "leaf_b", "leaf_c"])
-    log(f"  {total} samples of split")
+    log(f"  {total} samples of split; the workload measured " +
+        ", ".join(f"{k} {v:.1f}%" for k, v in sorted(truth.items())))
     # 3 points must be >= 3 standard errors of a 60% share: at least 1,000 samples.
     assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
-    assert_close("leaf_a", shares["leaf_a"], 60, 3)
-    assert_close("leaf_b", shares["leaf_b"], 30, 3)
-    assert_close("leaf_c", shares["leaf_c"], 10, 3)
+    for leaf, nominal in (("leaf_a", 60), ("leaf_b", 30), ("leaf_c", 10)):
+        assert abs(truth[leaf] - nominal) < 5, f"the workload itself is off: {truth}"
+        assert_close(leaf, shares[leaf], round(truth[leaf], 1), 3)
     # Each leaf is reached through its own caller, below main.
     for leaf, caller in (("leaf_a", "caller_a"), ("leaf_b", "caller_b"), ("leaf_c", "caller_c")):
         paths = [f for f, _ in rows if f[-1] == leaf]

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import time
 
-from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
+from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded, truth_shares,
                       require_root, run_tests, start, workdir)
 
 require_root()
@@ -115,7 +115,10 @@ def record_workload(name, seconds, runs=1, hz="499"):
     """Runs the workload `runs` times, one after the other, for `seconds` each,
     under ember from each exec on; returns (rows, stats)."""
     folded, pprof = os.path.join(WD, f"{name}.folded"), os.path.join(WD, f"{name}.pb.gz")
+    truth = os.path.join(WD, f"{name}.truth")
+    os.environ["EMBER_TRUTH_FILE"] = truth  # inherited by the workloads forked below
     pids = [start_stopped([UNWIND, str(seconds), "2"]) for _ in range(runs)]
+    del os.environ["EMBER_TRUTH_FILE"]
     proc = start([EMBER, "record", "-d", str(int(runs * (seconds + 0.5)) + 4), "-F", hz,
                   *[a for pid in pids for a in ("-p", str(pid))], "-o", folded, "-o", pprof])
     try:
@@ -135,10 +138,10 @@ def record_workload(name, seconds, runs=1, hz="499"):
             except (ProcessLookupError, ChildProcessError):
                 pass
     assert proc.returncode == 0, err
-    return read_folded(folded), profile_stats(pprof)
+    return read_folded(folded), profile_stats(pprof), truth_shares(truth)
 
 
-def check(rows, stats, min_samples):
+def check(rows, stats, truth, min_samples):
     counts = {leaf: 0 for leaf in LEAVES}
     good = {leaf: 0 for leaf in LEAVES}
     bad_examples = []
@@ -160,8 +163,10 @@ def check(rows, stats, min_samples):
     for ex in bad_examples:
         log(f"  incomplete: {ex}")
     assert total >= min_samples, f"too few samples: {total}"
-    for leaf, want in LEAVES.items():
-        assert_close(leaf, 100.0 * counts[leaf] / total, want, 2)
+    log("  the workload measured " + ", ".join(f"{k} {v:.1f}%" for k, v in sorted(truth.items())))
+    for leaf, nominal in LEAVES.items():
+        assert abs(truth[leaf] - nominal) < 5, f"the workload itself is off: {truth}"
+        assert_close(leaf, 100.0 * counts[leaf] / total, round(truth[leaf], 1), 2)
     for leaf in LEAVES:
         pct = 100.0 * good[leaf] / counts[leaf]
         log(f"  {leaf}: {pct:.2f}% of {counts[leaf]} samples complete")
@@ -175,15 +180,15 @@ def check(rows, stats, min_samples):
 
 
 def test_no_frame_pointers_known_split_complete_stacks():
-    rows, stats = record_workload("long", 6, hz="999")
-    check(rows, stats, min_samples=1500)
+    rows, stats, truth = record_workload("long", 6, hz="999")
+    check(rows, stats, truth, min_samples=1500)
 
 
 def test_short_lived_process():
     """Processes that live one second each, met at their exec: six of them in
     a row at 999 Hz, for enough samples to tell 2 points of share apart."""
-    rows, stats = record_workload("short", 1, runs=6, hz="999")
-    check(rows, stats, min_samples=3000)
+    rows, stats, truth = record_workload("short", 1, runs=6, hz="999")
+    check(rows, stats, truth, min_samples=3000)
 
 
 def test_frame_pointer_walk_is_marked_not_silent():

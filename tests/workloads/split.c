@@ -13,9 +13,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "truth.h"
+
 #define UNIT 20000
 
-static volatile unsigned long sink;
+/* Per thread: threads sharing one counter would fight over its cache line. */
+static __thread volatile unsigned long sink;
 
 /*
  * GCC 12 omits the frame pointer of leaf functions even with
@@ -48,19 +51,19 @@ __attribute__((noinline)) void leaf_c(long units)
 /* The asm barrier keeps each call a real call with a frame of its own. */
 __attribute__((noinline)) void caller_a(void)
 {
-	leaf_a(6);
+	TRUTH_MEASURE(0, leaf_a(6));
 	__asm__ volatile("" ::: "memory");
 }
 
 __attribute__((noinline)) void caller_b(void)
 {
-	leaf_b(3);
+	TRUTH_MEASURE(1, leaf_b(3));
 	__asm__ volatile("" ::: "memory");
 }
 
 __attribute__((noinline)) void caller_c(void)
 {
-	leaf_c(1);
+	TRUTH_MEASURE(2, leaf_c(1));
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -79,11 +82,12 @@ static void *run(void *arg)
 	double end = now() + seconds;
 
 	(void)arg;
-	while (now() < end) {
+	while (!truth_stop && now() < end) {
 		caller_a();
 		caller_b();
 		caller_c();
 	}
+	truth_thread_done();
 	return NULL;
 }
 
@@ -99,6 +103,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		seconds = atof(argv[1]);
+	truth_init();
 	if (threads < 1 || threads > 64)
 		threads = 1;
 	for (int i = 1; i < threads; i++)
@@ -106,6 +111,7 @@ int main(int argc, char **argv)
 	run(NULL);
 	for (int i = 1; i < threads; i++)
 		pthread_join(tids[i], NULL);
+	truth_write();
 	printf("%lu\n", sink & 1);
 	return 0;
 }

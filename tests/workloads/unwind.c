@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "truth.h"
+
 #define UNIT 20000
 
-static volatile unsigned long sink;
+/* Per thread: threads sharing one counter would fight over its cache line. */
+static __thread volatile unsigned long sink;
 
 /* The asm barrier after each call keeps it a real call (no tail call). */
 #define NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
@@ -43,14 +46,14 @@ __attribute__((noinline)) void leaf_c(long units)
 /* qsort of two elements compares them exactly once. */
 __attribute__((noinline)) int cmp_b(const void *x, const void *y)
 {
-	leaf_b(3);
+	TRUTH_MEASURE(1, leaf_b(3));
 	NO_TAIL_CALL();
 	return *(const int *)x - *(const int *)y;
 }
 
 __attribute__((noinline)) void caller_a(void)
 {
-	leaf_a(6);
+	TRUTH_MEASURE(0, leaf_a(6));
 	NO_TAIL_CALL();
 }
 
@@ -65,7 +68,7 @@ __attribute__((noinline)) void caller_b(void)
 
 __attribute__((noinline)) void caller_c(void)
 {
-	leaf_c(1);
+	TRUTH_MEASURE(2, leaf_c(1));
 	NO_TAIL_CALL();
 }
 
@@ -84,11 +87,12 @@ __attribute__((noinline)) void *run(void *arg)
 	double end = now() + seconds;
 
 	(void)arg;
-	while (now() < end) {
+	while (!truth_stop && now() < end) {
 		caller_a();
 		caller_b();
 		caller_c();
 	}
+	truth_thread_done();
 	NO_TAIL_CALL();
 	return NULL;
 }
@@ -108,6 +112,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		seconds = atof(argv[1]);
+	truth_init();
 	if (threads < 1 || threads > 64)
 		threads = 1;
 	for (int i = 1; i < threads; i++)
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
 	run(NULL);
 	for (int i = 1; i < threads; i++)
 		pthread_join(tids[i], NULL);
+	truth_write();
 	printf("%lu\n", sink & 1);
 	return 0;
 }
