@@ -256,12 +256,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 		case OPT_DEBUG_DIR:
 			o.debug_dir = optarg;
 			break;
-		case OPT_OTLP:
-			if (!strstr(optarg, "://"))
-				return usage_error(cmd,
-						   "bad --otlp '%s': give a URL such as "
-						   "http://127.0.0.1:4318 or grpc://127.0.0.1:4317",
-						   optarg);
+		case OPT_OTLP: /* checked by the symbolizer, like the other export settings */
 			o.otlp_url = optarg;
 			break;
 		case OPT_PASS:

@@ -547,7 +547,7 @@ def test_bad_export_settings_are_clear():
         log(f"  {' '.join(args)} -> {rc}: {first}")
         assert rc == code and re.search(pattern, err), (args, rc, err)
 
-    expect(["--otlp", "127.0.0.1:4318"], 2, r"give a URL")
+    expect(["--otlp", "127.0.0.1:4318"], 2, r"not an OTLP endpoint: give http://")
     expect(["--otlp", "ftp://127.0.0.1"], 2, r"not an OTLP endpoint")
     expect(["--otlp", "http://127.0.0.1", "--otlp-compression", "zip"], 2, r"bad --otlp-compression .zip.")
     expect(["--otlp", "grpc://127.0.0.1:4317/extra"], 2, r"takes no path")
