@@ -260,6 +260,16 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 	return fd;
 }
 
+/* Facts for OTLP resources: the cgroup list (container id), the executable. strcmp with
+ * a literal reads no further than the literal's length: arg need not end in a NUL. */
+static int open_named_proc_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+{
+	(void)b;
+	if (strcmp(req->arg, "cgroup") && strcmp(req->arg, "exe"))
+		return -EINVAL;
+	return require_regular(open_proc_file(req, req->arg), 0);
+}
+
 /* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	/*                             name           pid?   per peer  validate           open */
@@ -270,6 +280,7 @@ static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	[EMBER_BROKER_MODULES]     = {"modules",     false, 64,       validate_none,     open_modules},
 	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,        validate_build_id, open_debug_file},
 	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  0,        validate_debuglink, open_debuglink},
+	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  0,        validate_pid,      open_named_proc_file},
 };
 /* clang-format on */
 

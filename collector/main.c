@@ -39,6 +39,7 @@ static const struct {
 	{".pb.gz", "pprof"},
 	{".folded", "folded"},
 	{".html", "html"},
+	{".otlp", "otlp"},
 };
 
 static void usage_main(FILE *f)
@@ -69,8 +70,11 @@ static void usage_record(FILE *f)
 		"  -p, --pid PID           record only this process (repeatable)\n"
 		"  -o, --output FILE       write FILE; its name sets the format:\n"
 		"                          .html flame graph, .pb.gz pprof, .folded folded\n"
-		"                          stacks (repeatable);\n"
+		"                          stacks, .otlp OTLP (repeatable);\n"
 		"                          default %s\n"
+		"      --otlp URL          ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; with\n"
+		"                          --interval, --service-name, --otlp-header, --otlp-ca, ...\n"
+		"                          (see README.md, \"Shipping profiles\")\n"
 		"      --user NAME         user the symbolizer runs as; default %s\n"
 		"      --log-level LEVEL   error, warning, info or debug; default info\n"
 		"      --no-progress       no progress line\n"
@@ -144,7 +148,11 @@ static void usage_daemon(FILE *f)
 		DEFAULT_RING_SIZE);
 }
 
-enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE, OPT_RUNTIME, OPT_DEBUG_DIR };
+/* OPT_PASS: export settings, handed to the symbolizer (which checks them). */
+enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE, OPT_RUNTIME, OPT_DEBUG_DIR,
+       OPT_OTLP, OPT_PASS };
+
+#define MAX_PASS 64
 
 /* `ember record`, and ember-collector (daemon): the same options, less -d and -o. */
 static int cmd_record(int argc, char **argv, bool daemon)
@@ -160,6 +168,17 @@ static int cmd_record(int argc, char **argv, bool daemon)
 		{"ring-size", required_argument, NULL, OPT_RING_SIZE},
 		{"runtime-dir", required_argument, NULL, OPT_RUNTIME},
 		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+		{"otlp", required_argument, NULL, OPT_OTLP},
+		{"interval", required_argument, NULL, OPT_PASS},
+		{"service-name", required_argument, NULL, OPT_PASS},
+		{"otlp-header", required_argument, NULL, OPT_PASS},
+		{"otlp-ca", required_argument, NULL, OPT_PASS},
+		{"otlp-cert", required_argument, NULL, OPT_PASS},
+		{"otlp-key", required_argument, NULL, OPT_PASS},
+		{"otlp-timeout", required_argument, NULL, OPT_PASS},
+		{"otlp-compression", required_argument, NULL, OPT_PASS},
+		{"otlp-queue-size", required_argument, NULL, OPT_PASS},
+		{"otlp-deadline", required_argument, NULL, OPT_PASS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -167,6 +186,10 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	static char socket_path[4096];
 	const char *user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER, *log_level = "info";
 	const char *cmd = daemon ? "ember-collector" : "ember record", *runtime_dir = EMBER_RUNTIME_DIR;
+	static const char *pass[MAX_PASS + 1];
+	size_t npass = 0;
+	int idx = 0;
+	char *arg;
 	enum ember_log_level level = EMBER_LOG_INFO;
 	struct passwd *pw;
 	uint64_t v, caps;
@@ -177,10 +200,10 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	o.ring_size = DEFAULT_RING_SIZE;
 	o.progress = !daemon && isatty(STDERR_FILENO);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, NULL)) != -1) {
-		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS))
+	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, &idx)) != -1) {
+		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS || c == OPT_OTLP || c == OPT_PASS))
 			return usage_error(cmd, "%s: the daemon runs until SIGTERM, and its symbolizer "
-					   "writes the outputs", "-d, -o and --no-progress are for `ember record`");
+					   "writes and ships the outputs", "-d, -o, --no-progress and --otlp are for `ember record`");
 		if (!daemon && c == OPT_RUNTIME)
 			return usage_error(cmd, "%s is for ember-collector", "--runtime-dir");
 		switch (c) {
@@ -210,7 +233,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 			if (!format_of(optarg))
 				return usage_error(cmd,
 						   "cannot tell the format of '%s' from its name: "
-						   "end it in .html, .pb.gz or .folded",
+						   "end it in .html, .pb.gz, .folded or .otlp",
 						   optarg);
 			o.outputs[o.noutputs].path = optarg;
 			o.outputs[o.noutputs++].format = format_of(optarg);
@@ -232,6 +255,15 @@ static int cmd_record(int argc, char **argv, bool daemon)
 			break;
 		case OPT_DEBUG_DIR:
 			o.debug_dir = optarg;
+			break;
+		case OPT_OTLP: /* checked by the symbolizer, like the other export settings */
+			o.otlp_url = optarg;
+			break;
+		case OPT_PASS:
+			if (npass == MAX_PASS || asprintf(&arg, "--%s=%s", longopts[idx].name, optarg) < 0)
+				return usage_error(cmd, "too many export options%s", "");
+			pass[npass++] = arg;
+			o.symbolizer_args = pass;
 			break;
 		case OPT_RING_SIZE:
 			if (ember_parse_u64(optarg, EMBER_RING_MIN_SIZE, EMBER_RING_MAX_SIZE, &v))
@@ -258,7 +290,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 		if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
 			return usage_error(cmd, "cannot create the runtime directory %s", runtime_dir);
 		o.socket_path = socket_path;
-	} else if (!o.noutputs) {
+	} else if (!o.noutputs && !o.otlp_url) {
 		o.outputs[0].path = DEFAULT_OUTPUT;
 		o.outputs[0].format = format_of(DEFAULT_OUTPUT);
 		o.noutputs = 1;

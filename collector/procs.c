@@ -135,7 +135,10 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 
 	if (find(t, tgid, &slot) != 0)
 		return -EPERM;
-	if (now_ns - t->entries[slot].last_seen_ns > max_age_ns)
+	/* The caller's clock may be read before a sample noted the process in the
+	 * same event-loop round: a last_seen_ns after now_ns is fresh, not ancient. */
+	if (now_ns > t->entries[slot].last_seen_ns &&
+	    now_ns - t->entries[slot].last_seen_ns > max_age_ns)
 		return -EPERM;
 	/* A pidfd polls readable once its process has exited. The entry goes:
 	 * should the PID be reused, its next sample brings a fresh pidfd. */

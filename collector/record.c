@@ -49,6 +49,8 @@ struct recorder {
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
 	uint64_t ticks;
 	bool stopping, finished, failed, progress_drawn;
+	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
+	bool usage;	  /* the symbolizer refused its arguments (exit status 2) */
 };
 
 /* The progress line is redrawn in place; log lines first erase it. */
@@ -245,6 +247,9 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 {
 	int err = ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now_ns);
 
+	/* FLUSHED can come together with the peer's goodbye (err): its status first. */
+	if (r->stopping && r->peer.flushed && r->peer.flush_status == -EREMOTEIO)
+		r->undelivered = r->opts->otlp_url != NULL;
 	if (err) {
 		drop_peer(r);
 		/* The daemon samples on (counting losses) until a symbolizer connects
@@ -256,7 +261,7 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 		return;
 	}
 	if (r->stopping && r->peer.flushed) {
-		if (r->peer.flush_status) {
+		if (r->peer.flush_status && r->peer.flush_status != -EREMOTEIO) {
 			log_error("the symbolizer could not write the outputs: %s",
 				  strerror(-r->peer.flush_status));
 			r->failed = true;
@@ -453,7 +458,8 @@ static void teardown(struct recorder *r)
 		int status;
 
 		kill(r->child, SIGKILL);
-		waitpid(r->child, &status, 0);
+		if (waitpid(r->child, &status, 0) > 0 && WIFEXITED(status))
+			r->usage = WEXITSTATUS(status) == EMBER_EXIT_USAGE;
 	}
 	ember_peer_detach(&r->peer, &r->drain);
 	ember_tables_free(&r->tables);
@@ -530,7 +536,7 @@ int ember_record_run(struct ember_record_opts *o)
 		close_outputs(o);
 		teardown(&r);
 		unlink_outputs(o);
-		return EMBER_EXIT_FAILURE;
+		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	draw_progress(&r, r.start_ns);
 	run_loop(&r);
@@ -543,11 +549,13 @@ int ember_record_run(struct ember_record_opts *o)
 	teardown(&r);
 	if (r.failed) {
 		unlink_outputs(o);
-		return EMBER_EXIT_FAILURE;
+		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
 		 ember_drain_lost_total(&r.drain));
 	for (size_t i = 0; i < o->noutputs; i++)
 		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
-	return EMBER_EXIT_OK;
+	if (r.undelivered)
+		log_error("not every profile reached %s (see above)", o->otlp_url);
+	return r.undelivered ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
 }

@@ -18,7 +18,7 @@
 
 #define CHILD_SOCK_FD  3
 #define CHILD_FIRST_OUT 4
-#define MAX_ARGS	(16 + 2 * EMBER_MAX_OUTPUTS)
+#define MAX_ARGS	(16 + 2 * EMBER_MAX_OUTPUTS + 64) /* 64: export settings passed through */
 
 int ember_symbolizer_path(char *buf, size_t size)
 {

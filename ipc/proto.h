@@ -83,6 +83,7 @@ enum ember_broker_what {
 	EMBER_BROKER_MODULES = 5,     /* /proc/modules */
 	EMBER_BROKER_DEBUG_FILE = 6,  /* /usr/lib/debug/.build-id/xx/rest.debug */
 	EMBER_BROKER_DEBUGLINK = 7,   /* .gnu_debuglink name beside the file mapped at addr */
+	EMBER_BROKER_PROC_FILE = 8,   /* /proc/PID/<arg>, arg "cgroup" or "exe" */
 	EMBER_BROKER_WHAT_MAX,
 };
 
@@ -93,7 +94,7 @@ struct ember_msg_broker_req {
 	uint32_t pid;
 	uint32_t reserved;
 	uint64_t addr;	/* MAPPED_FILE: start address of the mapping */
-	char arg[128]; /* DEBUG_FILE: lowercase hex build id; DEBUGLINK: a file name */
+	char arg[128]; /* DEBUG_FILE: hex build id; DEBUGLINK: a file name; PROC_FILE: "cgroup", "exe" */
 };
 
 /* Sent with one descriptor when error is 0. */

@@ -8,9 +8,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
   libsodium-dev libprotobuf-c-dev protobuf-c-compiler libseccomp-dev libcurl4-openssl-dev
-  zlib1g-dev liblzma-dev check libsubunit-dev"
+  zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf protobuf-compiler python3 python3-protobuf python3-grpcio
-  procps util-linux chromium python3-websocket"
+  procps util-linux chromium python3-websocket openssl binutils"
 pkgs="$build"
 [ "${1:-}" = "--runtime-only" ] || pkgs="$build $test"
 export DEBIAN_FRONTEND=noninteractive

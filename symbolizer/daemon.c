@@ -86,6 +86,7 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 	    .objcache_bytes = o->objcache_bytes,
 	    .enter_sandbox = enter_sandbox,
 	    .sandbox_ctx = o,
+	    .export = o->export,
 	};
 	int delay_ms = EMBER_DAEMON_BACKOFF_MIN_MS, err;
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "rotate.h"
+#include "session.h"
 #include "sandbox.h"
 
 #define EMBER_DAEMON_BACKOFF_MIN_MS 100
@@ -28,6 +29,7 @@ struct ember_daemon_opts {
 	uint64_t interval_ms;
 	struct ember_sandbox_opts sandbox;
 	size_t objcache_bytes;
+	struct ember_session_export export; /* OTLP: the exporter, if any, and resources */
 };
 
 /* Runs until SIGTERM/SIGINT or the collector goes away; returns an exit code. */

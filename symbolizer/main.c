@@ -5,17 +5,22 @@
  * connects, and enters its sandbox before it reads any record; from then on
  * it works only with descriptors the collector hands it.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "daemon.h"
+#include "export.h"
+#include "export_config.h"
 #include "ipc/endpoint.h"
 #include "output.h"
 #include "sandbox.h"
@@ -41,12 +46,91 @@ static void usage(FILE *f)
 		"\n"
 		"  --connect PATH        the collector's socket; default %s/%s\n"
 		"  --output-dir DIR      where the interval files go (must be writable by the user)\n"
-		"  --format FORMAT       folded, pprof or html (repeatable); default folded and pprof\n"
-		"  --interval DURATION   reporting interval (30s, 5m, ...); default 60s\n"
+		"  --format FORMAT       folded, pprof, html or otlp (repeatable); default folded and pprof\n"
+		"  --interval DURATION   reporting interval (30s, 5m, ...) of the files and of OTLP;\n"
+		"                        default 60s for files, 10s for OTLP\n"
 		"  --keep N              intervals kept per format, 0 for all; default %d\n"
 		"  --user NAME           user to become when started as root\n"
-		"  --log-level LEVEL     error, warning, info or debug; default info\n",
+		"  --log-level LEVEL     error, warning, info or debug; default info\n"
+		"\n"
+		"Shipping profiles (both modes; also OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,\n"
+		"OTEL_RESOURCE_ATTRIBUTES; options win):\n"
+		"  --otlp URL                 http://, https:// (OTLP/HTTP), grpc://, grpcs:// (gRPC)\n"
+		"  --service-name NAME        service.name of every resource\n"
+		"  --otlp-header NAME=VALUE   extra header, e.g. Authorization=Bearer... (repeatable)\n"
+		"  --otlp-ca FILE             CA certificates (PEM) to verify the endpoint\n"
+		"  --otlp-cert FILE           client certificate (PEM), with --otlp-key FILE\n"
+		"  --otlp-timeout DURATION    per attempt (default 10s)\n"
+		"  --otlp-compression gzip|none\n"
+		"  --otlp-queue-size BYTES    delivery queue bound (default 8M)\n"
+		"  --otlp-deadline DURATION   how long the end waits for delivery (default 30s)\n",
 		EMBER_RUNTIME_DIR, EMBER_SOCKET_NAME, DEFAULT_KEEP);
+}
+
+/* What the command line says about export; applied over the environment. */
+struct export_args {
+	const char *url, *ca, *cert, *key, *compression, *service;
+	const char *headers[EMBER_OTLP_MAX_HEADERS];
+	size_t nheaders;
+	uint64_t timeout_ms, queue_bytes, deadline_ms, interval_ms; /* 0: not given */
+};
+
+static const char *env(const char *name)
+{
+	return getenv(name);
+}
+
+/*
+ * Builds the export configuration and fetches what the sandbox will forbid
+ * later (TLS files, the endpoint's addresses). Returns 0, or an exit code.
+ */
+static int setup_export(const struct export_args *a, struct ember_export_config *cfg)
+{
+	char err[512] = "";
+	int e;
+
+	ember_export_config_init(cfg);
+	e = ember_export_config_from(cfg, a->url, env, err, sizeof(err));
+	for (size_t i = 0; !e && i < a->nheaders; i++)
+		if (ember_export_config_add_header(cfg, a->headers[i])) {
+			snprintf(err, sizeof(err),
+				 "bad --otlp-header '%s': give NAME=VALUE (at most %d headers)",
+				 a->headers[i], EMBER_OTLP_MAX_HEADERS);
+			e = -EINVAL;
+		}
+	if (e) {
+		log_error("%s", err);
+		ember_export_config_free(cfg);
+		return EMBER_EXIT_USAGE;
+	}
+	if (a->ca)
+		ember_strlcpy(cfg->ca_file, a->ca, sizeof(cfg->ca_file));
+	if (a->cert)
+		ember_strlcpy(cfg->cert_file, a->cert, sizeof(cfg->cert_file));
+	if (a->key)
+		ember_strlcpy(cfg->key_file, a->key, sizeof(cfg->key_file));
+	if (a->compression)
+		cfg->gzip = !strcmp(a->compression, "gzip");
+	if (a->timeout_ms)
+		cfg->timeout_ms = a->timeout_ms;
+	if (a->queue_bytes)
+		cfg->queue_bytes = a->queue_bytes;
+	/* What libcurl, OpenSSL and libc would otherwise read lazily, after the
+	 * sandbox closed: the time zone (certificate checks) and, through
+	 * curl_global_init, OpenSSL's configuration. */
+	tzset();
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_error("cannot initialize libcurl");
+		ember_export_config_free(cfg);
+		return EMBER_EXIT_FAILURE;
+	}
+	e = ember_export_config_prepare(cfg, err, sizeof(err));
+	if (e) {
+		log_error("%s", err);
+		ember_export_config_free(cfg);
+		return EMBER_EXIT_FAILURE;
+	}
+	return 0;
 }
 
 static int parse_output(const char *arg, struct ember_output *o)
@@ -128,6 +212,40 @@ static int run_daemon(struct ember_daemon_opts *d, const char *output_dir, const
 	return err;
 }
 
+/* `ember record`'s child: becomes its user at once, the rest of the sandbox after the handshake. */
+static int run_record(struct ember_session_opts *so, struct ember_sandbox_opts *sb)
+{
+	if (ember_sandbox_drop_privileges(sb))
+		return EMBER_EXIT_FAILURE;
+	so->enter_sandbox = enter_record_sandbox;
+	so->sandbox_ctx = sb;
+	return ember_session_run(so) ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+}
+
+/* Sets up the export configuration and the exporter (its thread starts in the sandbox).
+ * Returns 0 or an exit code. */
+static int start_export(const struct export_args *a, struct ember_export_config *cfg,
+			struct ember_session_export *ex)
+{
+	int err = setup_export(a, cfg);
+
+	if (err)
+		return err;
+	err = ember_exporter_create(cfg, &ex->exporter);
+	if (err) {
+		log_error("cannot start the OTLP export to %s: %s%s", cfg->display, strerror(-err),
+			  err == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)" : "");
+		ember_export_config_free(cfg);
+		return EMBER_EXIT_FAILURE;
+	}
+	ex->interval_ns = (a->interval_ms ? a->interval_ms : EMBER_OTLP_DEFAULT_INTERVAL_MS) * 1000000ull;
+	ex->delivery_deadline_ns =
+		(a->deadline_ms ? a->deadline_ms : EMBER_OTLP_DEFAULT_DEADLINE_MS) * 1000000ull;
+	log_debug("OTLP: shipping to %s every %.1f s", ember_exporter_endpoint(ex->exporter),
+		  (double)ex->interval_ns / 1e9);
+	return 0;
+}
+
 enum {
 	OPT_SOCKET_FD = 256,
 	OPT_UID,
@@ -141,7 +259,54 @@ enum {
 	OPT_INTERVAL,
 	OPT_KEEP,
 	OPT_USER,
+	OPT_OTLP,
+	OPT_OTLP_HEADER,
+	OPT_OTLP_CA,
+	OPT_OTLP_CERT,
+	OPT_OTLP_KEY,
+	OPT_OTLP_TIMEOUT,
+	OPT_OTLP_COMPRESSION,
+	OPT_OTLP_QUEUE,
+	OPT_OTLP_DEADLINE,
+	OPT_SERVICE,
 };
+
+static int parse_export_option(int c, const char *arg, struct export_args *a)
+{
+	switch (c) {
+	case OPT_OTLP:
+		a->url = arg;
+		return 0;
+	case OPT_OTLP_HEADER:
+		if (a->nheaders == EMBER_OTLP_MAX_HEADERS || !strpbrk(arg, "=:"))
+			return -EINVAL;
+		a->headers[a->nheaders++] = arg;
+		return 0;
+	case OPT_OTLP_CA:
+		a->ca = arg;
+		return 0;
+	case OPT_OTLP_CERT:
+		a->cert = arg;
+		return 0;
+	case OPT_OTLP_KEY:
+		a->key = arg;
+		return 0;
+	case OPT_OTLP_TIMEOUT:
+		return ember_parse_duration_ms(arg, &a->timeout_ms) || !a->timeout_ms ? -EINVAL : 0;
+	case OPT_OTLP_COMPRESSION:
+		a->compression = arg;
+		return strcmp(arg, "gzip") && strcmp(arg, "none") ? -EINVAL : 0;
+	case OPT_OTLP_QUEUE:
+		return ember_parse_size(arg, &a->queue_bytes) || a->queue_bytes < 4096 ? -EINVAL : 0;
+	case OPT_OTLP_DEADLINE:
+		return ember_parse_duration_ms(arg, &a->deadline_ms);
+	case OPT_SERVICE:
+		a->service = arg;
+		return strlen(arg) >= 128 ? -EINVAL : 0;
+	default:
+		return -ENOENT;
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -158,6 +323,16 @@ int main(int argc, char **argv)
 		{"interval", required_argument, NULL, OPT_INTERVAL},
 		{"keep", required_argument, NULL, OPT_KEEP},
 		{"user", required_argument, NULL, OPT_USER},
+		{"otlp", required_argument, NULL, OPT_OTLP},
+		{"otlp-header", required_argument, NULL, OPT_OTLP_HEADER},
+		{"otlp-ca", required_argument, NULL, OPT_OTLP_CA},
+		{"otlp-cert", required_argument, NULL, OPT_OTLP_CERT},
+		{"otlp-key", required_argument, NULL, OPT_OTLP_KEY},
+		{"otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT},
+		{"otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION},
+		{"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
+		{"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
+		{"service-name", required_argument, NULL, OPT_SERVICE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -168,20 +343,27 @@ int main(int argc, char **argv)
 		.rotation = {.keep = DEFAULT_KEEP},
 	};
 	struct ember_sandbox_opts sb = {.change_user = true, .die_with_parent = true};
+	static struct export_args xa;
+	struct ember_session_export *ex = &so.export;
+	struct ember_export_config cfg;
 	const char *output_dir = NULL, *user = NULL;
 	enum ember_format fmt;
 	uint64_t v;
 	bool have_uid = false, have_gid = false;
-	int c, level, err;
+	int c, level, err, idx = 0;
 
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
 	if (argc > 1 && ember_command_known(argv[1])) {
 		ember_log_init("ember", EMBER_LOG_INFO);
 		return ember_command_run(argc - 1, argv + 1);
 	}
+	/* One malloc arena for all threads (the export thread's own arena would be
+	 * a heap glibc shrinks after reading /proc/sys/vm/overcommit_memory, which the
+	 * sandbox forbids); it also keeps the resident set small. */
+	mallopt(M_ARENA_MAX, 1);
 	so.sock = -1;
 	so.signal_fd = -1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
 		switch (c) {
 		case OPT_SOCKET_FD:
 			if (ember_parse_u64(optarg, 0, 1023, &v))
@@ -231,7 +413,7 @@ int main(int argc, char **argv)
 		case OPT_INTERVAL:
 			if (ember_parse_duration_ms(optarg, &v) || v < 1000)
 				goto bad;
-			d.interval_ms = v;
+			d.interval_ms = xa.interval_ms = v;
 			break;
 		case OPT_KEEP:
 			if (ember_parse_u64(optarg, 0, 1000000, &v))
@@ -245,37 +427,47 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EMBER_EXIT_OK;
 		default:
-			usage(stderr);
-			return EMBER_EXIT_USAGE;
+			err = parse_export_option(c, optarg, &xa);
+			if (err == -ENOENT) {
+				usage(stderr);
+				return EMBER_EXIT_USAGE;
+			}
+			if (err)
+				goto bad;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (so.sock >= 0 && (!have_uid || !have_gid))) {
 		usage(stderr);
 		return EMBER_EXIT_USAGE;
 	}
-	if (so.sock < 0) {
-		if (!output_dir) {
-			fprintf(stderr, "ember-symbolizer: give --output-dir (daemon) or run "
-					"`ember record`\n");
-			usage(stderr);
-			return EMBER_EXIT_USAGE;
-		}
-		return run_daemon(&d, output_dir, user);
-	}
-	if (!have_uid || !have_gid) {
+	if (so.sock < 0 && !output_dir) {
+		fprintf(stderr, "ember-symbolizer: give --output-dir (daemon) or run `ember record`\n");
 		usage(stderr);
 		return EMBER_EXIT_USAGE;
 	}
-	/* Become the user at once; the rest of the sandbox after the handshake. */
-	err = ember_sandbox_drop_privileges(&sb);
-	if (err)
-		return EMBER_EXIT_FAILURE;
-	so.enter_sandbox = enter_record_sandbox;
-	so.sandbox_ctx = &sb;
-	err = ember_session_run(&so);
-	return err ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+	if (ember_resource_config_from(env, ex->service_name, sizeof(ex->service_name),
+				       ex->resource_attrs, sizeof(ex->resource_attrs))) {
+		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");
+		return EMBER_EXIT_USAGE;
+	}
+	if (xa.service)
+		ember_strlcpy(ex->service_name, xa.service, sizeof(ex->service_name));
+	/* The TLS files are read (perhaps as root) and the endpoint resolved before
+	 * the user changes and the sandbox closes. */
+	if (xa.url && (err = start_export(&xa, &cfg, ex)))
+		return err;
+	/* Export: TCP to the endpoint's port only, and the export thread starts inside. */
+	sb.network = d.sandbox.network = ex->exporter != NULL;
+	sb.tcp_port = d.sandbox.tcp_port = ex->exporter ? cfg.port : 0;
+	sb.threads_later = d.sandbox.threads_later = ex->exporter != NULL;
+	d.export = *ex;
+	err = so.sock < 0 ? run_daemon(&d, output_dir, user) : run_record(&so, &sb);
+	ember_exporter_destroy(ex->exporter);
+	if (xa.url)
+		curl_global_cleanup();
+	return err;
 bad:
-	fprintf(stderr, "ember-symbolizer: bad argument '%s'\n", optarg);
+	fprintf(stderr, "ember-symbolizer: bad --%s '%s'\n", longopts[idx].name, optarg);
 	usage(stderr);
 	return EMBER_EXIT_USAGE;
 }

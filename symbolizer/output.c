@@ -9,6 +9,7 @@
 
 #include "out_folded.h"
 #include "out_html.h"
+#include "out_otlp.h"
 #include "out_pprof.h"
 #include "shared/err.h"
 #include "shared/str.h"
@@ -23,6 +24,7 @@ static const struct {
 	[EMBER_FORMAT_FOLDED] = {"folded", ".folded", ember_write_folded},
 	[EMBER_FORMAT_PPROF] = {"pprof", ".pb.gz", ember_write_pprof},
 	[EMBER_FORMAT_HTML] = {"html", ".html", ember_write_html},
+	[EMBER_FORMAT_OTLP] = {"otlp", ".otlp", ember_write_otlp},
 };
 
 int ember_format_parse(const char *name, enum ember_format *out)

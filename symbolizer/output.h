@@ -15,6 +15,7 @@ enum ember_format {
 	EMBER_FORMAT_FOLDED = 0,
 	EMBER_FORMAT_PPROF,
 	EMBER_FORMAT_HTML,
+	EMBER_FORMAT_OTLP,
 	EMBER_FORMAT_MAX,
 };
 
@@ -24,12 +25,12 @@ struct ember_output {
 	char path[256]; /* for messages only */
 };
 
-/* "folded", "pprof", "html" -> format. Returns 0 or -EINVAL. */
+/* "folded", "pprof", "html", "otlp" -> format. Returns 0 or -EINVAL. */
 int ember_format_parse(const char *name, enum ember_format *out);
 const char *ember_format_name(enum ember_format f);
-/* The file-name suffix of a format (".folded", ".pb.gz", ".html"). */
+/* The file-name suffix of a format (".folded", ".pb.gz", ".html", ".otlp"). */
 const char *ember_format_suffix(enum ember_format f);
-/* The format a file name implies (".folded", ".pb.gz", ".html"); -EINVAL if none. */
+/* The format a file name implies (".folded", ".pb.gz", ".html", ".otlp"); -EINVAL if none. */
 int ember_format_from_path(const char *path, enum ember_format *out);
 
 /* Encodes p in the given format into a malloc'd buffer. */

@@ -22,8 +22,18 @@ int ember_processes_init(struct ember_processes *t)
 	return ember_hash_key_init(&t->hash_key);
 }
 
+void ember_process_forget_facts(struct ember_process *p)
+{
+	free(p->exe_path);
+	p->exe_path = NULL;
+	p->container_id[0] = '\0';
+	p->facts_loaded = false;
+	p->facts_retry_ns = 0;
+}
+
 static void destroy(struct ember_process *p)
 {
+	ember_process_forget_facts(p);
 	ember_maps_free(&p->maps);
 	free(p);
 }

@@ -28,6 +28,11 @@ struct ember_process {
 	uint64_t last_seen_ns;
 	bool exited;
 	char comm[16]; /* the main thread's name, once known */
+	/* Facts for OTLP resources, asked for once per program (when wanted). */
+	bool facts_loaded;
+	uint64_t facts_retry_ns; /* the broker was busy: ask again after this */
+	char *exe_path;		 /* malloc'd, or NULL when unknown */
+	char container_id[65];	 /* "" when not in a container */
 };
 
 struct ember_processes {
@@ -45,6 +50,8 @@ void ember_processes_free(struct ember_processes *t);
 struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid,
 					  uint64_t now_ns);
 struct ember_process *ember_processes_find(struct ember_processes *t, uint32_t pid);
+/* Forgets the facts about p's program (after an exec). */
+void ember_process_forget_facts(struct ember_process *p);
 /* Drops processes that exited, or were idle longer than max_idle_ns. */
 void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t max_idle_ns);
 

@@ -137,6 +137,15 @@ static bool sample_eq(const void *ctx, uint32_t value, const void *key, size_t l
 	       !memcmp(&ember_profile_sample(ctx, value)->key, key, len);
 }
 
+static bool process_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct ember_profile *p = ctx;
+
+	return len == sizeof(uint32_t) &&
+	       !memcmp(&EMBER_VEC_AT(p->processes, struct ember_process_attrs, value)->pid, key,
+		       len);
+}
+
 static void profile_init_tables(struct ember_profile *p)
 {
 	ember_vec_init(&p->str_offsets, sizeof(uint32_t));
@@ -148,6 +157,8 @@ static void profile_init_tables(struct ember_profile *p)
 	ember_vec_init(&p->stacks, sizeof(struct ember_stack));
 	ember_vec_init(&p->samples, sizeof(struct ember_sample));
 	ember_vec_init(&p->stats, sizeof(struct ember_stat));
+	ember_vec_init(&p->processes, sizeof(struct ember_process_attrs));
+	ember_index_init(&p->process_index);
 	ember_index_init(&p->str_index);
 	ember_index_init(&p->mapping_index);
 	ember_index_init(&p->function_index);
@@ -173,6 +184,8 @@ static void profile_free_tables(struct ember_profile *p)
 	ember_vec_free(&p->stacks);
 	ember_vec_free(&p->samples);
 	ember_vec_free(&p->stats);
+	ember_vec_free(&p->processes);
+	ember_index_free(&p->process_index);
 	ember_index_free(&p->str_index);
 	ember_index_free(&p->mapping_index);
 	ember_index_free(&p->function_index);
@@ -403,6 +416,166 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 		}
 		s->timestamps[s->ntimestamps++] = timestamp_ns;
 	}
+	return 0;
+}
+
+int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a)
+{
+	uint32_t id;
+	int r;
+
+	if (a->exe_path >= p->str_offsets.len || a->container_id >= p->str_offsets.len)
+		return -EINVAL;
+	r = dedup_insert(p, &p->process_index, &p->processes, &a->pid, sizeof(a->pid), process_eq,
+			 a, &id);
+	if (r < 0)
+		return r;
+	*EMBER_VEC_AT(p->processes, struct ember_process_attrs, id) = *a;
+	return 0;
+}
+
+const struct ember_process_attrs *ember_profile_find_process(const struct ember_profile *p,
+							     uint32_t pid)
+{
+	uint32_t id;
+
+	if (ember_index_find(&p->process_index, ember_hash(&p->hash_key, &pid, sizeof(pid)), &pid,
+			     sizeof(pid), process_eq, p, &id))
+		return NULL;
+	return EMBER_VEC_AT(p->processes, const struct ember_process_attrs, id);
+}
+
+/* Index maps from src's tables to dst's, filled as merge_* go. */
+struct merge_maps {
+	uint32_t *strs, *mappings, *functions, *locations, *stacks;
+};
+
+static int merge_dictionaries(struct ember_profile *dst, const struct ember_profile *src,
+			      struct merge_maps *mm)
+{
+	struct ember_vec buf;
+	int err = 0;
+
+	for (size_t i = 0; i < ember_profile_nstrings(src) && !err; i++)
+		err = ember_profile_intern_cstr(dst, ember_profile_str(src, (uint32_t)i),
+						&mm->strs[i]);
+	for (size_t i = 0; i < src->mappings.len && !err; i++) {
+		struct ember_mapping m = *ember_profile_mapping(src, (uint32_t)i);
+
+		m.filename = mm->strs[m.filename];
+		m.gnu_build_id = mm->strs[m.gnu_build_id];
+		m.go_build_id = mm->strs[m.go_build_id];
+		m.file_hash = mm->strs[m.file_hash];
+		err = ember_profile_add_mapping(dst, &m, &mm->mappings[i]);
+	}
+	for (size_t i = 0; i < src->functions.len && !err; i++) {
+		struct ember_function f = *ember_profile_function(src, (uint32_t)i);
+
+		f.name = mm->strs[f.name];
+		f.system_name = mm->strs[f.system_name];
+		f.filename = mm->strs[f.filename];
+		err = ember_profile_add_function(dst, &f, &mm->functions[i]);
+	}
+	ember_vec_init(&buf, sizeof(struct ember_line));
+	for (size_t i = 0; i < src->locations.len && !err; i++) {
+		const struct ember_location *l = ember_profile_location(src, (uint32_t)i);
+		const struct ember_line *lines = ember_profile_location_lines(src, l);
+		struct ember_line *out;
+
+		buf.len = 0;
+		out = l->nlines ? ember_vec_push(&buf, lines, l->nlines) : NULL;
+		if (l->nlines && !out) {
+			err = -ENOMEM;
+			break;
+		}
+		for (uint32_t j = 0; j < l->nlines; j++)
+			out[j].function = mm->functions[out[j].function];
+		err = ember_profile_add_location(
+			dst, l->mapping == EMBER_NONE ? EMBER_NONE : mm->mappings[l->mapping],
+			(enum ember_frame_kind)l->kind, l->address, out, l->nlines,
+			&mm->locations[i]);
+	}
+	ember_vec_free(&buf);
+	ember_vec_init(&buf, sizeof(uint32_t));
+	for (size_t i = 0; i < src->stacks.len && !err; i++) {
+		const struct ember_stack *st = ember_profile_stack(src, (uint32_t)i);
+		const uint32_t *locs = ember_profile_stack_locations(src, st);
+		uint32_t *out;
+
+		buf.len = 0;
+		out = ember_vec_push(&buf, NULL, st->depth ? st->depth : 1);
+		if (!out) {
+			err = -ENOMEM;
+			break;
+		}
+		for (uint32_t j = 0; j < st->depth; j++)
+			out[j] = mm->locations[locs[j]];
+		err = ember_profile_add_stack(dst, out, st->depth, &mm->stacks[i]);
+	}
+	ember_vec_free(&buf);
+	return err;
+}
+
+static int merge_samples(struct ember_profile *dst, const struct ember_profile *src,
+			 const struct merge_maps *mm)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < src->samples.len && !err; i++) {
+		const struct ember_sample *s = ember_profile_sample(src, (uint32_t)i);
+		struct ember_sample_key k = s->key;
+
+		k.stack = mm->stacks[k.stack];
+		k.comm = mm->strs[k.comm];
+		k.thread_name = mm->strs[k.thread_name];
+		for (uint32_t t = 0; t < s->ntimestamps && !err; t++)
+			err = ember_profile_add_sample(dst, &k, 1, s->timestamps[t]);
+		if (!err && s->count > s->ntimestamps)
+			err = ember_profile_add_sample(dst, &k, s->count - s->ntimestamps, 0);
+	}
+	for (size_t i = 0; i < src->processes.len && !err; i++) {
+		struct ember_process_attrs a =
+			*EMBER_VEC_AT(src->processes, const struct ember_process_attrs, i);
+
+		a.exe_path = mm->strs[a.exe_path];
+		a.container_id = mm->strs[a.container_id];
+		err = ember_profile_set_process(dst, &a);
+	}
+	for (size_t i = 0; i < src->stats.len && !err; i++) {
+		const struct ember_stat *st = EMBER_VEC_AT(src->stats, const struct ember_stat, i);
+
+		err = ember_profile_stat_add(dst, ember_profile_str(src, st->name), st->value);
+	}
+	return err;
+}
+
+int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
+{
+	struct merge_maps mm = {
+		.strs = calloc(ember_profile_nstrings(src) + 1, sizeof(uint32_t)),
+		.mappings = calloc(src->mappings.len + 1, sizeof(uint32_t)),
+		.functions = calloc(src->functions.len + 1, sizeof(uint32_t)),
+		.locations = calloc(src->locations.len + 1, sizeof(uint32_t)),
+		.stacks = calloc(src->stacks.len + 1, sizeof(uint32_t)),
+	};
+	int err = -ENOMEM;
+
+	if (mm.strs && mm.mappings && mm.functions && mm.locations && mm.stacks) {
+		err = merge_dictionaries(dst, src, &mm);
+		if (!err)
+			err = merge_samples(dst, src, &mm);
+	}
+	free(mm.strs);
+	free(mm.mappings);
+	free(mm.functions);
+	free(mm.locations);
+	free(mm.stacks);
+	if (err)
+		return err;
+	if (src->start_ns && (!dst->start_ns || src->start_ns < dst->start_ns))
+		dst->start_ns = src->start_ns;
+	if (src->end_ns > dst->end_ns)
+		dst->end_ns = src->end_ns;
 	return 0;
 }
 

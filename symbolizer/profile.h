@@ -12,6 +12,7 @@
  *              and the real (outermost) function last, as in pprof
  *   stacks     lists of locations, leaf first
  *   samples    (stack, pid, tid, cpu, comm, thread name) -> count, timestamps
+ *   processes  facts about a sampled process (executable, container), by pid
  */
 #ifndef EMBER_SYMBOLIZER_PROFILE_H
 #define EMBER_SYMBOLIZER_PROFILE_H
@@ -94,6 +95,14 @@ struct ember_sample {
 	uint32_t cap_timestamps;
 };
 
+/* What is known of a sampled process besides its samples (OTLP resource attributes). */
+struct ember_process_attrs {
+	uint32_t pid;
+	uint32_t exe_path;     /* string: executable as the process sees it, or 0 */
+	uint32_t container_id; /* string: container id from its cgroup, or 0 */
+	uint32_t reserved;
+};
+
 struct ember_stat {
 	uint32_t name; /* string */
 	uint64_t value;
@@ -129,6 +138,8 @@ struct ember_profile {
 	struct ember_vec samples; /* struct ember_sample */
 	struct ember_index sample_index;
 	struct ember_vec stats; /* struct ember_stat */
+	struct ember_vec processes; /* struct ember_process_attrs */
+	struct ember_index process_index;
 
 	/* Metadata of the whole profile. */
 	uint64_t start_ns; /* Unix time of the first moment covered */
@@ -137,6 +148,10 @@ struct ember_profile {
 	uint32_t sample_hz;
 	uint64_t total_count; /* sum of all sample counts */
 	char host[256];
+	/* From configuration, for OTLP resources: service.name ("" for the
+	 * default) and extra resource attributes as "key=value\n" lines. */
+	char service_name[128];
+	char resource_attrs[1024];
 };
 
 int ember_profile_init(struct ember_profile *p);
@@ -167,6 +182,20 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 /* Adds count to the sample with this key; timestamp_ns 0 records no timestamp. */
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
 			     uint64_t count, uint64_t timestamp_ns);
+
+/* Records (or replaces) the facts about a process. */
+int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a);
+/* The facts about pid, or NULL. */
+const struct ember_process_attrs *ember_profile_find_process(const struct ember_profile *p,
+							     uint32_t pid);
+
+/*
+ * Adds everything src holds (samples with their stacks, locations, functions
+ * and mappings, process facts, statistics) to dst, and widens dst's time
+ * range to cover src's. Used to keep a whole recording while each reporting
+ * interval is shipped and reset.
+ */
+int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src);
 
 /*
  * The name shown for a location that has no lines: "module+0xoffset" (the

@@ -13,6 +13,7 @@
 
 #include "broker_client.h"
 #include "ipc/ring.h"
+#include "out_otlp.h"
 #include "profile.h"
 #include "record_decode.h"
 #include "shared/clock.h"
@@ -23,13 +24,18 @@
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define RELEASE_EVERY	     64 /* records between consumer-position updates */
 #define RECORD_BUF_SIZE	     EMBER_RING_MAX_RECORD
+#define CUT_SLACK_NS	     (200ull * 1000000ull)
 
 struct session {
 	const struct ember_session_opts *opts;
 	struct ember_broker_client broker;
 	struct ember_ring_consumer ring;
 	int event_fd;
-	struct ember_profile profile;
+	struct ember_profile profile; /* the current (export) interval, or all there is */
+	/* With live export and files: what the files are written from (the whole
+	 * run, or the daemon's file interval); each export interval is merged in. */
+	struct ember_profile total;
+	bool keep_total;
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
@@ -37,6 +43,8 @@ struct session {
 	bool unwind_warm;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
+	uint64_t next_cut_ns;	       /* monotonic: the end of the export interval */
+	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
 };
@@ -85,6 +93,9 @@ static int handshake(struct session *s)
 	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
 	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
 	s->profile.start_ns = m.welcome.start_time_ns;
+	s->total.sample_hz = s->profile.sample_hz;
+	s->total.period_ns = s->profile.period_ns;
+	s->total.start_ns = s->profile.start_ns;
 	return 0;
 }
 
@@ -229,12 +240,91 @@ static int drain_ring(struct session *s, uint64_t until)
 	return err;
 }
 
+/* The profile files are written from. */
+static struct ember_profile *file_profile(struct session *s)
+{
+	return s->keep_total ? &s->total : &s->profile;
+}
+
 static void set_run_stats(struct session *s)
 {
+	struct ember_profile *p = file_profile(s), *current = s->sym.profile;
+
+	/* The symbolizer reports into its profile: point it at the one written. */
+	s->sym.profile = p;
 	ember_symbolizer_report_stats(&s->sym);
-	ember_unwind_report_stats(&s->unwind, &s->profile);
-	ember_profile_stat_set(&s->profile, "ring.records", s->records);
-	ember_profile_stat_set(&s->profile, "ring.bad_records", s->bad_records);
+	ember_unwind_report_stats(&s->unwind, p);
+	s->sym.profile = current;
+	ember_profile_stat_set(p, "ring.records", s->records);
+	ember_profile_stat_set(p, "ring.bad_records", s->bad_records);
+}
+
+/*
+ * Ships the export interval and starts the next: encode, queue (the export
+ * thread sends), keep it for the files if there are any, reset.
+ */
+static void cut_interval(struct session *s)
+{
+	struct ember_profile *p = &s->profile;
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	p->end_ns = ember_realtime_ns();
+	if (p->samples.len) {
+		err = ember_otlp_encode(p, &buf, &len, NULL);
+		if (err)
+			log_error("cannot encode the profile as OTLP: %s; %" PRIu64 " samples lost",
+				  strerror(-err), p->total_count);
+		else
+			ember_exporter_submit(s->opts->export.exporter, buf, len, p->total_count);
+	}
+	if (s->keep_total && (err = ember_profile_merge(&s->total, p)))
+		log_error("cannot keep the interval for the output files: %s", strerror(-err));
+	err = ember_profile_reset(p);
+	if (err)
+		log_error("cannot start a new interval: %s", strerror(-err));
+	p->start_ns = p->end_ns;
+	p->end_ns = 0;
+	ember_symbolizer_profile_was_reset(&s->sym);
+	/* Every cut, also one for the files, starts a full export interval. */
+	s->next_cut_ns = ember_monotonic_ns() + s->opts->export.interval_ns;
+}
+
+/*
+ * Waits for the delivery queue to drain (or the deadline) and says what
+ * reached the endpoint. Returns 0, or -EREMOTEIO when some profiles did not.
+ */
+static int finish_delivery(struct session *s)
+{
+	struct ember_exporter *e = s->opts->export.exporter;
+	struct ember_export_stats st;
+	uint64_t dropped;
+	int err;
+
+	s->delivery_finished = true;
+	err = ember_exporter_flush(e, ember_monotonic_ns() + s->opts->export.delivery_deadline_ns);
+	ember_exporter_get_stats(e, &st);
+	dropped = st.rejected + st.evicted + st.expired + st.queued;
+	log_info("OTLP: %" PRIu64 " of %" PRIu64 " profile batches delivered to %s (%" PRIu64
+		 " samples, %" PRIu64 " bytes sent, %" PRIu64 " attempts)",
+		 st.delivered, st.submitted, ember_exporter_endpoint(e), st.samples_delivered,
+		 st.bytes_sent, st.attempts);
+	if (dropped)
+		log_error("OTLP: %" PRIu64 " batches (%" PRIu64 " samples) not delivered: %" PRIu64
+			  " rejected, %" PRIu64 " dropped from the full queue, %" PRIu64
+			  " out of retries, %" PRIu64 " still queued at the %" PRIu64
+			  " s deadline%s%s",
+			  dropped, st.samples_dropped, st.rejected, st.evicted, st.expired,
+			  (uint64_t)st.queued,
+			  (uint64_t)(s->opts->export.delivery_deadline_ns / 1000000000ull),
+			  st.last_error[0] ? "; last error: " : "", st.last_error);
+	if (st.profiles_rejected)
+		log_warn("OTLP: the receiver rejected %" PRIu64 " profiles in partial successes",
+			 st.profiles_rejected);
+	log_debug("OTLP: queue peak %zu of %zu bytes, %" PRIu64 " retries", st.queue_peak_bytes,
+		  st.queue_limit, st.retries);
+	return err || dropped ? -EREMOTEIO : 0;
 }
 
 /* `ember record`: every output rewritten with everything so far. */
@@ -244,7 +334,7 @@ static int write_outputs(struct session *s)
 
 	for (size_t i = 0; i < s->opts->noutputs; i++) {
 		const struct ember_output *o = &s->opts->outputs[i];
-		int err = ember_output_write(o, &s->profile);
+		int err = ember_output_write(o, file_profile(s));
 
 		if (err) {
 			log_error("cannot write %s: %s", o->path, strerror(-err));
@@ -257,13 +347,15 @@ static int write_outputs(struct session *s)
 /* Daemon: this interval's files, then a fresh profile for the next one. */
 static int write_interval(struct session *s)
 {
-	int status = ember_rotation_write(s->opts->rotation, &s->profile);
+	struct ember_profile *p = file_profile(s);
+	int status = ember_rotation_write(s->opts->rotation, p);
 
-	log_info("interval written: %" PRIu64 " samples, %" PRIu64 " lost",
-		 s->profile.total_count, ember_profile_stat_get(&s->profile, "lost.samples"));
-	ember_profile_reset(&s->profile);
-	ember_symbolizer_profile_was_reset(&s->sym);
-	s->profile.start_ns = s->profile.end_ns;
+	log_info("interval written: %" PRIu64 " samples, %" PRIu64 " lost", p->total_count,
+		 ember_profile_stat_get(p, "lost.samples"));
+	ember_profile_reset(p);
+	if (p == &s->profile)
+		ember_symbolizer_profile_was_reset(&s->sym);
+	p->start_ns = p->end_ns;
 	if (s->opts->interval_ms)
 		s->interval_deadline_ns = ember_monotonic_ns() + s->opts->interval_ms * 1000000ull;
 	return status;
@@ -271,9 +363,20 @@ static int write_interval(struct session *s)
 
 static int flush_outputs(struct session *s)
 {
-	s->profile.end_ns = ember_realtime_ns();
+	int err;
+
+	/* Any flush ships what the export interval holds so far: the files are whole. */
+	if (s->opts->export.exporter)
+		cut_interval(s);
+	file_profile(s)->end_ns = ember_realtime_ns();
 	set_run_stats(s);
-	return s->opts->rotation ? write_interval(s) : write_outputs(s);
+	err = s->opts->rotation ? write_interval(s) : write_outputs(s);
+	/* When the files' next interval ends with the export's (the same --interval;
+	 * writing took a moment), its cut ships: no second, tiny batch just before. */
+	if (s->opts->export.exporter && s->interval_deadline_ns &&
+	    s->interval_deadline_ns <= s->next_cut_ns + CUT_SLACK_NS)
+		s->next_cut_ns = s->interval_deadline_ns + 1;
+	return err;
 }
 
 static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *done)
@@ -287,8 +390,14 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 		return err;
 	if (f->lost_unreported)
 		count_lost(s, EMBER_LOST_OTHER, f->lost_unreported);
-	samples = s->profile.total_count; /* a daemon starts a new interval in flush_outputs */
+	/* A daemon starts a new interval in flush_outputs. */
+	samples = s->profile.total_count + (s->keep_total ? s->total.total_count : 0);
 	status = flush_outputs(s);
+	if (s->opts->export.exporter && f->final) {
+		err = finish_delivery(s);
+		if (!status)
+			status = err;
+	}
 	ember_msg_init(&reply, EMBER_MSG_FLUSHED, 0);
 	reply.flushed.status = status;
 	reply.flushed.samples = samples;
@@ -296,7 +405,8 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 	if (f->final)
 		*done = true;
 	log_debug("flushed: %" PRIu64 " samples, %" PRIu64 " lost", samples, s->samples_lost);
-	return err ? err : status;
+	/* Undelivered profiles are reported to the collector, not a reason to stop. */
+	return err ? err : status == -EREMOTEIO ? 0 : status;
 }
 
 /* Daemon signals: SIGTERM and SIGINT end the session with the interval so
@@ -340,12 +450,16 @@ static int on_message(struct session *s, bool *done)
 
 static int poll_timeout_ms(const struct session *s)
 {
-	uint64_t now = ember_monotonic_ns();
+	uint64_t now = ember_monotonic_ns(), next = s->interval_deadline_ns;
 
-	if (!s->interval_deadline_ns || s->interval_deadline_ns >= now + 1000000000ull)
+	if (s->opts->export.exporter && (!next || s->next_cut_ns < next))
+		next = s->next_cut_ns;
+	if (!next || next >= now + 1000000000ull)
 		return 1000;
-	return s->interval_deadline_ns <= now ? 0 : (int)((s->interval_deadline_ns - now) / 1000000u) + 1;
+	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
 }
+
+
 
 static int run(struct session *s)
 {
@@ -378,6 +492,8 @@ static int run(struct session *s)
 		if (!err && !done && s->interval_deadline_ns &&
 		    ember_monotonic_ns() >= s->interval_deadline_ns)
 			err = flush_outputs(s);
+		if (!err && !done && s->opts->export.exporter && ember_monotonic_ns() >= s->next_cut_ns)
+			cut_interval(s);
 		if (!err && !done && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			err = on_message(s, &done);
 	}
@@ -399,7 +515,10 @@ int ember_session_run(const struct ember_session_opts *o)
 	s->opts = o;
 	s->event_fd = -1;
 	ember_broker_client_init(&s->broker, o->sock);
+	s->keep_total = o->export.exporter && (o->noutputs || o->rotation);
 	err = ember_profile_init(&s->profile);
+	if (!err)
+		err = ember_profile_init(&s->total);
 	if (!err)
 		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
 	if (!err)
@@ -408,23 +527,41 @@ int ember_session_run(const struct ember_session_opts *o)
 	s->unwind.on_maps_ctx = s;
 	if (err)
 		goto out;
+	/* OTLP resources want each process's executable and container. */
+	s->sym.want_process_facts = o->export.exporter != NULL;
+	for (size_t i = 0; i < o->noutputs; i++)
+		s->sym.want_process_facts |= o->outputs[i].format == EMBER_FORMAT_OTLP;
+	for (size_t i = 0; o->rotation && i < o->rotation->nformats; i++)
+		s->sym.want_process_facts |= o->rotation->formats[i] == EMBER_FORMAT_OTLP;
 	gethostname(host, sizeof(host) - 1);
-	memcpy(s->profile.host, host, sizeof(s->profile.host));
+	for (struct ember_profile *p = &s->profile; p; p = p == &s->profile ? &s->total : NULL) {
+		memcpy(p->host, host, sizeof(p->host));
+		memcpy(p->service_name, o->export.service_name, sizeof(p->service_name));
+		memcpy(p->resource_attrs, o->export.resource_attrs, sizeof(p->resource_attrs));
+	}
 	err = handshake(s);
 	if (!err && o->enter_sandbox)
 		err = o->enter_sandbox(o->sandbox_ctx);
+	/* The export thread starts inside the sandbox and so inherits all of it. */
+	if (!err && o->export.exporter && (err = ember_exporter_start(o->export.exporter)))
+		log_error("cannot start the export thread: %s", strerror(-err));
 	if (!err && o->rotation) {
 		/* A daemon's first interval starts now: earlier samples never reached it. */
-		s->profile.start_ns = ember_realtime_ns();
+		s->profile.start_ns = s->total.start_ns = ember_realtime_ns();
 		if (o->interval_ms)
 			s->interval_deadline_ns = ember_monotonic_ns() + o->interval_ms * 1000000ull;
 	}
+	s->next_cut_ns = ember_monotonic_ns() + o->export.interval_ns;
 	if (!err)
 		err = run(s);
+	/* A daemon's session ends on a signal or without its collector: deliver what it has. */
+	if (o->export.exporter && o->rotation && s->ring.hdr && !s->delivery_finished)
+		finish_delivery(s);
 out:
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
 	ember_profile_free(&s->profile);
+	ember_profile_free(&s->total);
 	if (s->ring.hdr)
 		ember_ring_consumer_close(&s->ring);
 	if (s->event_fd >= 0)

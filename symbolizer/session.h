@@ -6,6 +6,13 @@
  * reporting interval, on SIGHUP (a new interval starts) and on SIGTERM or
  * when the collector goes away (the interval so far is written, then the
  * session ends).
+ *
+ * With a live exporter the session also cuts the profile every export
+ * interval on its own clock: each interval is encoded as OTLP and queued for
+ * the export thread, then, when files are written too, merged into the
+ * profile the files are written from (the whole run, or the daemon's file
+ * interval). The end of a session ships the last, partial interval and
+ * waits for delivery until a deadline.
  */
 #ifndef EMBER_SYMBOLIZER_SESSION_H
 #define EMBER_SYMBOLIZER_SESSION_H
@@ -13,10 +20,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "output.h"
 #include "rotate.h"
 
 #define EMBER_MAX_OUTPUTS 16
+
+/* Live OTLP export and the resource configuration of OTLP outputs. */
+struct ember_session_export {
+	struct ember_exporter *exporter; /* NULL: no live export */
+	uint64_t interval_ns;		 /* the profile is shipped every interval_ns */
+	uint64_t delivery_deadline_ns;	 /* how long the end of a session waits for delivery */
+	char service_name[128];		 /* see profile.h */
+	char resource_attrs[1024];
+};
 
 struct ember_session_opts {
 	int sock;
@@ -31,6 +48,7 @@ struct ember_session_opts {
 	/* Called after the handshake, before the first record is read; an error ends the session. */
 	int (*enter_sandbox)(void *ctx);
 	void *sandbox_ctx;
+	struct ember_session_export export;
 };
 
 /*

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "demangle.h"
+#include "container.h"
 #include "shared/log.h"
 #include "unwind_tables.h"
 
@@ -311,6 +314,98 @@ static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t
 			      ember_unwind_stop_marker(reason), out);
 }
 
+#define FACTS_RETRY_NS (1000ull * 1000000ull)
+
+/* The path of the executable open as fd, found among the process's mappings by identity. */
+static const char *exe_path_from_maps(const struct ember_process *proc, int fd)
+{
+	const struct ember_map_entry *by_inode = NULL;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !proc->maps_loaded)
+		return NULL;
+	for (size_t i = 0; i < proc->maps.count; i++) {
+		const struct ember_map_entry *e = &proc->maps.entries[i];
+
+		if (e->kind != EMBER_MAP_FILE || e->inode != st.st_ino)
+			continue;
+		if (makedev(e->dev_major, e->dev_minor) == st.st_dev)
+			return ember_maps_path(&proc->maps, e);
+		/* Overlay file systems (containers) show the lower file's device in maps. */
+		if (!by_inode)
+			by_inode = e;
+	}
+	return by_inode ? ember_maps_path(&proc->maps, by_inode) : NULL;
+}
+
+static int proc_file(struct ember_symbolizer *s, struct ember_process *proc, const char *name)
+{
+	int fd = ember_broker_request(s->broker, EMBER_BROKER_PROC_FILE, proc->pid, 0, name);
+
+	s->facts_requests++;
+	if (fd < 0) {
+		s->facts_failures++;
+		if (fd == -EAGAIN)
+			proc->facts_retry_ns = 1;
+		log_debug("%s of pid %u: %s", name, proc->pid, strerror(-fd));
+	}
+	return fd;
+}
+
+/* Asks the broker for the process's cgroup list and executable, once per program. */
+static void load_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
+			       uint64_t now_ns)
+{
+	const char *path;
+	char *text = NULL;
+	long len;
+	int fd;
+
+	proc->facts_loaded = true;
+	proc->facts_retry_ns = 0;
+	fd = proc_file(s, proc, "cgroup");
+	if (fd >= 0) {
+		len = ember_maps_read_fd(fd, &text);
+		close(fd);
+		if (len >= 0)
+			ember_container_id_from_cgroup(text, (size_t)len, proc->container_id);
+		free(text);
+	}
+	/* The maps tell the executable's path as the process sees it. */
+	if (!proc->maps_loaded || proc->maps_stale)
+		ember_process_find_mapping(&s->procs, proc, s->broker, 0, now_ns);
+	fd = proc_file(s, proc, "exe");
+	if (fd >= 0) {
+		path = exe_path_from_maps(proc, fd);
+		close(fd);
+		free(proc->exe_path);
+		proc->exe_path = path ? strdup(path) : NULL;
+	}
+	if (proc->facts_retry_ns) {
+		proc->facts_loaded = false;
+		proc->facts_retry_ns = now_ns + FACTS_RETRY_NS;
+	}
+}
+
+/* Makes sure the current profile knows the facts about the sample's process. */
+static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
+			      uint64_t now_ns)
+{
+	struct ember_process_attrs pa = {.pid = proc->pid};
+	int err = 0;
+
+	if (!proc->facts_loaded && now_ns >= proc->facts_retry_ns)
+		load_process_facts(s, proc, now_ns);
+	/* Not before the facts are in (the broker may have asked to come back later). */
+	if (!proc->facts_loaded || ember_profile_find_process(s->profile, proc->pid))
+		return 0;
+	if (proc->exe_path)
+		err = ember_profile_intern_cstr(s->profile, proc->exe_path, &pa.exe_path);
+	if (!err && proc->container_id[0])
+		err = ember_profile_intern_cstr(s->profile, proc->container_id, &pa.container_id);
+	return err ? err : ember_profile_set_process(s->profile, &pa);
+}
+
 static void learn_comm(struct ember_process *proc, const struct ember_sample_event *sample)
 {
 	if (sample->tid == sample->tgid || !proc->comm[0])
@@ -349,6 +444,8 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 			return err;
 	}
 	s->frames += depth;
+	if (s->want_process_facts && (err = note_process_facts(s, proc, now_ns)))
+		return err;
 	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, &key.stack);
 	if (err)
 		return err;
@@ -371,6 +468,7 @@ void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid)
 		p->maps_stale = true;
 		p->maps_loaded_ns = 0;
 		p->comm[0] = '\0';
+		ember_process_forget_facts(p);
 	}
 }
 
@@ -417,4 +515,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
 	ember_profile_stat_set(p, "broker.requests", s->broker->requests);
 	ember_profile_stat_set(p, "broker.failures", s->broker->failures);
+	if (s->want_process_facts) {
+		ember_profile_stat_set(p, "process_facts.requests", s->facts_requests);
+		ember_profile_stat_set(p, "process_facts.failures", s->facts_failures);
+	}
 }

@@ -30,12 +30,15 @@ struct ember_symbolizer {
 	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
+	/* Ask the broker for each process's executable and cgroup (for OTLP resources). */
+	bool want_process_facts;
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
+	uint64_t facts_requests, facts_failures;
 };
 
 int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,

@@ -304,6 +304,46 @@ START_TEST(mapped_file_of_a_seen_process)
 }
 END_TEST
 
+/* OTLP facts: exactly the cgroup list and the executable, of a seen process only. */
+START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
+{
+	static const char *const refused[] = {"environ", "cmdline", "exe/", "../1/exe", "cgroupx",
+					      "", "root", "fd/0", "mem"};
+	struct fixture f;
+	pid_t child = sleeper();
+	struct ember_msg_broker_req req = {.what = EMBER_BROKER_PROC_FILE, .pid = (uint32_t)child};
+	struct stat st, exe;
+	int status, fd;
+	char path[64];
+
+	fixture_init(&f);
+	/* Never seen: refused whatever the name. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, "cgroup"), -EPERM);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, "cgroup"), 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		ck_assert_msg(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, refused[i]) ==
+				      -EINVAL,
+			      "%s served", refused[i]);
+	/* A name that fills the whole field without a NUL is refused, not overread. */
+	memset(req.arg, 'c', sizeof(req.arg));
+	ck_assert_int_eq(ember_broker_handle(&f.broker, &req, SEC), -EINVAL);
+	/* "exe" is the process's executable itself, read-only. */
+	memcpy(req.arg, "exe", 4);
+	fd = ember_broker_handle(&f.broker, &req, SEC);
+	ck_assert_int_ge(fd, 0);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)child);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(stat(path, &exe), 0);
+	ck_assert(st.st_ino == exe.st_ino && st.st_dev == exe.st_dev);
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	close(fd);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	fixture_free(&f);
+}
+END_TEST
+
 START_TEST(per_connection_limits_and_rate_cap)
 {
 	struct fixture f;
@@ -343,6 +383,7 @@ static Suite *broker_suite(void)
 	tcase_add_test(t, pids_must_be_seen_living_and_the_same);
 	tcase_add_test(t, mapped_file_of_a_seen_process);
 	tcase_add_test(t, per_connection_limits_and_rate_cap);
+	tcase_add_test(t, proc_files_are_the_cgroup_and_the_executable_only);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -18,6 +18,9 @@ START_TEST(seen_living_processes_pass)
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 0, SEC), -EPERM);
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), SEC / 2, SEC), 0);
+	/* Noted after the clock the broker read in the same round: fresh, not ancient. */
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), SEC), 0);
+	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), SEC - 1, SEC), 0);
 	/* Not seen recently enough. */
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 5 * SEC, SEC), -EPERM);
 	ember_procs_forget(&t, (uint32_t)getpid());

@@ -1,0 +1,574 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""ember record shipping OTLP profiles to real receivers (HTTP and gRPC, with
+and without TLS) that decode with classes generated from the upstream schema;
+and the faults of a real network: a receiver absent at start, 503 then 200,
+400, hanging, restarted mid-run, gRPC UNAVAILABLE / INVALID_ARGUMENT, a full
+delivery queue. "Nothing lost" is checked against the folded file ember
+writes in the same run."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import otlp_receiver as rx
+from emberlib import (BUILD, EMBER, assert_close, build_workload, kill, log, read_folded,
+                      require_root, run_tests, start, workdir)
+
+require_root()
+if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
+    from emberlib import skip_or_fail
+    skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
+rx.classes()
+WD = workdir()
+SPLIT = build_workload("split", WD)
+HZ = 997
+
+
+def record(args, timeout=180, env=None):
+    """Runs ember record; returns (returncode, stderr)."""
+    p = subprocess.run([EMBER, "record", "--no-progress", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    return p.returncode, p.stderr
+
+
+def with_split(seconds, fn):
+    wl = start([SPLIT, str(seconds)])
+    try:
+        time.sleep(0.3)
+        return fn(wl.pid)
+    finally:
+        kill(wl)
+
+
+def unique_requests(receivers):
+    """Delivered requests, each profile batch once (a retried batch keeps its profile ids)."""
+    seen, out = set(), []
+    for r in receivers:
+        for req in r.delivered():
+            ids = tuple(sorted(p.profile_id for rp in req.resource_profiles
+                               for sp in rp.scope_profiles for p in sp.profiles))
+            if ids not in seen:
+                seen.add(ids)
+                out.append(req)
+    return out
+
+
+def otlp_total(reqs, pid):
+    return sum(rx.sample_count(s) for req in reqs for _, _, s, _ in rx.samples(req, pid))
+
+
+def folded_total(path):
+    return sum(n for _, n in read_folded(path))
+
+
+def expect_nothing_lost(reqs, pid, folded):
+    got, want = otlp_total(reqs, pid), folded_total(folded)
+    log(f"  delivered {got} samples of pid {pid} in {len(reqs)} batches; the folded file has {want}")
+    assert want > 100, f"too few samples recorded: {want}"
+    assert got == want, f"OTLP carried {got} samples, the run recorded {want}"
+
+
+def check_dictionaries(reqs):
+    for req in reqs:
+        problems = rx.check_dictionary(req)
+        assert not problems, problems
+
+
+def gnu_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID:\s*([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def expected_container_id():
+    """The rule ember applies, restated: a 64-hex-digit component of the cgroup path.
+    The workloads are children of this process and share its cgroup."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            path = line.rstrip("\n").split(":", 2)[-1]
+            ids = re.findall(r"(?:^|[/:-])([0-9a-f]{64})(?=$|[./])", path)
+            if ids:
+                return ids[-1]
+    return None
+
+
+def check_content(reqs, pid, interval_s=None):
+    """The split's functions and shares, resource and sample attributes, time ranges."""
+    check_dictionaries(reqs)
+    counts, total = rx.leaf_counts(reqs, pid, ["leaf_a", "leaf_b", "leaf_c"])
+    everything = rx.pid_total(reqs, pid)
+    log(f"  {everything} samples of split in {len(reqs)} requests, {total} in the leaves")
+    assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
+    assert total >= 0.95 * everything, "the leaves are missing from too many stacks"
+    for leaf, want in (("leaf_a", 60), ("leaf_b", 30), ("leaf_c", 10)):
+        assert_close(leaf, 100.0 * counts[leaf] / total, want, 3)
+    host = socket.gethostname()
+    build_id = gnu_build_id(SPLIT)
+    container = expected_container_id()
+    starts = []
+    for req in reqs:
+        d = req.dictionary
+        for rp in req.resource_profiles:
+            ra = rx.resource_attrs(rp)
+            if ra.get("process.pid") != pid:
+                continue
+            assert ra.get("process.executable.name") == "split", ra
+            assert ra.get("process.executable.path") == SPLIT, ra
+            assert ra.get("host.name") == host, ra
+            assert ra.get("service.name") == "ember-it", ra
+            assert ra.get("deployment.environment") == "ci", ra
+            assert ra.get("container.id") == container, (ra, container)
+            assert len(rp.scope_profiles) == 1
+            sp = rp.scope_profiles[0]
+            assert sp.scope.name == "ember" and sp.scope.version, sp.scope
+            for p in sp.profiles:
+                st = d.string_table
+                assert (st[p.sample_type.type_strindex], st[p.sample_type.unit_strindex]) == ("samples", "count")
+                assert (st[p.period_type.type_strindex], st[p.period_type.unit_strindex]) == ("cpu", "nanoseconds")
+                assert p.period == 1000000000 // HZ, p.period
+                assert len(p.profile_id) == 16
+                starts.append(p.time_unix_nano)
+                for s in p.samples:
+                    assert len(s.timestamps_unix_nano) == len(s.values) > 0
+                    for t in s.timestamps_unix_nano:
+                        assert p.time_unix_nano <= t < p.time_unix_nano + p.duration_nano
+                    sa = rx.attrs_of(d, s.attribute_indices)
+                    assert sa.get("thread.id") == pid and sa.get("thread.name") == "split", sa
+                    assert 0 <= sa.get("cpu.logical_number", -1) < os.cpu_count(), sa
+                    loc = d.location_table[d.stack_table[s.stack_index].location_indices[0]]
+                    assert rx.attrs_of(d, loc.attribute_indices).get("profile.frame.type") in ("native", "kernel")
+        # The workload's own mapping carries its GNU build id.
+        maps = [m for m in d.mapping_table[1:] if d.string_table[m.filename_strindex] == SPLIT]
+        assert maps, "no mapping of the split binary"
+        if build_id:
+            assert rx.attrs_of(d, maps[0].attribute_indices).get("process.executable.build_id.gnu") == build_id
+    if interval_s:
+        assert starts == sorted(starts), "profiles out of order"
+    return total
+
+
+def test_http_delivers_the_split():
+    r = rx.HttpReceiver()
+    folded = os.path.join(WD, "h.folded")
+    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
+    try:
+        def run(pid):
+            return pid, record(["-d", "6", "-F", str(HZ), "-p", str(pid), "-o", folded,
+                                "--interval", "2s", "--service-name", "ember-it",
+                                "--otlp-header", "Authorization=Bearer t0ken",
+                                "--otlp", f"http://127.0.0.1:{r.port}"], env=env)
+        pid, (rc, err) = with_split(10, run)
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 0, err
+    reqs = unique_requests([r])
+    assert len(reqs) >= 3, f"expected a profile per 2 s interval, got {len(reqs)}"
+    check_content(reqs, pid, interval_s=2)
+    expect_nothing_lost(reqs, pid, folded)
+    headers = r.attempts[0].headers
+    assert headers.get("Content-Type") == "application/x-protobuf", headers
+    assert headers.get("Content-Encoding") == "gzip", headers
+    assert headers.get("Authorization") == "Bearer t0ken", headers
+
+
+def test_grpc_delivers_the_split():
+    r = rx.GrpcReceiver()
+    folded = os.path.join(WD, "g.folded")
+    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci",
+               OTEL_EXPORTER_OTLP_HEADERS="x-scope-orgid=tenant-7")
+    try:
+        def run(pid):
+            return pid, record(["-d", "6", "-F", str(HZ), "-p", str(pid), "-o", folded,
+                                "--interval", "3s", "--service-name", "ember-it",
+                                "--otlp", f"grpc://127.0.0.1:{r.port}"], env=env)
+        pid, (rc, err) = with_split(10, run)
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 0, err
+    reqs = unique_requests([r])
+    assert len(reqs) >= 2, len(reqs)
+    check_content(reqs, pid, interval_s=3)
+    expect_nothing_lost(reqs, pid, folded)
+    md = r.attempts[0].headers
+    assert md.get("x-scope-orgid") == "tenant-7", md
+
+
+def test_otlp_file_matches_the_folded_file():
+    otlp, folded = os.path.join(WD, "f.otlp"), os.path.join(WD, "f.folded")
+    env = dict(os.environ, OTEL_SERVICE_NAME="ember-it",
+               OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
+
+    def run(pid):
+        return pid, record(["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", otlp, "-o", folded], env=env)
+    pid, (rc, err) = with_split(8, run)
+    assert rc == 0, err
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    check_content([req], pid)
+    expect_nothing_lost([req], pid, folded)
+
+
+def make_pki(d):
+    """A CA, a server certificate for 127.0.0.1/localhost, a client certificate."""
+    def sh(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True, cwd=d)
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=ember-test-ca",
+       "-keyout", "ca.key", "-out", "ca.pem")
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name in ("server", "client"):
+        sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+           "-keyout", f"{name}.key", "-out", f"{name}.csr")
+        sh("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+           "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", f"{name}.pem")
+    # The client key is readable by root only: ember must load it before dropping privileges.
+    os.chmod(os.path.join(d, "client.key"), 0o600)
+    return {k: os.path.join(d, v) for k, v in (("ca", "ca.pem"), ("cert", "server.pem"),
+                                               ("key", "server.key"), ("ccert", "client.pem"),
+                                               ("ckey", "client.key"))}
+
+
+def test_tls_with_client_certificates():
+    pki = make_pki(WD)
+    tls = {"cert": pki["cert"], "key": pki["key"], "client_ca": pki["ca"]}
+    for kind, scheme in (("http", "https"), ("grpc", "grpcs")):
+        r = rx.HttpReceiver(tls=tls) if kind == "http" else rx.GrpcReceiver(tls=tls)
+        try:
+            def run(pid):
+                return pid, record(["-d", "3", "-F", str(HZ), "-p", str(pid),
+                                    "--otlp", f"{scheme}://localhost:{r.port}",
+                                    "--otlp-ca", pki["ca"], "--otlp-cert", pki["ccert"],
+                                    "--otlp-key", pki["ckey"]])
+            pid, (rc, err) = with_split(6, run)
+        finally:
+            r.stop()
+        reqs = unique_requests([r])
+        log(f"  {scheme}: rc {rc}, {len(reqs)} requests, {otlp_total(reqs, pid)} samples")
+        assert rc == 0, err
+        assert reqs and otlp_total(reqs, pid) > 500, err
+    # Without the client certificate the receiver refuses the handshake: not delivered.
+    r = rx.HttpReceiver(tls=tls)
+    try:
+        _, (rc, err) = with_split(4, lambda pid: (pid, record(
+            ["-d", "1", "-F", str(HZ), "-p", str(pid), "--otlp", f"https://localhost:{r.port}",
+             "--otlp-ca", pki["ca"], "--otlp-deadline", "3s"])))
+    finally:
+        r.stop()
+    log(f"  without client certificate: rc {rc}")
+    assert rc == 1 and "not delivered" in err, err
+
+
+def test_receiver_absent_at_start():
+    port = rx.free_port()
+    folded = os.path.join(WD, "a.folded")
+    wl = start([SPLIT, "12"])
+    receivers = []
+    try:
+        time.sleep(0.3)
+        proc = start([EMBER, "record", "--no-progress", "-d", "7", "-F", str(HZ), "-p", str(wl.pid),
+                      "-o", folded, "--interval", "1s", "--otlp", f"http://127.0.0.1:{port}"])
+        time.sleep(3.5)
+        receivers.append(rx.HttpReceiver(port))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(wl)
+        for r in receivers:
+            r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert proc.returncode == 0, err
+    assert "retrying" in err, "the first batches should have failed and been retried"
+    expect_nothing_lost(unique_requests(receivers), wl.pid, folded)
+
+
+def test_503_then_200_is_retried_and_nothing_lost():
+    r = rx.HttpReceiver().then(("status", 503, 1), ("status", 503, 1), ("status", 429, None))
+    folded = os.path.join(WD, "r.folded")
+    try:
+        pid, (rc, err) = with_split(8, lambda pid: (pid, record(
+            ["-d", "5", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "2s",
+             "--otlp", f"http://127.0.0.1:{r.port}"])))
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 0, err
+    reqs = unique_requests([r])
+    assert len(r.attempts) == len(reqs) + 3, (len(r.attempts), len(reqs))
+    # Retry-After: 1 was honoured between the first two attempts.
+    gap = r.attempts[1].time - r.attempts[0].time
+    log(f"  {len(r.attempts)} attempts for {len(reqs)} batches; first retry after {gap:.2f} s")
+    assert gap >= 0.95, gap
+    expect_nothing_lost(reqs, pid, folded)
+
+
+def test_400_is_dropped_counted_and_not_retried():
+    r = rx.HttpReceiver()
+    r.default = ("status", 400)
+    folded = os.path.join(WD, "b.folded")
+    try:
+        pid, (rc, err) = with_split(7, lambda pid: (pid, record(
+            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "1s",
+             "--otlp", f"http://127.0.0.1:{r.port}"])))
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    m = re.search(r"0 of (\d+) profile batches delivered", err)
+    assert m, err
+    batches = int(m.group(1))
+    assert batches >= 3 and len(r.attempts) == batches, (batches, len(r.attempts))
+    assert re.search(rf"{batches} batches \(\d+ samples\) not delivered: {batches} rejected", err), err
+    assert "not retried" in err and "HTTP 400" in err, err
+    # The files are still written; the run says it failed to deliver.
+    assert rc == 1 and folded_total(folded) > 100, (rc, err)
+
+
+def test_grpc_unavailable_is_retried_invalid_argument_dropped():
+    r = rx.GrpcReceiver().then(("grpc", "UNAVAILABLE", 1.5), ("grpc", "RESOURCE_EXHAUSTED", None))
+    folded = os.path.join(WD, "u.folded")
+    try:
+        pid, (rc, err) = with_split(7, lambda pid: (pid, record(
+            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "2s",
+             "--otlp", f"grpc://127.0.0.1:{r.port}"])))
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 0, err
+    gap = r.attempts[1].time - r.attempts[0].time
+    log(f"  RetryInfo 1.5 s -> retried after {gap:.2f} s")
+    assert gap >= 1.45, gap
+    expect_nothing_lost(unique_requests([r]), pid, folded)
+
+    r = rx.GrpcReceiver()
+    r.default = ("grpc", "INVALID_ARGUMENT")
+    try:
+        _, (rc, err) = with_split(6, lambda pid: (pid, record(
+            ["-d", "3", "-F", str(HZ), "-p", str(pid), "--interval", "1s",
+             "--otlp", f"grpc://127.0.0.1:{r.port}"])))
+    finally:
+        r.stop()
+    m = re.search(r"0 of (\d+) profile batches delivered", err)
+    assert m and int(m.group(1)) >= 2 and len(r.attempts) == int(m.group(1)), err
+    assert "gRPC status 3" in err and rc == 1, err
+
+
+def test_hanging_receiver_times_out():
+    # Hangs once: the attempt times out, the retry delivers, nothing is lost.
+    r = rx.HttpReceiver().then(("hang", 30))
+    folded = os.path.join(WD, "t.folded")
+    try:
+        t0 = time.time()
+        pid, (rc, err) = with_split(8, lambda pid: (pid, record(
+            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "1s",
+             "--otlp-timeout", "2s", "--otlp", f"http://127.0.0.1:{r.port}"])))
+        took = time.time() - t0
+    finally:
+        r.stop()
+    log(f"  hang once: rc {rc} in {took:.1f} s")
+    assert rc == 0, err
+    expect_nothing_lost(unique_requests([r]), pid, folded)
+    # Hangs forever: sampling goes on, the end waits only until the deadline.
+    r = rx.HttpReceiver()
+    r.default = ("hang", 120)
+    whole = os.path.join(WD, "t.otlp")
+    try:
+        t0 = time.time()
+        pid, (rc, err) = with_split(8, lambda pid: (pid, record(
+            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", whole, "--interval", "1s",
+             "--otlp-timeout", "2s", "--otlp-deadline", "4s", "--otlp", f"http://127.0.0.1:{r.port}"])))
+        took = time.time() - t0
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 1 and "not delivered" in err, err
+    assert took < 4 + 4 + 10, took
+    # The whole run was sampled while every export hung: samples in every half second.
+    Request, _ = rx.classes()
+    with open(whole, "rb") as f:
+        req = Request.FromString(f.read())
+    stamps = sorted(t for _, _, s, _ in rx.samples(req, pid) for t in s.timestamps_unix_nano)
+    lost = int(re.search(r"(\d+) lost", err).group(1))
+    buckets = {int((t - stamps[0]) / 1e9) for t in stamps}
+    span = (stamps[-1] - stamps[0]) / 1e9
+    log(f"  hang always: rc {rc} in {took:.1f} s; {len(stamps)} samples over {span:.1f} s, "
+        f"in {len(buckets)} of its seconds, {lost} lost")
+    assert span > 3.5 and buckets == set(range(int(span) + 1)), "sampling paused"
+    assert lost < 0.05 * len(stamps), f"{lost} samples lost"
+
+
+def test_receiver_restarted_mid_run():
+    port = rx.free_port()
+    folded = os.path.join(WD, "s.folded")
+    first = rx.HttpReceiver(port)
+    second = None
+    wl = start([SPLIT, "14"])
+    try:
+        time.sleep(0.3)
+        proc = start([EMBER, "record", "--no-progress", "-d", "9", "-F", str(HZ), "-p", str(wl.pid),
+                      "-o", folded, "--interval", "1s", "--otlp", f"http://127.0.0.1:{port}"])
+        time.sleep(3.5)
+        first.stop()
+        time.sleep(2)
+        second = rx.HttpReceiver(port)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(wl)
+        for r in (first, second):
+            if r:
+                try:
+                    r.stop()
+                except Exception:  # noqa: BLE001 - already stopped
+                    pass
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert proc.returncode == 0, err
+    a, b = unique_requests([first]), unique_requests([second])
+    log(f"  {len(a)} batches before the restart, {len(b)} after")
+    assert a and b
+    expect_nothing_lost(unique_requests([first, second]), wl.pid, folded)
+
+
+def vm_rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def test_full_queue_drops_the_oldest_and_memory_stays_flat():
+    port = rx.free_port()  # nobody listens: every batch waits in the queue
+    wl = start([SPLIT, "14", "2"])
+    try:
+        time.sleep(0.3)
+        proc = start([EMBER, "record", "--no-progress", "--log-level", "debug", "-d", "9", "-F", "999",
+                      "-p", str(wl.pid), "--interval", "1s", "--otlp-queue-size", "48k",
+                      "--otlp-deadline", "1s", "--otlp", f"http://127.0.0.1:{port}"])
+        sym = None
+        for _ in range(50):
+            out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "ember-symbolizer"],
+                                 capture_output=True, text=True).stdout.split()
+            if out:
+                sym = int(out[0])
+                break
+            time.sleep(0.1)
+        assert sym, "no symbolizer"
+        time.sleep(3)
+        early = vm_rss_kb(sym)
+        time.sleep(4.5)
+        late = vm_rss_kb(sym)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(wl)
+    peak = re.search(r"queue peak (\d+) of (\d+) bytes", err)
+    dropped = re.search(r"(\d+) dropped from the full queue", err)
+    log(f"  symbolizer RSS {early} kB at 3 s, {late} kB at 7.5 s; {peak.group(0) if peak else '?'}; "
+        f"{dropped.group(0) if dropped else '?'}")
+    assert proc.returncode == 1, err
+    assert peak and int(peak.group(1)) <= int(peak.group(2)) == 48 * 1024, err
+    assert dropped and int(dropped.group(1)) > 0, err
+    assert "the delivery queue is full" in err, err
+    assert late - early < 2048, f"the symbolizer grew by {late - early} kB while the endpoint was down"
+
+
+def test_daemons_ship_as_well():
+    """ember-collector and ember-symbolizer as daemons: the symbolizer ships each
+    interval and writes its files (folded and .otlp) from the same samples."""
+    base = os.path.join(WD, "daemons")
+    run_dir, out = os.path.join(base, "run"), os.path.join(base, "out")
+    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(out, exist_ok=True)
+    os.chown(out, 65534, 65534)
+    sock = os.path.join(run_dir, "collector.sock")
+    r = rx.HttpReceiver()
+    wl = start([SPLIT, "30"])
+    col = sym = None
+    try:
+        time.sleep(0.3)
+        col = start([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
+                     run_dir, "-F", str(HZ), "-p", str(wl.pid)])
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
+        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
+                                "--output-dir", out, "--interval", "2s", "--format", "folded",
+                                "--format", "otlp", "--keep", "0", "--user", "nobody",
+                                "--service-name", "ember-it", "--otlp", f"http://127.0.0.1:{r.port}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        time.sleep(7)
+        sym.send_signal(signal.SIGTERM)
+        sym_out, _ = sym.communicate(timeout=60)
+    finally:
+        for p in (sym, col, wl):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    kill(p)
+        r.stop()
+    log("  " + sym_out.strip().replace("\n", "\n  "))
+    assert sym.returncode == 0, sym_out
+    reqs = unique_requests([r])
+    assert len(reqs) >= 3, len(reqs)
+    check_content(reqs, wl.pid, interval_s=2)
+    files = sorted(f for f in os.listdir(out) if not f.startswith("."))
+    folded = [os.path.join(out, f) for f in files if f.endswith(".folded")]
+    otlp_files = [os.path.join(out, f) for f in files if f.endswith(".otlp")]
+    in_files = sum(folded_total(f) for f in folded)
+    log(f"  {len(folded)} folded and {len(otlp_files)} .otlp files with {in_files} samples; "
+        f"{otlp_total(reqs, wl.pid)} shipped")
+    assert folded and len(otlp_files) == len(folded)
+    assert otlp_total(reqs, wl.pid) == in_files
+    Request, _ = rx.classes()
+    for f in otlp_files:
+        with open(f, "rb") as fh:
+            assert not rx.check_dictionary(Request.FromString(fh.read()))
+
+
+def test_partial_success_is_logged():
+    r = rx.HttpReceiver()
+    r.default = ("partial", 1, "one profile too many")
+    try:
+        _, (rc, err) = with_split(5, lambda pid: (pid, record(
+            ["-d", "2", "-F", str(HZ), "-p", str(pid), "--otlp", f"http://127.0.0.1:{r.port}"])))
+    finally:
+        r.stop()
+    assert rc == 0, err
+    assert "accepted the batch only in part" in err and "one profile too many" in err, err
+
+
+def test_bad_export_settings_are_clear():
+    def expect(args, code, pattern):
+        rc, err = record(["-d", "1", *args], timeout=60)
+        first = err.strip().splitlines()[0] if err.strip() else ""
+        log(f"  {' '.join(args)} -> {rc}: {first}")
+        assert rc == code and re.search(pattern, err), (args, rc, err)
+
+    expect(["--otlp", "127.0.0.1:4318"], 2, r"not an OTLP endpoint: give http://")
+    expect(["--otlp", "ftp://127.0.0.1"], 2, r"not an OTLP endpoint")
+    expect(["--otlp", "http://127.0.0.1", "--otlp-compression", "zip"], 2, r"bad --otlp-compression .zip.")
+    expect(["--otlp", "grpc://127.0.0.1:4317/extra"], 2, r"takes no path")
+    expect(["--otlp", "http://no-such-host.invalid"], 1, r"cannot resolve")
+    expect(["--otlp", "https://127.0.0.1", "--otlp-ca", "/nonexistent.pem"], 1, r"cannot read the CA file")
+
+
+if __name__ == "__main__":
+    run_tests([
+        test_http_delivers_the_split,
+        test_grpc_delivers_the_split,
+        test_otlp_file_matches_the_folded_file,
+        test_tls_with_client_certificates,
+        test_receiver_absent_at_start,
+        test_503_then_200_is_retried_and_nothing_lost,
+        test_400_is_dropped_counted_and_not_retried,
+        test_grpc_unavailable_is_retried_invalid_argument_dropped,
+        test_hanging_receiver_times_out,
+        test_receiver_restarted_mid_run,
+        test_full_queue_drops_the_oldest_and_memory_stays_flat,
+        test_daemons_ship_as_well,
+        test_partial_success_is_logged,
+        test_bad_export_settings_are_clear,
+    ])

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * OTLP profiles: decode what the writer produced with the generated parser
+ * and check the content and the dictionary rules (zero entry at index 0, no
+ * duplicates, every index in range); then let protoc decode it with the
+ * upstream schema as an independent oracle.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "otlp/profiles_service.pb-c.h"
+#include "profile_fixture.h"
+#include "shared/str.h"
+#include "symbolizer/out_otlp.h"
+#include "symbolizer/output.h"
+
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+    Request;
+typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
+typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
+typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
+typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
+
+static Request *encode(const struct ember_profile *p, size_t *nprofiles)
+{
+	uint8_t *buf;
+	size_t len;
+	Request *r;
+
+	ck_assert_int_eq(ember_otlp_encode(p, &buf, &len, nprofiles), 0);
+	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+	    NULL, len, buf);
+	ck_assert_ptr_nonnull(r);
+	free(buf);
+	return r;
+}
+
+static void unpacked_free(Request *r)
+{
+	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+	    r, NULL);
+}
+
+static const char *str(const Dict *d, int32_t i)
+{
+	ck_assert_int_ge(i, 0);
+	ck_assert_int_lt(i, (int32_t)d->n_string_table);
+	return d->string_table[i];
+}
+
+/* The value of attribute key among the indices, or NULL. */
+static const AnyValue *attr(const Dict *d, const int32_t *idx, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_gt(idx[i], 0);
+		ck_assert_int_lt(idx[i], (int32_t)d->n_attribute_table);
+		if (!strcmp(str(d, d->attribute_table[idx[i]]->key_strindex), key))
+			return d->attribute_table[idx[i]]->value;
+	}
+	return NULL;
+}
+
+static const AnyValue *resource_attr(const Resource *r, const char *key)
+{
+	for (size_t i = 0; i < r->n_attributes; i++)
+		if (!strcmp(r->attributes[i]->key, key))
+			return r->attributes[i]->value;
+	return NULL;
+}
+
+/* Every entry packs to distinct bytes; index 0 packs to nothing (the zero value). */
+static void check_table(const ProtobufCMessage *const *items, size_t n, const char *what)
+{
+	uint8_t *packed[4096];
+	size_t len[4096];
+
+	ck_assert_msg(n >= 1, "%s: no zero entry", what);
+	ck_assert_uint_lt(n, 4096);
+	for (size_t i = 0; i < n; i++) {
+		len[i] = protobuf_c_message_get_packed_size(items[i]);
+		packed[i] = malloc(len[i] + 1);
+		protobuf_c_message_pack(items[i], packed[i]);
+	}
+	ck_assert_msg(len[0] == 0, "%s[0] is not the zero value", what);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			ck_assert_msg(len[i] != len[j] || memcmp(packed[i], packed[j], len[i]),
+			              "%s[%zu] and [%zu] are equal", what, i, j);
+	for (size_t i = 0; i < n; i++)
+		free(packed[i]);
+}
+
+#define CHECK_TABLE(d, field)                                                                      \
+	check_table((const ProtobufCMessage *const *)(d)->field, (d)->n_##field, #field)
+
+static void check_dictionary(const Dict *d)
+{
+	ck_assert_uint_ge(d->n_string_table, 1);
+	ck_assert_str_eq(d->string_table[0], "");
+	for (size_t i = 0; i < d->n_string_table; i++)
+		for (size_t j = i + 1; j < d->n_string_table; j++)
+			ck_assert_msg(strcmp(d->string_table[i], d->string_table[j]),
+			              "string %zu and %zu are both '%s'", i, j, d->string_table[i]);
+	CHECK_TABLE(d, mapping_table);
+	CHECK_TABLE(d, location_table);
+	CHECK_TABLE(d, function_table);
+	CHECK_TABLE(d, link_table);
+	CHECK_TABLE(d, attribute_table);
+	CHECK_TABLE(d, stack_table);
+	for (size_t i = 1; i < d->n_mapping_table; i++)
+		str(d, d->mapping_table[i]->filename_strindex);
+	for (size_t i = 1; i < d->n_function_table; i++) {
+		str(d, d->function_table[i]->name_strindex);
+		str(d, d->function_table[i]->system_name_strindex);
+		str(d, d->function_table[i]->filename_strindex);
+	}
+	for (size_t i = 1; i < d->n_location_table; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__Location *l =
+		    d->location_table[i];
+
+		ck_assert_int_ge(l->mapping_index, 0);
+		ck_assert_int_lt(l->mapping_index, (int32_t)d->n_mapping_table);
+		for (size_t j = 0; j < l->n_lines; j++) {
+			ck_assert_int_gt(l->lines[j]->function_index, 0);
+			ck_assert_int_lt(l->lines[j]->function_index, (int32_t)d->n_function_table);
+		}
+	}
+	for (size_t i = 1; i < d->n_stack_table; i++)
+		for (size_t j = 0; j < d->stack_table[i]->n_location_indices; j++) {
+			ck_assert_int_gt(d->stack_table[i]->location_indices[j], 0);
+			ck_assert_int_lt(d->stack_table[i]->location_indices[j],
+			                 (int32_t)d->n_location_table);
+		}
+	for (size_t i = 1; i < d->n_attribute_table; i++) {
+		str(d, d->attribute_table[i]->key_strindex);
+		ck_assert_ptr_nonnull(d->attribute_table[i]->value);
+	}
+}
+
+/* Name of the leaf function of a sample. */
+static const char *leaf(const Dict *d, const Sample *s)
+{
+	const Opentelemetry__Proto__Profiles__V1development__Stack *st;
+	const Opentelemetry__Proto__Profiles__V1development__Location *l;
+
+	ck_assert_int_gt(s->stack_index, 0);
+	ck_assert_int_lt(s->stack_index, (int32_t)d->n_stack_table);
+	st = d->stack_table[s->stack_index];
+	l = d->location_table[st->location_indices[0]];
+	return str(d, d->function_table[l->lines[0]->function_index]->name_strindex);
+}
+
+static int64_t sample_total(const Sample *s)
+{
+	int64_t t = 0;
+
+	for (size_t i = 0; i < s->n_values; i++)
+		t += s->values[i];
+	return t;
+}
+
+START_TEST(encodes_one_resource_per_process_and_a_valid_dictionary)
+{
+	struct ember_profile p;
+	size_t nprofiles;
+	Request *r;
+	const Dict *d;
+	int64_t total = 0, leaf_a = 0, unsym = 0;
+
+	fixture_build(&p);
+	ember_strlcpy(p.host, "node-7", sizeof(p.host));
+	r = encode(&p, &nprofiles);
+	d = r->dictionary;
+	ck_assert_ptr_nonnull(d);
+	check_dictionary(d);
+	ck_assert_uint_eq(r->n_resource_profiles, 2);
+	ck_assert_uint_eq(nprofiles, 2);
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__ResourceProfiles *rp =
+		    r->resource_profiles[i];
+		const Opentelemetry__Proto__Profiles__V1development__Profile *prof;
+		const AnyValue *pid = resource_attr(rp->resource, "process.pid");
+		const AnyValue *svc = resource_attr(rp->resource, "service.name");
+		const AnyValue *host = resource_attr(rp->resource, "host.name");
+		const AnyValue *exe = resource_attr(rp->resource, "process.executable.name");
+
+		ck_assert_ptr_nonnull(pid);
+		ck_assert_int_eq(pid->int_value, i == 0 ? 10 : 20);
+		ck_assert_str_eq(svc->string_value,
+		                 i == 0 ? "unknown_service:app" : "unknown_service:other");
+		ck_assert_str_eq(host->string_value, "node-7");
+		ck_assert_str_eq(exe->string_value, i == 0 ? "app" : "other");
+		ck_assert_ptr_null(resource_attr(rp->resource, "container.id"));
+		ck_assert_uint_eq(rp->n_scope_profiles, 1);
+		ck_assert_str_eq(rp->scope_profiles[0]->scope->name, "ember");
+		ck_assert_str_eq(rp->scope_profiles[0]->scope->version, EMBER_VERSION);
+		ck_assert_uint_eq(rp->scope_profiles[0]->n_profiles, 1);
+		prof = rp->scope_profiles[0]->profiles[0];
+		ck_assert_str_eq(str(d, prof->sample_type->type_strindex), "samples");
+		ck_assert_str_eq(str(d, prof->sample_type->unit_strindex), "count");
+		ck_assert_str_eq(str(d, prof->period_type->type_strindex), "cpu");
+		ck_assert_str_eq(str(d, prof->period_type->unit_strindex), "nanoseconds");
+		ck_assert_int_eq(prof->period, 10000000);
+		ck_assert_uint_eq(prof->time_unix_nano, p.start_ns);
+		ck_assert_uint_eq(prof->duration_nano, 5000000000ull);
+		ck_assert_uint_eq(prof->profile_id.len, 16);
+		for (size_t j = 0; j < prof->n_samples; j++) {
+			const Sample *s = prof->samples[j];
+			const AnyValue *tid =
+			    attr(d, s->attribute_indices, s->n_attribute_indices, "thread.id");
+			const AnyValue *cpu = attr(d, s->attribute_indices, s->n_attribute_indices,
+			                           "cpu.logical_number");
+
+			/* Not every fixture sample has timestamps: one total per sample. */
+			ck_assert_uint_eq(s->n_values, 1);
+			ck_assert_uint_eq(s->n_timestamps_unix_nano, 0);
+			ck_assert_ptr_nonnull(tid);
+			ck_assert_int_eq(tid->int_value, i == 0 ? 11 : 20);
+			ck_assert_int_eq(cpu->int_value, 1);
+			if (i == 0)
+				ck_assert_str_eq(attr(d, s->attribute_indices,
+				                      s->n_attribute_indices, "thread.name")
+				                     ->string_value,
+				                 "app-worker");
+			total += sample_total(s);
+			if (!strcmp(leaf(d, s), "leaf_a"))
+				leaf_a += sample_total(s);
+			if (!strcmp(leaf(d, s), "libfoo.so+0x1234"))
+				unsym += sample_total(s);
+		}
+	}
+	ck_assert_int_eq(total, 12);
+	ck_assert_int_eq(leaf_a, 6);
+	ck_assert_int_eq(unsym, 1);
+	/* Mapping of the app carries its GNU build id; locations their frame type. */
+	ck_assert_uint_eq(d->n_mapping_table, 3);
+	{
+		const AnyValue *bid = NULL, *ft;
+
+		for (size_t i = 1; i < d->n_mapping_table; i++)
+			if (!strcmp(str(d, d->mapping_table[i]->filename_strindex), "/usr/bin/app"))
+				bid = attr(d, d->mapping_table[i]->attribute_indices,
+				           d->mapping_table[i]->n_attribute_indices,
+				           "process.executable.build_id.gnu");
+		ck_assert_ptr_nonnull(bid);
+		ck_assert_str_eq(bid->string_value, "0123abcd");
+		ft = attr(d, d->location_table[1]->attribute_indices,
+		          d->location_table[1]->n_attribute_indices, "profile.frame.type");
+		ck_assert_ptr_nonnull(ft);
+		ck_assert_str_eq(ft->string_value, "native");
+	}
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
+START_TEST(timestamped_samples_carry_one_value_per_timestamp)
+{
+	struct ember_profile p;
+	struct ember_sample_key key = {.pid = 5, .tid = 5, .cpu = EMBER_NONE};
+	uint32_t stack, loc;
+	Request *r;
+	const Opentelemetry__Proto__Profiles__V1development__Profile *prof;
+
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	p.start_ns = 1000;
+	p.end_ns = 2000;
+	p.period_ns = 1000000000ull / 99;
+	{
+		struct ember_line line = {.function = fixture_fn(&p, "spin")};
+
+		ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_UNKNOWN,
+		                                            0x1234, &line, 1, &loc),
+		                 0);
+	}
+	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &stack), 0);
+	key.stack = stack;
+	/* One sample read after the interval ended: the range must widen to cover it. */
+	for (uint64_t t = 0; t < 5; t++)
+		ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 1500 + t * 200), 0);
+	r = encode(&p, NULL);
+	check_dictionary(r->dictionary);
+	prof = r->resource_profiles[0]->scope_profiles[0]->profiles[0];
+	ck_assert_int_eq(prof->period, 10101010);
+	ck_assert_uint_eq(prof->n_samples, 1);
+	ck_assert_uint_eq(prof->samples[0]->n_values, 5);
+	ck_assert_uint_eq(prof->samples[0]->n_timestamps_unix_nano, 5);
+	for (size_t i = 0; i < 5; i++) {
+		ck_assert_int_eq(prof->samples[0]->values[i], 1);
+		ck_assert_uint_ge(prof->samples[0]->timestamps_unix_nano[i], prof->time_unix_nano);
+		ck_assert_uint_lt(prof->samples[0]->timestamps_unix_nano[i],
+		                  prof->time_unix_nano + prof->duration_nano);
+	}
+	/* No cpu known: no cpu attribute; the frame without mapping has no frame type. */
+	ck_assert_ptr_null(attr(r->dictionary, prof->samples[0]->attribute_indices,
+	                        prof->samples[0]->n_attribute_indices, "cpu.logical_number"));
+	ck_assert_uint_eq(r->dictionary->location_table[1]->n_attribute_indices, 0);
+	ck_assert_int_eq(r->dictionary->location_table[1]->mapping_index, 0);
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
+START_TEST(process_facts_and_configuration_become_resource_attributes)
+{
+	struct ember_profile p;
+	struct ember_process_attrs pa = {.pid = 10};
+	const Resource *res;
+	Request *r;
+
+	fixture_build(&p);
+	ember_strlcpy(p.service_name, "checkout", sizeof(p.service_name));
+	ember_strlcpy(p.resource_attrs,
+	              "deployment.environment=prod\nservice.name=ignored\nteam=a=b\n",
+	              sizeof(p.resource_attrs));
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "/opt/shop/bin/checkoutd", &pa.exe_path), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(
+			     &p, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			     &pa.container_id),
+	                 0);
+	ck_assert_int_eq(ember_profile_set_process(&p, &pa), 0);
+	ck_assert_ptr_nonnull(ember_profile_find_process(&p, 10));
+	ck_assert_ptr_null(ember_profile_find_process(&p, 20));
+	r = encode(&p, NULL);
+	res = r->resource_profiles[0]->resource;
+	ck_assert_str_eq(resource_attr(res, "service.name")->string_value, "checkout");
+	ck_assert_str_eq(resource_attr(res, "process.executable.path")->string_value,
+	                 "/opt/shop/bin/checkoutd");
+	ck_assert_str_eq(resource_attr(res, "process.executable.name")->string_value, "checkoutd");
+	ck_assert_uint_eq(strlen(resource_attr(res, "container.id")->string_value), 64);
+	ck_assert_str_eq(resource_attr(res, "deployment.environment")->string_value, "prod");
+	ck_assert_str_eq(resource_attr(res, "team")->string_value, "a=b");
+	{
+		size_t nservice = 0;
+
+		for (size_t i = 0; i < res->n_attributes; i++)
+			nservice += !strcmp(res->attributes[i]->key, "service.name");
+		ck_assert_uint_eq(nservice, 1);
+	}
+	/* The other process has no facts: no path, no container. */
+	res = r->resource_profiles[1]->resource;
+	ck_assert_ptr_null(resource_attr(res, "process.executable.path"));
+	ck_assert_ptr_null(resource_attr(res, "container.id"));
+	ck_assert_str_eq(resource_attr(res, "service.name")->string_value, "checkout");
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
+START_TEST(empty_profile_is_a_valid_request)
+{
+	struct ember_profile p;
+	Request *r;
+
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	r = encode(&p, NULL);
+	ck_assert_uint_eq(r->n_resource_profiles, 0);
+	check_dictionary(r->dictionary);
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
+START_TEST(output_table_knows_otlp)
+{
+	enum ember_format f;
+
+	ck_assert_int_eq(ember_format_from_path("x.otlp", &f), 0);
+	ck_assert_int_eq(f, EMBER_FORMAT_OTLP);
+	ck_assert_int_eq(ember_format_parse("otlp", &f), 0);
+	ck_assert_str_eq(ember_format_name(EMBER_FORMAT_OTLP), "otlp");
+}
+END_TEST
+
+/* protoc prints fields its schema does not know by number ("  12: 5"). */
+static bool has_unknown_field(const char *text)
+{
+	for (const char *line = text; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *c = line;
+
+		while (*c == ' ')
+			c++;
+		if (*c >= '0' && *c <= '9') {
+			while (*c >= '0' && *c <= '9')
+				c++;
+			if (*c == ':' || *c == ' ')
+				return true;
+		}
+	}
+	return false;
+}
+
+/* protoc decodes the bytes with the upstream schema (../shared/testdata). */
+START_TEST(upstream_schema_decodes_it)
+{
+	const char *src = getenv("EMBER_SOURCE_DIR");
+	char dir[1024], cmd[4096], path[] = "/tmp/ember-otlp-XXXXXX", out[1 << 16];
+	struct ember_profile p;
+	size_t n;
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int fd, status;
+
+	snprintf(dir, sizeof(dir), "%s/../shared/testdata/opentelemetry-proto", src ? src : "..");
+	if (access(dir, R_OK) || system("command -v protoc >/dev/null 2>&1")) {
+		ck_assert_msg(!getenv("CI"), "protoc or %s missing under CI", dir);
+		return;
+	}
+	fixture_build(&p);
+	ck_assert_int_eq(ember_otlp_encode(&p, &buf, &len, NULL), 0);
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+	         "protoc -I'%s' "
+	         "--decode=opentelemetry.proto.collector.profiles.v1development."
+	         "ExportProfilesServiceRequest "
+	         "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto "
+	         "< '%s' 2>&1",
+	         dir, path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "protoc: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "string_table: \"leaf_a\""));
+	ck_assert_ptr_nonnull(strstr(out, "key: \"process.pid\""));
+	ck_assert_ptr_nonnull(strstr(out, "stack_table {"));
+	/* Nothing the upstream schema does not know (unknown fields print as numbers). */
+	ck_assert_msg(!has_unknown_field(out), "unknown field in: %s", out);
+	free(buf);
+	ember_profile_free(&p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("out_otlp");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, encodes_one_resource_per_process_and_a_valid_dictionary);
+	tcase_add_test(tc, timestamped_samples_carry_one_value_per_timestamp);
+	tcase_add_test(tc, process_facts_and_configuration_become_resource_attributes);
+	tcase_add_test(tc, empty_profile_is_a_valid_request);
+	tcase_add_test(tc, output_table_knows_otlp);
+	tcase_add_test(tc, upstream_schema_decodes_it);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+EMBER_CHECK_MAIN(suite)
