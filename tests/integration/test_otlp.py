@@ -14,7 +14,7 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, assert_close, build_workload, kill, log, read_folded,
+from emberlib import (BUILD, EMBER, assert_close, build_workload, kill, log, read_folded, truth_shares,
                       require_root, run_tests, start, workdir)
 
 require_root()
@@ -34,12 +34,22 @@ def record(args, timeout=180, env=None):
     return p.returncode, p.stderr
 
 
+TRUTH = {}  # pid -> the leaf shares the workload measured itself (tests/workloads/truth.h)
+
+
 def with_split(seconds, fn):
-    wl = start([SPLIT, str(seconds)])
+    truth_file = os.path.join(WD, f"split-{time.monotonic_ns()}.truth")
+    wl = start([SPLIT, str(seconds)], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
     try:
         time.sleep(0.3)
         return fn(wl.pid)
     finally:
+        wl.send_signal(signal.SIGTERM)
+        try:
+            wl.wait(timeout=30)
+            TRUTH[wl.pid] = truth_shares(truth_file)
+        except (subprocess.TimeoutExpired, AssertionError, OSError):
+            pass
         kill(wl)
 
 
@@ -103,8 +113,11 @@ def check_content(reqs, pid, interval_s=None):
     log(f"  {everything} samples of split in {len(reqs)} requests, {total} in the leaves")
     assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
     assert total >= 0.95 * everything, "the leaves are missing from too many stacks"
-    for leaf, want in (("leaf_a", 60), ("leaf_b", 30), ("leaf_c", 10)):
-        assert_close(leaf, 100.0 * counts[leaf] / total, want, 3)
+    truth = TRUTH.get(pid)
+    assert truth, "the workload did not report what it measured"
+    for leaf, nominal in (("leaf_a", 60), ("leaf_b", 30), ("leaf_c", 10)):
+        assert abs(truth[leaf] - nominal) < 8, f"the workload itself is off: {truth}"
+        assert_close(leaf, 100.0 * counts[leaf] / total, round(truth[leaf], 1), 3)
     host = socket.gethostname()
     build_id = gnu_build_id(SPLIT)
     container = expected_container_id()
@@ -481,7 +494,8 @@ def test_daemons_ship_as_well():
     os.chown(out, 65534, 65534)
     sock = os.path.join(run_dir, "collector.sock")
     r = rx.HttpReceiver()
-    wl = start([SPLIT, "30"])
+    truth_file = os.path.join(WD, "daemon-split.truth")
+    wl = start([SPLIT, "30"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
     col = sym = None
     try:
         time.sleep(0.3)
@@ -513,6 +527,7 @@ def test_daemons_ship_as_well():
     assert sym.returncode == 0, sym_out
     reqs = unique_requests([r])
     assert len(reqs) >= 3, len(reqs)
+    TRUTH[wl.pid] = truth_shares(truth_file)
     check_content(reqs, wl.pid, interval_s=2)
     files = sorted(f for f in os.listdir(out) if not f.startswith("."))
     folded = [os.path.join(out, f) for f in files if f.endswith(".folded")]

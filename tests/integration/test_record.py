@@ -37,7 +37,7 @@ def test_known_split_with_frame_pointers():
     # 3 points must be >= 3 standard errors of a 60% share: at least 1,000 samples.
     assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
     for leaf, nominal in (("leaf_a", 60), ("leaf_b", 30), ("leaf_c", 10)):
-        assert abs(truth[leaf] - nominal) < 5, f"the workload itself is off: {truth}"
+        assert abs(truth[leaf] - nominal) < 8, f"the workload itself is off: {truth}"
         assert_close(leaf, shares[leaf], round(truth[leaf], 1), 3)
     # Each leaf is reached through its own caller, below main.
     for leaf, caller in (("leaf_a", "caller_a"), ("leaf_b", "caller_b"), ("leaf_c", "caller_c")):

@@ -17,7 +17,12 @@
 
 #include "truth.h"
 
-#define UNIT 20000
+/*
+ * One unit lasts about a millisecond, so a round (10 units) spans many
+ * sampling periods: rounds much shorter than the period lock into a phase
+ * against the sampling clock and bias every profiler's shares.
+ */
+#define UNIT 700000
 
 /* Per thread: threads sharing one counter would fight over its cache line. */
 static __thread volatile unsigned long sink;
@@ -72,6 +77,20 @@ __attribute__((noinline)) void caller_c(void)
 	NO_TAIL_CALL();
 }
 
+/* Work of random length outside the leaves: rounds drift against the sampling clock. */
+__attribute__((noinline)) void dither(void)
+{
+	static __thread unsigned long state = 88172645463325252ul;
+	unsigned long n;
+
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	n = state % (UNIT / 4);
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -91,6 +110,7 @@ __attribute__((noinline)) void *run(void *arg)
 		caller_a();
 		caller_b();
 		caller_c();
+		dither();
 	}
 	truth_thread_done();
 	NO_TAIL_CALL();
