@@ -35,7 +35,7 @@ static void line(struct report *r, const char *what, const char *value, enum ver
 		r->warnings++;
 }
 
-static int read_long(const char *path, long *out)
+int ember_read_proc_long(const char *path, long *out)
 {
 	FILE *f = fopen(path, "re");
 	int ok;
@@ -123,7 +123,7 @@ static void check_sysctls(struct report *r, uint64_t caps)
 	char value[32];
 	long v;
 
-	if (read_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
+	if (ember_read_proc_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
 		bool priv = ember_has_cap(caps, EMBER_CAP_PERFMON) ||
 			    ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
 
@@ -131,7 +131,7 @@ static void check_sysctls(struct report *r, uint64_t caps)
 		line(r, "perf_event_paranoid", value, priv || v <= 0 ? OK : FAIL,
 		     priv || v <= 0 ? NULL : "run as root, or: sysctl kernel.perf_event_paranoid=0");
 	}
-	if (read_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
+	if (ember_read_proc_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
 		bool syslog = ember_has_cap(caps, EMBER_CAP_SYSLOG);
 
 		snprintf(value, sizeof(value), "%ld", v);
@@ -143,7 +143,7 @@ static void check_sysctls(struct report *r, uint64_t caps)
 				      "kernel.kptr_restrict=1 and run as root"
 				    : "kernel frames will show as addresses: run as root");
 	}
-	if (read_long("/proc/sys/kernel/yama/ptrace_scope", &v) == 0) {
+	if (ember_read_proc_long("/proc/sys/kernel/yama/ptrace_scope", &v) == 0) {
 		snprintf(value, sizeof(value), "%ld", v);
 		line(r, "ptrace_scope", value, v >= 3 ? WARN : OK,
 		     v >= 3 ? "interpreter stacks need /proc/PID/mem: sysctl "
@@ -152,7 +152,7 @@ static void check_sysctls(struct report *r, uint64_t caps)
 	} else {
 		line(r, "ptrace_scope", "no Yama", OK, NULL);
 	}
-	if (read_long("/proc/sys/kernel/perf_event_max_sample_rate", &v) == 0) {
+	if (ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &v) == 0) {
 		snprintf(value, sizeof(value), "%ld Hz", v);
 		line(r, "max sample rate", value, v >= 100 ? OK : WARN,
 		     v >= 100 ? NULL : "the kernel throttled sampling; -F above this is refused");

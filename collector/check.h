@@ -18,6 +18,9 @@
 uint64_t ember_effective_caps(void);
 bool ember_has_cap(uint64_t caps, int cap);
 
+/* Reads one number from a /proc or /sys file. Returns 0 or a negative errno. */
+int ember_read_proc_long(const char *path, long *out);
+
 /* Prints the report; returns an exit code: 0 when recording can work. */
 int ember_check_run(bool try_load);
 

@@ -99,31 +99,6 @@ static const char *format_of(const char *path)
 	return NULL;
 }
 
-static int parse_log_level(const char *s, enum ember_log_level *out)
-{
-	static const char *const names[] = {"error", "warning", "info", "debug"};
-
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum ember_log_level)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int max_sample_rate(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
-	int v = MAX_HZ;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = MAX_HZ;
-		fclose(f);
-	}
-	return v;
-}
-
 static bool process_exists(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
@@ -193,6 +168,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	enum ember_log_level level = EMBER_LOG_INFO;
 	struct passwd *pw;
 	uint64_t v, caps;
+	long max_rate;
 	int c;
 
 	memset(&o, 0, sizeof(o));
@@ -242,7 +218,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 			user = optarg;
 			break;
 		case OPT_LOG_LEVEL:
-			if (parse_log_level(optarg, &level))
+			if (ember_log_level_parse(optarg, &level))
 				return usage_error(cmd, "bad log level '%s'", optarg);
 			log_level = optarg;
 			ember_log_set_level(level);
@@ -280,7 +256,8 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	}
 	if (optind < argc)
 		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	if ((int)o.sample_hz > max_sample_rate())
+	if (!ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) &&
+	    o.sample_hz > max_rate)
 		return usage_error(cmd,
 				   "-F is above the kernel's limit "
 				   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",

@@ -64,24 +64,18 @@ static void erase_progress(void)
 
 static void draw_progress(struct recorder *r, uint64_t now_ns)
 {
-	char line[256];
-	uint64_t elapsed = (now_ns - r->start_ns) / 1000000000ull;
+	char line[256], total[32] = "";
 	int n;
 
 	if (!r->opts->progress)
 		return;
 	if (r->opts->duration_ms)
-		n = snprintf(line, sizeof(line),
-			     "\r\033[Kember: %" PRIu64 "s / %" PRIu64 "s  samples %" PRIu64
-			     "  lost %" PRIu64 "%s",
-			     elapsed, r->opts->duration_ms / 1000, r->drain.samples,
-			     ember_drain_lost_total(&r->drain),
-			     r->stopping ? "  writing outputs..." : "  (Ctrl-C to stop early)");
-	else
-		n = snprintf(line, sizeof(line),
-			     "\r\033[Kember: %" PRIu64 "s  samples %" PRIu64 "  lost %" PRIu64 "%s",
-			     elapsed, r->drain.samples, ember_drain_lost_total(&r->drain),
-			     r->stopping ? "  writing outputs..." : "  (Ctrl-C to stop)");
+		snprintf(total, sizeof(total), " / %" PRIu64 "s", r->opts->duration_ms / 1000);
+	n = snprintf(line, sizeof(line),
+		     "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
+		     (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
+		     ember_drain_lost_total(&r->drain),
+		     r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
 		r->progress_drawn = true;
 		ember_log_set_before_hook(erase_progress);

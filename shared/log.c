@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,18 @@ void ember_log_init(const char *tag, enum ember_log_level max_level)
 	logger.max_level = max_level;
 }
 
+static const char *const level_names[] = {"error", "warning", "info", "debug"};
+
+int ember_log_level_parse(const char *name, enum ember_log_level *out)
+{
+	for (int i = 0; i <= EMBER_LOG_DEBUG; i++)
+		if (!strcmp(name, level_names[i])) {
+			*out = (enum ember_log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 void ember_log_set_level(enum ember_log_level max_level)
 {
 	logger.max_level = max_level;
@@ -39,7 +52,6 @@ void ember_log_set_before_hook(void (*hook)(void))
 
 void ember_log(enum ember_log_level level, const char *fmt, ...)
 {
-	static const char *const names[] = {"error", "warning", "info", "debug"};
 	char line[1024];
 	va_list ap;
 	int n;
@@ -49,7 +61,7 @@ void ember_log(enum ember_log_level level, const char *fmt, ...)
 	if (logger.before)
 		logger.before();
 	n = snprintf(line, sizeof(line), "%s: %s%s", logger.tag,
-		     level == EMBER_LOG_INFO ? "" : names[level], level == EMBER_LOG_INFO ? "" : ": ");
+		     level == EMBER_LOG_INFO ? "" : level_names[level], level == EMBER_LOG_INFO ? "" : ": ");
 	if (n < 0)
 		return;
 	va_start(ap, fmt);

@@ -158,16 +158,6 @@ static int parse_output(const char *arg, struct ember_output *o)
 	return 0;
 }
 
-static int parse_level(const char *s)
-{
-	static const char *const names[] = {"error", "warning", "info", "debug"};
-
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
-}
-
 /* `ember record`'s child: the sandbox closes after the handshake. */
 static int enter_record_sandbox(void *ctx)
 {
@@ -350,7 +340,8 @@ int main(int argc, char **argv)
 	enum ember_format fmt;
 	uint64_t v;
 	bool have_uid = false, have_gid = false;
-	int c, level, err, idx = 0;
+	enum ember_log_level level;
+	int c, err, idx = 0;
 
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
 	if (argc > 1 && ember_command_known(argv[1])) {
@@ -389,10 +380,9 @@ int main(int argc, char **argv)
 			so.noutputs++;
 			break;
 		case OPT_LOG_LEVEL:
-			level = parse_level(optarg);
-			if (level < 0)
+			if (ember_log_level_parse(optarg, &level))
 				goto bad;
-			ember_log_set_level((enum ember_log_level)level);
+			ember_log_set_level(level);
 			break;
 		case OPT_CACHE:
 			if (ember_parse_u64(optarg, 1 << 20, 1ull << 40, &v))
