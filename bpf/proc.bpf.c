@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a new program
- * (its mappings changed) and when its last thread exits (its mappings and
- * cached state can be dropped).
+ * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a
+ * new program (its mappings changed) and when its last thread exits (its mappings and cached state
+ * can be dropped).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -47,7 +47,7 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* An exec is wanted at once: the symbolizer loads the new program's unwind tables. */
 	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev),
-			       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0)) {
+	                       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0)) {
 		n = bpf_map_lookup_elem(&proc_drops, &zero);
 		if (n)
 			*n += 1;

@@ -14,9 +14,9 @@
 
 #define EMBER_RECORDS_VERSION 2
 
-#define EMBER_COMM_LEN	      16
-#define EMBER_MAX_KSTACK      127
-#define EMBER_MAX_USTACK      128
+#define EMBER_COMM_LEN   16
+#define EMBER_MAX_KSTACK 127
+#define EMBER_MAX_USTACK 128
 
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum ember_drop_reason {
@@ -27,13 +27,13 @@ enum ember_drop_reason {
 };
 
 /* stack_flags: why a stack is the length it is. */
-#define EMBER_STACK_KERNEL_ERR	 0x1 /* bpf_get_stack failed for the kernel part */
-#define EMBER_STACK_USER_ERR	 0x2 /* bpf_get_stack failed for the user part */
-#define EMBER_STACK_USER_TRUNC	 0x4 /* the user stack filled the buffer */
-#define EMBER_STACK_KERNEL_TRUNC 0x8
+#define EMBER_STACK_KERNEL_ERR      0x1 /* bpf_get_stack failed for the kernel part */
+#define EMBER_STACK_USER_ERR        0x2 /* bpf_get_stack failed for the user part */
+#define EMBER_STACK_USER_TRUNC      0x4 /* the user stack filled the buffer */
+#define EMBER_STACK_KERNEL_TRUNC    0x8
 #define EMBER_STACK_UNWIND_NO_PROC  0x10 /* the process had no unwind tables yet */
 #define EMBER_STACK_UNWIND_MAP_MISS 0x20 /* a pc outside the mappings its tables know */
-#define EMBER_STACK_USER_FP	    0x40 /* a frame was found through the frame pointer */
+#define EMBER_STACK_USER_FP         0x40 /* a frame was found through the frame pointer */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {

@@ -116,7 +116,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
 	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > SAMPLES_RING_BYTES / 8;
 	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
-			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+	                       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 	return 0;
 }

@@ -67,11 +67,11 @@ static int read_online_cpus(bool *online, int ncpus)
 static int open_cpu_clock(int cpu, unsigned int hz)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.freq = 1,
-		.sample_freq = hz,
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .freq = 1,
+	    .sample_freq = hz,
 	};
 	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
@@ -157,7 +157,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		__u8 one = 1;
 
 		err = bpf_map__update_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), &one,
-					   sizeof(one), BPF_ANY);
+		                           sizeof(one), BPF_ANY);
 		if (err)
 			return err;
 	}
@@ -203,24 +203,24 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	err = load_sampler(b, o);
 	if (err) {
 		log_error("cannot load the sampler eBPF program: %s; run `ember check` to see "
-			  "what the kernel or your privileges lack",
-			  strerror(-err));
+		          "what the kernel or your privileges lack",
+		          strerror(-err));
 		goto fail;
 	}
 	err = load_proc(b, o);
 	if (err) {
 		log_error("cannot load the process-event eBPF program: %s; run `ember check`",
-			  strerror(-err));
+		          strerror(-err));
 		goto fail;
 	}
-	b->rings = ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample,
-				    o->cb_ctx, NULL);
+	b->rings =
+	    ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample, o->cb_ctx, NULL);
 	if (!b->rings) {
 		err = neg_errno();
 		goto fail;
 	}
 	err = ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
-			       o->cb_ctx);
+	                       o->cb_ctx);
 	if (err)
 		goto fail;
 
@@ -228,7 +228,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	err = ember_bpf_refresh_cpus(b);
 	if (err) {
 		log_error("cannot open a cpu-clock perf event on any CPU; check "
-			  "/proc/sys/kernel/perf_event_paranoid and CAP_PERFMON (`ember check`)");
+		          "/proc/sys/kernel/perf_event_paranoid and CAP_PERFMON (`ember check`)");
 		goto fail;
 	}
 	log_debug("sampling %d CPUs at %u Hz", b->attached_cpus, b->sample_hz);
@@ -292,7 +292,8 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 
 	for (__u32 i = 0; i < EMBER_DROP_MAX; i++) {
 		if (i == EMBER_DROP_PROC_RINGBUF_FULL)
-			err = sum_percpu(bpf_map__fd(b->proc->maps.proc_drops), 0, b->ncpus, &out[i]);
+			err =
+			    sum_percpu(bpf_map__fd(b->proc->maps.proc_drops), 0, b->ncpus, &out[i]);
 		else
 			err = sum_percpu(fd, i, b->ncpus, &out[i]);
 		if (err)

@@ -32,9 +32,9 @@ struct ember_bpf {
 	struct sampler_bpf *sampler;
 	struct proc_bpf *proc;
 	struct ring_buffer *rings;
-	int ncpus;		  /* possible CPUs */
-	int *perf_fds;		  /* per CPU, -1 when not open */
-	struct bpf_link **links;  /* per CPU */
+	int ncpus;               /* possible CPUs */
+	int *perf_fds;           /* per CPU, -1 when not open */
+	struct bpf_link **links; /* per CPU */
 	unsigned int sample_hz;
 	int attached_cpus;
 	bool enabled;

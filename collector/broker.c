@@ -16,7 +16,7 @@
 #include "shared/log.h"
 #include "shared/str.h"
 
-#define MAPS_MAX_BYTES	(64u << 20) /* stop scanning a maps file after this much */
+#define MAPS_MAX_BYTES   (64u << 20) /* stop scanning a maps file after this much */
 #define BUILD_ID_MAX_HEX 64
 
 /*
@@ -42,8 +42,8 @@ static int open_ro(const char *path)
 static int openat2_ro(int dirfd, const char *path, uint64_t resolve)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-		.resolve = resolve,
+	    .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+	    .resolve = resolve,
 	};
 	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
@@ -130,7 +130,7 @@ static int open_modules(struct ember_broker *b, const struct ember_msg_broker_re
  * exists) or another negative errno.
  */
 static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char *path,
-			size_t path_size)
+                        size_t path_size)
 {
 	char *line = NULL;
 	size_t cap = 0, total = 0;
@@ -153,7 +153,7 @@ static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char
 
 		total += (size_t)n;
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-			   &major, &minor, &inode, &path_at) < 7 ||
+		           &major, &minor, &inode, &path_at) < 7 ||
 		    start != req->addr)
 			continue;
 		line[strcspn(line, "\n")] = '\0';
@@ -178,7 +178,7 @@ int ember_broker_open_in_root(int rootfd, const char *path, ino_t ino)
 	/* Never above the process's root (its container), never through magic
 	 * links; then it must be a regular file and the very inode mapped. */
 	return require_regular(openat2_ro(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS),
-			       ino);
+	                       ino);
 }
 
 static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
@@ -252,7 +252,8 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 		if (i == 2)
 			n = snprintf(cand, sizeof(cand), "%s%s/%s", b->debug_root, dir, req->arg);
 		else
-			n = snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir, req->arg);
+			n = snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir,
+			             req->arg);
 		if (n > 0 && (size_t)n < sizeof(cand))
 			fd = ember_broker_open_in_root(rootfd, cand, 0);
 	}
@@ -320,7 +321,7 @@ static bool take_token(struct ember_broker *b, uint64_t now_ns)
 }
 
 int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
-			uint64_t now_ns)
+                        uint64_t now_ns)
 {
 	const struct broker_handler *h;
 	int fd, err;

@@ -17,7 +17,7 @@
 
 struct ember_broker {
 	struct ember_procs *procs;
-	const char *debug_root;	 /* "/usr/lib/debug" */
+	const char *debug_root;  /* "/usr/lib/debug" */
 	uint64_t pid_max_age_ns; /* serve PIDs sampled at most this long ago */
 	/* Token bucket capping the request rate. */
 	uint32_t rate_per_s;
@@ -40,7 +40,7 @@ void ember_broker_new_peer(struct ember_broker *b);
  * negative errno for the reply.
  */
 int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
-			uint64_t now_ns);
+                        uint64_t now_ns);
 
 const char *ember_broker_what_name(uint32_t what);
 

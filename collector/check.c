@@ -23,7 +23,7 @@ struct report {
 };
 
 static void line(struct report *r, const char *what, const char *value, enum verdict v,
-		 const char *advice)
+                 const char *advice)
 {
 	static const char *const names[] = {"ok", "warning", "FAIL"};
 
@@ -87,7 +87,8 @@ static void check_btf(struct report *r)
 		line(r, "BTF", "/sys/kernel/btf/vmlinux", OK, NULL);
 	else
 		line(r, "BTF", "missing", FAIL,
-		     "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (every major distribution's is)");
+		     "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (every major distribution's "
+		     "is)");
 }
 
 static void check_caps(struct report *r, uint64_t caps)
@@ -98,19 +99,19 @@ static void check_caps(struct report *r, uint64_t caps)
 		bool required;
 		const char *why;
 	} wanted[] = {
-		{EMBER_CAP_BPF, "CAP_BPF", true, "load eBPF programs"},
-		{EMBER_CAP_PERFMON, "CAP_PERFMON", true, "open system-wide perf events"},
-		{EMBER_CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
-		{EMBER_CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
-		{EMBER_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
+	    {EMBER_CAP_BPF, "CAP_BPF", true, "load eBPF programs"},
+	    {EMBER_CAP_PERFMON, "CAP_PERFMON", true, "open system-wide perf events"},
+	    {EMBER_CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
+	    {EMBER_CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
+	    {EMBER_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
 	};
 	bool admin = ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
 	char advice[160];
 
 	for (size_t i = 0; i < ARRAY_SIZE(wanted); i++) {
 		bool have = ember_has_cap(caps, wanted[i].cap) ||
-			    (admin && (wanted[i].cap == EMBER_CAP_BPF ||
-				       wanted[i].cap == EMBER_CAP_PERFMON));
+		            (admin && (wanted[i].cap == EMBER_CAP_BPF ||
+		                       wanted[i].cap == EMBER_CAP_PERFMON));
 
 		snprintf(advice, sizeof(advice), "needed to %s: run as root (sudo)", wanted[i].why);
 		line(r, wanted[i].name, have ? "present" : "missing",
@@ -125,11 +126,12 @@ static void check_sysctls(struct report *r, uint64_t caps)
 
 	if (ember_read_proc_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
 		bool priv = ember_has_cap(caps, EMBER_CAP_PERFMON) ||
-			    ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
+		            ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
 
 		snprintf(value, sizeof(value), "%ld", v);
 		line(r, "perf_event_paranoid", value, priv || v <= 0 ? OK : FAIL,
-		     priv || v <= 0 ? NULL : "run as root, or: sysctl kernel.perf_event_paranoid=0");
+		     priv || v <= 0 ? NULL
+		                    : "run as root, or: sysctl kernel.perf_event_paranoid=0");
 	}
 	if (ember_read_proc_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
 		bool syslog = ember_has_cap(caps, EMBER_CAP_SYSLOG);
@@ -140,15 +142,15 @@ static void check_sysctls(struct report *r, uint64_t caps)
 		else
 			line(r, "kptr_restrict", value, WARN,
 			     v >= 2 ? "kernel frames will show as addresses: sysctl "
-				      "kernel.kptr_restrict=1 and run as root"
-				    : "kernel frames will show as addresses: run as root");
+			              "kernel.kptr_restrict=1 and run as root"
+			            : "kernel frames will show as addresses: run as root");
 	}
 	if (ember_read_proc_long("/proc/sys/kernel/yama/ptrace_scope", &v) == 0) {
 		snprintf(value, sizeof(value), "%ld", v);
 		line(r, "ptrace_scope", value, v >= 3 ? WARN : OK,
 		     v >= 3 ? "interpreter stacks need /proc/PID/mem: sysctl "
-			      "kernel.yama.ptrace_scope=2 (needs a reboot when 3)"
-			    : NULL);
+		              "kernel.yama.ptrace_scope=2 (needs a reboot when 3)"
+		            : NULL);
 	} else {
 		line(r, "ptrace_scope", "no Yama", OK, NULL);
 	}
@@ -185,7 +187,8 @@ int ember_check_run(bool try_load)
 	check_btf(&r);
 	check_caps(&r, caps);
 	check_sysctls(&r, caps);
-	if (try_load && (ember_has_cap(caps, EMBER_CAP_BPF) || ember_has_cap(caps, EMBER_CAP_SYS_ADMIN)))
+	if (try_load &&
+	    (ember_has_cap(caps, EMBER_CAP_BPF) || ember_has_cap(caps, EMBER_CAP_SYS_ADMIN)))
 		check_load(&r);
 	if (r.failures)
 		printf("%d problem%s: `ember record` will not work until %s fixed.\n", r.failures,

@@ -25,61 +25,64 @@
 #include "shared/str.h"
 #include "spawn.h"
 
-#define DEFAULT_HZ	    19
-#define MAX_HZ		    10000
+#define DEFAULT_HZ          19
+#define MAX_HZ              10000
 #define DEFAULT_RING_SIZE   (8u << 20)
-#define DEFAULT_USER	    "nobody"
+#define DEFAULT_USER        "nobody"
 #define DEFAULT_DAEMON_USER "ember"
-#define DEFAULT_OUTPUT	    "profile.html"
+#define DEFAULT_OUTPUT      "profile.html"
 
 static const struct {
 	const char *suffix;
 	const char *format;
 } output_formats[] = {
-	{".pb.gz", "pprof"},
-	{".folded", "folded"},
-	{".html", "html"},
-	{".otlp", "otlp"},
+    {".pb.gz", "pprof"},
+    {".folded", "folded"},
+    {".html", "html"},
+    {".otlp", "otlp"},
 };
 
 static void usage_main(FILE *f)
 {
 	fprintf(f, "usage: ember COMMAND [OPTIONS]\n"
-		   "\n"
-		   "commands:\n"
-		   "  record   sample every CPU and write a profile (needs root)\n"
-		   "  report   convert a profile (.pb.gz, .folded) to .html, .pb.gz or .folded\n"
-		   "  diff     differential flame graph of two profiles\n"
-		   "  top      table of the functions with the most samples\n"
-		   "  check    tell whether this host and user can record, and what to fix\n"
-		   "  version  print the version\n"
-		   "\n"
-		   "`ember COMMAND --help` describes a command.\n");
+	           "\n"
+	           "commands:\n"
+	           "  record   sample every CPU and write a profile (needs root)\n"
+	           "  report   convert a profile (.pb.gz, .folded) to .html, .pb.gz or .folded\n"
+	           "  diff     differential flame graph of two profiles\n"
+	           "  top      table of the functions with the most samples\n"
+	           "  check    tell whether this host and user can record, and what to fix\n"
+	           "  version  print the version\n"
+	           "\n"
+	           "`ember COMMAND --help` describes a command.\n");
 }
 
 static void usage_record(FILE *f)
 {
-	fprintf(f,
-		"usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... [OPTIONS]\n"
-		"\n"
-		"Samples the CPUs (all processes, or those given with -p) and writes a profile\n"
-		"when the duration ends or on Ctrl-C.\n"
-		"\n"
-		"  -d, --duration SECONDS  how long to record (also 30s, 5m, 1h); default: until Ctrl-C\n"
-		"  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
-		"  -p, --pid PID           record only this process (repeatable)\n"
-		"  -o, --output FILE       write FILE; its name sets the format:\n"
-		"                          .html flame graph, .pb.gz pprof, .folded folded\n"
-		"                          stacks, .otlp OTLP (repeatable);\n"
-		"                          default %s\n"
-		"      --otlp URL          ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; with\n"
-		"                          --interval, --service-name, --otlp-header, --otlp-ca, ...\n"
-		"                          (see README.md, \"Shipping profiles\")\n"
-		"      --user NAME         user the symbolizer runs as; default %s\n"
-		"      --log-level LEVEL   error, warning, info or debug; default info\n"
-		"      --no-progress       no progress line\n"
-		"  -h, --help              this text\n",
-		MAX_HZ, DEFAULT_HZ, DEFAULT_OUTPUT, DEFAULT_USER);
+	fprintf(
+	    f,
+	    "usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... [OPTIONS]\n"
+	    "\n"
+	    "Samples the CPUs (all processes, or those given with -p) and writes a profile\n"
+	    "when the duration ends or on Ctrl-C.\n"
+	    "\n"
+	    "  -d, --duration SECONDS  how long to record (also 30s, 5m, 1h); default: until "
+	    "Ctrl-C\n"
+	    "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
+	    "  -p, --pid PID           record only this process (repeatable)\n"
+	    "  -o, --output FILE       write FILE; its name sets the format:\n"
+	    "                          .html flame graph, .pb.gz pprof, .folded folded\n"
+	    "                          stacks, .otlp OTLP (repeatable);\n"
+	    "                          default %s\n"
+	    "      --otlp URL          ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; "
+	    "with\n"
+	    "                          --interval, --service-name, --otlp-header, --otlp-ca, ...\n"
+	    "                          (see README.md, \"Shipping profiles\")\n"
+	    "      --user NAME         user the symbolizer runs as; default %s\n"
+	    "      --log-level LEVEL   error, warning, info or debug; default info\n"
+	    "      --no-progress       no progress line\n"
+	    "  -h, --help              this text\n",
+	    MAX_HZ, DEFAULT_HZ, DEFAULT_OUTPUT, DEFAULT_USER);
 }
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
@@ -107,25 +110,33 @@ static bool process_exists(pid_t pid)
 static void usage_daemon(FILE *f)
 {
 	fprintf(f,
-		"usage: ember-collector [-F HZ] [-p PID]... [OPTIONS]\n"
-		"\n"
-		"Samples the CPUs until SIGTERM and serves one ember-symbolizer at a time on\n"
-		"RUNTIME_DIR/%s; samples taken while none is connected are counted as lost.\n"
-		"\n"
-		"  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
-		"  -p, --pid PID           sample only this process (repeatable)\n"
-		"      --user NAME         user (and group) the symbolizer runs as; default %s\n"
-		"      --runtime-dir DIR   where the socket lives; default %s\n"
-		"      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
-		"      --ring-size BYTES   sample ring per connection; default %u\n"
-		"      --log-level LEVEL   error, warning, info or debug; default info\n",
-		EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR,
-		DEFAULT_RING_SIZE);
+	        "usage: ember-collector [-F HZ] [-p PID]... [OPTIONS]\n"
+	        "\n"
+	        "Samples the CPUs until SIGTERM and serves one ember-symbolizer at a time on\n"
+	        "RUNTIME_DIR/%s; samples taken while none is connected are counted as lost.\n"
+	        "\n"
+	        "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
+	        "  -p, --pid PID           sample only this process (repeatable)\n"
+	        "      --user NAME         user (and group) the symbolizer runs as; default %s\n"
+	        "      --runtime-dir DIR   where the socket lives; default %s\n"
+	        "      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
+	        "      --ring-size BYTES   sample ring per connection; default %u\n"
+	        "      --log-level LEVEL   error, warning, info or debug; default info\n",
+	        EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR,
+	        DEFAULT_RING_SIZE);
 }
 
 /* OPT_PASS: export settings, handed to the symbolizer (which checks them). */
-enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE, OPT_RUNTIME, OPT_DEBUG_DIR,
-       OPT_OTLP, OPT_PASS };
+enum {
+	OPT_USER = 256,
+	OPT_LOG_LEVEL,
+	OPT_NO_PROGRESS,
+	OPT_RING_SIZE,
+	OPT_RUNTIME,
+	OPT_DEBUG_DIR,
+	OPT_OTLP,
+	OPT_PASS
+};
 
 #define MAX_PASS 64
 
@@ -133,34 +144,35 @@ enum { OPT_USER = 256, OPT_LOG_LEVEL, OPT_NO_PROGRESS, OPT_RING_SIZE, OPT_RUNTIM
 static int cmd_record(int argc, char **argv, bool daemon)
 {
 	static const struct option longopts[] = {
-		{"duration", required_argument, NULL, 'd'},
-		{"frequency", required_argument, NULL, 'F'},
-		{"pid", required_argument, NULL, 'p'},
-		{"output", required_argument, NULL, 'o'},
-		{"user", required_argument, NULL, OPT_USER},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-		{"ring-size", required_argument, NULL, OPT_RING_SIZE},
-		{"runtime-dir", required_argument, NULL, OPT_RUNTIME},
-		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-		{"otlp", required_argument, NULL, OPT_OTLP},
-		{"interval", required_argument, NULL, OPT_PASS},
-		{"service-name", required_argument, NULL, OPT_PASS},
-		{"otlp-header", required_argument, NULL, OPT_PASS},
-		{"otlp-ca", required_argument, NULL, OPT_PASS},
-		{"otlp-cert", required_argument, NULL, OPT_PASS},
-		{"otlp-key", required_argument, NULL, OPT_PASS},
-		{"otlp-timeout", required_argument, NULL, OPT_PASS},
-		{"otlp-compression", required_argument, NULL, OPT_PASS},
-		{"otlp-queue-size", required_argument, NULL, OPT_PASS},
-		{"otlp-deadline", required_argument, NULL, OPT_PASS},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"frequency", required_argument, NULL, 'F'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+	    {"ring-size", required_argument, NULL, OPT_RING_SIZE},
+	    {"runtime-dir", required_argument, NULL, OPT_RUNTIME},
+	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	    {"otlp", required_argument, NULL, OPT_OTLP},
+	    {"interval", required_argument, NULL, OPT_PASS},
+	    {"service-name", required_argument, NULL, OPT_PASS},
+	    {"otlp-header", required_argument, NULL, OPT_PASS},
+	    {"otlp-ca", required_argument, NULL, OPT_PASS},
+	    {"otlp-cert", required_argument, NULL, OPT_PASS},
+	    {"otlp-key", required_argument, NULL, OPT_PASS},
+	    {"otlp-timeout", required_argument, NULL, OPT_PASS},
+	    {"otlp-compression", required_argument, NULL, OPT_PASS},
+	    {"otlp-queue-size", required_argument, NULL, OPT_PASS},
+	    {"otlp-deadline", required_argument, NULL, OPT_PASS},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	static struct ember_record_opts o;
 	static char socket_path[4096];
 	const char *user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER, *log_level = "info";
-	const char *cmd = daemon ? "ember-collector" : "ember record", *runtime_dir = EMBER_RUNTIME_DIR;
+	const char *cmd = daemon ? "ember-collector" : "ember record",
+		   *runtime_dir = EMBER_RUNTIME_DIR;
 	static const char *pass[MAX_PASS + 1];
 	size_t npass = 0;
 	int idx = 0;
@@ -177,21 +189,25 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	o.progress = !daemon && isatty(STDERR_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, &idx)) != -1) {
-		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS || c == OPT_OTLP || c == OPT_PASS))
-			return usage_error(cmd, "%s: the daemon runs until SIGTERM, and its symbolizer "
-					   "writes and ships the outputs", "-d, -o, --no-progress and --otlp are for `ember record`");
+		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS || c == OPT_OTLP ||
+		               c == OPT_PASS))
+			return usage_error(
+			    cmd,
+			    "%s: the daemon runs until SIGTERM, and its symbolizer "
+			    "writes and ships the outputs",
+			    "-d, -o, --no-progress and --otlp are for `ember record`");
 		if (!daemon && c == OPT_RUNTIME)
 			return usage_error(cmd, "%s is for ember-collector", "--runtime-dir");
 		switch (c) {
 		case 'd':
 			if (ember_parse_duration_ms(optarg, &o.duration_ms) || !o.duration_ms)
-				return usage_error(cmd, "bad duration '%s': give seconds, e.g. -d 30",
-						   optarg);
+				return usage_error(
+				    cmd, "bad duration '%s': give seconds, e.g. -d 30", optarg);
 			break;
 		case 'F':
 			if (ember_parse_u64(optarg, 1, MAX_HZ, &v))
 				return usage_error(cmd, "bad frequency '%s': give 1 to 10000 Hz",
-						   optarg);
+				                   optarg);
 			o.sample_hz = (unsigned int)v;
 			break;
 		case 'p':
@@ -208,9 +224,9 @@ static int cmd_record(int argc, char **argv, bool daemon)
 				return usage_error(cmd, "too many -o (the limit is %s)", "16");
 			if (!format_of(optarg))
 				return usage_error(cmd,
-						   "cannot tell the format of '%s' from its name: "
-						   "end it in .html, .pb.gz, .folded or .otlp",
-						   optarg);
+				                   "cannot tell the format of '%s' from its name: "
+				                   "end it in .html, .pb.gz, .folded or .otlp",
+				                   optarg);
 			o.outputs[o.noutputs].path = optarg;
 			o.outputs[o.noutputs++].format = format_of(optarg);
 			break;
@@ -236,7 +252,8 @@ static int cmd_record(int argc, char **argv, bool daemon)
 			o.otlp_url = optarg;
 			break;
 		case OPT_PASS:
-			if (npass == MAX_PASS || asprintf(&arg, "--%s=%s", longopts[idx].name, optarg) < 0)
+			if (npass == MAX_PASS ||
+			    asprintf(&arg, "--%s=%s", longopts[idx].name, optarg) < 0)
 				return usage_error(cmd, "too many export options%s", "");
 			pass[npass++] = arg;
 			o.symbolizer_args = pass;
@@ -259,13 +276,14 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	if (!ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) &&
 	    o.sample_hz > max_rate)
 		return usage_error(cmd,
-				   "-F is above the kernel's limit "
-				   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",
-				   "lower");
+		                   "-F is above the kernel's limit "
+		                   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",
+		                   "lower");
 	if (daemon) {
 		snprintf(socket_path, sizeof(socket_path), "%s/%s", runtime_dir, EMBER_SOCKET_NAME);
 		if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
-			return usage_error(cmd, "cannot create the runtime directory %s", runtime_dir);
+			return usage_error(cmd, "cannot create the runtime directory %s",
+			                   runtime_dir);
 		o.socket_path = socket_path;
 	} else if (!o.noutputs && !o.otlp_url) {
 		o.outputs[0].path = DEFAULT_OUTPUT;
@@ -276,9 +294,9 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	if (!pw)
 		return usage_error(cmd, "no user '%s' for --user", user);
 	if (pw->pw_uid == 0)
-		return usage_error(cmd,
-				   "the symbolizer must not run as root; choose another --user than '%s'",
-				   user);
+		return usage_error(
+		    cmd, "the symbolizer must not run as root; choose another --user than '%s'",
+		    user);
 	o.uid = pw->pw_uid;
 	o.gid = pw->pw_gid;
 	o.log_level = log_level;
@@ -287,7 +305,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	if (!ember_has_cap(caps, EMBER_CAP_SYS_ADMIN) &&
 	    !(ember_has_cap(caps, EMBER_CAP_BPF) && ember_has_cap(caps, EMBER_CAP_PERFMON))) {
 		log_error("recording needs root (or CAP_BPF and CAP_PERFMON): run it with sudo; "
-			  "`ember check` lists what is missing");
+		          "`ember check` lists what is missing");
 		return EMBER_EXIT_FAILURE;
 	}
 	return ember_record_run(&o);
@@ -312,7 +330,7 @@ static int cmd_file_tool(char **argv)
 
 	if (ember_symbolizer_path(path, sizeof(path))) {
 		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
-			  EMBER_LIBEXECDIR);
+		          EMBER_LIBEXECDIR);
 		return EMBER_EXIT_FAILURE;
 	}
 	argv[0] = "ember-symbolizer";

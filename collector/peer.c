@@ -60,8 +60,8 @@ static int send_msg(struct ember_peer *p, union ember_msg *m, const int *fds, in
 	err = ember_msg_send(p->sock, m, fds, nfds);
 	/* A peer that does not read its socket cannot hold the collector up. */
 	if (err)
-		log_warn("symbolizer connection: cannot send %s: %s", ember_msg_type_name(m->hdr.type),
-			 strerror(-err));
+		log_warn("symbolizer connection: cannot send %s: %s",
+		         ember_msg_type_name(m->hdr.type), strerror(-err));
 	return err;
 }
 
@@ -74,11 +74,11 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 		ember_msg_init(&out, EMBER_MSG_REJECT, 0);
 		out.reject.error = -EPROTONOSUPPORT;
 		snprintf(out.reject.reason, sizeof(out.reject.reason),
-			 "record version %u, collector has %u: install matching versions",
-			 in->hello.records_version, EMBER_RECORDS_VERSION);
+		         "record version %u, collector has %u: install matching versions",
+		         in->hello.records_version, EMBER_RECORDS_VERSION);
 		send_msg(p, &out, NULL, 0);
 		log_warn("symbolizer speaks record version %u, this collector %u: refused",
-			 in->hello.records_version, EMBER_RECORDS_VERSION);
+		         in->hello.records_version, EMBER_RECORDS_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	/* A fresh ring for every connection: a previous peer keeps nothing it can write. */
@@ -106,7 +106,7 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 }
 
 static int on_broker_req(struct ember_peer *p, struct ember_broker *broker,
-			 const union ember_msg *in, uint64_t now_ns)
+                         const union ember_msg *in, uint64_t now_ns)
 {
 	union ember_msg out;
 	int fd = ember_broker_handle(broker, &in->broker_req, now_ns), err;
@@ -121,7 +121,7 @@ static int on_broker_req(struct ember_peer *p, struct ember_broker *broker,
 }
 
 static int dispatch(struct ember_peer *p, struct ember_broker *broker, struct ember_drain *drain,
-		    const union ember_msg *in, uint64_t now_ns)
+                    const union ember_msg *in, uint64_t now_ns)
 {
 	uint16_t type = in->hdr.type;
 
@@ -145,7 +145,7 @@ static int dispatch(struct ember_peer *p, struct ember_broker *broker, struct em
 }
 
 int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
-			   struct ember_drain *drain, uint64_t now_ns)
+                           struct ember_drain *drain, uint64_t now_ns)
 {
 	for (int i = 0; i < MAX_MESSAGES_PER_WAKEUP; i++) {
 		union ember_msg msg;
@@ -161,14 +161,14 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 		}
 		if (err) {
 			log_warn("symbolizer (pid %d) broke the protocol (%s): disconnecting it",
-				 p->pid, strerror(-err));
+			         p->pid, strerror(-err));
 			return err;
 		}
 		p->messages++;
 		err = dispatch(p, broker, drain, &msg, now_ns);
 		if (err == -EPROTO)
 			log_warn("symbolizer (pid %d) sent %s in state %d: disconnecting it",
-				 p->pid, ember_msg_type_name(msg.hdr.type), p->state);
+			         p->pid, ember_msg_type_name(msg.hdr.type), p->state);
 		if (err)
 			return err;
 	}

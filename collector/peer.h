@@ -58,7 +58,7 @@ bool ember_peer_connected(const struct ember_peer *p);
  * already logged).
  */
 int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
-			   struct ember_drain *drain, uint64_t now_ns);
+                           struct ember_drain *drain, uint64_t now_ns);
 
 /* Asks the symbolizer to consume everything written so far and write its outputs. */
 int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool final);

@@ -63,7 +63,7 @@ void ember_procs_free(struct ember_procs *t)
 static int find(const struct ember_procs *t, uint32_t tgid, uint32_t *slot)
 {
 	return ember_index_find(&t->index, tgid_hash(t, tgid), &tgid, sizeof(tgid), entry_eq, t,
-				slot);
+	                        slot);
 }
 
 static void release(struct ember_procs *t, uint32_t slot)
@@ -110,7 +110,7 @@ int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
 		slot = take_slot(t);
 	t->entries[slot] = (struct ember_proc_entry){tgid, fd, now_ns};
 	r = ember_index_upsert(&t->index, tgid_hash(t, tgid), &tgid, sizeof(tgid), entry_eq, t,
-			       slot, &stored);
+	                       slot, &stored);
 	if (r < 0) {
 		close(fd);
 		t->entries[slot].pidfd = -1;

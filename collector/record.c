@@ -29,9 +29,9 @@
 #include "shared/err.h"
 #include "shared/log.h"
 
-#define TICK_MS		 250
-#define FLUSH_TIMEOUT_NS (300ull * 1000000000ull)
-#define PROCS_CAPACITY	 32768
+#define TICK_MS              250
+#define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
+#define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
 
 enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN };
@@ -50,7 +50,7 @@ struct recorder {
 	uint64_t ticks;
 	bool stopping, finished, failed, progress_drawn;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
-	bool usage;	  /* the symbolizer refused its arguments (exit status 2) */
+	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
 };
 
 /* The progress line is redrawn in place; log lines first erase it. */
@@ -72,10 +72,10 @@ static void draw_progress(struct recorder *r, uint64_t now_ns)
 	if (r->opts->duration_ms)
 		snprintf(total, sizeof(total), " / %" PRIu64 "s", r->opts->duration_ms / 1000);
 	n = snprintf(line, sizeof(line),
-		     "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
-		     (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
-		     ember_drain_lost_total(&r->drain),
-		     r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
+	             "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
+	             (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
+	             ember_drain_lost_total(&r->drain),
+	             r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
 		r->progress_drawn = true;
 		ember_log_set_before_hook(erase_progress);
@@ -109,7 +109,7 @@ static int open_outputs(struct ember_record_opts *o)
 			int err = neg_errno();
 
 			log_error("cannot write %s: %s; choose a writable path for -o",
-				  o->outputs[i].path, strerror(-err));
+			          o->outputs[i].path, strerror(-err));
 			unlink_outputs(o);
 			return err;
 		}
@@ -173,7 +173,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		ember_drain_flush_lost(&r->drain);
 		if (r->peer.state == EMBER_PEER_ACTIVE && r->peer.ring.bad_positions) {
 			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
-				 "disconnecting it", r->peer.pid);
+			         "disconnecting it",
+			         r->peer.pid);
 			drop_peer(r);
 		}
 		if (r->peer.state == EMBER_PEER_ACTIVE)
@@ -184,7 +185,7 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			begin_stop(r, "duration reached");
 	} else if (now_ns > r->flush_deadline_ns) {
 		log_error("the symbolizer did not finish its outputs within %llu s; giving up",
-			  FLUSH_TIMEOUT_NS / 1000000000ull);
+		          FLUSH_TIMEOUT_NS / 1000000000ull);
 		r->failed = true;
 		r->finished = true;
 	}
@@ -212,12 +213,12 @@ static void describe_child_exit(int status)
 {
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
 		log_error("the symbolizer was killed by its sandbox (SIGSYS: a forbidden system "
-			  "call); please report this with `ember record --log-level debug` output");
+		          "call); please report this with `ember record --log-level debug` output");
 	else if (WIFSIGNALED(status))
 		log_error("the symbolizer was killed by signal %d", WTERMSIG(status));
 	else if (WIFEXITED(status) && WEXITSTATUS(status))
 		log_error("the symbolizer failed (exit status %d); see its messages above",
-			  WEXITSTATUS(status));
+		          WEXITSTATUS(status));
 }
 
 static void on_child_exit(struct recorder *r)
@@ -257,7 +258,7 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 	if (r->stopping && r->peer.flushed) {
 		if (r->peer.flush_status && r->peer.flush_status != -EREMOTEIO) {
 			log_error("the symbolizer could not write the outputs: %s",
-				  strerror(-r->peer.flush_status));
+			          strerror(-r->peer.flush_status));
 			r->failed = true;
 		}
 		r->finished |= r->opts->socket_path != NULL;
@@ -275,9 +276,9 @@ static void on_listen(struct recorder *r)
 	if (ember_endpoint_peer(fd, &c) || c.uid != r->opts->uid || c.gid != r->opts->gid ||
 	    ember_peer_connected(&r->peer)) {
 		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
-			 (unsigned)c.uid, (unsigned)c.gid,
-			 ember_peer_connected(&r->peer) ? "another one is connected"
-							: "not the configured user and group");
+		         (unsigned)c.uid, (unsigned)c.gid,
+		         ember_peer_connected(&r->peer) ? "another one is connected"
+		                                        : "not the configured user and group");
 		close(fd);
 		return;
 	}
@@ -302,18 +303,19 @@ static void on_listen(struct recorder *r)
 static int confine(struct recorder *r)
 {
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
-			EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
-			(r->child ? EMBER_CAP(CAP_KILL) : 0);
+	                EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
+	                (r->child ? EMBER_CAP(CAP_KILL) : 0);
 	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()},
-					      {"child", (uint64_t)r->child}};
+	                                      {"child", (uint64_t)r->child}};
 	int err = ember_caps_limit(keep);
 
 	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
 	if (err && err != -EPERM)
 		return err;
 	return ember_policy_load(&ember_collector_policy,
-				 EMBER_POLICY_BASE | (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
-				 params, ARRAY_SIZE(params));
+	                         EMBER_POLICY_BASE |
+	                             (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
+	                         params, ARRAY_SIZE(params));
 }
 
 static int setup_signals(struct recorder *r)
@@ -352,27 +354,27 @@ static int setup(struct recorder *r)
 {
 	struct ember_record_opts *o = r->opts;
 	struct ember_peer_config pc = {
-		.ring_size = o->ring_size,
-		.sample_hz = o->sample_hz,
-		.monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
-		.start_time_ns = ember_realtime_ns(),
+	    .ring_size = o->ring_size,
+	    .sample_hz = o->sample_hz,
+	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
+	    .start_time_ns = ember_realtime_ns(),
 	};
 	struct ember_bpf_opts bo = {
-		.sample_hz = o->sample_hz,
-		.pids = o->pids,
-		.npids = o->npids,
-		.on_sample = ember_drain_on_sample,
-		.on_proc_event = ember_drain_on_proc_event,
-		.cb_ctx = &r->drain,
+	    .sample_hz = o->sample_hz,
+	    .pids = o->pids,
+	    .npids = o->npids,
+	    .on_sample = ember_drain_on_sample,
+	    .on_proc_event = ember_drain_on_proc_event,
+	    .cb_ctx = &r->drain,
 	};
 	struct ember_spawn_opts so = {
-		.uid = o->uid,
-		.gid = o->gid,
-		.outputs = o->outputs,
-		.noutputs = o->noutputs,
-		.otlp_url = o->otlp_url,
-		.log_level = o->log_level,
-		.extra_args = o->symbolizer_args,
+	    .uid = o->uid,
+	    .gid = o->gid,
+	    .outputs = o->outputs,
+	    .noutputs = o->noutputs,
+	    .otlp_url = o->otlp_url,
+	    .log_level = o->log_level,
+	    .extra_args = o->symbolizer_args,
 	};
 	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
 	int sv[2], err;
@@ -393,7 +395,7 @@ static int setup(struct recorder *r)
 		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
 		if (r->listen_fd < 0) {
 			log_error("cannot listen at %s: %s; is another ember-collector running?",
-				  o->socket_path, strerror(-r->listen_fd));
+			          o->socket_path, strerror(-r->listen_fd));
 			return r->listen_fd;
 		}
 	} else {
@@ -407,7 +409,8 @@ static int setup(struct recorder *r)
 			return err;
 		}
 		ember_peer_attach(&r->peer, sv[0], r->child);
-		/* The symbolizer may read its own maps: it warms its unwind tables with its libraries. */
+		/* The symbolizer may read its own maps: it warms its unwind tables with its
+		 * libraries. */
 		ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
 		/* The child has its copies; the collector keeps none of the outputs open. */
 		close_outputs(o);
@@ -419,8 +422,8 @@ static int setup(struct recorder *r)
 
 	err = ember_bpf_start(&r->bpf, &bo);
 	if (!err)
-		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_blocks_fd,
-					r->bpf.unwind_procs_fd, 0);
+		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
+		                        r->bpf.unwind_blocks_fd, r->bpf.unwind_procs_fd, 0);
 	if (err)
 		return err;
 	r->peer.tables = &r->tables;
@@ -437,7 +440,7 @@ static int setup(struct recorder *r)
 	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
 	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
 	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
-			  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
+	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
 	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
 		return err;
 	err = confine(r);
@@ -513,7 +516,7 @@ static void run_loop(struct recorder *r)
 int ember_record_run(struct ember_record_opts *o)
 {
 	struct recorder r = {
-		.opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1, .listen_fd = -1};
+	    .opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1, .listen_fd = -1};
 	int err;
 
 	err = open_outputs(o);
@@ -524,9 +527,10 @@ int ember_record_run(struct ember_record_opts *o)
 		if (err != -EPERM && err != -EACCES)
 			log_debug("setup failed: %s", strerror(-err));
 		else
-			log_error("not permitted (%s): run as root or with CAP_BPF and CAP_PERFMON; "
-				  "see `ember check`",
-				  strerror(-err));
+			log_error(
+			    "not permitted (%s): run as root or with CAP_BPF and CAP_PERFMON; "
+			    "see `ember check`",
+			    strerror(-err));
 		close_outputs(o);
 		teardown(&r);
 		unlink_outputs(o);
@@ -546,7 +550,7 @@ int ember_record_run(struct ember_record_opts *o)
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
-		 ember_drain_lost_total(&r.drain));
+	         ember_drain_lost_total(&r.drain));
 	for (size_t i = 0; i < o->noutputs; i++)
 		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
 	if (r.undelivered)

@@ -41,8 +41,8 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 	struct ember_drain *d = ctx;
 	const struct ember_sample_event *s = data;
 
-	if (size < sizeof(*s) || s->kind != EMBER_EV_SAMPLE ||
-	    s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK ||
+	if (size < sizeof(*s) || s->kind != EMBER_EV_SAMPLE || s->kstack_len > EMBER_MAX_KSTACK ||
+	    s->ustack_len > EMBER_MAX_USTACK ||
 	    size != sizeof(*s) + 8u * (s->kstack_len + s->ustack_len)) {
 		d->malformed++;
 		count_lost(d, EMBER_LOST_OTHER, 1);
@@ -87,10 +87,10 @@ void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[E
 		if (!delta)
 			continue;
 		count_lost(d,
-			   i == EMBER_DROP_PROC_RINGBUF_FULL ? EMBER_LOST_PROC_EVENTS
-			   : i == EMBER_DROP_RINGBUF_FULL    ? EMBER_LOST_BPF_RINGBUF
-							     : EMBER_LOST_OTHER,
-			   delta);
+		           i == EMBER_DROP_PROC_RINGBUF_FULL ? EMBER_LOST_PROC_EVENTS
+		           : i == EMBER_DROP_RINGBUF_FULL    ? EMBER_LOST_BPF_RINGBUF
+		                                             : EMBER_LOST_OTHER,
+		           delta);
 	}
 }
 

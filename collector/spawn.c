@@ -16,9 +16,9 @@
 #include "shared/err.h"
 #include "shared/log.h"
 
-#define CHILD_SOCK_FD  3
+#define CHILD_SOCK_FD   3
 #define CHILD_FIRST_OUT 4
-#define MAX_ARGS	(16 + 2 * EMBER_MAX_OUTPUTS + 64) /* 64: export settings passed through */
+#define MAX_ARGS        (16 + 2 * EMBER_MAX_OUTPUTS + 64) /* 64: export settings passed through */
 
 int ember_symbolizer_path(char *buf, size_t size)
 {
@@ -68,7 +68,7 @@ int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int
 	err = ember_symbolizer_path(path, sizeof(path));
 	if (err) {
 		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
-			  EMBER_LIBEXECDIR);
+		          EMBER_LIBEXECDIR);
 		return err;
 	}
 	snprintf(uid, sizeof(uid), "%u", (unsigned)o->uid);
@@ -83,7 +83,7 @@ int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int
 	argv[argc++] = o->log_level ? o->log_level : "info";
 	for (size_t i = 0; i < o->noutputs; i++) {
 		snprintf(outs[i], sizeof(outs[i]), "%d:%s:%s", CHILD_FIRST_OUT + (int)i,
-			 o->outputs[i].format, o->outputs[i].path);
+		         o->outputs[i].format, o->outputs[i].path);
 		argv[argc++] = "--output-fd";
 		argv[argc++] = outs[i];
 	}

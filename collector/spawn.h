@@ -27,8 +27,8 @@ struct ember_spawn_opts {
 	int sock_fd;
 	const struct ember_output_spec *outputs;
 	size_t noutputs;
-	const char *otlp_url; /* or NULL */
-	const char *log_level; /* "info", "debug", ... */
+	const char *otlp_url;          /* or NULL */
+	const char *log_level;         /* "info", "debug", ... */
 	const char *const *extra_args; /* passed through, NULL-terminated, may be NULL */
 };
 

@@ -14,16 +14,16 @@ static const struct {
 	const char *name;
 	size_t size;
 } msg_types[EMBER_MSG_TYPE_MAX] = {
-	[EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello)},
-	[EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome)},
-	[EMBER_MSG_REJECT] = {"REJECT", sizeof(struct ember_msg_reject)},
-	[EMBER_MSG_BROKER_REQ] = {"BROKER_REQ", sizeof(struct ember_msg_broker_req)},
-	[EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply)},
-	[EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush)},
-	[EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed)},
-	[EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
-	[EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
-	[EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
+    [EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello)},
+    [EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome)},
+    [EMBER_MSG_REJECT] = {"REJECT", sizeof(struct ember_msg_reject)},
+    [EMBER_MSG_BROKER_REQ] = {"BROKER_REQ", sizeof(struct ember_msg_broker_req)},
+    [EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply)},
+    [EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush)},
+    [EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed)},
+    [EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
+    [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
+    [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
 };
 _Static_assert(sizeof(struct ember_msg_unwind_rows) <= EMBER_MSG_MAX, "fits a message");
 _Static_assert(sizeof(struct ember_msg_unwind_proc) <= EMBER_MSG_MAX, "fits a message");
@@ -35,8 +35,7 @@ size_t ember_msg_size(uint16_t type)
 
 const char *ember_msg_type_name(uint16_t type)
 {
-	return type < EMBER_MSG_TYPE_MAX && msg_types[type].name ? msg_types[type].name
-								  : "UNKNOWN";
+	return type < EMBER_MSG_TYPE_MAX && msg_types[type].name ? msg_types[type].name : "UNKNOWN";
 }
 
 void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq)
@@ -99,10 +98,10 @@ int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfd
 	char cbuf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
 	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf,
-		.msg_controllen = sizeof(cbuf),
+	    .msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cbuf,
+	    .msg_controllen = sizeof(cbuf),
 	};
 	int got = 0, err = 0;
 	ssize_t n;

@@ -27,7 +27,7 @@
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
 #define EMBER_PROTO_VERSION 1
-#define EMBER_MSG_MAX	    4096
+#define EMBER_MSG_MAX       4096
 
 enum ember_msg_type {
 	EMBER_MSG_HELLO = 1,
@@ -76,10 +76,10 @@ struct ember_msg_reject {
 
 /* What a broker request asks for. */
 enum ember_broker_what {
-	EMBER_BROKER_MAPS = 1,	    /* /proc/PID/maps */
+	EMBER_BROKER_MAPS = 1,        /* /proc/PID/maps */
 	EMBER_BROKER_MAPPED_FILE = 2, /* the file mapped at addr in PID */
 	EMBER_BROKER_KALLSYMS = 3,    /* /proc/kallsyms */
-	EMBER_BROKER_MEM = 4,	    /* /proc/PID/mem, read-only */
+	EMBER_BROKER_MEM = 4,         /* /proc/PID/mem, read-only */
 	EMBER_BROKER_MODULES = 5,     /* /proc/modules */
 	EMBER_BROKER_DEBUG_FILE = 6,  /* /usr/lib/debug/.build-id/xx/rest.debug */
 	EMBER_BROKER_DEBUGLINK = 7,   /* .gnu_debuglink name beside the file mapped at addr */
@@ -93,8 +93,9 @@ struct ember_msg_broker_req {
 	uint32_t what;
 	uint32_t pid;
 	uint32_t reserved;
-	uint64_t addr;	/* MAPPED_FILE: start address of the mapping */
-	char arg[128]; /* DEBUG_FILE: hex build id; DEBUGLINK: a file name; PROC_FILE: "cgroup", "exe" */
+	uint64_t addr; /* MAPPED_FILE: start address of the mapping */
+	char arg[128]; /* DEBUG_FILE: hex build id; DEBUGLINK: a file name; PROC_FILE: "cgroup",
+	                  "exe" */
 };
 
 /* Sent with one descriptor when error is 0. */
@@ -106,7 +107,7 @@ struct ember_msg_broker_reply {
 
 struct ember_msg_flush {
 	struct ember_msg_hdr hdr;
-	uint64_t head;	/* consume every record before this ring position */
+	uint64_t head;  /* consume every record before this ring position */
 	uint32_t final; /* 1: write outputs and exit */
 	uint32_t reserved;
 	/* Samples lost whose LOST records found no room in the ring. */
@@ -129,9 +130,9 @@ enum ember_unwind_table_op {
 struct ember_msg_unwind_table {
 	struct ember_msg_hdr hdr;
 	uint32_t table; /* slot, below EMBER_UNWIND_MAX_TABLES */
-	uint32_t op;	/* enum ember_unwind_table_op */
+	uint32_t op;    /* enum ember_unwind_table_op */
 	uint32_t nrows; /* CREATE: a multiple of EMBER_UNWIND_BLOCK_ROWS, at most
-			   EMBER_UNWIND_MAX_TABLE_ROWS */
+	                   EMBER_UNWIND_MAX_TABLE_ROWS */
 	uint32_t reserved;
 };
 

@@ -51,7 +51,7 @@ static int sealed_memfd(const char *name, size_t size, void **map, unsigned int 
 	}
 	*map = m;
 	return fd;
-fail: {
+fail : {
 	int err = neg_errno();
 
 	close(fd);
@@ -69,7 +69,7 @@ int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size)
 	p->data_fd = p->pos_fd = p->event_fd = -1;
 
 	fd = sealed_memfd("ember-sample-ring", EMBER_RING_HDR_SIZE + size, &data_map,
-			  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	                  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
 	if (fd < 0)
 		return fd;
 	p->data_fd = fd;
@@ -79,7 +79,7 @@ int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size)
 
 	/* The consumer may write here, but not resize it under the producer. */
 	fd = sealed_memfd("ember-ring-pos", EMBER_RING_POS_SIZE, &pos_map,
-			  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	                  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	if (fd < 0)
 		goto fail;
 	p->pos_fd = fd;
@@ -137,7 +137,7 @@ int64_t ember_ring_free_space(const struct ember_ring_producer *p)
 }
 
 int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *a, size_t alen,
-		      const void *b, size_t blen)
+                      const void *b, size_t blen)
 {
 	uint64_t len = sizeof(struct ember_rec_hdr) + alen + blen;
 	uint64_t aligned = align8(len), off, to_end, pad = 0;
@@ -176,8 +176,7 @@ int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *
 	return 0;
 }
 
-int ember_ring_write(struct ember_ring_producer *p, uint16_t type, const void *payload,
-		     size_t len)
+int ember_ring_write(struct ember_ring_producer *p, uint16_t type, const void *payload, size_t len)
 {
 	return ember_ring_write2(p, type, payload, len, NULL, 0);
 }

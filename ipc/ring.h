@@ -24,20 +24,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EMBER_RING_MAGIC	0x474e4952 /* "RING" */
-#define EMBER_RING_VERSION	1
-#define EMBER_RING_HDR_SIZE	4096
-#define EMBER_RING_POS_SIZE	4096
-#define EMBER_RING_MIN_SIZE	(1u << 16)
-#define EMBER_RING_MAX_SIZE	(1u << 30)
-#define EMBER_RING_MAX_RECORD	(1u << 16) /* header included */
+#define EMBER_RING_MAGIC      0x474e4952 /* "RING" */
+#define EMBER_RING_VERSION    1
+#define EMBER_RING_HDR_SIZE   4096
+#define EMBER_RING_POS_SIZE   4096
+#define EMBER_RING_MIN_SIZE   (1u << 16)
+#define EMBER_RING_MAX_SIZE   (1u << 30)
+#define EMBER_RING_MAX_RECORD (1u << 16) /* header included */
 
 enum ember_rec_type {
 	EMBER_REC_PAD = 0,
-	EMBER_REC_SAMPLE = 1,	     /* struct ember_sample + frames */
-	EMBER_REC_PROCESS_EXEC = 2,  /* struct ember_proc_event */
-	EMBER_REC_PROCESS_EXIT = 3,  /* struct ember_proc_event */
-	EMBER_REC_LOST = 4,	     /* struct ember_rec_lost */
+	EMBER_REC_SAMPLE = 1,       /* struct ember_sample + frames */
+	EMBER_REC_PROCESS_EXEC = 2, /* struct ember_proc_event */
+	EMBER_REC_PROCESS_EXIT = 3, /* struct ember_proc_event */
+	EMBER_REC_LOST = 4,         /* struct ember_rec_lost */
 	EMBER_REC_TYPE_MAX,
 };
 
@@ -82,7 +82,7 @@ struct ember_ring_producer {
 	uint64_t head;
 	uint64_t notified_head;
 	uint64_t dropped_records; /* ring full */
-	uint64_t bad_positions;	  /* consumer positions that made no sense */
+	uint64_t bad_positions;   /* consumer positions that made no sense */
 };
 
 struct ember_ring_consumer {
@@ -104,11 +104,10 @@ void ember_ring_producer_destroy(struct ember_ring_producer *p);
  * (counted in bad_positions; the ring is treated as full), -EINVAL for an
  * oversized record.
  */
-int ember_ring_write(struct ember_ring_producer *p, uint16_t type, const void *payload,
-		     size_t len);
+int ember_ring_write(struct ember_ring_producer *p, uint16_t type, const void *payload, size_t len);
 /* Like ember_ring_write for a payload given in two parts. */
 int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *a, size_t alen,
-		      const void *b, size_t blen);
+                      const void *b, size_t blen);
 /* Free bytes, or -EPROTO if the consumer position is impossible. */
 int64_t ember_ring_free_space(const struct ember_ring_producer *p);
 /* Reads the consumer's position; false if it is impossible. */

@@ -66,7 +66,7 @@ static int index_grow(struct ember_index *ix)
 }
 
 int ember_index_find(const struct ember_index *ix, uint64_t hash, const void *key, size_t len,
-		     ember_index_eq_fn eq, const void *ctx, uint32_t *out)
+                     ember_index_eq_fn eq, const void *ctx, uint32_t *out)
 {
 	if (!ix->capacity)
 		return -ENOENT;
@@ -81,7 +81,7 @@ int ember_index_find(const struct ember_index *ix, uint64_t hash, const void *ke
 }
 
 int ember_index_upsert(struct ember_index *ix, uint64_t hash, const void *key, size_t len,
-		       ember_index_eq_fn eq, const void *ctx, uint32_t new_value, uint32_t *out)
+                       ember_index_eq_fn eq, const void *ctx, uint32_t new_value, uint32_t *out)
 {
 	size_t j;
 	int err;

@@ -42,11 +42,11 @@ void ember_index_free(struct ember_index *ix);
  * value. Returns 1 if inserted, 0 if found, -ENOMEM.
  */
 int ember_index_upsert(struct ember_index *ix, uint64_t hash, const void *key, size_t len,
-		       ember_index_eq_fn eq, const void *ctx, uint32_t new_value, uint32_t *out);
+                       ember_index_eq_fn eq, const void *ctx, uint32_t new_value, uint32_t *out);
 
 /* Returns 0 and sets *out when found, -ENOENT otherwise. */
 int ember_index_find(const struct ember_index *ix, uint64_t hash, const void *key, size_t len,
-		     ember_index_eq_fn eq, const void *ctx, uint32_t *out);
+                     ember_index_eq_fn eq, const void *ctx, uint32_t *out);
 
 /* Removes the entry holding value (found by its hash). Returns 0 or -ENOENT. */
 int ember_index_remove(struct ember_index *ix, uint64_t hash, uint32_t value);

@@ -61,7 +61,8 @@ void ember_log(enum ember_log_level level, const char *fmt, ...)
 	if (logger.before)
 		logger.before();
 	n = snprintf(line, sizeof(line), "%s: %s%s", logger.tag,
-		     level == EMBER_LOG_INFO ? "" : level_names[level], level == EMBER_LOG_INFO ? "" : ": ");
+	             level == EMBER_LOG_INFO ? "" : level_names[level],
+	             level == EMBER_LOG_INFO ? "" : ": ");
 	if (n < 0)
 		return;
 	va_start(ap, fmt);

@@ -24,7 +24,7 @@ enum ember_log_level ember_log_get_level(void);
 void ember_log_set_before_hook(void (*hook)(void));
 
 void ember_log(enum ember_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) ember_log(EMBER_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  ember_log(EMBER_LOG_WARN, __VA_ARGS__)

@@ -42,7 +42,7 @@ static int wait_readable(int fd, int timeout_ms)
 
 /* Receives one message, waiting up to timeout_ms. */
 static int recv_one(struct ember_broker_client *c, union ember_msg *m, int *fds, int max_fds,
-		    int *nfds, int timeout_ms)
+                    int *nfds, int timeout_ms)
 {
 	int err;
 
@@ -60,7 +60,7 @@ static int recv_one(struct ember_broker_client *c, union ember_msg *m, int *fds,
 }
 
 int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, int *fds,
-			     int max_fds, int *nfds, int timeout_ms)
+                             int max_fds, int *nfds, int timeout_ms)
 {
 	if (c->flush_pending) {
 		c->flush_pending = false;
@@ -71,8 +71,8 @@ int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, 
 	return recv_one(c, m, fds, max_fds, nfds, timeout_ms);
 }
 
-int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid,
-			 uint64_t addr, const char *arg)
+int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid, uint64_t addr,
+                         const char *arg)
 {
 	uint64_t deadline = ember_monotonic_ns() + EMBER_BROKER_TIMEOUT_MS * 1000000ull;
 	union ember_msg m;
@@ -116,7 +116,7 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 			if (nfds)
 				close(fd);
 			log_error("collector sent an unexpected %s: disconnecting",
-				  ember_msg_type_name(m.hdr.type));
+			          ember_msg_type_name(m.hdr.type));
 			c->closed = true;
 			return -EPROTO;
 		}

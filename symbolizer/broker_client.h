@@ -34,14 +34,14 @@ int ember_broker_client_send(struct ember_broker_client *c, union ember_msg *msg
  * Asks for a descriptor. Returns the descriptor or a negative errno (the
  * broker's refusal, -ETIMEDOUT, or -ECONNRESET when the collector is gone).
  */
-int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid,
-			 uint64_t addr, const char *arg);
+int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid, uint64_t addr,
+                         const char *arg);
 
 /*
  * Receives one message that is not a broker reply (HELLO's answer, FLUSH),
  * waiting up to timeout_ms (-1: forever). Descriptors go to fds.
  */
 int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, int *fds,
-			     int max_fds, int *nfds, int timeout_ms);
+                             int max_fds, int *nfds, int timeout_ms);
 
 #endif

@@ -24,9 +24,9 @@
 #include "shared/str.h"
 #include "top.h"
 
-#define MAX_INPUTS	 2
-#define MAX_OUTPUTS	 16
-#define CONFINED_USER	 "nobody"
+#define MAX_INPUTS       2
+#define MAX_OUTPUTS      16
+#define CONFINED_USER    "nobody"
 #define DEFAULT_TOP_ROWS 20
 
 struct input_file {
@@ -60,25 +60,31 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 static void usage(const char *cmd, FILE *f)
 {
 	if (!strcmp(cmd, "report"))
-		fprintf(f, "usage: ember report INPUT -o OUTPUT [-o OUTPUT]...\n"
-			   "\n"
-			   "Converts a profile. INPUT is a pprof (.pb.gz) or folded-stacks file (or -\n"
-			   "for standard input); each OUTPUT's name sets its format: .html flame graph,\n"
-			   ".pb.gz pprof, .folded folded stacks. Needs no root.\n");
+		fprintf(
+		    f,
+		    "usage: ember report INPUT -o OUTPUT [-o OUTPUT]...\n"
+		    "\n"
+		    "Converts a profile. INPUT is a pprof (.pb.gz) or folded-stacks file (or -\n"
+		    "for standard input); each OUTPUT's name sets its format: .html flame graph,\n"
+		    ".pb.gz pprof, .folded folded stacks. Needs no root.\n");
 	else if (!strcmp(cmd, "diff"))
-		fprintf(f, "usage: ember diff BASE NEW -o OUTPUT.html\n"
-			   "\n"
-			   "Writes a differential flame graph: the shape of NEW, each frame coloured by\n"
-			   "how its share of all samples changed from BASE (red grew, blue shrank), and\n"
-			   "a table of the functions that changed most. BASE and NEW are pprof (.pb.gz)\n"
-			   "or folded-stacks files.\n");
+		fprintf(
+		    f,
+		    "usage: ember diff BASE NEW -o OUTPUT.html\n"
+		    "\n"
+		    "Writes a differential flame graph: the shape of NEW, each frame coloured by\n"
+		    "how its share of all samples changed from BASE (red grew, blue shrank), and\n"
+		    "a table of the functions that changed most. BASE and NEW are pprof (.pb.gz)\n"
+		    "or folded-stacks files.\n");
 	else
-		fprintf(f, "usage: ember top INPUT [-n ROWS] [--sort self|total]\n"
-			   "\n"
-			   "Prints the functions with the most samples of their own (self) or below\n"
-			   "them (total), like `pprof -top`. INPUT is a pprof (.pb.gz) or folded-stacks\n"
-			   "file. Default: %d rows, sorted by self.\n",
-			DEFAULT_TOP_ROWS);
+		fprintf(
+		    f,
+		    "usage: ember top INPUT [-n ROWS] [--sort self|total]\n"
+		    "\n"
+		    "Prints the functions with the most samples of their own (self) or below\n"
+		    "them (total), like `pprof -top`. INPUT is a pprof (.pb.gz) or folded-stacks\n"
+		    "file. Default: %d rows, sorted by self.\n",
+		    DEFAULT_TOP_ROWS);
 }
 
 /* ---- the confined part ----------------------------------------------------------- */
@@ -92,7 +98,7 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 
 	if (err == -EFBIG) {
 		log_error("%s is larger than %llu MiB, the most ember reads", in->path,
-			  EMBER_INPUT_MAX_BYTES >> 20);
+		          EMBER_INPUT_MAX_BYTES >> 20);
 		return err;
 	}
 	if (err) {
@@ -105,11 +111,11 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	free(buf);
 	if (err == -EINVAL)
 		log_error("%s is not a profile ember reads: give a pprof file (.pb.gz, gzip or "
-			  "not) or folded stacks (lines 'comm;outer;...;leaf COUNT')",
-			  in->path);
+		          "not) or folded stacks (lines 'comm;outer;...;leaf COUNT')",
+		          in->path);
 	else if (err == -EFBIG)
 		log_error("%s decompresses to more than ember reads (%u MiB of pprof data)",
-			  in->path, EMBER_PPROF_MAX_BYTES >> 20);
+		          in->path, EMBER_PPROF_MAX_BYTES >> 20);
 	else if (err)
 		log_error("cannot read %s: %s", in->path, strerror(-err));
 	if (err)
@@ -118,7 +124,7 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	      ember_profile_stat_get(p, "report.bad_references");
 	if (bad)
 		log_warn("%s: %llu malformed entries were skipped or shown as [unknown]", in->path,
-			 (unsigned long long)bad);
+		         (unsigned long long)bad);
 	if (!p->total_count)
 		log_warn("%s holds no samples", in->path);
 	return 0;
@@ -140,7 +146,7 @@ static int run_report(struct command *c)
 
 /* Writes through a memory buffer, so that the output is replaced only when complete. */
 static int write_diff(const struct output_file *o, const struct ember_profile *base,
-		      const struct ember_profile *cur)
+                      const struct ember_profile *cur)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -237,12 +243,11 @@ static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
 		}
 	if (WIFSIGNALED(status)) {
 		log_error("reading the profile failed with signal %d (%s); please report this "
-			  "with the input file",
-			  WTERMSIG(status), strsignal(WTERMSIG(status)));
+		          "with the input file",
+		          WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return EMBER_EXIT_FAILURE;
 	}
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? EMBER_EXIT_OK
-							     : EMBER_EXIT_FAILURE;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? EMBER_EXIT_OK : EMBER_EXIT_FAILURE;
 }
 
 /* ---- files, opened before confinement ------------------------------------------------ */
@@ -285,7 +290,7 @@ static int open_output(struct command *c, struct output_file *o)
 	for (size_t i = 0; i < c->nin; i++)
 		if (same_file(o->out.fd, c->in[i].fd))
 			return usage_error(c->name, "%s is also an input: choose another output",
-					   path);
+			                   path);
 	return 0;
 }
 
@@ -313,12 +318,12 @@ static int add_output(struct command *c, const char *path)
 	o = &c->out[c->nout];
 	if (ember_format_from_path(path, &o->out.format) || strchr(path, '\0') - path < 2)
 		return usage_error(c->name,
-				   "cannot tell the format of '%s' from its name: end it in .html, "
-				   ".pb.gz or .folded",
-				   path);
+		                   "cannot tell the format of '%s' from its name: end it in .html, "
+		                   ".pb.gz or .folded",
+		                   path);
 	if (!strcmp(c->name, "diff") && o->out.format != EMBER_FORMAT_HTML)
 		return usage_error(c->name, "a diff is written as HTML: name the output %s.html",
-				   "diff");
+		                   "diff");
 	if (ember_strlcpy(o->out.path, path, sizeof(o->out.path)))
 		return usage_error(c->name, "output path too long: '%s'", path);
 	o->out.fd = -1;
@@ -329,11 +334,11 @@ static int add_output(struct command *c, const char *path)
 static int parse_args(struct command *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"rows", required_argument, NULL, 'n'},
-		{"sort", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"rows", required_argument, NULL, 'n'},
+	    {"sort", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool is_top = !strcmp(c->name, "top");
 	size_t want_in = !strcmp(c->name, "diff") ? 2 : 1;
@@ -345,7 +350,8 @@ static int parse_args(struct command *c, int argc, char **argv)
 		switch (opt) {
 		case 'o':
 			if (is_top)
-				return usage_error(c->name, "%s prints to the terminal: no -o", "top");
+				return usage_error(c->name, "%s prints to the terminal: no -o",
+				                   "top");
 			err = add_output(c, optarg);
 			if (err)
 				return err;
@@ -358,9 +364,9 @@ static int parse_args(struct command *c, int argc, char **argv)
 		case 's':
 			if (!is_top || (strcmp(optarg, "self") && strcmp(optarg, "total")))
 				return usage_error(c->name, "bad --sort '%s': give self or total",
-						   optarg);
-			c->top.order = strcmp(optarg, "self") ? EMBER_TOP_BY_TOTAL
-							      : EMBER_TOP_BY_SELF;
+				                   optarg);
+			c->top.order =
+			    strcmp(optarg, "self") ? EMBER_TOP_BY_TOTAL : EMBER_TOP_BY_SELF;
 			break;
 		case 'h':
 			usage(c->name, stdout);
@@ -376,12 +382,13 @@ static int parse_args(struct command *c, int argc, char **argv)
 		c->in[c->nin++] = (struct input_file){argv[optind], -1};
 	}
 	if (c->nin < want_in)
-		return usage_error(c->name, want_in == 2 ? "give the %s profiles BASE and NEW"
-							 : "give the %s profile to read",
-				   want_in == 2 ? "two" : "input");
+		return usage_error(c->name,
+		                   want_in == 2 ? "give the %s profiles BASE and NEW"
+		                                : "give the %s profile to read",
+		                   want_in == 2 ? "two" : "input");
 	if (!is_top && !c->nout)
 		return usage_error(c->name, "give an output with -o, e.g. -o %s",
-				   !strcmp(c->name, "diff") ? "diff.html" : "profile.html");
+		                   !strcmp(c->name, "diff") ? "diff.html" : "profile.html");
 	if (!strcmp(c->name, "diff") && c->nout != 1)
 		return usage_error(c->name, "a diff has one output (%s)", "-o diff.html");
 	return 0;
@@ -402,8 +409,9 @@ int ember_command_run(int argc, char **argv)
 	c.name = argv[0];
 	c.top.limit = DEFAULT_TOP_ROWS;
 	c.top.order = EMBER_TOP_BY_SELF;
-	c.run = !strcmp(c.name, "report") ? run_report : !strcmp(c.name, "diff") ? run_diff
-										  : run_top;
+	c.run = !strcmp(c.name, "report") ? run_report
+	        : !strcmp(c.name, "diff") ? run_diff
+	                                  : run_top;
 	rc = parse_args(&c, argc, argv);
 	if (rc)
 		return rc < 0 ? EMBER_EXIT_OK : rc;
@@ -411,9 +419,10 @@ int ember_command_run(int argc, char **argv)
 		struct passwd *pw = getpwnam(CONFINED_USER);
 
 		if (!pw || !pw->pw_uid) {
-			fprintf(stderr, "ember %s: running as root, and there is no user '%s' to "
-					"drop to: run it as an ordinary user\n",
-				c.name, CONFINED_USER);
+			fprintf(stderr,
+			        "ember %s: running as root, and there is no user '%s' to "
+			        "drop to: run it as an ordinary user\n",
+			        c.name, CONFINED_USER);
 			return EMBER_EXIT_FAILURE;
 		}
 		sb.uid = pw->pw_uid;

@@ -86,7 +86,7 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
 			if (type == STT_OBJECT || type == STT_NOTYPE)
 				note_go_symbol(s, elf_strptr(elf, sh->sh_link, sym.st_name),
-					       sym.st_value);
+				               sym.st_value);
 			continue;
 		}
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
@@ -194,7 +194,7 @@ static int read_segments(struct ember_elf_syms *s, Elf *elf)
 			return -ENOEXEC;
 		if (ph.p_type == PT_NOTE) {
 			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-							   ELF_T_NHDR);
+			                                   ELF_T_NHDR);
 
 			if (d)
 				read_build_id(s, d);
@@ -202,7 +202,7 @@ static int read_segments(struct ember_elf_syms *s, Elf *elf)
 		if (ph.p_type != PT_LOAD || s->nsegments == EMBER_ELF_MAX_SEGMENTS)
 			continue;
 		s->segments[s->nsegments++] = (struct ember_elf_segment){
-			ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, ph.p_flags};
+		    ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, ph.p_flags};
 	}
 	return 0;
 }
@@ -237,8 +237,8 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 		}
 		if (!name)
 			continue;
-		if (sh.sh_type != SHT_NOBITS && (!strcmp(name, ".gopclntab") ||
-						 !strcmp(name, ".data.rel.ro.gopclntab"))) {
+		if (sh.sh_type != SHT_NOBITS &&
+		    (!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab"))) {
 			s->go.pclntab_offset = sh.sh_offset;
 			s->go.pclntab_size = sh.sh_size;
 			s->go.is_go = true;
@@ -369,7 +369,7 @@ const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s
 }
 
 int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, uint64_t len,
-			      uint64_t *offset)
+                              uint64_t *offset)
 {
 	for (size_t i = 0; i < s->nsegments; i++) {
 		const struct ember_elf_segment *seg = &s->segments[i];

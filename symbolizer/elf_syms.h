@@ -12,10 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EMBER_ELF_MAX_SYMBOLS	(4u << 20)
+#define EMBER_ELF_MAX_SYMBOLS    (4u << 20)
 #define EMBER_ELF_MAX_NAME_BYTES (256u << 20)
-#define EMBER_ELF_MAX_SEGMENTS	64
-#define EMBER_BUILD_ID_MAX	64 /* bytes */
+#define EMBER_ELF_MAX_SEGMENTS   64
+#define EMBER_BUILD_ID_MAX       64 /* bytes */
 
 struct ember_elf_sym {
 	uint64_t addr;
@@ -36,11 +36,11 @@ struct ember_elf_segment {
 struct ember_elf_go {
 	uint64_t pclntab_offset; /* file offset of the .gopclntab section, or 0 */
 	uint64_t pclntab_size;
-	uint64_t pclntab_sym;	 /* runtime.pclntab, or 0 */
-	uint64_t text_sym;	 /* runtime.text */
-	uint64_t gofunc_sym;	 /* go:func.* (go.func.* before 1.20) */
+	uint64_t pclntab_sym;    /* runtime.pclntab, or 0 */
+	uint64_t text_sym;       /* runtime.text */
+	uint64_t gofunc_sym;     /* go:func.* (go.func.* before 1.20) */
 	uint64_t moduledata_sym; /* runtime.firstmoduledata, or the .go.module section */
-	bool is_go;		 /* a Go build id note, .gopclntab or .go.buildinfo */
+	bool is_go;              /* a Go build id note, .gopclntab or .go.buildinfo */
 };
 
 struct ember_elf_syms {
@@ -52,13 +52,13 @@ struct ember_elf_syms {
 	size_t nsegments;
 	uint16_t e_type; /* ET_EXEC, ET_DYN */
 	uint16_t e_machine;
-	bool has_symtab; /* full symbol table, not only .dynsym */
+	bool has_symtab;     /* full symbol table, not only .dynsym */
 	bool has_debug_info; /* a .debug_info section is present */
 	uint8_t build_id[EMBER_BUILD_ID_MAX];
 	size_t build_id_len;
 	char build_id_hex[2 * EMBER_BUILD_ID_MAX + 1];
 	char go_build_id[128]; /* the Go toolchain's build id note, or "" */
-	char debuglink[256]; /* .gnu_debuglink file name, or "" */
+	char debuglink[256];   /* .gnu_debuglink file name, or "" */
 	uint32_t debuglink_crc;
 	struct ember_elf_go go;
 	size_t bytes; /* memory held, for cache accounting */
@@ -66,7 +66,7 @@ struct ember_elf_syms {
 
 /* The file offset of an ELF virtual address backed by file bytes, or -ENOENT. */
 int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, uint64_t len,
-			      uint64_t *offset);
+                              uint64_t *offset);
 
 /* Reads the symbols of the ELF file open at fd. Returns 0 or a negative errno
  * (-ENOEXEC for a file that is not a usable ELF file). */
@@ -81,7 +81,7 @@ void ember_elf_syms_free(struct ember_elf_syms *s);
 /* The function containing addr (an ELF virtual address), or NULL. */
 const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s, uint64_t addr);
 static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
-					     const struct ember_elf_sym *sym)
+                                             const struct ember_elf_sym *sym)
 {
 	return s->names + sym->name;
 }

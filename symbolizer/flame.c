@@ -96,7 +96,7 @@ static bool func_eq(const void *ctx, uint32_t value, const void *key, size_t len
 
 /* Functions are told apart by name, kind and file; the line only labels them. */
 static int func_get(struct ember_flame *t, uint32_t name, uint32_t file, uint8_t kind,
-		    uint32_t line, uint32_t *out)
+                    uint32_t line, uint32_t *out)
 {
 	struct func_key k = {name, file, kind};
 	struct ember_flame_func f = {.name = name, .file = file, .line = line, .kind = kind};
@@ -104,7 +104,8 @@ static int func_get(struct ember_flame *t, uint32_t name, uint32_t file, uint8_t
 	int r;
 
 	if (!ember_index_find(&t->func_index, h, &k, sizeof(k), func_eq, t, out)) {
-		struct ember_flame_func *have = EMBER_VEC_AT(t->funcs, struct ember_flame_func, *out);
+		struct ember_flame_func *have =
+		    EMBER_VEC_AT(t->funcs, struct ember_flame_func, *out);
 
 		if (!have->line)
 			have->line = line;
@@ -113,7 +114,7 @@ static int func_get(struct ember_flame *t, uint32_t name, uint32_t file, uint8_t
 	if (t->funcs.len >= UINT32_MAX - 1 || !ember_vec_push(&t->funcs, &f, 1))
 		return -ENOMEM;
 	r = ember_index_upsert(&t->func_index, h, &k, sizeof(k), func_eq, t,
-			       (uint32_t)(t->funcs.len - 1), out);
+	                       (uint32_t)(t->funcs.len - 1), out);
 	if (r < 0)
 		t->funcs.len--;
 	return r < 0 ? r : 0;
@@ -136,11 +137,11 @@ static int child_get(struct ember_flame *t, uint32_t parent, uint32_t func, uint
 	struct node_key k = {parent, func};
 	uint64_t h = ember_hash(&t->hash_key, &k, sizeof(k));
 	struct ember_flame_node *p, fresh = {
-		.func = func,
-		.parent = parent,
-		.first_child = EMBER_NONE,
-		.next_sibling = EMBER_NONE,
-	};
+					.func = func,
+					.parent = parent,
+					.first_child = EMBER_NONE,
+					.next_sibling = EMBER_NONE,
+				    };
 	uint32_t id = (uint32_t)t->nodes.len;
 	int r;
 
@@ -168,9 +169,9 @@ static int child_get(struct ember_flame *t, uint32_t parent, uint32_t func, uint
 int ember_flame_init(struct ember_flame *t, bool by_pid)
 {
 	struct ember_flame_node root = {
-		.parent = EMBER_NONE,
-		.first_child = EMBER_NONE,
-		.next_sibling = EMBER_NONE,
+	    .parent = EMBER_NONE,
+	    .first_child = EMBER_NONE,
+	    .next_sibling = EMBER_NONE,
 	};
 	uint32_t empty, all;
 	int err;
@@ -223,7 +224,7 @@ struct add_ctx {
 };
 
 static int func_of_line(struct add_ctx *c, const struct ember_line *line, uint8_t kind,
-			uint32_t *out)
+                        uint32_t *out)
 {
 	const struct ember_profile *p = c->p;
 	const struct ember_function *f;
@@ -246,7 +247,7 @@ static int func_of_line(struct add_ctx *c, const struct ember_line *line, uint8_
 	l = f->start_line > 0 ? f->start_line : line->line;
 	if (!err)
 		err = func_get(c->t, name, file, kind, l > 0 && l < UINT32_MAX ? (uint32_t)l : 0,
-			       out);
+		               out);
 	if (!err)
 		c->fn_cache[slot] = *out + 1;
 	return err;
@@ -267,8 +268,8 @@ static int func_of_bare_location(struct add_ctx *c, uint32_t loc_id, uint32_t *o
 	err = intern_cstr(c->t, buf, &name);
 	if (!err)
 		err = func_get(c->t, name, 0,
-			       loc->kind < EMBER_FRAME_KIND_MAX ? loc->kind : EMBER_FRAME_UNKNOWN, 0,
-			       out);
+		               loc->kind < EMBER_FRAME_KIND_MAX ? loc->kind : EMBER_FRAME_UNKNOWN,
+		               0, out);
 	if (!err)
 		c->loc_cache[loc_id] = *out + 1;
 	return err;

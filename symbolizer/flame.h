@@ -23,11 +23,11 @@
 
 /* Kinds of tree entries beyond the frame kinds of profile.h. */
 #define EMBER_FLAME_KIND_PROCESS ((uint8_t)EMBER_FRAME_KIND_MAX)
-#define EMBER_FLAME_KIND_ALL	 ((uint8_t)(EMBER_FRAME_KIND_MAX + 1))
-#define EMBER_FLAME_NKINDS	 (EMBER_FRAME_KIND_MAX + 2)
+#define EMBER_FLAME_KIND_ALL     ((uint8_t)(EMBER_FRAME_KIND_MAX + 1))
+#define EMBER_FLAME_NKINDS       (EMBER_FRAME_KIND_MAX + 2)
 
 #define EMBER_FLAME_SLOTS 2
-#define EMBER_FLAME_NEW	  0 /* the profile shown */
+#define EMBER_FLAME_NEW   0 /* the profile shown */
 #define EMBER_FLAME_BASE  1 /* what it is compared with (diff) */
 
 /* What a frame is: the node's label. Nodes of the same function share one. */
@@ -41,9 +41,9 @@ struct ember_flame_func {
 
 struct ember_flame_node {
 	uint32_t func;
-	uint32_t parent; /* EMBER_NONE for the root */
+	uint32_t parent;                    /* EMBER_NONE for the root */
 	uint32_t first_child, next_sibling; /* EMBER_NONE when absent */
-	uint32_t depth;	    /* 0 for "all" */
+	uint32_t depth;                     /* 0 for "all" */
 	uint32_t reserved;
 	uint64_t total[EMBER_FLAME_SLOTS]; /* samples in this node and below */
 	uint64_t self[EMBER_FLAME_SLOTS];  /* samples whose leaf is this node */
@@ -86,12 +86,12 @@ const char *ember_flame_str(const struct ember_flame *t, uint32_t id);
 size_t ember_flame_nstrings(const struct ember_flame *t);
 
 static inline const struct ember_flame_node *ember_flame_node(const struct ember_flame *t,
-							      uint32_t i)
+                                                              uint32_t i)
 {
 	return EMBER_VEC_AT(t->nodes, const struct ember_flame_node, i);
 }
 static inline const struct ember_flame_func *ember_flame_func(const struct ember_flame *t,
-							      uint32_t i)
+                                                              uint32_t i)
 {
 	return EMBER_VEC_AT(t->funcs, const struct ember_flame_func, i);
 }

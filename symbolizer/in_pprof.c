@@ -12,7 +12,7 @@
 /* Kernel text lives in the upper half of the address space on x86-64 and arm64. */
 #define KERNEL_ADDRESS_MIN 0xffff800000000000ull
 /* Addresses no real location has: given to pprof locations that would otherwise merge. */
-#define SYNTHETIC_ADDRESS  (1ull << 63)
+#define SYNTHETIC_ADDRESS (1ull << 63)
 
 bool ember_is_gzip(const uint8_t *buf, size_t len)
 {
@@ -138,7 +138,7 @@ struct id_map {
 };
 
 static int id_map_build(struct id_map *m, size_t n, uint64_t (*id_of)(const void *, size_t),
-			const void *items)
+                        const void *items)
 {
 	m->n = n;
 	m->v = malloc((n ? n : 1) * sizeof(*m->v));
@@ -189,9 +189,9 @@ struct reader {
 	struct ember_profile *p;
 	const Ember__Pprof__Profile *in;
 	struct id_map mappings, functions, locations;
-	uint32_t *mapping_of;  /* pprof mapping index -> profile mapping */
-	uint32_t *function_of; /* pprof function index -> profile function */
-	uint32_t *location_of; /* pprof location index -> profile location */
+	uint32_t *mapping_of;      /* pprof mapping index -> profile mapping */
+	uint32_t *function_of;     /* pprof function index -> profile function */
+	uint32_t *location_of;     /* pprof location index -> profile location */
 	uint32_t unknown_location; /* EMBER_NONE until needed */
 	uint32_t default_comm;
 	uint64_t bad_refs, truncated;
@@ -234,19 +234,19 @@ static int read_mappings(struct reader *r)
 	for (size_t i = 0; !err && i < in->n_mapping; i++) {
 		const Ember__Pprof__Mapping *pm = in->mapping[i];
 		struct ember_mapping m = {
-			.start = pm->memory_start,
-			.limit = pm->memory_limit,
-			.file_offset = pm->file_offset,
-			.has_functions = pm->has_functions,
+		    .start = pm->memory_start,
+		    .limit = pm->memory_limit,
+		    .file_offset = pm->file_offset,
+		    .has_functions = pm->has_functions,
 		};
 		const char *build_id = pm->build_id ? str_at(r, pm->build_id) : NULL;
 
 		err = intern_ref(r, pm->filename, &m.filename);
 		if (!err && build_id && *build_id)
-			err = ember_profile_intern_cstr(r->p, build_id,
-							ember_is_lower_hex(build_id, strlen(build_id))
-								? &m.gnu_build_id
-								: &m.go_build_id);
+			err = ember_profile_intern_cstr(
+			    r->p, build_id,
+			    ember_is_lower_hex(build_id, strlen(build_id)) ? &m.gnu_build_id
+									   : &m.go_build_id);
 		if (!err)
 			err = ember_profile_add_mapping(r->p, &m, &r->mapping_of[i]);
 	}
@@ -282,7 +282,7 @@ static enum ember_frame_kind location_kind(struct reader *r, int64_t mapping, ui
 {
 	if (mapping >= 0) {
 		const char *file = ember_profile_str(
-			r->p, ember_profile_mapping(r->p, r->mapping_of[mapping])->filename);
+		    r->p, ember_profile_mapping(r->p, r->mapping_of[mapping])->filename);
 
 		if (!strncmp(file, "[kernel", 7))
 			return EMBER_FRAME_KERNEL;
@@ -327,16 +327,16 @@ static int read_locations(struct reader *r)
 				continue;
 			}
 			lines[nlines++] = (struct ember_line){
-				.function = r->function_of[fi],
-				.line = pl->line[j]->line > 0 ? pl->line[j]->line : 0,
+			    .function = r->function_of[fi],
+			    .line = pl->line[j]->line > 0 ? pl->line[j]->line : 0,
 			};
 		}
 		err = ember_profile_add_location(r->p, mapping, kind, pl->address, lines, nlines,
-						 &r->location_of[i]);
+		                                 &r->location_of[i]);
 		/* Another pprof location had the same address (e.g. all 0): keep both apart. */
 		if (!err && r->p->locations.len == before)
 			err = ember_profile_add_location(r->p, mapping, kind, SYNTHETIC_ADDRESS | i,
-							 lines, nlines, &r->location_of[i]);
+			                                 lines, nlines, &r->location_of[i]);
 	}
 	free(lines);
 	return err;
@@ -348,7 +348,7 @@ static int unknown_location(struct reader *r, uint32_t *out)
 
 	if (r->unknown_location == EMBER_NONE)
 		err = ember_profile_add_location(r->p, EMBER_NONE, EMBER_FRAME_UNKNOWN, 0, NULL, 0,
-						 &r->unknown_location);
+		                                 &r->unknown_location);
 	*out = r->unknown_location;
 	return err;
 }
@@ -382,7 +382,7 @@ static void default_comm(struct reader *r)
 
 	if (r->in->n_mapping) {
 		file = ember_profile_str(r->p,
-					 ember_profile_mapping(r->p, r->mapping_of[0])->filename);
+		                         ember_profile_mapping(r->p, r->mapping_of[0])->filename);
 		slash = strrchr(file, '/');
 		file = slash ? slash + 1 : file;
 	}
@@ -392,7 +392,7 @@ static void default_comm(struct reader *r)
 }
 
 static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
-			struct ember_sample_key *key)
+                        struct ember_sample_key *key)
 {
 	for (size_t j = 0; j < ps->n_label; j++) {
 		const Ember__Pprof__Label *l = ps->label[j];
@@ -409,9 +409,8 @@ static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
 			key->cpu = (uint32_t)l->num;
 		else if (!strcmp(k, "comm") || !strcmp(k, "thread")) {
 			s = str_at(r, l->str);
-			if (s && ember_profile_intern_cstr(r->p, s,
-							   !strcmp(k, "comm") ? &key->comm
-									      : &key->thread_name))
+			if (s && ember_profile_intern_cstr(
+				     r->p, s, !strcmp(k, "comm") ? &key->comm : &key->thread_name))
 				r->bad_refs++;
 		}
 	}
@@ -501,7 +500,8 @@ static void read_metadata(struct reader *r)
 
 	if (in->time_nanos > 0) {
 		r->p->start_ns = (uint64_t)in->time_nanos;
-		if (in->duration_nanos > 0 && (uint64_t)in->duration_nanos < UINT64_MAX - r->p->start_ns)
+		if (in->duration_nanos > 0 &&
+		    (uint64_t)in->duration_nanos < UINT64_MAX - r->p->start_ns)
 			r->p->end_ns = r->p->start_ns + (uint64_t)in->duration_nanos;
 		else
 			r->p->end_ns = r->p->start_ns;
@@ -509,8 +509,8 @@ static void read_metadata(struct reader *r)
 	if (pt && in->period > 0 && str_is(r, pt->unit, "nanoseconds")) {
 		r->p->period_ns = (uint64_t)in->period;
 		if (in->period <= 1000000000)
-			r->p->sample_hz = (uint32_t)((1000000000ull + r->p->period_ns / 2) /
-						     r->p->period_ns);
+			r->p->sample_hz =
+			    (uint32_t)((1000000000ull + r->p->period_ns / 2) / r->p->period_ns);
 	}
 }
 

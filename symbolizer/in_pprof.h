@@ -20,9 +20,9 @@
 
 #include "profile.h"
 
-#define EMBER_PPROF_MAX_BYTES	 (256u << 20) /* decompressed message */
-#define EMBER_PPROF_MAX_DECODED	 (1ull << 30) /* memory the decoder may allocate */
-#define EMBER_PPROF_MAX_DEPTH	 4096	      /* frames kept per sample */
+#define EMBER_PPROF_MAX_BYTES   (256u << 20) /* decompressed message */
+#define EMBER_PPROF_MAX_DECODED (1ull << 30) /* memory the decoder may allocate */
+#define EMBER_PPROF_MAX_DEPTH   4096         /* frames kept per sample */
 
 /* Adds the profile in buf (len bytes) to p, an initialised profile. */
 int ember_read_pprof(struct ember_profile *p, const uint8_t *buf, size_t len);

@@ -102,7 +102,7 @@ static int parse_line(struct builder *b, const char *s, const char *end, bool *a
 	if (!mod) {
 		sym.module = 0; /* names[0] is "" */
 	} else if (b->last_module && b->last_module_len == (size_t)(mod_end - mod) &&
-		   !memcmp(k->names + b->last_module, mod, b->last_module_len)) {
+	           !memcmp(k->names + b->last_module, mod, b->last_module_len)) {
 		sym.module = b->last_module;
 	} else {
 		err = add_name(b, mod, (size_t)(mod_end - mod), &sym.module);

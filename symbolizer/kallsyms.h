@@ -16,7 +16,7 @@
 
 struct ember_ksym {
 	uint64_t addr;
-	uint32_t name;	 /* offset into names */
+	uint32_t name;   /* offset into names */
 	uint32_t module; /* offset into names; points at "" for the kernel image */
 };
 
@@ -36,12 +36,13 @@ void ember_kallsyms_free(struct ember_kallsyms *k);
 
 /* The symbol containing addr, or NULL. */
 const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr);
-static inline const char *ember_ksym_name(const struct ember_kallsyms *k, const struct ember_ksym *s)
+static inline const char *ember_ksym_name(const struct ember_kallsyms *k,
+                                          const struct ember_ksym *s)
 {
 	return k->names + s->name;
 }
 static inline const char *ember_ksym_module(const struct ember_kallsyms *k,
-					    const struct ember_ksym *s)
+                                            const struct ember_ksym *s)
 {
 	return k->names + s->module;
 }

@@ -30,41 +30,44 @@
 #include "shared/str.h"
 
 #define DEFAULT_INTERVAL_MS (60 * 1000)
-#define DEFAULT_KEEP	    60
+#define DEFAULT_KEEP        60
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ember-symbolizer --output-dir DIR [OPTIONS]     (daemon)\n"
-		"       ember-symbolizer --socket-fd=N --uid UID --gid GID [--output-fd N:FORMAT:PATH]...\n"
-		"                                                        (started by `ember record`)\n"
-		"       ember-symbolizer report|diff|top ARGS...          (`ember report`, ...)\n"
-		"\n"
-		"As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
-		"writes one file per format and interval into DIR (renamed into place when\n"
-		"complete). SIGHUP starts a new interval; SIGTERM writes the current one and exits.\n"
-		"\n"
-		"  --connect PATH        the collector's socket; default %s/%s\n"
-		"  --output-dir DIR      where the interval files go (must be writable by the user)\n"
-		"  --format FORMAT       folded, pprof, html or otlp (repeatable); default folded and pprof\n"
-		"  --interval DURATION   reporting interval (30s, 5m, ...) of the files and of OTLP;\n"
-		"                        default 60s for files, 10s for OTLP\n"
-		"  --keep N              intervals kept per format, 0 for all; default %d\n"
-		"  --user NAME           user to become when started as root\n"
-		"  --log-level LEVEL     error, warning, info or debug; default info\n"
-		"\n"
-		"Shipping profiles (both modes; also OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,\n"
-		"OTEL_RESOURCE_ATTRIBUTES; options win):\n"
-		"  --otlp URL                 http://, https:// (OTLP/HTTP), grpc://, grpcs:// (gRPC)\n"
-		"  --service-name NAME        service.name of every resource\n"
-		"  --otlp-header NAME=VALUE   extra header, e.g. Authorization=Bearer... (repeatable)\n"
-		"  --otlp-ca FILE             CA certificates (PEM) to verify the endpoint\n"
-		"  --otlp-cert FILE           client certificate (PEM), with --otlp-key FILE\n"
-		"  --otlp-timeout DURATION    per attempt (default 10s)\n"
-		"  --otlp-compression gzip|none\n"
-		"  --otlp-queue-size BYTES    delivery queue bound (default 8M)\n"
-		"  --otlp-deadline DURATION   how long the end waits for delivery (default 30s)\n",
-		EMBER_RUNTIME_DIR, EMBER_SOCKET_NAME, DEFAULT_KEEP);
+	fprintf(
+	    f,
+	    "usage: ember-symbolizer --output-dir DIR [OPTIONS]     (daemon)\n"
+	    "       ember-symbolizer --socket-fd=N --uid UID --gid GID [--output-fd "
+	    "N:FORMAT:PATH]...\n"
+	    "                                                        (started by `ember record`)\n"
+	    "       ember-symbolizer report|diff|top ARGS...          (`ember report`, ...)\n"
+	    "\n"
+	    "As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
+	    "writes one file per format and interval into DIR (renamed into place when\n"
+	    "complete). SIGHUP starts a new interval; SIGTERM writes the current one and exits.\n"
+	    "\n"
+	    "  --connect PATH        the collector's socket; default %s/%s\n"
+	    "  --output-dir DIR      where the interval files go (must be writable by the user)\n"
+	    "  --format FORMAT       folded, pprof, html or otlp (repeatable); default folded and "
+	    "pprof\n"
+	    "  --interval DURATION   reporting interval (30s, 5m, ...) of the files and of OTLP;\n"
+	    "                        default 60s for files, 10s for OTLP\n"
+	    "  --keep N              intervals kept per format, 0 for all; default %d\n"
+	    "  --user NAME           user to become when started as root\n"
+	    "  --log-level LEVEL     error, warning, info or debug; default info\n"
+	    "\n"
+	    "Shipping profiles (both modes; also OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,\n"
+	    "OTEL_RESOURCE_ATTRIBUTES; options win):\n"
+	    "  --otlp URL                 http://, https:// (OTLP/HTTP), grpc://, grpcs:// (gRPC)\n"
+	    "  --service-name NAME        service.name of every resource\n"
+	    "  --otlp-header NAME=VALUE   extra header, e.g. Authorization=Bearer... (repeatable)\n"
+	    "  --otlp-ca FILE             CA certificates (PEM) to verify the endpoint\n"
+	    "  --otlp-cert FILE           client certificate (PEM), with --otlp-key FILE\n"
+	    "  --otlp-timeout DURATION    per attempt (default 10s)\n"
+	    "  --otlp-compression gzip|none\n"
+	    "  --otlp-queue-size BYTES    delivery queue bound (default 8M)\n"
+	    "  --otlp-deadline DURATION   how long the end waits for delivery (default 30s)\n",
+	    EMBER_RUNTIME_DIR, EMBER_SOCKET_NAME, DEFAULT_KEEP);
 }
 
 /* What the command line says about export; applied over the environment. */
@@ -94,8 +97,8 @@ static int setup_export(const struct export_args *a, struct ember_export_config 
 	for (size_t i = 0; !e && i < a->nheaders; i++)
 		if (ember_export_config_add_header(cfg, a->headers[i])) {
 			snprintf(err, sizeof(err),
-				 "bad --otlp-header '%s': give NAME=VALUE (at most %d headers)",
-				 a->headers[i], EMBER_OTLP_MAX_HEADERS);
+			         "bad --otlp-header '%s': give NAME=VALUE (at most %d headers)",
+			         a->headers[i], EMBER_OTLP_MAX_HEADERS);
 			e = -EINVAL;
 		}
 	if (e) {
@@ -189,7 +192,7 @@ static int run_daemon(struct ember_daemon_opts *d, const char *output_dir, const
 	d->rotation.dir_fd = open(output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->rotation.dir_fd < 0) {
 		log_error("cannot open the output directory %s: %s; create it for this user",
-			  output_dir, strerror(errno));
+		          output_dir, strerror(errno));
 		return EMBER_EXIT_FAILURE;
 	}
 	d->sandbox.output_dir_fd = d->rotation.dir_fd;
@@ -215,7 +218,7 @@ static int run_record(struct ember_session_opts *so, struct ember_sandbox_opts *
 /* Sets up the export configuration and the exporter (its thread starts in the sandbox).
  * Returns 0 or an exit code. */
 static int start_export(const struct export_args *a, struct ember_export_config *cfg,
-			struct ember_session_export *ex)
+                        struct ember_session_export *ex)
 {
 	int err = setup_export(a, cfg);
 
@@ -224,15 +227,17 @@ static int start_export(const struct export_args *a, struct ember_export_config 
 	err = ember_exporter_create(cfg, &ex->exporter);
 	if (err) {
 		log_error("cannot start the OTLP export to %s: %s%s", cfg->display, strerror(-err),
-			  err == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)" : "");
+		          err == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)"
+		                                  : "");
 		ember_export_config_free(cfg);
 		return EMBER_EXIT_FAILURE;
 	}
-	ex->interval_ns = (a->interval_ms ? a->interval_ms : EMBER_OTLP_DEFAULT_INTERVAL_MS) * 1000000ull;
+	ex->interval_ns =
+	    (a->interval_ms ? a->interval_ms : EMBER_OTLP_DEFAULT_INTERVAL_MS) * 1000000ull;
 	ex->delivery_deadline_ns =
-		(a->deadline_ms ? a->deadline_ms : EMBER_OTLP_DEFAULT_DEADLINE_MS) * 1000000ull;
+	    (a->deadline_ms ? a->deadline_ms : EMBER_OTLP_DEFAULT_DEADLINE_MS) * 1000000ull;
 	log_debug("OTLP: shipping to %s every %.1f s", ember_exporter_endpoint(ex->exporter),
-		  (double)ex->interval_ns / 1e9);
+	          (double)ex->interval_ns / 1e9);
 	return 0;
 }
 
@@ -287,7 +292,8 @@ static int parse_export_option(int c, const char *arg, struct export_args *a)
 		a->compression = arg;
 		return strcmp(arg, "gzip") && strcmp(arg, "none") ? -EINVAL : 0;
 	case OPT_OTLP_QUEUE:
-		return ember_parse_size(arg, &a->queue_bytes) || a->queue_bytes < 4096 ? -EINVAL : 0;
+		return ember_parse_size(arg, &a->queue_bytes) || a->queue_bytes < 4096 ? -EINVAL
+		                                                                       : 0;
 	case OPT_OTLP_DEADLINE:
 		return ember_parse_duration_ms(arg, &a->deadline_ms);
 	case OPT_SERVICE:
@@ -301,36 +307,36 @@ static int parse_export_option(int c, const char *arg, struct export_args *a)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"socket-fd", required_argument, NULL, OPT_SOCKET_FD},
-		{"uid", required_argument, NULL, OPT_UID},
-		{"gid", required_argument, NULL, OPT_GID},
-		{"output-fd", required_argument, NULL, OPT_OUTPUT_FD},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"cache-bytes", required_argument, NULL, OPT_CACHE},
-		{"connect", required_argument, NULL, OPT_CONNECT},
-		{"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"interval", required_argument, NULL, OPT_INTERVAL},
-		{"keep", required_argument, NULL, OPT_KEEP},
-		{"user", required_argument, NULL, OPT_USER},
-		{"otlp", required_argument, NULL, OPT_OTLP},
-		{"otlp-header", required_argument, NULL, OPT_OTLP_HEADER},
-		{"otlp-ca", required_argument, NULL, OPT_OTLP_CA},
-		{"otlp-cert", required_argument, NULL, OPT_OTLP_CERT},
-		{"otlp-key", required_argument, NULL, OPT_OTLP_KEY},
-		{"otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT},
-		{"otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION},
-		{"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
-		{"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
-		{"service-name", required_argument, NULL, OPT_SERVICE},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"socket-fd", required_argument, NULL, OPT_SOCKET_FD},
+	    {"uid", required_argument, NULL, OPT_UID},
+	    {"gid", required_argument, NULL, OPT_GID},
+	    {"output-fd", required_argument, NULL, OPT_OUTPUT_FD},
+	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	    {"cache-bytes", required_argument, NULL, OPT_CACHE},
+	    {"connect", required_argument, NULL, OPT_CONNECT},
+	    {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"interval", required_argument, NULL, OPT_INTERVAL},
+	    {"keep", required_argument, NULL, OPT_KEEP},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"otlp", required_argument, NULL, OPT_OTLP},
+	    {"otlp-header", required_argument, NULL, OPT_OTLP_HEADER},
+	    {"otlp-ca", required_argument, NULL, OPT_OTLP_CA},
+	    {"otlp-cert", required_argument, NULL, OPT_OTLP_CERT},
+	    {"otlp-key", required_argument, NULL, OPT_OTLP_KEY},
+	    {"otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT},
+	    {"otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION},
+	    {"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
+	    {"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
+	    {"service-name", required_argument, NULL, OPT_SERVICE},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	static struct ember_session_opts so;
 	static struct ember_daemon_opts d = {
-		.socket_path = EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
-		.interval_ms = DEFAULT_INTERVAL_MS,
-		.rotation = {.keep = DEFAULT_KEEP},
+	    .socket_path = EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
+	    .interval_ms = DEFAULT_INTERVAL_MS,
+	    .rotation = {.keep = DEFAULT_KEEP},
 	};
 	struct ember_sandbox_opts sb = {.change_user = true, .die_with_parent = true};
 	static struct export_args xa;
@@ -396,7 +402,8 @@ int main(int argc, char **argv)
 			output_dir = optarg;
 			break;
 		case OPT_FORMAT:
-			if (ember_format_parse(optarg, &fmt) || d.rotation.nformats == EMBER_FORMAT_MAX)
+			if (ember_format_parse(optarg, &fmt) ||
+			    d.rotation.nformats == EMBER_FORMAT_MAX)
 				goto bad;
 			d.rotation.formats[d.rotation.nformats++] = fmt;
 			break;
@@ -431,12 +438,13 @@ int main(int argc, char **argv)
 		return EMBER_EXIT_USAGE;
 	}
 	if (so.sock < 0 && !output_dir) {
-		fprintf(stderr, "ember-symbolizer: give --output-dir (daemon) or run `ember record`\n");
+		fprintf(stderr,
+		        "ember-symbolizer: give --output-dir (daemon) or run `ember record`\n");
 		usage(stderr);
 		return EMBER_EXIT_USAGE;
 	}
 	if (ember_resource_config_from(env, ex->service_name, sizeof(ex->service_name),
-				       ex->resource_attrs, sizeof(ex->resource_attrs))) {
+	                               ex->resource_attrs, sizeof(ex->resource_attrs))) {
 		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");
 		return EMBER_EXIT_USAGE;
 	}

@@ -127,7 +127,8 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 		const char *comm = ember_profile_str(p, s->key.comm);
 
 		b.len = 0;
-		err = buf_append(&b, *comm ? comm : "[unknown]", strlen(*comm ? comm : "[unknown]"));
+		err =
+		    buf_append(&b, *comm ? comm : "[unknown]", strlen(*comm ? comm : "[unknown]"));
 		for (size_t j = 0; !err && j < b.len; j++)
 			if (b.s[j] == ';' || (unsigned char)b.s[j] < 0x20)
 				b.s[j] = '_';
@@ -146,7 +147,8 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 			order[i] = i;
 		qsort_r(order, f.n, sizeof(*order), cmp_line, &f);
 		for (size_t i = 0; i < f.n && !err; i++)
-			if (fprintf(out, "%s %" PRIu64 "\n", f.lines[order[i]], f.counts[order[i]]) < 0)
+			if (fprintf(out, "%s %" PRIu64 "\n", f.lines[order[i]],
+			            f.counts[order[i]]) < 0)
 				err = -EIO;
 	}
 	for (size_t i = 0; i < f.n; i++)

@@ -39,9 +39,9 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 		unsigned char lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
 
 		return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
-				       (s[3] & 0xc0) == 0x80
-			       ? 4
-			       : 0;
+		               (s[3] & 0xc0) == 0x80
+		           ? 4
+		           : 0;
 	}
 	return 0;
 }
@@ -215,14 +215,15 @@ static int put_changes(FILE *out, const struct ember_flame *t, uint64_t base_los
 
 /* Writes the template, replacing each marker by what put() writes for it. */
 static int put_page(FILE *out, const struct ember_profile *p, const struct ember_flame *t,
-		    const struct ember_profile *base)
+                    const struct ember_profile *base)
 {
 	static const char *const markers[] = {"{{STYLE}}", "{{DATA}}", "{{SCRIPT}}"};
 	const char *pos = ember_html_page, *page_end = ember_html_page + ember_html_page_len;
 	int err = 0;
 
 	for (size_t m = 0; m < 3 && !err; m++) {
-		const char *at = memmem(pos, (size_t)(page_end - pos), markers[m], strlen(markers[m]));
+		const char *at =
+		    memmem(pos, (size_t)(page_end - pos), markers[m], strlen(markers[m]));
 
 		if (!at)
 			return -EINVAL;
@@ -235,7 +236,8 @@ static int put_page(FILE *out, const struct ember_profile *p, const struct ember
 			put_tables(out, t);
 			err = put_nodes(out, t, base != NULL);
 			if (!err && base)
-				err = put_changes(out, t, ember_profile_stat_get(base, "lost.samples"));
+				err = put_changes(out, t,
+				                  ember_profile_stat_get(base, "lost.samples"));
 			else if (!err)
 				fputs(",\n\"diff\":null", out);
 			fputs("}", out);
@@ -266,7 +268,7 @@ int ember_write_html(const struct ember_profile *p, FILE *out)
 }
 
 int ember_write_html_diff(const struct ember_profile *base, const struct ember_profile *cur,
-			  FILE *out)
+                          FILE *out)
 {
 	struct ember_flame t;
 	int err = ember_flame_init(&t, false);

@@ -22,6 +22,6 @@
 
 int ember_write_html(const struct ember_profile *p, FILE *out);
 int ember_write_html_diff(const struct ember_profile *base, const struct ember_profile *cur,
-			  FILE *out);
+                          FILE *out);
 
 #endif

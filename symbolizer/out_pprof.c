@@ -254,7 +254,8 @@ static int build_samples(struct pprof_build *b)
 	size_t n = p->samples.len, nids = 0, idi = 0;
 
 	for (size_t i = 0; i < n; i++)
-		nids += ember_profile_stack(p, ember_profile_sample(p, (uint32_t)i)->key.stack)->depth;
+		nids +=
+		    ember_profile_stack(p, ember_profile_sample(p, (uint32_t)i)->key.stack)->depth;
 	if (!ALLOC(b->samples, n) || !ALLOC(b->sample_ptrs, n) || !ALLOC(b->location_ids, nids) ||
 	    !ALLOC(b->values, 2 * n) || !ALLOC(b->labels, LABELS_PER_SAMPLE * n) ||
 	    !ALLOC(b->label_ptrs, LABELS_PER_SAMPLE * n))
@@ -317,7 +318,8 @@ static int build_comments(struct pprof_build *b)
 		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
 		int64_t s;
 
-		snprintf(text, sizeof(text), "%s=%" PRIu64, ember_profile_str(p, st->name), st->value);
+		snprintf(text, sizeof(text), "%s=%" PRIu64, ember_profile_str(p, st->name),
+		         st->value);
 		s = strtab_add(&b->strs, text);
 		if (s < 0)
 			return -ENOMEM;

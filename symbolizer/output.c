@@ -21,10 +21,10 @@ static const struct {
 	const char *suffix;
 	writer_fn write;
 } formats[EMBER_FORMAT_MAX] = {
-	[EMBER_FORMAT_FOLDED] = {"folded", ".folded", ember_write_folded},
-	[EMBER_FORMAT_PPROF] = {"pprof", ".pb.gz", ember_write_pprof},
-	[EMBER_FORMAT_HTML] = {"html", ".html", ember_write_html},
-	[EMBER_FORMAT_OTLP] = {"otlp", ".otlp", ember_write_otlp},
+    [EMBER_FORMAT_FOLDED] = {"folded", ".folded", ember_write_folded},
+    [EMBER_FORMAT_PPROF] = {"pprof", ".pb.gz", ember_write_pprof},
+    [EMBER_FORMAT_HTML] = {"html", ".html", ember_write_html},
+    [EMBER_FORMAT_OTLP] = {"otlp", ".otlp", ember_write_otlp},
 };
 
 int ember_format_parse(const char *name, enum ember_format *out)
@@ -57,8 +57,7 @@ int ember_format_from_path(const char *path, enum ember_format *out)
 	return -EINVAL;
 }
 
-int ember_format_encode(enum ember_format f, const struct ember_profile *p, char **buf,
-			size_t *len)
+int ember_format_encode(enum ember_format f, const struct ember_profile *p, char **buf, size_t *len)
 {
 	FILE *mem;
 	int err;

@@ -35,7 +35,7 @@ int ember_format_from_path(const char *path, enum ember_format *out);
 
 /* Encodes p in the given format into a malloc'd buffer. */
 int ember_format_encode(enum ember_format f, const struct ember_profile *p, char **buf,
-			size_t *len);
+                        size_t *len);
 /* Replaces the content of o with p. Returns 0 or a negative errno. */
 int ember_output_write(const struct ember_output *o, const struct ember_profile *p);
 

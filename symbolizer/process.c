@@ -66,7 +66,7 @@ static void remove_slot(struct ember_processes *t, uint32_t i)
 		last->slot = i;
 		uint32_t stored;
 		ember_index_upsert(&t->index, pid_hash(t, last->pid), &last->pid, sizeof(last->pid),
-				   proc_eq, t, i, &stored);
+		                   proc_eq, t, i, &stored);
 	}
 	t->nslots--;
 	destroy(p);
@@ -81,8 +81,7 @@ struct ember_process *ember_processes_find(struct ember_processes *t, uint32_t p
 	return t->slots[slot];
 }
 
-struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid,
-					  uint64_t now_ns)
+struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
 {
 	struct ember_process *p = ember_processes_find(t, pid);
 	uint32_t stored;
@@ -117,7 +116,7 @@ struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pi
 	p->last_seen_ns = now_ns;
 	t->slots[t->nslots] = p;
 	if (ember_index_upsert(&t->index, pid_hash(t, pid), &pid, sizeof(pid), proc_eq, t, p->slot,
-			       &stored) < 0) {
+	                       &stored) < 0) {
 		free(p);
 		return NULL;
 	}
@@ -138,7 +137,7 @@ void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t 
 }
 
 static int load_maps(struct ember_processes *t, struct ember_process *p,
-		     struct ember_broker_client *broker, uint64_t now_ns)
+                     struct ember_broker_client *broker, uint64_t now_ns)
 {
 	struct ember_maps fresh;
 	char *text = NULL;
@@ -181,9 +180,9 @@ fail:
 }
 
 const struct ember_map_entry *ember_process_find_mapping(struct ember_processes *t,
-							 struct ember_process *p,
-							 struct ember_broker_client *broker,
-							 uint64_t addr, uint64_t now_ns)
+                                                         struct ember_process *p,
+                                                         struct ember_broker_client *broker,
+                                                         uint64_t addr, uint64_t now_ns)
 {
 	const struct ember_map_entry *e;
 	bool may_reload = now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS;

@@ -15,7 +15,7 @@
 #include "shared/hash.h"
 
 #define EMBER_MAPS_RELOAD_MIN_NS (200ull * 1000000ull) /* per process */
-#define EMBER_PROCESSES_MAX	 65536
+#define EMBER_PROCESSES_MAX      65536
 
 struct ember_process {
 	uint32_t pid;
@@ -31,8 +31,8 @@ struct ember_process {
 	/* Facts for OTLP resources, asked for once per program (when wanted). */
 	bool facts_loaded;
 	uint64_t facts_retry_ns; /* the broker was busy: ask again after this */
-	char *exe_path;		 /* malloc'd, or NULL when unknown */
-	char container_id[65];	 /* "" when not in a container */
+	char *exe_path;          /* malloc'd, or NULL when unknown */
+	char container_id[65];   /* "" when not in a container */
 };
 
 struct ember_processes {
@@ -47,8 +47,7 @@ int ember_processes_init(struct ember_processes *t);
 void ember_processes_free(struct ember_processes *t);
 
 /* The entry for pid, created if new (evicting the idlest when full). NULL: no memory. */
-struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid,
-					  uint64_t now_ns);
+struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid, uint64_t now_ns);
 struct ember_process *ember_processes_find(struct ember_processes *t, uint32_t pid);
 /* Forgets the facts about p's program (after an exec). */
 void ember_process_forget_facts(struct ember_process *p);
@@ -60,8 +59,8 @@ void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t 
  * needed and allowed. NULL when no mapping contains addr.
  */
 const struct ember_map_entry *ember_process_find_mapping(struct ember_processes *t,
-							 struct ember_process *p,
-							 struct ember_broker_client *broker,
-							 uint64_t addr, uint64_t now_ns);
+                                                         struct ember_process *p,
+                                                         struct ember_broker_client *broker,
+                                                         uint64_t addr, uint64_t now_ns);
 
 #endif

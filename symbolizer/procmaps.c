@@ -82,7 +82,7 @@ static int push_path(struct ember_maps *m, size_t *cap, const char *s, size_t le
 
 /* "start-end perms offset major:minor inode   path" */
 static int parse_line(struct ember_maps *m, size_t *paths_cap, const char *s, const char *end,
-		      struct ember_map_entry *e)
+                      struct ember_map_entry *e)
 {
 	static const char deleted[] = " (deleted)";
 	uint64_t major, minor;
@@ -96,7 +96,7 @@ static int parse_line(struct ember_maps *m, size_t *paths_cap, const char *s, co
 	if (end - s < 5 || s[4] != ' ')
 		return -EINVAL;
 	e->perms = (s[0] == 'r' ? EMBER_MAP_R : 0) | (s[1] == 'w' ? EMBER_MAP_W : 0) |
-		   (s[2] == 'x' ? EMBER_MAP_X : 0) | (s[3] == 'p' ? EMBER_MAP_P : 0);
+	           (s[2] == 'x' ? EMBER_MAP_X : 0) | (s[3] == 'p' ? EMBER_MAP_P : 0);
 	s += 5;
 	if (!parse_hex(&s, end, ' ', &e->offset) || !parse_hex(&s, end, ':', &major) ||
 	    !parse_hex(&s, end, ' ', &minor) || !parse_dec(&s, end, &e->inode))

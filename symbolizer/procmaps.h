@@ -34,8 +34,8 @@ struct ember_map_entry {
 	uint32_t dev_major;
 	uint32_t dev_minor;
 	uint8_t perms;
-	uint8_t kind;	   /* enum ember_map_kind */
-	uint8_t deleted;   /* the path ended in " (deleted)" (stripped) */
+	uint8_t kind;    /* enum ember_map_kind */
+	uint8_t deleted; /* the path ended in " (deleted)" (stripped) */
 	uint8_t reserved;
 	uint32_t path_off; /* offset of the NUL-terminated path in paths */
 };

@@ -8,9 +8,9 @@
 #include <string.h>
 
 static const char *const frame_kind_names[EMBER_FRAME_KIND_MAX] = {
-	[EMBER_FRAME_UNKNOWN] = "unknown", [EMBER_FRAME_KERNEL] = "kernel",
-	[EMBER_FRAME_NATIVE] = "native",   [EMBER_FRAME_GO] = "go",
-	[EMBER_FRAME_PYTHON] = "cpython",
+    [EMBER_FRAME_UNKNOWN] = "unknown", [EMBER_FRAME_KERNEL] = "kernel",
+    [EMBER_FRAME_NATIVE] = "native",   [EMBER_FRAME_GO] = "go",
+    [EMBER_FRAME_PYTHON] = "cpython",
 };
 
 const char *ember_frame_kind_name(enum ember_frame_kind kind)
@@ -83,8 +83,8 @@ struct location_key {
 
 static struct mapping_key mapping_key_of(const struct ember_mapping *m)
 {
-	return (struct mapping_key){m->start,	     m->limit,	     m->file_offset, m->filename,
-				    m->gnu_build_id, m->go_build_id, m->file_hash};
+	return (struct mapping_key){m->start,        m->limit,       m->file_offset, m->filename,
+	                            m->gnu_build_id, m->go_build_id, m->file_hash};
 }
 
 static struct function_key function_key_of(const struct ember_function *f)
@@ -143,7 +143,7 @@ static bool process_eq(const void *ctx, uint32_t value, const void *key, size_t 
 
 	return len == sizeof(uint32_t) &&
 	       !memcmp(&EMBER_VEC_AT(p->processes, struct ember_process_attrs, value)->pid, key,
-		       len);
+	               len);
 }
 
 static void profile_init_tables(struct ember_profile *p)
@@ -278,8 +278,8 @@ size_t ember_profile_nstrings(const struct ember_profile *p)
 
 /* Looks key up in ix; when absent appends item to vec. */
 static int dedup_insert(struct ember_profile *p, struct ember_index *ix, struct ember_vec *vec,
-			const void *key, size_t key_len, ember_index_eq_fn eq, const void *item,
-			uint32_t *out)
+                        const void *key, size_t key_len, ember_index_eq_fn eq, const void *item,
+                        uint32_t *out)
 {
 	uint64_t h = ember_hash(&p->hash_key, key, key_len);
 	uint32_t id = (uint32_t)vec->len;
@@ -297,8 +297,7 @@ static int dedup_insert(struct ember_profile *p, struct ember_index *ix, struct 
 	return 1;
 }
 
-int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mapping *m,
-			      uint32_t *out)
+int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mapping *m, uint32_t *out)
 {
 	struct mapping_key k = mapping_key_of(m);
 	int r = dedup_insert(p, &p->mapping_index, &p->mappings, &k, sizeof(k), mapping_eq, m, out);
@@ -309,35 +308,35 @@ int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mappin
 }
 
 int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,
-			       uint32_t *out)
+                               uint32_t *out)
 {
 	struct function_key k = function_key_of(f);
-	int r = dedup_insert(p, &p->function_index, &p->functions, &k, sizeof(k), function_eq, f,
-			     out);
+	int r =
+	    dedup_insert(p, &p->function_index, &p->functions, &k, sizeof(k), function_eq, f, out);
 
 	return r < 0 ? r : 0;
 }
 
 int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
-				enum ember_frame_kind kind, uint64_t address, uint32_t *out)
+                                enum ember_frame_kind kind, uint64_t address, uint32_t *out)
 {
 	struct location_key k = {address, mapping, (uint32_t)kind};
 
 	return ember_index_find(&p->location_index, ember_hash(&p->hash_key, &k, sizeof(k)), &k,
-				sizeof(k), location_eq, p, out);
+	                        sizeof(k), location_eq, p, out);
 }
 
 int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
-			       enum ember_frame_kind kind, uint64_t address,
-			       const struct ember_line *lines, uint32_t nlines, uint32_t *out)
+                               enum ember_frame_kind kind, uint64_t address,
+                               const struct ember_line *lines, uint32_t nlines, uint32_t *out)
 {
 	struct location_key k = {address, mapping, (uint32_t)kind};
 	struct ember_location loc = {
-		.mapping = mapping,
-		.kind = (uint8_t)kind,
-		.address = address,
-		.first_line = (uint32_t)p->lines.len,
-		.nlines = nlines,
+	    .mapping = mapping,
+	    .kind = (uint8_t)kind,
+	    .address = address,
+	    .first_line = (uint32_t)p->lines.len,
+	    .nlines = nlines,
 	};
 	uint64_t h = ember_hash(&p->hash_key, &k, sizeof(k));
 	int r;
@@ -352,7 +351,7 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 	if (nlines && !ember_vec_push(&p->lines, lines, nlines))
 		return -ENOMEM;
 	r = dedup_insert(p, &p->location_index, &p->locations, &k, sizeof(k), location_eq, &loc,
-			 out);
+	                 out);
 	if (r < 0) {
 		p->lines.len -= nlines;
 		return r;
@@ -363,7 +362,7 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 }
 
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
-			    uint32_t *out)
+                            uint32_t *out)
 {
 	size_t len = depth * sizeof(uint32_t);
 	uint64_t h = ember_hash(&p->hash_key, locations, len);
@@ -388,7 +387,7 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 }
 
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
-			     uint64_t count, uint64_t timestamp_ns)
+                             uint64_t count, uint64_t timestamp_ns)
 {
 	struct ember_sample fresh = {.key = *key};
 	struct ember_sample *s;
@@ -398,7 +397,7 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 	if (key->stack >= p->stacks.len)
 		return -EINVAL;
 	r = dedup_insert(p, &p->sample_index, &p->samples, key, sizeof(*key), sample_eq, &fresh,
-			 &id);
+	                 &id);
 	if (r < 0)
 		return r;
 	s = EMBER_VEC_AT(p->samples, struct ember_sample, id);
@@ -427,7 +426,7 @@ int ember_profile_set_process(struct ember_profile *p, const struct ember_proces
 	if (a->exe_path >= p->str_offsets.len || a->container_id >= p->str_offsets.len)
 		return -EINVAL;
 	r = dedup_insert(p, &p->process_index, &p->processes, &a->pid, sizeof(a->pid), process_eq,
-			 a, &id);
+	                 a, &id);
 	if (r < 0)
 		return r;
 	*EMBER_VEC_AT(p->processes, struct ember_process_attrs, id) = *a;
@@ -435,12 +434,12 @@ int ember_profile_set_process(struct ember_profile *p, const struct ember_proces
 }
 
 const struct ember_process_attrs *ember_profile_find_process(const struct ember_profile *p,
-							     uint32_t pid)
+                                                             uint32_t pid)
 {
 	uint32_t id;
 
 	if (ember_index_find(&p->process_index, ember_hash(&p->hash_key, &pid, sizeof(pid)), &pid,
-			     sizeof(pid), process_eq, p, &id))
+	                     sizeof(pid), process_eq, p, &id))
 		return NULL;
 	return EMBER_VEC_AT(p->processes, const struct ember_process_attrs, id);
 }
@@ -451,14 +450,14 @@ struct merge_maps {
 };
 
 static int merge_dictionaries(struct ember_profile *dst, const struct ember_profile *src,
-			      struct merge_maps *mm)
+                              struct merge_maps *mm)
 {
 	struct ember_vec buf;
 	int err = 0;
 
 	for (size_t i = 0; i < ember_profile_nstrings(src) && !err; i++)
 		err = ember_profile_intern_cstr(dst, ember_profile_str(src, (uint32_t)i),
-						&mm->strs[i]);
+		                                &mm->strs[i]);
 	for (size_t i = 0; i < src->mappings.len && !err; i++) {
 		struct ember_mapping m = *ember_profile_mapping(src, (uint32_t)i);
 
@@ -491,9 +490,8 @@ static int merge_dictionaries(struct ember_profile *dst, const struct ember_prof
 		for (uint32_t j = 0; j < l->nlines; j++)
 			out[j].function = mm->functions[out[j].function];
 		err = ember_profile_add_location(
-			dst, l->mapping == EMBER_NONE ? EMBER_NONE : mm->mappings[l->mapping],
-			(enum ember_frame_kind)l->kind, l->address, out, l->nlines,
-			&mm->locations[i]);
+		    dst, l->mapping == EMBER_NONE ? EMBER_NONE : mm->mappings[l->mapping],
+		    (enum ember_frame_kind)l->kind, l->address, out, l->nlines, &mm->locations[i]);
 	}
 	ember_vec_free(&buf);
 	ember_vec_init(&buf, sizeof(uint32_t));
@@ -517,7 +515,7 @@ static int merge_dictionaries(struct ember_profile *dst, const struct ember_prof
 }
 
 static int merge_samples(struct ember_profile *dst, const struct ember_profile *src,
-			 const struct merge_maps *mm)
+                         const struct merge_maps *mm)
 {
 	int err = 0;
 
@@ -535,7 +533,7 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 	}
 	for (size_t i = 0; i < src->processes.len && !err; i++) {
 		struct ember_process_attrs a =
-			*EMBER_VEC_AT(src->processes, const struct ember_process_attrs, i);
+		    *EMBER_VEC_AT(src->processes, const struct ember_process_attrs, i);
 
 		a.exe_path = mm->strs[a.exe_path];
 		a.container_id = mm->strs[a.container_id];
@@ -552,11 +550,11 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
 {
 	struct merge_maps mm = {
-		.strs = calloc(ember_profile_nstrings(src) + 1, sizeof(uint32_t)),
-		.mappings = calloc(src->mappings.len + 1, sizeof(uint32_t)),
-		.functions = calloc(src->functions.len + 1, sizeof(uint32_t)),
-		.locations = calloc(src->locations.len + 1, sizeof(uint32_t)),
-		.stacks = calloc(src->stacks.len + 1, sizeof(uint32_t)),
+	    .strs = calloc(ember_profile_nstrings(src) + 1, sizeof(uint32_t)),
+	    .mappings = calloc(src->mappings.len + 1, sizeof(uint32_t)),
+	    .functions = calloc(src->functions.len + 1, sizeof(uint32_t)),
+	    .locations = calloc(src->locations.len + 1, sizeof(uint32_t)),
+	    .stacks = calloc(src->stacks.len + 1, sizeof(uint32_t)),
 	};
 	int err = -ENOMEM;
 
@@ -629,7 +627,7 @@ uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name)
 }
 
 void ember_profile_unsymbolized_name(const struct ember_profile *p,
-				     const struct ember_location *loc, char *buf, size_t size)
+                                     const struct ember_location *loc, char *buf, size_t size)
 {
 	const struct ember_mapping *m;
 	const char *file, *slash;
@@ -642,11 +640,11 @@ void ember_profile_unsymbolized_name(const struct ember_profile *p,
 	file = ember_profile_str(p, m->filename);
 	slash = strrchr(file, '/');
 	snprintf(buf, size, "%s+0x%" PRIx64, slash ? slash + 1 : (*file ? file : "[unknown]"),
-		 loc->address - m->start + m->file_offset);
+	         loc->address - m->start + m->file_offset);
 }
 
 int ember_profile_walk_stack(const struct ember_profile *p, uint32_t stack, ember_frame_fn fn,
-			     void *ctx)
+                             void *ctx)
 {
 	const struct ember_stack *st = ember_profile_stack(p, stack);
 	const uint32_t *locs = ember_profile_stack_locations(p, st);
@@ -666,9 +664,11 @@ int ember_profile_walk_stack(const struct ember_profile *p, uint32_t stack, embe
 		}
 		/* The containing function is the last line; inlined callees precede it. */
 		for (uint32_t j = loc->nlines; j-- > 0;) {
-			const struct ember_function *f = ember_profile_function(p, lines[j].function);
+			const struct ember_function *f =
+			    ember_profile_function(p, lines[j].function);
 
-			err = fn(ctx, ember_profile_str(p, f->name), (enum ember_frame_kind)loc->kind);
+			err = fn(ctx, ember_profile_str(p, f->name),
+			         (enum ember_frame_kind)loc->kind);
 			if (err)
 				return err;
 		}

@@ -51,7 +51,7 @@ struct ember_mapping {
 };
 
 struct ember_function {
-	uint32_t name;	      /* string: demangled name */
+	uint32_t name;        /* string: demangled name */
 	uint32_t system_name; /* string: name as in the symbol table */
 	uint32_t filename;    /* string: source file, or 0 */
 	int64_t start_line;
@@ -65,7 +65,7 @@ struct ember_line {
 
 struct ember_location {
 	uint32_t mapping; /* index, or EMBER_NONE */
-	uint8_t kind;	  /* enum ember_frame_kind */
+	uint8_t kind;     /* enum ember_frame_kind */
 	uint8_t reserved[3];
 	uint64_t address;
 	uint32_t first_line; /* index into the profile's line pool */
@@ -82,8 +82,8 @@ struct ember_sample_key {
 	uint32_t stack;
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t cpu;	      /* EMBER_NONE when unknown */
-	uint32_t comm;	      /* string: process name */
+	uint32_t cpu;         /* EMBER_NONE when unknown */
+	uint32_t comm;        /* string: process name */
 	uint32_t thread_name; /* string: thread name */
 };
 
@@ -129,7 +129,7 @@ struct ember_profile {
 	struct ember_index mapping_index;
 	struct ember_vec functions; /* struct ember_function */
 	struct ember_index function_index;
-	struct ember_vec lines;	    /* struct ember_line pool */
+	struct ember_vec lines;     /* struct ember_line pool */
 	struct ember_vec locations; /* struct ember_location */
 	struct ember_index location_index;
 	struct ember_vec stack_pool; /* uint32_t location ids */
@@ -137,7 +137,7 @@ struct ember_profile {
 	struct ember_index stack_index;
 	struct ember_vec samples; /* struct ember_sample */
 	struct ember_index sample_index;
-	struct ember_vec stats; /* struct ember_stat */
+	struct ember_vec stats;     /* struct ember_stat */
 	struct ember_vec processes; /* struct ember_process_attrs */
 	struct ember_index process_index;
 
@@ -166,28 +166,28 @@ const char *ember_profile_str(const struct ember_profile *p, uint32_t id);
 size_t ember_profile_nstrings(const struct ember_profile *p);
 
 int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mapping *m,
-			      uint32_t *out);
+                              uint32_t *out);
 int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,
-			       uint32_t *out);
+                               uint32_t *out);
 /* lines[0] is the innermost inlined frame; the last is the containing function. */
 int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
-			       enum ember_frame_kind kind, uint64_t address,
-			       const struct ember_line *lines, uint32_t nlines, uint32_t *out);
+                               enum ember_frame_kind kind, uint64_t address,
+                               const struct ember_line *lines, uint32_t nlines, uint32_t *out);
 /* Finds the location of (mapping, kind, address) added before. Returns 0 or -ENOENT. */
 int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
-				enum ember_frame_kind kind, uint64_t address, uint32_t *out);
+                                enum ember_frame_kind kind, uint64_t address, uint32_t *out);
 /* locations[0] is the leaf. */
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
-			    uint32_t *out);
+                            uint32_t *out);
 /* Adds count to the sample with this key; timestamp_ns 0 records no timestamp. */
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
-			     uint64_t count, uint64_t timestamp_ns);
+                             uint64_t count, uint64_t timestamp_ns);
 
 /* Records (or replaces) the facts about a process. */
 int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a);
 /* The facts about pid, or NULL. */
 const struct ember_process_attrs *ember_profile_find_process(const struct ember_profile *p,
-							     uint32_t pid);
+                                                             uint32_t pid);
 
 /*
  * Adds everything src holds (samples with their stacks, locations, functions
@@ -202,7 +202,7 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
  * mapping's file name and the address's offset in that file) or "[unknown]".
  */
 void ember_profile_unsymbolized_name(const struct ember_profile *p,
-				     const struct ember_location *loc, char *buf, size_t size);
+                                     const struct ember_location *loc, char *buf, size_t size);
 
 /*
  * Calls fn with the display name of every frame of a stack, outermost first;
@@ -210,7 +210,7 @@ void ember_profile_unsymbolized_name(const struct ember_profile *p,
  */
 typedef int (*ember_frame_fn)(void *ctx, const char *name, enum ember_frame_kind kind);
 int ember_profile_walk_stack(const struct ember_profile *p, uint32_t stack, ember_frame_fn fn,
-			     void *ctx);
+                             void *ctx);
 
 /* Statistics travel with the profile (lost samples, cache counters, ...). */
 int ember_profile_stat_add(struct ember_profile *p, const char *name, uint64_t delta);
@@ -220,22 +220,22 @@ uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name)
 /* Typed access to the arrays. */
 #define EMBER_VEC_AT(vec, type, i) (&((type *)(vec).items)[i])
 static inline const struct ember_mapping *ember_profile_mapping(const struct ember_profile *p,
-								 uint32_t i)
+                                                                uint32_t i)
 {
 	return EMBER_VEC_AT(p->mappings, const struct ember_mapping, i);
 }
 static inline const struct ember_function *ember_profile_function(const struct ember_profile *p,
-								   uint32_t i)
+                                                                  uint32_t i)
 {
 	return EMBER_VEC_AT(p->functions, const struct ember_function, i);
 }
 static inline const struct ember_location *ember_profile_location(const struct ember_profile *p,
-								   uint32_t i)
+                                                                  uint32_t i)
 {
 	return EMBER_VEC_AT(p->locations, const struct ember_location, i);
 }
 static inline const struct ember_line *ember_profile_location_lines(const struct ember_profile *p,
-								     const struct ember_location *l)
+                                                                    const struct ember_location *l)
 {
 	/* A location without lines may come before any line: the pool has no array yet. */
 	static const struct ember_line none[1];
@@ -243,12 +243,12 @@ static inline const struct ember_line *ember_profile_location_lines(const struct
 	return l->nlines ? EMBER_VEC_AT(p->lines, const struct ember_line, l->first_line) : none;
 }
 static inline const struct ember_stack *ember_profile_stack(const struct ember_profile *p,
-							     uint32_t i)
+                                                            uint32_t i)
 {
 	return EMBER_VEC_AT(p->stacks, const struct ember_stack, i);
 }
 static inline const uint32_t *ember_profile_stack_locations(const struct ember_profile *p,
-							     const struct ember_stack *s)
+                                                            const struct ember_stack *s)
 {
 	/* An empty stack may come before any location id: the pool has no array yet. */
 	static const uint32_t none[1];
@@ -256,7 +256,7 @@ static inline const uint32_t *ember_profile_stack_locations(const struct ember_p
 	return s->depth ? EMBER_VEC_AT(p->stack_pool, const uint32_t, s->first) : none;
 }
 static inline const struct ember_sample *ember_profile_sample(const struct ember_profile *p,
-							       uint32_t i)
+                                                              uint32_t i)
 {
 	return EMBER_VEC_AT(p->samples, const struct ember_sample, i);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_event **sample,
-			const uint64_t **frames)
+                        const uint64_t **frames)
 {
 	const struct ember_sample_event *s = buf;
 

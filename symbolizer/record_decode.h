@@ -15,7 +15,7 @@
 
 /* A SAMPLE payload: the header and its kstack_len + ustack_len frames. */
 int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_event **sample,
-			const uint64_t **frames);
+                        const uint64_t **frames);
 /* A PROCESS_EXEC or PROCESS_EXIT payload. */
 int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc_event **ev);
 /* A LOST payload. */

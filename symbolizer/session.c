@@ -22,9 +22,9 @@
 #include "unwind_tables.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
-#define RELEASE_EVERY	     64 /* records between consumer-position updates */
-#define RECORD_BUF_SIZE	     EMBER_RING_MAX_RECORD
-#define CUT_SLACK_NS	     (200ull * 1000000ull)
+#define RELEASE_EVERY        64 /* records between consumer-position updates */
+#define RECORD_BUF_SIZE      EMBER_RING_MAX_RECORD
+#define CUT_SLACK_NS         (200ull * 1000000ull)
 
 struct session {
 	const struct ember_session_opts *opts;
@@ -43,7 +43,7 @@ struct session {
 	bool unwind_warm;
 	uint64_t records, bad_records, samples_lost;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
-	uint64_t next_cut_ns;	       /* monotonic: the end of the export interval */
+	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
 	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
@@ -76,7 +76,7 @@ static int handshake(struct session *s)
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		log_error("the collector answered with %s: versions do not match",
-			  ember_msg_type_name(m.hdr.type));
+		          ember_msg_type_name(m.hdr.type));
 		return -EPROTO;
 	}
 	err = ember_ring_consumer_open(&s->ring, fds[0], fds[1]);
@@ -168,7 +168,7 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->ahead_buf, len, &sample, &frames))
 		ember_unwind_on_sample(&s->unwind, sample, now_ns);
 	else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
-		 !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
+	         !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
 		if (ev->kind == EMBER_EV_EXEC)
 			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
 		else
@@ -221,7 +221,8 @@ static int drain_ring(struct session *s, uint64_t until)
 			break;
 		}
 		s->records++;
-		if (len < 0 || handle_record(s, type, (size_t)len, ember_monotonic_ns()) == -EBADMSG) {
+		if (len < 0 ||
+		    handle_record(s, type, (size_t)len, ember_monotonic_ns()) == -EBADMSG) {
 			s->bad_records++;
 			count_lost(s, EMBER_LOST_OTHER, type == EMBER_REC_SAMPLE);
 		}
@@ -275,7 +276,7 @@ static void cut_interval(struct session *s)
 		err = ember_otlp_encode(p, &buf, &len, NULL);
 		if (err)
 			log_error("cannot encode the profile as OTLP: %s; %" PRIu64 " samples lost",
-				  strerror(-err), p->total_count);
+			          strerror(-err), p->total_count);
 		else
 			ember_exporter_submit(s->opts->export.exporter, buf, len, p->total_count);
 	}
@@ -307,23 +308,23 @@ static int finish_delivery(struct session *s)
 	ember_exporter_get_stats(e, &st);
 	dropped = st.rejected + st.evicted + st.expired + st.queued;
 	log_info("OTLP: %" PRIu64 " of %" PRIu64 " profile batches delivered to %s (%" PRIu64
-		 " samples, %" PRIu64 " bytes sent, %" PRIu64 " attempts)",
-		 st.delivered, st.submitted, ember_exporter_endpoint(e), st.samples_delivered,
-		 st.bytes_sent, st.attempts);
+	         " samples, %" PRIu64 " bytes sent, %" PRIu64 " attempts)",
+	         st.delivered, st.submitted, ember_exporter_endpoint(e), st.samples_delivered,
+	         st.bytes_sent, st.attempts);
 	if (dropped)
 		log_error("OTLP: %" PRIu64 " batches (%" PRIu64 " samples) not delivered: %" PRIu64
-			  " rejected, %" PRIu64 " dropped from the full queue, %" PRIu64
-			  " out of retries, %" PRIu64 " still queued at the %" PRIu64
-			  " s deadline%s%s",
-			  dropped, st.samples_dropped, st.rejected, st.evicted, st.expired,
-			  (uint64_t)st.queued,
-			  (uint64_t)(s->opts->export.delivery_deadline_ns / 1000000000ull),
-			  st.last_error[0] ? "; last error: " : "", st.last_error);
+		          " rejected, %" PRIu64 " dropped from the full queue, %" PRIu64
+		          " out of retries, %" PRIu64 " still queued at the %" PRIu64
+		          " s deadline%s%s",
+		          dropped, st.samples_dropped, st.rejected, st.evicted, st.expired,
+		          (uint64_t)st.queued,
+		          (uint64_t)(s->opts->export.delivery_deadline_ns / 1000000000ull),
+		          st.last_error[0] ? "; last error: " : "", st.last_error);
 	if (st.profiles_rejected)
 		log_warn("OTLP: the receiver rejected %" PRIu64 " profiles in partial successes",
-			 st.profiles_rejected);
+		         st.profiles_rejected);
 	log_debug("OTLP: queue peak %zu of %zu bytes, %" PRIu64 " retries", st.queue_peak_bytes,
-		  st.queue_limit, st.retries);
+	          st.queue_limit, st.retries);
 	return err || dropped ? -EREMOTEIO : 0;
 }
 
@@ -351,7 +352,7 @@ static int write_interval(struct session *s)
 	int status = ember_rotation_write(s->opts->rotation, p);
 
 	log_info("interval written: %" PRIu64 " samples, %" PRIu64 " lost", p->total_count,
-		 ember_profile_stat_get(p, "lost.samples"));
+	         ember_profile_stat_get(p, "lost.samples"));
 	ember_profile_reset(p);
 	if (p == &s->profile)
 		ember_symbolizer_profile_was_reset(&s->sym);
@@ -459,8 +460,6 @@ static int poll_timeout_ms(const struct session *s)
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
 }
 
-
-
 static int run(struct session *s)
 {
 	bool done = false;
@@ -468,9 +467,9 @@ static int run(struct session *s)
 
 	while (!done && !err) {
 		struct pollfd fds[3] = {
-			{.fd = s->broker.sock, .events = POLLIN},
-			{.fd = s->event_fd, .events = POLLIN},
-			{.fd = s->opts->signal_fd, .events = POLLIN},
+		    {.fd = s->broker.sock, .events = POLLIN},
+		    {.fd = s->event_fd, .events = POLLIN},
+		    {.fd = s->opts->signal_fd, .events = POLLIN},
 		};
 		uint64_t counter;
 
@@ -492,7 +491,8 @@ static int run(struct session *s)
 		if (!err && !done && s->interval_deadline_ns &&
 		    ember_monotonic_ns() >= s->interval_deadline_ns)
 			err = flush_outputs(s);
-		if (!err && !done && s->opts->export.exporter && ember_monotonic_ns() >= s->next_cut_ns)
+		if (!err && !done && s->opts->export.exporter &&
+		    ember_monotonic_ns() >= s->next_cut_ns)
 			cut_interval(s);
 		if (!err && !done && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			err = on_message(s, &done);
@@ -549,7 +549,8 @@ int ember_session_run(const struct ember_session_opts *o)
 		/* A daemon's first interval starts now: earlier samples never reached it. */
 		s->profile.start_ns = s->total.start_ns = ember_realtime_ns();
 		if (o->interval_ms)
-			s->interval_deadline_ns = ember_monotonic_ns() + o->interval_ms * 1000000ull;
+			s->interval_deadline_ns =
+			    ember_monotonic_ns() + o->interval_ms * 1000000ull;
 	}
 	s->next_cut_ns = ember_monotonic_ns() + o->export.interval_ns;
 	if (!err)

@@ -29,9 +29,9 @@
 /* Live OTLP export and the resource configuration of OTLP outputs. */
 struct ember_session_export {
 	struct ember_exporter *exporter; /* NULL: no live export */
-	uint64_t interval_ns;		 /* the profile is shipped every interval_ns */
-	uint64_t delivery_deadline_ns;	 /* how long the end of a session waits for delivery */
-	char service_name[128];		 /* see profile.h */
+	uint64_t interval_ns;            /* the profile is shipped every interval_ns */
+	uint64_t delivery_deadline_ns;   /* how long the end of a session waits for delivery */
+	char service_name[128];          /* see profile.h */
 	char resource_attrs[1024];
 };
 
@@ -45,7 +45,8 @@ struct ember_session_opts {
 	uint64_t interval_ms;
 	int signal_fd; /* -1, or a signalfd for SIGTERM, SIGINT and SIGHUP */
 	size_t objcache_bytes;
-	/* Called after the handshake, before the first record is read; an error ends the session. */
+	/* Called after the handshake, before the first record is read; an error ends the session.
+	 */
 	int (*enter_sandbox)(void *ctx);
 	void *sandbox_ctx;
 	struct ember_session_export export;

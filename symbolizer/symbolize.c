@@ -17,7 +17,7 @@
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
 int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
-			  struct ember_broker_client *broker, size_t objcache_bytes)
+                          struct ember_broker_client *broker, size_t objcache_bytes)
 {
 	int err;
 
@@ -55,7 +55,7 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 	if (fd < 0) {
 		if (first)
 			log_warn("no kernel symbols (%s): kernel frames stay addresses",
-				 strerror(-fd));
+			         strerror(-fd));
 		return;
 	}
 	err = ember_kallsyms_load_fd(fd, &fresh);
@@ -69,13 +69,12 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 	s->ksyms = fresh;
 	if (first && s->ksyms.addresses_hidden)
 		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
-			 "stay addresses; `ember check` says how to change that");
+		         "stay addresses; `ember check` says how to change that");
 }
 
 /* Adds a location whose only line names a function. */
-static int named_location(struct ember_symbolizer *s, uint32_t mapping,
-			  enum ember_frame_kind kind, uint64_t addr, const char *name,
-			  uint32_t *out)
+static int named_location(struct ember_symbolizer *s, uint32_t mapping, enum ember_frame_kind kind,
+                          uint64_t addr, const char *name, uint32_t *out)
 {
 	struct ember_function fn = {0};
 	struct ember_line line = {0};
@@ -92,7 +91,7 @@ static int named_location(struct ember_symbolizer *s, uint32_t mapping,
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
-			   uint64_t now_ns, uint32_t *out)
+                           uint64_t now_ns, uint32_t *out)
 {
 	const struct ember_ksym *sym;
 	char name[600];
@@ -108,7 +107,7 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 			return err;
 	}
 	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
-					 out))
+	                                 out))
 		return 0;
 	/* Re-read now and then: BPF programs ("bpf_prog_... [bpf]") and modules
 	 * loaded since the last read would otherwise borrow a neighbour's name. */
@@ -119,11 +118,11 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	if (!sym) {
 		s->unsymbolized_frames++;
 		return ember_profile_add_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL,
-						  addr, NULL, 0, out);
+		                                  addr, NULL, 0, out);
 	}
 	if (*ember_ksym_module(&s->ksyms, sym))
 		snprintf(name, sizeof(name), "%s [%s]", ember_ksym_name(&s->ksyms, sym),
-			 ember_ksym_module(&s->ksyms, sym));
+		         ember_ksym_module(&s->ksyms, sym));
 	else
 		snprintf(name, sizeof(name), "%s", ember_ksym_name(&s->ksyms, sym));
 	return named_location(s, s->kernel_mapping, EMBER_FRAME_KERNEL, addr, name, out);
@@ -166,7 +165,7 @@ static int open_by_debuglink(void *ctx, const char *name)
 
 /* The parsed file behind a mapping, asking the broker on a cache miss. */
 static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
-				       const struct ember_map_entry *e, uint64_t now_ns)
+                                       const struct ember_map_entry *e, uint64_t now_ns)
 {
 	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
 	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
@@ -182,12 +181,12 @@ static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 		close(fd);
 	if (o && o->error)
 		log_debug("no symbols for inode %llu of pid %u: %s", (unsigned long long)e->inode,
-			  pid, strerror(-o->error));
+		          pid, strerror(-o->error));
 	else if (o)
-		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s",
-			  pid, (unsigned long long)e->inode, o->file.syms.nsyms,
-			  o->file.has_go ? ", Go pclntab" : "",
-			  o->file.dwarf ? ember_debug_source_name(o->file.dwarf_source) : "none");
+		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s", pid,
+		          (unsigned long long)e->inode, o->file.syms.nsyms,
+		          o->file.has_go ? ", Go pclntab" : "",
+		          o->file.dwarf ? ember_debug_source_name(o->file.dwarf_source) : "none");
 	return o;
 }
 
@@ -199,7 +198,7 @@ static int intern_opt(struct ember_profile *p, const char *s, uint32_t *out)
 
 /* A function of the profile for one symbolized frame: readable name, mangled system name. */
 static int frame_function(struct ember_symbolizer *s, const struct ember_sym_frame *f,
-			  uint32_t *out)
+                          uint32_t *out)
 {
 	struct ember_function fn = {0};
 	char readable[1024];
@@ -223,8 +222,8 @@ static int frame_function(struct ember_symbolizer *s, const struct ember_sym_fra
 }
 
 static int symbolized_location(struct ember_symbolizer *s, uint32_t mapping,
-			       enum ember_frame_kind kind, uint64_t addr,
-			       const struct ember_sym_frames *frames, uint32_t *out)
+                               enum ember_frame_kind kind, uint64_t addr,
+                               const struct ember_sym_frames *frames, uint32_t *out)
 {
 	struct ember_line lines[EMBER_SYM_MAX_FRAMES];
 	int err;
@@ -241,7 +240,7 @@ static int symbolized_location(struct ember_symbolizer *s, uint32_t mapping,
 }
 
 static int mapping_identity(struct ember_symbolizer *s, const struct ember_obj *obj,
-			    struct ember_mapping *m)
+                            struct ember_mapping *m)
 {
 	const struct ember_objfile *f = &obj->file;
 	int err = 0;
@@ -256,7 +255,7 @@ static int mapping_identity(struct ember_symbolizer *s, const struct ember_obj *
 }
 
 static int user_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
-			 bool is_return, uint64_t now_ns, uint32_t *out)
+                         bool is_return, uint64_t now_ns, uint32_t *out)
 {
 	const struct ember_map_entry *e;
 	struct ember_mapping m = {0};
@@ -271,7 +270,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	if (!e) {
 		s->unknown_frames++;
 		return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
-						  NULL, 0, out);
+		                                  NULL, 0, out);
 	}
 	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted)
 		obj = mapped_object(s, proc->pid, e, now_ns);
@@ -291,8 +290,8 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		kind = EMBER_FRAME_GO;
 	if (!ember_profile_find_location(s->profile, mapping, kind, addr, out))
 		return 0;
-	if (obj && !ember_elf_offset_to_vaddr(&obj->file.syms, lookup - e->start + e->offset,
-					      &vaddr)) {
+	if (obj &&
+	    !ember_elf_offset_to_vaddr(&obj->file.syms, lookup - e->start + e->offset, &vaddr)) {
 		origin = ember_objfile_lookup(&obj->file, vaddr, &s->frames_buf);
 		ember_objcache_account(&s->objs, obj); /* DWARF units expand on demand */
 		if (origin != EMBER_SYM_NONE) {
@@ -311,7 +310,7 @@ static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t
 	if (!ember_profile_find_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr, out))
 		return 0;
 	return named_location(s, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
-			      ember_unwind_stop_marker(reason), out);
+	                      ember_unwind_stop_marker(reason), out);
 }
 
 #define FACTS_RETRY_NS (1000ull * 1000000ull)
@@ -354,7 +353,7 @@ static int proc_file(struct ember_symbolizer *s, struct ember_process *proc, con
 
 /* Asks the broker for the process's cgroup list and executable, once per program. */
 static void load_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
-			       uint64_t now_ns)
+                               uint64_t now_ns)
 {
 	const char *path;
 	char *text = NULL;
@@ -389,7 +388,7 @@ static void load_process_facts(struct ember_symbolizer *s, struct ember_process 
 
 /* Makes sure the current profile knows the facts about the sample's process. */
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
-			      uint64_t now_ns)
+                              uint64_t now_ns)
 {
 	struct ember_process_attrs pa = {.pid = proc->pid};
 	int err = 0;
@@ -414,7 +413,7 @@ static void learn_comm(struct ember_process *proc, const struct ember_sample_eve
 }
 
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
-				const uint64_t *frames, uint64_t now_ns)
+                                const uint64_t *frames, uint64_t now_ns)
 {
 	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len;
 	struct ember_sample_key key = {.cpu = sample->cpu, .pid = sample->tgid, .tid = sample->tid};
@@ -439,7 +438,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	/* A stack cut short says why, as its outermost frame. */
 	if (EMBER_STACK_UNWIND_STOP(sample->stack_flags)) {
 		err = marker_location(s, EMBER_STACK_UNWIND_STOP(sample->stack_flags),
-				      &s->stack_buf[depth++]);
+		                      &s->stack_buf[depth++]);
 		if (err)
 			return err;
 	}
@@ -457,7 +456,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	if (err)
 		return err;
 	return ember_profile_add_sample(s->profile, &key, 1,
-					sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
+	                                sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
 }
 
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid)
@@ -498,7 +497,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unknown_mapping", s->unknown_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unsymbolized", s->unsymbolized_frames);
-	ember_profile_stat_set(p, "symbolizer.frames_symtab", s->frames_by_origin[EMBER_SYM_SYMTAB]);
+	ember_profile_stat_set(p, "symbolizer.frames_symtab",
+	                       s->frames_by_origin[EMBER_SYM_SYMTAB]);
 	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);
 	ember_profile_stat_set(p, "symbolizer.frames_go", s->frames_by_origin[EMBER_SYM_GO]);
 	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);

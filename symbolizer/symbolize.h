@@ -42,12 +42,12 @@ struct ember_symbolizer {
 };
 
 int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
-			  struct ember_broker_client *broker, size_t objcache_bytes);
+                          struct ember_broker_client *broker, size_t objcache_bytes);
 void ember_symbolizer_free(struct ember_symbolizer *s);
 
 /* Adds one sample; frames holds kstack_len kernel then ustack_len user addresses. */
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
-				const uint64_t *frames, uint64_t now_ns);
+                                const uint64_t *frames, uint64_t now_ns);
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid);
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid);
 /* Call after ember_profile_reset: forgets ids of the old profile. */

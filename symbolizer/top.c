@@ -48,8 +48,10 @@ static int cmp_stat(const void *a, const void *b, void *ctx)
 	case EMBER_TOP_BY_CHANGE: {
 		double dsx = ember_top_share(t, 0, x->self[0]) - ember_top_share(t, 1, x->self[1]);
 		double dsy = ember_top_share(t, 0, y->self[0]) - ember_top_share(t, 1, y->self[1]);
-		double dtx = ember_top_share(t, 0, x->total[0]) - ember_top_share(t, 1, x->total[1]);
-		double dty = ember_top_share(t, 0, y->total[0]) - ember_top_share(t, 1, y->total[1]);
+		double dtx =
+		    ember_top_share(t, 0, x->total[0]) - ember_top_share(t, 1, x->total[1]);
+		double dty =
+		    ember_top_share(t, 0, y->total[0]) - ember_top_share(t, 1, y->total[1]);
 
 		r = cmp_double_desc(fabs(dsx), fabs(dsy));
 		if (!r)
@@ -61,7 +63,7 @@ static int cmp_stat(const void *a, const void *b, void *ctx)
 }
 
 int ember_top_compute(const struct ember_flame *t, enum ember_top_order order,
-		      struct ember_func_stat **out, size_t *n_out)
+                      struct ember_func_stat **out, size_t *n_out)
 {
 	size_t nstr = ember_flame_nstrings(t), nnodes = t->nodes.len, n = 0;
 	/* name -> stat index + 1; how often name is on the current path */
@@ -112,7 +114,8 @@ int ember_top_compute(const struct ember_flame *t, enum ember_top_order order,
 			/* Leave nodes until one has a next sibling. */
 			while (1) {
 				const struct ember_flame_node *leaving = ember_flame_node(t, cur);
-				const struct ember_flame_func *lf = ember_flame_func(t, leaving->func);
+				const struct ember_flame_func *lf =
+				    ember_flame_func(t, leaving->func);
 
 				if (lf->kind < EMBER_FRAME_KIND_MAX)
 					on_path[lf->name]--;
@@ -149,7 +152,7 @@ static void format_duration(char *buf, size_t size, double seconds)
 }
 
 int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
-		    const struct ember_top_opts *o, FILE *out)
+                    const struct ember_top_opts *o, FILE *out)
 {
 	struct ember_func_stat *stats;
 	size_t n, rows;
@@ -163,9 +166,9 @@ int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
 	rows = n < o->limit ? n : o->limit;
 	format_duration(cpu, sizeof(cpu), (double)total * (double)p->period_ns / 1e9);
 	format_duration(wall, sizeof(wall),
-			p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0);
+	                p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0);
 	fprintf(out, "%s%s%" PRIu64 " samples", p->host[0] ? p->host : "", p->host[0] ? ": " : "",
-		total);
+	        total);
 	if (p->period_ns)
 		fprintf(out, " (%s of CPU", cpu);
 	if (p->period_ns && p->end_ns > p->start_ns)
@@ -176,17 +179,18 @@ int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
 		fprintf(out, " at %" PRIu32 " Hz", p->sample_hz);
 	fprintf(out, ", %" PRIu64 " lost\n", lost);
 	fprintf(out, "Showing %zu of %zu functions, sorted by %s\n", rows, n,
-		o->order == EMBER_TOP_BY_TOTAL ? "total" : "self");
+	        o->order == EMBER_TOP_BY_TOTAL ? "total" : "self");
 	fprintf(out, "%10s %6s %6s %10s %6s  %s\n", "self", "self%", "sum%", "total", "total%",
-		"function");
+	        "function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct ember_func_stat *s = &stats[i];
 		double self = 100 * ember_top_share(t, 0, s->self[0]);
 
 		sum += self;
-		fprintf(out, "%10" PRIu64 " %5.1f%% %5.1f%% %10" PRIu64 " %5.1f%%  %s%s\n", s->self[0],
-			self, sum, s->total[0], 100 * ember_top_share(t, 0, s->total[0]),
-			ember_flame_str(t, s->name), s->kind == EMBER_FRAME_KERNEL ? " [k]" : "");
+		fprintf(out, "%10" PRIu64 " %5.1f%% %5.1f%% %10" PRIu64 " %5.1f%%  %s%s\n",
+		        s->self[0], self, sum, s->total[0],
+		        100 * ember_top_share(t, 0, s->total[0]), ember_flame_str(t, s->name),
+		        s->kind == EMBER_FRAME_KERNEL ? " [k]" : "");
 	}
 	free(stats);
 	return ferror(out) ? -EIO : 0;

@@ -31,7 +31,7 @@ enum ember_top_order {
  * functions) in a malloc'd array sorted by order. The tree must be finished.
  */
 int ember_top_compute(const struct ember_flame *t, enum ember_top_order order,
-		      struct ember_func_stat **out, size_t *n);
+                      struct ember_func_stat **out, size_t *n);
 
 /* share of slot: value / slot total (0 when the slot is empty). */
 double ember_top_share(const struct ember_flame *t, int slot, uint64_t value);
@@ -46,6 +46,6 @@ struct ember_top_opts {
  * limit functions of slot 0, like `pprof -top`.
  */
 int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
-		    const struct ember_top_opts *o, FILE *out);
+                    const struct ember_top_opts *o, FILE *out);
 
 #endif

@@ -475,7 +475,7 @@ static bool common_file(const struct ember_maps *maps, const struct ember_map_en
 }
 
 static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, bool force,
-			 bool common_only)
+                         bool common_only)
 {
 	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
 	struct ember_unwind_process *p = get_proc(u, pid, now_ns);

@@ -6,15 +6,15 @@
 #include <check.h>
 #include <stdlib.h>
 
-#define EMBER_CHECK_MAIN(suite_fn)                                                        \
-	int main(void)                                                                     \
-	{                                                                                  \
-		SRunner *sr = srunner_create(suite_fn());                                  \
-		int failed;                                                                \
-		srunner_run_all(sr, CK_NORMAL);                                            \
-		failed = srunner_ntests_failed(sr);                                        \
-		srunner_free(sr);                                                          \
-		return failed ? EXIT_FAILURE : EXIT_SUCCESS;                               \
+#define EMBER_CHECK_MAIN(suite_fn)                                                                 \
+	int main(void)                                                                             \
+	{                                                                                          \
+		SRunner *sr = srunner_create(suite_fn());                                          \
+		int failed;                                                                        \
+		srunner_run_all(sr, CK_NORMAL);                                                    \
+		failed = srunner_ntests_failed(sr);                                                \
+		srunner_free(sr);                                                                  \
+		return failed ? EXIT_FAILURE : EXIT_SUCCESS;                                       \
 	}
 
 #endif

@@ -19,20 +19,20 @@ static inline uint32_t fixture_fn(struct ember_profile *p, const char *name)
 }
 
 static inline uint32_t fixture_loc(struct ember_profile *p, uint32_t mapping, uint64_t addr,
-				   const char *name)
+                                   const char *name)
 {
 	struct ember_line line = {0};
 	uint32_t id;
 
 	if (!name) {
-		ck_assert_int_eq(ember_profile_add_location(p, mapping, EMBER_FRAME_NATIVE, addr,
-							    NULL, 0, &id),
-				 0);
+		ck_assert_int_eq(
+		    ember_profile_add_location(p, mapping, EMBER_FRAME_NATIVE, addr, NULL, 0, &id),
+		    0);
 		return id;
 	}
 	line.function = fixture_fn(p, name);
 	ck_assert_int_eq(
-		ember_profile_add_location(p, mapping, EMBER_FRAME_NATIVE, addr, &line, 1, &id), 0);
+	    ember_profile_add_location(p, mapping, EMBER_FRAME_NATIVE, addr, &line, 1, &id), 0);
 	return id;
 }
 
@@ -43,8 +43,8 @@ static inline uint32_t fixture_loc(struct ember_profile *p, uint32_t mapping, ui
 static inline void fixture_build(struct ember_profile *p)
 {
 	struct ember_mapping m = {.start = 0x400000, .limit = 0x500000, .file_offset = 0};
-	struct ember_mapping lib = {.start = 0x7f0000000000, .limit = 0x7f0000100000,
-				    .file_offset = 0x1000};
+	struct ember_mapping lib = {
+	    .start = 0x7f0000000000, .limit = 0x7f0000100000, .file_offset = 0x1000};
 	struct ember_sample_key key = {.pid = 10, .tid = 11, .cpu = 1};
 	uint32_t map, libmap, stack, locs[3];
 
@@ -67,7 +67,8 @@ static inline void fixture_build(struct ember_profile *p)
 	ck_assert_int_eq(ember_profile_add_stack(p, locs, 3, &stack), 0);
 	key.stack = stack;
 	for (int i = 0; i < 6; i++)
-		ck_assert_int_eq(ember_profile_add_sample(p, &key, 1, p->start_ns + (uint64_t)i), 0);
+		ck_assert_int_eq(ember_profile_add_sample(p, &key, 1, p->start_ns + (uint64_t)i),
+		                 0);
 	locs[0] = fixture_loc(p, map, 0x404000, "leaf_b");
 	ck_assert_int_eq(ember_profile_add_stack(p, locs, 3, &stack), 0);
 	key.stack = stack;

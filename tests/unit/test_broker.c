@@ -308,7 +308,7 @@ END_TEST
 START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 {
 	static const char *const refused[] = {"environ", "cmdline", "exe/", "../1/exe", "cgroupx",
-					      "", "root", "fd/0", "mem"};
+	                                      "",        "root",    "fd/0", "mem"};
 	struct fixture f;
 	pid_t child = sleeper();
 	struct ember_msg_broker_req req = {.what = EMBER_BROKER_PROC_FILE, .pid = (uint32_t)child};
@@ -323,8 +323,8 @@ START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 	ck_assert_int_eq(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, "cgroup"), 0);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		ck_assert_msg(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, refused[i]) ==
-				      -EINVAL,
-			      "%s served", refused[i]);
+		                  -EINVAL,
+		              "%s served", refused[i]);
 	/* A name that fills the whole field without a NUL is refused, not overread. */
 	memset(req.arg, 'c', sizeof(req.arg));
 	ck_assert_int_eq(ember_broker_handle(&f.broker, &req, SEC), -EINVAL);

@@ -46,9 +46,9 @@ static uint64_t elf_addr_of(const void *fn)
 	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
 	e = ember_maps_find(&m, (uint64_t)(uintptr_t)fn);
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(ember_elf_offset_to_vaddr(&self_syms, (uint64_t)(uintptr_t)fn - e->start + e->offset,
-						   &vaddr),
-			 0);
+	ck_assert_int_eq(ember_elf_offset_to_vaddr(
+			     &self_syms, (uint64_t)(uintptr_t)fn - e->start + e->offset, &vaddr),
+	                 0);
 	ember_maps_free(&m);
 	free(text);
 	return vaddr;
@@ -69,7 +69,7 @@ START_TEST(finds_own_functions)
 	ck_assert_str_eq(ember_elf_sym_name(&self_syms, sym), "ember_test_marker_function");
 	a = elf_addr_of((const void *)ember_elf_syms_lookup);
 	ck_assert_str_eq(ember_elf_sym_name(&self_syms, ember_elf_syms_lookup(&self_syms, a)),
-			 "ember_elf_syms_lookup");
+	                 "ember_elf_syms_lookup");
 	ck_assert_ptr_null(ember_elf_syms_lookup(&self_syms, 0));
 }
 END_TEST
@@ -124,7 +124,8 @@ START_TEST(mangled_copies_of_self_are_survived)
 		if (round >= 100)
 			for (int k = 0; k < 1 + rand() % 16; k++)
 				/* Mostly the headers, where offsets and counts live. */
-				copy[(size_t)rand() % (rand() % 2 ? 512 : len)] ^= (unsigned char)(1u << (rand() % 8));
+				copy[(size_t)rand() % (rand() % 2 ? 512 : len)] ^=
+				    (unsigned char)(1u << (rand() % 8));
 		if (ember_elf_syms_load_mem(copy, cut, &s) == 0) {
 			for (size_t i = 1; i < s.nsyms; i++)
 				ck_assert_uint_gt(s.syms[i].addr, s.syms[i - 1].addr);

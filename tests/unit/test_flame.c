@@ -59,14 +59,14 @@ START_TEST(counts_total_and_self_along_paths)
 	ck_assert_uint_eq(n->depth, 2);
 	n = ember_flame_node(&t, path(&t, (const char *[]){"app [10]", "main", "work", NULL}));
 	ck_assert_uint_eq(n->total[0], 9);
-	n = ember_flame_node(&t,
-			     path(&t, (const char *[]){"app [10]", "main", "work", "leaf_a", NULL}));
+	n = ember_flame_node(
+	    &t, path(&t, (const char *[]){"app [10]", "main", "work", "leaf_a", NULL}));
 	ck_assert_uint_eq(n->total[0], 6);
 	ck_assert_uint_eq(n->self[0], 6);
 	ck_assert_uint_eq(n->first_child, EMBER_NONE);
 	ck_assert_uint_eq(ember_flame_func(&t, n->func)->kind, EMBER_FRAME_NATIVE);
-	n = ember_flame_node(&t, path(&t, (const char *[]){"app [10]", "main", "libfoo.so+0x1234",
-							    NULL}));
+	n = ember_flame_node(
+	    &t, path(&t, (const char *[]){"app [10]", "main", "libfoo.so+0x1234", NULL}));
 	ck_assert_uint_eq(n->total[0], 1);
 	n = ember_flame_node(&t, path(&t, (const char *[]){"other [20]", "main", NULL}));
 	ck_assert_uint_eq(n->self[0], 2);
@@ -116,14 +116,14 @@ START_TEST(processes_split_by_pid_only_when_asked)
 	key.pid = key.tid = 2;
 	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 2, 0), 0);
 	build(&t, &p, true);
-	ck_assert_uint_eq(ember_flame_node(&t, path(&t, (const char *[]){"sh [1]", NULL}))->total[0],
-			  1);
-	ck_assert_uint_eq(ember_flame_node(&t, path(&t, (const char *[]){"sh [2]", NULL}))->total[0],
-			  2);
+	ck_assert_uint_eq(
+	    ember_flame_node(&t, path(&t, (const char *[]){"sh [1]", NULL}))->total[0], 1);
+	ck_assert_uint_eq(
+	    ember_flame_node(&t, path(&t, (const char *[]){"sh [2]", NULL}))->total[0], 2);
 	ember_flame_free(&t);
 	build(&t, &p, false);
-	ck_assert_uint_eq(ember_flame_node(&t, path(&t, (const char *[]){"sh", "f", NULL}))->total[0],
-			  3);
+	ck_assert_uint_eq(
+	    ember_flame_node(&t, path(&t, (const char *[]){"sh", "f", NULL}))->total[0], 3);
 	ember_flame_free(&t);
 	ember_profile_free(&p);
 }
@@ -147,22 +147,21 @@ START_TEST(inline_frames_are_nodes_with_file_and_line)
 	ck_assert_int_eq(ember_profile_intern_cstr(&p, "src/main.c", &f.filename), 0);
 	f.start_line = 33;
 	ck_assert_int_eq(ember_profile_add_function(&p, &f, &lines[1].function), 0);
-	ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_GO, 0x99, lines, 2,
-						    &loc),
-			 0);
+	ck_assert_int_eq(
+	    ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_GO, 0x99, lines, 2, &loc), 0);
 	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &key.stack), 0);
 	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 4, 0), 0);
 	build(&t, &p, true);
-	fn = ember_flame_func(&t, ember_flame_node(&t, path(&t, (const char *[]){"[unknown] [5]",
-										 "caller", NULL}))
-					  ->func);
+	fn = ember_flame_func(
+	    &t, ember_flame_node(&t, path(&t, (const char *[]){"[unknown] [5]", "caller", NULL}))
+		    ->func);
 	ck_assert_str_eq(ember_flame_str(&t, fn->file), "src/main.c");
 	ck_assert_uint_eq(fn->line, 33); /* the function's first line wins */
 	ck_assert_uint_eq(fn->kind, EMBER_FRAME_GO);
-	fn = ember_flame_func(&t, ember_flame_node(&t, path(&t, (const char *[]){"[unknown] [5]",
-										 "caller", "helper",
-										 NULL}))
-					  ->func);
+	fn = ember_flame_func(
+	    &t, ember_flame_node(
+		    &t, path(&t, (const char *[]){"[unknown] [5]", "caller", "helper", NULL}))
+		    ->func);
 	ck_assert_str_eq(ember_flame_str(&t, fn->file), "src/helper.h");
 	ck_assert_uint_eq(fn->line, 12); /* else the line seen */
 	ember_flame_free(&t);

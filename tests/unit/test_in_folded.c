@@ -58,10 +58,11 @@ START_TEST(builds_stacks_leaf_first_with_the_process_as_comm)
 	ck_assert_uint_eq(st->depth, 3);
 	leaf = ember_profile_location(&p, ember_profile_stack_locations(&p, st)[0]);
 	ck_assert_uint_eq(leaf->nlines, 1);
-	ck_assert_str_eq(ember_profile_str(&p, ember_profile_function(
-						       &p, ember_profile_location_lines(&p, leaf)[0].function)
-						       ->name),
-			 "inner");
+	ck_assert_str_eq(
+	    ember_profile_str(
+		&p, ember_profile_function(&p, ember_profile_location_lines(&p, leaf)[0].function)
+			->name),
+	    "inner");
 	ember_profile_free(&p);
 }
 END_TEST
@@ -93,10 +94,10 @@ START_TEST(merges_repeated_lines_and_tolerates_crlf_comments_and_spaces)
 	char *text;
 
 	read_text(&p, "# a comment\r\n"
-		      "a;operator new(unsigned long) 2\r\n"
-		      "\n"
-		      "a;operator new(unsigned long) 3   \n"
-		      "b 4");
+	              "a;operator new(unsigned long) 2\r\n"
+	              "\n"
+	              "a;operator new(unsigned long) 3   \n"
+	              "b 4");
 	text = folded_of(&p);
 	ck_assert_str_eq(text, "a;operator new(unsigned long) 5\nb 4\n");
 	ck_assert_uint_eq(p.total_count, 9);
@@ -112,14 +113,14 @@ START_TEST(counts_malformed_lines_and_keeps_the_rest)
 	char *text;
 
 	read_text(&p, "good;f 1\n"
-		      "no count\n"
-		      "nocountatall\n"
-		      "neg;f -3\n"
-		      "zero;f 0\n"
-		      "huge;f 99999999999999999999999\n"
-		      "hex;f 0x10\n"
-		      " 5\n"
-		      "good;f 2\n");
+	              "no count\n"
+	              "nocountatall\n"
+	              "neg;f -3\n"
+	              "zero;f 0\n"
+	              "huge;f 99999999999999999999999\n"
+	              "hex;f 0x10\n"
+	              " 5\n"
+	              "good;f 2\n");
 	text = folded_of(&p);
 	ck_assert_str_eq(text, "good;f 3\n");
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "report.bad_lines"), 7);

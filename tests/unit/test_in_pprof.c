@@ -80,16 +80,15 @@ START_TEST(reads_uncompressed_and_keeps_inline_frames_and_kernel_kind)
 	lines[0].function = fixture_fn(&orig, "ksys_read");
 	lines[0].line = 0;
 	ck_assert_int_eq(ember_profile_add_location(&orig, map, EMBER_FRAME_KERNEL,
-						    0xffffffff81001000ull, lines, 1, &locs[0]),
-			 0);
+	                                            0xffffffff81001000ull, lines, 1, &locs[0]),
+	                 0);
 	lines[0].function = fixture_fn(&orig, "inlined");
 	lines[0].line = 12;
 	lines[1].function = fixture_fn(&orig, "outer");
 	lines[1].line = 30;
-	ck_assert_int_eq(
-		ember_profile_add_location(&orig, EMBER_NONE, EMBER_FRAME_NATIVE, 0x1000, lines, 2,
-					   &locs[1]),
-		0);
+	ck_assert_int_eq(ember_profile_add_location(&orig, EMBER_NONE, EMBER_FRAME_NATIVE, 0x1000,
+	                                            lines, 2, &locs[1]),
+	                 0);
 	ck_assert_int_eq(ember_profile_add_stack(&orig, locs, 2, &key.stack), 0);
 	ck_assert_int_eq(ember_profile_intern_cstr(&orig, "cat", &key.comm), 0);
 	ck_assert_int_eq(ember_profile_add_sample(&orig, &key, 3, 0), 0);
@@ -100,10 +99,10 @@ START_TEST(reads_uncompressed_and_keeps_inline_frames_and_kernel_kind)
 	ck_assert_str_eq(text, "cat;outer;inlined;ksys_read 3\n");
 	st = ember_profile_stack(&back, ember_profile_sample(&back, 0)->key.stack);
 	ck_assert_uint_eq(
-		ember_profile_location(&back, ember_profile_stack_locations(&back, st)[0])->kind,
-		EMBER_FRAME_KERNEL);
+	    ember_profile_location(&back, ember_profile_stack_locations(&back, st)[0])->kind,
+	    EMBER_FRAME_KERNEL);
 	ck_assert_uint_eq(
-		ember_profile_location(&back, ember_profile_stack_locations(&back, st)[1])->nlines, 2);
+	    ember_profile_location(&back, ember_profile_stack_locations(&back, st)[1])->nlines, 2);
 	free(text);
 	free(buf);
 	ember_profile_free(&orig);

@@ -24,9 +24,9 @@ START_TEST(writes_sorted_aggregated_lines)
 	fixture_build(&p);
 	text = folded_of(&p);
 	ck_assert_str_eq(text, "app;main;libfoo.so+0x1234 1\n"
-			       "app;main;work;leaf_a 6\n"
-			       "app;main;work;leaf_b 3\n"
-			       "other;main 2\n");
+	                       "app;main;work;leaf_a 6\n"
+	                       "app;main;work;leaf_b 3\n"
+	                       "other;main 2\n");
 	free(text);
 	ember_profile_free(&p);
 }
@@ -46,9 +46,9 @@ START_TEST(merges_threads_and_expands_inline_frames)
 	lines[0].line = 10;
 	lines[1].function = fixture_fn(&p, "outer_fn");
 	lines[1].line = 20;
-	ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_NATIVE, 0x10, lines,
-						    2, &loc),
-			 0);
+	ck_assert_int_eq(
+	    ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_NATIVE, 0x10, lines, 2, &loc),
+	    0);
 	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &stack), 0);
 	key.stack = stack;
 	ck_assert_int_eq(ember_profile_intern_cstr(&p, "x;y\nz", &key.comm), 0);

@@ -85,7 +85,8 @@ START_TEST(nodes_are_preorder_triples)
 	data = data_of(page);
 	/* strings: "", "all", then in order of first use: "b", "x", "a", "y", "z";
 	 * funcs: all=0, b=1, x=2, a=3, y=4, z=5 */
-	ck_assert_ptr_nonnull(strstr(data, "\"strings\":[\"\",\"all\",\"b\",\"x\",\"a\",\"y\",\"z\"]"));
+	ck_assert_ptr_nonnull(
+	    strstr(data, "\"strings\":[\"\",\"all\",\"b\",\"x\",\"a\",\"y\",\"z\"]"));
 	nodes = strstr(data, "\"nodes\":[");
 	ck_assert_ptr_nonnull(nodes);
 	ck_assert(!strncmp(nodes, "\"nodes\":[0,0,5,3,1,3,4,2,3,5,3,3,1,1,2,2,2,2]", 45));
@@ -111,10 +112,10 @@ START_TEST(hostile_names_cannot_end_the_script)
 	ck_assert_uint_eq(count(page, "<!--"), 1); /* the template's comment */
 	data = data_of(page);
 	ck_assert_ptr_nonnull(strstr(data, "\"evil\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"
-					   "\\u003c/script\\u003e\""));
+	                                   "\\u003c/script\\u003e\""));
 	/* quote, backslash, '<', control byte, invalid bytes, valid é, U+2028 */
 	ck_assert_ptr_nonnull(
-		strstr(data, "\"f\\\"\\\\\\u003c!--\\u0001\\ufffd\\ufffd(ok\xc3\xa9\\u2028\""));
+	    strstr(data, "\"f\\\"\\\\\\u003c!--\\u0001\\ufffd\\ufffd(ok\xc3\xa9\\u2028\""));
 	free(data);
 	free(page);
 	ember_profile_free(&p);
@@ -140,15 +141,16 @@ START_TEST(diff_page_carries_base_values_and_changes)
 	/* strings "", all, p, main, both, new, old; funcs all, p, main, both, new, old.
 	 * Quads (func, depth, new, base): all, p, main, both (2 new, 4 base), new (6, 0);
 	 * "old" is not in NEW's shape. */
-	ck_assert_ptr_nonnull(strstr(data, "\"strings\":[\"\",\"all\",\"p\",\"main\",\"both\",\"new\","
-					   "\"old\"]"));
+	ck_assert_ptr_nonnull(strstr(data,
+	                             "\"strings\":[\"\",\"all\",\"p\",\"main\",\"both\",\"new\","
+	                             "\"old\"]"));
 	nodes = strstr(data, "\"nodes\":[");
 	ck_assert_ptr_nonnull(nodes);
 	ck_assert(!strncmp(nodes, "\"nodes\":[0,0,8,8,1,1,8,8,2,2,8,8,3,3,2,4,4,3,6,0]", 49));
 	/* ...but it is in the table of changes (name string, kind, self base, self new,
 	 * total base, total new): new +75 pp, old -50 pp, both -25 pp, main 0. */
 	ck_assert_ptr_nonnull(strstr(data, "\"changes\":[\n[5,0,0,6,0,6],\n[6,0,4,0,4,0],\n"
-					   "[4,0,4,2,4,2],\n[3,0,0,0,8,8]]"));
+	                                   "[4,0,4,2,4,2],\n[3,0,0,0,8,8]]"));
 	free(data);
 	free(buf);
 	ember_profile_free(&base);

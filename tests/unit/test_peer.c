@@ -139,8 +139,8 @@ END_TEST
 
 static size_t fake_sample(unsigned char *buf, uint32_t tgid)
 {
-	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE, .tgid = tgid, .tid = tgid,
-				       .kstack_len = 2, .ustack_len = 2};
+	struct ember_sample_event s = {
+	    .kind = EMBER_EV_SAMPLE, .tgid = tgid, .tid = tgid, .kstack_len = 2, .ustack_len = 2};
 
 	memcpy(buf, &s, sizeof(s));
 	memset(buf + sizeof(s), 0x11, 32);

@@ -9,14 +9,14 @@
 #include "symbolizer/procmaps.h"
 
 static const char sample_maps[] =
-	"55d1c0a00000-55d1c0a02000 r--p 00000000 fd:01 1234567                    /usr/bin/cat\n"
-	"55d1c0a02000-55d1c0a07000 r-xp 00002000 fd:01 1234567                    /usr/bin/cat\n"
-	"55d1c1e4e000-55d1c1e6f000 rw-p 00000000 00:00 0                          [heap]\n"
-	"7f0a1c000000-7f0a1c021000 rw-p 00000000 00:00 0 \n"
-	"7f0a1d228000-7f0a1d3bd000 r-xp 00028000 103:02 2621 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-	"7f0a1d500000-7f0a1d501000 r-xp 00000000 08:01 99 /tmp/has space (deleted)\n"
-	"7ffd5a7f0000-7ffd5a7f2000 r-xp 00000000 00:00 0                          [vdso]\n"
-	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+    "55d1c0a00000-55d1c0a02000 r--p 00000000 fd:01 1234567                    /usr/bin/cat\n"
+    "55d1c0a02000-55d1c0a07000 r-xp 00002000 fd:01 1234567                    /usr/bin/cat\n"
+    "55d1c1e4e000-55d1c1e6f000 rw-p 00000000 00:00 0                          [heap]\n"
+    "7f0a1c000000-7f0a1c021000 rw-p 00000000 00:00 0 \n"
+    "7f0a1d228000-7f0a1d3bd000 r-xp 00028000 103:02 2621 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7f0a1d500000-7f0a1d501000 r-xp 00000000 08:01 99 /tmp/has space (deleted)\n"
+    "7ffd5a7f0000-7ffd5a7f2000 r-xp 00000000 00:00 0                          [vdso]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
 
 START_TEST(parses_kernel_format)
 {
@@ -58,15 +58,16 @@ END_TEST
 
 START_TEST(skips_and_counts_bad_lines)
 {
-	static const char text[] = "garbage\n"
-				   "1000-0 r-xp 0 0:0 0 /backwards\n"
-				   "zzzz-2000 r-xp 00000000 00:00 0 /bad-hex\n"
-				   "1000-2000 r-xp 00000000 00:00 0 /ok\n"
-				   "1800-2800 r-xp 00000000 00:00 0 /overlaps\n"
-				   "11111111111111111-2000 r-xp 0 0:0 0 /too-many-digits\n"
-				   "3000-4000 r-xp 00000000 00:00 99999999999999999999 /huge-inode\n"
-				   "5000-6000 rwx\n"
-				   "\n";
+	static const char text[] =
+	    "garbage\n"
+	    "1000-0 r-xp 0 0:0 0 /backwards\n"
+	    "zzzz-2000 r-xp 00000000 00:00 0 /bad-hex\n"
+	    "1000-2000 r-xp 00000000 00:00 0 /ok\n"
+	    "1800-2800 r-xp 00000000 00:00 0 /overlaps\n"
+	    "11111111111111111-2000 r-xp 0 0:0 0 /too-many-digits\n"
+	    "3000-4000 r-xp 00000000 00:00 99999999999999999999 /huge-inode\n"
+	    "5000-6000 rwx\n"
+	    "\n";
 	struct ember_maps m;
 
 	ck_assert_int_eq(ember_maps_parse(text, strlen(text), &m), 0);
@@ -79,7 +80,8 @@ END_TEST
 
 START_TEST(no_trailing_newline_and_embedded_nul)
 {
-	static const char text[] = "1000-2000 r-xp 00000000 00:00 5 /a\n3000-4000 r-xp 0 00:00 6 /b\0c";
+	static const char text[] =
+	    "1000-2000 r-xp 00000000 00:00 5 /a\n3000-4000 r-xp 0 00:00 6 /b\0c";
 	struct ember_maps m;
 
 	ck_assert_int_eq(ember_maps_parse(text, sizeof(text) - 1, &m), 0);

@@ -70,16 +70,15 @@ START_TEST(locations_dedup_and_validate)
 
 	fixture_build(&p);
 	ck_assert_int_eq(ember_profile_find_location(&p, 0, EMBER_FRAME_NATIVE, 0x401000, &id), 0);
-	ck_assert_int_eq(ember_profile_add_location(&p, 0, EMBER_FRAME_NATIVE, 0x401000, NULL, 0,
-						    &id2),
-			 0);
+	ck_assert_int_eq(
+	    ember_profile_add_location(&p, 0, EMBER_FRAME_NATIVE, 0x401000, NULL, 0, &id2), 0);
 	ck_assert_uint_eq(id, id2);
 	ck_assert_int_eq(ember_profile_find_location(&p, 0, EMBER_FRAME_KERNEL, 0x401000, &id),
-			 -ENOENT);
+	                 -ENOENT);
 	ck_assert_int_eq(ember_profile_add_location(&p, 0, EMBER_FRAME_NATIVE, 0x9, &bad, 1, &id),
-			 -EINVAL);
+	                 -EINVAL);
 	ck_assert_int_eq(ember_profile_add_location(&p, 55, EMBER_FRAME_NATIVE, 0x9, NULL, 0, &id),
-			 -EINVAL);
+	                 -EINVAL);
 	loc = 12345;
 	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &id), -EINVAL);
 	ember_profile_free(&p);
@@ -93,13 +92,12 @@ START_TEST(unsymbolized_names)
 	uint32_t id;
 
 	fixture_build(&p);
-	ck_assert_int_eq(ember_profile_find_location(&p, 1, EMBER_FRAME_NATIVE, 0x7f0000000234, &id),
-			 0);
+	ck_assert_int_eq(
+	    ember_profile_find_location(&p, 1, EMBER_FRAME_NATIVE, 0x7f0000000234, &id), 0);
 	ember_profile_unsymbolized_name(&p, ember_profile_location(&p, id), buf, sizeof(buf));
 	ck_assert_str_eq(buf, "libfoo.so+0x1234");
-	ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_UNKNOWN, 0x5, NULL,
-						    0, &id),
-			 0);
+	ck_assert_int_eq(
+	    ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_UNKNOWN, 0x5, NULL, 0, &id), 0);
 	ember_profile_unsymbolized_name(&p, ember_profile_location(&p, id), buf, sizeof(buf));
 	ck_assert_str_eq(buf, "[unknown]");
 	ember_profile_free(&p);
@@ -123,8 +121,8 @@ END_TEST
 START_TEST(frame_kind_names_roundtrip)
 {
 	for (int k = 0; k < EMBER_FRAME_KIND_MAX; k++)
-		ck_assert_int_eq(ember_frame_kind_parse(ember_frame_kind_name((enum ember_frame_kind)k)),
-				 k);
+		ck_assert_int_eq(
+		    ember_frame_kind_parse(ember_frame_kind_name((enum ember_frame_kind)k)), k);
 	ck_assert_str_eq(ember_frame_kind_name(EMBER_FRAME_KERNEL), "kernel");
 }
 END_TEST

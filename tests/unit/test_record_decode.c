@@ -10,8 +10,13 @@ static _Alignas(8) unsigned char buf[sizeof(struct ember_sample_event) + 8 * 300
 
 static size_t make_sample(uint16_t k, uint16_t u)
 {
-	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE, .tgid = 42, .tid = 43, .cpu = 1,
-				       .time_ns = 99, .kstack_len = k, .ustack_len = u};
+	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE,
+	                               .tgid = 42,
+	                               .tid = 43,
+	                               .cpu = 1,
+	                               .time_ns = 99,
+	                               .kstack_len = k,
+	                               .ustack_len = u};
 	uint64_t *frames = (uint64_t *)(buf + sizeof(s));
 
 	memcpy(s.comm, "worker", 7);

@@ -101,18 +101,20 @@ START_TEST(garbage_consumer_positions_are_rejected)
 	unsigned char payload[64] = {0};
 
 	for (int i = 0; i < 10; i++)
-		ck_assert_int_eq(ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)), 0);
+		ck_assert_int_eq(
+		    ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t before = prod.bad_positions;
 
 		*cons.consumer_pos = bad[i];
-		ck_assert_int_eq(ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)),
-				 -EPROTO);
+		ck_assert_int_eq(
+		    ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)), -EPROTO);
 		ck_assert_uint_eq(prod.bad_positions, before + 1);
 	}
 	/* head + 8 (ahead of the producer) is impossible too. */
 	*cons.consumer_pos = prod.head + 8;
-	ck_assert_int_eq(ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)), -EPROTO);
+	ck_assert_int_eq(ember_ring_write(&prod, EMBER_REC_SAMPLE, payload, sizeof(payload)),
+	                 -EPROTO);
 	/* Position 0 while more than a ring was written is impossible. */
 	/* A sane position restores service. */
 	*cons.consumer_pos = prod.head;

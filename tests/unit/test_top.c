@@ -18,9 +18,8 @@ static void tree_of_text(struct ember_flame *t, struct ember_profile *p, const c
 	ck_assert_int_eq(ember_flame_finish(t), 0);
 }
 
-static const struct ember_func_stat *find(const struct ember_flame *t,
-					  const struct ember_func_stat *s, size_t n,
-					  const char *name)
+static const struct ember_func_stat *
+find(const struct ember_flame *t, const struct ember_func_stat *s, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(ember_flame_str(t, s[i].name), name))
@@ -107,8 +106,8 @@ START_TEST(changes_are_shares_of_each_profile)
 	ck_assert_str_eq(ember_flame_str(&t, s[3].name), "main");    /* no change */
 	ck_assert(fabs(ember_top_share(&t, 0, s[1].self[0]) - 60.0 / 180) < 1e-12);
 	ck_assert(fabs(ember_top_share(&t, 1, s[0].self[1]) - 0.5) < 1e-12);
-	ck_assert(fabs(ember_top_share(&t, 0, s[2].total[0]) - ember_top_share(&t, 1, s[2].total[1]) -
-		       (100.0 / 180 - 0.5)) < 1e-12);
+	ck_assert(fabs(ember_top_share(&t, 0, s[2].total[0]) -
+	               ember_top_share(&t, 1, s[2].total[1]) - (100.0 / 180 - 0.5)) < 1e-12);
 	ck_assert_uint_eq(s[3].total[0], 180);
 	ck_assert_uint_eq(s[3].total[1], 100);
 	free(s);
@@ -134,12 +133,11 @@ START_TEST(prints_a_table_like_pprof)
 	ck_assert_int_eq(ember_flame_finish(&t), 0);
 	ck_assert_int_eq(ember_top_print(&t, &p, &o, mem), 0);
 	fclose(mem);
-	ck_assert_str_eq(text,
-			 "h1: 12 samples (120.0 ms of CPU in 5.00 s) at 100 Hz, 4 lost\n"
-			 "Showing 2 of 5 functions, sorted by self\n"
-			 "      self  self%   sum%      total total%  function\n"
-			 "         6  50.0%  50.0%          6  50.0%  leaf_a\n"
-			 "         3  25.0%  75.0%          3  25.0%  leaf_b\n");
+	ck_assert_str_eq(text, "h1: 12 samples (120.0 ms of CPU in 5.00 s) at 100 Hz, 4 lost\n"
+	                       "Showing 2 of 5 functions, sorted by self\n"
+	                       "      self  self%   sum%      total total%  function\n"
+	                       "         6  50.0%  50.0%          6  50.0%  leaf_a\n"
+	                       "         3  25.0%  75.0%          3  25.0%  leaf_b\n");
 	free(text);
 	ember_flame_free(&t);
 	ember_profile_free(&p);

@@ -35,11 +35,11 @@ static unsigned long long truth_thread_ns(void)
 }
 
 /* Runs stmt and charges its thread CPU time to leaf i. */
-#define TRUTH_MEASURE(i, stmt)                                                                  \
-	do {                                                                                    \
-		unsigned long long t0_ = truth_thread_ns();                                     \
-		stmt;                                                                           \
-		truth_mine[i] += truth_thread_ns() - t0_;                                       \
+#define TRUTH_MEASURE(i, stmt)                                                                     \
+	do {                                                                                       \
+		unsigned long long t0_ = truth_thread_ns();                                        \
+		stmt;                                                                              \
+		truth_mine[i] += truth_thread_ns() - t0_;                                          \
 	} while (0)
 
 /* Each thread adds its own counts when it finishes. */
@@ -74,7 +74,7 @@ static void truth_write(void)
 	if (!path)
 		return;
 	n = snprintf(line, sizeof(line), "leaf_a=%llu leaf_b=%llu leaf_c=%llu\n", truth_total[0],
-		     truth_total[1], truth_total[2]);
+	             truth_total[1], truth_total[2]);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		if (write(fd, line, (size_t)n) != n)
