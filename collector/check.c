@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sampler.skel.h"
+#include "seccomp/caps.h"
 #include "shared/err.h"
 
 #define MIN_KERNEL_MAJOR 5
@@ -49,17 +50,9 @@ int ember_read_proc_long(const char *path, long *out)
 
 uint64_t ember_effective_caps(void)
 {
-	FILE *f = fopen("/proc/self/status", "re");
-	char buf[256];
-	uint64_t caps = 0;
+	uint64_t effective = 0, permitted, bounding;
 
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "CapEff: %" SCNx64, &caps) == 1)
-			break;
-	fclose(f);
-	return caps;
+	return ember_caps_get(&effective, &permitted, &bounding) ? 0 : effective;
 }
 
 bool ember_has_cap(uint64_t caps, int cap)
