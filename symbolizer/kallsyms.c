@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "shared/err.h"
+#include "shared/fdio.h"
 
 #define MAX_NAME 512
 
@@ -161,43 +162,13 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out)
 {
-	size_t cap = 1 << 20, len = 0;
-	char *buf = malloc(cap);
+	char *buf;
+	long len = ember_read_whole_fd(fd, EMBER_KALLSYMS_MAX_BYTES, &buf);
 	int err;
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *grown;
-
-			if (cap >= EMBER_KALLSYMS_MAX_BYTES) {
-				free(buf);
-				return -E2BIG;
-			}
-			grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = neg_errno();
-			free(buf);
-			return err;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	err = ember_kallsyms_parse(buf, len, out);
+	if (len < 0)
+		return (int)len;
+	err = ember_kallsyms_parse(buf, (size_t)len, out);
 	free(buf);
 	return err;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "shared/err.h"
+#include "shared/fdio.h"
 
 /* Parses a hex number of at most 16 digits ending at a delimiter. */
 static bool parse_hex(const char **p, const char *end, char delim, uint64_t *out)
@@ -229,42 +230,5 @@ const char *ember_maps_path(const struct ember_maps *m, const struct ember_map_e
 
 long ember_maps_read_fd(int fd, char **out)
 {
-	size_t cap = 64 * 1024, len = 0;
-	char *buf = malloc(cap);
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *grown;
-
-			if (cap >= EMBER_MAPS_MAX_BYTES) {
-				free(buf);
-				return -E2BIG;
-			}
-			grown = realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-		n = pread(fd, buf + len, cap - len, (off_t)len);
-		if (n < 0) {
-			int err = neg_errno();
-
-			if (err == -EINTR)
-				continue;
-			free(buf);
-			return err;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*out = buf;
-	return (long)len;
+	return ember_read_whole_fd(fd, EMBER_MAPS_MAX_BYTES, out);
 }

@@ -97,7 +97,7 @@ def leaf_shares(rows, comm, leaves):
 
 
 def truth_shares(path):
-    """The leaves' shares (percent) as the workloads measured them (tests/workloads/truth.h):
+    """The leaves' shares (percent) as the workloads measured them (tests/workloads/known_split.h):
     every line a process appended to its EMBER_TRUTH_FILE, summed."""
     ns = collections.Counter()
     with open(path) as f:

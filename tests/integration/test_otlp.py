@@ -34,7 +34,7 @@ def record(args, timeout=180, env=None):
     return p.returncode, p.stderr
 
 
-TRUTH = {}  # pid -> the leaf shares the workload measured itself (tests/workloads/truth.h)
+TRUTH = {}  # pid -> the leaf shares the workload measured itself (tests/workloads/known_split.h)
 
 
 def with_split(seconds, fn):

@@ -15,17 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "truth.h"
-
-/*
- * One unit lasts about a millisecond, so a round (10 units) spans many
- * sampling periods: rounds much shorter than the period lock into a phase
- * against the sampling clock and bias every profiler's shares.
- */
-#define UNIT 700000
-
-/* Per thread: threads sharing one counter would fight over its cache line. */
-static __thread volatile unsigned long sink;
+#include "known_split.h"
 
 /* The asm barrier after each call keeps it a real call (no tail call). */
 #define NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
@@ -75,28 +65,6 @@ __attribute__((noinline)) void caller_c(void)
 {
 	TRUTH_MEASURE(2, leaf_c(1));
 	NO_TAIL_CALL();
-}
-
-/* Work of random length outside the leaves: rounds drift against the sampling clock. */
-__attribute__((noinline)) void dither(void)
-{
-	static __thread unsigned long state = 88172645463325252ul;
-	unsigned long n;
-
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	n = state % (UNIT / 4);
-	for (unsigned long i = 0; i < n; i++)
-		sink += i;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static double seconds = 10;

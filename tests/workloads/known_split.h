@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Ground truth for the known-split workloads: how much CPU time each leaf
+ * What the known-split workloads (split.c, unwind.c) share: the unit of work,
+ * rounds that drift against the sampling clock, and ground truth.
+ *
+ * Ground truth: how much CPU time each leaf
  * really took, measured by the workload itself with the thread CPU clock
  * around every leaf call. Nominal splits drift with code alignment, caches
  * and the machine; tests compare a profiler's shares with this measurement.
@@ -9,15 +12,48 @@
  *   leaf_a=NS leaf_b=NS leaf_c=NS
  * SIGTERM and SIGINT end the run early and still write the line.
  */
-#ifndef EMBER_WORKLOAD_TRUTH_H
-#define EMBER_WORKLOAD_TRUTH_H
+#ifndef EMBER_WORKLOAD_KNOWN_SPLIT_H
+#define EMBER_WORKLOAD_KNOWN_SPLIT_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+/*
+ * One unit lasts about a millisecond, so a round (10 units) spans many
+ * sampling periods: rounds much shorter than the period lock into a phase
+ * against the sampling clock and bias every profiler's shares.
+ */
+#define UNIT 700000
+
+/* Per thread: threads sharing one counter would fight over its cache line. */
+static __thread volatile unsigned long sink;
+
+/* Work of random length outside the leaves: rounds drift against the sampling clock. */
+__attribute__((noinline)) static void dither(void)
+{
+	static __thread unsigned long state = 88172645463325252ul;
+	unsigned long n;
+
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	n = state % (UNIT / 4);
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 #define TRUTH_LEAVES 3
 
