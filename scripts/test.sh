@@ -11,7 +11,8 @@ else
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
-(cd build && ctest --output-on-failure "$@")
+status=0
+(cd build && ctest --output-on-failure "$@") || status=1
 # The fuzz targets (tests/fuzz): a clang build of their own, each target run for
 # a bounded time (EMBER_FUZZ_SECONDS, default 30). Skipped when ctest arguments
 # select other tests.
@@ -20,5 +21,9 @@ if [ $# -eq 0 ]; then
 		-DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-30}"
 	# shellcheck disable=SC2046
 	cmake --build build-fuzz -j"$(nproc)" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
-	(cd build-fuzz && ctest --output-on-failure -L fuzz)
+	(cd build-fuzz && ctest --output-on-failure -L fuzz) || status=1
 fi
+if [ "$status" -ne 0 ]; then
+	echo "test.sh: some tests failed (see above)" >&2
+fi
+exit "$status"
