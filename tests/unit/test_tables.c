@@ -5,6 +5,8 @@
 
 #include <bpf/bpf.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include "check_main.h"
 #include "collector/tables.h"
 
@@ -141,8 +143,14 @@ START_TEST(loads_and_forgets_with_maps)
 	uint32_t slot = 7, pid = 42, nblocks;
 	int tables, blocks, procs;
 
-	if (geteuid() != 0)
-		return; /* creating maps needs CAP_BPF; the checks above ran without */
+	if (geteuid() != 0) {
+		/* Creating maps needs CAP_BPF; the checks above ran without it. */
+		const char *ci = getenv("CI");
+
+		ck_assert_msg(!ci || strcmp(ci, "true"), "loading into BPF maps needs root under CI");
+		fprintf(stderr, "test_tables: not root: BPF map loading not tested (run as root)\n");
+		return;
+	}
 	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
 	blocks =
 	    bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64, &hash_opts);
