@@ -17,7 +17,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
 
+/* The collector sizes the ring for the sampling rate before load (max_entries). */
 #define SAMPLES_RING_BYTES (1 << 22)
+/* Wake the collector early once this much is waiting (an eighth of the ring). */
+const volatile __u64 wakeup_bytes = SAMPLES_RING_BYTES / 8;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -114,7 +117,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	 * when a sample shows a process lacks unwind tables (they are wanted now).
 	 */
 	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
-	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > SAMPLES_RING_BYTES / 8;
+	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
 	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
 	                       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);

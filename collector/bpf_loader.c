@@ -31,7 +31,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 /* Reads /sys/devices/system/cpu/online ("0-3,5,7-8") into a per-CPU flag array. */
 static int read_online_cpus(bool *online, int ncpus)
 {
-	char buf[1024], *p = buf;
+	char buf[1024], *save = NULL;
 	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
 	size_t n;
 
@@ -41,25 +41,14 @@ static int read_online_cpus(bool *online, int ncpus)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	while (*p && *p != '\n') {
-		char *end;
-		long lo = strtol(p, &end, 10), hi = lo;
+	for (char *range = strtok_r(buf, ",\n", &save); range;
+	     range = strtok_r(NULL, ",\n", &save)) {
+		int lo, hi, fields = sscanf(range, "%d-%d", &lo, &hi);
 
-		if (end == p || lo < 0)
+		if (fields < 1 || lo < 0 || (fields == 2 && hi < lo))
 			return -EINVAL;
-		p = end;
-		if (*p == '-') {
-			hi = strtol(p + 1, &end, 10);
-			if (end == p + 1 || hi < lo)
-				return -EINVAL;
-			p = end;
-		}
-		for (long c = lo; c <= hi && c < ncpus; c++)
+		for (int c = lo; c <= (fields == 2 ? hi : lo) && c < ncpus; c++)
 			online[c] = true;
-		if (*p == ',')
-			p++;
-		else if (*p && *p != '\n')
-			return -EINVAL;
 	}
 	return 0;
 }
@@ -138,15 +127,33 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 	return b->attached_cpus > 0 ? 0 : -ENODEV;
 }
 
+uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min)
+{
+	uint64_t want =
+	    (uint64_t)hz * (uint64_t)ncpus * seconds *
+	    (sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK));
+	uint64_t size = min;
+
+	while (size < want && size < (64u << 20))
+		size <<= 1;
+	return size;
+}
+
 static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
+	uint64_t ring;
 	int err;
 
 	b->sampler = sampler_bpf__open();
 	if (!b->sampler)
 		return neg_errno();
 	b->sampler->rodata->filter_pids = o->npids > 0;
-	err = sampler_bpf__load(b->sampler);
+	/* A second of the largest samples from every CPU; the collector drains it every tick. */
+	ring = ember_ring_bytes_for(o->sample_hz, b->ncpus, 1, 512u << 10);
+	b->sampler->rodata->wakeup_bytes = ring / 8;
+	err = bpf_map__set_max_entries(b->sampler->maps.samples, (__u32)ring);
+	if (!err)
+		err = sampler_bpf__load(b->sampler);
 	if (err)
 		return err;
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);

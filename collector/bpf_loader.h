@@ -43,6 +43,12 @@ struct ember_bpf {
 	int unwind_procs_fd;
 };
 
+/*
+ * A power-of-two buffer size (at least min, at most 64 MiB) that holds
+ * `seconds` of the largest possible samples at hz on ncpus CPUs.
+ */
+uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min);
+
 /* Returns 0 or a negative errno; logs what to do on failure. */
 int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *opts);
 /* Opens perf events on CPUs that came online since the last call. */

@@ -27,7 +27,6 @@
 
 #define DEFAULT_HZ          19
 #define MAX_HZ              10000
-#define DEFAULT_RING_SIZE   (8u << 20)
 #define DEFAULT_USER        "nobody"
 #define DEFAULT_DAEMON_USER "ember"
 #define DEFAULT_OUTPUT      "profile.html"
@@ -120,10 +119,9 @@ static void usage_daemon(FILE *f)
 	        "      --user NAME         user (and group) the symbolizer runs as; default %s\n"
 	        "      --runtime-dir DIR   where the socket lives; default %s\n"
 	        "      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
-	        "      --ring-size BYTES   sample ring per connection; default %u\n"
+	        "      --ring-size BYTES   sample ring per connection; default: 2 s of samples\n"
 	        "      --log-level LEVEL   error, warning, info or debug; default info\n",
-	        EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR,
-	        DEFAULT_RING_SIZE);
+	        EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR);
 }
 
 /* OPT_PASS: export settings, handed to the symbolizer (which checks them). */
@@ -185,7 +183,6 @@ static int cmd_record(int argc, char **argv, bool daemon)
 
 	memset(&o, 0, sizeof(o));
 	o.sample_hz = DEFAULT_HZ;
-	o.ring_size = DEFAULT_RING_SIZE;
 	o.progress = !daemon && isatty(STDERR_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, &idx)) != -1) {

@@ -354,7 +354,10 @@ static int setup(struct recorder *r)
 {
 	struct ember_record_opts *o = r->opts;
 	struct ember_peer_config pc = {
-	    .ring_size = o->ring_size,
+	    /* Two seconds of the largest samples from every CPU, unless --ring-size. */
+	    .ring_size = o->ring_size ? o->ring_size
+	                              : ember_ring_bytes_for(
+					    o->sample_hz, libbpf_num_possible_cpus(), 2, 1u << 20),
 	    .sample_hz = o->sample_hz,
 	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
 	    .start_time_ns = ember_realtime_ns(),

@@ -18,7 +18,7 @@
 #include "objfile.h"
 #include "shared/hash.h"
 
-#define EMBER_OBJCACHE_DEFAULT_BYTES (48u << 20)
+#define EMBER_OBJCACHE_DEFAULT_BYTES (24u << 20)
 #define EMBER_OBJCACHE_RETRY_NS      (30ull * 1000000000ull)
 #define EMBER_OBJ_MAX_ALIASES        8
 
