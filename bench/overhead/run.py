@@ -55,12 +55,21 @@ def rss_kib(pid):
 class PeakRss(threading.Thread):
     def __init__(self, pid):
         super().__init__(daemon=True)
-        self.pid, self.peak, self.stop = pid, 0, False
+        self.pid, self.peak, self.stop, self.timeline = pid, 0, False, []
 
     def run(self):
+        t0 = time.monotonic()
         while not self.stop:
-            self.peak = max(self.peak, sum(rss_kib(p) for p in tree(self.pid)))
+            rss = sum(rss_kib(p) for p in tree(self.pid))
+            self.peak = max(self.peak, rss)
+            self.timeline.append((time.monotonic() - t0, rss))
             time.sleep(0.1)
+
+    def at(self, fraction, duration):
+        """RSS (MiB) at a fraction of the run: is memory flat over time?"""
+        t = fraction * duration
+        near = [r for s, r in self.timeline if abs(s - t) < 1.0]
+        return max(near) / 1024.0 if near else 0.0
 
 
 def measure(name, cmd, duration):
@@ -77,7 +86,8 @@ def measure(name, cmd, duration):
     if proc.returncode != 0:
         sys.exit(f"{name} failed ({proc.returncode}): {err[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0}
+    return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
+            "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration)}
 
 
 def main():
@@ -115,9 +125,10 @@ def main():
             p.kill()
             p.wait()
     print(f"bench/overhead: {a.duration} s, {a.hz} Hz, every CPU ({ncpu}) busy, whole system")
-    print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'peak RSS MiB':>13}")
+    print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'peak RSS MiB':>13} {'RSS at 25%':>11} {'at 90%':>7}")
     for r in runs:
-        print(f"{r['name']:<16} {r['cpu']:>8.3f} {100 * r['cpu'] / a.duration:>11.3f}% {r['rss_mib']:>13.1f}")
+        print(f"{r['name']:<16} {r['cpu']:>8.3f} {100 * r['cpu'] / a.duration:>11.3f}% {r['rss_mib']:>13.1f}"
+              f" {r['rss_25']:>11.1f} {r['rss_90']:>7.1f}")
     e, p = runs
     print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x")
     shutil.rmtree(wd, ignore_errors=True)
