@@ -386,6 +386,19 @@ static void v0_type(struct v0 *d)
 	d->depth--;
 }
 
+/* Parses a path without printing it (impl paths are context only). */
+static void v0_skip_path(struct v0 *d)
+{
+	struct out *real = d->o, scratch = {0};
+	char tmp[512];
+
+	scratch.buf = tmp;
+	scratch.size = sizeof(tmp);
+	d->o = &scratch;
+	v0_path(d);
+	d->o = real;
+}
+
 static void v0_path(struct v0 *d)
 {
 	char c, ns;
@@ -420,34 +433,16 @@ static void v0_path(struct v0 *d)
 		}
 		break;
 	case 'M':
+		/* The impl path is context only; print the self type. */
 		v0_disambiguator(d);
-		{
-			/* The impl path is context only; print the self type. */
-			struct out *real = d->o, scratch = {0};
-			char tmp[512];
-
-			scratch.buf = tmp;
-			scratch.size = sizeof(tmp);
-			d->o = &scratch;
-			v0_path(d);
-			d->o = real;
-		}
+		v0_skip_path(d);
 		puts_(d->o, "<");
 		v0_type(d);
 		puts_(d->o, ">");
 		break;
 	case 'X':
 		v0_disambiguator(d);
-		{
-			struct out *real = d->o, scratch = {0};
-			char tmp[512];
-
-			scratch.buf = tmp;
-			scratch.size = sizeof(tmp);
-			d->o = &scratch;
-			v0_path(d);
-			d->o = real;
-		}
+		v0_skip_path(d);
 		puts_(d->o, "<");
 		v0_type(d);
 		puts_(d->o, " as ");

@@ -119,4 +119,57 @@ static void truth_write(void)
 	}
 }
 
+/* Each workload defines its three callers; this header runs them. */
+void caller_a(void);
+void caller_b(void);
+void caller_c(void);
+
+static double seconds = 10;
+
+/* One round after another until the time is up (or SIGTERM/SIGINT). */
+__attribute__((noinline)) void *run(void *arg)
+{
+	double end = now() + seconds;
+
+	(void)arg;
+	while (!truth_stop && now() < end) {
+		caller_a();
+		caller_b();
+		caller_c();
+		dither();
+	}
+	truth_thread_done();
+	__asm__ volatile("" ::: "memory"); /* a real call: no tail call */
+	return NULL;
+}
+
+__attribute__((noinline)) static void *thread_entry(void *arg)
+{
+	void *r = run(arg);
+
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+/* Usage: WORKLOAD SECONDS [THREADS] */
+int main(int argc, char **argv)
+{
+	int threads = argc > 2 ? atoi(argv[2]) : 1;
+	pthread_t tids[64];
+
+	if (argc > 1)
+		seconds = atof(argv[1]);
+	truth_init();
+	if (threads < 1 || threads > 64)
+		threads = 1;
+	for (int i = 1; i < threads; i++)
+		pthread_create(&tids[i], NULL, thread_entry, NULL);
+	run(NULL);
+	for (int i = 1; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	truth_write();
+	printf("%lu\n", sink & 1);
+	return 0;
+}
+
 #endif

@@ -2,9 +2,9 @@
 /*
  * A CPU-bound program with a known split of its time between three leaf
  * functions, each reached through its own caller:
- *   main -> caller_a -> leaf_a   60%
- *   main -> caller_b -> leaf_b   30%
- *   main -> caller_c -> leaf_c   10%
+ *   main -> run -> caller_a -> leaf_a   60%
+ *   main -> run -> caller_b -> leaf_b   30%
+ *   main -> run -> caller_c -> leaf_c   10%
  * Usage: split SECONDS [THREADS]. Every leaf runs the same loop; the split
  * comes from how many units each caller asks for.
  */
@@ -60,46 +60,4 @@ __attribute__((noinline)) void caller_c(void)
 {
 	TRUTH_MEASURE(2, leaf_c(1));
 	__asm__ volatile("" ::: "memory");
-}
-
-static double seconds = 10;
-
-static void *run(void *arg)
-{
-	double end = now() + seconds;
-
-	(void)arg;
-	while (!truth_stop && now() < end) {
-		caller_a();
-		caller_b();
-		caller_c();
-		dither();
-	}
-	truth_thread_done();
-	return NULL;
-}
-
-__attribute__((noinline)) static void *thread_entry(void *arg)
-{
-	return run(arg);
-}
-
-int main(int argc, char **argv)
-{
-	int threads = argc > 2 ? atoi(argv[2]) : 1;
-	pthread_t tids[64];
-
-	if (argc > 1)
-		seconds = atof(argv[1]);
-	truth_init();
-	if (threads < 1 || threads > 64)
-		threads = 1;
-	for (int i = 1; i < threads; i++)
-		pthread_create(&tids[i], NULL, thread_entry, NULL);
-	run(NULL);
-	for (int i = 1; i < threads; i++)
-		pthread_join(tids[i], NULL);
-	truth_write();
-	printf("%lu\n", sink & 1);
-	return 0;
 }
