@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check_main.h"
+#include "mini_elf.h"
 #include "symbolizer/objfile.h"
 #include "symbolizer/procmaps.h"
 
@@ -135,6 +137,67 @@ START_TEST(file_without_debug_info_falls_back_to_symbols)
 }
 END_TEST
 
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* A file whose .debug_info is a zlib bomb, as SHF_COMPRESSED or as GNU .zdebug_info. */
+static void open_bomb(bool gnu)
+{
+	size_t zlen, len;
+	uint8_t *z = mini_zlib_zeros(600u << 20, &zlen), *img;
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x1000, "\xc3", 1, 0, 0, 0},
+	    {".debug_info", SHT_PROGBITS, SHF_COMPRESSED, 0, z, zlen, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = 0x1000,
+	                 .p_filesz = 1,
+	                 .p_memsz = 1};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+
+	if (gnu) {
+		/* "ZLIB", the size in big-endian, then the zlib stream after the Chdr. */
+		memcpy(z + sizeof(Elf64_Chdr) - 12, "ZLIB\0\0\0\0\x25\x80\0\0", 12);
+		secs[1] = (struct mini_section){".zdebug_info",
+		                                SHT_PROGBITS,
+		                                0,
+		                                0,
+		                                z + sizeof(Elf64_Chdr) - 12,
+		                                zlen - sizeof(Elf64_Chdr) + 12,
+		                                0,
+		                                0,
+		                                0};
+	}
+	mini_elf(secs, 2, &ph, 1, &img, &len);
+	ck_assert_int_eq(ember_objfile_open_mem(img, len, &o), 0);
+	ck_assert_ptr_null(o.dwarf);
+	ck_assert_uint_eq(ember_objfile_errors(&o), 1);
+	ember_objfile_lookup(&o, 0x1000, &fr);
+	ember_objfile_close(&o);
+	ck_assert_int_lt(max_rss_kib(), 200 * 1024); /* the 600 MiB were never inflated */
+	free(img);
+	free(z);
+}
+
+START_TEST(compressed_debug_bomb_is_refused)
+{
+	open_bomb(false);
+}
+END_TEST
+
+START_TEST(zdebug_bomb_is_refused)
+{
+	open_bomb(true);
+}
+END_TEST
+
 static Suite *dwarf_suite(void)
 {
 	Suite *s = suite_create("dwarf");
@@ -144,6 +207,12 @@ static Suite *dwarf_suite(void)
 	tcase_add_test(tc, inlined_function_is_a_frame_of_its_own);
 	tcase_add_test(tc, plain_function_has_file_and_line);
 	tcase_add_test(tc, file_without_debug_info_falls_back_to_symbols);
+	suite_add_tcase(s, tc);
+	/* Hostile DWARF that once took minutes or gigabytes: a tight clock. */
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, compressed_debug_bomb_is_refused);
+	tcase_add_test(tc, zdebug_bomb_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
