@@ -145,6 +145,7 @@ struct v0 {
 	const char *s; /* after "_R" */
 	size_t len, pos;
 	unsigned int depth;
+	unsigned int steps;   /* paths and types decoded, back references included */
 	unsigned int in_type; /* inside a type: paths print generics as <...> */
 	struct out *o;
 	bool bad;
@@ -224,7 +225,8 @@ static void v0_type(struct v0 *d);
 
 static bool v0_enter(struct v0 *d)
 {
-	if (d->bad || ++d->depth > EMBER_DEMANGLE_MAX_DEPTH) {
+	if (d->bad || ++d->depth > EMBER_DEMANGLE_MAX_DEPTH ||
+	    ++d->steps > EMBER_DEMANGLE_MAX_STEPS) {
 		d->bad = true;
 		return false;
 	}
@@ -491,12 +493,38 @@ static int rust_v0(const char *name, struct out *o)
 	return 1;
 }
 
+/*
+ * Whether name has few enough back references for __cxa_demangle: S<seq>_,
+ * T<n>_ (a letter, then digits and capitals, then '_') and function
+ * parameters (fp, fL). Letters inside identifiers count too: a cap on an
+ * overestimate.
+ */
+static bool cxx_refs_ok(const char *name)
+{
+	unsigned int refs = 0;
+	bool in_ref = false;
+
+	for (const char *p = name; *p; p++) {
+		if (*p == 'S' || *p == 'T')
+			in_ref = true;
+		else if (*p == '_' && in_ref)
+			refs++, in_ref = false;
+		else if (!((*p >= '0' && *p <= '9') || (*p >= 'A' && *p <= 'Z')))
+			in_ref = false;
+		if (p[0] == 'f' && (p[1] == 'p' || p[1] == 'L'))
+			refs++;
+		if (refs > EMBER_DEMANGLE_MAX_CXX_REFS)
+			return false;
+	}
+	return true;
+}
+
 static int cxx(const char *name, struct out *o)
 {
 	int status = 0;
 	char *r;
 
-	if (strncmp(name, "_Z", 2))
+	if (strncmp(name, "_Z", 2) || !cxx_refs_ok(name))
 		return 0;
 	r = __cxa_demangle(name, NULL, NULL, &status);
 	if (!r || status)

@@ -14,6 +14,14 @@
 
 #define EMBER_DEMANGLE_MAX_INPUT 4096
 #define EMBER_DEMANGLE_MAX_DEPTH 64
+/* Rust v0 paths and types decoded per name: back references re-decode what
+ * they point at, so without a cap a short name costs exponential time. */
+#define EMBER_DEMANGLE_MAX_STEPS (1u << 16)
+/* C++ back references (substitutions, template and function parameters) per
+ * name: each can double what __cxa_demangle prints, which it does without a
+ * cap (a 300-byte name printed gigabytes). Real names have fewer than 32 but
+ * for one in 10,000; those keep their mangled form. */
+#define EMBER_DEMANGLE_MAX_CXX_REFS 32
 
 /*
  * Writes the readable form of name into out (size bytes). Returns 1 when

@@ -51,6 +51,7 @@ struct ember_dwarf {
 	size_t nranges;
 	size_t bytes;
 	uint64_t dies;
+	uint64_t ranges_read; /* of functions and inlined calls, over all units */
 	uint64_t errors;
 };
 
@@ -66,7 +67,8 @@ struct expander {
 	struct unit *u;
 	struct span *spans;
 	size_t nspans, spans_cap;
-	uint32_t *depths; /* per node */
+	uint32_t *depths;   /* per node */
+	Dwarf_Off unit_end; /* section offset where the unit ends, 0 if unknown */
 };
 
 static int grow(void **items, size_t *cap, size_t need, size_t size)
@@ -123,6 +125,11 @@ static int read_units(struct ember_dwarf *d)
 		       n++ < EMBER_DWARF_MAX_DIE_RANGES) {
 			if (hi <= lo)
 				continue;
+			/* Units can share one long range list: the total is capped too. */
+			if (d->nranges == EMBER_DWARF_MAX_CU_RANGES) {
+				d->errors++;
+				break;
+			}
 			if (grow((void **)&d->ranges, &ranges_cap, d->nranges + 1,
 			         sizeof(*d->ranges)))
 				return -ENOMEM;
@@ -244,7 +251,8 @@ static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent
 	       n++ < EMBER_DWARF_MAX_DIE_RANGES) {
 		if (hi <= lo)
 			continue;
-		if (x->nspans == EMBER_DWARF_MAX_UNIT_RANGES)
+		if (x->nspans == EMBER_DWARF_MAX_UNIT_RANGES ||
+		    ++x->d->ranges_read > EMBER_DWARF_MAX_FILE_RANGES)
 			return -E2BIG;
 		if (grow((void **)&x->spans, &x->spans_cap, x->nspans + 1, sizeof(*x->spans)))
 			return -ENOMEM;
@@ -303,10 +311,37 @@ struct walk_entry {
 	bool visited;
 };
 
+/*
+ * The DIE after the 0 byte at term that ended last's list of siblings: the
+ * next sibling of last's parent. Returns 0 (*next set), 1 when the parent's
+ * list ends too (next->addr is that list's 0 byte, or NULL at the end of the
+ * unit) or -1. Asking libdw for the parent's sibling instead would walk the
+ * parent's subtree again: once per level, depth times the unit for a chain.
+ */
+static int after_terminator(const struct expander *x, Dwarf_Die *last, const uint8_t *term,
+                            Dwarf_Die *next)
+{
+	Dwarf_Off at = dwarf_dieoffset(last);
+	ptrdiff_t delta = term - (const uint8_t *)last->addr;
+
+	next->addr = NULL;
+	if (delta <= 0 || at == (Dwarf_Off)-1 || at + (Dwarf_Off)delta >= x->unit_end)
+		return -1;
+	at += (Dwarf_Off)delta + 1;
+	if (at >= x->unit_end)
+		return 1; /* the unit ends here: every open list ends with it */
+	if (term[1] == 0) {
+		next->addr = (void *)(term + 1);
+		return 1;
+	}
+	return dwarf_offdie(x->d->dw, at, next) ? 0 : -1;
+}
+
 static int walk_unit(struct expander *x)
 {
 	struct walk_entry *stack = malloc(EMBER_DWARF_MAX_DEPTH * sizeof(*stack));
 	size_t depth = 0;
+	Dwarf_Die sib;
 	int err = 0;
 
 	if (!stack)
@@ -356,8 +391,24 @@ static int walk_unit(struct expander *x)
 			}
 		}
 	next:
-		r = dwarf_siblingof(&e->die, &e->die);
+		sib.addr = NULL;
+		r = dwarf_siblingof(&e->die, &sib);
+		/* A list ended: its 0 byte (libdw gives it) says where the parent's goes on. */
+		while (r == 1 && sib.addr && x->unit_end && depth > 1) {
+			const uint8_t *term = sib.addr;
+			Dwarf_Die *last = &e->die;
+
+			e = &stack[--depth - 1];
+			r = after_terminator(x, last, term, &sib);
+			if (r < 0) {
+				sib.addr = NULL;
+				r = dwarf_siblingof(&e->die, &sib); /* the slow way */
+			} else if (r == 1 && !sib.addr) {
+				depth = 1; /* the end of the unit */
+			}
+		}
 		if (r == 0) {
+			e->die = sib;
 			e->visited = false;
 			continue;
 		}
@@ -449,10 +500,13 @@ static int flatten(struct expander *x, size_t *segs_cap)
 static int expand_unit(struct ember_dwarf *d, struct unit *u)
 {
 	struct expander x = {.d = d, .u = u};
+	Dwarf_Off start = dwarf_dieoffset(&u->cudie) - dwarf_cuoffset(&u->cudie);
 	size_t segs_cap = 0;
 	int err;
 
 	u->expanded = true;
+	if (dwarf_next_unit(d->dw, start, &x.unit_end, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+		x.unit_end = 0;
 	if (dwarf_getsrcfiles(&u->cudie, &u->files, &u->nfiles) != 0) {
 		u->files = NULL;
 		u->nfiles = 0;

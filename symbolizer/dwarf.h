@@ -18,9 +18,14 @@
 
 #define EMBER_DWARF_MAX_UNITS       (1u << 20)
 #define EMBER_DWARF_MAX_DIES        (32u << 20) /* per file, over all units */
-#define EMBER_DWARF_MAX_UNIT_RANGES (8u << 20)  /* ranges kept per unit */
+#define EMBER_DWARF_MAX_CU_RANGES   (1u << 20)  /* unit address ranges kept, per file */
+#define EMBER_DWARF_MAX_UNIT_RANGES (2u << 20)  /* ranges of one unit's functions */
+#define EMBER_DWARF_MAX_FILE_RANGES (16u << 20) /* ... per file, over all units */
 #define EMBER_DWARF_MAX_DEPTH       256         /* DIE nesting followed */
 #define EMBER_DWARF_MAX_DIE_RANGES  4096        /* ranges read per DIE */
+/* Compressed debug sections libdw inflates into memory when it opens a file
+ * (with its dwz file): a few megabytes of zlib can claim gigabytes. */
+#define EMBER_DWARF_MAX_INFLATED (256ull << 20)
 
 typedef struct Dwarf Dwarf;
 typedef struct Elf Elf;

@@ -78,6 +78,21 @@ struct section {
 	enum ember_cfi_section kind;
 };
 
+enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_OTHER };
+
+struct reg_rule {
+	uint8_t type;
+	int64_t offset;
+};
+
+struct cfa_state {
+	uint64_t cfa_reg;
+	int64_t cfa_offset;
+	const uint8_t *cfa_expr; /* DW_CFA_def_cfa_expression, or NULL */
+	uint64_t cfa_expr_len;
+	struct reg_rule fp, ra;
+};
+
 struct cie {
 	uint64_t code_align;
 	int64_t data_align;
@@ -86,6 +101,10 @@ struct cie {
 	uint8_t addr_size;
 	bool has_z, signal;
 	const uint8_t *insns, *insns_end;
+	/* The state its instructions set, run once per CIE rather than once per FDE:
+	 * a CIE of many instructions must not cost that much for every FDE. */
+	struct cfa_state initial;
+	bool initial_bad; /* instructions it cannot follow: its FDEs get INVALID rows */
 };
 
 /* Reads a pointer in a DW_EH_PE_* encoding. Returns false for one we do not follow. */
@@ -170,7 +189,7 @@ static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64
 	return !r->bad;
 }
 
-static bool parse_cie(const struct section *s, size_t off, struct cie *c)
+static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64_t *bytes)
 {
 	const uint8_t *end, *aug;
 	size_t id_off, aug_len;
@@ -181,6 +200,7 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c)
 
 	if (!open_entry(s, off, &r, &id, &is_cie, &end, &id_off) || !is_cie)
 		return false;
+	*bytes += (uint64_t)(end - (s->data + off));
 	memset(c, 0, sizeof(*c));
 	c->addr_size = 8;
 	c->fde_encoding = 0x00; /* absptr unless the augmentation says otherwise */
@@ -257,21 +277,6 @@ static int64_t scaled(uint64_t v, int64_t factor)
 {
 	return (int64_t)(v * (uint64_t)factor);
 }
-
-enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_OTHER };
-
-struct reg_rule {
-	uint8_t type;
-	int64_t offset;
-};
-
-struct cfa_state {
-	uint64_t cfa_reg;
-	int64_t cfa_offset;
-	const uint8_t *cfa_expr; /* DW_CFA_def_cfa_expression, or NULL */
-	uint64_t cfa_expr_len;
-	struct reg_rule fp, ra;
-};
 
 /* The CFA expression the linker writes for x86-64 .plt entries:
  * rsp + 8 + ((rip & 15) >= N ? 8 : 0), with N at index 6 as DW_OP_litN. */
@@ -597,10 +602,9 @@ static int add_fde(struct ember_cfi_builder *b, uint64_t start, uint64_t end)
 static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struct rd *r,
                      const struct cie *c)
 {
-	struct cfa_state initial = {0}, st;
+	struct cfa_state st;
 	struct ember_cfi_fde *fde;
 	uint64_t start, range, loc;
-	struct rd ci;
 	int err;
 
 	if (!read_pointer(r, c->fde_encoding, s, c->addr_size, &start) ||
@@ -623,23 +627,26 @@ static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struc
 		b->signal_fdes++;
 		return emit(b, fde, start, (struct ember_unwind_row){.kind = EMBER_ROW_SIGNAL});
 	}
-	/* The CIE's instructions set the state every FDE starts from. */
-	ci.p = c->insns;
-	ci.end = c->insns_end;
-	ci.bad = false;
-	loc = start;
-	err = run_insns(b, s, c, &ci, &initial, NULL, NULL, &loc);
-	if (err < 0)
-		return err;
-	if (err)
+	if (c->initial_bad)
 		return emit(b, fde, start, invalid_row());
-	st = initial;
-	err = run_insns(b, s, c, r, &st, &initial, fde, &loc);
+	loc = start;
+	st = c->initial;
+	err = run_insns(b, s, c, r, &st, &c->initial, fde, &loc);
 	if (err < 0)
 		return err;
 	if (loc < fde->end)
 		return emit(b, fde, loc, err ? invalid_row() : to_row(&st, b));
 	return 0;
+}
+
+/* Runs the CIE's instructions: the state every one of its FDEs starts from. */
+static void run_cie(struct ember_cfi_builder *b, const struct section *s, struct cie *c)
+{
+	struct rd ci = {c->insns, c->insns_end, false};
+	uint64_t loc = 0;
+
+	memset(&c->initial, 0, sizeof(c->initial));
+	c->initial_bad = run_insns(b, s, c, &ci, &c->initial, NULL, NULL, &loc) != 0;
 }
 
 void ember_cfi_builder_init(struct ember_cfi_builder *b, size_t max_rows)
@@ -660,6 +667,9 @@ int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len
 {
 	struct section s = {data, len, section_vaddr, kind};
 	size_t off = 0, cached_cie = SIZE_MAX;
+	/* FDEs that alternate between CIEs make each CIE be read again: bound
+	 * those bytes by a multiple of the section, far above what linkers write. */
+	uint64_t cie_bytes = 0, cie_budget = 4 * (uint64_t)len + (64u << 10);
 	struct cie cie;
 
 	if (len > EMBER_CFI_MAX_SECTION)
@@ -702,12 +712,21 @@ int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len
 			cie_off = (size_t)id;
 		}
 		if (cie_off != cached_cie) {
-			if (!parse_cie(&s, cie_off, &cie)) {
+			if (cie_bytes > cie_budget) {
 				b->bad_entries++;
-				cached_cie = SIZE_MAX;
 				continue;
 			}
 			cached_cie = cie_off;
+			if (!parse_cie(&s, cie_off, &cie, &cie_bytes)) {
+				/* Remembered: FDEs that all name one bad CIE read it once. */
+				cie.code_align = 0;
+				b->bad_entries++;
+				continue;
+			}
+			run_cie(b, &s, &cie);
+		} else if (!cie.code_align) {
+			b->bad_entries++;
+			continue;
 		}
 		err = parse_fde(b, &s, &r, &cie);
 		if (err < 0)
@@ -806,8 +825,14 @@ static int parse_section(struct ember_cfi_builder *b, Elf_Scn *scn, const GElf_S
 
 	if (sh->sh_type == SHT_NOBITS || sh->sh_size > EMBER_CFI_MAX_SECTION)
 		return 0;
-	if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-		return 0;
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		GElf_Chdr ch;
+
+		/* Its size before inflating it: a small section can claim gigabytes. */
+		if (!gelf_getchdr(scn, &ch) || ch.ch_size > EMBER_CFI_MAX_SECTION ||
+		    elf_compress(scn, 0, 0) < 0)
+			return 0;
+	}
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf || d->d_size > EMBER_CFI_MAX_SECTION)
 		return 0;

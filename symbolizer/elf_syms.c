@@ -22,6 +22,7 @@ struct sym_builder {
 	struct ember_elf_syms *out;
 	size_t cap;
 	size_t names_cap;
+	unsigned int note_chunks; /* note segments and sections read so far */
 };
 
 static int add_name(struct sym_builder *b, const char *name, uint32_t *off)
@@ -181,8 +182,18 @@ static void read_debuglink(struct ember_elf_syms *s, Elf_Data *data)
 		memcpy(&s->debuglink_crc, (const char *)data->d_buf + len, 4);
 }
 
-static int read_segments(struct ember_elf_syms *s, Elf *elf)
+/* Whether one more note chunk of size bytes may be read. */
+static bool note_allowed(struct sym_builder *b, uint64_t size)
 {
+	if (b->note_chunks == EMBER_ELF_MAX_NOTE_CHUNKS || size > EMBER_ELF_MAX_NOTE_BYTES)
+		return false;
+	b->note_chunks++;
+	return true;
+}
+
+static int read_segments(struct sym_builder *b, Elf *elf)
+{
+	struct ember_elf_syms *s = b->out;
 	size_t n;
 
 	if (elf_getphdrnum(elf, &n))
@@ -192,7 +203,7 @@ static int read_segments(struct ember_elf_syms *s, Elf *elf)
 
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			return -ENOEXEC;
-		if (ph.p_type == PT_NOTE) {
+		if (ph.p_type == PT_NOTE && note_allowed(b, ph.p_filesz)) {
 			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
 			                                   ELF_T_NHDR);
 
@@ -229,7 +240,8 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			dynsym_sh = sh;
-		} else if (sh.sh_type == SHT_NOTE && !s->build_id_len && !s->go_build_id[0]) {
+		} else if (sh.sh_type == SHT_NOTE && !s->build_id_len && !s->go_build_id[0] &&
+		           note_allowed(b, sh.sh_size)) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 
 			if (d)
@@ -273,7 +285,7 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 		return -ENOEXEC;
 	out->e_type = eh.e_type;
 	out->e_machine = eh.e_machine;
-	err = read_segments(out, elf);
+	err = read_segments(&b, elf);
 	if (!err)
 		err = read_sections(&b, elf);
 	if (err)

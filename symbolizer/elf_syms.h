@@ -16,6 +16,11 @@
 #define EMBER_ELF_MAX_NAME_BYTES (256u << 20)
 #define EMBER_ELF_MAX_SEGMENTS   64
 #define EMBER_BUILD_ID_MAX       64 /* bytes */
+/* Note segments and sections read for build ids, and their size: real files
+ * have a few of some hundred bytes; a hostile one could list thousands that
+ * all cover the whole file (and libelf copies each to convert its byte order). */
+#define EMBER_ELF_MAX_NOTE_CHUNKS 16
+#define EMBER_ELF_MAX_NOTE_BYTES  (64u << 10)
 
 struct ember_elf_sym {
 	uint64_t addr;

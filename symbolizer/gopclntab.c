@@ -53,15 +53,21 @@ static const uint8_t *at_vaddr(const struct ember_gopclntab *t, uint64_t vaddr, 
 	return t->file + off;
 }
 
-/* A NUL-terminated string at off inside [base, base+len), or NULL. */
+/*
+ * A NUL-terminated string at off inside [base, base+len), or NULL. The end
+ * is searched for so far only: a table without NULs would otherwise cost
+ * its whole size for every name of every lookup.
+ */
 static const char *str_at(const struct ember_gopclntab *t, size_t base, size_t len, uint64_t off)
 {
 	const char *s;
+	size_t n;
 
 	if (off >= len)
 		return NULL;
 	s = (const char *)t->tab + base + off;
-	return memchr(s, '\0', len - off) ? s : NULL;
+	n = len - off < EMBER_GO_MAX_NAME ? len - off : EMBER_GO_MAX_NAME;
+	return memchr(s, '\0', n) ? s : NULL;
 }
 
 static int parse_header(struct ember_gopclntab *t)
@@ -175,8 +181,16 @@ static uint64_t segment_rest(const struct ember_elf_syms *elf, uint64_t off)
 	return 0;
 }
 
+/* Bytes the segment scans may cover: overlapping segments must not multiply the work. */
+static uint64_t scan_budget(const struct ember_gopclntab *t)
+{
+	return 2 * (uint64_t)t->file_len + (64u << 10);
+}
+
 static int scan_segments(struct ember_gopclntab *t)
 {
+	uint64_t budget = scan_budget(t);
+
 	/* Read-only data first: that is where the linker puts the table. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < t->elf->nsegments; i++) {
@@ -189,6 +203,9 @@ static int scan_segments(struct ember_gopclntab *t)
 				continue;
 			end = s->filesz < t->file_len - s->offset ? s->offset + s->filesz
 			                                          : t->file_len;
+			if (end - s->offset > budget)
+				return -ENOENT;
+			budget -= end - s->offset;
 			for (uint64_t off = (s->offset + 3) & ~3ull; off + 16 <= end; off += 4) {
 				const uint8_t *b = t->file + off;
 
@@ -250,6 +267,7 @@ static uint64_t find_moduledata(const struct ember_gopclntab *t)
 {
 	const struct ember_elf_syms *elf = t->elf;
 	unsigned int p = t->ptrsize;
+	uint64_t budget = scan_budget(t);
 
 	if (!t->tab_vaddr)
 		return 0;
@@ -262,6 +280,9 @@ static uint64_t find_moduledata(const struct ember_gopclntab *t)
 		if (!(s->flags & 2 /* PF_W */) || s->offset >= t->file_len)
 			continue;
 		end = s->filesz < t->file_len - s->offset ? s->offset + s->filesz : t->file_len;
+		if (end - s->offset > budget)
+			return 0;
+		budget -= end - s->offset;
 		for (uint64_t off = (s->offset + p - 1) & ~(uint64_t)(p - 1); off + 2 * p <= end;
 		     off += p)
 			if (rd_le(t->file + off, p) == t->tab_vaddr &&

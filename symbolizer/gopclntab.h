@@ -20,6 +20,7 @@
 #define EMBER_GO_MAX_FUNCS   (4u << 20)
 #define EMBER_GO_MAX_PCSTEPS (1u << 16) /* varint pairs decoded per table walk */
 #define EMBER_GO_MAX_INLINE  EMBER_SYM_MAX_FRAMES
+#define EMBER_GO_MAX_NAME    (64u << 10) /* bytes searched for a name's end */
 
 struct ember_gopclntab {
 	const uint8_t *file; /* the whole file, owned by the caller */

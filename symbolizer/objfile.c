@@ -7,32 +7,65 @@
 #include <libelf.h>
 #include <string.h>
 
+/* The size a .zdebug section (GNU compression: "ZLIB", big-endian size) inflates to. */
+static uint64_t zdebug_size(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	const char *name;
+	Elf_Data *d;
+	const uint8_t *p;
+	uint64_t size = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) || !(name = elf_strptr(elf, shstrndx, sh->sh_name)) ||
+	    strncmp(name, ".zdebug", 7) || !(d = elf_rawdata(scn, NULL)) || !d->d_buf ||
+	    d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+		return 0;
+	p = (const uint8_t *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		size = size << 8 | p[i];
+	return size;
+}
+
 /*
  * Heap libdw will hold for elf's compressed debug sections once it reads
- * them (it inflates whole sections), for the cache's accounting.
+ * them (it inflates whole sections when it opens the file): checked against
+ * a cap before, and counted in the cache's accounting after.
  */
-static size_t inflated_bytes(Elf *elf)
+static uint64_t inflated_bytes(Elf *elf)
 {
 	Elf_Scn *scn = NULL;
-	size_t total = 0;
+	uint64_t total = 0;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		GElf_Chdr ch;
+		uint64_t size = 0;
 
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_COMPRESSED))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
-		if (gelf_getchdr(scn, &ch) && ch.ch_size < (1ull << 34))
-			total += ch.ch_size;
+		if (sh.sh_flags & SHF_COMPRESSED)
+			size = gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
+		else
+			size = zdebug_size(elf, scn, &sh);
+		total = size > UINT64_MAX - total ? UINT64_MAX : total + size;
 	}
 	return total;
 }
 
 static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src)
 {
+	uint64_t inflated = inflated_bytes(elf);
 	Dwarf *alt = NULL;
 	int err;
 
+	if (alt_elf)
+		inflated += inflated_bytes(alt_elf) < EMBER_DWARF_MAX_INFLATED
+		                ? inflated_bytes(alt_elf)
+		                : EMBER_DWARF_MAX_INFLATED;
+	if (inflated > EMBER_DWARF_MAX_INFLATED) {
+		o->open_errors++;
+		return -E2BIG;
+	}
 	if (alt_elf) {
 		alt = dwarf_begin_elf(alt_elf, DWARF_C_READ, NULL);
 		if (!alt)
@@ -45,7 +78,7 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 		return err;
 	}
 	o->dwarf_source = src;
-	o->dwarf_heap = inflated_bytes(elf) + (alt_elf ? inflated_bytes(alt_elf) : 0);
+	o->dwarf_heap = (size_t)inflated;
 	/* The alt handle is ended with the main one's owner below. */
 	o->debug.alt_dwarf = alt;
 	return 0;
@@ -213,5 +246,6 @@ size_t ember_objfile_bytes(const struct ember_objfile *o)
 
 uint64_t ember_objfile_errors(const struct ember_objfile *o)
 {
-	return o->lookup_errors + ember_dwarf_errors(o->dwarf) + (o->has_go ? o->go.errors : 0);
+	return o->lookup_errors + o->open_errors + ember_dwarf_errors(o->dwarf) +
+	       (o->has_go ? o->go.errors : 0);
 }

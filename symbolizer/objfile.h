@@ -31,6 +31,7 @@ struct ember_objfile {
 	enum ember_debug_source dwarf_source;
 	size_t dwarf_heap; /* libdw's inflated sections, estimated */
 	uint64_t lookup_errors;
+	uint64_t open_errors; /* pieces refused when the file was opened (over a cap) */
 };
 
 enum ember_sym_origin {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "check_main.h"
 #include "symbolizer/demangle.h"
@@ -76,6 +78,82 @@ START_TEST(plain_and_hostile_names_are_left_alone)
 }
 END_TEST
 
+/* The base-62 number of a Rust v0 back reference to position n. */
+static void v0_ref(char *out, size_t n)
+{
+	static const char digits[] =
+	    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	char tmp[16];
+	size_t k = 0;
+
+	if (!n) {
+		strcat(out, "_");
+		return;
+	}
+	for (n--; k == 0 || n; n /= 62)
+		tmp[k++] = digits[n % 62];
+	while (k)
+		strncat(out, &tmp[--k], 1);
+	strcat(out, "_");
+}
+
+/*
+ * Rust v0: generic arguments that are back references to the path before
+ * them, nested 22 deep: each level decodes the one below three times
+ * (149 bytes at 18 levels took 11 s, 22 levels minutes).
+ */
+START_TEST(rust_v0_back_references_are_bounded)
+{
+	char name[4096] = "_R", out[512];
+	enum { LEVELS = 22 };
+
+	for (int i = 0; i < LEVELS; i++)
+		strcat(name, "I");
+	strcat(name, "C1a");
+	for (int j = 1; j <= LEVELS; j++) {
+		for (int k = 0; k < 2; k++) {
+			strcat(name, "B");
+			v0_ref(name, LEVELS - (j - 1));
+		}
+		strcat(name, "E");
+	}
+	ck_assert_int_le(ember_demangle(name, out, sizeof(out)), 0);
+}
+END_TEST
+
+/*
+ * C++: each template argument list names the type before it twice, so the
+ * printed name doubles per level: 26 levels (278 bytes) printed 835 MB.
+ */
+START_TEST(cxx_back_references_are_bounded)
+{
+	char name[4096] = "_Z1f1a", out[512];
+	struct rusage ru;
+
+	for (int i = 0; i < 26; i++) {
+		static const char b36[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+		char seq[16] = "S_";
+		int id = 2 * i - 1; /* each level adds the name a and the new type */
+
+		if (id >= 36)
+			snprintf(seq, sizeof(seq), "S%c%c_", b36[id / 36], b36[id % 36]);
+		else if (id >= 0)
+			snprintf(seq, sizeof(seq), "S%c_", b36[id]);
+		strcat(name, "1aI");
+		strcat(name, seq);
+		strcat(name, seq);
+		strcat(name, "E");
+	}
+	ck_assert_int_le(ember_demangle(name, out, sizeof(out)), 0);
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	ck_assert_int_lt(ru.ru_maxrss, 100 * 1024);
+	/* Fewer levels still demangle, as a C++ runtime would print them. */
+	strcpy(name, "_Z1f1a1aIS_S_E1aIS1_S1_E");
+	ck_assert_int_eq(ember_demangle(name, out, sizeof(out)), 1);
+	ck_assert_str_eq(out, "f(a, a<a, a>, a<a<a, a>, a<a, a> >)");
+}
+END_TEST
+
 static Suite *demangle_suite(void)
 {
 	Suite *s = suite_create("demangle");
@@ -85,6 +163,12 @@ static Suite *demangle_suite(void)
 	tcase_add_test(tc, rust_legacy_names_lose_their_hash);
 	tcase_add_test(tc, rust_v0_names);
 	tcase_add_test(tc, plain_and_hostile_names_are_left_alone);
+	suite_add_tcase(s, tc);
+	/* Hostile names that once took minutes or gigabytes: a tight clock. */
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, rust_v0_back_references_are_bounded);
+	tcase_add_test(tc, cxx_back_references_are_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,12 +4,15 @@
  * with -O2 -g): a function inlined into another must come back as its own
  * frame with the right lines, the caller last.
  */
+#include <dwarf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check_main.h"
+#include "mini_elf.h"
 #include "symbolizer/objfile.h"
 #include "symbolizer/procmaps.h"
 
@@ -135,6 +138,305 @@ START_TEST(file_without_debug_info_falls_back_to_symbols)
 }
 END_TEST
 
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* A file whose .debug_info is a zlib bomb, as SHF_COMPRESSED or as GNU .zdebug_info. */
+static void open_bomb(bool gnu)
+{
+	size_t zlen, len;
+	uint8_t *z = mini_zlib_zeros(600u << 20, &zlen), *img;
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x1000, "\xc3", 1, 0, 0, 0},
+	    {".debug_info", SHT_PROGBITS, SHF_COMPRESSED, 0, z, zlen, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = 0x1000,
+	                 .p_filesz = 1,
+	                 .p_memsz = 1};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+
+	if (gnu) {
+		/* "ZLIB", the size in big-endian, then the zlib stream after the Chdr. */
+		memcpy(z + sizeof(Elf64_Chdr) - 12, "ZLIB\0\0\0\0\x25\x80\0\0", 12);
+		secs[1] = (struct mini_section){".zdebug_info",
+		                                SHT_PROGBITS,
+		                                0,
+		                                0,
+		                                z + sizeof(Elf64_Chdr) - 12,
+		                                zlen - sizeof(Elf64_Chdr) + 12,
+		                                0,
+		                                0,
+		                                0};
+	}
+	mini_elf(secs, 2, &ph, 1, &img, &len);
+	ck_assert_int_eq(ember_objfile_open_mem(img, len, &o), 0);
+	ck_assert_ptr_null(o.dwarf);
+	ck_assert_uint_eq(ember_objfile_errors(&o), 1);
+	ember_objfile_lookup(&o, 0x1000, &fr);
+	ember_objfile_close(&o);
+	ck_assert_int_lt(max_rss_kib(), 200 * 1024); /* the 600 MiB were never inflated */
+	free(img);
+	free(z);
+}
+
+START_TEST(compressed_debug_bomb_is_refused)
+{
+	open_bomb(false);
+}
+END_TEST
+
+START_TEST(zdebug_bomb_is_refused)
+{
+	open_bomb(true);
+}
+END_TEST
+
+/* A growing byte buffer for hand-made DWARF. */
+struct bytes {
+	uint8_t *p;
+	size_t n;
+};
+
+static void put(struct bytes *b, const void *p, size_t n)
+{
+	b->p = realloc(b->p, b->n + n);
+	ck_assert_ptr_nonnull(b->p);
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+static void put_u8(struct bytes *b, uint8_t v)
+{
+	put(b, &v, 1);
+}
+
+static void put_u32(struct bytes *b, uint32_t v)
+{
+	put(b, &v, 4);
+}
+
+static void put_u64(struct bytes *b, uint64_t v)
+{
+	put(b, &v, 8);
+}
+
+/*
+ * DWARF 4 abbreviations: 1 a unit with DW_AT_ranges and DW_AT_stmt_list
+ * (children as asked), 2 a function with DW_AT_ranges, 3 a lexical block
+ * with children and nothing else.
+ */
+static void abbrevs(struct bytes *b, bool unit_children)
+{
+	const uint8_t a[] = {1,
+	                     DW_TAG_compile_unit,
+	                     unit_children,
+	                     DW_AT_ranges,
+	                     0x17,
+	                     DW_AT_stmt_list,
+	                     0x17,
+	                     0,
+	                     0,
+	                     2,
+	                     DW_TAG_subprogram,
+	                     0,
+	                     DW_AT_ranges,
+	                     0x17,
+	                     0,
+	                     0,
+	                     3,
+	                     DW_TAG_lexical_block,
+	                     1,
+	                     0,
+	                     0,
+	                     0};
+
+	put(b, a, sizeof(a));
+}
+
+/* An empty DWARF 4 line program: units need one to be read. */
+static void line_program(struct bytes *b)
+{
+	const uint8_t hdr[] = {4, 0, 0, 0, 0, 0, 1, 1, 0xfb, 14, 13, 0, 1,
+	                       1, 1, 1, 0, 0, 0, 1, 0, 0,    1,  0,  0};
+
+	put_u32(b, sizeof(hdr));
+	put(b, hdr, sizeof(hdr));
+	memcpy(b->p + 4 + 2, &(uint32_t){sizeof(hdr) - 6}, 4); /* header_length */
+}
+
+/* One .debug_ranges list of n ranges of 16 bytes every 32 from 0x1000. */
+static void range_list(struct bytes *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		put_u64(b, 0x1000 + 32 * i);
+		put_u64(b, 0x1000 + 32 * i + 16);
+	}
+	put_u64(b, 0);
+	put_u64(b, 0);
+}
+
+/* Opens the image of .debug_info info (with abbrev, ranges, line) and looks up each unit range. */
+static void open_dwarf_image(const struct bytes *info, const struct bytes *abbrev,
+                             const struct bytes *ranges, uint64_t text_len, struct ember_objfile *o,
+                             uint8_t **img)
+{
+	struct bytes line = {0};
+	size_t len;
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x1000, "\xc3", 1, 0, 0, 0},
+	    {".debug_info", SHT_PROGBITS, 0, 0, info->p, info->n, 0, 0, 0},
+	    {".debug_abbrev", SHT_PROGBITS, 0, 0, abbrev->p, abbrev->n, 0, 0, 0},
+	    {".debug_ranges", SHT_PROGBITS, 0, 0, ranges->p, ranges->n, 0, 0, 0},
+	    {".debug_line", SHT_PROGBITS, 0, 0, NULL, 0, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = 0x1000,
+	                 .p_filesz = 1,
+	                 .p_memsz = text_len};
+
+	line_program(&line);
+	secs[4].data = line.p;
+	secs[4].len = line.n;
+	mini_elf(secs, 5, &ph, 1, img, &len);
+	ck_assert_int_eq(ember_objfile_open_mem(*img, len, o), 0);
+	free(line.p);
+}
+
+/* A unit header (DWARF 4, 8-byte addresses) around die. */
+static void unit(struct bytes *info, const struct bytes *die)
+{
+	put_u32(info, (uint32_t)(2 + 4 + 1 + die->n));
+	put(info, &(uint16_t){4}, 2);
+	put_u32(info, 0);
+	put_u8(info, 8);
+	put(info, die->p, die->n);
+}
+
+/*
+ * 10,000 units sharing one list of 4,096 ranges: 41 million unit ranges
+ * (1.9 GB) from a 266 KB file, when only the list was capped.
+ */
+START_TEST(unit_ranges_are_capped_per_file)
+{
+	struct bytes info = {0}, abbrev = {0}, ranges = {0}, die = {0};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+	uint8_t *img;
+
+	abbrevs(&abbrev, false);
+	range_list(&ranges, 4096);
+	put_u8(&die, 1);
+	put_u32(&die, 0); /* DW_AT_ranges */
+	put_u32(&die, 0); /* DW_AT_stmt_list */
+	for (int i = 0; i < 10000; i++)
+		unit(&info, &die);
+	open_dwarf_image(&info, &abbrev, &ranges, 32 * 4096, &o, &img);
+	ck_assert_ptr_nonnull(o.dwarf);
+	ck_assert_uint_gt(ember_objfile_errors(&o), 0);
+	ck_assert_uint_lt(ember_objfile_bytes(&o), 64u << 20);
+	ember_objfile_lookup(&o, 0x1000, &fr);
+	ember_objfile_close(&o);
+	ck_assert_int_lt(max_rss_kib(), 300 * 1024);
+	free(img);
+	free(info.p);
+	free(abbrev.p);
+	free(ranges.p);
+	free(die.p);
+}
+END_TEST
+
+/*
+ * One unit of 2,000 functions each over the same 4,096 ranges: 8 million
+ * spans to sort (379 MB) for one lookup; and any number of such units.
+ */
+START_TEST(function_ranges_are_capped)
+{
+	struct bytes info = {0}, abbrev = {0}, ranges = {0}, die = {0};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+	uint8_t *img;
+
+	abbrevs(&abbrev, true);
+	range_list(&ranges, 4096);
+	put_u8(&die, 1);
+	put_u32(&die, 0);
+	put_u32(&die, 0);
+	for (int i = 0; i < 2000; i++) {
+		put_u8(&die, 2);
+		put_u32(&die, 0);
+	}
+	put_u8(&die, 0);
+	unit(&info, &die);
+	open_dwarf_image(&info, &abbrev, &ranges, 32 * 4096, &o, &img);
+	ck_assert_ptr_nonnull(o.dwarf);
+	for (uint64_t pc = 0x1000; pc < 0x1000 + 32 * 4096; pc += 32 * 64)
+		ember_objfile_lookup(&o, pc, &fr);
+	ck_assert_uint_gt(ember_objfile_errors(&o), 0);
+	ember_objfile_close(&o);
+	ck_assert_int_lt(max_rss_kib(), 200 * 1024);
+	free(img);
+	free(info.p);
+	free(abbrev.p);
+	free(ranges.p);
+	free(die.p);
+}
+END_TEST
+
+/*
+ * A function holding 3 million nested lexical blocks: libdw finds a DIE's
+ * sibling by walking its subtree, and asking for it at each of the 256
+ * levels the walk descends made 256 walks of the whole chain (20 s).
+ */
+START_TEST(deep_nesting_is_walked_once)
+{
+	enum { DEPTH = 3000000 };
+	struct bytes info = {0}, abbrev = {0}, ranges = {0}, die = {0};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+	uint8_t *img;
+
+	abbrevs(&abbrev, true);
+	range_list(&ranges, 1);
+	put_u8(&die, 1);
+	put_u32(&die, 0);
+	put_u32(&die, 0);
+	/* A function with children: abbreviation 2's has_children byte is patched below. */
+	put_u8(&die, 4);
+	put_u32(&die, 0);
+	put(&die, "f", 2);
+	die.p = realloc(die.p, die.n + 2 * DEPTH + 2);
+	ck_assert_ptr_nonnull(die.p);
+	memset(die.p + die.n, 3, DEPTH);
+	memset(die.p + die.n + DEPTH, 0, DEPTH + 2);
+	die.n += 2 * DEPTH + 2;
+	unit(&info, &die);
+	abbrev.n--; /* a fourth abbreviation: a function with children */
+	put(&abbrev,
+	    (const uint8_t[]){4, DW_TAG_subprogram, 1, DW_AT_ranges, 0x17, DW_AT_name, 0x08, 0, 0,
+	                      0},
+	    10);
+	open_dwarf_image(&info, &abbrev, &ranges, 32, &o, &img);
+	ck_assert_ptr_nonnull(o.dwarf);
+	ck_assert_int_eq(ember_objfile_lookup(&o, 0x1004, &fr), EMBER_SYM_DWARF);
+	ck_assert_str_eq(fr.f[0].name, "f");
+	ember_objfile_close(&o);
+	free(img);
+	free(info.p);
+	free(abbrev.p);
+	free(ranges.p);
+	free(die.p);
+}
+END_TEST
+
 static Suite *dwarf_suite(void)
 {
 	Suite *s = suite_create("dwarf");
@@ -144,6 +446,15 @@ static Suite *dwarf_suite(void)
 	tcase_add_test(tc, inlined_function_is_a_frame_of_its_own);
 	tcase_add_test(tc, plain_function_has_file_and_line);
 	tcase_add_test(tc, file_without_debug_info_falls_back_to_symbols);
+	suite_add_tcase(s, tc);
+	/* Hostile DWARF that once took minutes or gigabytes: a tight clock. */
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, compressed_debug_bomb_is_refused);
+	tcase_add_test(tc, zdebug_bomb_is_refused);
+	tcase_add_test(tc, unit_ranges_are_capped_per_file);
+	tcase_add_test(tc, function_ranges_are_capped);
+	tcase_add_test(tc, deep_nesting_is_walked_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include "check_main.h"
+#include "mini_elf.h"
 #include "symbolizer/ehframe.h"
 
 /* A little assembler for CFI sections. */
@@ -344,6 +347,90 @@ START_TEST(not_elf)
 }
 END_TEST
 
+/*
+ * A section of ncies CIEs, each followed by nops DW_CFA_nop instructions
+ * (the bytes a CIE may legally hold), then nfdes FDEs naming them in turn.
+ */
+static uint8_t *many_fdes(size_t ncies, size_t nops, size_t nfdes, size_t *len)
+{
+	size_t cie_len = 4 + 1 + 3 + 3 + 1 + 1 + 5 + nops, fde_len = 4 + 4 + 4 + 1 + 3;
+	size_t n = ncies * (4 + cie_len) + nfdes * (4 + fde_len), at = 0;
+	uint8_t *x = calloc(1, n),
+		head[] = {1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1};
+	size_t cie_at[2];
+
+	ck_assert_ptr_nonnull(x);
+	ck_assert_uint_le(ncies, 2);
+	cie_len = (cie_len + 3) & ~(size_t)3;
+	for (size_t i = 0; i < ncies; i++) {
+		cie_at[i] = at;
+		memcpy(x + at, &(uint32_t){(uint32_t)cie_len}, 4);
+		memcpy(x + at + 8, head, sizeof(head)); /* CIE id 0, then the rest; nops follow */
+		at += 4 + cie_len;
+	}
+	for (size_t i = 0; i < nfdes; i++) {
+		int32_t pcrel = (int32_t)(0x100000 + 16 * i - (at + 8));
+
+		memcpy(x + at, &(uint32_t){(uint32_t)fde_len}, 4);
+		memcpy(x + at + 4, &(uint32_t){(uint32_t)(at + 4 - cie_at[i % ncies])}, 4);
+		memcpy(x + at + 8, &pcrel, 4);
+		memcpy(x + at + 12, &(uint32_t){16}, 4);
+		at += 4 + fde_len; /* augmentation length 0 and nops pad the rest */
+	}
+	*len = at;
+	return x;
+}
+
+START_TEST(cie_work_is_bounded)
+{
+	struct ember_cfi_builder b;
+	struct ember_unwind_rows r;
+	size_t len;
+	/* 1 MiB of CIE instructions and 50,000 FDEs: run once, not once per FDE. */
+	uint8_t *x = many_fdes(1, 1u << 20, 50000, &len);
+
+	ember_cfi_builder_init(&b, 0);
+	ck_assert_int_eq(ember_cfi_parse(&b, x, len, 0, EMBER_CFI_EH_FRAME), 0);
+	ck_assert_uint_eq(b.nfdes, 50000);
+	ck_assert_uint_eq(b.bad_entries, 0);
+	ck_assert_int_eq(ember_cfi_finish(&b, &r), 0);
+	expect_row(&r, 0, 0x100000, EMBER_ROW_CFA_SP, 1, 0);
+	ember_unwind_rows_free(&r);
+	ember_cfi_builder_free(&b);
+	free(x);
+
+	/* Two such CIEs that the FDEs alternate between: re-reading them is capped. */
+	x = many_fdes(2, 1u << 20, 50000, &len);
+	ember_cfi_builder_init(&b, 0);
+	ck_assert_int_eq(ember_cfi_parse(&b, x, len, 0, EMBER_CFI_EH_FRAME), 0);
+	ck_assert_uint_ge(b.nfdes, 25000);
+	ck_assert_uint_gt(b.bad_entries, 0);
+	ember_cfi_builder_free(&b);
+	free(x);
+}
+END_TEST
+
+START_TEST(compressed_bomb_is_not_inflated)
+{
+	size_t zlen, len;
+	void *z = mini_zlib_zeros(600u << 20, &zlen); /* 600 MiB of zeros in ~600 KiB */
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x1000, "\xc3", 1, 0, 0, 0},
+	    {".debug_frame", SHT_PROGBITS, SHF_COMPRESSED, 0, z, zlen, 0, 0, 0},
+	};
+	struct ember_unwind_rows r;
+	struct rusage ru;
+	uint8_t *img;
+
+	mini_elf(secs, 2, NULL, 0, &img, &len);
+	ck_assert_int_eq(ember_cfi_from_elf(img, len, &r), -ENOENT);
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	ck_assert_int_lt(ru.ru_maxrss, 200 * 1024); /* KiB: the 600 MiB were never allocated */
+	free(img);
+	free(z);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ehframe");
@@ -355,6 +442,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, hostile_sections_are_bounded);
 	tcase_add_test(tc, agrees_with_libdw_on_system_libraries);
 	tcase_add_test(tc, not_elf);
+	suite_add_tcase(s, tc);
+	/* Hostile input that once took minutes or gigabytes: a tight clock. */
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, cie_work_is_bounded);
+	tcase_add_test(tc, compressed_bomb_is_not_inflated);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "mini_elf.h"
 #include "symbolizer/elf_syms.h"
 #include "symbolizer/procmaps.h"
 
@@ -137,6 +138,51 @@ START_TEST(mangled_copies_of_self_are_survived)
 }
 END_TEST
 
+/*
+ * 60,000 PT_NOTE headers, each over most of a 1 MB run of empty notes:
+ * reading them all walked 60,000 x 87,000 notes (and, big-endian, libelf
+ * copied each to convert it). Only the first few are read.
+ */
+START_TEST(many_note_segments_are_capped)
+{
+	enum { NPH = 60000, NOTES = 1u << 20 };
+	Elf64_Phdr *ph = calloc(NPH, sizeof(*ph));
+	uint8_t *notes = calloc(1, NOTES), *img,
+		gnu[16 + 20] = {4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0, 0xab};
+	struct mini_section sec = {".notes", SHT_PROGBITS, 0, 0, notes, NOTES, 0, 0, 0};
+	struct ember_elf_syms s;
+	Elf64_Shdr sh;
+	Elf64_Ehdr eh;
+	size_t len;
+
+	ck_assert_ptr_nonnull(ph);
+	ck_assert_ptr_nonnull(notes);
+	memcpy(notes, gnu, sizeof(gnu)); /* a build id first, so a read note is seen */
+	for (size_t i = 0; i < NPH; i++) {
+		ph[i].p_type = PT_NOTE;
+		ph[i].p_align = 4;
+		ph[i].p_filesz = NOTES - 4 * (i % 1000); /* distinct chunks: no cache helps */
+	}
+	mini_elf(&sec, 1, ph, NPH, &img, &len);
+	memcpy(&eh, img, sizeof(eh));
+	memcpy(&sh, img + eh.e_shoff + sizeof(sh), sizeof(sh));
+	for (size_t i = 0; i < NPH; i++) {
+		Elf64_Phdr *p = (Elf64_Phdr *)(img + eh.e_phoff) + i;
+
+		p->p_offset = sh.sh_offset + 4 * (i % 1000);
+	}
+	/* Small notes are still read: the first header covers the build id alone. */
+	((Elf64_Phdr *)(img + eh.e_phoff))->p_filesz = sizeof(gnu);
+	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
+	ck_assert_uint_eq(s.build_id_len, 20);
+	ck_assert_str_eq(s.build_id_hex, "ab00000000000000000000000000000000000000");
+	ember_elf_syms_free(&s);
+	free(img);
+	free(notes);
+	free(ph);
+}
+END_TEST
+
 static Suite *elf_suite(void)
 {
 	Suite *s = suite_create("elf_syms");
@@ -148,6 +194,10 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, offsets_outside_segments);
 	tcase_add_test(tc, not_elf_is_enoexec);
 	tcase_add_test(tc, mangled_copies_of_self_are_survived);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, many_note_segments_are_capped);
 	suite_add_tcase(s, tc);
 	return s;
 }

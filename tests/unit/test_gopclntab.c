@@ -232,6 +232,85 @@ START_TEST(truncated_and_garbled_tables_fail_cleanly)
 }
 END_TEST
 
+static void put_le(uint8_t *p, uint64_t v, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/*
+ * A Go 1.20 table of one function whose name and file tables hold 32 MiB
+ * each without a NUL: every lookup searched both to their ends (three
+ * times 32 MiB) before the search was bounded.
+ */
+START_TEST(names_without_end_are_bounded)
+{
+	enum { HDR = 72, NAMES = 32u << 20, FILES = 32u << 20 };
+	size_t cutab = HDR + NAMES, filetab = cutab + 4, pctab = filetab + FILES;
+	size_t functab = pctab + 16, len = functab + 16 + 44;
+	uint8_t *tab = calloc(1, len);
+	struct ember_elf_syms elf = {0};
+	struct ember_gopclntab t;
+	struct ember_sym_frames fr;
+
+	ck_assert_ptr_nonnull(tab);
+	put_le(tab, 0xfffffff1, 4);
+	tab[6] = 1, tab[7] = 8; /* quantum, pointer size */
+	put_le(tab + 8, 1, 8);  /* one function */
+	put_le(tab + 24, 0x500000, 8);
+	put_le(tab + 32, HDR, 8);
+	put_le(tab + 40, cutab, 8);
+	put_le(tab + 48, filetab, 8);
+	put_le(tab + 56, pctab, 8);
+	put_le(tab + 64, functab, 8);
+	memset(tab + HDR, 'A', NAMES);
+	memset(tab + filetab, 'B', FILES);
+	/* pctab: a 0 first (offset 0 is "none"), then file 0 and line 10 over 0x100 bytes. */
+	memcpy(tab + pctab + 1, (const uint8_t[]){2, 0x80, 2, 0, 22, 0x80, 2, 0}, 8);
+	put_le(tab + functab + 4, 16, 4);          /* the _func right after the table */
+	put_le(tab + functab + 8, 0x100, 4);       /* where the text ends */
+	put_le(tab + functab + 16 + 4 + 16, 1, 4); /* pcfile */
+	put_le(tab + functab + 16 + 4 + 20, 5, 4); /* pcln */
+	elf.nsegments = 1;
+	elf.segments[0] = (struct ember_elf_segment){0, 0x400000, len, len, 4};
+	elf.go.is_go = true;
+	elf.go.pclntab_sym = 0x400000;
+	ck_assert_int_eq(ember_gopclntab_open(tab, len, &elf, &t), 0);
+	for (int i = 0; i < 10000; i++) {
+		ck_assert_int_eq(ember_gopclntab_lookup(&t, 0x500000 + (uint64_t)i % 0x100, &fr),
+		                 0);
+		ck_assert_ptr_null(fr.f[0].name);
+		ck_assert_ptr_null(fr.f[0].file);
+		ck_assert_uint_eq(fr.f[0].line, 10);
+	}
+	ck_assert_uint_eq(t.errors, 10000);
+	free(tab);
+}
+END_TEST
+
+/*
+ * 64 loadable segments that all cover one 192 MiB file of would-be headers:
+ * the search for a table without a section or symbol scanned it 64 times.
+ */
+START_TEST(overlapping_segments_are_scanned_once)
+{
+	enum { LEN = 192u << 20 };
+	uint8_t *file = malloc(LEN);
+	struct ember_elf_syms elf = {0};
+	struct ember_gopclntab t;
+
+	ck_assert_ptr_nonnull(file);
+	for (size_t off = 0; off < LEN; off += 8)
+		memcpy(file + off, (const uint8_t[]){0xf1, 0xff, 0xff, 0xff, 0, 0, 3, 8}, 8);
+	elf.nsegments = EMBER_ELF_MAX_SEGMENTS;
+	for (size_t i = 0; i < elf.nsegments; i++)
+		elf.segments[i] = (struct ember_elf_segment){0, 0x400000, LEN, LEN, 4 | 2};
+	elf.go.is_go = true;
+	ck_assert_int_eq(ember_gopclntab_open(file, LEN, &elf, &t), -ENOENT);
+	free(file);
+}
+END_TEST
+
 static Suite *gopclntab_suite(void)
 {
 	Suite *s = suite_create("gopclntab");
@@ -240,6 +319,12 @@ static Suite *gopclntab_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, provenance_pairs_and_inline_examples);
 	tcase_add_test(tc, truncated_and_garbled_tables_fail_cleanly);
+	suite_add_tcase(s, tc);
+	/* Hostile tables that once took minutes: a tight clock. */
+	tc = tcase_create("bounded");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, names_without_end_are_bounded);
+	tcase_add_test(tc, overlapping_segments_are_scanned_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
