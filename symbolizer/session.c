@@ -381,16 +381,21 @@ static int flush_outputs(struct session *s)
 }
 
 /*
- * Test builds only (EMBER_TEST_HOOKS): EMBER_TEST_FLOOD_BEFORE_FLUSHED=N sends N harmless
- * messages (a drop of an unused table slot) just before FLUSHED, so that a test can check
- * that the collector reads everything the symbolizer sent before it judges its exit.
+ * Test builds only (EMBER_TEST_HOOKS): EMBER_TEST_FLOOD_BEFORE_FLUSHED=N says so, waits a
+ * second (the test stops the collector meanwhile), then sends N harmless messages (drops of
+ * an unused table slot) just before FLUSHED: the collector must read everything the
+ * symbolizer sent before it judges its exit.
  */
 static void test_flood(struct session *s)
 {
 #ifdef EMBER_TEST_HOOKS
 	const char *n = getenv("EMBER_TEST_FLOOD_BEFORE_FLUSHED");
 
-	for (long i = n ? atol(n) : 0; i > 0; i--) {
+	if (!n)
+		return;
+	log_warn("test hook: %s messages before FLUSHED", n);
+	sleep(1);
+	for (long i = atol(n); i > 0; i--) {
 		union ember_msg drop;
 
 		ember_msg_init(&drop, EMBER_MSG_UNWIND_TABLE, 0);

@@ -423,18 +423,29 @@ def test_many_processes_leave_descriptors():
 
 
 def test_record_reads_flushed_before_judging_the_exit():
-    """The symbolizer sends many messages, then FLUSHED, then exits at once: `ember record`
-    must read them all before it decides whether the outputs are complete."""
+    """The symbolizer sends more messages than the collector reads at a time, then FLUSHED,
+    then exits, all while the collector is stopped: when it runs again the socket and the
+    child's exit are ready together, and `ember record` must read everything the symbolizer
+    sent before it decides whether the outputs are complete."""
     wl = start([SPLIT, "30"])
+    out = os.path.join(WD, "flood.folded")
+    proc = subprocess.Popen([EMBER, "record", "-d", "1", "-p", str(wl.pid), "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, EMBER_TEST_FLOOD_BEFORE_FLUSHED="150"))
     try:
-        for i in range(3):
-            out = os.path.join(WD, f"flood{i}.folded")
-            r = subprocess.run([EMBER, "record", "-d", "1", "-p", str(wl.pid), "-o", out],
-                               capture_output=True, text=True, timeout=120,
-                               env=dict(os.environ, EMBER_TEST_FLOOD_BEFORE_FLUSHED="3000"))
-            log(f"  run {i}: exit {r.returncode}")
-            assert r.returncode == 0 and os.path.exists(out), r.stderr
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "test hook: 150 messages before FLUSHED" in line:
+                break
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(3)  # the symbolizer floods, sends FLUSHED and exits
+        proc.send_signal(signal.SIGCONT)
+        rest = proc.communicate(timeout=60)[1]
+        log(f"  exit {proc.returncode}")
+        assert proc.returncode == 0 and os.path.exists(out), "".join(lines) + rest
     finally:
+        kill(proc)
         kill(wl)
 
 
