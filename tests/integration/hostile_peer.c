@@ -12,6 +12,7 @@
  *   hostile_peer SOCKET wakeup      makes its wake-up descriptor blocking and fills it up
  *   hostile_peer SOCKET linger      passes a socket whose last close blocks for 30 s
  *   hostile_peer SOCKET serve PID   expects the maps of PID to be served
+ *   hostile_peer SOCKET refuse PID  expects the maps and memory of PID to be refused
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -375,7 +376,7 @@ static int ask(struct conn *c, uint32_t what, uint32_t pid, uint64_t addr, const
 		usleep(10000);
 	}
 	if (err)
-		return err;
+		return err == -EAGAIN ? -ETIMEDOUT : err; /* no answer in two seconds */
 	if (m.hdr.type != EMBER_MSG_BROKER_REPLY || m.broker_reply.id != id)
 		return -EPROTO;
 	return m.broker_reply.error ? m.broker_reply.error : fd;
@@ -432,7 +433,7 @@ static int cmd_broker(uint32_t sampled, uint32_t other, uint32_t gone)
 	return failures;
 }
 
-/* Whether the collector answers a request on c within two seconds. */
+/* Whether the collector answers a request on c within two seconds (served or refused). */
 static bool answers(struct conn *c)
 {
 	int fd = ask(c, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
@@ -545,6 +546,26 @@ static int cmd_serve(uint32_t pid)
 	return failures;
 }
 
+static int cmd_refuse(uint32_t pid)
+{
+	struct conn c;
+	int fd, err = open_conn(&c);
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	fd = ask(&c, EMBER_BROKER_MAPS, pid, 0, NULL);
+	CHECK("maps refused", fd == -EPERM || fd == -ESRCH, "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	fd = ask(&c, EMBER_BROKER_MEM, pid, 0, NULL);
+	CHECK("memory refused", fd == -EPERM || fd == -ESRCH, "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	close_conn(&c);
+	return failures;
+}
+
 static int cmd_refused(void)
 {
 	union ember_msg m;
@@ -568,7 +589,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr,
 		        "usage: hostile_peer SOCKET seals|positions|messages|refused|wakeup|"
-		        "linger|serve PID|broker SAMPLED OTHER GONE\n");
+		        "linger|serve PID|refuse PID|broker SAMPLED OTHER GONE\n");
 		return 100;
 	}
 	sock_path = argv[1];
@@ -586,6 +607,8 @@ int main(int argc, char **argv)
 		return cmd_linger();
 	if (!strcmp(argv[2], "serve") && argc == 4)
 		return cmd_serve((uint32_t)atoi(argv[3]));
+	if (!strcmp(argv[2], "refuse") && argc == 4)
+		return cmd_refuse((uint32_t)atoi(argv[3]));
 	if (!strcmp(argv[2], "broker") && argc == 6)
 		return cmd_broker((uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
 		                  (uint32_t)atoi(argv[5]));

@@ -386,6 +386,58 @@ def test_hostile_peer():
         kill(other)
 
 
+def reuse_pid_as_process(pid, seconds):
+    """Makes `pid` the id of a new process that burns CPU for `seconds`. Returns the helper
+    (its parent) once the PID is taken."""
+    code = ("import os, sys, time\n"
+            f"target = {pid}\n"
+            "for _ in range(200):\n"
+            "    open('/proc/sys/kernel/ns_last_pid', 'w').write(str(target - 1))\n"
+            "    child = os.fork()\n"
+            "    if child == 0:\n"
+            "        if os.getpid() == target:\n"
+            f"            end = time.time() + {seconds}\n"
+            "            while time.time() < end:\n"
+            "                pass\n"
+            "        os._exit(0)\n"
+            "    if child == target:\n"
+            "        print('reused', flush=True)\n"
+            "        os.waitpid(child, 0)\n"
+            "        sys.exit(0)\n"
+            "    os.waitpid(child, 0)\n"
+            "sys.exit(1)\n")
+    helper = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    for line in helper.stdout:
+        if line.strip() == "reused":
+            return helper
+    raise AssertionError(f"could not reuse PID {pid}")
+
+
+def test_pid_filter_forgets_an_exited_process():
+    """With -p, a process that exits takes its PID out of the filter: a new process that
+    reuses the PID is neither sampled nor served by the broker."""
+    victim = start([SPLIT, "60"])
+    wl = start([SPLIT, "60"])
+    col = Collector("reuse", [victim.pid, wl.pid], hz=999).start()
+    helper = None
+    try:
+        time.sleep(2)  # both sampled
+        kill(victim)
+        time.sleep(0.5)
+        helper = reuse_pid_as_process(victim.pid, 20)
+        log(f"  PID {victim.pid} now names a new process, child of {helper.pid}")
+        time.sleep(2)  # it burns CPU under the PID -p named
+        r = hostile(col, "refuse", str(victim.pid))
+        assert r.returncode == 0, f"{r.stdout}\n{col.log()}"
+        r = hostile(col, "serve", str(wl.pid))
+        assert r.returncode == 0, f"{r.stdout}\n{col.log()}"
+    finally:
+        if helper:
+            kill(helper)
+        col.stop()
+        kill(wl)
+
+
 def test_passed_descriptor_cannot_block():
     """A descriptor whose last close blocks (a TCP socket lingering on data it cannot send),
     passed by a hostile symbolizer: the collector must not be the one that closes it."""
@@ -565,6 +617,7 @@ if __name__ == "__main__":
         test_record_child_is_confined,
         test_forbidden_calls_kill_the_symbolizer,
         test_hostile_peer,
+        test_pid_filter_forgets_an_exited_process,
         test_passed_descriptor_cannot_block,
         test_many_processes_leave_descriptors,
         test_record_reads_flushed_before_judging_the_exit,
