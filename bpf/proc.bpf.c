@@ -2,9 +2,10 @@
 /*
  * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a
  * new program (its mappings changed) and when its last thread exits (its mappings and cached state
- * can be dropped).
+ * can be dropped, and with -p its PID leaves the filter).
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "records.h"
@@ -64,10 +65,17 @@ int ember_exec(void *ctx)
 SEC("raw_tp/sched_process_exit")
 int ember_exit(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	/* Only the thread group leader's exit ends the process's mappings. */
-	if ((__u32)id != (__u32)(id >> 32))
+	/* Only the last thread's exit ends the process (the leader may leave before the
+	 * others): the exiting thread has left signal->live already. */
+	if (BPF_CORE_READ(task, signal, live.counter))
 		return 0;
-	return send_event(EMBER_EV_EXIT, id >> 32);
+	send_event(EMBER_EV_EXIT, tgid);
+	/* With -p, its PID names no process to sample any more: were it reused, another
+	 * process would be sampled, and its files brokered, in its place. */
+	if (filter_pids)
+		bpf_map_delete_elem(&pid_filter, &tgid);
+	return 0;
 }

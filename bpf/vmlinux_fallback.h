@@ -136,6 +136,14 @@ struct bpf_perf_event_data {
 /* Kernel-internal: relocated by CO-RE, only the fields ember reads. */
 struct mm_struct;
 
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct signal_struct {
+	atomic_t live;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	int pid;
@@ -143,6 +151,7 @@ struct task_struct {
 	char comm[16];
 	void *stack;
 	struct mm_struct *mm;
+	struct signal_struct *signal;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -22,7 +22,8 @@
 /*
  * One request type: its name, whether it needs a recently sampled, living
  * PID, how many times one symbolizer connection may be served it (0: no
- * limit but the rate cap), the argument check and the opener.
+ * limit but the rate cap), the argument check, and either the opener or the
+ * file: one of /proc/PID with a PID, a fixed path without.
  */
 struct broker_handler {
 	const char *name;
@@ -30,6 +31,7 @@ struct broker_handler {
 	uint32_t per_peer;
 	int (*validate)(const struct ember_msg_broker_req *req);
 	int (*open)(struct ember_broker *b, const struct ember_msg_broker_req *req);
+	const char *file;
 };
 
 static int open_ro(const char *path)
@@ -39,34 +41,35 @@ static int open_ro(const char *path)
 	return fd < 0 ? neg_errno() : fd;
 }
 
-static int openat2_ro(int dirfd, const char *path, uint64_t resolve)
+/*
+ * Opens path (from dirfd, resolved as `resolve` says) as O_PATH, and for reading only once
+ * it is a regular file, of inode want_ino if not 0, with the mode bits want_mode: a device,
+ * FIFO or socket that a process mounts or links where a file should be is never opened.
+ */
+static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t want_ino,
+                        mode_t want_mode)
 {
-	struct open_how how = {
-	    .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-	    .resolve = resolve,
-	};
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? neg_errno() : fd;
-}
-
-/* Passes fd through if it is a regular file (with inode want_ino, if not 0); else closes it. */
-static int require_regular(int fd, ino_t want_ino)
-{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
+	int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how)), fd;
+	char self[32];
 	struct stat st;
-	int err = 0;
 
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0)
-		err = neg_errno();
+	if (pathfd < 0)
+		return neg_errno();
+	if (fstat(pathfd, &st) < 0)
+		fd = neg_errno();
 	else if (!S_ISREG(st.st_mode))
-		err = -EINVAL;
+		fd = -EINVAL;
 	else if (want_ino && st.st_ino != want_ino)
-		err = -ESTALE;
-	if (err)
-		close(fd);
-	return err ? err : fd;
+		fd = -ESTALE;
+	else if ((st.st_mode & want_mode) != want_mode)
+		fd = -EACCES;
+	else {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+		fd = open_ro(self);
+	}
+	close(pathfd);
+	return fd;
 }
 
 static int validate_none(const struct ember_msg_broker_req *req)
@@ -89,6 +92,7 @@ static int validate_build_id(const struct ember_msg_broker_req *req)
 	return ember_is_lower_hex(req->arg, len) ? 0 : -EINVAL;
 }
 
+/* /proc/PID/name, read-only. */
 static int open_proc_file(const struct ember_msg_broker_req *req, const char *name)
 {
 	char path[64];
@@ -97,40 +101,14 @@ static int open_proc_file(const struct ember_msg_broker_req *req, const char *na
 	return open_ro(path);
 }
 
-static int open_maps(struct ember_broker *b, const struct ember_msg_broker_req *req)
-{
-	(void)b;
-	return open_proc_file(req, "maps");
-}
-
-static int open_mem(struct ember_broker *b, const struct ember_msg_broker_req *req)
-{
-	(void)b;
-	return open_proc_file(req, "mem");
-}
-
-static int open_kallsyms(struct ember_broker *b, const struct ember_msg_broker_req *req)
-{
-	(void)b;
-	(void)req;
-	return open_ro("/proc/kallsyms");
-}
-
-static int open_modules(struct ember_broker *b, const struct ember_msg_broker_req *req)
-{
-	(void)b;
-	(void)req;
-	return open_ro("/proc/modules");
-}
-
 /*
  * Finds the mapping of req->pid that starts at req->addr in the kernel's own
- * list (the symbolizer's claim is not trusted) and copies out its inode and
- * path. Returns 0, -ENOENT (no such mapping, or not a file that still
+ * list (the symbolizer's claim is not trusted) and copies out its end, inode
+ * and path. Returns 0, -ENOENT (no such mapping, or not a file that still
  * exists) or another negative errno.
  */
-static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char *path,
-                        size_t path_size)
+static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_out, ino_t *ino,
+                        char *path, size_t path_size)
 {
 	char *line = NULL;
 	size_t cap = 0, total = 0;
@@ -164,6 +142,7 @@ static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char
 			err = -ENAMETOOLONG;
 			break;
 		}
+		*end_out = end;
 		*ino = (ino_t)inode;
 		err = 0;
 		break;
@@ -173,31 +152,33 @@ static int find_mapping(const struct ember_msg_broker_req *req, ino_t *ino, char
 	return err;
 }
 
-int ember_broker_open_in_root(int rootfd, const char *path, ino_t ino)
+int ember_broker_open_in_root(int rootfd, const char *path)
 {
-	/* Never above the process's root (its container), never through magic
-	 * links; then it must be a regular file and the very inode mapped. */
-	return require_regular(openat2_ro(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS),
-	                       ino);
+	/* Never above the process's root (its container), through no link (the
+	 * process could point one at anything the collector may read), and only
+	 * a file anyone may read: a process names it, it is not the one mapped. */
+	return open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, 0, S_IROTH);
 }
 
+/*
+ * The very file mapped there, through /proc/PID/map_files: no path is
+ * resolved, so nothing a process mounts or links over the path it mapped
+ * (another file, maybe of the same inode number on another device) can be
+ * handed out instead.
+ */
 static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
 {
-	char path[4096], root[64];
+	char path[4096], link[80];
+	uint64_t end = 0;
 	ino_t ino = 0;
-	int rootfd, fd, err;
+	int err = find_mapping(req, &end, &ino, path, sizeof(path));
 
 	(void)b;
-	err = find_mapping(req, &ino, path, sizeof(path));
 	if (err)
 		return err;
-	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", req->pid);
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return neg_errno();
-	fd = ember_broker_open_in_root(rootfd, path, ino);
-	close(rootfd);
-	return fd;
+	snprintf(link, sizeof(link), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, req->pid,
+	         req->addr, end);
+	return open_regular(AT_FDCWD, link, 0, ino, 0);
 }
 
 static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
@@ -210,9 +191,9 @@ static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker
 	if (dirfd < 0)
 		return neg_errno();
 	/* Symbolic links inside the debug tree are fine, out of it not. */
-	fd = openat2_ro(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	fd = open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0);
 	close(dirfd);
-	return require_regular(fd, 0);
+	return fd;
 }
 
 /* A plain file name: no '/', not "." or "..", printable. */
@@ -232,15 +213,16 @@ static int validate_debuglink(const struct ember_msg_broker_req *req)
 /*
  * A .gnu_debuglink file of the file mapped at req->addr: beside it, in
  * .debug/ beside it, or under the debug root plus its directory; all inside
- * the process's own root. Regular files only.
+ * the process's own root (ember_broker_open_in_root).
  */
 static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_req *req)
 {
 	char dir[4096], cand[4096 + 256], root[64];
+	uint64_t end = 0;
 	ino_t ino = 0;
 	int rootfd, fd = -ENOENT, err, n;
 
-	err = find_mapping(req, &ino, dir, sizeof(dir));
+	err = find_mapping(req, &end, &ino, dir, sizeof(dir));
 	if (err)
 		return err;
 	*strrchr(dir, '/') = '\0'; /* find_mapping returns absolute paths only */
@@ -255,7 +237,7 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 			n = snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir,
 			             req->arg);
 		if (n > 0 && (size_t)n < sizeof(cand))
-			fd = ember_broker_open_in_root(rootfd, cand, 0);
+			fd = ember_broker_open_in_root(rootfd, cand);
 	}
 	close(rootfd);
 	return fd;
@@ -268,20 +250,20 @@ static int open_named_proc_file(struct ember_broker *b, const struct ember_msg_b
 	(void)b;
 	if (strcmp(req->arg, "cgroup") && strcmp(req->arg, "exe"))
 		return -EINVAL;
-	return require_regular(open_proc_file(req, req->arg), 0);
+	return open_proc_file(req, req->arg);
 }
 
 /* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
-	/*                             name           pid?   per peer  validate           open */
-	[EMBER_BROKER_MAPS]        = {"maps",        true,  0,        validate_pid,      open_maps},
-	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  0,        validate_pid,      open_mapped_file},
-	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, 64,       validate_none,     open_kallsyms},
-	[EMBER_BROKER_MEM]         = {"mem",         true,  0,        validate_pid,      open_mem},
-	[EMBER_BROKER_MODULES]     = {"modules",     false, 64,       validate_none,     open_modules},
-	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,        validate_build_id, open_debug_file},
-	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  0,        validate_debuglink, open_debuglink},
-	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  0,        validate_pid,      open_named_proc_file},
+	/*                             name           pid?   per peer  validate            open or file */
+	[EMBER_BROKER_MAPS]        = {"maps",        true,  0,  validate_pid,       NULL, "maps"},
+	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  0,  validate_pid,       open_mapped_file},
+	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, 64, validate_none,      NULL, "/proc/kallsyms"},
+	[EMBER_BROKER_MEM]         = {"mem",         true,  0,  validate_pid,       NULL, "mem"},
+	[EMBER_BROKER_MODULES]     = {"modules",     false, 64, validate_none,      NULL, "/proc/modules"},
+	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,  validate_build_id,  open_debug_file},
+	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  0,  validate_debuglink, open_debuglink},
+	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  0,  validate_pid,       open_named_proc_file},
 };
 /* clang-format on */
 
@@ -326,7 +308,7 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 	const struct broker_handler *h;
 	int fd, err;
 
-	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].open)
+	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].name)
 		return -EINVAL;
 	h = &handlers[req->what];
 	if (!take_token(b, now_ns)) {
@@ -338,7 +320,9 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	if (err)
 		goto refuse;
-	fd = h->open(b, req);
+	fd = h->open        ? h->open(b, req)
+	     : h->needs_pid ? open_proc_file(req, h->file)
+	                    : open_ro(h->file);
 	if (fd < 0) {
 		err = fd;
 		goto refuse;

@@ -44,8 +44,11 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 
 const char *ember_broker_what_name(uint32_t what);
 
-/* Opens path resolved inside rootfd (never above it, no magic links) if it
- * is a regular file with inode ino. Returns the descriptor or a negative errno. */
-int ember_broker_open_in_root(int rootfd, const char *path, ino_t ino);
+/*
+ * Opens a file a process names (a debug link) inside its root rootfd: resolved
+ * never above it and through no symbolic link, and served only if it is a
+ * regular file that anyone may read. Returns the descriptor or a negative errno.
+ */
+int ember_broker_open_in_root(int rootfd, const char *path);
 
 #endif

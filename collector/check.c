@@ -97,6 +97,8 @@ static void check_caps(struct report *r, uint64_t caps)
 	    {EMBER_CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
 	    {EMBER_CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
 	    {EMBER_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
+	    {EMBER_CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE", false,
+	     "open the file a process mapped (map_files)"},
 	};
 	bool admin = ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
 	char advice[160];

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/param.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -221,23 +223,6 @@ static void describe_child_exit(int status)
 		          WEXITSTATUS(status));
 }
 
-static void on_child_exit(struct recorder *r)
-{
-	int status = 0;
-
-	if (waitpid(r->child, &status, WNOHANG) <= 0)
-		return;
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->child_pidfd, NULL);
-	r->child = 0;
-	if (!(r->stopping && r->peer.flushed && WIFEXITED(status) && !WEXITSTATUS(status))) {
-		describe_child_exit(status);
-		if (!r->stopping || !r->peer.flushed)
-			log_error("the recording ended without complete outputs");
-		r->failed = true;
-	}
-	r->finished = true;
-}
-
 static void on_peer(struct recorder *r, uint64_t now_ns)
 {
 	int err = ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now_ns);
@@ -263,6 +248,27 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 		}
 		r->finished |= r->opts->socket_path != NULL;
 	}
+}
+
+static void on_child_exit(struct recorder *r)
+{
+	int status = 0;
+
+	if (waitpid(r->child, &status, WNOHANG) <= 0)
+		return;
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->child_pidfd, NULL);
+	r->child = 0;
+	/* What it sent before it exited, FLUSHED among it, may still wait in the socket (the
+	 * socket reads at most 64 messages a call); its end of the stream comes after. */
+	for (int i = 0; i < 64 && ember_peer_connected(&r->peer) && !r->peer.flushed; i++)
+		on_peer(r, ember_monotonic_ns());
+	if (!(r->stopping && r->peer.flushed && WIFEXITED(status) && !WEXITSTATUS(status))) {
+		describe_child_exit(status);
+		if (!r->stopping || !r->peer.flushed)
+			log_error("the recording ended without complete outputs");
+		r->failed = true;
+	}
+	r->finished = true;
 }
 
 /* Daemon: a symbolizer connects. One at a time, and only of the configured uid and gid. */
@@ -295,6 +301,7 @@ static void on_listen(struct recorder *r)
  *   CAP_DAC_READ_SEARCH  mapped and debug files whatever their permissions
  *   CAP_SYSLOG           real addresses in /proc/kallsyms and /proc/modules
  *   CAP_PERFMON          cpu-clock events on CPUs that come online
+ *   CAP_CHECKPOINT_RESTORE  /proc/PID/map_files: the very file a process mapped
  *   CAP_KILL             (ember record) stopping its child, which runs as another user
  * CAP_BPF and CAP_SYS_ADMIN go: programs and maps are loaded, and their
  * descriptors need no capability. Then only the system calls of
@@ -304,7 +311,7 @@ static int confine(struct recorder *r)
 {
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
 	                EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
-	                (r->child ? EMBER_CAP(CAP_KILL) : 0);
+	                EMBER_CAP(CAP_CHECKPOINT_RESTORE) | (r->child ? EMBER_CAP(CAP_KILL) : 0);
 	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()},
 	                                      {"child", (uint64_t)r->child}};
 	int err = ember_caps_limit(keep);
@@ -380,9 +387,16 @@ static int setup(struct recorder *r)
 	    .extra_args = o->symbolizer_args,
 	};
 	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
+	struct rlimit nofile = {2 * PROCS_CAPACITY, 2 * PROCS_CAPACITY};
 	int sv[2], err;
 
-	err = ember_procs_init(&r->procs, PROCS_CAPACITY);
+	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
+	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
+	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	err = ember_procs_init(&r->procs, MIN(PROCS_CAPACITY, nofile.rlim_cur / 2));
 	if (err)
 		return err;
 	ember_drain_init(&r->drain, &r->procs);
@@ -404,6 +418,7 @@ static int setup(struct recorder *r)
 	} else {
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 			return neg_errno();
+		ember_endpoint_refuse_fds(sv[0]);
 		so.sock_fd = sv[1];
 		err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
 		close(sv[1]);

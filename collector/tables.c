@@ -194,6 +194,9 @@ void ember_tables_reset(struct ember_tables *t)
 {
 	uint32_t pid, next;
 
+	/* A table cut off before its COMMIT: its blocks would otherwise stay in the map. */
+	if (t->building)
+		drop_slot(t, t->build_slot, t->build_next);
 	t->building = false;
 	t->staging_pid = 0;
 	for (uint32_t slot = 0; slot < EMBER_UNWIND_MAX_TABLES && t->slot_rows; slot++)

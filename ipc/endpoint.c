@@ -10,6 +10,10 @@
 
 #include "../shared/err.h"
 
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
 static int make_addr(const char *path, struct sockaddr_un *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -38,6 +42,8 @@ int ember_endpoint_listen(const char *path, gid_t gid)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return neg_errno();
+	/* Before listen(): a peer can send as soon as it is connected, accepted or not. */
+	ember_endpoint_refuse_fds(fd);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chown(path, 0, gid) < 0 ||
 	    chmod(path, 0660) < 0 || listen(fd, 4) < 0) {
 		err = neg_errno();
@@ -63,6 +69,13 @@ int ember_endpoint_connect(const char *path)
 		return err;
 	}
 	return fd;
+}
+
+int ember_endpoint_refuse_fds(int sock)
+{
+	int off = 0;
+
+	return setsockopt(sock, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)) < 0 ? neg_errno() : 0;
 }
 
 int ember_endpoint_peer(int sock, struct ember_peer_cred *out)

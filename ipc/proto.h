@@ -8,7 +8,7 @@
  *
  * Conversation:
  *   S->C HELLO                      symbolizer introduces itself
- *   C->S WELCOME + fds              ring data, ring position, eventfd
+ *   C->S WELCOME + fds              ring data, ring position, wake-up pipe (read end)
  *   S->C BROKER_REQ  / C->S BROKER_REPLY (+ 0 or 1 read-only fd)
  *   C->S FLUSH       / S->C FLUSHED  consume up to a head, write outputs
  *   S->C UNWIND_TABLE CREATE, UNWIND_ROWS..., UNWIND_TABLE COMMIT   a file's
@@ -57,7 +57,7 @@ struct ember_msg_hello {
 	uint32_t pid;
 };
 
-/* Sent with three descriptors: ring data, ring position, eventfd. */
+/* Sent with three descriptors: ring data, ring position, the read end of the wake-up pipe. */
 struct ember_msg_welcome {
 	struct ember_msg_hdr hdr;
 	uint32_t records_version;

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,10 +62,10 @@ int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size)
 {
 	void *data_map, *pos_map;
 	uint64_t size = round_pow2(data_size);
-	int fd;
+	int fd, wake[2];
 
 	memset(p, 0, sizeof(*p));
-	p->data_fd = p->pos_fd = p->event_fd = -1;
+	p->data_fd = p->pos_fd = p->event_fd = p->wake_fd = -1;
 
 	fd = sealed_memfd("ember-sample-ring", EMBER_RING_HDR_SIZE + size, &data_map,
 	                  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
@@ -85,11 +84,12 @@ int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size)
 	p->pos_fd = fd;
 	p->consumer_pos = pos_map;
 
-	p->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (p->event_fd < 0) {
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		fd = neg_errno();
 		goto fail;
 	}
+	p->event_fd = wake[0];
+	p->wake_fd = wake[1];
 	p->hdr->magic = EMBER_RING_MAGIC;
 	p->hdr->version = EMBER_RING_VERSION;
 	p->hdr->data_size = size;
@@ -112,8 +112,10 @@ void ember_ring_producer_destroy(struct ember_ring_producer *p)
 		close(p->pos_fd);
 	if (p->event_fd >= 0)
 		close(p->event_fd);
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
 	memset(p, 0, sizeof(*p));
-	p->data_fd = p->pos_fd = p->event_fd = -1;
+	p->data_fd = p->pos_fd = p->event_fd = p->wake_fd = -1;
 }
 
 bool ember_ring_consumer_pos(const struct ember_ring_producer *p, uint64_t *pos)
@@ -188,8 +190,8 @@ void ember_ring_notify(struct ember_ring_producer *p)
 	if (p->head == p->notified_head)
 		return;
 	p->notified_head = p->head;
-	/* EAGAIN means the counter is saturated: the consumer is awake anyway. */
-	if (write(p->event_fd, &one, sizeof(one)) < 0)
+	/* EAGAIN means the pipe is full: the consumer has wake-ups waiting anyway. */
+	if (write(p->wake_fd, &one, sizeof(one)) < 0)
 		return;
 }
 

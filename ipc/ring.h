@@ -74,7 +74,8 @@ struct ember_ring_shared_hdr {
 struct ember_ring_producer {
 	int data_fd;
 	int pos_fd;
-	int event_fd;
+	int event_fd; /* read end of the wake-up pipe: the consumer's */
+	int wake_fd;  /* write end: the producer's alone */
 	struct ember_ring_shared_hdr *hdr;
 	uint8_t *data;
 	const uint64_t *consumer_pos;
@@ -94,7 +95,12 @@ struct ember_ring_consumer {
 	size_t map_len;
 };
 
-/* Creates the two memfds and the eventfd; data_size is rounded up to a power of two. */
+/*
+ * Creates the two memfds and the wake-up pipe; data_size is rounded up to a power of two.
+ * A pipe, not an eventfd: an eventfd is one open file shared with the consumer, which
+ * could clear its O_NONBLOCK and fill its counter so that the producer's next wake-up
+ * blocks; the write end of a pipe is the producer's own.
+ */
 int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size);
 void ember_ring_producer_destroy(struct ember_ring_producer *p);
 
@@ -112,7 +118,7 @@ int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *
 int64_t ember_ring_free_space(const struct ember_ring_producer *p);
 /* Reads the consumer's position; false if it is impossible. */
 bool ember_ring_consumer_pos(const struct ember_ring_producer *p, uint64_t *pos);
-/* Signals the eventfd if records were written since the last call. */
+/* Wakes the consumer if records were written since the last call; never blocks. */
 void ember_ring_notify(struct ember_ring_producer *p);
 
 /* Maps the producer's memfds: data read-only, position read-write. */

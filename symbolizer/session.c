@@ -380,6 +380,35 @@ static int flush_outputs(struct session *s)
 	return err;
 }
 
+/*
+ * Test builds only (EMBER_TEST_HOOKS): EMBER_TEST_FLOOD_BEFORE_FLUSHED=N says so, waits a
+ * second (the test stops the collector meanwhile), then sends N harmless messages (drops of
+ * an unused table slot) just before FLUSHED: the collector must read everything the
+ * symbolizer sent before it judges its exit.
+ */
+static void test_flood(struct session *s)
+{
+#ifdef EMBER_TEST_HOOKS
+	const char *n = getenv("EMBER_TEST_FLOOD_BEFORE_FLUSHED");
+
+	if (!n)
+		return;
+	log_warn("test hook: %s messages before FLUSHED", n);
+	sleep(1);
+	for (long i = atol(n); i > 0; i--) {
+		union ember_msg drop;
+
+		ember_msg_init(&drop, EMBER_MSG_UNWIND_TABLE, 0);
+		drop.unwind_table.table = EMBER_UNWIND_MAX_TABLES - 1;
+		drop.unwind_table.op = EMBER_UNWIND_TABLE_DROP;
+		if (ember_broker_client_send(&s->broker, &drop))
+			return;
+	}
+#else
+	(void)s;
+#endif
+}
+
 static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *done)
 {
 	union ember_msg reply;
@@ -399,6 +428,7 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 		if (!status)
 			status = err;
 	}
+	test_flood(s);
 	ember_msg_init(&reply, EMBER_MSG_FLUSHED, 0);
 	reply.flushed.status = status;
 	reply.flushed.samples = samples;
@@ -471,7 +501,7 @@ static int run(struct session *s)
 		    {.fd = s->event_fd, .events = POLLIN},
 		    {.fd = s->opts->signal_fd, .events = POLLIN},
 		};
-		uint64_t counter;
+		uint64_t tokens[64];
 
 		if (s->broker.flush_pending) {
 			err = on_message(s, &done);
@@ -481,7 +511,8 @@ static int run(struct session *s)
 		    errno != EINTR)
 			return -errno;
 		if (fds[1].revents & POLLIN) {
-			if (read(s->event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+			/* The collector's wake-up pipe: every token waiting at once. */
+			if (read(s->event_fd, tokens, sizeof(tokens)) < 0 && errno != EAGAIN)
 				return -errno;
 		}
 		/* Also on timeout: a wake-up may have been coalesced away. */

@@ -9,10 +9,16 @@
  *   hostile_peer SOCKET messages    sends malformed, misplaced and fd-carrying messages
  *   hostile_peer SOCKET broker SAMPLED OTHER GONE   asks for what it must not get
  *   hostile_peer SOCKET refused     expects to be turned away (wrong uid)
+ *   hostile_peer SOCKET wakeup      makes its wake-up descriptor blocking and fills it up
+ *   hostile_peer SOCKET linger      passes a socket whose last close blocks for 30 s
+ *   hostile_peer SOCKET serve PID   expects the maps of PID to be served
+ *   hostile_peer SOCKET refuse PID  expects the maps and memory of PID to be refused
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -264,8 +270,11 @@ static void expect_disconnect(const char *name, bool after_handshake, const void
 		return;
 	}
 	err = send_raw(c.sock, buf, len, fd);
-	/* A send that fails because the collector already hung up also counts. */
-	CHECK(name, err == -EPIPE || err == -ECONNRESET || closed_within(c.sock, 3000),
+	/* A send that fails because the collector already hung up also counts; so does a
+	 * descriptor the kernel refuses at the source (the collector's SO_PASSRIGHTS). */
+	CHECK(name,
+	      err == -EPIPE || err == -ECONNRESET || (with_fd && err == -EPERM) ||
+	          closed_within(c.sock, 3000),
 	      "the collector kept the connection");
 	if (fd >= 0)
 		close(fd);
@@ -367,7 +376,7 @@ static int ask(struct conn *c, uint32_t what, uint32_t pid, uint64_t addr, const
 		usleep(10000);
 	}
 	if (err)
-		return err;
+		return err == -EAGAIN ? -ETIMEDOUT : err; /* no answer in two seconds */
 	if (m.hdr.type != EMBER_MSG_BROKER_REPLY || m.broker_reply.id != id)
 		return -EPROTO;
 	return m.broker_reply.error ? m.broker_reply.error : fd;
@@ -424,6 +433,139 @@ static int cmd_broker(uint32_t sampled, uint32_t other, uint32_t gone)
 	return failures;
 }
 
+/* Whether the collector answers a request on c within two seconds (served or refused). */
+static bool answers(struct conn *c)
+{
+	int fd = ask(c, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || fd == -EPERM || fd == -EAGAIN;
+}
+
+/*
+ * The descriptor it is woken through is the consumer's to read, and must give it no hold on
+ * the producer. Were it an eventfd shared with the collector, clearing its O_NONBLOCK and
+ * filling its counter would block the collector's next wake-up for good.
+ */
+static int cmd_wakeup(void)
+{
+	uint64_t most = UINT64_MAX - 1, drained;
+	struct conn c;
+	int err = open_conn(&c);
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	for (int i = 0; i < 100; i++) {
+		if (read(c.event_fd, &drained, sizeof(drained)) < 0 && errno != EAGAIN)
+			break;
+		if (write(c.event_fd, &most, sizeof(most)) == sizeof(most) || errno != EAGAIN)
+			break;
+	}
+	fcntl(c.event_fd, F_SETFL, fcntl(c.event_fd, F_GETFL) & ~O_NONBLOCK);
+	/* Consume meanwhile: the collector has records to wake us for. */
+	for (int waited = 0; waited < 1500; waited += 10) {
+		*c.pos = head_of(&c);
+		usleep(10000);
+	}
+	CHECK("the collector answers after its wake-ups were jammed", answers(&c),
+	      "no answer: the collector is blocked");
+	close_conn(&c);
+	return failures;
+}
+
+/*
+ * A TCP socket with unsent data it cannot send (the peer's window is shut) and SO_LINGER:
+ * its last close() waits up to 30 s. Passed to the collector, the collector must not be the
+ * one to close it.
+ */
+static int cmd_linger(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct linger linger = {.l_onoff = 1, .l_linger = 30};
+	socklen_t alen = sizeof(a);
+	int small = 4096, lst, cli, srv, err;
+	static char junk[1 << 16];
+	union ember_msg m;
+	struct conn c;
+
+	lst = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cli = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lst, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	setsockopt(cli, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	if (lst < 0 || cli < 0 || bind(lst, (struct sockaddr *)&a, sizeof(a)) || listen(lst, 1) ||
+	    getsockname(lst, (struct sockaddr *)&a, &alen) ||
+	    connect(cli, (struct sockaddr *)&a, sizeof(a)) || (srv = accept(lst, NULL, NULL)) < 0) {
+		CHECK("a TCP connection on loopback", false, "%s", strerror(errno));
+		return failures;
+	}
+	fcntl(cli, F_SETFL, O_NONBLOCK);
+	while (write(cli, junk, sizeof(junk)) > 0)
+		; /* until the window is shut: srv never reads */
+	setsockopt(cli, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+	err = open_conn(&c);
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	ember_msg_init(&m, EMBER_MSG_FLUSHED, 2);
+	err = send_raw(c.sock, &m, sizeof(m.flushed), cli);
+	if (err) { /* ours is the last reference: reset it rather than wait ourselves */
+		linger.l_linger = 0;
+		setsockopt(cli, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+	}
+	close(cli); /* before the collector reads the message: then its close is the last */
+	printf("# sending the lingering socket: %s\n", err ? strerror(-err) : "sent");
+	/* Refused by the kernel: the connection stands; else the collector hangs up on us. */
+	CHECK("the collector answers after a lingering socket was passed",
+	      err == -EPERM ? answers(&c) : closed_within(c.sock, 3000),
+	      "no answer: the collector is blocked in close()");
+	close_conn(&c);
+	err = open_conn(&c);
+	CHECK("a new connection is served right after", !err && answers(&c), "%s", strerror(-err));
+	if (!err)
+		close_conn(&c);
+	close(srv);
+	close(lst);
+	return failures;
+}
+
+static int cmd_serve(uint32_t pid)
+{
+	struct conn c;
+	int fd, err = open_conn(&c);
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	fd = ask(&c, EMBER_BROKER_MAPS, pid, 0, NULL);
+	CHECK("maps of the sampled process are served", fd >= 0, "%s", strerror(-fd));
+	if (fd >= 0)
+		close(fd);
+	close_conn(&c);
+	return failures;
+}
+
+static int cmd_refuse(uint32_t pid)
+{
+	struct conn c;
+	int fd, err = open_conn(&c);
+
+	CHECK("handshake", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	fd = ask(&c, EMBER_BROKER_MAPS, pid, 0, NULL);
+	CHECK("maps refused", fd == -EPERM || fd == -ESRCH, "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	fd = ask(&c, EMBER_BROKER_MEM, pid, 0, NULL);
+	CHECK("memory refused", fd == -EPERM || fd == -ESRCH, "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	close_conn(&c);
+	return failures;
+}
+
 static int cmd_refused(void)
 {
 	union ember_msg m;
@@ -445,8 +587,9 @@ static int cmd_refused(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: hostile_peer SOCKET seals|positions|messages|refused|"
-		                "broker SAMPLED OTHER GONE\n");
+		fprintf(stderr,
+		        "usage: hostile_peer SOCKET seals|positions|messages|refused|wakeup|"
+		        "linger|serve PID|refuse PID|broker SAMPLED OTHER GONE\n");
 		return 100;
 	}
 	sock_path = argv[1];
@@ -458,6 +601,14 @@ int main(int argc, char **argv)
 		return cmd_messages();
 	if (!strcmp(argv[2], "refused"))
 		return cmd_refused();
+	if (!strcmp(argv[2], "wakeup"))
+		return cmd_wakeup();
+	if (!strcmp(argv[2], "linger"))
+		return cmd_linger();
+	if (!strcmp(argv[2], "serve") && argc == 4)
+		return cmd_serve((uint32_t)atoi(argv[3]));
+	if (!strcmp(argv[2], "refuse") && argc == 4)
+		return cmd_refuse((uint32_t)atoi(argv[3]));
 	if (!strcmp(argv[2], "broker") && argc == 6)
 		return cmd_broker((uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
 		                  (uint32_t)atoi(argv[5]));

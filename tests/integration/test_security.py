@@ -8,6 +8,7 @@ and the daemons' signals."""
 import gzip
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -48,7 +49,7 @@ def as_user(uid, gid):
 class Collector:
     """ember-collector in its own runtime directory, logging to a file."""
 
-    def __init__(self, name, pids, hz=199, extra=()):
+    def __init__(self, name, pids, hz=199, extra=(), nofile=None):
         self.dir = os.path.join(WD, name)
         os.makedirs(self.dir, exist_ok=True)
         self.run_dir = os.path.join(self.dir, "run")
@@ -57,10 +58,14 @@ class Collector:
         self.args = [COLLECTOR, "--user", "nobody", "--runtime-dir", self.run_dir, "-F", str(hz),
                      *[a for p in pids for a in ("-p", str(p))], *extra]
         self.proc = None
+        self.nofile = nofile
 
     def start(self):
         self.logf = open(self.log_path, "a")
-        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=self.logf)
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)) \
+            if self.nofile else None
+        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=self.logf,
+                                     preexec_fn=limit)
         wait_for(lambda: os.path.exists(self.sock) or self.proc.poll() is not None, 30,
                  "the collector's socket")
         assert self.proc.poll() is None, self.log()
@@ -347,14 +352,15 @@ def test_hostile_peer():
         assert os.path.exists(f"/proc/{victim.pid}/maps")
         log(f"  PID {victim.pid} now names a thread of {helper.pid}")
         for args in (["seals"], ["positions"], ["messages"],
-                     ["broker", str(wl.pid), str(other.pid), str(victim.pid)]):
+                     ["broker", str(wl.pid), str(other.pid), str(victim.pid)], ["wakeup"]):
             log(f"  hostile_peer {' '.join(args)}")
             r = hostile(col, *args)
             assert r.returncode == 0, f"{args}: {r.returncode}\n{r.stdout}\n{r.stderr}"
             assert col.alive(), col.log()
         text = col.log()
         assert text.count("wrote an impossible ring position: disconnecting it") == 4, text
-        assert text.count("broke the protocol") >= 8, text
+        # Descriptors are refused by the kernel at the source (SO_PASSRIGHTS) where it can.
+        assert text.count("broke the protocol") >= 7, text
         for t in ("WELCOME in state 1", "HELLO in state 2", "FLUSH in state 2",
                   "BROKER_REPLY in state 2"):
             assert t in text, t
@@ -378,6 +384,121 @@ def test_hostile_peer():
         col.stop()
         kill(wl)
         kill(other)
+
+
+def reuse_pid_as_process(pid, seconds):
+    """Makes `pid` the id of a new process that burns CPU for `seconds`. Returns the helper
+    (its parent) once the PID is taken."""
+    code = ("import os, sys, time\n"
+            f"target = {pid}\n"
+            "for _ in range(200):\n"
+            "    open('/proc/sys/kernel/ns_last_pid', 'w').write(str(target - 1))\n"
+            "    child = os.fork()\n"
+            "    if child == 0:\n"
+            "        if os.getpid() == target:\n"
+            f"            end = time.time() + {seconds}\n"
+            "            while time.time() < end:\n"
+            "                pass\n"
+            "        os._exit(0)\n"
+            "    if child == target:\n"
+            "        print('reused', flush=True)\n"
+            "        os.waitpid(child, 0)\n"
+            "        sys.exit(0)\n"
+            "    os.waitpid(child, 0)\n"
+            "sys.exit(1)\n")
+    helper = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    for line in helper.stdout:
+        if line.strip() == "reused":
+            return helper
+    raise AssertionError(f"could not reuse PID {pid}")
+
+
+def test_pid_filter_forgets_an_exited_process():
+    """With -p, a process that exits takes its PID out of the filter: a new process that
+    reuses the PID is neither sampled nor served by the broker."""
+    victim = start([SPLIT, "60"])
+    wl = start([SPLIT, "60"])
+    col = Collector("reuse", [victim.pid, wl.pid], hz=999).start()
+    helper = None
+    try:
+        time.sleep(2)  # both sampled
+        kill(victim)
+        time.sleep(0.5)
+        helper = reuse_pid_as_process(victim.pid, 20)
+        log(f"  PID {victim.pid} now names a new process, child of {helper.pid}")
+        time.sleep(2)  # it burns CPU under the PID -p named
+        r = hostile(col, "refuse", str(victim.pid))
+        assert r.returncode == 0, f"{r.stdout}\n{col.log()}"
+        r = hostile(col, "serve", str(wl.pid))
+        assert r.returncode == 0, f"{r.stdout}\n{col.log()}"
+    finally:
+        if helper:
+            kill(helper)
+        col.stop()
+        kill(wl)
+
+
+def test_passed_descriptor_cannot_block():
+    """A descriptor whose last close blocks (a TCP socket lingering on data it cannot send),
+    passed by a hostile symbolizer: the collector must not be the one that closes it."""
+    wl = start([SPLIT, "60"])
+    col = Collector("linger", [wl.pid]).start()
+    try:
+        r = hostile(col, "linger")
+        assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{col.log()}"
+        assert col.alive(), col.log()
+    finally:
+        col.stop()
+        kill(wl)
+
+
+def test_many_processes_leave_descriptors():
+    """A pidfd per sampled process must not take the descriptors the collector needs for
+    everything else: with a low limit and more processes than it, a symbolizer still
+    connects and is served."""
+    wl = start([SPLIT, "60"])
+    col = Collector("nofile", [], hz=999, nofile=(256, 256)).start()
+    # Each burns a little CPU (to be sampled), then sleeps: 400 living processes.
+    crowd = start(["sh", "-c", "for i in $(seq 400); do (i=0; while [ $i -lt 3000 ]; "
+                   "do i=$((i+1)); done; exec sleep 60) & done; wait"],
+                  start_new_session=True)
+    try:
+        time.sleep(6)
+        r = hostile(col, "serve", str(wl.pid))
+        assert r.returncode == 0, f"{r.stdout}\n{col.log()}"
+        assert col.alive(), col.log()
+    finally:
+        os.killpg(crowd.pid, signal.SIGKILL)  # its own process group: the shell and its 400
+        crowd.wait()
+        col.stop()
+        kill(wl)
+
+
+def test_record_reads_flushed_before_judging_the_exit():
+    """The symbolizer sends more messages than the collector reads at a time, then FLUSHED,
+    then exits, all while the collector is stopped: when it runs again the socket and the
+    child's exit are ready together, and `ember record` must read everything the symbolizer
+    sent before it decides whether the outputs are complete."""
+    wl = start([SPLIT, "30"])
+    out = os.path.join(WD, "flood.folded")
+    proc = subprocess.Popen([EMBER, "record", "-d", "1", "-p", str(wl.pid), "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, EMBER_TEST_FLOOD_BEFORE_FLUSHED="150"))
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "test hook: 150 messages before FLUSHED" in line:
+                break
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(3)  # the symbolizer floods, sends FLUSHED and exits
+        proc.send_signal(signal.SIGCONT)
+        rest = proc.communicate(timeout=60)[1]
+        log(f"  exit {proc.returncode}")
+        assert proc.returncode == 0 and os.path.exists(out), "".join(lines) + rest
+    finally:
+        kill(proc)
+        kill(wl)
 
 
 def expected_samples(clock, pprof_path, hz):
@@ -496,6 +617,10 @@ if __name__ == "__main__":
         test_record_child_is_confined,
         test_forbidden_calls_kill_the_symbolizer,
         test_hostile_peer,
+        test_pid_filter_forgets_an_exited_process,
+        test_passed_descriptor_cannot_block,
+        test_many_processes_leave_descriptors,
+        test_record_reads_flushed_before_judging_the_exit,
         test_kill9_then_next_interval_complete,
         test_collector_restart_is_found_again,
         test_signals,

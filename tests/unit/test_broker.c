@@ -6,11 +6,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,14 +87,6 @@ static void put_link(const char *dir, const char *rel, const char *target)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
 	ck_assert_int_eq(symlink(target, path), 0);
-}
-
-static ino_t inode_of(const char *path)
-{
-	struct stat st;
-
-	ck_assert_int_eq(stat(path, &st), 0);
-	return st.st_ino;
 }
 
 START_TEST(unknown_request_types_are_refused)
@@ -172,12 +169,45 @@ START_TEST(debug_files_stay_in_the_debug_tree)
 }
 END_TEST
 
-START_TEST(mapped_files_stay_in_the_process_root)
+/* True when a process blocked opening fifo for writing got through: a reader opened it. */
+static bool writer_released(int ready_fd)
+{
+	struct pollfd p = {.fd = ready_fd, .events = POLLIN};
+
+	return poll(&p, 1, 300) == 1;
+}
+
+/* A child blocked in open(fifo, O_WRONLY) until a reader opens it; then it writes to *ready. */
+static pid_t fifo_writer(const char *fifo, int *ready)
+{
+	int pipefd[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(fifo, O_WRONLY | O_CLOEXEC);
+
+		if (write(pipefd[1], "x", 1) < 0 || fd < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	*ready = pipefd[0];
+	usleep(100000); /* into its open() */
+	return pid;
+}
+
+/* Files a process names (debug links): inside its root, through no link, readable by anyone. */
+START_TEST(named_files_stay_in_the_process_root)
 {
 	struct fixture f;
-	char root[96], outside[128];
-	ino_t lib, passwd = inode_of("/etc/passwd");
-	int rootfd, fd, selfd;
+	char root[96], path[160], buf[16];
+	int rootfd, fd, selfd, ready, status;
+	pid_t writer;
+	ssize_t n;
 
 	fixture_init(&f);
 	snprintf(root, sizeof(root), "%s/root", f.dir);
@@ -186,39 +216,51 @@ START_TEST(mapped_files_stay_in_the_process_root)
 	put_file(root, "lib/libx.so", "elf");
 	put_dir(root, "etc");
 	put_file(root, "etc/passwd", "decoy");
-	lib = inode_of(strcat(strcpy(outside, root), "/lib/libx.so"));
+	put_file(root, "lib/secret.debug", "secret");
+	snprintf(path, sizeof(path), "%s/lib/secret.debug", root);
+	ck_assert_int_eq(chmod(path, 0640), 0);
 	/* Escapes the process controls: absolute and climbing links, dot-dots. */
 	put_link(root, "lib/abs.so", "/etc/passwd");
 	put_link(root, "lib/up.so", "../../../../../../../etc/passwd");
 	put_link(root, "lib/inside.so", "/lib/libx.so");
+	snprintf(path, sizeof(path), "%s/lib/fifo.debug", root);
+	ck_assert_int_eq(mkfifo(path, 0666), 0);
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(rootfd, 0);
 
-	fd = ember_broker_open_in_root(rootfd, "/lib/libx.so", lib);
+	fd = ember_broker_open_in_root(rootfd, "/lib/libx.so");
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	/* A link that stays inside the root is followed inside it. */
-	fd = ember_broker_open_in_root(rootfd, "/lib/inside.so", lib);
+	/* No link is followed, not even one that stays inside: a process could point one at
+	 * anything the collector may read. */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/inside.so"), -ELOOP);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/abs.so"), -ELOOP);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/up.so"), -ELOOP);
+	/* Dot-dots stop at the root: they meet the decoy, not the host's file. */
+	fd = ember_broker_open_in_root(rootfd, "/../../../../etc/passwd");
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf));
+	ck_assert(n == 5 && !memcmp(buf, "decoy", 5));
+	close(fd);
+	fd = ember_broker_open_in_root(rootfd, "lib/../../../etc/passwd");
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	/* Were any of these resolved on the host, the inode would match and the
-	 * host's /etc/passwd would be handed out; inside the root they meet the
-	 * decoy, another inode. */
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/abs.so", passwd), -ESTALE);
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/up.so", passwd), -ESTALE);
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/../../../../etc/passwd", passwd),
-	                 -ESTALE);
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "lib/../../../etc/passwd", passwd),
-	                 -ESTALE);
-	/* The right path but another file than the mapping's. */
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/etc/passwd", lib), -ESTALE);
-	/* Not a regular file. */
-	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib", 0), -EINVAL);
+	/* A file not everyone may read is not handed to the symbolizer (think /etc/shadow). */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/secret.debug"), -EACCES);
+	/* Not a regular file; and a FIFO is not even opened (its writer stays blocked). */
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib"), -EINVAL);
+	snprintf(path, sizeof(path), "%s/lib/fifo.debug", root);
+	writer = fifo_writer(path, &ready);
+	ck_assert_int_eq(ember_broker_open_in_root(rootfd, "/lib/fifo.debug"), -EINVAL);
+	ck_assert_msg(!writer_released(ready), "the broker opened a FIFO");
+	kill(writer, SIGKILL);
+	waitpid(writer, &status, 0);
+	close(ready);
 	close(rootfd);
 	/* Magic links (/proc/PID/exe and the like) are never followed. */
 	selfd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(selfd, 0);
-	ck_assert_int_eq(ember_broker_open_in_root(selfd, "exe", 0), -ELOOP);
+	ck_assert_int_eq(ember_broker_open_in_root(selfd, "exe"), -ELOOP);
 	close(selfd);
 	fixture_free(&f);
 }
@@ -304,6 +346,195 @@ START_TEST(mapped_file_of_a_seen_process)
 }
 END_TEST
 
+/* The start of the mapping of path in pid's maps (0 if none). */
+static uint64_t mapping_of(pid_t pid, const char *path)
+{
+	char maps[64], line[4096];
+	unsigned long long start = 0;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	f = fopen(maps, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line) > strlen(path) &&
+		    !strcmp(line + strlen(line) - strlen(path), path) &&
+		    line[strlen(line) - strlen(path) - 1] == ' ' &&
+		    sscanf(line, "%llx-", &start) == 1)
+			break;
+	}
+	fclose(f);
+	return start;
+}
+
+/* A child that maps path read-only and waits; returns once the mapping is there. */
+static pid_t mapper(const char *path)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED ||
+		    write(ready[1], "x", 1) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+static int request_fd(struct fixture *f, uint32_t what, uint32_t pid, uint64_t addr,
+                      const char *arg)
+{
+	struct ember_msg_broker_req req = {.what = what, .pid = pid, .addr = addr};
+
+	if (arg)
+		memcpy(req.arg, arg, strnlen(arg, sizeof(req.arg)));
+	return ember_broker_handle(&f->broker, &req, SEC);
+}
+
+/*
+ * A debug link names a file beside the mapped one: only a regular file anyone may read,
+ * reached through no link, is served. Otherwise a process mapping /etc/passwd would let the
+ * symbolizer ask for "shadow" beside it.
+ */
+START_TEST(debuglinks_are_files_anyone_may_read)
+{
+	struct fixture f;
+	char dir[96], lib[128], path[160], buf[16];
+	uint64_t start;
+	pid_t child;
+	int fd, status;
+
+	fixture_init(&f);
+	snprintf(dir, sizeof(dir), "%s/bin", f.dir);
+	put_dir(f.dir, "bin");
+	put_dir(dir, ".debug");
+	put_file(dir, "prog", "elf");
+	put_file(dir, "prog.debug", "debug");
+	put_file(dir, ".debug/other.debug", "debug2");
+	put_file(dir, "shadow", "secret");
+	snprintf(path, sizeof(path), "%s/shadow", dir);
+	ck_assert_int_eq(chmod(path, 0640), 0);
+	put_link(dir, "link.debug", "prog.debug");
+	put_link(dir, "passwd.debug", "/etc/passwd");
+	snprintf(lib, sizeof(lib), "%s/prog", dir);
+	child = mapper(lib);
+	start = mapping_of(child, lib);
+	ck_assert_uint_ne(start, 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+
+	fd = request_fd(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "prog.debug");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 5);
+	close(fd);
+	fd = request_fd(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "other.debug");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+	close(fd);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "shadow"), 0);
+	ck_assert_int_lt(request(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "link.debug"),
+	                 0);
+	ck_assert_int_lt(
+	    request(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "passwd.debug"), 0);
+	ck_assert_uint_eq(f.broker.served[EMBER_BROKER_DEBUGLINK], 2);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	fixture_free(&f);
+}
+END_TEST
+
+static bool root_or_skip(const char *what)
+{
+	const char *ci = getenv("CI");
+
+	if (geteuid() == 0)
+		return true;
+	ck_assert_msg(!ci || strcmp(ci, "true"), "%s needs root under CI", what);
+	fprintf(stderr, "test_broker: not root: %s not tested (run as root)\n", what);
+	return false;
+}
+
+/*
+ * The mapped file is the very file mapped, whatever the process mounts over its path
+ * afterwards. Here: two fresh tmpfs give the same inode number to their first file; the
+ * process maps a/lib.so, then bind-mounts b/secret over it (in its own mount namespace, as
+ * an unprivileged user can). Resolved by its path inside the process's root, the inode
+ * number would match and the secret would be handed out.
+ */
+START_TEST(mapped_file_is_the_one_mapped)
+{
+	struct fixture f;
+	char a[96], b[96], lib[128], secret[128], buf[16];
+	int ready[2], fd, status;
+	uint64_t start;
+	ino_t inos[2];
+	pid_t child;
+
+	if (!root_or_skip("mapping over a mapped file"))
+		return;
+	fixture_init(&f);
+	snprintf(a, sizeof(a), "%s/a", f.dir);
+	snprintf(b, sizeof(b), "%s/b", f.dir);
+	put_dir(f.dir, "a");
+	put_dir(f.dir, "b");
+	snprintf(lib, sizeof(lib), "%s/lib.so", a);
+	snprintf(secret, sizeof(secret), "%s/secret", b);
+	ck_assert_int_eq(pipe(ready), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct stat st[2];
+		int fd;
+
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tmpfs", a, "tmpfs", 0, NULL) || mount("tmpfs", b, "tmpfs", 0, NULL))
+			_exit(1);
+		put_file(a, "lib.so", "mapped");
+		put_file(b, "secret", "secret");
+		fd = open(lib, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED ||
+		    mount(secret, lib, NULL, MS_BIND, NULL) || fstat(fd, &st[0]) ||
+		    stat(lib, &st[1]))
+			_exit(1);
+		close(fd);
+		inos[0] = st[0].st_ino;
+		inos[1] = st[1].st_ino;
+		if (write(ready[1], inos, sizeof(inos)) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], inos, sizeof(inos)), sizeof(inos));
+	close(ready[0]);
+	/* The premise: another file, of the same inode number, now at the mapped path. */
+	ck_assert_uint_eq(inos[0], inos[1]);
+	start = mapping_of(child, lib);
+	ck_assert_uint_ne(start, 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	fd = request_fd(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, start, NULL);
+	ck_assert_int_ge(fd, 0);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	ck_assert_str_eq(buf, "mapped");
+	close(fd);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	fixture_free(&f);
+}
+END_TEST
+
 /* OTLP facts: exactly the cgroup list and the executable, of a seen process only. */
 START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 {
@@ -379,9 +610,11 @@ static Suite *broker_suite(void)
 	tcase_add_test(t, unknown_request_types_are_refused);
 	tcase_add_test(t, build_ids_are_lowercase_hex_only);
 	tcase_add_test(t, debug_files_stay_in_the_debug_tree);
-	tcase_add_test(t, mapped_files_stay_in_the_process_root);
+	tcase_add_test(t, named_files_stay_in_the_process_root);
 	tcase_add_test(t, pids_must_be_seen_living_and_the_same);
 	tcase_add_test(t, mapped_file_of_a_seen_process);
+	tcase_add_test(t, debuglinks_are_files_anyone_may_read);
+	tcase_add_test(t, mapped_file_is_the_one_mapped);
 	tcase_add_test(t, per_connection_limits_and_rate_cap);
 	tcase_add_test(t, proc_files_are_the_cgroup_and_the_executable_only);
 	suite_add_tcase(s, t);

@@ -136,7 +136,7 @@ END_TEST
 START_TEST(loads_and_forgets_with_maps)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, hash_opts, .map_flags = BPF_F_NO_PREALLOC);
-	struct ember_unwind_block_key key = {7, 1};
+	struct ember_unwind_block_key key = {7, 1}, cut = {9, 0};
 	struct ember_unwind_block blk;
 	struct ember_unwind_proc proc;
 	struct ember_tables t;
@@ -193,6 +193,13 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_uint_eq(t.failures, 1);
 	ck_assert_uint_eq(t.rows_loaded, 2 * B);
 
+	/* A table cut off before its COMMIT by the symbolizer going away: its blocks go too,
+	 * or every reconnect could leave some in the map until it is full. */
+	ck_assert_int_eq(handle(&t, table_msg(9, EMBER_UNWIND_TABLE_CREATE, B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(9, 0, B)), 0);
+	cut.table = 9;
+	ck_assert_int_eq(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
+
 	/* The symbolizer went away: nothing it loaded stays. */
 	ember_tables_reset(&t);
 	slot = 7;
@@ -200,6 +207,7 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_uint_eq(nblocks, 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
 	ck_assert_uint_eq(t.rows_loaded, 0);
 	ember_tables_free(&t);
 	close(tables);
