@@ -147,8 +147,10 @@ START_TEST(loads_and_forgets_with_maps)
 		/* Creating maps needs CAP_BPF; the checks above ran without it. */
 		const char *ci = getenv("CI");
 
-		ck_assert_msg(!ci || strcmp(ci, "true"), "loading into BPF maps needs root under CI");
-		fprintf(stderr, "test_tables: not root: BPF map loading not tested (run as root)\n");
+		ck_assert_msg(!ci || strcmp(ci, "true"),
+		              "loading into BPF maps needs root under CI");
+		fprintf(stderr,
+		        "test_tables: not root: BPF map loading not tested (run as root)\n");
 		return;
 	}
 	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
