@@ -8,11 +8,12 @@ of their own, and stripped C binaries whose debug information comes from
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
 from emberlib import (SRC, assert_close, build_workload, ember, kill, log, read_folded,
-                      require_root, run_tests, start, workdir)
+                      require_root, run_tests, start, truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -34,6 +35,20 @@ def record_workload(cmd, name, seconds=5):
         return record(wl.pid, name, seconds)
     finally:
         kill(wl)
+
+
+def record_split(cmd, name, seconds=5):
+    """Records a known-split workload; returns its rows, pprof and the shares it measured itself."""
+    truth_file = os.path.join(WD, name + ".truth")
+    wl = start(cmd, env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
+    try:
+        time.sleep(0.5)
+        rows, pprof = record(wl.pid, name, seconds)
+        wl.send_signal(signal.SIGTERM)  # the workload writes what it measured, then exits
+        wl.wait(timeout=30)
+    finally:
+        kill(wl)
+    return rows, pprof, truth_shares(truth_file)
 
 
 def pprof_top_lines(pprof):
@@ -133,13 +148,15 @@ def leaves_named(rows, comm):
             for leaf in ("leaf_a", "leaf_b", "leaf_c")}
 
 
-def assert_split_named_with_lines(rows, pprof, comm):
+def assert_split_named_with_lines(rows, pprof, truth, comm):
     named = leaves_named(rows, comm)
     total = sum(n for f, n in rows if f[0] == comm)
-    log(f"  {total} samples, by leaf: {named}")
+    log(f"  {total} samples, by leaf: {named}; the workload measured leaf_a {truth['leaf_a']:.1f}%")
     assert total > 500, f"too few samples: {total}"
     assert sum(named.values()) >= 0.9 * total, f"leaves not named: {rows[:6]}"
-    assert_close("leaf_a", 100.0 * named["leaf_a"] / sum(named.values()), 60, 4)
+    assert abs(truth["leaf_a"] - 60) < 8, f"the workload itself is off: {truth}"
+    assert_close("leaf_a", 100.0 * named["leaf_a"] / sum(named.values()),
+                 round(truth["leaf_a"], 1), 4)
     top = pprof_top_lines(pprof)
     for leaf in ("leaf_a", "leaf_b"):
         assert re.search(leaf + r" \S*split\.c:\d+", top), f"no file:line for {leaf}:\n{top}"
@@ -158,8 +175,8 @@ def test_stripped_c_resolves_through_build_id_debug_file():
     os.makedirs(target_dir, exist_ok=True)
     shutil.copyfile(dbg, target)
     try:
-        rows, pprof = record_workload([exe, "12"], "bid")
-        assert_split_named_with_lines(rows, pprof, "split-bid")
+        rows, pprof, truth = record_split([exe, "12"], "bid")
+        assert_split_named_with_lines(rows, pprof, truth, "split-bid")
     finally:
         os.unlink(target)
         if made_dir:
@@ -174,8 +191,8 @@ def test_stripped_c_resolves_through_debuglink():
     linked = os.path.join(debug_dir, "split-dl.debug")
     os.rename(dbg, linked)
     subprocess.run(["objcopy", "--add-gnu-debuglink=" + linked, exe], check=True)
-    rows, pprof = record_workload([exe, "12"], "dl")
-    assert_split_named_with_lines(rows, pprof, "split-dl")
+    rows, pprof, truth = record_split([exe, "12"], "dl")
+    assert_split_named_with_lines(rows, pprof, truth, "split-dl")
 
 
 def test_stripped_c_names_from_minidebuginfo():
