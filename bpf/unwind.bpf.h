@@ -43,6 +43,26 @@ struct {
 	__type(value, struct ember_unwind_block);
 } unwind_blocks SEC(".maps");
 
+/*
+ * Per CPU, the block where a (table, address) was last found. Profiles
+ * revisit the same return addresses over and over, so most frames find their
+ * block with one array and one hash lookup instead of a binary search of
+ * about log2(blocks) hash lookups. A hint is only a guess: it is checked
+ * against the block's own rows, so a stale one (a freed and reused slot, a
+ * colliding address) costs a search, never a wrong row.
+ */
+struct ember_unwind_hint {
+	__u32 table;
+	__u32 block;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_UNWIND_HINTS);
+	__type(key, __u32);
+	__type(value, struct ember_unwind_hint);
+} unwind_hints SEC(".maps");
+
 /* Process (tgid) -> its executable mappings and their tables. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -164,6 +184,29 @@ static long row_search_step(__u64 i, void *ctx)
 	return 0;
 }
 
+/*
+ * The block the binary search would find, if the hint names it: blocks are
+ * sorted and do not overlap, so a block whose rows start at or below addr and
+ * end above it (or the last block, once addr is past its first row) is the
+ * last block starting at or below addr.
+ */
+static __always_inline const struct ember_unwind_block *
+hinted_block(const struct ember_unwind_hint *hint, __u32 table, __u32 nblocks, __u32 addr)
+{
+	struct ember_unwind_block_key key = {.table = table};
+	const struct ember_unwind_block *blk;
+
+	if (!hint || hint->table != table || hint->block >= nblocks)
+		return NULL;
+	key.block = hint->block;
+	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	if (!blk || blk->rows[0].pc > addr)
+		return NULL;
+	if (addr >= blk->rows[EMBER_UNWIND_BLOCK_ROWS - 1].pc && key.block != nblocks - 1)
+		return NULL;
+	return blk;
+}
+
 /* The row of table slot `table` covering addr; GAP before its first row. -1: not loaded. */
 static __always_inline int find_row(__u32 table, __u32 addr, struct ember_unwind_row *out)
 {
@@ -172,16 +215,25 @@ static __always_inline int find_row(__u32 table, __u32 addr, struct ember_unwind
 	const struct ember_unwind_block *blk;
 	struct row_search rs = {.addr = addr, .hi = EMBER_UNWIND_BLOCK_ROWS};
 	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
+	__u32 slot = (addr ^ (table * 0x9e3779b1u)) & (EMBER_UNWIND_HINTS - 1);
+	struct ember_unwind_hint *hint = bpf_map_lookup_elem(&unwind_hints, &slot);
 	__u32 lo;
 
 	if (!nblocks || !*nblocks)
 		return -1;
-	bs.hi = *nblocks;
-	bpf_loop(EMBER_UNWIND_BLOCK_STEPS, block_search_step, &bs, 0);
-	key.block = bs.lo;
-	blk = bpf_map_lookup_elem(&unwind_blocks, &key);
-	if (bs.failed || !blk)
-		return -1;
+	blk = hinted_block(hint, table, *nblocks, addr);
+	if (!blk) {
+		bs.hi = *nblocks;
+		bpf_loop(EMBER_UNWIND_BLOCK_STEPS, block_search_step, &bs, 0);
+		key.block = bs.lo;
+		blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+		if (bs.failed || !blk)
+			return -1;
+		if (hint) {
+			hint->table = table;
+			hint->block = key.block;
+		}
+	}
 	rs.blk = blk;
 	bpf_loop(EMBER_UNWIND_ROW_STEPS, row_search_step, &rs, 0);
 	lo = rs.lo;

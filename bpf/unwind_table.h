@@ -30,6 +30,7 @@
 #define EMBER_UNWIND_MAX_BLOCKS    (1u << 19) /* 64 Mi rows: a cap, not an allocation */
 #define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
 #define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
+#define EMBER_UNWIND_HINTS         4096       /* per-CPU block hints (a power of 2) */
 #define EMBER_UNWIND_MAX_MAPPINGS  256        /* executable mappings of one process */
 #define EMBER_UNWIND_MAPPING_STEPS 9          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
 #define EMBER_UNWIND_MAX_PROCS     32768      /* processes with tables at once */
