@@ -22,7 +22,10 @@ ember's symbolizer works while recording), plus for ember the run time of its
 eBPF program (kernel.bpf_stats_enabled). perf's in-kernel work (copying 8 KiB
 of stack per sample in dwarf mode) is charged to the workload and not counted.
 
-Usage: sudo bench/unwind/run.py [--duration 10] [--hz 199] [--build build]
+A second, short run of every pair (--short, 2 s) separates each tool's
+start-up cost from its cost per sample, which is what a long profile pays.
+
+Usage: sudo bench/unwind/run.py [--duration 10] [--hz 199] [--short 2] [--build build]
 """
 import argparse
 import json
@@ -116,18 +119,18 @@ def ember_programs():
     return {p["id"]: p.get("run_time_ns", 0) for p in progs if p.get("name") == "ember_sample"}
 
 
-def run_ember(args, pid, wd, tag):
+def run_ember(args, pid, wd, tag, duration):
     folded = os.path.join(wd, f"{tag}.folded")
     # Other ember instances on the machine are not ours: count only the new program.
     before = set(ember_programs())
-    proc = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(args.duration),
+    proc = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(duration),
                              "-F", str(args.hz), "-p", str(pid), "-o", folded],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bpf, cpu = 0.0, None
     while cpu is None:
         ours = {i: t for i, t in ember_programs().items() if i not in before}
         bpf = max(bpf, sum(ours.values()) / 1e9)  # read while the program is still loaded
-        time.sleep(0.5)
+        time.sleep(0.1)
         done, _, ru = os.wait4(proc.pid, os.WNOHANG)
         if done:
             cpu = ru.ru_utime + ru.ru_stime
@@ -140,10 +143,10 @@ def run_ember(args, pid, wd, tag):
     return stacks, cpu, 0.0, bpf
 
 
-def run_perf(args, pid, wd, tag, mode):
+def run_perf(args, pid, wd, tag, mode, duration):
     data = os.path.join(wd, f"{tag}.data")
     proc = subprocess.Popen(["perf", "record", "-q", "-F", str(args.hz), "--call-graph", mode,
-                             "-p", str(pid), "-o", data, "--", "sleep", str(args.duration)],
+                             "-p", str(pid), "-o", data, "--", "sleep", str(duration)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cpu = wait_cpu(proc)
     script = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,ip,sym"],
@@ -184,6 +187,9 @@ def main():
     ap.add_argument("--hz", type=int, default=199)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--workloads", default="fp,nofp,xz,python,gzip")
+    ap.add_argument("--short", type=int, default=2,
+                    help="also run each for this many seconds to separate start-up from the "
+                         "cost per sample (0: do not)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/unwind: run as root (eBPF, perf)")
@@ -193,26 +199,15 @@ def main():
     data = make_data(wd)
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
     tools = [("ember", None), ("perf-fp", "fp"), ("perf-dwarf", "dwarf")]
-    results = {}
+    results, short = {}, {}
     try:
         for kind in args.workloads.split(","):
             for tool, mode in tools:
-                proc, feeder = start_workload(kind, bins, data)
-                time.sleep(0.5)
-                tag = f"{kind}-{tool}"
-                if tool == "ember":
-                    out = run_ember(args, proc.pid, wd, tag)
-                else:
-                    out = run_perf(args, proc.pid, wd, tag, mode)
-                if feeder:
-                    feeder.stop = True
-                proc.kill()
-                proc.wait()
-                stacks, cpu, post, bpf = out
-                good, total = completeness(stacks, comm_of(kind))
-                results[(kind, tool)] = (good, total, cpu, post, bpf)
-                print(f"{kind:7s} {tool:10s} {good:6d}/{total:<6d} complete, "
-                      f"cpu {cpu:.2f}s + post {post:.2f}s + bpf {bpf:.3f}s", flush=True)
+                results[(kind, tool)] = one_run(args, kind, tool, mode, bins, data, wd,
+                                                args.duration)
+                if args.short:
+                    short[(kind, tool)] = one_run(args, kind, tool, mode, bins, data, wd,
+                                                  args.short)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=False)
 
@@ -224,13 +219,52 @@ def main():
     for kind in args.workloads.split(","):
         cells, costs = [], []
         for tool, _ in tools:
-            good, total, cpu, post, bpf = results[(kind, tool)]
+            good, total, cost = results[(kind, tool)]
             cells.append(f"{100.0 * good / total:.1f}% of {total}" if total else "no samples")
-            costs.append(cpu + post + bpf)
+            costs.append(cost)
         ratio = costs[0] / costs[2] if costs[2] else float("nan")
         print(f"| {kind} | " + " | ".join(cells) + " | " +
               " | ".join(f"{c:.2f} s" for c in costs) + f" | {ratio:.2f} |")
+    if not args.short:
+        return
+    # A run's cost is a start-up (loading, symbol tables) plus a cost per sample; the
+    # difference between the long and the short run separates them.
+    print(f"\nCost per 1000 samples, from the difference between the {args.duration} s and "
+          f"the {args.short} s runs (start-up = cost of the {args.short} s run)\n")
+    print("| workload | ember /1000 | perf fp /1000 | perf dwarf /1000 | ember/dwarf "
+          "| ember start-up | perf fp start-up | perf dwarf start-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in args.workloads.split(","):
+        per, start = [], []
+        for tool, _ in tools:
+            _, n_long, c_long = results[(kind, tool)]
+            _, n_short, c_short = short[(kind, tool)]
+            dn = n_long - n_short
+            per.append(1000.0 * (c_long - c_short) / dn if dn > 0 else float("nan"))
+            start.append(c_short)
+        ratio = per[0] / per[2] if per[2] > 0 else float("nan")
+        print(f"| {kind} | " + " | ".join(f"{c * 1000:.1f} ms" for c in per) +
+              f" | {ratio:.2f} | " + " | ".join(f"{c:.2f} s" for c in start) + " |")
 
+
+def one_run(args, kind, tool, mode, bins, data, wd, duration):
+    """Records a fresh instance of the workload; returns (complete, total, cost in CPU s)."""
+    proc, feeder = start_workload(kind, bins, data)
+    time.sleep(0.5)
+    tag = f"{kind}-{tool}-{duration}"
+    if tool == "ember":
+        out = run_ember(args, proc.pid, wd, tag, duration)
+    else:
+        out = run_perf(args, proc.pid, wd, tag, mode, duration)
+    if feeder:
+        feeder.stop = True
+    proc.kill()
+    proc.wait()
+    stacks, cpu, post, bpf = out
+    good, total = completeness(stacks, comm_of(kind))
+    print(f"{kind:7s} {tool:10s} {duration:3d}s {good:6d}/{total:<6d} complete, "
+          f"cpu {cpu:.2f}s + post {post:.2f}s + bpf {bpf:.3f}s", flush=True)
+    return good, total, cpu + post + bpf
 
 if __name__ == "__main__":
     main()
