@@ -13,6 +13,7 @@
 
 #include "check_main.h"
 #include "mini_elf.h"
+#include "self_elf.h"
 #include "symbolizer/objfile.h"
 #include "symbolizer/procmaps.h"
 
@@ -40,23 +41,7 @@ static struct ember_objfile self;
 
 static uint64_t elf_addr_of(const void *fn)
 {
-	int fd = open("/proc/self/maps", O_RDONLY);
-	struct ember_maps m;
-	const struct ember_map_entry *e;
-	char *text;
-	long len = ember_maps_read_fd(fd, &text);
-	uint64_t vaddr = 0;
-
-	close(fd);
-	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
-	e = ember_maps_find(&m, (uint64_t)(uintptr_t)fn);
-	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(ember_elf_offset_to_vaddr(
-			     &self.syms, (uint64_t)(uintptr_t)fn - e->start + e->offset, &vaddr),
-	                 0);
-	ember_maps_free(&m);
-	free(text);
-	return vaddr;
+	return self_elf_addr_of(&self.syms, fn);
 }
 
 static void setup(void)
