@@ -279,6 +279,10 @@ static void on_listen(struct recorder *r)
 
 	if (fd < 0)
 		return;
+	/* A peer that hung up just before this one connected must not get it refused:
+	 * read the old connection first (epoll may report the two in either order). */
+	if (ember_peer_connected(&r->peer))
+		on_peer(r, ember_monotonic_ns());
 	if (ember_endpoint_peer(fd, &c) || c.uid != r->opts->uid || c.gid != r->opts->gid ||
 	    ember_peer_connected(&r->peer)) {
 		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
