@@ -11,7 +11,7 @@ is counted), that cost as a percentage of one core, and the peak resident
 memory of all its processes together (VmRSS summed over the tool's process
 tree, sampled every 100 ms), then the ratios ember/perf.
 
-Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--build build]
+Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--build build]
 """
 import argparse
 import os
@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--hz", type=int, default=19)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--short", type=int, default=10,
+                    help="also run each tool this many seconds: the difference is the steady-state "
+                         "cost, without start-up (0: do not)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/overhead: run as root (both tools record every CPU)")
@@ -112,14 +115,14 @@ def main():
             subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"], stderr=subprocess.DEVNULL)]
     try:
         time.sleep(2)
-        runs = [
-            measure("ember", [ember, "record", "-d", str(a.duration), "-F", str(a.hz), "--no-progress",
-                              "-o", os.path.join(wd, "p.pb.gz"), "-o", os.path.join(wd, "p.folded")],
-                    a.duration),
-            measure("perf record -g", [perf, "record", "-g", "-a", "-F", str(a.hz), "-o",
-                                       os.path.join(wd, "perf.data"), "--", "sleep", str(a.duration)],
-                    a.duration),
+        cmds = [
+            ("ember", lambda d: [ember, "record", "-d", str(d), "-F", str(a.hz), "--no-progress",
+                                 "-o", os.path.join(wd, "p.pb.gz"), "-o", os.path.join(wd, "p.folded")]),
+            ("perf record -g", lambda d: [perf, "record", "-g", "-a", "-F", str(a.hz), "-o",
+                                          os.path.join(wd, "perf.data"), "--", "sleep", str(d)]),
         ]
+        runs = [measure(name, cmd(a.duration), a.duration) for name, cmd in cmds]
+        shorts = [measure(name, cmd(a.short), a.short) for name, cmd in cmds] if a.short else []
     finally:
         for p in load:
             p.kill()
@@ -131,6 +134,16 @@ def main():
               f" {r['rss_25']:>11.1f} {r['rss_90']:>7.1f}")
     e, p = runs
     print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x")
+    if shorts:
+        # Start-up (loading BPF, first symbol tables) is paid once; what a long-running
+        # profiler costs is the difference between the long and the short run.
+        span = a.duration - a.short
+        print(f"\nsteady state ({a.duration} s run minus {a.short} s run):")
+        for r, sh in zip(runs, shorts):
+            print(f"{r['name']:<16} start-up {sh['cpu']:.3f} CPU s, then "
+                  f"{100 * (r['cpu'] - sh['cpu']) / span:.3f}% of a core")
+        print("(start-up varies by about 0.1 CPU s from run to run: a steady state near or below 0 "
+              "is smaller than that noise)")
     shutil.rmtree(wd, ignore_errors=True)
 
 
