@@ -99,6 +99,21 @@ static bool has_dwarf_or_symtab(Elf *elf)
 	       section_by_name(elf, ".zdebug_info", &sh) || section_by_name(elf, ".symtab", &sh);
 }
 
+/* Keeps elf as the debug file when it matched and has something to offer; else counts it. */
+static int keep_or_reject(Elf *elf, bool matched, enum ember_debug_source source,
+                          struct ember_debugfile *out)
+{
+	if (!matched || !has_dwarf_or_symtab(elf)) {
+		out->rejected++;
+		ember_elf_syms_free(&out->syms);
+		elf_end(elf);
+		return -ENOENT;
+	}
+	out->elf = elf;
+	out->source = source;
+	return 0;
+}
+
 static int try_build_id(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
                         struct ember_debugfile *out)
 {
@@ -114,15 +129,8 @@ static int try_build_id(const struct ember_elf_syms *main, const struct ember_de
 	close(fd);
 	if (!elf)
 		return -ENOEXEC;
-	if (!build_ids_match(elf, main, &out->syms) || !has_dwarf_or_symtab(elf)) {
-		out->rejected++;
-		ember_elf_syms_free(&out->syms);
-		elf_end(elf);
-		return -ENOENT;
-	}
-	out->elf = elf;
-	out->source = EMBER_DEBUG_BUILD_ID;
-	return 0;
+	return keep_or_reject(elf, build_ids_match(elf, main, &out->syms), EMBER_DEBUG_BUILD_ID,
+	                      out);
 }
 
 static int try_debuglink(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
@@ -144,15 +152,7 @@ static int try_debuglink(const struct ember_elf_syms *main, const struct ember_d
 	/* Same build id when both have one (cheap), else the link's CRC. */
 	ok = build_ids_match(elf, main, &out->syms) &&
 	     (main->build_id_len || crc_matches(elf, main->debuglink_crc));
-	if (!ok || !has_dwarf_or_symtab(elf)) {
-		out->rejected++;
-		ember_elf_syms_free(&out->syms);
-		elf_end(elf);
-		return -ENOENT;
-	}
-	out->elf = elf;
-	out->source = EMBER_DEBUG_DEBUGLINK;
-	return 0;
+	return keep_or_reject(elf, ok, EMBER_DEBUG_DEBUGLINK, out);
 }
 
 int ember_minidebuginfo_extract(Elf *elf, void **out, size_t *out_len)
