@@ -53,6 +53,17 @@ def with_split(seconds, fn):
         kill(wl)
 
 
+def record_split_to(r, seconds, *args):
+    """Records a split workload of `seconds` (`ember record -F HZ -p PID ARGS...`), then stops
+    the receiver r; returns the workload's pid, ember's exit code and its stderr."""
+    try:
+        pid, (rc, err) = with_split(seconds, lambda pid: (pid, record(
+            ["-F", str(HZ), "-p", str(pid), *args])))
+    finally:
+        r.stop()
+    return pid, rc, err
+
+
 def unique_requests(receivers):
     """Delivered requests, each profile batch once (a retried batch keeps its profile ids)."""
     seen, out = set(), []
@@ -267,12 +278,9 @@ def test_tls_with_client_certificates():
         assert reqs and otlp_total(reqs, pid) > 500, err
     # Without the client certificate the receiver refuses the handshake: not delivered.
     r = rx.HttpReceiver(tls=tls)
-    try:
-        _, (rc, err) = with_split(4, lambda pid: (pid, record(
-            ["-d", "1", "-F", str(HZ), "-p", str(pid), "--otlp", f"https://localhost:{r.port}",
-             "--otlp-ca", pki["ca"], "--otlp-deadline", "3s"])))
-    finally:
-        r.stop()
+    _, rc, err = record_split_to(r, 4, "-d", "1",
+                                 "--otlp", f"https://localhost:{r.port}", "--otlp-ca", pki["ca"],
+                                 "--otlp-deadline", "3s")
     log(f"  without client certificate: rc {rc}")
     assert rc == 1 and "not delivered" in err, err
 
@@ -302,12 +310,9 @@ def test_receiver_absent_at_start():
 def test_503_then_200_is_retried_and_nothing_lost():
     r = rx.HttpReceiver().then(("status", 503, 1), ("status", 503, 1), ("status", 429, None))
     folded = os.path.join(WD, "r.folded")
-    try:
-        pid, (rc, err) = with_split(8, lambda pid: (pid, record(
-            ["-d", "5", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "2s",
-             "--otlp", f"http://127.0.0.1:{r.port}"])))
-    finally:
-        r.stop()
+    pid, rc, err = record_split_to(r, 8, "-d", "5",
+                                   "-o", folded, "--interval", "2s", "--otlp",
+                                   f"http://127.0.0.1:{r.port}")
     log("  " + err.strip().replace("\n", "\n  "))
     assert rc == 0, err
     reqs = unique_requests([r])
@@ -323,12 +328,9 @@ def test_400_is_dropped_counted_and_not_retried():
     r = rx.HttpReceiver()
     r.default = ("status", 400)
     folded = os.path.join(WD, "b.folded")
-    try:
-        pid, (rc, err) = with_split(7, lambda pid: (pid, record(
-            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "1s",
-             "--otlp", f"http://127.0.0.1:{r.port}"])))
-    finally:
-        r.stop()
+    pid, rc, err = record_split_to(r, 7, "-d", "4",
+                                   "-o", folded, "--interval", "1s", "--otlp",
+                                   f"http://127.0.0.1:{r.port}")
     log("  " + err.strip().replace("\n", "\n  "))
     m = re.search(r"0 of (\d+) profile batches delivered", err)
     assert m, err
@@ -343,12 +345,9 @@ def test_400_is_dropped_counted_and_not_retried():
 def test_grpc_unavailable_is_retried_invalid_argument_dropped():
     r = rx.GrpcReceiver().then(("grpc", "UNAVAILABLE", 1.5), ("grpc", "RESOURCE_EXHAUSTED", None))
     folded = os.path.join(WD, "u.folded")
-    try:
-        pid, (rc, err) = with_split(7, lambda pid: (pid, record(
-            ["-d", "4", "-F", str(HZ), "-p", str(pid), "-o", folded, "--interval", "2s",
-             "--otlp", f"grpc://127.0.0.1:{r.port}"])))
-    finally:
-        r.stop()
+    pid, rc, err = record_split_to(r, 7, "-d", "4",
+                                   "-o", folded, "--interval", "2s", "--otlp",
+                                   f"grpc://127.0.0.1:{r.port}")
     log("  " + err.strip().replace("\n", "\n  "))
     assert rc == 0, err
     gap = r.attempts[1].time - r.attempts[0].time
@@ -358,12 +357,8 @@ def test_grpc_unavailable_is_retried_invalid_argument_dropped():
 
     r = rx.GrpcReceiver()
     r.default = ("grpc", "INVALID_ARGUMENT")
-    try:
-        _, (rc, err) = with_split(6, lambda pid: (pid, record(
-            ["-d", "3", "-F", str(HZ), "-p", str(pid), "--interval", "1s",
-             "--otlp", f"grpc://127.0.0.1:{r.port}"])))
-    finally:
-        r.stop()
+    _, rc, err = record_split_to(r, 6, "-d", "3",
+                                 "--interval", "1s", "--otlp", f"grpc://127.0.0.1:{r.port}")
     m = re.search(r"0 of (\d+) profile batches delivered", err)
     assert m and int(m.group(1)) >= 2 and len(r.attempts) == int(m.group(1)), err
     assert "gRPC status 3" in err and rc == 1, err
@@ -546,11 +541,7 @@ def test_daemons_ship_as_well():
 def test_partial_success_is_logged():
     r = rx.HttpReceiver()
     r.default = ("partial", 1, "one profile too many")
-    try:
-        _, (rc, err) = with_split(5, lambda pid: (pid, record(
-            ["-d", "2", "-F", str(HZ), "-p", str(pid), "--otlp", f"http://127.0.0.1:{r.port}"])))
-    finally:
-        r.stop()
+    _, rc, err = record_split_to(r, 5, "-d", "2", "--otlp", f"http://127.0.0.1:{r.port}")
     assert rc == 0, err
     assert "accepted the batch only in part" in err and "one profile too many" in err, err
 
