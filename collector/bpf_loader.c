@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "bpf_loader.h"
+#include "collector/bpf_loader.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

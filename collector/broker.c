@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "broker.h"
+#include "collector/broker.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "ipc/proto.h"
-#include "procs.h"
+#include "collector/seen_pids.h"
 
 struct ember_broker {
 	struct ember_procs *procs;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "check.h"
+#include "collector/check.h"
 
 #include <errno.h>
 #include <inttypes.h>

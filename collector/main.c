@@ -16,14 +16,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "collector/check.h"
 #include "ipc/endpoint.h"
 #include "ipc/ring.h"
-#include "record.h"
+#include "collector/run_loop.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
-#include "spawn.h"
+#include "collector/spawn.h"
 
 #define DEFAULT_HZ          19
 #define MAX_HZ              10000

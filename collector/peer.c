@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "peer.h"
+#include "collector/peer.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "broker.h"
+#include "collector/broker.h"
 #include "ipc/proto.h"
 #include "ipc/ring.h"
-#include "ring_drain.h"
-#include "tables.h"
+#include "collector/ring_drain.h"
+#include "collector/table_loader.h"
 
 struct ember_peer_config {
 	size_t ring_size;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ring_drain.h"
+#include "collector/ring_drain.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "ipc/ring.h"
-#include "procs.h"
+#include "collector/seen_pids.h"
 #include "bpf/records.h"
 
 #define EMBER_LOST_REASONS 6 /* enum ember_lost_reason values are below this */

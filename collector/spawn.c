@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "spawn.h"
+#include "collector/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "endpoint.h"
+#include "ipc/endpoint.h"
 
 #include <errno.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../shared/err.h"
+#include "shared/err.h"
 
 #ifndef SO_PASSRIGHTS
 #define SO_PASSRIGHTS 83

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "proto.h"
+#include "ipc/proto.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../shared/err.h"
+#include "shared/err.h"
 
 #define MAX_PASSED_FDS 4
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ring.h"
+#include "ipc/ring.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../shared/err.h"
+#include "shared/err.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "caps.h"
+#include "seccomp/caps.h"
 
 #include <errno.h>
 #include <linux/capability.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "landlock.h"
+#include "seccomp/landlock.h"
 
 #include <errno.h>
 #include <linux/landlock.h>

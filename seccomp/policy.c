@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "policy.h"
+#include "seccomp/policy.h"
 
 #include <errno.h>
 #include <seccomp.h>

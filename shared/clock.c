@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "clock.h"
+#include "shared/clock.h"
 
 #include <time.h>
 

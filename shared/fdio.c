@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "fdio.h"
+#include "shared/fdio.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "shared/err.h"
 
 long ember_read_whole_fd(int fd, size_t max, char **out)
 {

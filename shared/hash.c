@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "hash.h"
+#include "shared/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>

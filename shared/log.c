@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "log.h"
+#include "shared/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "str.h"
+#include "shared/str.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "broker_client.h"
+#include "symbolizer/broker_client.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon.h"
+#include "symbolizer/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "ipc/endpoint.h"
-#include "session.h"
+#include "symbolizer/session.h"
 #include "shared/err.h"
 #include "shared/log.h"
 

@@ -16,9 +16,9 @@
 
 #include <stdint.h>
 
-#include "rotate.h"
-#include "session.h"
-#include "sandbox.h"
+#include "symbolizer/formats/rotate.h"
+#include "symbolizer/session.h"
+#include "symbolizer/sandbox.h"
 
 #define EMBER_DAEMON_BACKOFF_MIN_MS 100
 #define EMBER_DAEMON_BACKOFF_MAX_MS 5000

@@ -17,14 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "daemon.h"
-#include "export.h"
-#include "export_config.h"
+#include "symbolizer/file_commands.h"
+#include "symbolizer/daemon.h"
+#include "symbolizer/export/export_queue.h"
+#include "symbolizer/export/export_config.h"
 #include "ipc/endpoint.h"
-#include "output.h"
-#include "sandbox.h"
-#include "session.h"
+#include "symbolizer/formats/profile_writer.h"
+#include "symbolizer/sandbox.h"
+#include "symbolizer/session.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "record_decode.h"
+#include "symbolizer/record_decode.h"
 
 #include <errno.h>
 #include <string.h>

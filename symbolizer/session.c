@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "session.h"
+#include "symbolizer/session.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,15 +11,15 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "broker_client.h"
+#include "symbolizer/broker_client.h"
 #include "ipc/ring.h"
-#include "out_otlp.h"
-#include "profile.h"
-#include "record_decode.h"
+#include "symbolizer/formats/out_otlp.h"
+#include "symbolizer/profile/profile.h"
+#include "symbolizer/record_decode.h"
 #include "shared/clock.h"
 #include "shared/log.h"
-#include "symbolize.h"
-#include "unwind_tables.h"
+#include "symbolizer/symbolize.h"
+#include "symbolizer/unwind/unwind_tables.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define RELEASE_EVERY        64 /* records between consumer-position updates */

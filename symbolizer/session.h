@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "export.h"
-#include "output.h"
-#include "rotate.h"
+#include "symbolizer/export/export_queue.h"
+#include "symbolizer/formats/profile_writer.h"
+#include "symbolizer/formats/rotate.h"
 
 #define EMBER_MAX_OUTPUTS 16
 

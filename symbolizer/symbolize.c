@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbolize.h"
+#include "symbolizer/symbolize.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,10 +9,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "demangle.h"
-#include "container.h"
+#include "symbolizer/symbols/demangle.h"
+#include "symbolizer/process/container.h"
 #include "shared/log.h"
-#include "unwind_tables.h"
+#include "symbolizer/unwind/unwind_tables.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 

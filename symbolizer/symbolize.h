@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "broker_client.h"
-#include "kallsyms.h"
-#include "objcache.h"
-#include "process.h"
-#include "profile.h"
+#include "symbolizer/broker_client.h"
+#include "symbolizer/symbols/kallsyms.h"
+#include "symbolizer/symbols/objcache.h"
+#include "symbolizer/process/process_table.h"
+#include "symbolizer/profile/profile.h"
 #include "bpf/records.h"
 
 #define EMBER_KALLSYMS_RELOAD_NS (60ull * 1000000000ull)

@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolizer/demangle.h"
-#include "symbolizer/objfile.h"
+#include "symbolizer/symbols/demangle.h"
+#include "symbolizer/symbols/objfile.h"
 
 static uint64_t now_ns(void)
 {

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "symbolizer/container.h"
+#include "symbolizer/process/container.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

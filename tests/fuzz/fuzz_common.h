@@ -9,8 +9,8 @@
 
 #include <stdlib.h>
 
-#include "symbolizer/output.h"
-#include "symbolizer/profile.h"
+#include "symbolizer/formats/profile_writer.h"
+#include "symbolizer/profile/profile.h"
 
 static inline void fuzz_write_all_formats(const struct ember_profile *p)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolizer/demangle.h"
+#include "symbolizer/symbols/demangle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

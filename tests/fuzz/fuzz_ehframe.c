@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The CFI parser (symbolizer/ehframe.c): .eh_frame and .debug_frame bytes
+ * The CFI parser (symbolizer/unwind/cfi.c): .eh_frame and .debug_frame bytes
  * as a mapped file would hold them, or a whole ELF image. The first input
  * byte picks the mode and the section address; the rest is the data.
  * Beyond not crashing, every table must come out sorted with valid kinds.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolizer/ehframe.h"
+#include "symbolizer/unwind/cfi.h"
 
 static void check_rows(const struct ember_unwind_rows *r)
 {

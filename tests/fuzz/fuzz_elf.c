@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolizer/objfile.h"
+#include "symbolizer/symbols/objfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolizer/gopclntab.h"
+#include "symbolizer/symbols/gopclntab.h"
 
 #define VADDR 0x400000u
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "symbolizer/in_folded.h"
+#include "symbolizer/formats/in_folded.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

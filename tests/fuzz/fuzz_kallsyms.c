@@ -2,7 +2,7 @@
 /* /proc/kallsyms text, with module and BPF program names. */
 #include <stdint.h>
 
-#include "symbolizer/kallsyms.h"
+#include "symbolizer/symbols/kallsyms.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
 /* /proc/PID/maps text: the paths in it are chosen by the profiled process. */
 #include <stdint.h>
 
-#include "symbolizer/procmaps.h"
+#include "symbolizer/process/maps_parser.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

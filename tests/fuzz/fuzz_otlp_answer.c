@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "symbolizer/otlp_transport.h"
+#include "symbolizer/export/otlp_transport.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

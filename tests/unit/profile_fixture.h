@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "symbolizer/profile.h"
+#include "symbolizer/profile/profile.h"
 
 static inline uint32_t fixture_fn(struct ember_profile *p, const char *name)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "symbolizer/elf_syms.h"
-#include "symbolizer/procmaps.h"
+#include "symbolizer/symbols/elf_syms.h"
+#include "symbolizer/process/maps_parser.h"
 
 /* The ELF virtual address of fn, found through this process's mapping of the file syms reads. */
 static inline uint64_t self_elf_addr_of(const struct ember_elf_syms *syms, const void *fn)

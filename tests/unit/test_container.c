@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "symbolizer/container.h"
+#include "symbolizer/process/container.h"
 
 #define ID "3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a09"
 

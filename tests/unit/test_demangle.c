@@ -5,7 +5,7 @@
 #include <sys/resource.h>
 
 #include "check_main.h"
-#include "symbolizer/demangle.h"
+#include "symbolizer/symbols/demangle.h"
 
 static void expect(const char *mangled, const char *want)
 {

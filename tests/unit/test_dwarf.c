@@ -14,8 +14,8 @@
 #include "check_main.h"
 #include "mini_elf.h"
 #include "self_elf.h"
-#include "symbolizer/objfile.h"
-#include "symbolizer/procmaps.h"
+#include "symbolizer/symbols/objfile.h"
+#include "symbolizer/process/maps_parser.h"
 
 volatile unsigned long dwarf_test_sink;
 static int inner_line, call_line;

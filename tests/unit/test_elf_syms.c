@@ -10,8 +10,8 @@
 #include "check_main.h"
 #include "mini_elf.h"
 #include "self_elf.h"
-#include "symbolizer/elf_syms.h"
-#include "symbolizer/procmaps.h"
+#include "symbolizer/symbols/elf_syms.h"
+#include "symbolizer/process/maps_parser.h"
 
 __attribute__((noinline)) int ember_test_marker_function(int x)
 {

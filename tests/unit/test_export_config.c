@@ -9,7 +9,7 @@
 
 #include "check_main.h"
 #include "shared/str.h"
-#include "symbolizer/export_config.h"
+#include "symbolizer/export/export_config.h"
 
 /* A fake environment: NAME=VALUE strings, NULL-terminated. */
 static const char *const *fake_env;

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/file_id.h"
+#include "symbolizer/symbols/file_id.h"
 
 static int temp_file(const unsigned char *data, size_t len)
 {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/gopclntab.h"
+#include "symbolizer/symbols/gopclntab.h"
 
 static char dir[4096];
 

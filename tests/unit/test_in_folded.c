@@ -5,8 +5,8 @@
 
 #include "check_main.h"
 #include "profile_fixture.h"
-#include "symbolizer/in_folded.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/in_folded.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static char *folded_of(const struct ember_profile *p)
 {

@@ -8,10 +8,10 @@
 #include "check_main.h"
 #include "pprof.pb-c.h"
 #include "profile_fixture.h"
-#include "symbolizer/in_pprof.h"
-#include "symbolizer/input.h"
-#include "symbolizer/out_pprof.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/in_pprof.h"
+#include "symbolizer/formats/profile_reader.h"
+#include "symbolizer/formats/out_pprof.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static char *folded_of(const struct ember_profile *p)
 {

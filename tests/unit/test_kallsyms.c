@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "symbolizer/kallsyms.h"
+#include "symbolizer/symbols/kallsyms.h"
 
 static const char text[] = "ffffffff81000000 T _stext\n"
 			   "ffffffff81000100 t helper_a\n"

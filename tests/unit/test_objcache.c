@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/objcache.h"
+#include "symbolizer/symbols/objcache.h"
 
 static int open_ro(const char *path)
 {

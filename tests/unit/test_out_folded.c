@@ -4,8 +4,8 @@
 
 #include "check_main.h"
 #include "profile_fixture.h"
-#include "symbolizer/out_folded.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/out_folded.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static char *folded_of(const struct ember_profile *p)
 {

@@ -5,9 +5,9 @@
 
 #include "check_main.h"
 #include "profile_fixture.h"
-#include "symbolizer/in_folded.h"
-#include "symbolizer/out_html.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/in_folded.h"
+#include "symbolizer/formats/out_html.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static char *html_of(const struct ember_profile *p)
 {

@@ -15,8 +15,8 @@
 #include "otlp/profiles_service.pb-c.h"
 #include "profile_fixture.h"
 #include "shared/str.h"
-#include "symbolizer/out_otlp.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/out_otlp.h"
+#include "symbolizer/formats/profile_writer.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
     Request;

@@ -7,8 +7,8 @@
 #include "check_main.h"
 #include "pprof.pb-c.h"
 #include "profile_fixture.h"
-#include "symbolizer/out_pprof.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/out_pprof.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static const char *str(const Ember__Pprof__Profile *pp, int64_t i)
 {

@@ -6,7 +6,7 @@
 
 #include "check_main.h"
 #include "profile_fixture.h"
-#include "symbolizer/output.h"
+#include "symbolizer/formats/profile_writer.h"
 
 static char *folded(const struct ember_profile *p)
 {

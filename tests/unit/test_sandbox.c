@@ -18,8 +18,8 @@
 
 #include "check_main.h"
 #include "seccomp/landlock.h"
-#include "symbolizer/profile.h"
-#include "symbolizer/rotate.h"
+#include "symbolizer/profile/profile.h"
+#include "symbolizer/formats/rotate.h"
 #include "symbolizer/sandbox.h"
 
 #define NOBODY 65534

@@ -6,8 +6,8 @@
 
 #include "check_main.h"
 #include "profile_fixture.h"
-#include "symbolizer/in_folded.h"
-#include "symbolizer/top.h"
+#include "symbolizer/formats/in_folded.h"
+#include "symbolizer/profile/top.h"
 
 static void tree_of_text(struct ember_flame *t, struct ember_profile *p, const char *text)
 {

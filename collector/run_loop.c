@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "collector/run_loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/param.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collector/bpf_loader.h"
+#include "collector/broker.h"
+#include "collector/peer.h"
+#include "collector/seen_pids.h"
+#include "collector/ring_drain.h"
+#include "ipc/endpoint.h"
+#include "seccomp/caps.h"
+#include "seccomp/policy.h"
+#include "collector/table_loader.h"
+#include "shared/clock.h"
+#include "shared/err.h"
+#include "shared/log.h"
+
+#define TICK_MS              250
+#define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
+#define PROCS_CAPACITY       32768
+#define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
+
+enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN };
+
+struct recorder {
+	struct ember_record_opts *opts;
+	struct ember_bpf bpf;
+	struct ember_procs procs;
+	struct ember_drain drain;
+	struct ember_broker broker;
+	struct ember_peer peer;
+	struct ember_tables tables;
+	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
+	pid_t child;
+	uint64_t start_ns, stop_ns, flush_deadline_ns;
+	uint64_t ticks;
+	bool stopping, finished, failed, progress_drawn;
+	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
+	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
+};
+
+/* The progress line is redrawn in place; log lines first erase it. */
+static void erase_progress(void)
+{
+	static const char erase[] = "\r\033[K";
+
+	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
+		return;
+}
+
+static void draw_progress(struct recorder *r, uint64_t now_ns)
+{
+	char line[256], total[32] = "";
+	int n;
+
+	if (!r->opts->progress)
+		return;
+	if (r->opts->duration_ms)
+		snprintf(total, sizeof(total), " / %" PRIu64 "s", r->opts->duration_ms / 1000);
+	n = snprintf(line, sizeof(line),
+	             "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
+	             (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
+	             ember_drain_lost_total(&r->drain),
+	             r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
+		r->progress_drawn = true;
+		ember_log_set_before_hook(erase_progress);
+	}
+}
+
+static int epoll_add(int epfd, int fd, enum event_tag tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? neg_errno() : 0;
+}
+
+static void unlink_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++)
+		if (o->outputs[i].created)
+			unlink(o->outputs[i].path);
+}
+
+static int open_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++) {
+		o->outputs[i].fd = -1;
+		o->outputs[i].created = false;
+	}
+	for (size_t i = 0; i < o->noutputs; i++) {
+		int fd = open(o->outputs[i].path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			int err = neg_errno();
+
+			log_error("cannot write %s: %s; choose a writable path for -o",
+			          o->outputs[i].path, strerror(-err));
+			unlink_outputs(o);
+			return err;
+		}
+		o->outputs[i].fd = fd;
+		o->outputs[i].created = true;
+	}
+	return 0;
+}
+
+static void close_outputs(struct ember_record_opts *o)
+{
+	for (size_t i = 0; i < o->noutputs; i++) {
+		if (o->outputs[i].fd >= 0)
+			close(o->outputs[i].fd);
+		o->outputs[i].fd = -1;
+	}
+}
+
+static void begin_stop(struct recorder *r, const char *why)
+{
+	uint64_t drops[EMBER_DROP_MAX];
+
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	log_debug("stopping: %s", why);
+	ember_bpf_stop_sampling(&r->bpf);
+	ember_bpf_drain(&r->bpf);
+	if (!ember_bpf_read_drops(&r->bpf, drops))
+		ember_drain_account_bpf_drops(&r->drain, drops);
+	r->flush_deadline_ns = ember_monotonic_ns() + FLUSH_TIMEOUT_NS;
+	if (ember_peer_send_flush(&r->peer, &r->drain, true)) {
+		if (r->opts->socket_path)
+			log_info("no symbolizer connected: the last samples are lost");
+		else
+			log_error("the symbolizer is not connected: no outputs can be written");
+		r->failed = !r->opts->socket_path;
+		r->finished = true;
+	}
+}
+
+static void drop_peer(struct recorder *r)
+{
+	if (r->peer.sock >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
+	ember_peer_detach(&r->peer, &r->drain);
+}
+
+static void on_tick(struct recorder *r, uint64_t now_ns)
+{
+	uint64_t drops[EMBER_DROP_MAX], expirations;
+
+	if (read(r->timerfd, &expirations, sizeof(expirations)) < 0)
+		return;
+	r->ticks++;
+	if (!r->stopping) {
+		/* Samples wake the collector only when urgent: the tick drains the rest. */
+		ember_bpf_drain(&r->bpf);
+		if (!ember_bpf_read_drops(&r->bpf, drops))
+			ember_drain_account_bpf_drops(&r->drain, drops);
+		ember_drain_flush_lost(&r->drain);
+		if (r->peer.state == EMBER_PEER_ACTIVE && r->peer.ring.bad_positions) {
+			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
+			         "disconnecting it",
+			         r->peer.pid);
+			drop_peer(r);
+		}
+		if (r->peer.state == EMBER_PEER_ACTIVE)
+			ember_ring_notify(&r->peer.ring);
+		if (r->ticks % (1000 / TICK_MS) == 0)
+			ember_bpf_refresh_cpus(&r->bpf);
+		if (r->opts->duration_ms && now_ns >= r->stop_ns)
+			begin_stop(r, "duration reached");
+	} else if (now_ns > r->flush_deadline_ns) {
+		log_error("the symbolizer did not finish its outputs within %llu s; giving up",
+		          FLUSH_TIMEOUT_NS / 1000000000ull);
+		r->failed = true;
+		r->finished = true;
+	}
+	draw_progress(r, now_ns);
+}
+
+static void on_signal(struct recorder *r)
+{
+	struct signalfd_siginfo si;
+
+	if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP && r->opts->socket_path)
+		return; /* the daemon keeps no files to reopen */
+	if (!r->stopping) {
+		begin_stop(r, "signal");
+		return;
+	}
+	log_warn("stopping without waiting for the outputs (second signal)");
+	r->failed = true;
+	r->finished = true;
+}
+
+static void describe_child_exit(int status)
+{
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+		log_error("the symbolizer was killed by its sandbox (SIGSYS: a forbidden system "
+		          "call); please report this with `ember record --log-level debug` output");
+	else if (WIFSIGNALED(status))
+		log_error("the symbolizer was killed by signal %d", WTERMSIG(status));
+	else if (WIFEXITED(status) && WEXITSTATUS(status))
+		log_error("the symbolizer failed (exit status %d); see its messages above",
+		          WEXITSTATUS(status));
+}
+
+static void on_peer(struct recorder *r, uint64_t now_ns)
+{
+	int err = ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now_ns);
+
+	/* FLUSHED can come together with the peer's goodbye (err): its status first. */
+	if (r->stopping && r->peer.flushed && r->peer.flush_status == -EREMOTEIO)
+		r->undelivered = r->opts->otlp_url != NULL;
+	if (err) {
+		drop_peer(r);
+		/* The daemon samples on (counting losses) until a symbolizer connects
+		 * again; a child that is gone or misbehaving cannot write outputs now. */
+		if (r->opts->socket_path)
+			r->finished = r->stopping;
+		else if (!r->peer.flushed && r->child > 0)
+			kill(r->child, SIGKILL); /* its exit (described there) ends the run */
+		return;
+	}
+	if (r->stopping && r->peer.flushed) {
+		if (r->peer.flush_status && r->peer.flush_status != -EREMOTEIO) {
+			log_error("the symbolizer could not write the outputs: %s",
+			          strerror(-r->peer.flush_status));
+			r->failed = true;
+		}
+		r->finished |= r->opts->socket_path != NULL;
+	}
+}
+
+static void on_child_exit(struct recorder *r)
+{
+	int status = 0;
+
+	if (waitpid(r->child, &status, WNOHANG) <= 0)
+		return;
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->child_pidfd, NULL);
+	r->child = 0;
+	/* What it sent before it exited, FLUSHED among it, may still wait in the socket (the
+	 * socket reads at most 64 messages a call); its end of the stream comes after. */
+	for (int i = 0; i < 64 && ember_peer_connected(&r->peer) && !r->peer.flushed; i++)
+		on_peer(r, ember_monotonic_ns());
+	if (!(r->stopping && r->peer.flushed && WIFEXITED(status) && !WEXITSTATUS(status))) {
+		describe_child_exit(status);
+		if (!r->stopping || !r->peer.flushed)
+			log_error("the recording ended without complete outputs");
+		r->failed = true;
+	}
+	r->finished = true;
+}
+
+/* Daemon: a symbolizer connects. One at a time, and only of the configured uid and gid. */
+static void on_listen(struct recorder *r)
+{
+	struct ember_peer_cred c = {0};
+	int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	/* A peer that hung up just before this one connected must not get it refused:
+	 * read the old connection first (epoll may report the two in either order). */
+	if (ember_peer_connected(&r->peer))
+		on_peer(r, ember_monotonic_ns());
+	if (ember_endpoint_peer(fd, &c) || c.uid != r->opts->uid || c.gid != r->opts->gid ||
+	    ember_peer_connected(&r->peer)) {
+		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
+		         (unsigned)c.uid, (unsigned)c.gid,
+		         ember_peer_connected(&r->peer) ? "another one is connected"
+		                                        : "not the configured user and group");
+		close(fd);
+		return;
+	}
+	ember_peer_attach(&r->peer, fd, c.pid);
+	ember_procs_note(&r->procs, (uint32_t)c.pid, ember_monotonic_ns());
+	ember_broker_new_peer(&r->broker);
+	if (epoll_add(r->epfd, fd, TAG_PEER))
+		ember_peer_detach(&r->peer, &r->drain);
+}
+
+/*
+ * After loading, the collector keeps only the capabilities it uses:
+ *   CAP_SYS_PTRACE       /proc/PID/maps, mem and root of other users' processes
+ *   CAP_DAC_READ_SEARCH  mapped and debug files whatever their permissions
+ *   CAP_SYSLOG           real addresses in /proc/kallsyms and /proc/modules
+ *   CAP_PERFMON          cpu-clock events on CPUs that come online
+ *   CAP_CHECKPOINT_RESTORE  /proc/PID/map_files: the very file a process mapped
+ *   CAP_KILL             (ember record) stopping its child, which runs as another user
+ * CAP_BPF and CAP_SYS_ADMIN go: programs and maps are loaded, and their
+ * descriptors need no capability. Then only the system calls of
+ * seccomp/collector.policy remain.
+ */
+static int confine(struct recorder *r)
+{
+	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
+	                EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
+	                EMBER_CAP(CAP_CHECKPOINT_RESTORE) | (r->child ? EMBER_CAP(CAP_KILL) : 0);
+	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()},
+	                                      {"child", (uint64_t)r->child}};
+	int err = ember_caps_limit(keep);
+
+	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
+	if (err && err != -EPERM)
+		return err;
+	return ember_policy_load(&ember_collector_policy,
+	                         EMBER_POLICY_BASE |
+	                             (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
+	                         params, ARRAY_SIZE(params));
+}
+
+static int setup_signals(struct recorder *r)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return neg_errno();
+	signal(SIGPIPE, SIG_IGN);
+	r->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return r->sigfd < 0 ? neg_errno() : 0;
+}
+
+static int await_symbolizer(struct recorder *r)
+{
+	uint64_t deadline = ember_monotonic_ns() + HANDSHAKE_TIMEOUT_NS;
+
+	while (r->peer.state != EMBER_PEER_ACTIVE) {
+		struct pollfd pfd = {.fd = r->peer.sock, .events = POLLIN};
+		uint64_t now = ember_monotonic_ns();
+
+		if (now >= deadline || poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1) <= 0 ||
+		    ember_peer_on_readable(&r->peer, &r->broker, &r->drain, now)) {
+			log_error("the symbolizer did not start; see its messages above");
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+static int setup(struct recorder *r)
+{
+	struct ember_record_opts *o = r->opts;
+	struct ember_peer_config pc = {
+	    /* Two seconds of the largest samples from every CPU, unless --ring-size. */
+	    .ring_size = o->ring_size ? o->ring_size
+	                              : ember_ring_bytes_for(
+					    o->sample_hz, libbpf_num_possible_cpus(), 2, 1u << 20),
+	    .sample_hz = o->sample_hz,
+	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
+	    .start_time_ns = ember_realtime_ns(),
+	};
+	struct ember_bpf_opts bo = {
+	    .sample_hz = o->sample_hz,
+	    .pids = o->pids,
+	    .npids = o->npids,
+	    .on_sample = ember_drain_on_sample,
+	    .on_proc_event = ember_drain_on_proc_event,
+	    .cb_ctx = &r->drain,
+	};
+	struct ember_spawn_opts so = {
+	    .uid = o->uid,
+	    .gid = o->gid,
+	    .outputs = o->outputs,
+	    .noutputs = o->noutputs,
+	    .otlp_url = o->otlp_url,
+	    .log_level = o->log_level,
+	    .extra_args = o->symbolizer_args,
+	};
+	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
+	struct rlimit nofile = {2 * PROCS_CAPACITY, 2 * PROCS_CAPACITY};
+	int sv[2], err;
+
+	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
+	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
+	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	err = ember_procs_init(&r->procs, MIN(PROCS_CAPACITY, nofile.rlim_cur / 2));
+	if (err)
+		return err;
+	ember_drain_init(&r->drain, &r->procs);
+	ember_broker_init(&r->broker, &r->procs);
+	if (o->debug_dir)
+		r->broker.debug_root = o->debug_dir;
+	ember_peer_init(&r->peer, &pc);
+
+	err = setup_signals(r);
+	if (err)
+		return err;
+	if (o->socket_path) {
+		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
+		if (r->listen_fd < 0) {
+			log_error("cannot listen at %s: %s; is another ember-collector running?",
+			          o->socket_path, strerror(-r->listen_fd));
+			return r->listen_fd;
+		}
+	} else {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return neg_errno();
+		ember_endpoint_refuse_fds(sv[0]);
+		so.sock_fd = sv[1];
+		err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
+		close(sv[1]);
+		if (err) {
+			close(sv[0]);
+			return err;
+		}
+		ember_peer_attach(&r->peer, sv[0], r->child);
+		/* The symbolizer may read its own maps: it warms its unwind tables with its
+		 * libraries. */
+		ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
+		/* The child has its copies; the collector keeps none of the outputs open. */
+		close_outputs(o);
+		/* Sample only once the symbolizer can take samples: none lost at the start. */
+		err = await_symbolizer(r);
+		if (err)
+			return err;
+	}
+
+	err = ember_bpf_start(&r->bpf, &bo);
+	if (!err)
+		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
+		                        r->bpf.unwind_blocks_fd, r->bpf.unwind_procs_fd, 0);
+	if (err)
+		return err;
+	r->peer.tables = &r->tables;
+	r->start_ns = ember_monotonic_ns();
+	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
+
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->epfd < 0 || r->timerfd < 0)
+		return neg_errno();
+	if (timerfd_settime(r->timerfd, 0, &tick, NULL) < 0)
+		return neg_errno();
+	if ((err = epoll_add(r->epfd, ember_bpf_ring_fd(&r->bpf), TAG_BPF)) ||
+	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
+	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
+	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
+	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
+	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
+		return err;
+	err = confine(r);
+	if (err)
+		log_error("cannot confine the collector: %s", strerror(-err));
+	return err;
+}
+
+static void teardown(struct recorder *r)
+{
+	if (r->child > 0) {
+		int status;
+
+		kill(r->child, SIGKILL);
+		if (waitpid(r->child, &status, 0) > 0 && WIFEXITED(status))
+			r->usage = WEXITSTATUS(status) == EMBER_EXIT_USAGE;
+	}
+	ember_peer_detach(&r->peer, &r->drain);
+	ember_tables_free(&r->tables);
+	ember_bpf_destroy(&r->bpf);
+	ember_procs_free(&r->procs);
+	if (r->child_pidfd >= 0)
+		close(r->child_pidfd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->timerfd >= 0)
+		close(r->timerfd);
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	if (r->sigfd >= 0)
+		close(r->sigfd);
+}
+
+static void run_loop(struct recorder *r)
+{
+	while (!r->finished) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(r->epfd, evs, 8, -1);
+		uint64_t now = ember_monotonic_ns();
+
+		if (n < 0 && errno != EINTR) {
+			log_error("epoll_wait: %s", strerror(errno));
+			r->failed = true;
+			return;
+		}
+		for (int i = 0; i < n && !r->finished; i++) {
+			switch (evs[i].data.u32) {
+			case TAG_BPF:
+				ember_bpf_drain(&r->bpf);
+				if (r->peer.state == EMBER_PEER_ACTIVE)
+					ember_ring_notify(&r->peer.ring);
+				break;
+			case TAG_SIGNAL:
+				on_signal(r);
+				break;
+			case TAG_TIMER:
+				on_tick(r, now);
+				break;
+			case TAG_PEER:
+				on_peer(r, now);
+				break;
+			case TAG_CHILD:
+				on_child_exit(r);
+				break;
+			case TAG_LISTEN:
+				on_listen(r);
+				break;
+			}
+		}
+	}
+}
+
+int ember_record_run(struct ember_record_opts *o)
+{
+	struct recorder r = {
+	    .opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1, .listen_fd = -1};
+	int err;
+
+	err = open_outputs(o);
+	if (err)
+		return EMBER_EXIT_FAILURE;
+	err = setup(&r);
+	if (err) {
+		if (err != -EPERM && err != -EACCES)
+			log_debug("setup failed: %s", strerror(-err));
+		else
+			log_error(
+			    "not permitted (%s): run as root or with CAP_BPF and CAP_PERFMON; "
+			    "see `ember check`",
+			    strerror(-err));
+		close_outputs(o);
+		teardown(&r);
+		unlink_outputs(o);
+		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
+	}
+	draw_progress(&r, r.start_ns);
+	run_loop(&r);
+	if (r.progress_drawn) {
+		draw_progress(&r, ember_monotonic_ns());
+		if (write(STDERR_FILENO, "\n", 1) < 0)
+			r.failed = true;
+		ember_log_set_before_hook(NULL);
+	}
+	teardown(&r);
+	if (r.failed) {
+		unlink_outputs(o);
+		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
+	}
+	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
+	         ember_drain_lost_total(&r.drain));
+	for (size_t i = 0; i < o->noutputs; i++)
+		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
+	if (r.undelivered)
+		log_error("not every profile reached %s (see above)", o->otlp_url);
+	return r.undelivered ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "collector/table_loader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "shared/err.h"
+#include "shared/log.h"
+
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
+                      uint64_t max_rows)
+{
+	memset(t, 0, sizeof(*t));
+	t->tables_fd = tables_fd;
+	t->blocks_fd = blocks_fd;
+	t->procs_fd = procs_fd;
+	t->max_rows = max_rows ? max_rows : EMBER_TABLES_MAX_ROWS;
+	t->slot_rows = calloc(EMBER_UNWIND_MAX_TABLES, sizeof(*t->slot_rows));
+	return t->slot_rows ? 0 : -ENOMEM;
+}
+
+/* Empties a slot: the unwinder stops using it before its blocks go. */
+static void drop_slot(struct ember_tables *t, uint32_t slot, uint32_t rows)
+{
+	struct ember_unwind_block_key key = {slot, 0};
+	uint32_t none = 0;
+
+	bpf_map_update_elem(t->tables_fd, &slot, &none, BPF_ANY);
+	for (; key.block < rows / EMBER_UNWIND_BLOCK_ROWS; key.block++)
+		bpf_map_delete_elem(t->blocks_fd, &key);
+	t->rows_loaded -= t->slot_rows[slot];
+	t->slot_rows[slot] = 0;
+}
+
+static void failed(struct ember_tables *t, const char *what, int err)
+{
+	/* Counted, not fatal: the unwinder stops cleanly where a table is missing. */
+	if (!t->failures++)
+		log_warn("cannot load an unwind %s: %s (stacks through it end in a marker)", what,
+		         strerror(-err));
+}
+
+static bool row_ok(const struct ember_unwind_row *r)
+{
+	switch (r->kind) {
+	case EMBER_ROW_CFA_SP:
+	case EMBER_ROW_CFA_FP:
+		return r->cfa_slots > 0 && r->fp_slot >= EMBER_ROW_FP_SLOT_MIN && r->fp_slot <= 0;
+	case EMBER_ROW_PLT:
+		return r->cfa_slots >= 0 && r->cfa_slots < 16 && !r->fp_slot;
+	case EMBER_ROW_INVALID:
+	case EMBER_ROW_GAP:
+	case EMBER_ROW_SIGNAL:
+	case EMBER_ROW_END:
+		return !r->cfa_slots && !r->fp_slot;
+	default:
+		return false;
+	}
+}
+
+static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table *m)
+{
+	uint32_t nblocks;
+
+	if (m->table >= EMBER_UNWIND_MAX_TABLES || m->reserved)
+		return -EPROTO;
+	switch (m->op) {
+	case EMBER_UNWIND_TABLE_CREATE:
+		if (t->building || !m->nrows || m->nrows > EMBER_UNWIND_MAX_TABLE_ROWS ||
+		    m->nrows % EMBER_UNWIND_BLOCK_ROWS)
+			return -EPROTO;
+		if (t->slot_rows[m->table])
+			drop_slot(t, m->table, t->slot_rows[m->table]);
+		t->building = true;
+		t->build_slot = m->table;
+		t->build_rows = m->nrows;
+		t->build_next = t->build_last_pc = 0;
+		t->build_failed = t->rows_loaded + m->nrows > t->max_rows;
+		if (t->build_failed)
+			failed(t, "table (the row budget is spent)", -E2BIG);
+		return 0;
+	case EMBER_UNWIND_TABLE_COMMIT:
+		if (!t->building || m->table != t->build_slot || t->build_next != t->build_rows)
+			return -EPROTO;
+		t->building = false;
+		nblocks = t->build_rows / EMBER_UNWIND_BLOCK_ROWS;
+		if (!t->build_failed &&
+		    bpf_map_update_elem(t->tables_fd, &m->table, &nblocks, BPF_ANY)) {
+			failed(t, "table", neg_errno());
+			t->build_failed = true;
+		}
+		t->slot_rows[m->table] = t->build_rows;
+		t->rows_loaded += t->build_rows;
+		if (t->build_failed)
+			drop_slot(t, m->table, t->build_rows);
+		else
+			t->tables_loaded++;
+		return 0;
+	case EMBER_UNWIND_TABLE_DROP:
+		if (t->building && m->table == t->build_slot)
+			return -EPROTO;
+		drop_slot(t, m->table, t->slot_rows[m->table]);
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int on_rows(struct ember_tables *t, const struct ember_msg_unwind_rows *m)
+{
+	struct ember_unwind_block_key key = {m->table, m->first / EMBER_UNWIND_BLOCK_ROWS};
+	uint32_t count = m->count, last_pc = t->build_last_pc;
+
+	if (!t->building || m->table != t->build_slot || m->first != t->build_next || !count ||
+	    count > EMBER_UNWIND_ROWS_PER_MSG || count % EMBER_UNWIND_BLOCK_ROWS ||
+	    count > t->build_rows - m->first || m->reserved)
+		return -EPROTO;
+	for (uint32_t i = 0; i < count; i++) {
+		/* Sorted rows: the unwinder's binary search depends on it. */
+		if (!row_ok(&m->rows[i]) || m->rows[i].pc < last_pc)
+			return -EPROTO;
+		last_pc = m->rows[i].pc;
+	}
+	t->build_last_pc = last_pc;
+	t->build_next += count;
+	for (uint32_t i = 0; i < count && !t->build_failed;
+	     i += EMBER_UNWIND_BLOCK_ROWS, key.block++)
+		if (bpf_map_update_elem(t->blocks_fd, &key, &m->rows[i], BPF_ANY)) {
+			t->build_failed = true;
+			failed(t, "table", neg_errno());
+		}
+	return 0;
+}
+
+static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m)
+{
+	struct ember_unwind_proc *s = &t->staging;
+
+	if (!m->pid || m->pid > (1u << 22) || m->total > EMBER_UNWIND_MAX_MAPPINGS ||
+	    m->count > EMBER_UNWIND_MAPPINGS_PER_MSG || m->first > m->total ||
+	    m->count > m->total - m->first)
+		return -EPROTO;
+	if (!m->total) {
+		bpf_map_delete_elem(t->procs_fd, &m->pid);
+		return 0;
+	}
+	if (!m->first) {
+		memset(s, 0, sizeof(*s));
+		t->staging_pid = m->pid;
+		s->count = m->total;
+		t->staged = 0;
+	} else if (m->pid != t->staging_pid || m->total != s->count || m->first != t->staged) {
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < m->count; i++) {
+		const struct ember_unwind_mapping *e = &m->mappings[i];
+		uint32_t at = m->first + i;
+
+		if (e->start >= e->end || (at && e->start < s->mappings[at - 1].end) ||
+		    (e->table != EMBER_UNWIND_NO_TABLE && e->table >= EMBER_UNWIND_MAX_TABLES) ||
+		    e->reserved)
+			return -EPROTO;
+		s->mappings[at] = *e;
+	}
+	t->staged += m->count;
+	if (t->staged == s->count) {
+		if (bpf_map_update_elem(t->procs_fd, &t->staging_pid, s, BPF_ANY))
+			failed(t, "process", neg_errno());
+		else
+			t->procs_loaded++;
+		t->staging_pid = 0;
+	}
+	return 0;
+}
+
+int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
+{
+	switch (m->hdr.type) {
+	case EMBER_MSG_UNWIND_TABLE:
+		return on_table(t, &m->unwind_table);
+	case EMBER_MSG_UNWIND_ROWS:
+		return on_rows(t, &m->unwind_rows);
+	case EMBER_MSG_UNWIND_PROC:
+		return on_proc(t, &m->unwind_proc);
+	default:
+		return -EPROTO;
+	}
+}
+
+void ember_tables_reset(struct ember_tables *t)
+{
+	uint32_t pid, next;
+
+	/* A table cut off before its COMMIT: its blocks would otherwise stay in the map. */
+	if (t->building)
+		drop_slot(t, t->build_slot, t->build_next);
+	t->building = false;
+	t->staging_pid = 0;
+	for (uint32_t slot = 0; slot < EMBER_UNWIND_MAX_TABLES && t->slot_rows; slot++)
+		if (t->slot_rows[slot])
+			drop_slot(t, slot, t->slot_rows[slot]);
+	/* Deleting the first key each time walks the whole map without a cursor. */
+	while (t->procs_fd >= 0 && !bpf_map_get_next_key(t->procs_fd, NULL, &next)) {
+		pid = next;
+		if (bpf_map_delete_elem(t->procs_fd, &pid))
+			break;
+	}
+}
+
+void ember_tables_free(struct ember_tables *t)
+{
+	if (t->slot_rows)
+		ember_tables_reset(t);
+	free(t->slot_rows);
+	t->slot_rows = NULL;
+}

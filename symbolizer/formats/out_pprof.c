@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/formats/out_pprof.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "pprof.pb-c.h"
+
+/*
+ * The pprof string table starts with the profile's own strings (same
+ * indices) and continues with the ones only this writer needs.
+ */
+struct strtab {
+	char **v;
+	size_t n, cap;
+	size_t owned_from; /* entries at or after this index were malloc'd here */
+};
+
+static int64_t strtab_add(struct strtab *t, const char *s)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		char **grown = realloc(t->v, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->v = grown;
+		t->cap = cap;
+	}
+	t->v[t->n] = strdup(s);
+	if (!t->v[t->n])
+		return -ENOMEM;
+	return (int64_t)t->n++;
+}
+
+static void strtab_free(struct strtab *t)
+{
+	for (size_t i = t->owned_from; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+}
+
+struct pprof_build {
+	const struct ember_profile *p;
+	struct strtab strs;
+	Ember__Pprof__Profile prof;
+	Ember__Pprof__ValueType types[2], period_type;
+	Ember__Pprof__ValueType *type_ptrs[2];
+	Ember__Pprof__Mapping *mappings, **mapping_ptrs;
+	Ember__Pprof__Function *functions, **function_ptrs;
+	size_t nfunctions;
+	Ember__Pprof__Location *locations, **location_ptrs;
+	Ember__Pprof__Line *lines, **line_ptrs;
+	Ember__Pprof__Sample *samples, **sample_ptrs;
+	Ember__Pprof__Label *labels, **label_ptrs;
+	uint64_t *location_ids;
+	int64_t *values;
+	int64_t *comments;
+	int64_t key_pid, key_tid, key_cpu, key_comm, key_thread;
+};
+
+static void build_free(struct pprof_build *b)
+{
+	strtab_free(&b->strs);
+	free(b->mappings);
+	free(b->mapping_ptrs);
+	free(b->functions);
+	free(b->function_ptrs);
+	free(b->locations);
+	free(b->location_ptrs);
+	free(b->lines);
+	free(b->line_ptrs);
+	free(b->samples);
+	free(b->sample_ptrs);
+	free(b->labels);
+	free(b->label_ptrs);
+	free(b->location_ids);
+	free(b->values);
+	free(b->comments);
+}
+
+#define ALLOC(ptr, n) ((ptr) = calloc((n) > 0 ? (size_t)(n) : 1u, sizeof(*(ptr))))
+
+static int build_strings(struct pprof_build *b)
+{
+	const struct ember_profile *p = b->p;
+	size_t n = ember_profile_nstrings(p);
+
+	b->strs.cap = n + 64;
+	ALLOC(b->strs.v, b->strs.cap);
+	if (!b->strs.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		b->strs.v[i] = (char *)ember_profile_str(p, (uint32_t)i);
+	b->strs.n = b->strs.owned_from = n;
+	if ((b->key_pid = strtab_add(&b->strs, "pid")) < 0 ||
+	    (b->key_tid = strtab_add(&b->strs, "tid")) < 0 ||
+	    (b->key_cpu = strtab_add(&b->strs, "cpu")) < 0 ||
+	    (b->key_comm = strtab_add(&b->strs, "comm")) < 0 ||
+	    (b->key_thread = strtab_add(&b->strs, "thread")) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int build_types(struct pprof_build *b)
+{
+	int64_t samples = strtab_add(&b->strs, "samples"), count = strtab_add(&b->strs, "count");
+	int64_t cpu = strtab_add(&b->strs, "cpu"), ns = strtab_add(&b->strs, "nanoseconds");
+
+	if (samples < 0 || count < 0 || cpu < 0 || ns < 0)
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		ember__pprof__value_type__init(&b->types[i]);
+		b->type_ptrs[i] = &b->types[i];
+	}
+	b->types[0].type = samples;
+	b->types[0].unit = count;
+	b->types[1].type = cpu;
+	b->types[1].unit = ns;
+	ember__pprof__value_type__init(&b->period_type);
+	b->period_type.type = cpu;
+	b->period_type.unit = ns;
+	/* Without a period (e.g. a profile read from folded stacks) CPU time is unknown. */
+	b->prof.n_sample_type = b->p->period_ns ? 2 : 1;
+	b->prof.sample_type = b->type_ptrs;
+	b->prof.period_type = &b->period_type;
+	b->prof.period = (int64_t)b->p->period_ns;
+	return 0;
+}
+
+static int build_mappings(struct pprof_build *b)
+{
+	const struct ember_profile *p = b->p;
+	size_t n = p->mappings.len;
+
+	if (!ALLOC(b->mappings, n) || !ALLOC(b->mapping_ptrs, n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct ember_mapping *m = ember_profile_mapping(p, (uint32_t)i);
+		Ember__Pprof__Mapping *pm = &b->mappings[i];
+
+		ember__pprof__mapping__init(pm);
+		pm->id = i + 1;
+		pm->memory_start = m->start;
+		pm->memory_limit = m->limit;
+		pm->file_offset = m->file_offset;
+		pm->filename = m->filename;
+		pm->build_id = m->gnu_build_id ? m->gnu_build_id : m->go_build_id;
+		pm->has_functions = m->has_functions;
+		b->mapping_ptrs[i] = pm;
+	}
+	b->prof.n_mapping = n;
+	b->prof.mapping = b->mapping_ptrs;
+	return 0;
+}
+
+/* Functions of the profile, plus one per location without lines ("libc.so.6+0x1f00"),
+ * so that pprof shows such frames by that name instead of a bare address. */
+static int build_functions_and_locations(struct pprof_build *b)
+{
+	const struct ember_profile *p = b->p;
+	size_t nf = p->functions.len, nl = p->locations.len, nlines = 0, li = 0;
+	char name[512];
+
+	for (size_t i = 0; i < nl; i++) {
+		const struct ember_location *loc = ember_profile_location(p, (uint32_t)i);
+
+		nlines += loc->nlines ? loc->nlines : 1;
+	}
+	if (!ALLOC(b->functions, nf + nl) || !ALLOC(b->function_ptrs, nf + nl) ||
+	    !ALLOC(b->locations, nl) || !ALLOC(b->location_ptrs, nl) || !ALLOC(b->lines, nlines) ||
+	    !ALLOC(b->line_ptrs, nlines))
+		return -ENOMEM;
+	for (size_t i = 0; i < nf; i++) {
+		const struct ember_function *f = ember_profile_function(p, (uint32_t)i);
+		Ember__Pprof__Function *pf = &b->functions[i];
+
+		ember__pprof__function__init(pf);
+		pf->id = i + 1;
+		pf->name = f->name;
+		pf->system_name = f->system_name;
+		pf->filename = f->filename;
+		pf->start_line = f->start_line;
+		b->function_ptrs[i] = pf;
+	}
+	b->nfunctions = nf;
+	for (size_t i = 0; i < nl; i++) {
+		const struct ember_location *loc = ember_profile_location(p, (uint32_t)i);
+		const struct ember_line *lines = ember_profile_location_lines(p, loc);
+		Ember__Pprof__Location *pl = &b->locations[i];
+
+		ember__pprof__location__init(pl);
+		pl->id = i + 1;
+		pl->mapping_id = loc->mapping == EMBER_NONE ? 0 : loc->mapping + 1;
+		pl->address = loc->address;
+		pl->line = &b->line_ptrs[li];
+		if (!loc->nlines) {
+			Ember__Pprof__Function *pf = &b->functions[b->nfunctions];
+			int64_t s;
+
+			ember_profile_unsymbolized_name(p, loc, name, sizeof(name));
+			s = strtab_add(&b->strs, name);
+			if (s < 0)
+				return -ENOMEM;
+			ember__pprof__function__init(pf);
+			pf->id = b->nfunctions + 1;
+			pf->name = pf->system_name = s;
+			b->function_ptrs[b->nfunctions++] = pf;
+			ember__pprof__line__init(&b->lines[li]);
+			b->lines[li].function_id = pf->id;
+			b->line_ptrs[li] = &b->lines[li];
+			li++;
+			pl->n_line = 1;
+		} else {
+			for (uint32_t j = 0; j < loc->nlines; j++, li++) {
+				ember__pprof__line__init(&b->lines[li]);
+				b->lines[li].function_id = lines[j].function + 1;
+				b->lines[li].line = lines[j].line;
+				b->line_ptrs[li] = &b->lines[li];
+			}
+			pl->n_line = loc->nlines;
+		}
+		b->location_ptrs[i] = pl;
+	}
+	b->prof.n_function = b->nfunctions;
+	b->prof.function = b->function_ptrs;
+	b->prof.n_location = nl;
+	b->prof.location = b->location_ptrs;
+	return 0;
+}
+
+static void num_label(Ember__Pprof__Label *l, int64_t key, int64_t num)
+{
+	ember__pprof__label__init(l);
+	l->key = key;
+	l->num = num;
+}
+
+static void str_label(Ember__Pprof__Label *l, int64_t key, int64_t str)
+{
+	ember__pprof__label__init(l);
+	l->key = key;
+	l->str = str;
+}
+
+#define LABELS_PER_SAMPLE 5
+
+static int build_samples(struct pprof_build *b)
+{
+	const struct ember_profile *p = b->p;
+	size_t n = p->samples.len, nids = 0, idi = 0;
+
+	for (size_t i = 0; i < n; i++)
+		nids +=
+		    ember_profile_stack(p, ember_profile_sample(p, (uint32_t)i)->key.stack)->depth;
+	if (!ALLOC(b->samples, n) || !ALLOC(b->sample_ptrs, n) || !ALLOC(b->location_ids, nids) ||
+	    !ALLOC(b->values, 2 * n) || !ALLOC(b->labels, LABELS_PER_SAMPLE * n) ||
+	    !ALLOC(b->label_ptrs, LABELS_PER_SAMPLE * n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
+		const struct ember_stack *st = ember_profile_stack(p, s->key.stack);
+		const uint32_t *locs = ember_profile_stack_locations(p, st);
+		Ember__Pprof__Sample *ps = &b->samples[i];
+		Ember__Pprof__Label *l = &b->labels[LABELS_PER_SAMPLE * i];
+		size_t nl = 0;
+
+		ember__pprof__sample__init(ps);
+		ps->location_id = &b->location_ids[idi];
+		for (uint32_t j = 0; j < st->depth; j++)
+			b->location_ids[idi++] = locs[j] + 1;
+		ps->n_location_id = st->depth;
+		ps->value = &b->values[2 * i];
+		ps->value[0] = (int64_t)s->count;
+		ps->value[1] = (int64_t)(s->count * p->period_ns);
+		ps->n_value = b->prof.n_sample_type;
+		num_label(&l[nl++], b->key_pid, s->key.pid);
+		num_label(&l[nl++], b->key_tid, s->key.tid);
+		if (s->key.cpu != EMBER_NONE)
+			num_label(&l[nl++], b->key_cpu, s->key.cpu);
+		if (s->key.comm)
+			str_label(&l[nl++], b->key_comm, s->key.comm);
+		if (s->key.thread_name)
+			str_label(&l[nl++], b->key_thread, s->key.thread_name);
+		ps->label = &b->label_ptrs[LABELS_PER_SAMPLE * i];
+		for (size_t j = 0; j < nl; j++)
+			ps->label[j] = &l[j];
+		ps->n_label = nl;
+		b->sample_ptrs[i] = ps;
+	}
+	b->prof.n_sample = n;
+	b->prof.sample = b->sample_ptrs;
+	return 0;
+}
+
+static int build_comments(struct pprof_build *b)
+{
+	const struct ember_profile *p = b->p;
+	char text[320];
+	size_t n = 0;
+
+	if (!ALLOC(b->comments, p->stats.len + 1))
+		return -ENOMEM;
+	/* The host travels as a comment too: pprof has no field for it. */
+	if (p->host[0]) {
+		int64_t s;
+
+		snprintf(text, sizeof(text), "host=%s", p->host);
+		s = strtab_add(&b->strs, text);
+		if (s < 0)
+			return -ENOMEM;
+		b->comments[n++] = s;
+	}
+	for (size_t i = 0; i < p->stats.len; i++) {
+		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
+		int64_t s;
+
+		snprintf(text, sizeof(text), "%s=%" PRIu64, ember_profile_str(p, st->name),
+		         st->value);
+		s = strtab_add(&b->strs, text);
+		if (s < 0)
+			return -ENOMEM;
+		b->comments[n++] = s;
+	}
+	b->prof.n_comment = n;
+	b->prof.comment = b->comments;
+	return 0;
+}
+
+int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len)
+{
+	struct pprof_build b = {.p = p};
+	int err;
+
+	ember__pprof__profile__init(&b.prof);
+	if ((err = build_strings(&b)) || (err = build_types(&b)) || (err = build_mappings(&b)) ||
+	    (err = build_functions_and_locations(&b)) || (err = build_samples(&b)) ||
+	    (err = build_comments(&b)))
+		goto done;
+	b.prof.time_nanos = (int64_t)p->start_ns;
+	b.prof.duration_nanos = p->end_ns > p->start_ns ? (int64_t)(p->end_ns - p->start_ns) : 0;
+	b.prof.n_string_table = b.strs.n;
+	b.prof.string_table = b.strs.v;
+	*out_len = ember__pprof__profile__get_packed_size(&b.prof);
+	*out = malloc(*out_len ? *out_len : 1);
+	if (!*out) {
+		err = -ENOMEM;
+		goto done;
+	}
+	ember__pprof__profile__pack(&b.prof, *out);
+done:
+	build_free(&b);
+	return err;
+}
+
+int ember_gzip_write(const uint8_t *data, size_t len, FILE *out)
+{
+	uint8_t chunk[65536];
+	z_stream z = {0};
+	int zerr;
+
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	do {
+		size_t have;
+
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		zerr = deflate(&z, Z_FINISH);
+		have = sizeof(chunk) - z.avail_out;
+		if (have && fwrite(chunk, 1, have, out) != have) {
+			deflateEnd(&z);
+			return -EIO;
+		}
+	} while (zerr == Z_OK);
+	deflateEnd(&z);
+	return zerr == Z_STREAM_END ? 0 : -EIO;
+}
+
+int ember_write_pprof(const struct ember_profile *p, FILE *out)
+{
+	uint8_t *buf;
+	size_t len;
+	int err = ember_pprof_encode(p, &buf, &len);
+
+	if (err)
+		return err;
+	if (len > UINT32_MAX) {
+		free(buf);
+		return -E2BIG;
+	}
+	err = ember_gzip_write(buf, len, out);
+	free(buf);
+	return err;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pprof output: a gzip-compressed profile.proto message as `go tool pprof`
+ * reads it. Sample types samples/count and cpu/nanoseconds; labels pid, tid,
+ * cpu, comm, thread; statistics (lost samples, cache counters) as comments.
+ */
+#ifndef EMBER_SYMBOLIZER_FORMATS_OUT_PPROF_H
+#define EMBER_SYMBOLIZER_FORMATS_OUT_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "symbolizer/profile/profile.h"
+
+/* Encodes p (not compressed) into a malloc'd buffer. */
+int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len);
+/* Writes p gzip-compressed. */
+int ember_write_pprof(const struct ember_profile *p, FILE *out);
+
+/* gzip-compresses len bytes into out (shared with other writers). */
+int ember_gzip_write(const uint8_t *data, size_t len, FILE *out);
+
+#endif

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The in-memory profile: what the symbolizer aggregates during a reporting
+ * interval and what every writer (pprof, folded, HTML, OTLP) and reader
+ * (ember report) works on.
+ *
+ * Everything is deduplicated and referred to by 0-based index:
+ *   strings    interned; index 0 is ""
+ *   mappings   a mapped file (or the kernel) in some process
+ *   functions  name, system (mangled) name, source file
+ *   locations  one address; its lines are the inline chain, innermost first
+ *              and the real (outermost) function last, as in pprof
+ *   stacks     lists of locations, leaf first
+ *   samples    (stack, pid, tid, cpu, comm, thread name) -> count, timestamps
+ *   processes  facts about a sampled process (executable, container), by pid
+ */
+#ifndef EMBER_SYMBOLIZER_PROFILE_PROFILE_H
+#define EMBER_SYMBOLIZER_PROFILE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shared/hash.h"
+
+#define EMBER_NONE UINT32_MAX /* "no mapping" and similar */
+
+enum ember_frame_kind {
+	EMBER_FRAME_UNKNOWN = 0,
+	EMBER_FRAME_KERNEL,
+	EMBER_FRAME_NATIVE,
+	EMBER_FRAME_GO,
+	EMBER_FRAME_PYTHON,
+	EMBER_FRAME_KIND_MAX,
+};
+
+/* OpenTelemetry's profile.frame.type value for a kind ("kernel", "native", ...). */
+const char *ember_frame_kind_name(enum ember_frame_kind kind);
+/* The kind named by name, or EMBER_FRAME_UNKNOWN. */
+enum ember_frame_kind ember_frame_kind_parse(const char *name);
+
+struct ember_mapping {
+	uint64_t start;
+	uint64_t limit;
+	uint64_t file_offset;
+	uint32_t filename;     /* string: path, "[kernel.kallsyms]", "[vdso]" */
+	uint32_t gnu_build_id; /* string: lowercase hex, or 0 */
+	uint32_t go_build_id;  /* string, or 0 */
+	uint32_t file_hash;    /* string: OTel htlhash, or 0 */
+	bool has_functions;    /* at least one address was symbolized */
+};
+
+struct ember_function {
+	uint32_t name;        /* string: demangled name */
+	uint32_t system_name; /* string: name as in the symbol table */
+	uint32_t filename;    /* string: source file, or 0 */
+	int64_t start_line;
+};
+
+struct ember_line {
+	uint32_t function;
+	uint32_t reserved;
+	int64_t line; /* 0 when unknown */
+};
+
+struct ember_location {
+	uint32_t mapping; /* index, or EMBER_NONE */
+	uint8_t kind;     /* enum ember_frame_kind */
+	uint8_t reserved[3];
+	uint64_t address;
+	uint32_t first_line; /* index into the profile's line pool */
+	uint32_t nlines;
+};
+
+struct ember_stack {
+	uint32_t first; /* index into the profile's location-id pool */
+	uint32_t depth;
+};
+
+/* What identifies a sample besides its stack. */
+struct ember_sample_key {
+	uint32_t stack;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;         /* EMBER_NONE when unknown */
+	uint32_t comm;        /* string: process name */
+	uint32_t thread_name; /* string: thread name */
+};
+
+struct ember_sample {
+	struct ember_sample_key key;
+	uint64_t count;
+	uint64_t *timestamps; /* Unix ns, one per counted event, when known */
+	uint32_t ntimestamps;
+	uint32_t cap_timestamps;
+};
+
+/* What is known of a sampled process besides its samples (OTLP resource attributes). */
+struct ember_process_attrs {
+	uint32_t pid;
+	uint32_t exe_path;     /* string: executable as the process sees it, or 0 */
+	uint32_t container_id; /* string: container id from its cgroup, or 0 */
+	uint32_t reserved;
+};
+
+struct ember_stat {
+	uint32_t name; /* string */
+	uint64_t value;
+};
+
+/* A growable array of fixed-size elements. */
+struct ember_vec {
+	void *items;
+	size_t len;
+	size_t cap;
+	size_t item_size;
+};
+
+struct ember_profile {
+	struct ember_hash_key hash_key;
+
+	/* Interned strings: NUL-terminated bytes in one arena. */
+	char *str_arena;
+	size_t str_arena_len, str_arena_cap;
+	struct ember_vec str_offsets; /* uint32_t... -> offset in arena */
+	struct ember_index str_index;
+
+	struct ember_vec mappings; /* struct ember_mapping */
+	struct ember_index mapping_index;
+	struct ember_vec functions; /* struct ember_function */
+	struct ember_index function_index;
+	struct ember_vec lines;     /* struct ember_line pool */
+	struct ember_vec locations; /* struct ember_location */
+	struct ember_index location_index;
+	struct ember_vec stack_pool; /* uint32_t location ids */
+	struct ember_vec stacks;     /* struct ember_stack */
+	struct ember_index stack_index;
+	struct ember_vec samples; /* struct ember_sample */
+	struct ember_index sample_index;
+	struct ember_vec stats;     /* struct ember_stat */
+	struct ember_vec processes; /* struct ember_process_attrs */
+	struct ember_index process_index;
+
+	/* Metadata of the whole profile. */
+	uint64_t start_ns; /* Unix time of the first moment covered */
+	uint64_t end_ns;
+	uint64_t period_ns; /* nanoseconds of CPU time one sample stands for */
+	uint32_t sample_hz;
+	uint64_t total_count; /* sum of all sample counts */
+	char host[256];
+	/* From configuration, for OTLP resources: service.name ("" for the
+	 * default) and extra resource attributes as "key=value\n" lines. */
+	char service_name[128];
+	char resource_attrs[1024];
+};
+
+int ember_profile_init(struct ember_profile *p);
+void ember_profile_free(struct ember_profile *p);
+/* Drops all samples and dictionaries; keeps metadata such as host and rate. */
+int ember_profile_reset(struct ember_profile *p);
+
+/* Interns len bytes (no NUL inside) and returns the string index in *out. */
+int ember_profile_intern(struct ember_profile *p, const char *s, size_t len, uint32_t *out);
+int ember_profile_intern_cstr(struct ember_profile *p, const char *s, uint32_t *out);
+const char *ember_profile_str(const struct ember_profile *p, uint32_t id);
+size_t ember_profile_nstrings(const struct ember_profile *p);
+
+int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mapping *m,
+                              uint32_t *out);
+int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,
+                               uint32_t *out);
+/* lines[0] is the innermost inlined frame; the last is the containing function. */
+int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
+                               enum ember_frame_kind kind, uint64_t address,
+                               const struct ember_line *lines, uint32_t nlines, uint32_t *out);
+/* Finds the location of (mapping, kind, address) added before. Returns 0 or -ENOENT. */
+int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
+                                enum ember_frame_kind kind, uint64_t address, uint32_t *out);
+/* locations[0] is the leaf. */
+int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
+                            uint32_t *out);
+/* Adds count to the sample with this key; timestamp_ns 0 records no timestamp. */
+int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
+                             uint64_t count, uint64_t timestamp_ns);
+
+/* Records (or replaces) the facts about a process. */
+int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a);
+/* The facts about pid, or NULL. */
+const struct ember_process_attrs *ember_profile_find_process(const struct ember_profile *p,
+                                                             uint32_t pid);
+
+/*
+ * Adds everything src holds (samples with their stacks, locations, functions
+ * and mappings, process facts, statistics) to dst, and widens dst's time
+ * range to cover src's. Used to keep a whole recording while each reporting
+ * interval is shipped and reset.
+ */
+int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src);
+
+/*
+ * The name shown for a location that has no lines: "module+0xoffset" (the
+ * mapping's file name and the address's offset in that file) or "[unknown]".
+ */
+void ember_profile_unsymbolized_name(const struct ember_profile *p,
+                                     const struct ember_location *loc, char *buf, size_t size);
+
+/*
+ * Calls fn with the display name of every frame of a stack, outermost first;
+ * inlined functions are frames of their own. Stops at the first error fn returns.
+ */
+typedef int (*ember_frame_fn)(void *ctx, const char *name, enum ember_frame_kind kind);
+int ember_profile_walk_stack(const struct ember_profile *p, uint32_t stack, ember_frame_fn fn,
+                             void *ctx);
+
+/* Statistics travel with the profile (lost samples, cache counters, ...). */
+int ember_profile_stat_add(struct ember_profile *p, const char *name, uint64_t delta);
+int ember_profile_stat_set(struct ember_profile *p, const char *name, uint64_t value);
+uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name);
+
+/* Typed access to the arrays. */
+#define EMBER_VEC_AT(vec, type, i) (&((type *)(vec).items)[i])
+static inline const struct ember_mapping *ember_profile_mapping(const struct ember_profile *p,
+                                                                uint32_t i)
+{
+	return EMBER_VEC_AT(p->mappings, const struct ember_mapping, i);
+}
+static inline const struct ember_function *ember_profile_function(const struct ember_profile *p,
+                                                                  uint32_t i)
+{
+	return EMBER_VEC_AT(p->functions, const struct ember_function, i);
+}
+static inline const struct ember_location *ember_profile_location(const struct ember_profile *p,
+                                                                  uint32_t i)
+{
+	return EMBER_VEC_AT(p->locations, const struct ember_location, i);
+}
+static inline const struct ember_line *ember_profile_location_lines(const struct ember_profile *p,
+                                                                    const struct ember_location *l)
+{
+	/* A location without lines may come before any line: the pool has no array yet. */
+	static const struct ember_line none[1];
+
+	return l->nlines ? EMBER_VEC_AT(p->lines, const struct ember_line, l->first_line) : none;
+}
+static inline const struct ember_stack *ember_profile_stack(const struct ember_profile *p,
+                                                            uint32_t i)
+{
+	return EMBER_VEC_AT(p->stacks, const struct ember_stack, i);
+}
+static inline const uint32_t *ember_profile_stack_locations(const struct ember_profile *p,
+                                                            const struct ember_stack *s)
+{
+	/* An empty stack may come before any location id: the pool has no array yet. */
+	static const uint32_t none[1];
+
+	return s->depth ? EMBER_VEC_AT(p->stack_pool, const uint32_t, s->first) : none;
+}
+static inline const struct ember_sample *ember_profile_sample(const struct ember_profile *p,
+                                                              uint32_t i)
+{
+	return EMBER_VEC_AT(p->samples, const struct ember_sample, i);
+}
+
+/* The vector helpers are shared by the readers and writers. */
+void ember_vec_init(struct ember_vec *v, size_t item_size);
+void ember_vec_free(struct ember_vec *v);
+/* Appends n items (copied from items, or zeroed when NULL); returns a pointer to the first. */
+void *ember_vec_push(struct ember_vec *v, const void *items, size_t n);
+
+#endif

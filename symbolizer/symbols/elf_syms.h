@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Function symbols of an ELF file (.symtab, else .dynsym) read with libelf,
+ * its loadable segments (to turn a file offset into an ELF address) and its
+ * GNU build id. The file is hostile: libelf bounds-checks sections, and
+ * every count and size here is capped.
+ */
+#ifndef EMBER_SYMBOLIZER_SYMBOLS_ELF_SYMS_H
+#define EMBER_SYMBOLIZER_SYMBOLS_ELF_SYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_ELF_MAX_SYMBOLS    (4u << 20)
+#define EMBER_ELF_MAX_NAME_BYTES (256u << 20)
+#define EMBER_ELF_MAX_SEGMENTS   64
+#define EMBER_BUILD_ID_MAX       64 /* bytes */
+/* Note segments and sections read for build ids, and their size: real files
+ * have a few of some hundred bytes; a hostile one could list thousands that
+ * all cover the whole file (and libelf copies each to convert its byte order). */
+#define EMBER_ELF_MAX_NOTE_CHUNKS 16
+#define EMBER_ELF_MAX_NOTE_BYTES  (64u << 10)
+
+struct ember_elf_sym {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t name; /* offset into names */
+	uint32_t reserved;
+};
+
+struct ember_elf_segment {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+	uint64_t memsz;
+	uint32_t flags; /* PF_X | PF_W | PF_R */
+};
+
+/* What a Go binary's sections and symbols say about its .gopclntab. */
+struct ember_elf_go {
+	uint64_t pclntab_offset; /* file offset of the .gopclntab section, or 0 */
+	uint64_t pclntab_size;
+	uint64_t pclntab_sym;    /* runtime.pclntab, or 0 */
+	uint64_t text_sym;       /* runtime.text */
+	uint64_t gofunc_sym;     /* go:func.* (go.func.* before 1.20) */
+	uint64_t moduledata_sym; /* runtime.firstmoduledata, or the .go.module section */
+	bool is_go;              /* a Go build id note, .gopclntab or .go.buildinfo */
+};
+
+struct ember_elf_syms {
+	struct ember_elf_sym *syms; /* sorted by address */
+	size_t nsyms;
+	char *names;
+	size_t names_len;
+	struct ember_elf_segment segments[EMBER_ELF_MAX_SEGMENTS];
+	size_t nsegments;
+	uint16_t e_type; /* ET_EXEC, ET_DYN */
+	uint16_t e_machine;
+	bool has_symtab;     /* full symbol table, not only .dynsym */
+	bool has_debug_info; /* a .debug_info section is present */
+	uint8_t build_id[EMBER_BUILD_ID_MAX];
+	size_t build_id_len;
+	char build_id_hex[2 * EMBER_BUILD_ID_MAX + 1];
+	char go_build_id[128]; /* the Go toolchain's build id note, or "" */
+	char debuglink[256];   /* .gnu_debuglink file name, or "" */
+	uint32_t debuglink_crc;
+	struct ember_elf_go go;
+	size_t bytes; /* memory held, for cache accounting */
+};
+
+/* The file offset of an ELF virtual address backed by file bytes, or -ENOENT. */
+int ember_elf_vaddr_to_offset(const struct ember_elf_syms *s, uint64_t vaddr, uint64_t len,
+                              uint64_t *offset);
+
+/* Reads the symbols of the ELF file open at fd. Returns 0 or a negative errno
+ * (-ENOEXEC for a file that is not a usable ELF file). */
+int ember_elf_syms_load(int fd, struct ember_elf_syms *out);
+/* Same, from a libelf handle the caller keeps. On failure out holds nothing. */
+typedef struct Elf Elf;
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out);
+/* Same, from a buffer in memory (fuzzing, tests). */
+int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out);
+void ember_elf_syms_free(struct ember_elf_syms *s);
+
+/* The function containing addr (an ELF virtual address), or NULL. */
+const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s, uint64_t addr);
+static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
+                                             const struct ember_elf_sym *sym)
+{
+	return s->names + sym->name;
+}
+
+/* Turns a file offset inside a loadable segment into its ELF virtual address. */
+int ember_elf_offset_to_vaddr(const struct ember_elf_syms *s, uint64_t offset, uint64_t *vaddr);
+
+#endif

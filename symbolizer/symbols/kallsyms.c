@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/symbols/kallsyms.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shared/err.h"
+#include "shared/fdio.h"
+
+#define MAX_NAME 512
+
+struct builder {
+	struct ember_kallsyms *k;
+	size_t cap, names_cap;
+	/* The module name of the previous line, reused while it repeats. */
+	uint32_t last_module;
+	size_t last_module_len;
+};
+
+static int add_name(struct builder *b, const char *s, size_t len, uint32_t *off)
+{
+	struct ember_kallsyms *k = b->k;
+
+	if (k->names_len + len + 1 > UINT32_MAX)
+		return -E2BIG;
+	if (k->names_len + len + 1 > b->names_cap) {
+		size_t cap = b->names_cap ? b->names_cap * 2 : 1 << 20;
+		char *grown;
+
+		while (cap < k->names_len + len + 1)
+			cap *= 2;
+		grown = realloc(k->names, cap);
+		if (!grown)
+			return -ENOMEM;
+		k->names = grown;
+		b->names_cap = cap;
+	}
+	memcpy(k->names + k->names_len, s, len);
+	k->names[k->names_len + len] = '\0';
+	*off = (uint32_t)k->names_len;
+	k->names_len += len + 1;
+	return 0;
+}
+
+/* "ffffffff81000000 T _stext" or "ffffffffc0a01000 t fn\t[module]" */
+static int parse_line(struct builder *b, const char *s, const char *end, bool *all_zero)
+{
+	struct ember_kallsyms *k = b->k;
+	const char *name, *name_end, *mod = NULL, *mod_end = NULL;
+	uint64_t addr = 0;
+	int digits = 0, err;
+	struct ember_ksym sym;
+	char type;
+
+	while (s < end && *s != ' ') {
+		char c = *s++;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (d < 0 || ++digits > 16)
+			return -EINVAL;
+		addr = (addr << 4) | (uint64_t)d;
+	}
+	if (!digits || end - s < 4 || s[2] != ' ')
+		return -EINVAL;
+	type = s[1];
+	name = s + 3;
+	name_end = name;
+	while (name_end < end && *name_end != '\t' && *name_end != ' ')
+		name_end++;
+	if (name_end == name || name_end - name > MAX_NAME)
+		return -EINVAL;
+	if (name_end < end) {
+		mod = memchr(name_end, '[', (size_t)(end - name_end));
+		if (mod) {
+			mod++;
+			mod_end = memchr(mod, ']', (size_t)(end - mod));
+			if (!mod_end || mod_end - mod > MAX_NAME)
+				return -EINVAL;
+		}
+	}
+	if (addr)
+		*all_zero = false;
+	/* Only code: text symbols (t/T) and weak code (w/W). */
+	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		return 0;
+	if (k->nsyms == EMBER_KALLSYMS_MAX_SYMBOLS)
+		return -E2BIG;
+	if (k->nsyms == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 65536;
+		void *grown = realloc(k->syms, cap * sizeof(*k->syms));
+
+		if (!grown)
+			return -ENOMEM;
+		k->syms = grown;
+		b->cap = cap;
+	}
+	sym.addr = addr;
+	err = add_name(b, name, (size_t)(name_end - name), &sym.name);
+	if (err)
+		return err;
+	if (!mod) {
+		sym.module = 0; /* names[0] is "" */
+	} else if (b->last_module && b->last_module_len == (size_t)(mod_end - mod) &&
+	           !memcmp(k->names + b->last_module, mod, b->last_module_len)) {
+		sym.module = b->last_module;
+	} else {
+		err = add_name(b, mod, (size_t)(mod_end - mod), &sym.module);
+		if (err)
+			return err;
+		b->last_module = sym.module;
+		b->last_module_len = (size_t)(mod_end - mod);
+	}
+	k->syms[k->nsyms++] = sym;
+	return 0;
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ember_ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *out)
+{
+	struct builder b = {.k = out};
+	const char *p = text, *end = text + len;
+	bool all_zero = true;
+	uint32_t empty;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (len > EMBER_KALLSYMS_MAX_BYTES)
+		return -E2BIG;
+	err = add_name(&b, "", 0, &empty);
+	while (!err && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = nl ? nl : end;
+
+		if (line_end > p) {
+			err = parse_line(&b, p, line_end, &all_zero);
+			if (err == -EINVAL) {
+				out->bad_lines++;
+				err = 0;
+			}
+		}
+		p = line_end + 1;
+	}
+	if (err) {
+		ember_kallsyms_free(out);
+		return err;
+	}
+	out->addresses_hidden = all_zero && out->nsyms > 0;
+	if (out->addresses_hidden)
+		out->nsyms = 0;
+	if (out->nsyms > 1)
+		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
+	return 0;
+}
+
+int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out)
+{
+	char *buf;
+	long len = ember_read_whole_fd(fd, EMBER_KALLSYMS_MAX_BYTES, &buf);
+	int err;
+
+	if (len < 0)
+		return (int)len;
+	err = ember_kallsyms_parse(buf, (size_t)len, out);
+	free(buf);
+	return err;
+}
+
+void ember_kallsyms_free(struct ember_kallsyms *k)
+{
+	free(k->syms);
+	free(k->names);
+	memset(k, 0, sizeof(*k));
+}
+
+const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr)
+{
+	size_t lo = 0, hi = k->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Past the last symbol is not "inside" it: the kernel image ends there. */
+	if (!lo || (lo == k->nsyms && addr - k->syms[lo - 1].addr > (1u << 20)))
+		return NULL;
+	return &k->syms[lo - 1];
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kernel symbols from /proc/kallsyms text: text symbols sorted by address,
+ * each with the module it belongs to ("" for vmlinux). When the kernel hides
+ * addresses (kptr_restrict) every address reads 0 and nothing resolves.
+ */
+#ifndef EMBER_SYMBOLIZER_SYMBOLS_KALLSYMS_H
+#define EMBER_SYMBOLIZER_SYMBOLS_KALLSYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_KALLSYMS_MAX_BYTES   (128u << 20)
+#define EMBER_KALLSYMS_MAX_SYMBOLS (4u << 20)
+
+struct ember_ksym {
+	uint64_t addr;
+	uint32_t name;   /* offset into names */
+	uint32_t module; /* offset into names; points at "" for the kernel image */
+};
+
+struct ember_kallsyms {
+	struct ember_ksym *syms;
+	size_t nsyms;
+	char *names;
+	size_t names_len;
+	bool addresses_hidden; /* every address was 0 */
+	size_t bad_lines;
+};
+
+int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *out);
+/* Reads and parses a kallsyms file from fd. */
+int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out);
+void ember_kallsyms_free(struct ember_kallsyms *k);
+
+/* The symbol containing addr, or NULL. */
+const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr);
+static inline const char *ember_ksym_name(const struct ember_kallsyms *k,
+                                          const struct ember_ksym *s)
+{
+	return k->names + s->name;
+}
+static inline const char *ember_ksym_module(const struct ember_kallsyms *k,
+                                            const struct ember_ksym *s)
+{
+	return k->names + s->module;
+}
+
+#endif

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/symbols/objcache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool key_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct ember_objcache *c = ctx;
+	const struct ember_obj *o = c->slots[value];
+
+	if (len != sizeof(struct ember_obj_key))
+		return false;
+	for (uint32_t i = 0; i < o->nkeys; i++)
+		if (!memcmp(&o->keys[i], key, len))
+			return true;
+	return false;
+}
+
+static bool hash_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct ember_objcache *c = ctx;
+	const struct ember_obj *o = c->slots[value];
+
+	return len == sizeof(o->hash) && o->has_hash && !memcmp(o->hash, key, len);
+}
+
+int ember_objcache_init(struct ember_objcache *c, size_t max_bytes)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_bytes = max_bytes ? max_bytes : EMBER_OBJCACHE_DEFAULT_BYTES;
+	ember_index_init(&c->index);
+	ember_index_init(&c->id_index);
+	return ember_hash_key_init(&c->hash_key);
+}
+
+static void lru_unlink(struct ember_objcache *c, struct ember_obj *o)
+{
+	if (o->lru_prev)
+		o->lru_prev->lru_next = o->lru_next;
+	else
+		c->lru_head = o->lru_next;
+	if (o->lru_next)
+		o->lru_next->lru_prev = o->lru_prev;
+	else
+		c->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
+}
+
+static void lru_push_head(struct ember_objcache *c, struct ember_obj *o)
+{
+	o->lru_prev = NULL;
+	o->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = o;
+	c->lru_head = o;
+	if (!c->lru_tail)
+		c->lru_tail = o;
+}
+
+static void obj_destroy(struct ember_obj *o)
+{
+	if (!o->error)
+		ember_objfile_close(&o->file);
+	free(o);
+}
+
+static uint64_t key_hash(const struct ember_objcache *c, const struct ember_obj_key *k)
+{
+	return ember_hash(&c->hash_key, k, sizeof(*k));
+}
+
+static void remove_entry(struct ember_objcache *c, struct ember_obj *o)
+{
+	for (uint32_t i = 0; i < o->nkeys; i++)
+		ember_index_remove(&c->index, key_hash(c, &o->keys[i]), o->slot);
+	if (o->has_hash)
+		ember_index_remove(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
+		                   o->slot);
+	if (!o->error)
+		c->retired_errors += ember_objfile_errors(&o->file);
+	lru_unlink(c, o);
+	c->slots[o->slot] = NULL;
+	c->free_slots[c->nfree++] = o->slot;
+	c->bytes -= o->bytes;
+	obj_destroy(o);
+}
+
+void ember_objcache_free(struct ember_objcache *c)
+{
+	for (size_t i = 0; i < c->nslots; i++)
+		if (c->slots[i])
+			obj_destroy(c->slots[i]);
+	free(c->slots);
+	free(c->free_slots);
+	ember_index_free(&c->index);
+	ember_index_free(&c->id_index);
+	memset(c, 0, sizeof(*c));
+}
+
+static void touch(struct ember_objcache *c, struct ember_obj *o)
+{
+	lru_unlink(c, o);
+	lru_push_head(c, o);
+}
+
+struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
+                                     uint64_t now_ns)
+{
+	struct ember_obj *o;
+	uint32_t slot;
+
+	if (ember_index_find(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, &slot)) {
+		c->misses++;
+		return NULL;
+	}
+	o = c->slots[slot];
+	if (o->error && now_ns - o->failed_at_ns > EMBER_OBJCACHE_RETRY_NS) {
+		remove_entry(c, o);
+		c->misses++;
+		return NULL;
+	}
+	c->hits++;
+	touch(c, o);
+	return o;
+}
+
+static int take_slot(struct ember_objcache *c, uint32_t *slot)
+{
+	if (c->nfree) {
+		*slot = c->free_slots[--c->nfree];
+		return 0;
+	}
+	if (c->nslots == c->slots_cap) {
+		size_t cap = c->slots_cap ? c->slots_cap * 2 : 256;
+		struct ember_obj **slots = realloc(c->slots, cap * sizeof(*slots));
+		uint32_t *free_slots;
+
+		if (!slots)
+			return -ENOMEM;
+		c->slots = slots;
+		free_slots = realloc(c->free_slots, cap * sizeof(*free_slots));
+		if (!free_slots)
+			return -ENOMEM;
+		c->free_slots = free_slots;
+		c->slots_cap = cap;
+	}
+	*slot = (uint32_t)c->nslots++;
+	return 0;
+}
+
+/* Evicts least recently used entries, never keep, until extra bytes fit. */
+static void make_room(struct ember_objcache *c, size_t extra, const struct ember_obj *keep)
+{
+	while (c->lru_tail && c->bytes + extra > c->max_bytes) {
+		struct ember_obj *old = c->lru_tail;
+
+		if (old == keep) {
+			if (!old->lru_prev)
+				return;
+			old = old->lru_prev;
+		}
+		remove_entry(c, old);
+		c->evictions++;
+	}
+}
+
+/* Adds key as another name of o (another path or container with the same content). */
+static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o,
+                                   const struct ember_obj_key *key)
+{
+	uint32_t stored;
+
+	if (o->nkeys == EMBER_OBJ_MAX_ALIASES)
+		return o; /* found by content each time: still parsed once */
+	o->keys[o->nkeys++] = *key;
+	if (ember_index_upsert(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, o->slot,
+	                       &stored) < 0)
+		o->nkeys--;
+	c->shared++;
+	touch(c, o);
+	return o;
+}
+
+struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
+                                      int fd, const struct ember_debug_opener *op, uint64_t now_ns)
+{
+	struct ember_file_id id;
+	struct ember_obj *o;
+	uint32_t slot, stored;
+
+	/* Replace an entry of the same key (a failure being retried). */
+	if (!ember_index_find(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, &slot))
+		remove_entry(c, c->slots[slot]);
+	if (fd >= 0 && !ember_file_id_fd(fd, &id) &&
+	    !ember_index_find(&c->id_index, ember_hash(&c->hash_key, id.hash, sizeof(id.hash)),
+	                      id.hash, sizeof(id.hash), hash_eq, c, &slot))
+		return add_alias(c, c->slots[slot], key);
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->keys[0] = *key;
+	o->nkeys = 1;
+	o->error = fd < 0 ? fd : ember_objfile_open(fd, op, &o->file);
+	if (o->error) {
+		o->failed_at_ns = now_ns;
+		c->load_errors++;
+	} else if (o->file.has_id) {
+		memcpy(o->hash, o->file.id.hash, sizeof(o->hash));
+		o->has_hash = true;
+	}
+	o->bytes = o->error ? sizeof(*o) : sizeof(*o) + ember_objfile_bytes(&o->file);
+	make_room(c, o->bytes, NULL);
+	if (take_slot(c, &slot) || ember_index_upsert(&c->index, key_hash(c, key), key,
+	                                              sizeof(*key), key_eq, c, slot, &stored) < 0) {
+		obj_destroy(o);
+		return NULL;
+	}
+	o->slot = slot;
+	c->slots[slot] = o;
+	if (o->has_hash &&
+	    ember_index_upsert(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
+	                       o->hash, sizeof(o->hash), hash_eq, c, slot, &stored) < 0)
+		o->has_hash = false;
+	c->bytes += o->bytes;
+	lru_push_head(c, o);
+	return o;
+}
+
+void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o)
+{
+	size_t now;
+
+	if (o->error)
+		return;
+	now = sizeof(*o) + ember_objfile_bytes(&o->file);
+	if (now <= o->bytes)
+		return;
+	c->bytes += now - o->bytes;
+	o->bytes = now;
+	make_room(c, 0, o);
+}

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/symbols/objfile.h"
+
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <string.h>
+
+/* The size a .zdebug section (GNU compression: "ZLIB", big-endian size) inflates to. */
+static uint64_t zdebug_size(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	const char *name;
+	Elf_Data *d;
+	const uint8_t *p;
+	uint64_t size = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) || !(name = elf_strptr(elf, shstrndx, sh->sh_name)) ||
+	    strncmp(name, ".zdebug", 7) || !(d = elf_rawdata(scn, NULL)) || !d->d_buf ||
+	    d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+		return 0;
+	p = (const uint8_t *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		size = size << 8 | p[i];
+	return size;
+}
+
+/*
+ * Heap libdw will hold for elf's compressed debug sections once it reads
+ * them (it inflates whole sections when it opens the file): checked against
+ * a cap before, and counted in the cache's accounting after.
+ */
+static uint64_t inflated_bytes(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		uint64_t size = 0;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED)
+			size = gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
+		else
+			size = zdebug_size(elf, scn, &sh);
+		total = size > UINT64_MAX - total ? UINT64_MAX : total + size;
+	}
+	return total;
+}
+
+static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src)
+{
+	uint64_t inflated = inflated_bytes(elf);
+	Dwarf *alt = NULL;
+	int err;
+
+	if (alt_elf)
+		inflated += inflated_bytes(alt_elf) < EMBER_DWARF_MAX_INFLATED
+		                ? inflated_bytes(alt_elf)
+		                : EMBER_DWARF_MAX_INFLATED;
+	if (inflated > EMBER_DWARF_MAX_INFLATED) {
+		o->open_errors++;
+		return -E2BIG;
+	}
+	if (alt_elf) {
+		alt = dwarf_begin_elf(alt_elf, DWARF_C_READ, NULL);
+		if (!alt)
+			return -ENODATA;
+	}
+	err = ember_dwarf_open(elf, alt, &o->dwarf);
+	if (err) {
+		if (alt)
+			dwarf_end(alt);
+		return err;
+	}
+	o->dwarf_source = src;
+	o->dwarf_heap = (size_t)inflated;
+	/* The alt handle is ended with the main one's owner below. */
+	o->debug.alt_dwarf = alt;
+	return 0;
+}
+
+/* DWARF of the file itself, else of a separate debug file. */
+static void find_debug_info(struct ember_objfile *o, const struct ember_debug_opener *op)
+{
+	static const struct ember_debug_opener none = {0};
+
+	if (!op)
+		op = &none;
+	if (o->syms.has_debug_info) {
+		struct ember_debugfile alt = {0};
+
+		/* dwz: without its supplementary file the DWARF cannot be read safely. */
+		ember_debugfile_find_alt(o->elf, op, &alt);
+		if (!alt.alt_missing && !open_dwarf(o, o->elf, alt.alt_elf, EMBER_DEBUG_SELF)) {
+			o->debug.alt_elf = alt.alt_elf;
+			return;
+		}
+		ember_debugfile_close(&alt);
+		return;
+	}
+	if (ember_debugfile_find(o->elf, &o->syms, op, &o->debug))
+		return;
+	if (o->debug.source != EMBER_DEBUG_MINIDEBUGINFO && !o->debug.alt_missing)
+		open_dwarf(o, o->debug.elf, o->debug.alt_elf, o->debug.source);
+}
+
+static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op)
+{
+	size_t len;
+	const uint8_t *raw;
+	int err;
+
+	if (elf_kind(o->elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	err = ember_elf_syms_load_elf(o->elf, &o->syms);
+	if (err)
+		return err;
+	raw = (const uint8_t *)elf_rawfile(o->elf, &len);
+	if (raw && o->syms.go.is_go)
+		o->has_go = !ember_gopclntab_open(raw, len, &o->syms, &o->go);
+	/* Go's own table is exact and cheaper than Go's DWARF. */
+	if (!o->has_go)
+		find_debug_info(o, op);
+	return 0;
+}
+
+int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember_objfile *out)
+{
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ELIBBAD;
+	out->has_id = !ember_file_id_fd(fd, &out->id);
+	out->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!out->elf)
+		return -ENOEXEC;
+	elf_cntl(out->elf, ELF_C_FDDONE); /* mapped: the descriptor is not needed */
+	err = open_elf(out, op);
+	if (err)
+		ember_objfile_close(out);
+	return err;
+}
+
+int ember_objfile_open_mem(const void *data, size_t len, struct ember_objfile *out)
+{
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ELIBBAD;
+	out->has_id = !ember_file_id_mem(data, len, &out->id);
+	out->elf = elf_memory((char *)data, len);
+	if (!out->elf)
+		return -ENOEXEC;
+	err = open_elf(out, NULL);
+	if (err)
+		ember_objfile_close(out);
+	return err;
+}
+
+void ember_objfile_close(struct ember_objfile *o)
+{
+	ember_dwarf_close(o->dwarf);
+	if (o->debug.alt_dwarf)
+		dwarf_end(o->debug.alt_dwarf);
+	ember_debugfile_close(&o->debug);
+	ember_elf_syms_free(&o->syms);
+	if (o->elf)
+		elf_end(o->elf);
+	memset(o, 0, sizeof(*o));
+}
+
+/* The symbol table with the most to say: the debug file's when ours is only .dynsym. */
+static const struct ember_elf_syms *best_syms(const struct ember_objfile *o)
+{
+	if (!o->syms.has_symtab && o->debug.elf && o->debug.syms.nsyms)
+		return &o->debug.syms;
+	return &o->syms;
+}
+
+static const char *symtab_name(const struct ember_objfile *o, uint64_t vaddr)
+{
+	const struct ember_elf_syms *s = best_syms(o);
+	const struct ember_elf_sym *sym = ember_elf_syms_lookup(s, vaddr);
+
+	if (!sym && s != &o->syms)
+		sym = ember_elf_syms_lookup(s = &o->syms, vaddr);
+	return sym ? ember_elf_sym_name(s, sym) : NULL;
+}
+
+/* Code lives in loadable segments; anything else is not an address of this file. */
+static bool in_loaded_segment(const struct ember_elf_syms *s, uint64_t vaddr)
+{
+	for (size_t i = 0; i < s->nsegments; i++)
+		if (vaddr >= s->segments[i].vaddr &&
+		    vaddr - s->segments[i].vaddr < s->segments[i].memsz)
+			return true;
+	return false;
+}
+
+enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
+                                           struct ember_sym_frames *out)
+{
+	struct ember_sym_frame *outer;
+	const char *name;
+
+	out->n = 0;
+	if (!in_loaded_segment(&o->syms, vaddr))
+		return EMBER_SYM_NONE;
+	if (o->has_go && !ember_gopclntab_lookup(&o->go, vaddr, out) && out->n &&
+	    out->f[out->n - 1].name)
+		return EMBER_SYM_GO;
+	if (o->dwarf && !ember_dwarf_lookup(o->dwarf, vaddr, out) && out->n) {
+		outer = &out->f[out->n - 1];
+		if (!outer->name)
+			outer->name = symtab_name(o, vaddr);
+		/* Inner frames without a name would read as garbage: cut them. */
+		for (uint32_t i = 0; i + 1 < out->n; i++)
+			if (!out->f[i].name)
+				out->f[i].name = "[inlined]";
+		if (outer->name)
+			return EMBER_SYM_DWARF;
+	}
+	name = symtab_name(o, vaddr);
+	if (!name) {
+		out->n = 0;
+		return EMBER_SYM_NONE;
+	}
+	memset(&out->f[0], 0, sizeof(out->f[0]));
+	out->f[0].name = name;
+	out->n = 1;
+	return EMBER_SYM_SYMTAB;
+}
+
+size_t ember_objfile_bytes(const struct ember_objfile *o)
+{
+	return sizeof(*o) + o->syms.bytes + o->debug.syms.bytes + ember_dwarf_bytes(o->dwarf) +
+	       o->dwarf_heap;
+}
+
+uint64_t ember_objfile_errors(const struct ember_objfile *o)
+{
+	return o->lookup_errors + o->open_errors + ember_dwarf_errors(o->dwarf) +
+	       (o->has_go ? o->go.errors : 0);
+}

@@ -1,0 +1,906 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/unwind/cfi.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DWARF_REG_FP       6 /* rbp */
+#define DWARF_REG_SP       7 /* rsp */
+#define DWARF_REG_RA       16
+#define MAX_REMEMBER_DEPTH 16
+#define MAX_FDE_RANGE      (1ull << 30)
+
+/* A bounds-checked little-endian reader: a read past the end sets bad and yields 0. */
+struct rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t rd_u(struct rd *r, size_t n)
+{
+	uint64_t v = 0;
+
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	uint64_t v = 0;
+
+	for (unsigned int shift = 0; !r->bad; shift += 7) {
+		uint8_t byte = (uint8_t)rd_u(r, 1);
+
+		if (shift < 64)
+			v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+		if (shift > 70) /* longer than any 64-bit value */
+			r->bad = true;
+	}
+	return 0;
+}
+
+static int64_t rd_sleb(struct rd *r)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+	uint8_t byte;
+
+	do {
+		byte = (uint8_t)rd_u(r, 1);
+		if (shift < 64)
+			v |= (uint64_t)(byte & 0x7f) << shift;
+		shift += 7;
+		if (shift > 77)
+			r->bad = true;
+	} while ((byte & 0x80) && !r->bad);
+	if (shift < 64 && (byte & 0x40))
+		v |= ~0ull << shift;
+	return r->bad ? 0 : (int64_t)v;
+}
+
+/* One section being parsed. */
+struct section {
+	const uint8_t *data;
+	size_t len;
+	uint64_t vaddr;
+	enum ember_cfi_section kind;
+};
+
+enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_OTHER };
+
+struct reg_rule {
+	uint8_t type;
+	int64_t offset;
+};
+
+struct cfa_state {
+	uint64_t cfa_reg;
+	int64_t cfa_offset;
+	const uint8_t *cfa_expr; /* DW_CFA_def_cfa_expression, or NULL */
+	uint64_t cfa_expr_len;
+	struct reg_rule fp, ra;
+};
+
+struct cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_encoding;
+	uint8_t addr_size;
+	bool has_z, signal;
+	const uint8_t *insns, *insns_end;
+	/* The state its instructions set, run once per CIE rather than once per FDE:
+	 * a CIE of many instructions must not cost that much for every FDE. */
+	struct cfa_state initial;
+	bool initial_bad; /* instructions it cannot follow: its FDEs get INVALID rows */
+};
+
+/* Reads a pointer in a DW_EH_PE_* encoding. Returns false for one we do not follow. */
+static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uint8_t addr_size,
+                         uint64_t *out)
+{
+	uint64_t at = s->vaddr + (uint64_t)(r->p - s->data), v;
+
+	if (enc == 0xff || (enc & 0x80))
+		return false; /* omitted, or indirect: no initial location can be either */
+	switch (enc & 0x0f) {
+	case 0x00:
+		v = rd_u(r, addr_size);
+		break;
+	case 0x01:
+		v = rd_uleb(r);
+		break;
+	case 0x02:
+		v = rd_u(r, 2);
+		break;
+	case 0x03:
+		v = rd_u(r, 4);
+		break;
+	case 0x04:
+		v = rd_u(r, 8);
+		break;
+	case 0x09:
+		v = (uint64_t)rd_sleb(r);
+		break;
+	case 0x0a:
+		v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+		break;
+	case 0x0b:
+		v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+		break;
+	case 0x0c:
+		v = rd_u(r, 8);
+		break;
+	default:
+		return false;
+	}
+	switch (enc & 0x70) {
+	case 0x00:
+		break;
+	case 0x10:
+		v += at;
+		break; /* pc-relative */
+	default:
+		return false; /* text-, data-, function-relative: not in FDEs we meet */
+	}
+	*out = v;
+	return !r->bad;
+}
+
+/* Opens the entry at off: its header's reader, id and end. */
+static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64_t *id,
+                       bool *is_cie, const uint8_t **end, size_t *id_off)
+{
+	uint64_t length;
+	bool is64 = false;
+
+	if (off >= s->len)
+		return false;
+	r->p = s->data + off;
+	r->end = s->data + s->len;
+	r->bad = false;
+	length = rd_u(r, 4);
+	if (length == 0xffffffffu) {
+		length = rd_u(r, 8);
+		is64 = true;
+	}
+	if (r->bad || length < 4 || length > (uint64_t)(r->end - r->p))
+		return false;
+	*end = r->p + length;
+	r->end = *end;
+	*id_off = (size_t)(r->p - s->data);
+	*id = rd_u(r, is64 ? 8 : 4);
+	if (s->kind == EMBER_CFI_EH_FRAME)
+		*is_cie = *id == 0;
+	else
+		*is_cie = *id == (is64 ? UINT64_MAX : 0xffffffffu);
+	return !r->bad;
+}
+
+static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64_t *bytes)
+{
+	const uint8_t *end, *aug;
+	size_t id_off, aug_len;
+	uint64_t id;
+	uint8_t version;
+	bool is_cie;
+	struct rd r;
+
+	if (!open_entry(s, off, &r, &id, &is_cie, &end, &id_off) || !is_cie)
+		return false;
+	*bytes += (uint64_t)(end - (s->data + off));
+	memset(c, 0, sizeof(*c));
+	c->addr_size = 8;
+	c->fde_encoding = 0x00; /* absptr unless the augmentation says otherwise */
+	version = (uint8_t)rd_u(&r, 1);
+	if (version != 1 && version != 3 && version != 4)
+		return false;
+	aug = r.p;
+	aug_len = strnlen((const char *)aug, (size_t)(r.end - r.p));
+	if (aug_len == (size_t)(r.end - r.p))
+		return false;
+	r.p += aug_len + 1;
+	if (version == 4) {
+		c->addr_size = (uint8_t)rd_u(&r, 1);
+		if (rd_u(&r, 1) != 0 || (c->addr_size != 4 && c->addr_size != 8))
+			return false; /* segment selectors */
+	}
+	c->code_align = rd_uleb(&r);
+	c->data_align = rd_sleb(&r);
+	c->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
+	if (aug_len && aug[0] == 'z') {
+		uint64_t len = rd_uleb(&r);
+		struct rd a;
+
+		if (r.bad || len > (uint64_t)(r.end - r.p))
+			return false;
+		a.p = r.p;
+		a.end = r.p + len;
+		a.bad = false;
+		c->has_z = true;
+		for (size_t i = 1; i < aug_len; i++) {
+			uint64_t ignored;
+
+			switch (aug[i]) {
+			case 'R':
+				c->fde_encoding = (uint8_t)rd_u(&a, 1);
+				break;
+			case 'L':
+				rd_u(&a, 1);
+				break;
+			case 'S':
+				c->signal = true;
+				break;
+			case 'P': {
+				uint8_t enc = (uint8_t)rd_u(&a, 1);
+
+				/* The personality routine's address may be indirect: only skip it.
+				 */
+				if (!read_pointer(&a, enc & 0x7f, s, c->addr_size, &ignored))
+					return false;
+				break;
+			}
+			case 'B':
+				break;
+			default:
+				i = aug_len;
+				break; /* the 'z' length lets us skip the rest */
+			}
+		}
+		if (a.bad)
+			return false;
+		r.p += len;
+	} else if (aug_len) {
+		return false; /* an augmentation without 'z' we cannot skip */
+	}
+	if (r.bad || !c->code_align)
+		return false;
+	c->insns = r.p;
+	c->insns_end = r.end;
+	return true;
+}
+
+/* v * factor with the wrap-around of the hardware, not C's undefined overflow. */
+static int64_t scaled(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
+/* The CFA expression the linker writes for x86-64 .plt entries:
+ * rsp + 8 + ((rip & 15) >= N ? 8 : 0), with N at index 6 as DW_OP_litN. */
+static const uint8_t plt_expr[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a,
+                                   0x30, 0x2a, 0x33, 0x24, 0x22};
+
+static bool is_plt_expr(const uint8_t *e, uint64_t len, uint8_t *threshold)
+{
+	if (len != sizeof(plt_expr) || e[6] < 0x30 || e[6] > 0x3f)
+		return false;
+	for (size_t i = 0; i < sizeof(plt_expr); i++)
+		if (i != 6 && e[i] != plt_expr[i])
+			return false;
+	*threshold = (uint8_t)(e[6] - 0x30);
+	return true;
+}
+
+static struct ember_unwind_row invalid_row(void)
+{
+	return (struct ember_unwind_row){.kind = EMBER_ROW_INVALID};
+}
+
+static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_cfi_builder *b)
+{
+	struct ember_unwind_row row = {0};
+	uint8_t threshold;
+
+	if (st->ra.type == RULE_UNDEFINED) {
+		row.kind = EMBER_ROW_END;
+		return row;
+	}
+	if (st->ra.type != RULE_OFFSET || st->ra.offset != -8)
+		return invalid_row();
+	if (st->cfa_expr) {
+		if (!is_plt_expr(st->cfa_expr, st->cfa_expr_len, &threshold))
+			return invalid_row();
+		b->plt_rows++;
+		row.kind = EMBER_ROW_PLT;
+		row.cfa_slots = threshold;
+		return row;
+	}
+	if (st->cfa_reg == DWARF_REG_SP)
+		row.kind = EMBER_ROW_CFA_SP;
+	else if (st->cfa_reg == DWARF_REG_FP)
+		row.kind = EMBER_ROW_CFA_FP;
+	else
+		return invalid_row();
+	/* Frames on x86-64 are whole 8-byte slots: odd offsets are hand-written oddities. */
+	if (st->cfa_offset < 8 || st->cfa_offset % 8 ||
+	    st->cfa_offset / 8 > EMBER_ROW_CFA_SLOTS_MAX)
+		return invalid_row();
+	row.cfa_slots = (int16_t)(st->cfa_offset / 8);
+	switch (st->fp.type) {
+	case RULE_SAME:
+	case RULE_UNDEFINED:
+		break;
+	case RULE_OFFSET:
+		if (st->fp.offset % 8 || st->fp.offset / 8 < EMBER_ROW_FP_SLOT_MIN ||
+		    st->fp.offset >= 0)
+			return invalid_row();
+		row.fp_slot = (int8_t)(st->fp.offset / 8);
+		break;
+	default:
+		return invalid_row();
+	}
+	return row;
+}
+
+static bool same_rule(const struct ember_unwind_row *a, const struct ember_unwind_row *b)
+{
+	return a->kind == b->kind && a->cfa_slots == b->cfa_slots && a->fp_slot == b->fp_slot;
+}
+
+/* Appends a row of the FDE being built at pc; a row at the same pc replaces the last. */
+static int emit(struct ember_cfi_builder *b, struct ember_cfi_fde *fde, uint64_t pc,
+                struct ember_unwind_row row)
+{
+	struct ember_cfi_raw_row *last = fde->nrows ? &b->raw[b->nraw - 1] : NULL;
+
+	if (row.kind == EMBER_ROW_INVALID)
+		b->invalid_rows++;
+	if (last && last->pc == pc) {
+		last->row = row;
+		return 0;
+	}
+	if (last && same_rule(&last->row, &row))
+		return 0;
+	if (b->nraw == b->max_rows)
+		return -E2BIG;
+	if (b->nraw == b->raw_cap) {
+		size_t cap = b->raw_cap ? b->raw_cap * 2 : 4096;
+		struct ember_cfi_raw_row *grown;
+
+		if (cap > b->max_rows)
+			cap = b->max_rows;
+		grown = realloc(b->raw, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		b->raw = grown;
+		b->raw_cap = cap;
+	}
+	b->raw[b->nraw].pc = pc;
+	b->raw[b->nraw].row = row;
+	b->nraw++;
+	fde->nrows++;
+	return 0;
+}
+
+static struct reg_rule *rule_of(struct cfa_state *st, uint64_t reg, uint64_t ra_reg)
+{
+	if (reg == DWARF_REG_FP)
+		return &st->fp;
+	if (reg == ra_reg)
+		return &st->ra;
+	return NULL; /* a register the unwinder does not need */
+}
+
+static void restore_rule(struct cfa_state *st, const struct cfa_state *initial, uint64_t reg,
+                         uint64_t ra_reg)
+{
+	if (reg == DWARF_REG_FP)
+		st->fp = initial->fp;
+	else if (reg == ra_reg)
+		st->ra = initial->ra;
+}
+
+static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, uint8_t type,
+                     int64_t offset)
+{
+	struct reg_rule *rule = rule_of(st, reg, c->ra_reg);
+
+	if (rule) {
+		rule->type = type;
+		rule->offset = offset;
+	}
+}
+
+/*
+ * Runs CFA instructions. In a CIE (fde NULL) they set the initial state; in
+ * an FDE every advance emits the row in force before it. Returns 0 when the
+ * instructions ended, 1 when they cannot be followed from *loc on, or a
+ * negative errno.
+ */
+static int run_insns(struct ember_cfi_builder *b, const struct section *s, const struct cie *c,
+                     struct rd *r, struct cfa_state *st, const struct cfa_state *initial,
+                     struct ember_cfi_fde *fde, uint64_t *loc)
+{
+	struct cfa_state stack[MAX_REMEMBER_DEPTH];
+	int depth = 0, err;
+
+	while (r->p < r->end && !r->bad) {
+		uint8_t op = (uint8_t)rd_u(r, 1), low = op & 0x3f;
+		uint64_t reg, delta = 0, target, len;
+		int64_t off;
+
+		switch (op & 0xc0) {
+		case 0x40:
+			delta = low * c->code_align;
+			goto advance;
+		case 0x80:
+			off = scaled(rd_uleb(r), c->data_align);
+			set_rule(st, c, low, RULE_OFFSET, off);
+			continue;
+		case 0xc0:
+			if (!initial)
+				return 1;
+			restore_rule(st, initial, low, c->ra_reg);
+			continue;
+		}
+		switch (op) {
+		case 0x00: /* nop */
+			continue;
+		case 0x01: /* set_loc */
+			if (!fde || !read_pointer(r, c->fde_encoding, s, c->addr_size, &target) ||
+			    target < *loc)
+				return 1;
+			delta = target - *loc;
+			goto advance;
+		case 0x02:
+			delta = rd_u(r, 1) * c->code_align;
+			goto advance;
+		case 0x03:
+			delta = rd_u(r, 2) * c->code_align;
+			goto advance;
+		case 0x04:
+			delta = rd_u(r, 4) * c->code_align;
+			goto advance;
+		case 0x05: /* offset_extended */
+			reg = rd_uleb(r);
+			off = scaled(rd_uleb(r), c->data_align);
+			set_rule(st, c, reg, RULE_OFFSET, off);
+			continue;
+		case 0x06: /* restore_extended */
+			reg = rd_uleb(r);
+			if (!initial)
+				return 1;
+			restore_rule(st, initial, reg, c->ra_reg);
+			continue;
+		case 0x07:
+			set_rule(st, c, rd_uleb(r), RULE_UNDEFINED, 0);
+			continue;
+		case 0x08:
+			set_rule(st, c, rd_uleb(r), RULE_SAME, 0);
+			continue;
+		case 0x09: /* register */
+			reg = rd_uleb(r);
+			rd_uleb(r);
+			set_rule(st, c, reg, RULE_OTHER, 0);
+			continue;
+		case 0x0a: /* remember_state */
+			if (depth == MAX_REMEMBER_DEPTH)
+				return 1;
+			stack[depth++] = *st;
+			continue;
+		case 0x0b: /* restore_state */
+			if (!depth)
+				return 1;
+			*st = stack[--depth];
+			continue;
+		case 0x0c: /* def_cfa */
+			st->cfa_reg = rd_uleb(r);
+			st->cfa_offset = (int64_t)rd_uleb(r);
+			st->cfa_expr = NULL;
+			continue;
+		case 0x0d: /* def_cfa_register */
+			st->cfa_reg = rd_uleb(r);
+			st->cfa_expr = NULL;
+			continue;
+		case 0x0e:
+			st->cfa_offset = (int64_t)rd_uleb(r);
+			continue;
+		case 0x0f: /* def_cfa_expression */
+			len = rd_uleb(r);
+			if (r->bad || len > (uint64_t)(r->end - r->p))
+				return 1;
+			st->cfa_expr = r->p;
+			st->cfa_expr_len = len;
+			r->p += len;
+			continue;
+		case 0x10: /* expression */
+		case 0x16: /* val_expression */
+			reg = rd_uleb(r);
+			len = rd_uleb(r);
+			if (r->bad || len > (uint64_t)(r->end - r->p))
+				return 1;
+			r->p += len;
+			set_rule(st, c, reg, RULE_OTHER, 0);
+			continue;
+		case 0x11: /* offset_extended_sf */
+			reg = rd_uleb(r);
+			off = scaled((uint64_t)rd_sleb(r), c->data_align);
+			set_rule(st, c, reg, RULE_OFFSET, off);
+			continue;
+		case 0x12: /* def_cfa_sf */
+			st->cfa_reg = rd_uleb(r);
+			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
+			st->cfa_expr = NULL;
+			continue;
+		case 0x13:
+			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
+			continue;
+		case 0x14: /* val_offset */
+			reg = rd_uleb(r);
+			rd_uleb(r);
+			set_rule(st, c, reg, RULE_OTHER, 0);
+			continue;
+		case 0x15: /* val_offset_sf */
+			reg = rd_uleb(r);
+			rd_sleb(r);
+			set_rule(st, c, reg, RULE_OTHER, 0);
+			continue;
+		case 0x2e:
+			rd_uleb(r);
+			continue; /* GNU_args_size */
+		case 0x2f:        /* GNU_negative_offset_extended */
+			reg = rd_uleb(r);
+			off = scaled(0 - rd_uleb(r), c->data_align);
+			set_rule(st, c, reg, RULE_OFFSET, off);
+			continue;
+		default:
+			return 1; /* an operation we do not know */
+		}
+	advance:
+		if (r->bad)
+			return 1;
+		if (!fde)
+			continue; /* an advance in a CIE has no row to end */
+		if (delta > fde->end - *loc)
+			delta = fde->end - *loc;
+		if (delta) {
+			err = emit(b, fde, *loc, to_row(st, b));
+			if (err)
+				return err;
+			*loc += delta;
+		}
+		if (*loc >= fde->end)
+			return 0;
+	}
+	return r->bad ? 1 : 0;
+}
+
+static int add_fde(struct ember_cfi_builder *b, uint64_t start, uint64_t end)
+{
+	struct ember_cfi_fde *f;
+
+	if (b->nfdes == b->fdes_cap) {
+		size_t cap = b->fdes_cap ? b->fdes_cap * 2 : 1024;
+		struct ember_cfi_fde *grown = realloc(b->fdes, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		b->fdes = grown;
+		b->fdes_cap = cap;
+	}
+	f = &b->fdes[b->nfdes++];
+	f->start = start;
+	f->end = end;
+	f->first_row = b->nraw;
+	f->nrows = 0;
+	return 0;
+}
+
+static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struct rd *r,
+                     const struct cie *c)
+{
+	struct cfa_state st;
+	struct ember_cfi_fde *fde;
+	uint64_t start, range, loc;
+	int err;
+
+	if (!read_pointer(r, c->fde_encoding, s, c->addr_size, &start) ||
+	    !read_pointer(r, c->fde_encoding & 0x0f, s, c->addr_size, &range))
+		return 1;
+	if (!range || range > MAX_FDE_RANGE || start > UINT64_MAX - range)
+		return 1;
+	if (c->has_z) {
+		uint64_t len = rd_uleb(r);
+
+		if (r->bad || len > (uint64_t)(r->end - r->p))
+			return 1;
+		r->p += len;
+	}
+	err = add_fde(b, start, start + range);
+	if (err)
+		return err;
+	fde = &b->fdes[b->nfdes - 1];
+	if (c->signal) {
+		b->signal_fdes++;
+		return emit(b, fde, start, (struct ember_unwind_row){.kind = EMBER_ROW_SIGNAL});
+	}
+	if (c->initial_bad)
+		return emit(b, fde, start, invalid_row());
+	loc = start;
+	st = c->initial;
+	err = run_insns(b, s, c, r, &st, &c->initial, fde, &loc);
+	if (err < 0)
+		return err;
+	if (loc < fde->end)
+		return emit(b, fde, loc, err ? invalid_row() : to_row(&st, b));
+	return 0;
+}
+
+/* Runs the CIE's instructions: the state every one of its FDEs starts from. */
+static void run_cie(struct ember_cfi_builder *b, const struct section *s, struct cie *c)
+{
+	struct rd ci = {c->insns, c->insns_end, false};
+	uint64_t loc = 0;
+
+	memset(&c->initial, 0, sizeof(c->initial));
+	c->initial_bad = run_insns(b, s, c, &ci, &c->initial, NULL, NULL, &loc) != 0;
+}
+
+void ember_cfi_builder_init(struct ember_cfi_builder *b, size_t max_rows)
+{
+	memset(b, 0, sizeof(*b));
+	b->max_rows = max_rows ? max_rows : EMBER_UNWIND_MAX_TABLE_ROWS;
+}
+
+void ember_cfi_builder_free(struct ember_cfi_builder *b)
+{
+	free(b->fdes);
+	free(b->raw);
+	memset(b, 0, sizeof(*b));
+}
+
+int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len,
+                    uint64_t section_vaddr, enum ember_cfi_section kind)
+{
+	struct section s = {data, len, section_vaddr, kind};
+	size_t off = 0, cached_cie = SIZE_MAX;
+	/* FDEs that alternate between CIEs make each CIE be read again: bound
+	 * those bytes by a multiple of the section, far above what linkers write. */
+	uint64_t cie_bytes = 0, cie_budget = 4 * (uint64_t)len + (64u << 10);
+	struct cie cie;
+
+	if (len > EMBER_CFI_MAX_SECTION)
+		return -E2BIG;
+	while (off + 4 <= len) {
+		const uint8_t *end;
+		size_t id_off, cie_off;
+		uint64_t id;
+		bool is_cie;
+		struct rd r;
+		int err;
+
+		if (!memcmp(data + off, "\0\0\0\0", 4)) {
+			/* A zero length ends .eh_frame; .debug_frame may pad with them. */
+			if (kind == EMBER_CFI_EH_FRAME)
+				break;
+			off += 4;
+			continue;
+		}
+		if (!open_entry(&s, off, &r, &id, &is_cie, &end, &id_off)) {
+			b->bad_entries++; /* unreadable length: nothing after it can be found */
+			break;
+		}
+		off = (size_t)(end - data);
+		if (is_cie) {
+			b->cies++;
+			continue;
+		}
+		if (kind == EMBER_CFI_EH_FRAME) {
+			if (id > id_off) {
+				b->bad_entries++;
+				continue;
+			}
+			cie_off = id_off - (size_t)id;
+		} else {
+			if (id >= len) {
+				b->bad_entries++;
+				continue;
+			}
+			cie_off = (size_t)id;
+		}
+		if (cie_off != cached_cie) {
+			if (cie_bytes > cie_budget) {
+				b->bad_entries++;
+				continue;
+			}
+			cached_cie = cie_off;
+			if (!parse_cie(&s, cie_off, &cie, &cie_bytes)) {
+				/* Remembered: FDEs that all name one bad CIE read it once. */
+				cie.code_align = 0;
+				b->bad_entries++;
+				continue;
+			}
+			run_cie(b, &s, &cie);
+		} else if (!cie.code_align) {
+			b->bad_entries++;
+			continue;
+		}
+		err = parse_fde(b, &s, &r, &cie);
+		if (err < 0)
+			return err;
+		if (err)
+			b->bad_entries++;
+	}
+	return 0;
+}
+
+static int fde_cmp(const void *a, const void *b)
+{
+	const struct ember_cfi_fde *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* Equal starts: the one parsed first (fewer rows before it) wins. */
+	return x->first_row < y->first_row ? -1 : x->first_row > y->first_row;
+}
+
+static void push_row(struct ember_unwind_rows *out, uint64_t pc, struct ember_unwind_row row)
+{
+	struct ember_unwind_row *last = out->count ? &out->rows[out->count - 1] : NULL;
+
+	row.pc = (uint32_t)pc;
+	if (last && last->pc == row.pc) {
+		*last = row;
+		/* The replaced row may now equal the one before it. */
+		if (out->count > 1 && same_rule(&out->rows[out->count - 2], last))
+			out->count--;
+		return;
+	}
+	if (last && same_rule(last, &row))
+		return;
+	out->rows[out->count++] = row;
+}
+
+int ember_cfi_finish(struct ember_cfi_builder *b, struct ember_unwind_rows *out)
+{
+	const struct ember_unwind_row gap = {.kind = EMBER_ROW_GAP};
+	uint64_t prev_end = 0;
+	bool have_prev = false;
+
+	memset(out, 0, sizeof(*out));
+	/* Every raw row, a GAP before each FDE and a final one at most. */
+	out->rows = malloc((b->nraw + 2 * b->nfdes + 1) * sizeof(*out->rows));
+	if (!out->rows)
+		return -ENOMEM;
+	if (b->nfdes > 1)
+		qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
+	for (size_t i = 0; i < b->nfdes; i++) {
+		const struct ember_cfi_fde *f = &b->fdes[i];
+
+		if (f->end > UINT32_MAX || (have_prev && f->start < prev_end))
+			continue;
+		if (have_prev && f->start > prev_end)
+			push_row(out, prev_end, gap);
+		for (size_t k = 0; k < f->nrows; k++)
+			push_row(out, b->raw[f->first_row + k].pc, b->raw[f->first_row + k].row);
+		prev_end = f->end;
+		have_prev = true;
+	}
+	if (have_prev)
+		push_row(out, prev_end, gap);
+	return 0;
+}
+
+void ember_unwind_rows_free(struct ember_unwind_rows *r)
+{
+	free(r->rows);
+	memset(r, 0, sizeof(*r));
+}
+
+const struct ember_unwind_row *ember_unwind_rows_find(const struct ember_unwind_rows *r,
+                                                      uint64_t addr)
+{
+	size_t lo = 0, hi = r->count;
+
+	if (!r->count || addr < r->rows[0].pc || addr > UINT32_MAX)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->rows[mid].pc <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &r->rows[lo];
+}
+
+static int parse_section(struct ember_cfi_builder *b, Elf_Scn *scn, const GElf_Shdr *sh,
+                         enum ember_cfi_section kind)
+{
+	Elf_Data *d;
+
+	if (sh->sh_type == SHT_NOBITS || sh->sh_size > EMBER_CFI_MAX_SECTION)
+		return 0;
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		GElf_Chdr ch;
+
+		/* Its size before inflating it: a small section can claim gigabytes. */
+		if (!gelf_getchdr(scn, &ch) || ch.ch_size > EMBER_CFI_MAX_SECTION ||
+		    elf_compress(scn, 0, 0) < 0)
+			return 0;
+	}
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size > EMBER_CFI_MAX_SECTION)
+		return 0;
+	return ember_cfi_parse(b, d->d_buf, d->d_size, sh->sh_addr, kind);
+}
+
+static int from_elf(Elf *elf, struct ember_unwind_rows *out)
+{
+	Elf_Scn *scn = NULL, *eh = NULL, *dbg = NULL;
+	GElf_Shdr eh_sh, dbg_sh, sh;
+	struct ember_cfi_builder b;
+	GElf_Ehdr ehdr;
+	size_t shstrndx;
+	int err = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64 ||
+	    elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!eh && !strcmp(name, ".eh_frame")) {
+			eh = scn;
+			eh_sh = sh;
+		} else if (!dbg && !strcmp(name, ".debug_frame")) {
+			dbg = scn;
+			dbg_sh = sh;
+		}
+	}
+	if (!eh && !dbg)
+		return -ENOENT;
+	ember_cfi_builder_init(&b, EMBER_UNWIND_MAX_TABLE_ROWS);
+	/* .eh_frame first: where both describe an address, it wins. */
+	if (eh)
+		err = parse_section(&b, eh, &eh_sh, EMBER_CFI_EH_FRAME);
+	if (!err && dbg)
+		err = parse_section(&b, dbg, &dbg_sh, EMBER_CFI_DEBUG_FRAME);
+	if (!err)
+		err = b.nfdes ? ember_cfi_finish(&b, out) : -ENOENT;
+	ember_cfi_builder_free(&b);
+	return err;
+}
+
+int ember_cfi_from_elf(const void *image, size_t len, struct ember_unwind_rows *out)
+{
+	Elf *elf;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)image, len);
+	err = from_elf(elf, out);
+	elf_end(elf);
+	return err;
+}
+
+int ember_cfi_from_fd(int fd, struct ember_unwind_rows *out)
+{
+	Elf *elf;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = from_elf(elf, out);
+	elf_end(elf);
+	return err;
+}

@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/unwind/unwind_tables.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "symbolizer/unwind/cfi.h"
+#include "symbolizer/process/maps_parser.h"
+#include "shared/clock.h"
+#include "shared/log.h"
+
+#define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
+#define VDSO_MAX_BYTES (1u << 20)
+#define FILE_RETRY_NS  (30ull * 1000000000ull)
+#define SWEEP_EVERY_NS 1000000000ull
+#define PAGE_MASK_4K   (~(uint64_t)4095)
+
+static const char *const stop_names[EMBER_UNWIND_STOP_MAX] = {
+    [EMBER_UNWIND_COMPLETE] = "complete",
+    [EMBER_UNWIND_STOP_BAD_CFI] = "unsupported CFI",
+    [EMBER_UNWIND_STOP_READ] = "stack not readable",
+    [EMBER_UNWIND_STOP_NO_MAPPING] = "pc outside mappings",
+    [EMBER_UNWIND_STOP_NO_TABLE] = "table not loaded",
+    [EMBER_UNWIND_STOP_BAD_FRAME] = "bad frame",
+    [EMBER_UNWIND_STOP_DEPTH] = "depth limit",
+    [EMBER_UNWIND_STOP_NO_REGS] = "no user registers",
+    [EMBER_UNWIND_STOP_UNCHECKED] = "no tables yet",
+};
+
+const char *ember_unwind_stop_marker(uint32_t reason)
+{
+	static const char *const markers[EMBER_UNWIND_STOP_MAX] = {
+	    [EMBER_UNWIND_STOP_BAD_CFI] = "[unwind stopped: unsupported CFI]",
+	    [EMBER_UNWIND_STOP_READ] = "[unwind stopped: stack not readable]",
+	    [EMBER_UNWIND_STOP_NO_MAPPING] = "[unwind stopped: pc outside mappings]",
+	    [EMBER_UNWIND_STOP_NO_TABLE] = "[unwind stopped: table not loaded]",
+	    [EMBER_UNWIND_STOP_BAD_FRAME] = "[unwind stopped: bad frame]",
+	    [EMBER_UNWIND_STOP_DEPTH] = "[unwind stopped: depth limit]",
+	    [EMBER_UNWIND_STOP_NO_REGS] = "[unwind stopped: no user registers]",
+	    [EMBER_UNWIND_STOP_UNCHECKED] = "[unwind stopped: no tables yet]",
+	};
+
+	if (reason < EMBER_UNWIND_STOP_MAX && markers[reason])
+		return markers[reason];
+	return "[unwind stopped: unknown reason]";
+}
+
+static bool file_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct ember_unwind *u = ctx;
+
+	return len == sizeof(struct ember_obj_key) && !memcmp(&u->files[value].key, key, len);
+}
+
+static bool proc_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct ember_unwind *u = ctx;
+
+	return len == sizeof(uint32_t) && !memcmp(&u->procs[value]->pid, key, len);
+}
+
+int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker)
+{
+	memset(u, 0, sizeof(*u));
+	u->broker = broker;
+	ember_index_init(&u->file_index);
+	ember_index_init(&u->proc_index);
+	return ember_hash_key_init(&u->hash_key);
+}
+
+void ember_unwind_free(struct ember_unwind *u)
+{
+	for (uint32_t i = 0; i < u->nprocs; i++) {
+		free(u->procs[i]->files);
+		free(u->procs[i]);
+	}
+	free(u->procs);
+	free(u->files);
+	free(u->free_slots);
+	ember_index_free(&u->file_index);
+	ember_index_free(&u->proc_index);
+	memset(u, 0, sizeof(*u));
+}
+
+/* ---- messages to the collector ---- */
+
+static int send(struct ember_unwind *u, union ember_msg *m)
+{
+	int err = ember_broker_client_send(u->broker, m);
+
+	if (err) {
+		u->disabled = true;
+		log_debug("unwind tables: the collector connection failed: %s", strerror(-err));
+	}
+	return err;
+}
+
+static int send_table_op(struct ember_unwind *u, uint32_t slot, uint32_t op, uint32_t nrows)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_TABLE, 0);
+	m.unwind_table.table = slot;
+	m.unwind_table.op = op;
+	m.unwind_table.nrows = nrows;
+	return send(u, &m);
+}
+
+static int send_table(struct ember_unwind *u, uint32_t slot, const struct ember_unwind_rows *r)
+{
+	union ember_msg m;
+	int err = send_table_op(u, slot, EMBER_UNWIND_TABLE_CREATE, (uint32_t)r->count);
+
+	for (size_t first = 0; !err && first < r->count; first += EMBER_UNWIND_ROWS_PER_MSG) {
+		size_t n = r->count - first;
+
+		if (n > EMBER_UNWIND_ROWS_PER_MSG)
+			n = EMBER_UNWIND_ROWS_PER_MSG;
+		ember_msg_init(&m, EMBER_MSG_UNWIND_ROWS, 0);
+		m.unwind_rows.table = slot;
+		m.unwind_rows.first = (uint32_t)first;
+		m.unwind_rows.count = (uint32_t)n;
+		memcpy(m.unwind_rows.rows, r->rows + first, n * sizeof(*r->rows));
+		err = send(u, &m);
+	}
+	if (!err)
+		err = send_table_op(u, slot, EMBER_UNWIND_TABLE_COMMIT, 0);
+	return err;
+}
+
+static int send_proc(struct ember_unwind *u, uint32_t pid, const struct ember_unwind_mapping *maps,
+                     uint32_t n)
+{
+	union ember_msg m;
+	uint32_t first = 0;
+	int err;
+
+	do {
+		uint32_t count = n - first > EMBER_UNWIND_MAPPINGS_PER_MSG
+		                     ? EMBER_UNWIND_MAPPINGS_PER_MSG
+		                     : n - first;
+
+		ember_msg_init(&m, EMBER_MSG_UNWIND_PROC, 0);
+		m.unwind_proc.pid = pid;
+		m.unwind_proc.first = first;
+		m.unwind_proc.count = count;
+		m.unwind_proc.total = n;
+		if (count)
+			memcpy(m.unwind_proc.mappings, maps + first, count * sizeof(*maps));
+		err = send(u, &m);
+		first += count;
+	} while (!err && first < n);
+	return err;
+}
+
+/* ---- file tables ---- */
+
+static int read_segments(Elf *elf, struct ember_unwind_file *f)
+{
+	size_t n;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	f->nsegs = 0;
+	for (size_t i = 0; i < n && f->nsegs < EMBER_UNWIND_MAX_SEGMENTS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		f->segs[f->nsegs++] =
+		    (struct ember_unwind_segment){ph.p_offset, ph.p_vaddr, ph.p_filesz};
+	}
+	return f->nsegs ? 0 : -ENOEXEC;
+}
+
+/* The kernel's vDSO image as this process sees it: the same for every 64-bit process. */
+static size_t vdso_image(const void **out)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Phdr *ph;
+	size_t len;
+
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	len = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	ph = (const Elf64_Phdr *)((const char *)eh + eh->e_phoff);
+	for (unsigned int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > len)
+			len = ph[i].p_offset + ph[i].p_filesz;
+	*out = eh;
+	return len <= VDSO_MAX_BYTES ? len : 0;
+}
+
+/* The collector stores whole blocks: the last is filled up with copies of the last row. */
+static int pad_to_blocks(struct ember_unwind_rows *r)
+{
+	size_t n = (r->count + EMBER_UNWIND_BLOCK_ROWS - 1) / EMBER_UNWIND_BLOCK_ROWS *
+	           EMBER_UNWIND_BLOCK_ROWS;
+	struct ember_unwind_row *rows = realloc(r->rows, n * sizeof(*rows));
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = r->count; i < n; i++)
+		rows[i] = rows[r->count - 1];
+	r->rows = rows;
+	r->count = n;
+	return 0;
+}
+
+/* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
+static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
+{
+	struct ember_unwind_file *f = &u->files[slot];
+	struct ember_unwind_rows rows = {0};
+	const void *image = NULL;
+	size_t len = fd < 0 ? vdso_image(&image) : 0;
+	Elf *elf;
+	int err;
+
+	elf_version(EV_CURRENT);
+	if (fd < 0 && !len)
+		return -ENOENT;
+	elf = fd < 0 ? elf_memory((char *)image, len) : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = read_segments(elf, f);
+	elf_end(elf);
+	if (!err)
+		err = fd < 0 ? ember_cfi_from_elf(image, len, &rows) : ember_cfi_from_fd(fd, &rows);
+	if (!err && (!rows.count || rows.count > EMBER_UNWIND_MAX_TABLE_ROWS))
+		err = -E2BIG;
+	if (!err)
+		err = pad_to_blocks(&rows);
+	if (!err)
+		err = send_table(u, slot, &rows);
+	if (!err) {
+		f->nrows = (uint32_t)rows.count;
+		u->tables_built++;
+		u->rows_sent += rows.count;
+	}
+	ember_unwind_rows_free(&rows);
+	return err;
+}
+
+static int take_slot(struct ember_unwind *u, uint32_t *slot)
+{
+	if (u->nfree) {
+		*slot = u->free_slots[--u->nfree];
+		return 0;
+	}
+	if (u->nfiles == EMBER_UNWIND_MAX_TABLES)
+		return -ENOSPC;
+	if (u->nfiles == u->files_cap) {
+		uint32_t cap = u->files_cap ? u->files_cap * 2 : 256;
+		struct ember_unwind_file *files = realloc(u->files, cap * sizeof(*files));
+		uint32_t *free_slots;
+
+		if (!files)
+			return -ENOMEM;
+		u->files = files;
+		free_slots = realloc(u->free_slots, cap * sizeof(*free_slots));
+		if (!free_slots)
+			return -ENOMEM;
+		u->free_slots = free_slots;
+		u->files_cap = cap;
+	}
+	*slot = u->nfiles++;
+	return 0;
+}
+
+/* The slot of the file behind mapping e of pid, building its table on first sight. */
+static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
+                     uint64_t now_ns)
+{
+	struct ember_obj_key key = {VDSO_DEV, 0};
+	struct ember_unwind_file *f;
+	uint32_t slot, stored;
+	uint64_t h;
+	int fd = -1, err;
+
+	if (e->kind != EMBER_MAP_VDSO)
+		key = (struct ember_obj_key){makedev(e->dev_major, e->dev_minor), e->inode};
+	h = ember_hash(&u->hash_key, &key, sizeof(key));
+	if (!ember_index_find(&u->file_index, h, &key, sizeof(key), file_eq, u, &slot)) {
+		f = &u->files[slot];
+		if (!f->error || now_ns - f->idle_since_ns < FILE_RETRY_NS)
+			return (int)slot;
+	} else {
+		err = take_slot(u, &slot);
+		if (err)
+			return err;
+		f = &u->files[slot];
+		memset(f, 0, sizeof(*f));
+		f->key = key;
+		f->used = true;
+		if (ember_index_upsert(&u->file_index, h, &key, sizeof(key), file_eq, u, slot,
+		                       &stored) < 0) {
+			f->used = false;
+			u->free_slots[u->nfree++] = slot;
+			return -ENOMEM;
+		}
+	}
+	if (e->kind != EMBER_MAP_VDSO) {
+		fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
+		if (fd < 0)
+			f->error = fd;
+	}
+	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
+		f->error = build_table(u, slot, fd);
+	if (fd >= 0)
+		close(fd);
+	/* For a failed file this is when it failed: it is retried after FILE_RETRY_NS. */
+	f->idle_since_ns = now_ns;
+	if (f->error) {
+		u->table_errors++;
+		log_debug("no unwind table for inode %llu of pid %u: %s",
+		          (unsigned long long)e->inode, pid, strerror(-f->error));
+	}
+	return (int)slot;
+}
+
+/* The bias that turns a pc in mapping e into an address of the file's table. */
+static bool mapping_bias(const struct ember_unwind_file *f, const struct ember_map_entry *e,
+                         __u64 *bias)
+{
+	for (uint32_t i = 0; i < f->nsegs; i++) {
+		const struct ember_unwind_segment *s = &f->segs[i];
+
+		if (e->offset >= (s->offset & PAGE_MASK_4K) && e->offset < s->offset + s->filesz) {
+			*bias = e->start - (s->vaddr + (e->offset - s->offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+static void release_file(struct ember_unwind *u, uint32_t slot, uint64_t now_ns)
+{
+	struct ember_unwind_file *f = &u->files[slot];
+
+	if (f->refs && !--f->refs)
+		f->idle_since_ns = now_ns;
+}
+
+/* Drops the tables no process has mapped for EMBER_UNWIND_IDLE_DROP_NS. */
+static void sweep(struct ember_unwind *u, uint64_t now_ns)
+{
+	if (now_ns - u->last_sweep_ns < SWEEP_EVERY_NS)
+		return;
+	u->last_sweep_ns = now_ns;
+	for (uint32_t slot = 0; slot < u->nfiles; slot++) {
+		struct ember_unwind_file *f = &u->files[slot];
+
+		if (!f->used || f->refs || now_ns - f->idle_since_ns < EMBER_UNWIND_IDLE_DROP_NS)
+			continue;
+		if (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0))
+			return;
+		ember_index_remove(&u->file_index,
+		                   ember_hash(&u->hash_key, &f->key, sizeof(f->key)), slot);
+		f->used = false;
+		u->free_slots[u->nfree++] = slot;
+		u->tables_dropped++;
+	}
+}
+
+/* ---- processes ---- */
+
+static struct ember_unwind_process *find_proc(struct ember_unwind *u, uint32_t pid, uint32_t *at)
+{
+	uint64_t h = ember_hash(&u->hash_key, &pid, sizeof(pid));
+
+	if (ember_index_find(&u->proc_index, h, &pid, sizeof(pid), proc_eq, u, at))
+		return NULL;
+	return u->procs[*at];
+}
+
+static void remove_proc(struct ember_unwind *u, uint32_t at, uint64_t now_ns)
+{
+	struct ember_unwind_process *p = u->procs[at], *last = u->procs[u->nprocs - 1];
+	uint32_t stored;
+
+	ember_index_remove(&u->proc_index, ember_hash(&u->hash_key, &p->pid, sizeof(p->pid)), at);
+	if (p != last) {
+		ember_index_remove(&u->proc_index,
+		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
+		                   u->nprocs - 1);
+		u->procs[at] = last;
+		ember_index_upsert(&u->proc_index,
+		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
+		                   &last->pid, sizeof(last->pid), proc_eq, u, at, &stored);
+	}
+	u->nprocs--;
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		release_file(u, p->files[i], now_ns);
+	free(p->files);
+	free(p);
+}
+
+static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
+{
+	struct ember_unwind_process *p;
+	uint32_t at, stored;
+
+	p = find_proc(u, pid, &at);
+	if (p)
+		return p;
+	if (u->nprocs == EMBER_UNWIND_MAX_PROCS) {
+		/* Full: forget the process loaded longest ago (the collector too). */
+		uint32_t oldest = 0;
+
+		for (uint32_t i = 1; i < u->nprocs; i++)
+			if (u->procs[i]->loaded_ns < u->procs[oldest]->loaded_ns)
+				oldest = i;
+		send_proc(u, u->procs[oldest]->pid, NULL, 0);
+		remove_proc(u, oldest, now_ns);
+	}
+	if (u->nprocs == u->procs_cap) {
+		uint32_t cap = u->procs_cap ? u->procs_cap * 2 : 256;
+		struct ember_unwind_process **grown = realloc(u->procs, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		u->procs = grown;
+		u->procs_cap = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
+	if (ember_index_upsert(&u->proc_index, ember_hash(&u->hash_key, &pid, sizeof(pid)), &pid,
+	                       sizeof(pid), proc_eq, u, u->nprocs, &stored) < 0) {
+		free(p);
+		return NULL;
+	}
+	u->procs[u->nprocs++] = p;
+	return p;
+}
+
+static int read_maps(struct ember_unwind *u, uint32_t pid, struct ember_maps *maps)
+{
+	char *text = NULL;
+	long len;
+	int fd = ember_broker_request(u->broker, EMBER_BROKER_MAPS, pid, 0, NULL), err;
+
+	if (fd < 0)
+		return fd;
+	len = ember_maps_read_fd(fd, &text);
+	close(fd);
+	if (len < 0)
+		return (int)len;
+	err = ember_maps_parse(text, (size_t)len, maps);
+	free(text);
+	return err;
+}
+
+static uint64_t digest_mix(uint64_t h, uint64_t v)
+{
+	return (h ^ v) * 0x100000001b3ull;
+}
+
+/* The files nearly every process maps: what prewarming builds. */
+static bool common_file(const struct ember_maps *maps, const struct ember_map_entry *e)
+{
+	const char *path = ember_maps_path(maps, e), *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return e->kind == EMBER_MAP_VDSO || !strncmp(base, "libc.so", 7) ||
+	       !strncmp(base, "ld-linux", 8) || !strncmp(base, "libm.so", 7);
+}
+
+static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, bool force,
+                         bool common_only)
+{
+	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
+	struct ember_unwind_process *p = get_proc(u, pid, now_ns);
+	uint32_t n = 0, nfiles = 0, *files = NULL;
+	uint64_t digest = 0xcbf29ce484222325ull;
+	struct ember_maps pm;
+
+	if (!p || u->disabled)
+		return;
+	/* The first miss after exec is the dynamic loader's libraries: reload at once. */
+	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec) {
+		u->loads_deferred++;
+		return;
+	}
+	p->after_exec = force;
+	p->loaded_ns = now_ns;
+	u->process_loads++;
+	if (read_maps(u, pid, &pm)) {
+		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
+		                    ? EMBER_UNWIND_RELOAD_MAX_NS
+		                    : p->backoff_ns * 2;
+		return;
+	}
+	files = malloc(EMBER_UNWIND_MAX_MAPPINGS * sizeof(*files));
+	for (size_t i = 0; files && i < pm.count; i++) {
+		const struct ember_map_entry *e = &pm.entries[i];
+		struct ember_unwind_mapping *m = &maps[n];
+		int slot = -1;
+
+		if (!(e->perms & EMBER_MAP_X) || (common_only && !common_file(&pm, e)))
+			continue;
+		if (n == EMBER_UNWIND_MAX_MAPPINGS) {
+			u->mappings_truncated++;
+			break;
+		}
+		*m = (struct ember_unwind_mapping){e->start, e->end, 0, EMBER_UNWIND_NO_TABLE, 0};
+		if ((e->kind == EMBER_MAP_FILE && e->inode) || e->kind == EMBER_MAP_VDSO)
+			slot = file_slot(u, pid, e, now_ns);
+		if (slot >= 0) {
+			const struct ember_unwind_file *f = &u->files[slot];
+
+			/* Hold failed files too, so that they are not rebuilt for every process. */
+			files[nfiles++] = (uint32_t)slot;
+			u->files[slot].refs++;
+			if (!f->error && mapping_bias(f, e, &m->bias))
+				m->table = (uint32_t)slot;
+		}
+		digest = digest_mix(digest_mix(digest, m->start), m->table);
+		n++;
+	}
+	if (u->on_maps)
+		u->on_maps(u->on_maps_ctx, pid, &pm, now_ns);
+	ember_maps_free(&pm);
+	if (!files)
+		return;
+	send_proc(u, pid, maps, n);
+	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
+	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
+	/* New references were taken above, so a file both lists share never drops to 0. */
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		release_file(u, p->files[i], now_ns);
+	free(p->files);
+	p->files = files;
+	p->nfiles = nfiles;
+	/* Reloads that find nothing new (a pc in no mapping is often a wrong frame) back off. */
+	if (!force && digest == p->maps_digest)
+		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
+		                    ? EMBER_UNWIND_RELOAD_MAX_NS
+		                    : p->backoff_ns * 2;
+	else
+		p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
+	p->maps_digest = digest;
+}
+
+void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
+{
+	load_process(u, (uint32_t)getpid(), now_ns, true, true);
+}
+
+void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
+{
+	load_process(u, pid, now_ns, true, false);
+	sweep(u, now_ns);
+}
+
+void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
+{
+	uint32_t at;
+
+	if (!find_proc(u, pid, &at))
+		return;
+	if (!u->disabled)
+		send_proc(u, pid, NULL, 0);
+	remove_proc(u, at, now_ns);
+	sweep(u, now_ns);
+}
+
+void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
+                            uint64_t now_ns)
+{
+	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
+	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS);
+
+	if (!s->ustack_len && !stop)
+		return; /* a kernel thread: no user stack to unwind */
+	u->samples++;
+	u->stops[stop & 0xff]++;
+	if (missed)
+		u->samples_missed++;
+	if (stop == EMBER_UNWIND_COMPLETE)
+		u->samples_complete++;
+	if (missed)
+		load_process(u, s->tgid, now_ns, false, false);
+	sweep(u, now_ns);
+}
+
+void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profile *p)
+{
+	char name[64];
+	uint32_t live = 0;
+
+	for (uint32_t i = 0; i < u->nfiles; i++)
+		live += u->files[i].used && !u->files[i].error;
+	ember_profile_stat_set(p, "unwind.samples", u->samples);
+	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
+	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);
+	ember_profile_stat_set(p, "unwind.missed_ppm",
+	                       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
+	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++) {
+		snprintf(name, sizeof(name), "unwind.stop.%s", stop_names[r]);
+		for (char *c = name; *c; c++)
+			if (*c == ' ')
+				*c = '_';
+		ember_profile_stat_set(p, name, u->stops[r]);
+	}
+	ember_profile_stat_set(p, "unwind.process_loads", u->process_loads);
+	ember_profile_stat_set(p, "unwind.process_loads_deferred", u->loads_deferred);
+	ember_profile_stat_set(p, "unwind.tables_built", u->tables_built);
+	ember_profile_stat_set(p, "unwind.tables_live", live);
+	ember_profile_stat_set(p, "unwind.tables_dropped", u->tables_dropped);
+	ember_profile_stat_set(p, "unwind.table_errors", u->table_errors);
+	ember_profile_stat_set(p, "unwind.rows_sent", u->rows_sent);
+	ember_profile_stat_set(p, "unwind.mappings_truncated", u->mappings_truncated);
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include "check_main.h"
+#include "collector/table_loader.h"
+
+#define B EMBER_UNWIND_BLOCK_ROWS
+
+static union ember_msg table_msg(uint32_t slot, uint32_t op, uint32_t nrows)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_TABLE, 0);
+	m.unwind_table.table = slot;
+	m.unwind_table.op = op;
+	m.unwind_table.nrows = nrows;
+	return m;
+}
+
+static union ember_msg rows_msg(uint32_t slot, uint32_t first, uint32_t count)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_ROWS, 0);
+	m.unwind_rows.table = slot;
+	m.unwind_rows.first = first;
+	m.unwind_rows.count = count;
+	for (uint32_t i = 0; i < count; i++)
+		m.unwind_rows.rows[i] = (struct ember_unwind_row){
+		    .pc = 0x1000 + 16 * (first + i), .cfa_slots = 1, .kind = EMBER_ROW_CFA_SP};
+	return m;
+}
+
+static union ember_msg proc_msg(uint32_t pid, uint32_t first, uint32_t count, uint32_t total)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_PROC, 0);
+	m.unwind_proc.pid = pid;
+	m.unwind_proc.first = first;
+	m.unwind_proc.count = count;
+	m.unwind_proc.total = total;
+	for (uint32_t i = 0; i < count; i++)
+		m.unwind_proc.mappings[i] =
+		    (struct ember_unwind_mapping){.start = 0x10000ull * (first + i + 1),
+		                                  .end = 0x10000ull * (first + i + 1) + 0x1000,
+		                                  .table = i % 2 ? EMBER_UNWIND_NO_TABLE : 7};
+	return m;
+}
+
+static int handle(struct ember_tables *t, union ember_msg m)
+{
+	return ember_tables_handle(t, &m);
+}
+
+/* The checks do not depend on the maps: run them without (fds -1) and, as root, with. */
+static void check_validation(struct ember_tables *t)
+{
+	union ember_msg m;
+
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, 3)), -EPROTO); /* no table being built */
+	ck_assert_int_eq(
+	    handle(t, table_msg(EMBER_UNWIND_MAX_TABLES, EMBER_UNWIND_TABLE_CREATE, 3)), -EPROTO);
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 0)), -EPROTO);
+	ck_assert_int_eq(
+	    handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, EMBER_UNWIND_MAX_TABLE_ROWS + 1)),
+	    -EPROTO);
+	ck_assert_int_eq(handle(t, table_msg(7, 99, 3)), -EPROTO);
+
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, B + 1)), -EPROTO);
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), -EPROTO);
+	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), -EPROTO);     /* out of order */
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, 3 * B)), -EPROTO); /* past nrows */
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, 0)), -EPROTO);
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, B - 1)), -EPROTO); /* not whole blocks */
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[1].kind = EMBER_ROW_KIND_MAX;
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[1].pc = 0x10; /* unsorted */
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[0].cfa_slots = 0; /* CFA at SP: the return address below the stack */
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[0].fp_slot = 3; /* a saved FP above the CFA */
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[B - 1] =
+	    (struct ember_unwind_row){.pc = 0x100000, .kind = EMBER_ROW_PLT, .cfa_slots = 16};
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	ck_assert_int_eq(handle(t, rows_msg(7, 0, B)), 0);
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)),
+	                 -EPROTO); /* 1 missing */
+	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), 0);
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
+
+	ck_assert_int_eq(handle(t, proc_msg(0, 0, 1, 1)), -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(1u << 23, 0, 1, 1)), -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, 1, EMBER_UNWIND_MAX_MAPPINGS + 1)), -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, 5, 4)), -EPROTO);
+	m = proc_msg(42, 0, 3, 3);
+	m.unwind_proc.mappings[2].start = m.unwind_proc.mappings[1].start; /* overlap */
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = proc_msg(42, 0, 3, 3);
+	m.unwind_proc.mappings[0].table = EMBER_UNWIND_MAX_TABLES;
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = proc_msg(42, 0, 3, 3);
+	m.unwind_proc.mappings[0].end = m.unwind_proc.mappings[0].start;
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	/* In two parts, in order; a part of another process in between is refused. */
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, EMBER_UNWIND_MAPPINGS_PER_MSG, 130)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(43, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, 0, 0)), 0); /* forget it */
+	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_DROP, 0)), 0);
+}
+
+START_TEST(validation_without_maps)
+{
+	struct ember_tables t;
+
+	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, 0), 0);
+	check_validation(&t);
+	ember_tables_free(&t);
+}
+END_TEST
+
+START_TEST(loads_and_forgets_with_maps)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, hash_opts, .map_flags = BPF_F_NO_PREALLOC);
+	struct ember_unwind_block_key key = {7, 1}, cut = {9, 0};
+	struct ember_unwind_block blk;
+	struct ember_unwind_proc proc;
+	struct ember_tables t;
+	uint32_t slot = 7, pid = 42, nblocks;
+	int tables, blocks, procs;
+
+	if (geteuid() != 0) {
+		/* Creating maps needs CAP_BPF; the checks above ran without it. */
+		const char *ci = getenv("CI");
+
+		ck_assert_msg(!ci || strcmp(ci, "true"),
+		              "loading into BPF maps needs root under CI");
+		fprintf(stderr,
+		        "test_tables: not root: BPF map loading not tested (run as root)\n");
+		return;
+	}
+	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
+	blocks =
+	    bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64, &hash_opts);
+	procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct ember_unwind_proc),
+	                       64, &hash_opts);
+	ck_assert_int_ge(tables, 0);
+	ck_assert_int_ge(blocks, 0);
+	ck_assert_int_ge(procs, 0);
+	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, procs, 0), 0);
+	check_validation(&t);
+	ck_assert_uint_eq(t.tables_loaded, 1);
+	ck_assert_uint_eq(t.failures, 0);
+	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
+
+	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(7, 0, 2 * B)), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0); /* not in use before COMMIT */
+	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 2);
+	ck_assert_int_eq(bpf_map_lookup_elem(blocks, &key, &blk), 0);
+	ck_assert_uint_eq(blk.rows[0].pc, 0x1000 + 16 * B);
+	ck_assert_uint_eq(t.rows_loaded, 2 * B);
+	ck_assert_int_eq(handle(&t, proc_msg(42, 0, 3, 3)), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(procs, &pid, &proc), 0);
+	ck_assert_uint_eq(proc.count, 3);
+	ck_assert_uint_eq(proc.mappings[2].start, 0x30000);
+	/* A budget of three blocks: a second table of two does not fit and is refused, counted. */
+	t.max_rows = 3 * B;
+	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(8, 0, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
+	slot = 8;
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_uint_eq(t.failures, 1);
+	ck_assert_uint_eq(t.rows_loaded, 2 * B);
+
+	/* A table cut off before its COMMIT by the symbolizer going away: its blocks go too,
+	 * or every reconnect could leave some in the map until it is full. */
+	ck_assert_int_eq(handle(&t, table_msg(9, EMBER_UNWIND_TABLE_CREATE, B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(9, 0, B)), 0);
+	cut.table = 9;
+	ck_assert_int_eq(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
+
+	/* The symbolizer went away: nothing it loaded stays. */
+	ember_tables_reset(&t);
+	slot = 7;
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
+	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
+	ck_assert_uint_eq(t.rows_loaded, 0);
+	ember_tables_free(&t);
+	close(tables);
+	close(blocks);
+	close(procs);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("tables");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, validation_without_maps);
+	tcase_add_test(tc, loads_and_forgets_with_maps);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+EMBER_CHECK_MAIN(suite)
