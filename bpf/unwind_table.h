@@ -95,15 +95,18 @@ struct ember_unwind_proc {
  */
 enum ember_unwind_stop {
 	EMBER_UNWIND_COMPLETE = 0,
-	EMBER_UNWIND_STOP_BAD_CFI,    /* the row says the CFI cannot be followed */
-	EMBER_UNWIND_STOP_READ,       /* the stack could not be read */
-	EMBER_UNWIND_STOP_NO_MAPPING, /* a pc outside every mapping the tables know */
-	EMBER_UNWIND_STOP_NO_TABLE,   /* the table of a mapping is not loaded */
-	EMBER_UNWIND_STOP_BAD_FRAME,  /* the stack pointer did not move up */
-	EMBER_UNWIND_STOP_DEPTH,      /* EMBER_MAX_USTACK frames */
-	EMBER_UNWIND_STOP_NO_REGS,    /* the user registers could not be read */
-	EMBER_UNWIND_STOP_UNCHECKED,  /* the process or a mapping had no tables yet: frame
-	                                 pointers took over, the stack may be short */
+	EMBER_UNWIND_STOP_BAD_CFI,     /* the row says the CFI cannot be followed */
+	EMBER_UNWIND_STOP_READ,        /* the stack could not be read */
+	EMBER_UNWIND_STOP_NO_MAPPING,  /* a pc outside every mapping the tables know */
+	EMBER_UNWIND_STOP_NO_TABLE,    /* the table of a mapping is not loaded */
+	EMBER_UNWIND_STOP_BAD_FRAME,   /* the stack pointer did not move up */
+	EMBER_UNWIND_STOP_DEPTH,       /* EMBER_MAX_USTACK frames */
+	EMBER_UNWIND_STOP_NO_REGS,     /* the user registers could not be read */
+	EMBER_UNWIND_STOP_UNCHECKED,   /* the process or a mapping had no tables yet: frame
+	                                  pointers took over, the stack may be short */
+	EMBER_UNWIND_STOP_COPY_SHORT,  /* the stack copy ended before the outermost frame */
+	EMBER_UNWIND_STOP_COPY_BUDGET, /* no tables, and the stack-copy budget was spent */
+	EMBER_UNWIND_STOP_NO_MAPS,     /* a stack copy whose process's mappings were not known */
 	EMBER_UNWIND_STOP_MAX,
 };
 

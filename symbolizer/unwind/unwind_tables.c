@@ -32,6 +32,9 @@ static const char *const stop_names[EMBER_UNWIND_STOP_MAX] = {
     [EMBER_UNWIND_STOP_DEPTH] = "depth limit",
     [EMBER_UNWIND_STOP_NO_REGS] = "no user registers",
     [EMBER_UNWIND_STOP_UNCHECKED] = "no tables yet",
+    [EMBER_UNWIND_STOP_COPY_SHORT] = "stack copy too short",
+    [EMBER_UNWIND_STOP_COPY_BUDGET] = "copy budget spent",
+    [EMBER_UNWIND_STOP_NO_MAPS] = "maps not read",
 };
 
 const char *ember_unwind_stop_marker(uint32_t reason)
@@ -45,6 +48,9 @@ const char *ember_unwind_stop_marker(uint32_t reason)
 	    [EMBER_UNWIND_STOP_DEPTH] = "[unwind stopped: depth limit]",
 	    [EMBER_UNWIND_STOP_NO_REGS] = "[unwind stopped: no user registers]",
 	    [EMBER_UNWIND_STOP_UNCHECKED] = "[unwind stopped: no tables yet]",
+	    [EMBER_UNWIND_STOP_COPY_SHORT] = "[unwind stopped: stack copy too short]",
+	    [EMBER_UNWIND_STOP_COPY_BUDGET] = "[unwind stopped: no tables yet, copy budget spent]",
+	    [EMBER_UNWIND_STOP_NO_MAPS] = "[unwind stopped: maps not read]",
 	};
 
 	if (reason < EMBER_UNWIND_STOP_MAX && markers[reason])

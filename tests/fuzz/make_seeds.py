@@ -188,11 +188,36 @@ ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_sampler\t[bpf]
         write("demangle", n, v)
 
 
+def stack_unwind_seeds():
+    """Inputs of fuzz_stack_unwind.c: flags, pc, sp, fp, rows, stack bytes."""
+    def row(pc, kind, cfa=0, fp=0):
+        return struct.pack("<IhBb", pc, cfa, kind, fp)
+
+    sp = 0x7FF000000000
+    CFA_SP, CFA_FP, PLT, SIGNAL, END, GAP = 2, 3, 4, 5, 6, 1
+    rows = row(0x1000, CFA_SP, 2) + row(0x1100, CFA_SP, 1) + row(0x1200, END) + row(0x1300, GAP)
+    stack = struct.pack("<4Q", 0, 0x1150, 0x1250, 0)
+    flags = 1 | (16 << 2)  # exact pc, 16 frames at most
+    write("stack_unwind", "three-frames",
+          bytes([flags]) + struct.pack("<3Q", 0x1010, sp, 0) + bytes([4]) + rows + stack)
+    rows = (row(0x1000, CFA_FP, 2, -2) + row(0x1100, PLT, 11) + row(0x1180, SIGNAL) +
+            row(0x1200, GAP))
+    uc = bytearray(192)
+    struct.pack_into("<Q", uc, 120, sp + 64)
+    struct.pack_into("<Q", uc, 160, sp)
+    struct.pack_into("<Q", uc, 168, 0x1210)
+    stack = struct.pack("<6Q", 0, 0, sp + 128, 0x1105, 0x1181, 0) + bytes(uc)
+    write("stack_unwind", "fp-plt-signal",
+          bytes([flags | 2]) + struct.pack("<3Q", 0x1010, sp, sp + 16) + bytes([4]) + rows +
+          stack)
+
+
 if __name__ == "__main__":
     for v in (116, 118, 120):
         write("gopclntab", f"go{v}", gopclntab(v))
     elf_seeds()
     text_seeds()
+    stack_unwind_seeds()
     for root, _, files in os.walk(SEEDS):
         for f in sorted(files):
             p = os.path.join(root, f)
