@@ -50,14 +50,12 @@ void ember_log_set_before_hook(void (*hook)(void))
 	logger.before = hook;
 }
 
-void ember_log(enum ember_log_level level, const char *fmt, ...)
+/* One line; err (a negative errno, or 0) is what %m in fmt prints. */
+static void log_line(enum ember_log_level level, int err, const char *fmt, va_list ap)
 {
 	char line[1024];
-	va_list ap;
 	int n;
 
-	if (level > logger.max_level)
-		return;
 	if (logger.before)
 		logger.before();
 	n = snprintf(line, sizeof(line), "%s: %s%s", logger.tag,
@@ -65,12 +63,38 @@ void ember_log(enum ember_log_level level, const char *fmt, ...)
 	             level == EMBER_LOG_INFO ? "" : ": ");
 	if (n < 0)
 		return;
-	va_start(ap, fmt);
+	if (err)
+		errno = -err;
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
 	n = (int)strnlen(line, sizeof(line) - 2);
 	line[n++] = '\n';
 	/* One write per line so that lines of two processes do not interleave. */
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
+}
+
+void ember_log(enum ember_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > logger.max_level)
+		return;
+	va_start(ap, fmt);
+	log_line(level, 0, fmt, ap);
+	va_end(ap);
+}
+
+int ember_log_errno(enum ember_log_level level, int err, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	err = err < 0 ? err : err > 0 ? -err : -EIO;
+	if (level > logger.max_level)
+		return err;
+	va_start(ap, fmt);
+	log_line(level, err, fmt, ap);
+	va_end(ap);
+	errno = saved;
+	return err;
 }

@@ -26,45 +26,6 @@ enum ember_frame_kind ember_frame_kind_parse(const char *name)
 	return EMBER_FRAME_UNKNOWN;
 }
 
-void ember_vec_init(struct ember_vec *v, size_t item_size)
-{
-	memset(v, 0, sizeof(*v));
-	v->item_size = item_size;
-}
-
-void ember_vec_free(struct ember_vec *v)
-{
-	free(v->items);
-	ember_vec_init(v, v->item_size);
-}
-
-void *ember_vec_push(struct ember_vec *v, const void *items, size_t n)
-{
-	void *dst;
-
-	if (n > SIZE_MAX / 2 / v->item_size || v->len > SIZE_MAX / 2 / v->item_size - n)
-		return NULL;
-	if (v->len + n > v->cap) {
-		size_t cap = v->cap ? v->cap : 16;
-		void *grown;
-
-		while (cap < v->len + n)
-			cap *= 2;
-		grown = realloc(v->items, cap * v->item_size);
-		if (!grown)
-			return NULL;
-		v->items = grown;
-		v->cap = cap;
-	}
-	dst = (char *)v->items + v->len * v->item_size;
-	if (items)
-		memcpy(dst, items, n * v->item_size);
-	else
-		memset(dst, 0, n * v->item_size);
-	v->len += n;
-	return dst;
-}
-
 /* Dedup keys: explicit structs without padding so that hashing the bytes is sound. */
 struct mapping_key {
 	uint64_t start, limit, file_offset;

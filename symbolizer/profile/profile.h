@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "shared/hash.h"
+#include "shared/vec.h"
 
 #define EMBER_NONE UINT32_MAX /* "no mapping" and similar */
 
@@ -106,14 +107,6 @@ struct ember_process_attrs {
 struct ember_stat {
 	uint32_t name; /* string */
 	uint64_t value;
-};
-
-/* A growable array of fixed-size elements. */
-struct ember_vec {
-	void *items;
-	size_t len;
-	size_t cap;
-	size_t item_size;
 };
 
 struct ember_profile {
@@ -218,7 +211,6 @@ int ember_profile_stat_set(struct ember_profile *p, const char *name, uint64_t v
 uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name);
 
 /* Typed access to the arrays. */
-#define EMBER_VEC_AT(vec, type, i) (&((type *)(vec).items)[i])
 static inline const struct ember_mapping *ember_profile_mapping(const struct ember_profile *p,
                                                                 uint32_t i)
 {
@@ -260,11 +252,5 @@ static inline const struct ember_sample *ember_profile_sample(const struct ember
 {
 	return EMBER_VEC_AT(p->samples, const struct ember_sample, i);
 }
-
-/* The vector helpers are shared by the readers and writers. */
-void ember_vec_init(struct ember_vec *v, size_t item_size);
-void ember_vec_free(struct ember_vec *v);
-/* Appends n items (copied from items, or zeroed when NULL); returns a pointer to the first. */
-void *ember_vec_push(struct ember_vec *v, const void *items, size_t n);
 
 #endif
