@@ -28,6 +28,7 @@ struct seg {
 
 struct unit {
 	Dwarf_Die cudie;
+	const char *comp_dir; /* DW_AT_comp_dir, or NULL */
 	bool expanded;
 	bool failed;
 	struct node *nodes;
@@ -43,8 +44,19 @@ struct unit_range {
 	uint32_t unit;
 };
 
+/*
+ * Relative source file names joined with their unit's DW_AT_comp_dir, by the
+ * address of libdw's string (stable while the handle lives): open addressing.
+ */
+struct path_slot {
+	const char *relative;
+	char *joined;
+};
+
 struct ember_dwarf {
 	Dwarf *dw;
+	struct path_slot *paths;
+	size_t npaths, paths_cap;
 	struct unit *units;
 	size_t nunits;
 	struct unit_range *ranges;
@@ -101,6 +113,7 @@ static int read_units(struct ember_dwarf *d)
 	Dwarf_Half version;
 	uint8_t unit_type;
 	Dwarf_Die cudie;
+	Dwarf_Attribute attr;
 	size_t units_cap = 0, ranges_cap = 0;
 	int r;
 
@@ -121,6 +134,8 @@ static int read_units(struct ember_dwarf *d)
 			return -ENOMEM;
 		memset(&d->units[d->nunits], 0, sizeof(d->units[0]));
 		d->units[d->nunits].cudie = cudie;
+		d->units[d->nunits].comp_dir =
+		    dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr));
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0 &&
 		       n++ < EMBER_DWARF_MAX_DIE_RANGES) {
 			if (hi <= lo)
@@ -185,6 +200,9 @@ void ember_dwarf_close(struct ember_dwarf *d)
 		return;
 	for (size_t i = 0; i < d->nunits; i++)
 		unit_free(&d->units[i]);
+	for (size_t i = 0; i < d->paths_cap; i++)
+		free(d->paths[i].joined);
+	free(d->paths);
 	free(d->units);
 	free(d->ranges);
 	if (d->dw)
@@ -223,6 +241,79 @@ static const char *function_name(Dwarf_Die *die)
 	if (name && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
 		return name;
 	return dwarf_diename(die) ? dwarf_diename(die) : name;
+}
+
+static size_t path_hash(const char *p, size_t cap)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p >> 3) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+static int paths_grow(struct ember_dwarf *d)
+{
+	size_t cap = d->paths_cap ? d->paths_cap * 2 : 64;
+	struct path_slot *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->paths_cap; i++) {
+		size_t h;
+
+		if (!d->paths[i].relative)
+			continue;
+		for (h = path_hash(d->paths[i].relative, cap); v[h].relative;
+		     h = (h + 1) & (cap - 1))
+			;
+		v[h] = d->paths[i];
+	}
+	free(d->paths);
+	d->bytes += (cap - d->paths_cap) * sizeof(*v);
+	d->paths = v;
+	d->paths_cap = cap;
+	return 0;
+}
+
+/*
+ * The file name as eu-addr2line and llvm-symbolizer print it: a relative name
+ * (the compiler was given a relative path) joined with the unit's
+ * compilation directory, so that it can be opened. Falls back to the name as
+ * it is when it cannot be joined.
+ */
+static const char *absolute(struct ember_dwarf *d, const struct unit *u, const char *name)
+{
+	const char *key = name;
+	size_t h, dir_len, name_len;
+	char *joined;
+
+	if (!name || name[0] == '/' || !u->comp_dir || u->comp_dir[0] != '/')
+		return name;
+	if (d->paths_cap)
+		for (h = path_hash(name, d->paths_cap); d->paths[h].relative;
+		     h = (h + 1) & (d->paths_cap - 1))
+			if (d->paths[h].relative == name)
+				return d->paths[h].joined;
+	if (d->npaths == EMBER_DWARF_MAX_PATHS ||
+	    (2 * (d->npaths + 1) > d->paths_cap && paths_grow(d)))
+		return name;
+	dir_len = strnlen(u->comp_dir, EMBER_DWARF_MAX_PATH);
+	name_len = strnlen(name, EMBER_DWARF_MAX_PATH);
+	while (name_len > 2 && name[0] == '.' && name[1] == '/')
+		name += 2, name_len -= 2;
+	while (dir_len && u->comp_dir[dir_len - 1] == '/')
+		dir_len--; /* "/" itself becomes "" and gets its slash back below */
+	joined = malloc(dir_len + 1 + name_len + 1);
+	if (!joined)
+		return key;
+	memcpy(joined, u->comp_dir, dir_len);
+	joined[dir_len] = '/';
+	memcpy(joined + dir_len + 1, name, name_len);
+	joined[dir_len + 1 + name_len] = '\0';
+	for (h = path_hash(key, d->paths_cap); d->paths[h].relative;
+	     h = (h + 1) & (d->paths_cap - 1))
+		;
+	d->paths[h] = (struct path_slot){key, joined};
+	d->npaths++;
+	d->bytes += dir_len + name_len + 2;
+	return joined;
 }
 
 static const char *unit_file(const struct unit *u, Dwarf_Word idx)
@@ -273,12 +364,12 @@ static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent
 	memset(nd, 0, sizeof(*nd));
 	nd->parent = parent;
 	nd->name = function_name(die);
-	nd->decl_file = dwarf_decl_file(die);
+	nd->decl_file = absolute(x->d, u, dwarf_decl_file(die));
 	if (!dwarf_decl_line(die, &line) && line > 0)
 		nd->decl_line = (uint32_t)line;
 	if (tag == DW_TAG_inlined_subroutine) {
 		if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &w))
-			nd->call_file = unit_file(u, w);
+			nd->call_file = absolute(x->d, u, unit_file(u, w));
 		if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &w) && w < UINT32_MAX)
 			nd->call_line = (uint32_t)w;
 	}
@@ -580,7 +671,7 @@ int ember_dwarf_lookup(struct ember_dwarf *d, uint64_t addr, struct ember_sym_fr
 	memset(f, 0, sizeof(*f));
 	line = dwarf_getsrc_die(&u->cudie, addr);
 	if (line) {
-		f->file = dwarf_linesrc(line, NULL, NULL);
+		f->file = absolute(d, u, dwarf_linesrc(line, NULL, NULL));
 		if (!dwarf_lineno(line, &lineno) && lineno > 0)
 			f->line = (uint32_t)lineno;
 	}

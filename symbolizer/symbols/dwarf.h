@@ -5,7 +5,8 @@
  * functions and inlined calls are turned into a flat table of disjoint
  * address ranges (each naming its deepest inline instance) the first time
  * an address falls into that unit, so a lookup is two binary searches and a
- * walk up the inline chain. The input is hostile: libdw bounds-checks the
+ * walk up the inline chain. File names are absolute where the unit's
+ * DW_AT_comp_dir makes them so. The input is hostile: libdw bounds-checks the
  * encoding, and the work spent on DIEs, ranges and depth is capped per file.
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLS_DWARF_H
@@ -23,6 +24,8 @@
 #define EMBER_DWARF_MAX_FILE_RANGES (16u << 20) /* ... per file, over all units */
 #define EMBER_DWARF_MAX_DEPTH       256         /* DIE nesting followed */
 #define EMBER_DWARF_MAX_DIE_RANGES  4096        /* ranges read per DIE */
+#define EMBER_DWARF_MAX_PATHS       (1u << 20)  /* relative file names joined with comp_dir */
+#define EMBER_DWARF_MAX_PATH        4096        /* bytes of a directory or name joined */
 /* Compressed debug sections libdw inflates into memory when it opens a file
  * (with its dwz file): a few megabytes of zlib can claim gigabytes. */
 #define EMBER_DWARF_MAX_INFLATED (256ull << 20)

@@ -3,11 +3,16 @@
 
 #include <errno.h>
 #include <gelf.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolizer/symbols/dynsym.h"
 #include "symbolizer/symbols/file_id.h"
+#include "symbolizer/symbols/plt.h"
+#include "shared/vec.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -18,11 +23,23 @@ static int elf_ready(void)
 	return elf_version(EV_CURRENT) == EV_NONE ? -ELIBBAD : 0;
 }
 
+/* What the symbol tables need to know of a section. */
+struct scn_info {
+	uint64_t addr, end;
+	bool exec;
+	bool known;
+};
+
+#define MAX_SECTION_INFO 65536 /* sections whose bounds bound sizeless symbols */
+
 struct sym_builder {
 	struct ember_elf_syms *out;
 	size_t cap;
 	size_t names_cap;
 	unsigned int note_chunks; /* note segments and sections read so far */
+	struct scn_info *scns;    /* by section index */
+	size_t nscns;
+	bool sorted; /* out->syms sorted by address (for name_at) */
 };
 
 static int add_name(struct sym_builder *b, const char *name, uint32_t *off)
@@ -65,9 +82,102 @@ static void note_go_symbol(struct ember_elf_syms *s, const char *name, uint64_t 
 		s->go.moduledata_sym = value;
 }
 
-static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+/*
+ * A candidate range [addr, addr+size) named name. A sizeless one (flags has
+ * EMBER_ELF_SYM_SIZELESS) brings the most it may cover as its size: finalize
+ * cuts it at the next symbol.
+ */
+static int add_candidate(struct sym_builder *b, uint64_t addr, uint64_t size, const char *name,
+                         uint32_t flags)
 {
 	struct ember_elf_syms *s = b->out;
+	int err;
+
+	if (s->nsyms == EMBER_ELF_MAX_SYMBOLS)
+		return -E2BIG;
+	if (s->nsyms == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		void *grown = realloc(s->syms, cap * sizeof(*s->syms));
+
+		if (!grown)
+			return -ENOMEM;
+		s->syms = grown;
+		b->cap = cap;
+	}
+	err = add_name(b, name, &s->syms[s->nsyms].name);
+	if (err)
+		return err;
+	s->syms[s->nsyms].addr = addr;
+	s->syms[s->nsyms].size = size;
+	s->syms[s->nsyms].flags = flags;
+	s->nsyms++;
+	b->sorted = false;
+	return 0;
+}
+
+/* The loadable segment holding vaddr, or NULL. */
+static const struct ember_elf_segment *segment_of(const struct ember_elf_syms *s, uint64_t vaddr)
+{
+	for (size_t i = 0; i < s->nsegments; i++)
+		if (vaddr >= s->segments[i].vaddr &&
+		    vaddr - s->segments[i].vaddr < s->segments[i].memsz)
+			return &s->segments[i];
+	return NULL;
+}
+
+/*
+ * Takes sym as a candidate when it names code: a function (sized or not), or
+ * an untyped symbol in executable code (not an ARM/RISC-V mapping symbol
+ * "$x" or a local label ".L..."). scn is its section, NULL when it has none
+ * (absolute, or no section headers: the segments say then).
+ */
+static int consider(struct sym_builder *b, const GElf_Sym *sym, const char *name,
+                    const struct scn_info *scn, bool have_sections)
+{
+	const struct ember_elf_segment *seg = NULL;
+	int type = GELF_ST_TYPE(sym->st_info);
+	uint64_t end = UINT64_MAX, size;
+	uint32_t flags = 0;
+
+	if (sym->st_shndx == SHN_UNDEF || !sym->st_value)
+		return 0;
+	if (type == STT_OBJECT || type == STT_NOTYPE)
+		note_go_symbol(b->out, name, sym->st_value);
+	if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+		return 0;
+	if (scn && sym->st_value >= scn->addr && sym->st_value < scn->end)
+		end = scn->end;
+	else if ((seg = segment_of(b->out, sym->st_value)))
+		end = seg->vaddr + seg->memsz;
+	if (type == STT_NOTYPE) {
+		bool code = scn ? scn->exec : !have_sections && seg && (seg->flags & PF_X);
+
+		if (!code || name[0] == '$' || !strncmp(name, ".L", 2))
+			return 0;
+		flags = EMBER_ELF_SYM_NOTYPE;
+	}
+	if (sym->st_size) {
+		size = sym->st_size < UINT64_MAX - sym->st_value ? sym->st_size
+		                                                 : UINT64_MAX - sym->st_value;
+	} else {
+		if (end <= sym->st_value)
+			return 0;
+		size = end - sym->st_value;
+		flags |= EMBER_ELF_SYM_SIZELESS;
+	}
+	return add_candidate(b, sym->st_value, size, name, flags);
+}
+
+static const struct scn_info *section_info(const struct sym_builder *b, uint16_t shndx)
+{
+	if (shndx == SHN_UNDEF || shndx >= SHN_LORESERVE || shndx >= b->nscns ||
+	    !b->scns[shndx].known)
+		return NULL;
+	return &b->scns[shndx];
+}
+
+static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n;
 
@@ -76,42 +186,24 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 	n = data->d_size / sh->sh_entsize;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
-		const char *name;
-		int type, err;
+		int err;
 
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
-		type = GELF_ST_TYPE(sym.st_info);
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
-		if (type != STT_FUNC && type != STT_GNU_IFUNC) {
-			if (type == STT_OBJECT || type == STT_NOTYPE)
-				note_go_symbol(s, elf_strptr(elf, sh->sh_link, sym.st_name),
-				               sym.st_value);
-			continue;
-		}
-		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		if (s->nsyms == EMBER_ELF_MAX_SYMBOLS)
-			return -E2BIG;
-		if (s->nsyms == b->cap) {
-			size_t cap = b->cap ? b->cap * 2 : 1024;
-			void *grown = realloc(s->syms, cap * sizeof(*s->syms));
-
-			if (!grown)
-				return -ENOMEM;
-			s->syms = grown;
-			b->cap = cap;
-		}
-		err = add_name(b, name, &s->syms[s->nsyms].name);
+		err = consider(b, &sym, elf_strptr(elf, sh->sh_link, sym.st_name),
+		               section_info(b, sym.st_shndx), true);
 		if (err)
 			return err;
-		s->syms[s->nsyms].addr = sym.st_value;
-		s->syms[s->nsyms].size = sym.st_size;
-		s->nsyms++;
 	}
 	return 0;
+}
+
+/* Rank of a candidate over an address: lower is better. */
+static unsigned int rank(uint32_t flags)
+{
+	return (flags & EMBER_ELF_SYM_NOTYPE ? 2 : 0) + (flags & EMBER_ELF_SYM_SIZELESS ? 1 : 0);
 }
 
 static int cmp_sym(const void *a, const void *b)
@@ -120,8 +212,182 @@ static int cmp_sym(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* At one address keep the larger symbol first: it is the real function. */
+	/* At one address the best kind first, then the largest: it is the real function. */
+	if (rank(x->flags) != rank(y->flags))
+		return rank(x->flags) < rank(y->flags) ? -1 : 1;
 	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+static void sort_candidates(struct sym_builder *b)
+{
+	if (!b->sorted && b->out->nsyms > 1)
+		qsort(b->out->syms, b->out->nsyms, sizeof(*b->out->syms), cmp_sym);
+	b->sorted = true;
+}
+
+/* An IRELATIVE PLT slot's target: the function (the ifunc resolver) at addr. */
+static const char *candidate_at(void *ctx, uint64_t addr)
+{
+	struct sym_builder *b = ctx;
+	const struct ember_elf_syms *s = b->out;
+	size_t lo = 0, hi;
+
+	sort_candidates(b);
+	hi = s->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->nsyms || s->syms[lo].addr != addr ||
+	    (s->syms[lo].flags & (EMBER_ELF_SYM_NOTYPE | EMBER_ELF_SYM_PLT)))
+		return NULL;
+	return s->names + s->syms[lo].name;
+}
+
+static int add_plt_entry(void *ctx, uint64_t addr, uint64_t size, const char *name)
+{
+	if (!size || addr > UINT64_MAX - size)
+		return 0;
+	return add_candidate(ctx, addr, size, name, EMBER_ELF_SYM_PLT);
+}
+
+/* Flattened ranges as finalize builds them. */
+struct flat {
+	struct ember_elf_sym *v;
+	size_t n, cap;
+};
+
+/* A symbol whose range is still open while later ones are placed. */
+struct open_sym {
+	uint64_t end;
+	unsigned int rank;
+	uint32_t name, flags;
+	size_t last; /* its latest range in the output, or SIZE_MAX */
+};
+
+static int emit(struct flat *f, uint64_t addr, uint64_t end, uint32_t name, uint32_t flags,
+                size_t *at)
+{
+	int err = EMBER_ENSURE(f->v, f->cap, f->n + 1, 2 * (size_t)EMBER_ELF_MAX_SYMBOLS);
+
+	if (err)
+		return err;
+	f->v[f->n] = (struct ember_elf_sym){addr, end - addr, name, flags};
+	*at = f->n++;
+	return 0;
+}
+
+/* Ends o's latest range at addr (a later symbol starts there). */
+static void cut(struct flat *f, struct open_sym *o, uint64_t addr)
+{
+	struct ember_elf_sym *r;
+
+	if (o->last == SIZE_MAX)
+		return;
+	r = &f->v[o->last];
+	if (addr - r->addr < r->size)
+		r->size = addr - r->addr;
+	if (!r->size) {
+		/* Only the range emitted last can start where the new symbol does. */
+		if (o->last == f->n - 1)
+			f->n--;
+		o->last = SIZE_MAX;
+	}
+}
+
+/* After a nested symbol ends at addr, the one around it (o) covers again. */
+static int resume(struct flat *f, struct open_sym *o, uint64_t addr)
+{
+	if (o->end <= addr)
+		return 0;
+	return emit(f, addr, o->end, o->name, o->flags | EMBER_ELF_SYM_RESUMED, &o->last);
+}
+
+/*
+ * Turns the candidates (sorted, one per address) into disjoint ranges: each
+ * address named by the innermost symbol over it, a worse-ranked symbol
+ * (sizeless, untyped) dropped where a better one covers it, and a symbol
+ * that runs past the end of the one it starts in cutting that one short.
+ */
+static int flatten(const struct ember_elf_sym *in, size_t n, struct flat *f)
+{
+	struct open_sym *st = malloc(EMBER_ELF_MAX_NESTING * sizeof(*st));
+	size_t depth = 0;
+	int err = 0;
+
+	if (!st)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct ember_elf_sym *c = &in[i];
+		uint64_t end = c->addr + c->size;
+
+		/* Symbols that ended before c: the one around each resumes after it. */
+		while (depth && st[depth - 1].end <= c->addr && !err) {
+			depth--;
+			if (depth)
+				err = resume(f, &st[depth - 1], st[depth].end);
+		}
+		if (err || (depth && rank(c->flags) > st[depth - 1].rank))
+			continue; /* something better covers c */
+		/* c runs past the end of symbols it starts in: they end where c starts. */
+		while (depth && st[depth - 1].end < end)
+			cut(f, &st[--depth], c->addr);
+		if (depth)
+			cut(f, &st[depth - 1], c->addr); /* c is nested in it */
+		if (depth == EMBER_ELF_MAX_NESTING)
+			continue;
+		st[depth] = (struct open_sym){end, rank(c->flags), c->name, c->flags, SIZE_MAX};
+		err = emit(f, c->addr, end, c->name, c->flags, &st[depth].last);
+		depth++;
+	}
+	while (depth && !err) {
+		depth--;
+		if (depth)
+			err = resume(f, &st[depth - 1], st[depth].end);
+	}
+	free(st);
+	return err;
+}
+
+static int finalize(struct sym_builder *b)
+{
+	struct ember_elf_syms *s = b->out;
+	struct flat f = {0};
+	size_t kept = 0;
+	int err;
+
+	sort_candidates(b);
+	/* One symbol per address: aliases (weak, versioned) add nothing. */
+	for (size_t i = 0; i < s->nsyms; i++)
+		if (!kept || s->syms[i].addr != s->syms[kept - 1].addr)
+			s->syms[kept++] = s->syms[i];
+	/* A sizeless symbol runs to the next symbol (or its section's end). */
+	for (size_t i = 0; i + 1 < kept; i++)
+		if ((s->syms[i].flags & EMBER_ELF_SYM_SIZELESS) &&
+		    s->syms[i + 1].addr - s->syms[i].addr < s->syms[i].size)
+			s->syms[i].size = s->syms[i + 1].addr - s->syms[i].addr;
+	err = flatten(s->syms, kept, &f);
+	if (err) {
+		free(f.v);
+		return err;
+	}
+	free(s->syms);
+	s->syms = f.v;
+	s->nsyms = f.n;
+	b->cap = f.cap;
+	if (f.n && f.n < f.cap) {
+		void *fit = realloc(f.v, f.n * sizeof(*f.v));
+
+		if (fit) {
+			s->syms = fit;
+			b->cap = f.n;
+		}
+	}
+	return 0;
 }
 
 #define NT_GO_BUILD_ID 4
@@ -218,21 +484,48 @@ static int read_segments(struct sym_builder *b, Elf *elf)
 	return 0;
 }
 
+/* Remembers where section index idx lies and whether it holds code. */
+static void note_section(struct sym_builder *b, size_t idx, const GElf_Shdr *sh)
+{
+	struct scn_info *i;
+
+	if (idx >= b->nscns || !(sh->sh_flags & SHF_ALLOC) ||
+	    sh->sh_addr > UINT64_MAX - sh->sh_size)
+		return;
+	i = &b->scns[idx];
+	i->addr = sh->sh_addr;
+	i->end = sh->sh_addr + sh->sh_size;
+	i->exec = (sh->sh_flags & SHF_EXECINSTR) != 0;
+	i->known = true;
+}
+
+/*
+ * Reads what the section headers offer: notes, Go tables, the debug link and
+ * the symbols (.symtab, else .dynsym) with names for the PLT entries.
+ * Returns 1 when the file has no symbol table section, 0, or a negative errno.
+ */
 static int read_sections(struct sym_builder *b, Elf *elf)
 {
 	struct ember_elf_syms *s = b->out;
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	GElf_Shdr symtab_sh, dynsym_sh;
-	size_t shstrndx;
+	struct ember_plt_sink plt = {b, add_plt_entry, candidate_at};
+	size_t shstrndx, shnum;
+	int err;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0; /* no section headers: segments only */
+	if (elf_getshdrstrndx(elf, &shstrndx) || elf_getshdrnum(elf, &shnum))
+		return 1; /* no section headers: segments only */
+	b->nscns = shnum < MAX_SECTION_INFO ? shnum : MAX_SECTION_INFO;
+	b->scns = calloc(b->nscns ? b->nscns : 1, sizeof(*b->scns));
+	if (!b->scns)
+		return -ENOMEM;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
+		note_section(b, elf_ndxscn(scn), &sh);
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (sh.sh_type == SHT_SYMTAB) {
 			symtab = scn;
@@ -266,18 +559,31 @@ static int read_sections(struct sym_builder *b, Elf *elf)
 	}
 	if (symtab) {
 		s->has_symtab = true;
-		return add_symbols(b, elf, symtab, &symtab_sh);
+		err = add_symbols(b, elf, symtab, &symtab_sh);
+	} else if (dynsym) {
+		err = add_symbols(b, elf, dynsym, &dynsym_sh);
+	} else {
+		err = 1;
 	}
-	if (dynsym)
-		return add_symbols(b, elf, dynsym, &dynsym_sh);
-	return 0;
+	if (err >= 0) {
+		int plt_err = ember_plt_entries(elf, s->e_machine, &plt);
+
+		if (plt_err)
+			err = plt_err;
+	}
+	return err;
+}
+
+static int add_dynamic_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	return consider(ctx, sym, name, NULL, false);
 }
 
 static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 {
 	struct sym_builder b = {.out = out};
+	struct ember_dynsym_sink dyn = {&b, add_dynamic_symbol};
 	GElf_Ehdr eh;
-	size_t kept = 0;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -288,15 +594,18 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 	err = read_segments(&b, elf);
 	if (!err)
 		err = read_sections(&b, elf);
+	free(b.scns);
+	if (err == 1) {
+		/* No symbol table section: the dynamic one through PT_DYNAMIC, if any. */
+		err = ember_dynsym_read(elf, out, &dyn);
+		out->from_dynamic = !err && out->nsyms;
+		if (err == -ENOENT)
+			err = 0;
+	}
+	if (!err)
+		err = finalize(&b);
 	if (err)
 		return err;
-	if (out->nsyms > 1)
-		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_sym);
-	/* One symbol per address: aliases (weak, versioned) add nothing. */
-	for (size_t i = 0; i < out->nsyms; i++)
-		if (!kept || out->syms[i].addr != out->syms[kept - 1].addr)
-			out->syms[kept++] = out->syms[i];
-	out->nsyms = kept;
 	out->bytes = sizeof(*out) + b.cap * sizeof(*out->syms) + b.names_cap;
 	return 0;
 }
@@ -373,9 +682,8 @@ const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s
 	if (!lo)
 		return NULL;
 	sym = &s->syms[lo - 1];
-	/* A sized symbol must contain addr; a size-0 symbol (hand-written
-	 * assembly) covers up to the next symbol. */
-	if (sym->size && addr - sym->addr >= sym->size)
+	/* Ranges are disjoint: the last one starting at or before addr holds it, or nothing. */
+	if (addr - sym->addr >= sym->size)
 		return NULL;
 	return sym;
 }

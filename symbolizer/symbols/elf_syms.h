@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Function symbols of an ELF file (.symtab, else .dynsym) read with libelf,
- * its loadable segments (to turn a file offset into an ELF address) and its
- * GNU build id. The file is hostile: libelf bounds-checks sections, and
- * every count and size here is capped.
+ * Function symbols of an ELF file (.symtab, else .dynsym, else the dynamic
+ * table found through PT_DYNAMIC when the section headers are gone) read
+ * with libelf, names for its PLT entries, its loadable segments (to turn a
+ * file offset into an ELF address) and its GNU build id.
+ *
+ * The symbols become disjoint address ranges, each naming the best symbol
+ * over it: a sized symbol covers its size and no more; a symbol nested in
+ * another covers its own range, after which the enclosing one resumes; a
+ * symbol without a size (hand-written assembly) runs to the next symbol or
+ * the end of its section, and never into a sized symbol it sits in; an
+ * untyped symbol (STT_NOTYPE) in executable code names only what no typed
+ * symbol covers.
+ *
+ * The file is hostile: libelf bounds-checks sections, and every count and
+ * size here is capped.
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLS_ELF_SYMS_H
 #define EMBER_SYMBOLIZER_SYMBOLS_ELF_SYMS_H
@@ -22,11 +33,20 @@
 #define EMBER_ELF_MAX_NOTE_CHUNKS 16
 #define EMBER_ELF_MAX_NOTE_BYTES  (64u << 10)
 
+/* How a symbol's range was found (ember_elf_sym.flags). */
+#define EMBER_ELF_SYM_SIZELESS 0x1u /* size 0 in the file: the end was inferred */
+#define EMBER_ELF_SYM_NOTYPE   0x2u /* STT_NOTYPE in executable code */
+#define EMBER_ELF_SYM_PLT      0x4u /* a PLT entry named from its relocation */
+#define EMBER_ELF_SYM_RESUMED  0x8u /* an enclosing symbol's rest after one nested in it */
+
+/* Symbols nested deeper than this inside one another are dropped. */
+#define EMBER_ELF_MAX_NESTING 256
+
 struct ember_elf_sym {
 	uint64_t addr;
-	uint64_t size;
+	uint64_t size; /* never 0: ranges are disjoint and sorted */
 	uint32_t name; /* offset into names */
-	uint32_t reserved;
+	uint32_t flags;
 };
 
 struct ember_elf_segment {
@@ -58,6 +78,7 @@ struct ember_elf_syms {
 	uint16_t e_type; /* ET_EXEC, ET_DYN */
 	uint16_t e_machine;
 	bool has_symtab;     /* full symbol table, not only .dynsym */
+	bool from_dynamic;   /* symbols read through PT_DYNAMIC: no section headers */
 	bool has_debug_info; /* a .debug_info section is present */
 	uint8_t build_id[EMBER_BUILD_ID_MAX];
 	size_t build_id_len;
@@ -83,7 +104,7 @@ int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out);
 int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out);
 void ember_elf_syms_free(struct ember_elf_syms *s);
 
-/* The function containing addr (an ELF virtual address), or NULL. */
+/* The symbol whose range holds addr (an ELF virtual address), or NULL. */
 const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s, uint64_t addr);
 static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
                                              const struct ember_elf_sym *sym)

@@ -422,6 +422,102 @@ START_TEST(deep_nesting_is_walked_once)
 }
 END_TEST
 
+#ifdef EMBER_ELF_FIXTURES
+static int open_fixture(const char *name)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", EMBER_ELF_FIXTURES, name);
+	fd = open(path, O_RDONLY);
+	ck_assert_msg(fd >= 0, "%s is missing: build the elf_fixtures target", path);
+	return fd;
+}
+
+static uint64_t fixture_symbol(const struct ember_objfile *o, const char *name)
+{
+	for (size_t i = 0; i < o->syms.nsyms; i++)
+		if (!strcmp(ember_elf_sym_name(&o->syms, &o->syms.syms[i]), name))
+			return o->syms.syms[i].addr;
+	ck_abort_msg("no symbol %s", name);
+	return 0;
+}
+
+/* Compiled as "src/relative_name.c" in fixtures/: the path must come back whole. */
+static void check_relative_name(const char *fixture)
+{
+	const char *want = EMBER_FIXTURES_SRC "/src/relative_name.c";
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+	int fd = open_fixture(fixture);
+
+	ck_assert_int_eq(ember_objfile_open(fd, NULL, &o), 0);
+	close(fd);
+	ck_assert_int_eq(
+	    ember_objfile_lookup(&o, fixture_symbol(&o, "relative_name_function"), &fr),
+	    EMBER_SYM_DWARF);
+	ck_assert_str_eq(fr.f[fr.n - 1].name, "relative_name_function");
+	ck_assert_str_eq(fr.f[fr.n - 1].file, want);
+	ck_assert_str_eq(fr.f[fr.n - 1].decl_file, want);
+	ck_assert_int_eq(access(fr.f[fr.n - 1].file, R_OK), 0); /* it can be opened */
+	ember_objfile_close(&o);
+}
+
+START_TEST(relative_file_names_are_joined_with_comp_dir)
+{
+	check_relative_name("librelname.so");
+}
+END_TEST
+
+START_TEST(relative_file_names_are_joined_with_comp_dir_dwarf4)
+{
+	check_relative_name("librelname4.so");
+}
+END_TEST
+
+static int open_corners_debug(void *ctx, const char *build_id_hex)
+{
+	(void)ctx;
+	(void)build_id_hex;
+	return open_fixture("libcorners.debug");
+}
+
+/*
+ * A stripped library with a separate debug file, like Debian's libpython3.11
+ * with its -dbgsym package: _init comes from the debug file, sizeless; the
+ * PLT after it from the library's relocations, not from _init.
+ */
+START_TEST(stripped_file_with_debug_file_names_its_plt)
+{
+	struct ember_debug_opener op = {NULL, open_corners_debug, NULL};
+	struct ember_objfile o;
+	struct ember_sym_frames fr;
+	const struct ember_elf_sym *init;
+	int fd = open_fixture("libcorners-stripped.so");
+	bool plt_named = false;
+
+	ck_assert_int_eq(ember_objfile_open(fd, &op, &o), 0);
+	close(fd);
+	ck_assert_int_eq(o.debug.source, EMBER_DEBUG_BUILD_ID);
+	ck_assert(!o.syms.has_symtab);
+	init = ember_elf_syms_lookup(&o.debug.syms, fixture_symbol(&o, "sized_outer") - 0x58);
+	ck_assert_ptr_nonnull(init);
+	ck_assert_str_eq(ember_elf_sym_name(&o.debug.syms, init), "_init");
+	ck_assert_int_eq(ember_objfile_lookup(&o, init->addr + 3, &fr), EMBER_SYM_SYMTAB);
+	ck_assert_str_eq(fr.f[0].name, "_init");
+	/* From the end of .init to sized_outer: padding, then the PLT; none is _init. */
+	for (uint64_t a = init->addr + init->size; a < fixture_symbol(&o, "sized_outer"); a++) {
+		if (ember_objfile_lookup(&o, a, &fr) == EMBER_SYM_NONE)
+			continue;
+		ck_assert_str_ne(fr.f[0].name, "_init");
+		plt_named |= strstr(fr.f[0].name, "@plt") != NULL;
+	}
+	ck_assert(plt_named);
+	ember_objfile_close(&o);
+}
+END_TEST
+#endif
+
 static Suite *dwarf_suite(void)
 {
 	Suite *s = suite_create("dwarf");
@@ -441,6 +537,13 @@ static Suite *dwarf_suite(void)
 	tcase_add_test(tc, function_ranges_are_capped);
 	tcase_add_test(tc, deep_nesting_is_walked_once);
 	suite_add_tcase(s, tc);
+#ifdef EMBER_ELF_FIXTURES
+	tc = tcase_create("corners");
+	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir);
+	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir_dwarf4);
+	tcase_add_test(tc, stripped_file_with_debug_file_names_its_plt);
+	suite_add_tcase(s, tc);
+#endif
 	return s;
 }
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ELF symbol lookup against this test program itself, and hostile inputs. */
+/*
+ * ELF symbol lookup against this test program itself, hostile inputs, and
+ * the corners: small files the build makes (fixtures/corners.S) with nested,
+ * sizeless and untyped symbols, a PLT, and their section headers removed.
+ */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +117,13 @@ START_TEST(mangled_copies_of_self_are_survived)
 				copy[(size_t)rand() % (rand() % 2 ? 512 : len)] ^=
 				    (unsigned char)(1u << (rand() % 8));
 		if (ember_elf_syms_load_mem(copy, cut, &s) == 0) {
-			for (size_t i = 1; i < s.nsyms; i++)
-				ck_assert_uint_gt(s.syms[i].addr, s.syms[i - 1].addr);
+			/* Disjoint ranges in order, none empty. */
+			for (size_t i = 0; i < s.nsyms; i++) {
+				ck_assert_uint_gt(s.syms[i].size, 0);
+				if (i)
+					ck_assert_uint_ge(s.syms[i].addr - s.syms[i - 1].addr,
+					                  s.syms[i - 1].size);
+			}
 			ember_elf_syms_free(&s);
 		}
 	}
@@ -167,6 +177,341 @@ START_TEST(many_note_segments_are_capped)
 }
 END_TEST
 
+/* A PLT the test writes itself, for a machine no toolchain here builds for. */
+static uint32_t a64_adrp_x16(uint64_t pc, uint64_t target)
+{
+	uint64_t pages = ((target & ~0xfffull) - (pc & ~0xfffull)) >> 12;
+
+	return 0x90000010u | (uint32_t)(pages & 3) << 29 | (uint32_t)((pages >> 2) & 0x7ffff) << 5;
+}
+
+static uint32_t a64_ldr_x17(uint64_t target)
+{
+	return 0xf9400211u | (uint32_t)((target & 0xfff) / 8) << 10;
+}
+
+START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
+{
+	enum { PLT = 0x10000, GOT = 0x20000 };
+	static const char dynstr[] = "\0alpha\0beta";
+	Elf64_Sym dynsym[3] = {{0}};
+	Elf64_Rela rela[2];
+	uint32_t plt[8 + 2 * 4];
+	struct mini_section secs[] = {
+	    {".dynsym", SHT_DYNSYM, SHF_ALLOC, 0x400, dynsym, sizeof(dynsym), 2, 1,
+	     sizeof(Elf64_Sym)},
+	    {".dynstr", SHT_STRTAB, SHF_ALLOC, 0x500, dynstr, sizeof(dynstr), 0, 0, 0},
+	    {".rela.plt", SHT_RELA, SHF_ALLOC, 0x600, rela, sizeof(rela), 1, 0, sizeof(Elf64_Rela)},
+	    {".plt", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, PLT, plt, sizeof(plt), 0, 0, 16},
+	};
+	Elf64_Phdr ph = {
+	    .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_memsz = 0x30000, .p_filesz = 0x30000};
+	struct ember_elf_syms s;
+	const struct ember_elf_sym *sym;
+	uint8_t *img;
+	size_t len;
+
+	dynsym[1].st_name = 1;
+	dynsym[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+	dynsym[2].st_name = 7;
+	dynsym[2].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+	/* beta's slot first: the entries are found by their slot, not their order. */
+	rela[0] = (Elf64_Rela){GOT + 0x18, ELF64_R_INFO(2, 1026 /* JUMP_SLOT */), 0};
+	rela[1] = (Elf64_Rela){GOT + 0x20, ELF64_R_INFO(1, 1026), 0};
+	/* The header: stp x16, x30, [sp, #-16]!; adrp x16, GOT+16; ldr x17; add; br x17; nops. */
+	plt[0] = 0xa9bf7bf0u;
+	plt[1] = a64_adrp_x16(PLT + 4, GOT + 0x10);
+	plt[2] = a64_ldr_x17(GOT + 0x10);
+	for (int i = 3; i < 8; i++)
+		plt[i] = 0xd503201fu;
+	for (int e = 0; e < 2; e++) {
+		uint64_t pc = PLT + 32 + 16 * (uint64_t)e, slot = GOT + 0x20 - 8 * (uint64_t)e;
+
+		plt[8 + 4 * e] = a64_adrp_x16(pc, slot);
+		plt[9 + 4 * e] = a64_ldr_x17(slot);
+		plt[10 + 4 * e] = 0x91000210u | (uint32_t)(slot & 0xfff) << 10; /* add x16 */
+		plt[11 + 4 * e] = 0xd61f0220u;                                  /* br x17 */
+	}
+	mini_elf(secs, 4, &ph, 1, &img, &len);
+	((Elf64_Ehdr *)img)->e_machine = EM_AARCH64;
+	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
+	sym = ember_elf_syms_lookup(&s, PLT + 8);
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "[plt]");
+	sym = ember_elf_syms_lookup(&s, PLT + 32 + 4);
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "alpha@plt");
+	ck_assert_uint_eq(sym->addr, PLT + 32);
+	ck_assert_uint_eq(sym->size, 16);
+	sym = ember_elf_syms_lookup(&s, PLT + 48 + 12);
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "beta@plt");
+	ck_assert(sym->flags & EMBER_ELF_SYM_PLT);
+	ck_assert_ptr_null(ember_elf_syms_lookup(&s, PLT + 64));
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+
+#ifdef EMBER_ELF_FIXTURES
+/* Files made by tests/unit/CMakeLists.txt from fixtures/corners.S. */
+static uint8_t *read_fixture(const char *name, size_t *len)
+{
+	char path[512];
+	struct stat st;
+	uint8_t *buf;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", EMBER_ELF_FIXTURES, name);
+	fd = open(path, O_RDONLY);
+	ck_assert_msg(fd >= 0, "%s is missing: build the elf_fixtures target", path);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	*len = (size_t)st.st_size;
+	buf = malloc(*len);
+	ck_assert_int_eq(pread(fd, buf, *len, 0), (ssize_t)*len);
+	close(fd);
+	return buf;
+}
+
+/* The first range of the symbol called name (not a resumed rest), or NULL. */
+static const struct ember_elf_sym *first_range(const struct ember_elf_syms *s, const char *name)
+{
+	for (size_t i = 0; i < s->nsyms; i++)
+		if (!(s->syms[i].flags & EMBER_ELF_SYM_RESUMED) &&
+		    !strcmp(ember_elf_sym_name(s, &s->syms[i]), name))
+			return &s->syms[i];
+	return NULL;
+}
+
+static const char *name_at(const struct ember_elf_syms *s, uint64_t addr)
+{
+	const struct ember_elf_sym *sym = ember_elf_syms_lookup(s, addr);
+
+	return sym ? ember_elf_sym_name(s, sym) : "(none)";
+}
+
+static uint64_t addr_of(const struct ember_elf_syms *s, const char *name)
+{
+	const struct ember_elf_sym *sym = first_range(s, name);
+
+	ck_assert_msg(sym != NULL, "no symbol %s", name);
+	return sym->addr;
+}
+
+static void load_fixture(const char *name, struct ember_elf_syms *s, uint8_t **img)
+{
+	size_t len;
+
+	*img = read_fixture(name, &len);
+	ck_assert_int_eq(ember_elf_syms_load_mem(*img, len, s), 0);
+}
+
+/* corners.S lays sized_outer out as 0x40 bytes with three symbols inside. */
+static void check_nesting(const struct ember_elf_syms *s)
+{
+	uint64_t a = addr_of(s, "sized_outer");
+
+	ck_assert_str_eq(name_at(s, a), "sized_outer");
+	ck_assert_str_eq(name_at(s, a + 0xf), "sized_outer");
+	ck_assert_str_eq(name_at(s, a + 0x10), "nested_inner");
+	ck_assert_str_eq(name_at(s, a + 0x1f), "nested_inner");
+	/* After the nested function the enclosing one resumes: the sizeless
+	 * function and the untyped label inside it swallow nothing. */
+	ck_assert_str_eq(name_at(s, a + 0x20), "sized_outer");
+	ck_assert_str_eq(name_at(s, a + 0x30), "sized_outer");
+	ck_assert_str_eq(name_at(s, a + 0x3f), "sized_outer");
+	ck_assert_ptr_null(first_range(s, "sizeless_inside"));
+	ck_assert_ptr_null(first_range(s, "label_inside"));
+	ck_assert_str_eq(name_at(s, a + 0x40), "untyped_code");
+}
+
+START_TEST(nested_symbols_resume_their_enclosing_one)
+{
+	struct ember_elf_syms s;
+	uint8_t *img;
+
+	load_fixture("libcorners.so", &s, &img);
+	ck_assert(s.has_symtab);
+	check_nesting(&s);
+	ck_assert(ember_elf_syms_lookup(&s, addr_of(&s, "sized_outer") + 0x20)->flags &
+	          EMBER_ELF_SYM_RESUMED);
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+
+START_TEST(untyped_and_sizeless_symbols_name_what_nothing_else_covers)
+{
+	struct ember_elf_syms s;
+	const struct ember_elf_sym *sym;
+	uint64_t untyped, sizeless;
+	uint8_t *img;
+
+	load_fixture("libcorners.so", &s, &img);
+	untyped = addr_of(&s, "untyped_code");
+	sizeless = addr_of(&s, "sizeless_func");
+	ck_assert_uint_eq(sizeless - untyped, 0x20);
+	sym = ember_elf_syms_lookup(&s, untyped + 0x1f);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "untyped_code");
+	ck_assert(sym->flags & EMBER_ELF_SYM_NOTYPE);
+	/* A sizeless function runs to the next symbol, no further. */
+	sym = ember_elf_syms_lookup(&s, sizeless + 0x1f);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "sizeless_func");
+	ck_assert(sym->flags & EMBER_ELF_SYM_SIZELESS);
+	ck_assert_uint_eq(sym->size, 0x20);
+	ck_assert_str_eq(name_at(&s, sizeless + 0x20), "calls_plt");
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+
+/* The calls in calls_plt, decoded from the file: the PLT entries they reach. */
+static void plt_call_targets(const struct ember_elf_syms *s, const uint8_t *img, uint64_t t[3])
+{
+	uint64_t at = addr_of(s, "calls_plt"), off;
+
+	ck_assert_int_eq(ember_elf_vaddr_to_offset(s, at, 15, &off), 0);
+	for (int i = 0; i < 3; i++) {
+		const uint8_t *c = img + off + 5 * (size_t)i;
+		int32_t rel;
+
+		ck_assert_uint_eq(c[0], 0xe8); /* call rel32 */
+		memcpy(&rel, c + 1, 4);
+		t[i] = at + 5 * (uint64_t)(i + 1) + (uint64_t)(int64_t)rel;
+	}
+}
+
+static void check_plt(const char *fixture)
+{
+	static const char *const want[3] = {"ext_alpha@plt", "ext_beta@plt", "ext_gamma@plt"};
+	struct ember_elf_syms s;
+	uint64_t t[3];
+	uint8_t *img;
+
+	load_fixture(fixture, &s, &img);
+	plt_call_targets(&s, img, t);
+	for (int i = 0; i < 3; i++) {
+		const struct ember_elf_sym *sym = ember_elf_syms_lookup(&s, t[i]);
+
+		ck_assert_msg(sym != NULL, "%s: nothing at %#lx", fixture, (unsigned long)t[i]);
+		ck_assert_str_eq(ember_elf_sym_name(&s, sym), want[i]);
+		ck_assert(sym->flags & EMBER_ELF_SYM_PLT);
+		ck_assert_uint_eq(sym->addr, t[i]);
+		ck_assert_str_eq(name_at(&s, t[i] + sym->size - 1), want[i]);
+	}
+	/* The PLT header resolves nothing: it is [plt], not the symbol before it. */
+	ck_assert_str_eq(name_at(&s, addr_of(&s, "_init") + 0x20), "[plt]");
+	ember_elf_syms_free(&s);
+	free(img);
+}
+
+START_TEST(plt_entries_are_named_after_their_targets)
+{
+	check_plt("libcorners.so");
+}
+END_TEST
+
+START_TEST(ibt_plt_entries_are_named_after_their_targets)
+{
+	check_plt("libcorners-ibt.so");
+}
+END_TEST
+
+START_TEST(sizeless_symbol_stops_at_the_end_of_its_section)
+{
+	struct ember_elf_syms s;
+	const struct ember_elf_sym *sym;
+	uint8_t *img;
+
+	/* A debug file: .init and .plt are NOBITS, so nothing names the PLT here
+	 * and the sizeless _init (0x17 bytes of .init) must not claim it. */
+	load_fixture("libcorners.debug", &s, &img);
+	sym = first_range(&s, "_init");
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_uint_eq(sym->size, 0x17);
+	ck_assert(sym->flags & EMBER_ELF_SYM_SIZELESS);
+	ck_assert_str_eq(name_at(&s, sym->addr + 0x16), "_init");
+	ck_assert_str_eq(name_at(&s, sym->addr + 0x17), "(none)");
+	ck_assert_str_eq(name_at(&s, sym->addr + 0x30), "(none)");
+	check_nesting(&s);
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+
+/* What sstrip does: no section header table at all. */
+static void drop_section_headers(uint8_t *img)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+
+	eh->e_shoff = 0;
+	eh->e_shnum = 0;
+	eh->e_shstrndx = 0;
+}
+
+static void check_without_sections(const char *fixture)
+{
+	struct ember_elf_syms s;
+	uint8_t *img;
+	size_t len;
+
+	img = read_fixture(fixture, &len);
+	drop_section_headers(img);
+	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
+	ck_assert(s.from_dynamic);
+	ck_assert(!s.has_symtab);
+	ck_assert_uint_eq(s.build_id_len, 20); /* the note segment still says it */
+	check_nesting(&s);
+	ck_assert_str_eq(name_at(&s, addr_of(&s, "sizeless_func") + 0x1f), "sizeless_func");
+	ck_assert_str_eq(name_at(&s, addr_of(&s, "calls_plt") + 3), "calls_plt");
+	ember_elf_syms_free(&s);
+	free(img);
+}
+
+START_TEST(files_without_section_headers_read_dynsym_through_gnu_hash)
+{
+	check_without_sections("libcorners.so");
+}
+END_TEST
+
+START_TEST(files_without_section_headers_read_dynsym_through_sysv_hash)
+{
+	check_without_sections("libcorners-sysv.so");
+}
+END_TEST
+
+START_TEST(dynamic_tables_out_of_bounds_are_refused)
+{
+	struct ember_elf_syms s;
+	uint8_t *img;
+	size_t len;
+	Elf64_Ehdr *eh;
+	Elf64_Phdr *ph;
+
+	img = read_fixture("libcorners.so", &len);
+	drop_section_headers(img);
+	eh = (Elf64_Ehdr *)img;
+	ph = (Elf64_Phdr *)(img + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum; i++) {
+		Elf64_Dyn *d;
+
+		if (ph[i].p_type != PT_DYNAMIC)
+			continue;
+		/* Every pointer far outside the file: no symbols, no crash. */
+		for (d = (Elf64_Dyn *)(img + ph[i].p_offset); d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_SYMTAB || d->d_tag == DT_STRTAB ||
+			    d->d_tag == DT_GNU_HASH)
+				d->d_un.d_ptr += 1ull << 40;
+	}
+	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
+	ck_assert_uint_eq(s.nsyms, 0);
+	ck_assert(!s.from_dynamic);
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+#endif
+
 static Suite *elf_suite(void)
 {
 	Suite *s = suite_create("elf_syms");
@@ -182,6 +527,19 @@ static Suite *elf_suite(void)
 	tc = tcase_create("bounded");
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, many_note_segments_are_capped);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("corners");
+	tcase_add_test(tc, aarch64_plt_entries_are_named_from_adrp_and_ldr);
+#ifdef EMBER_ELF_FIXTURES
+	tcase_add_test(tc, nested_symbols_resume_their_enclosing_one);
+	tcase_add_test(tc, untyped_and_sizeless_symbols_name_what_nothing_else_covers);
+	tcase_add_test(tc, plt_entries_are_named_after_their_targets);
+	tcase_add_test(tc, ibt_plt_entries_are_named_after_their_targets);
+	tcase_add_test(tc, sizeless_symbol_stops_at_the_end_of_its_section);
+	tcase_add_test(tc, files_without_section_headers_read_dynsym_through_gnu_hash);
+	tcase_add_test(tc, files_without_section_headers_read_dynsym_through_sysv_hash);
+	tcase_add_test(tc, dynamic_tables_out_of_bounds_are_refused);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
