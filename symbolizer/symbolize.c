@@ -173,10 +173,14 @@ static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 	struct ember_debug_opener op = {&ctx, open_by_build_id, open_by_debuglink};
 	int fd;
 
-	if (o)
+	/* A file the broker could not open through one process (gone already, a
+	 * short-lived one) may well open through another that maps it. */
+	if (o && !(o->open_failed_pid && o->open_failed_pid != pid))
 		return o;
 	fd = ember_broker_request(s->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
 	o = ember_objcache_load(&s->objs, &key, fd, &op, now_ns);
+	if (o && fd < 0)
+		o->open_failed_pid = pid;
 	if (fd >= 0)
 		close(fd);
 	if (o && o->error)

@@ -34,6 +34,7 @@ struct ember_obj {
 	uint8_t hash[EMBER_FILE_HASH_BYTES];
 	int error; /* 0: loaded; else why loading failed */
 	uint64_t failed_at_ns;
+	uint32_t open_failed_pid; /* the file could not be had through this process, else 0 */
 	struct ember_objfile file;
 	size_t bytes;
 	struct ember_obj *lru_prev, *lru_next; /* most recently used at the head */
