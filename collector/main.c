@@ -47,7 +47,7 @@ static void usage_main(FILE *f)
 	           "\n"
 	           "commands:\n"
 	           "  record   sample every CPU and write a profile (needs root)\n"
-	           "  report   convert a profile (.pb.gz, .folded) to .html, .pb.gz or .folded\n"
+	           "  report   convert a profile (.pb.gz, .folded); --stats prints its counters\n"
 	           "  diff     differential flame graph of two profiles\n"
 	           "  top      table of the functions with the most samples\n"
 	           "  check    tell whether this host and user can record, and what to fix\n"

@@ -93,6 +93,7 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 	out.welcome.monotonic_to_realtime_ns = p->config.monotonic_to_realtime_ns;
 	out.welcome.start_time_ns = p->config.start_time_ns;
 	out.welcome.ring_size = p->ring.size;
+	out.welcome.flags = p->config.chosen_pids ? EMBER_WELCOME_CHOSEN_PIDS : 0;
 	fds[0] = p->ring.data_fd;
 	fds[1] = p->ring.pos_fd;
 	fds[2] = p->ring.event_fd;

@@ -22,6 +22,7 @@ struct ember_peer_config {
 	uint32_t sample_hz;
 	int64_t monotonic_to_realtime_ns;
 	uint64_t start_time_ns;
+	bool chosen_pids; /* -p: only some processes are sampled */
 };
 
 enum ember_peer_state {

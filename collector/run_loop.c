@@ -372,6 +372,7 @@ static int setup(struct recorder *r)
 	    .sample_hz = o->sample_hz,
 	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
 	    .start_time_ns = ember_realtime_ns(),
+	    .chosen_pids = o->npids > 0,
 	};
 	struct ember_bpf_opts bo = {
 	    .sample_hz = o->sample_hz,

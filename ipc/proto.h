@@ -66,7 +66,12 @@ struct ember_msg_welcome {
 	int64_t monotonic_to_realtime_ns;
 	uint64_t start_time_ns; /* Unix time when sampling started */
 	uint64_t ring_size;
+	uint32_t flags; /* EMBER_WELCOME_* */
+	uint32_t reserved;
 };
+
+/* Only the processes chosen with -p are sampled (else every process on the host). */
+#define EMBER_WELCOME_CHOSEN_PIDS 0x1u
 
 struct ember_msg_reject {
 	struct ember_msg_hdr hdr;

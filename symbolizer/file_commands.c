@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ struct command {
 	struct output_file out[MAX_OUTPUTS];
 	size_t nout;
 	struct ember_top_opts top;
+	bool stats; /* report --stats: print the statistics */
 	int (*run)(struct command *c);
 };
 
@@ -62,11 +64,13 @@ static void usage(const char *cmd, FILE *f)
 	if (!strcmp(cmd, "report"))
 		fprintf(
 		    f,
-		    "usage: ember report INPUT -o OUTPUT [-o OUTPUT]...\n"
+		    "usage: ember report INPUT [--stats] [-o OUTPUT]...\n"
 		    "\n"
 		    "Converts a profile. INPUT is a pprof (.pb.gz) or folded-stacks file (or -\n"
 		    "for standard input); each OUTPUT's name sets its format: .html flame graph,\n"
-		    ".pb.gz pprof, .folded folded stacks. Needs no root.\n");
+		    ".pb.gz pprof, .folded folded stacks. --stats prints what the profile says\n"
+		    "about itself: host, time, samples and every counter of the recording (lost\n"
+		    "samples, unwinding, symbols, caches). Needs no root.\n");
 	else if (!strcmp(cmd, "diff"))
 		fprintf(
 		    f,
@@ -130,11 +134,58 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	return 0;
 }
 
+/*
+ * Unix seconds as an ISO 8601 UTC time. By hand: the sandbox cannot open the
+ * time zone file glibc's gmtime reads on its first call. Days to a civil date
+ * as in Howard Hinnant's chrono algorithms.
+ */
+static void utc_time(uint64_t secs, char *buf, size_t size)
+{
+	int64_t z = (int64_t)(secs / 86400) + 719468, era = z / 146097;
+	uint64_t doe = (uint64_t)(z - era * 146097), rest = secs % 86400;
+	uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	uint64_t day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
+	int64_t year = (int64_t)yoe + era * 400 + (month <= 2);
+
+	snprintf(buf, size,
+	         "%04" PRId64 "-%02" PRIu64 "-%02" PRIu64 "T%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64
+	         "Z",
+	         year, month, day, rest / 3600, rest / 60 % 60, rest % 60);
+}
+
+/* The profile's own facts and every statistic, one "name value" per line. */
+static int print_stats(const struct ember_profile *p, FILE *out)
+{
+	char when[64];
+
+	if (p->host[0])
+		fprintf(out, "%-40s %s\n", "host", p->host);
+	if (p->start_ns) {
+		utc_time(p->start_ns / 1000000000ull, when, sizeof(when));
+		fprintf(out, "%-40s %s\n", "start", when);
+	}
+	if (p->end_ns > p->start_ns)
+		fprintf(out, "%-40s %.3f\n", "duration_seconds",
+		        (double)(p->end_ns - p->start_ns) / 1e9);
+	if (p->sample_hz)
+		fprintf(out, "%-40s %u\n", "frequency_hz", p->sample_hz);
+	fprintf(out, "%-40s %" PRIu64 "\n", "samples", p->total_count);
+	for (size_t i = 0; i < p->stats.len; i++) {
+		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
+
+		fprintf(out, "%-40s %" PRIu64 "\n", ember_profile_str(p, st->name), st->value);
+	}
+	return fflush(out) ? -EIO : 0;
+}
+
 static int run_report(struct command *c)
 {
 	struct ember_profile p;
 	int err = read_input(&c->in[0], &p);
 
+	if (!err && c->stats && (err = print_stats(&p, stdout)))
+		log_error("cannot print the statistics: %s", strerror(-err));
 	for (size_t i = 0; !err && i < c->nout; i++) {
 		err = ember_output_write(&c->out[i].out, &p);
 		if (err)
@@ -334,11 +385,9 @@ static int add_output(struct command *c, const char *path)
 static int parse_args(struct command *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"rows", required_argument, NULL, 'n'},
-	    {"sort", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'}, {"rows", required_argument, NULL, 'n'},
+	    {"sort", required_argument, NULL, 's'},   {"stats", no_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	bool is_top = !strcmp(c->name, "top");
 	size_t want_in = !strcmp(c->name, "diff") ? 2 : 1;
@@ -368,6 +417,14 @@ static int parse_args(struct command *c, int argc, char **argv)
 			c->top.order =
 			    strcmp(optarg, "self") ? EMBER_TOP_BY_TOTAL : EMBER_TOP_BY_SELF;
 			break;
+		case 'S':
+			if (strcmp(c->name, "report"))
+				return usage_error(
+				    c->name,
+				    "--stats is an option of ember report, not of ember %s",
+				    c->name);
+			c->stats = true;
+			break;
 		case 'h':
 			usage(c->name, stdout);
 			return -1;
@@ -386,9 +443,11 @@ static int parse_args(struct command *c, int argc, char **argv)
 		                   want_in == 2 ? "give the %s profiles BASE and NEW"
 		                                : "give the %s profile to read",
 		                   want_in == 2 ? "two" : "input");
-	if (!is_top && !c->nout)
-		return usage_error(c->name, "give an output with -o, e.g. -o %s",
-		                   !strcmp(c->name, "diff") ? "diff.html" : "profile.html");
+	if (!is_top && !c->nout && !c->stats)
+		return !strcmp(c->name, "diff")
+		           ? usage_error(c->name, "give an output with -o, e.g. -o %s", "diff.html")
+		           : usage_error(c->name, "give an output with -o (e.g. -o %s) or --stats",
+		                         "profile.html");
 	if (!strcmp(c->name, "diff") && c->nout != 1)
 		return usage_error(c->name, "a diff has one output (%s)", "-o diff.html");
 	return 0;

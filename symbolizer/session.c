@@ -96,6 +96,9 @@ static int handshake(struct session *s)
 	s->total.sample_hz = s->profile.sample_hz;
 	s->total.period_ns = s->profile.period_ns;
 	s->total.start_ns = s->profile.start_ns;
+	s->profile.scope = s->total.scope = (m.welcome.flags & EMBER_WELCOME_CHOSEN_PIDS)
+	                                        ? EMBER_SCOPE_PROCESSES
+	                                        : EMBER_SCOPE_SYSTEM;
 	return 0;
 }
 

@@ -128,10 +128,39 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	return named_location(s, s->kernel_mapping, EMBER_FRAME_KERNEL, addr, name, out);
 }
 
-static const char *mapping_name(const struct ember_maps *maps, const struct ember_map_entry *e)
+/*
+ * A deleted file on one of the kernel's internal mounts (a memfd, SysV or
+ * anonymous shared memory, "/memfd:jit" in the maps) lives only in memory:
+ * no viewer can open it by that name, and pprof tries to unless the name
+ * starts with '[' (as "[vdso]"). It becomes "[memfd:jit]", slashes in the
+ * name replaced, so that nothing reads as a path.
+ */
+static const char *in_memory_name(const char *path, char *buf, size_t size)
 {
+	size_t n = 0;
+
+	/* A memfd's name may hold slashes of its own. */
+	if (strncmp(path, "/memfd:", 7) &&
+	    (path[0] != '/' || (strchr(path + 1, '/') && strcmp(path, "/dev/zero"))))
+		return NULL;
+	buf[n++] = '[';
+	for (const char *c = path + 1; *c && n + 2 < size; c++)
+		buf[n++] = *c == '/' || *c == ']' ? '_' : *c;
+	buf[n++] = ']';
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char *mapping_name(const struct ember_maps *maps, const struct ember_map_entry *e,
+                                char *buf, size_t size)
+{
+	const char *in_memory;
+
 	switch (e->kind) {
 	case EMBER_MAP_FILE:
+		if (e->deleted && (in_memory = in_memory_name(ember_maps_path(maps, e), buf, size)))
+			return in_memory;
+		return ember_maps_path(maps, e);
 	case EMBER_MAP_VDSO:
 	case EMBER_MAP_VSYSCALL:
 	case EMBER_MAP_OTHER:
@@ -267,6 +296,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
+	char name_buf[256];
 	uint32_t mapping;
 	int err;
 
@@ -283,7 +313,10 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	m.start = e->start;
 	m.limit = e->end;
 	m.file_offset = e->offset;
-	err = ember_profile_intern_cstr(s->profile, mapping_name(&proc->maps, e), &m.filename);
+	/* pprof re-reads a file whose mapping says no functions, and warns when it cannot. */
+	m.has_functions = obj || (e->kind == EMBER_MAP_FILE && e->deleted);
+	err = ember_profile_intern_cstr(
+	    s->profile, mapping_name(&proc->maps, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)
 		err = mapping_identity(s, obj, &m);
 	if (!err)

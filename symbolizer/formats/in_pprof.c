@@ -469,7 +469,7 @@ static int read_samples(struct reader *r)
 	return err;
 }
 
-/* Comments "name=value": statistics as ember writes them, and the host. */
+/* Comments "#name=value" ("name=value" before): statistics as ember writes them, and the host. */
 static int read_comments(struct reader *r)
 {
 	for (size_t i = 0; i < r->in->n_comment; i++) {
@@ -477,6 +477,8 @@ static int read_comments(struct reader *r)
 		char name[128];
 		uint64_t v;
 
+		if (c && c[0] == '#')
+			c++;
 		if (!c || !(eq = strchr(c, '=')) || eq == c || (size_t)(eq - c) >= sizeof(name))
 			continue;
 		memcpy(name, c, (size_t)(eq - c));

@@ -7,8 +7,8 @@
  * in the statistic "report.bad_references"; it never ends the read.
  *
  * What pprof has no field for is recovered where possible: comments
- * "name=value" (ember writes its statistics so) become statistics again,
- * "host=NAME" the host; frames in a "[kernel...]" mapping or at a kernel
+ * "#name=value" (ember writes its statistics so; "name=value" before) become
+ * statistics again, "#host=NAME" the host; frames in a "[kernel...]" mapping or at a kernel
  * address are kernel frames, the others native. The process name comes from
  * the "comm" label, else the first mapping's file name.
  */

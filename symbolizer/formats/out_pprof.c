@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -50,6 +51,7 @@ struct pprof_build {
 	Ember__Pprof__ValueType types[2], period_type;
 	Ember__Pprof__ValueType *type_ptrs[2];
 	Ember__Pprof__Mapping *mappings, **mapping_ptrs;
+	uint64_t *mapping_ids; /* pprof id of each of the profile's mappings */
 	Ember__Pprof__Function *functions, **function_ptrs;
 	size_t nfunctions;
 	Ember__Pprof__Location *locations, **location_ptrs;
@@ -67,6 +69,7 @@ static void build_free(struct pprof_build *b)
 	strtab_free(&b->strs);
 	free(b->mappings);
 	free(b->mapping_ptrs);
+	free(b->mapping_ids);
 	free(b->functions);
 	free(b->function_ptrs);
 	free(b->locations);
@@ -131,30 +134,106 @@ static int build_types(struct pprof_build *b)
 	return 0;
 }
 
+/* A shared library by pprof's own test (libRx: ".so" at the end, or ".so." / ".so_" and a digit).
+ */
+static bool is_library(const char *file)
+{
+	for (const char *so = strstr(file, ".so"); so; so = strstr(so + 1, ".so"))
+		if (!so[3] || ((so[3] == '.' || so[3] == '_') && so[4] >= '0' && so[4] <= '9'))
+			return true;
+	return false;
+}
+
+/* The program of a -p profile: the first mapped file that is not a library, or SIZE_MAX. */
+static size_t program_mapping(const struct ember_profile *p)
+{
+	for (size_t i = 0; i < p->mappings.len; i++) {
+		const char *f =
+		    ember_profile_str(p, ember_profile_mapping(p, (uint32_t)i)->filename);
+
+		if (f[0] == '/' && !is_library(f))
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/*
+ * The mapping's file name for pprof: a memfd named as the kernel shows it
+ * ("/memfd:jit", in profiles of older ember or other tools) in brackets, as
+ * the symbolizer names it now, so that pprof does not try to open it.
+ */
+static int64_t mapping_filename(struct pprof_build *b, const struct ember_mapping *m)
+{
+	const char *f = ember_profile_str(b->p, m->filename);
+	char name[300];
+
+	if (strncmp(f, "/memfd:", 7))
+		return m->filename;
+	snprintf(name, sizeof(name), "[%s]", f + 1);
+	for (char *c = name + 1; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	return strtab_add(&b->strs, name);
+}
+
+static int add_mapping(struct pprof_build *b, size_t i, size_t at)
+{
+	const struct ember_mapping *m = ember_profile_mapping(b->p, (uint32_t)i);
+	Ember__Pprof__Mapping *pm = &b->mappings[at];
+	int64_t filename = mapping_filename(b, m);
+
+	if (filename < 0)
+		return -ENOMEM;
+	ember__pprof__mapping__init(pm);
+	pm->id = at + 1;
+	pm->memory_start = m->start;
+	pm->memory_limit = m->limit;
+	pm->file_offset = m->file_offset;
+	pm->filename = filename;
+	pm->build_id = m->gnu_build_id ? m->gnu_build_id : m->go_build_id;
+	pm->has_functions = m->has_functions;
+	b->mapping_ptrs[at] = pm;
+	b->mapping_ids[i] = pm->id;
+	return 0;
+}
+
+/*
+ * pprof headlines a profile with its first mapping ("File: ..."). A
+ * whole-system profile starts with a mapping of nothing named "[system]"; a
+ * profile of chosen processes with its program; a profile read from a file
+ * keeps its order (an ember profile already has one of these first).
+ */
 static int build_mappings(struct pprof_build *b)
 {
 	const struct ember_profile *p = b->p;
-	size_t n = p->mappings.len;
+	size_t n = p->mappings.len, at = 0, first = SIZE_MAX;
+	int err = 0;
 
-	if (!ALLOC(b->mappings, n) || !ALLOC(b->mapping_ptrs, n))
+	if (!ALLOC(b->mappings, n + 1) || !ALLOC(b->mapping_ptrs, n + 1) ||
+	    !ALLOC(b->mapping_ids, n))
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const struct ember_mapping *m = ember_profile_mapping(p, (uint32_t)i);
-		Ember__Pprof__Mapping *pm = &b->mappings[i];
+	if (p->scope == EMBER_SCOPE_SYSTEM) {
+		Ember__Pprof__Mapping *pm = &b->mappings[at];
+		int64_t name = strtab_add(&b->strs, EMBER_PPROF_SYSTEM_MAPPING);
 
+		if (name < 0)
+			return -ENOMEM;
 		ember__pprof__mapping__init(pm);
-		pm->id = i + 1;
-		pm->memory_start = m->start;
-		pm->memory_limit = m->limit;
-		pm->file_offset = m->file_offset;
-		pm->filename = m->filename;
-		pm->build_id = m->gnu_build_id ? m->gnu_build_id : m->go_build_id;
-		pm->has_functions = m->has_functions;
-		b->mapping_ptrs[i] = pm;
+		pm->id = ++at;
+		pm->filename = name;
+		pm->has_functions = true; /* nothing to symbolize */
+		b->mapping_ptrs[0] = pm;
+	} else if (p->scope == EMBER_SCOPE_PROCESSES) {
+		first = program_mapping(p);
+		if (first != SIZE_MAX)
+			err = add_mapping(b, first, at++);
 	}
-	b->prof.n_mapping = n;
+	for (size_t i = 0; i < n && !err; i++)
+		if (i != first)
+			err = add_mapping(b, i, at++);
+	b->prof.n_mapping = at;
 	b->prof.mapping = b->mapping_ptrs;
-	return 0;
+	return err;
 }
 
 /* Functions of the profile, plus one per location without lines ("libc.so.6+0x1f00"),
@@ -194,7 +273,7 @@ static int build_functions_and_locations(struct pprof_build *b)
 
 		ember__pprof__location__init(pl);
 		pl->id = i + 1;
-		pl->mapping_id = loc->mapping == EMBER_NONE ? 0 : loc->mapping + 1;
+		pl->mapping_id = loc->mapping < p->mappings.len ? b->mapping_ids[loc->mapping] : 0;
 		pl->address = loc->address;
 		pl->line = &b->line_ptrs[li];
 		if (!loc->nlines) {
@@ -296,38 +375,67 @@ static int build_samples(struct pprof_build *b)
 	return 0;
 }
 
+static int add_comment(struct pprof_build *b, const char *text)
+{
+	int64_t s = strtab_add(&b->strs, text);
+
+	if (s < 0)
+		return -ENOMEM;
+	b->comments[b->prof.n_comment++] = s;
+	return 0;
+}
+
+/*
+ * What a reader of the profile needs first, in one line pprof shows above
+ * its tables (no '=': readers of the statistics skip it).
+ */
+static void summary_line(const struct ember_profile *p, char *text, size_t size)
+{
+	uint64_t lost = ember_profile_stat_get(p, "lost.samples");
+	uint64_t stacks = ember_profile_stat_get(p, "unwind.samples");
+	uint64_t complete = ember_profile_stat_get(p, "unwind.samples_complete");
+	size_t n;
+
+	n = (size_t)snprintf(text, size, "%s%s%" PRIu64 " samples, %" PRIu64 " lost", p->host,
+	                     p->host[0] ? ": " : "", p->total_count, lost);
+	if (stacks && n < size)
+		n += (size_t)snprintf(text + n, size - n, ", %.1f%% of stacks complete",
+		                      100.0 * (double)(complete < stacks ? complete : stacks) /
+		                          (double)stacks);
+	if (n < size)
+		snprintf(text + n, size - n, "; every counter: ember report --stats FILE");
+}
+
+/*
+ * The statistics travel as comments "#name=value": pprof shows comments
+ * starting with '#' only on request (-comments), so its header stays short;
+ * `ember report --stats` prints them. The host too: pprof has no field for it.
+ */
 static int build_comments(struct pprof_build *b)
 {
 	const struct ember_profile *p = b->p;
-	char text[320];
-	size_t n = 0;
+	char text[512];
+	int err = 0;
 
-	if (!ALLOC(b->comments, p->stats.len + 1))
+	if (!ALLOC(b->comments, p->stats.len + 2))
 		return -ENOMEM;
-	/* The host travels as a comment too: pprof has no field for it. */
-	if (p->host[0]) {
-		int64_t s;
-
-		snprintf(text, sizeof(text), "host=%s", p->host);
-		s = strtab_add(&b->strs, text);
-		if (s < 0)
-			return -ENOMEM;
-		b->comments[n++] = s;
-	}
-	for (size_t i = 0; i < p->stats.len; i++) {
-		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
-		int64_t s;
-
-		snprintf(text, sizeof(text), "%s=%" PRIu64, ember_profile_str(p, st->name),
-		         st->value);
-		s = strtab_add(&b->strs, text);
-		if (s < 0)
-			return -ENOMEM;
-		b->comments[n++] = s;
-	}
-	b->prof.n_comment = n;
 	b->prof.comment = b->comments;
-	return 0;
+	if (p->stats.len) {
+		summary_line(p, text, sizeof(text));
+		err = add_comment(b, text);
+	}
+	if (!err && p->host[0]) {
+		snprintf(text, sizeof(text), "#host=%s", p->host);
+		err = add_comment(b, text);
+	}
+	for (size_t i = 0; i < p->stats.len && !err; i++) {
+		const struct ember_stat *st = EMBER_VEC_AT(p->stats, const struct ember_stat, i);
+
+		snprintf(text, sizeof(text), "#%s=%" PRIu64, ember_profile_str(p, st->name),
+		         st->value);
+		err = add_comment(b, text);
+	}
+	return err;
 }
 
 int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len)

@@ -535,6 +535,8 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
 		dst->start_ns = src->start_ns;
 	if (src->end_ns > dst->end_ns)
 		dst->end_ns = src->end_ns;
+	if (!dst->scope)
+		dst->scope = src->scope;
 	return 0;
 }
 

@@ -48,7 +48,9 @@ struct ember_mapping {
 	uint32_t gnu_build_id; /* string: lowercase hex, or 0 */
 	uint32_t go_build_id;  /* string, or 0 */
 	uint32_t file_hash;    /* string: OTel htlhash, or 0 */
-	bool has_functions;    /* at least one address was symbolized */
+	/* Its addresses were named as far as they can be (an address was, or
+	 * the file was read, or it is gone): pprof need not open the file again. */
+	bool has_functions;
 };
 
 struct ember_function {
@@ -109,6 +111,13 @@ struct ember_stat {
 	uint64_t value;
 };
 
+/* What a profile's samples cover: pprof names its first mapping after it. */
+enum ember_profile_scope {
+	EMBER_SCOPE_UNKNOWN = 0, /* read from a file: keep its mappings' order */
+	EMBER_SCOPE_SYSTEM,      /* every process on the host */
+	EMBER_SCOPE_PROCESSES,   /* the processes chosen with -p */
+};
+
 struct ember_profile {
 	struct ember_hash_key hash_key;
 
@@ -140,6 +149,7 @@ struct ember_profile {
 	uint64_t period_ns; /* nanoseconds of CPU time one sample stands for */
 	uint32_t sample_hz;
 	uint64_t total_count; /* sum of all sample counts */
+	enum ember_profile_scope scope;
 	char host[256];
 	/* From configuration, for OTLP resources: service.name ("" for the
 	 * default) and extra resource attributes as "key=value\n" lines. */

@@ -3,6 +3,7 @@
 ember, reading folded output. Tests that need root or eBPF fail under CI=true
 instead of skipping (exit code 77 means "skipped" to ctest)."""
 import collections
+import gzip
 import os
 import signal
 import subprocess
@@ -80,6 +81,100 @@ def read_folded(path):
             stack, _, count = line.rpartition(" ")
             rows.append((stack.split(";"), int(count)))
     return rows
+
+
+def _fields(data):
+    """(field number, wire type, value) of each field of a protobuf message."""
+    i = 0
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            yield field, wire, varint()
+        elif wire == 1:
+            yield field, wire, data[i:i + 8]
+            i += 8
+        elif wire == 5:
+            yield field, wire, data[i:i + 4]
+            i += 4
+        elif wire == 2:
+            n = varint()
+            yield field, wire, data[i:i + n]
+            i += n
+        else:
+            raise AssertionError(f"unexpected wire type {wire}")
+
+
+def read_pprof(path):
+    """A gzipped pprof profile as plain data: {"mappings": {id: {...}}, "locations": {id:
+    {"address", "mapping", "names"}}, "samples": [(count, [location ids, leaf first])],
+    "comments": [...], "strings": [...]} (profile.proto field numbers)."""
+    data = gzip.decompress(open(path, "rb").read())
+    top = collections.defaultdict(list)
+    for field, wire, v in _fields(data):
+        top[field].append((wire, v))
+    strings = [v.decode() for _, v in top[6]]
+
+    def packed(wire, v):
+        if wire == 0:
+            return [v]
+        out, j = [], 0
+        while j < len(v):
+            shift = x = 0
+            while True:
+                b = v[j]
+                j += 1
+                x |= (b & 0x7F) << shift
+                shift += 7
+                if b < 0x80:
+                    break
+            out.append(x)
+        return out
+
+    def message(raw):
+        m = collections.defaultdict(list)
+        for field, wire, v in _fields(raw):
+            m[field].append((wire, v))
+        return m
+
+    def one(m, field, default=0):
+        return m[field][0][1] if m[field] else default
+
+    functions = {}
+    for _, raw in top[5]:
+        m = message(raw)
+        functions[one(m, 1)] = strings[one(m, 2)]
+    mappings = {}
+    for _, raw in top[3]:
+        m = message(raw)
+        mappings[one(m, 1)] = {"start": one(m, 2), "limit": one(m, 3), "offset": one(m, 4),
+                               "file": strings[one(m, 5)]}
+    locations = {}
+    for _, raw in top[4]:
+        m = message(raw)
+        names = [functions.get(one(message(line), 1), "") for _, line in m[4]]
+        locations[one(m, 1)] = {"mapping": one(m, 2), "address": one(m, 3), "names": names}
+    samples = []
+    for _, raw in top[2]:
+        m = message(raw)
+        ids = [x for w, v in m[1] for x in packed(w, v)]
+        values = [x for w, v in m[2] for x in packed(w, v)]
+        samples.append((values[0] if values else 0, ids))
+    comments = [strings[x] for w, v in top[13] for x in packed(w, v)]
+    return {"mappings": mappings, "locations": locations, "samples": samples,
+            "comments": comments, "strings": strings}
 
 
 def leaf_shares(rows, comm, leaves):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """ember record end to end with the real eBPF programs: a known CPU split
-through distinct callers, pprof readable by `go tool pprof`, kernel frames,
+through distinct callers, pprof readable by `go tool pprof` (quietly, with a
+short header, for a whole-system recording too), kernel frames,
 the symbolizer running unprivileged, Ctrl-C, and clear CLI errors."""
 import os
 import re
@@ -11,7 +12,8 @@ import subprocess
 import time
 
 from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
-                      read_folded, require_root, run_tests, skip_or_fail, start, truth_shares, workdir)
+                      read_folded, read_pprof, require_root, run_tests, skip_or_fail, start,
+                      truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -58,6 +60,8 @@ def test_known_split_with_frame_pointers():
     assert r.returncode == 0, r.stderr
     for leaf in ("leaf_a", "leaf_b", "leaf_c"):
         assert leaf in r.stdout, f"go tool pprof does not name {leaf}"
+    # A -p profile is headlined with its program.
+    assert r.stdout.startswith("File: split\n"), r.stdout[:200]
 
 
 def test_whole_system_has_kernel_and_user_frames():
@@ -82,6 +86,57 @@ def test_whole_system_has_kernel_and_user_frames():
             if fr in ("main", "__libc_start_main", "read", "__read", "write", "__write", "__GI___libc_write")
             or fr.startswith("dd+0x") or fr.startswith("libc.so.6+0x")]
     assert user, f"no user frames for dd: {sorted(dd_frames)[:40]}"
+
+
+RUN_FROM_MEMFD = """
+import os, sys
+fd = os.memfd_create("split-in-memory")
+os.write(fd, open(sys.argv[1], "rb").read())
+os.execv(f"/proc/self/fd/{fd}", ["split-in-memory", sys.argv[2]])
+"""
+
+
+def pprof_header(stdout):
+    """The lines go tool pprof prints before its table."""
+    lines = stdout.splitlines()
+    end = next(i for i, line in enumerate(lines) if line.split()[:2] == ["flat", "flat%"])
+    return lines[:end]
+
+
+def test_whole_system_pprof_reads_quietly():
+    """go tool pprof on a whole-system recording with a program run from a memfd:
+    no warning (it must not try to open the memfd), a short header headlined
+    [system], and every counter still there for ember report --stats."""
+    mem = start(["python3", "-c", RUN_FROM_MEMFD, SPLIT, "8"])
+    try:
+        time.sleep(0.5)
+        pprof = os.path.join(WD, "quiet.pb.gz")
+        ember("record", "-d", "3", "-F", "99", "-o", pprof)
+    finally:
+        kill(mem)
+    prof = read_pprof(pprof)
+    files = [m["file"] for m in prof["mappings"].values()]
+    memfd = [f for f in files if f.startswith("[memfd:split-in-memory")]
+    assert files[0] == "[system]", files[:3]
+    assert memfd, f"no mapping of the memfd program: {[f for f in files if 'memfd' in f]}"
+    env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"), GOFLAGS="-mod=mod")
+    r = subprocess.run(["go", "tool", "pprof", "-top", pprof], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    header = pprof_header(r.stdout)
+    log("  " + "\n  ".join(header))
+    assert header[0] == "File: [system]", header
+    assert len(header) <= 10, f"{len(header)} header lines"
+    # A file gone since it ran (another short-lived program's) is the only thing to warn of.
+    gone = re.compile(r"Local symbolization failed for .*: open (\S+): no such file or directory")
+    warnings = [line for line in r.stderr.splitlines() if line.strip() and not
+                ((m := gone.search(line)) and not os.path.exists(m.group(1)))]
+    assert not warnings, warnings
+    r = ember("report", pprof, "--stats")
+    stats = dict(line.split(None, 1) for line in r.stdout.splitlines())
+    log(f"  ember report --stats: {len(stats)} lines, samples {stats.get('samples')}")
+    for key in ("host", "samples", "unwind.samples", "symbolizer.frames", "ring.records"):
+        assert key in stats, f"ember report --stats lacks {key}: {r.stdout[:400]}"
 
 
 def symbolizer_pid(parent):
@@ -213,6 +268,7 @@ if __name__ == "__main__":
     run_tests([
         test_known_split_with_frame_pointers,
         test_whole_system_has_kernel_and_user_frames,
+        test_whole_system_pprof_reads_quietly,
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
         test_cpu_hotplug_is_tolerated,

@@ -114,7 +114,7 @@ def folded_samples(path, comm="split"):
 
 
 def pprof_comments(path):
-    """The comments (our statistics, "name=value") of a gzipped pprof profile."""
+    """The comments (our statistics, "#name=value") of a gzipped pprof profile."""
     data = gzip.decompress(open(path, "rb").read())
     strings, comment_ids, header, i = [], [], {}, 0
 
@@ -163,7 +163,7 @@ def pprof_comments(path):
             raise AssertionError(f"unexpected wire type {wire} in {path}")
     stats = {}
     for c in comment_ids:
-        name, _, value = strings[c].partition("=")
+        name, _, value = strings[c].removeprefix("#").partition("=")
         stats[name] = int(value) if value.isdigit() else value
     stats["time_nanos"], stats["duration_nanos"] = header.get(9, 0), header.get(10, 0)
     return stats

@@ -4,7 +4,8 @@
 stripped Go program (.gopclntab) with a known split between two main.*
 functions, a C program built with -O2 -g whose inlined functions are frames
 of their own, and stripped C binaries whose debug information comes from
-/usr/lib/debug/.build-id, from .gnu_debuglink, or from MiniDebugInfo."""
+/usr/lib/debug/.build-id, from .gnu_debuglink, or from MiniDebugInfo; PLT
+entries in a whole-system recording, checked against objdump."""
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import subprocess
 import time
 
 from emberlib import (SRC, assert_close, build_workload, ember, kill, log, read_folded,
-                      require_root, run_tests, start, truth_shares, workdir)
+                      read_pprof, require_root, run_tests, start, truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -210,6 +211,111 @@ def test_stripped_c_names_from_minidebuginfo():
     assert total > 300 and sum(named.values()) >= 0.9 * total, f"not named: {rows[:6]}"
 
 
+def load_segments(path):
+    """[(offset, vaddr, filesz)] of the file's PT_LOAD segments."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+    return [(int(f[1], 16), int(f[2], 16), int(f[4], 16))
+            for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"]
+
+
+def section_range(path, name):
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    m = re.search(r"\s" + re.escape(name) + r"\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", out)
+    return (int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)) if m else None
+
+
+def objdump_plt_labels(path):
+    """[(address, label)] of the PLT entries as objdump names them, sorted."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.sec",
+                          "-j", ".plt.got", path], capture_output=True, text=True).stdout
+    return sorted((int(m.group(1), 16), m.group(2))
+                  for m in re.finditer(r"^([0-9a-f]+) <(.+)>:$", out, re.M))
+
+
+class ElfFacts:
+    """What readelf and objdump say of the files a profile's mappings name (cached)."""
+
+    def __init__(self):
+        self.cache = {}
+
+    def get(self, path):
+        if path not in self.cache:
+            self.cache[path] = (load_segments(path), section_range(path, ".init"),
+                                objdump_plt_labels(path))
+        return self.cache[path]
+
+    def vaddr(self, path, offset):
+        for soff, svaddr, size in self.get(path)[0]:
+            if soff <= offset < soff + size:
+                return offset - soff + svaddr
+        return None
+
+
+PY_PLT = """
+import sys, time
+end = time.time() + float(sys.argv[1])
+chunk = b"x" * 64
+while time.time() < end:
+    for i in range(2000):
+        b = chunk * 4          # memcpy through the PLT
+        s = bytearray(200)     # calloc, memset
+        t = b.find(b"y")       # memchr
+"""
+
+
+def test_whole_system_names_plt_entries_not_init():
+    """PLT stubs sit right after _init, which has no size: they used to be named _init.
+    A C program calling labs() through its PLT and Python (whose binary and
+    libpython call libc through theirs), recorded with the whole system: PLT
+    frames are target@plt as objdump names the entry, and _init only ever
+    names addresses inside .init."""
+    exe = build_workload("plt", WD, cflags=["-O2", "-fno-builtin", *FP])
+    wl = start([exe, "12"])
+    py = start(["python3", "-c", PY_PLT, "12"])
+    try:
+        time.sleep(0.5)
+        folded, pprof = os.path.join(WD, "plt.folded"), os.path.join(WD, "plt.pb.gz")
+        ember("record", "-d", "5", "-F", "999", "-o", folded, "-o", pprof)
+    finally:
+        kill(wl)
+        kill(py)
+    rows = read_folded(folded)
+    plt_total = sum(n for f, n in rows if f[0] == "plt")
+    plt_hits = sum(n for f, n in rows if f[0] == "plt" and f[-1] == "labs@plt")
+    log(f"  plt: {plt_hits} of {plt_total} samples in labs@plt")
+    assert plt_total > 300, f"too few samples of the plt workload: {plt_total}"
+    assert plt_hits >= 0.01 * plt_total, f"labs@plt is not named: {rows[:5]}"
+    assert not any("_init" in f for f, _ in rows if f[0] == "plt"), "plt frames named _init"
+    facts, checked, wrong, py_plt = ElfFacts(), 0, [], 0
+    prof = read_pprof(pprof)
+    for loc in prof["locations"].values():
+        m = prof["mappings"].get(loc["mapping"])
+        names = [n for n in loc["names"] if n == "_init" or n.endswith("@plt")]
+        if not m or not names or m["file"].startswith("[") or not os.path.exists(m["file"]):
+            continue
+        vaddr = facts.vaddr(m["file"], loc["address"] - m["start"] + m["offset"])
+        if vaddr is None:
+            continue  # not in the file's loadable segments as readelf reads them
+        _, init, labels = facts.get(m["file"])
+        base = os.path.basename(m["file"])
+        for name in names:
+            checked += 1
+            if name == "_init":
+                # A return address may sit right after the last call in _init.
+                if not init or not any(init[0] <= a < init[1] for a in (vaddr, vaddr - 1)):
+                    wrong.append(f"{base}: _init at {vaddr:#x}, .init is {init}")
+                continue
+            py_plt += base.startswith(("python3", "libpython3"))
+            label = next((lb for a, lb in reversed(labels) if a <= vaddr), None)
+            # objdump names IFUNC slots *ABS*+0x...@plt and the header foo@plt-0x10.
+            if label and not label.startswith("*ABS*") and "@plt-" not in label and label != name:
+                wrong.append(f"{base}: {name} at {vaddr:#x}, objdump says {label}")
+    log(f"  {checked} frames named _init or *@plt checked against readelf/objdump, "
+        f"{py_plt} in Python's PLTs")
+    assert not wrong, wrong[:10]
+    assert py_plt > 0, "no PLT frame of python3.11 or libpython3.11"
+
+
 def test_check_explains_kernel_address_hiding():
     r = ember("check", check=False)
     assert "kptr_restrict" in r.stdout + r.stderr, "ember check says nothing of kptr_restrict"
@@ -221,5 +327,6 @@ run_tests([
     test_stripped_c_resolves_through_build_id_debug_file,
     test_stripped_c_resolves_through_debuglink,
     test_stripped_c_names_from_minidebuginfo,
+    test_whole_system_names_plt_entries_not_init,
     test_check_explains_kernel_address_hiding,
 ])

@@ -108,7 +108,7 @@ def profile_stats(pprof):
     r = subprocess.run(["go", "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: ([\w.]+)=(\d+)", r.stdout)}
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: #?([\w.]+)=(\d+)", r.stdout)}
 
 
 def record_workload(name, seconds, runs=1, hz="499"):
