@@ -96,8 +96,10 @@ static int validate_build_id(const struct ember_msg_broker_req *req)
 static int open_proc_file(const struct ember_msg_broker_req *req, const char *name)
 {
 	char path[64];
+	int n = snprintf(path, sizeof(path), "/proc/%" PRIu32 "/%s", req->pid, name);
 
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/%s", req->pid, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
 	return open_ro(path);
 }
 

@@ -1,6 +1,13 @@
 #!/bin/sh
 # Installs the Debian/Ubuntu packages ember needs to build, run and test.
-# Usage: sudo scripts/install-deps.sh [--runtime-only]
+# Usage: sudo scripts/install-deps.sh [--runtime-only | --packaging]
+#   (none)          what the build and scripts/test.sh need, including the fuzz
+#                   build's sanitizer and libFuzzer runtimes (libclang-rt-N-dev,
+#                   N = clang's release) and xz (the MiniDebugInfo test)
+#   --runtime-only  what the build needs
+#   --packaging     what the build, scripts/package.sh and scripts/test-packages.sh
+#                   need: debhelper, lintian, rpm, rpmlint, debootstrap,
+#                   systemd-nspawn, podman
 set -eu
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: run as root (sudo $0)" >&2
@@ -10,10 +17,29 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   libsodium-dev libprotobuf-c-dev protobuf-c-compiler libseccomp-dev libcurl4-openssl-dev
   zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf protobuf-compiler python3 python3-protobuf python3-grpcio
-  procps util-linux chromium python3-websocket openssl binutils"
-pkgs="$build"
-[ "${1:-}" = "--runtime-only" ] || pkgs="$build $test"
+  procps util-linux chromium python3-websocket openssl binutils xz-utils"
+packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
+  podman runc uidmap git python3 python3-yaml procps"
 export DEBIAN_FRONTEND=noninteractive
+# The compiler-rt runtimes (ASan, UBSan, libFuzzer) match clang's major version:
+# read it from the archive's `clang` package (Debian 12: 14).
+clang_rt() {
+	v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n1)
+	[ -n "$v" ] && echo "libclang-rt-$v-dev"
+}
+case "${1:-}" in
+--runtime-only) pkgs="$build" ;;
+--packaging) pkgs="$build $packaging" ;;
+"")
+	rt=$(clang_rt) || { apt-get update -qq && rt=$(clang_rt); } ||
+		{ echo "install-deps: cannot tell which libclang-rt-N-dev matches clang; is the archive reachable?" >&2; exit 1; }
+	pkgs="$build $test $rt"
+	;;
+*)
+	echo "usage: $0 [--runtime-only | --packaging]" >&2
+	exit 2
+	;;
+esac
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -5,6 +5,7 @@ instead of skipping (exit code 77 means "skipped" to ctest)."""
 import collections
 import gzip
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +43,30 @@ def workdir():
     d = tempfile.mkdtemp(prefix="ember-it-")
     os.chmod(d, 0o755)
     return d
+
+
+def staged_for_others(directory, *names):
+    """Copies the build's programs NAMES (e.g. "ember", "ember-symbolizer") into
+    DIRECTORY, which becomes reachable by every user, and returns the copies'
+    paths. A test that runs a program as another user (nobody) must run such a
+    copy: the build tree of a checkout in a home directory (0700 on Debian 12) is
+    out of that user's reach. `ember` finds ember-symbolizer beside itself, so
+    stage the two together."""
+    os.makedirs(directory, exist_ok=True)
+    os.chmod(directory, 0o755)
+    d = directory
+    while d not in ("/", ""):
+        mode = os.stat(d).st_mode
+        assert mode & 0o001, f"{d} (mode {mode & 0o777:o}) keeps other users out: stage elsewhere"
+        d = os.path.dirname(d)
+    out = []
+    for name in names:
+        src = name if os.path.isabs(name) else os.path.join(BUILD, name)
+        dst = os.path.join(directory, os.path.basename(src))
+        shutil.copy2(src, dst)
+        os.chmod(dst, 0o755)
+        out.append(dst)
+    return out
 
 
 FRAME_POINTERS = ("-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-fno-optimize-sibling-calls")

@@ -12,8 +12,8 @@ import subprocess
 import time
 
 from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
-                      read_folded, read_pprof, require_root, run_tests, skip_or_fail, start,
-                      truth_shares, workdir)
+                      read_folded, read_pprof, require_root, run_tests, skip_or_fail,
+                      staged_for_others, start, truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -255,9 +255,10 @@ def test_cli_errors_are_clear():
     expect(["frobnicate"], 2, r"unknown command")
     expect(["record", "-d", "1", "-o", "/nonexistent-dir/p.folded"], 1, r"cannot write .*choose a writable path")
     assert not os.path.exists("/nonexistent-dir/p.folded")
-    # Without privileges: one clear message, exit code 1.
+    # Without privileges: one clear message, exit code 1 (nobody runs a copy it can reach).
+    ember_copy, _ = staged_for_others(os.path.join(WD, "bin"), "ember", "ember-symbolizer")
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-                        EMBER, "record", "-d", "1", "-o", "/tmp/x.folded"], capture_output=True, text=True)
+                        ember_copy, "record", "-d", "1", "-o", "/tmp/x.folded"], capture_output=True, text=True)
     log(f"  unprivileged -> {r.returncode}: {r.stderr.strip()}")
     assert r.returncode == 1 and "needs root" in r.stderr, r.stderr
     r = ember("check", check=False)

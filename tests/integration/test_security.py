@@ -16,14 +16,15 @@ import threading
 import time
 
 from emberlib import (BUILD, EMBER, build_workload, kill, log, read_folded, require_root,
-                      run_tests, start, workdir)
+                      run_tests, staged_for_others, start, workdir)
 
 require_root()
 WD = workdir()
 SPLIT = build_workload("split", WD)
 COLLECTOR = os.path.join(BUILD, "ember-collector")
 SYMBOLIZER = os.path.join(BUILD, "ember-symbolizer")
-HOSTILE = os.path.join(BUILD, "tests", "integration", "hostile_peer")
+# hostile_peer runs as nobody: a copy it can reach (see staged_for_others).
+HOSTILE, = staged_for_others(os.path.join(WD, "bin"), os.path.join(BUILD, "tests", "integration", "hostile_peer"))
 NOBODY = 65534
 VIOLATIONS = ("open", "execve", "ptrace", "netlink", "mmap-exec")
 

@@ -179,15 +179,16 @@ START_TEST(debug_frame)
 {
 	/* .debug_frame: CIE id 0xffffffff, absolute 8-byte addresses, CIE by section offset. */
 	static const uint8_t sec[] = {
-	    20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16,   0x0c, 7,    8,    0x90, 1,
-	    0,  0, 0, 0, 0,    0,    28,   0,    0, 0, 0, 0,    0,    0,    0x00, 0x50, 0,    0,
-	    0,  0, 0, 0, 0x20, 0,    0,    0,    0, 0, 0, 0,    0x41, 0x0e, 16,   0,    0,
+	    20, 0, 0,    0, 0xff, 0xff, 0xff, 0xff, 1, 0, 1,    0x78, 16, 0x0c, 7,    8, 0x90, 1, 0,
+	    0,  0, 0,    0, 0,    28,   0,    0,    0, 0, 0,    0,    0,  0x00, 0x50, 0, 0,    0, 0,
+	    0,  0, 0x20, 0, 0,    0,    0,    0,    0, 0, 0x41, 0x0e, 16, 0,    0,    0, 0,    0,
 	};
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
 
 	ember_cfi_builder_init(&b, 0);
-	ck_assert_int_eq(ember_cfi_parse(&b, sec, 24 + 32, 0, EMBER_CFI_DEBUG_FRAME), 0);
+	ck_assert_uint_eq(sizeof(sec), 24 + 32);
+	ck_assert_int_eq(ember_cfi_parse(&b, sec, sizeof(sec), 0, EMBER_CFI_DEBUG_FRAME), 0);
 	ck_assert_int_eq(ember_cfi_finish(&b, &r), 0);
 	expect_row(&r, 0, 0x5000, EMBER_ROW_CFA_SP, 1, 0);
 	expect_row(&r, 1, 0x5001, EMBER_ROW_CFA_SP, 2, 0);

@@ -76,7 +76,7 @@ static const AnyValue *resource_attr(const Resource *r, const char *key)
 static void check_table(const ProtobufCMessage *const *items, size_t n, const char *what)
 {
 	uint8_t *packed[4096];
-	size_t len[4096];
+	size_t len[4096] = {0};
 
 	ck_assert_msg(n >= 1, "%s: no zero entry", what);
 	ck_assert_uint_lt(n, 4096);
