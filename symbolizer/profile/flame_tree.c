@@ -18,66 +18,19 @@ const char *ember_flame_kind_name(uint8_t kind)
 
 /* ---- strings ---------------------------------------------------------------- */
 
-static bool str_eq(const void *ctx, uint32_t value, const void *key, size_t len)
-{
-	const struct ember_flame *t = ctx;
-	uint32_t off = *EMBER_VEC_AT(t->str_offsets, uint32_t, value);
-
-	return !memcmp(t->str_arena + off, key, len) && t->str_arena[off + len] == '\0';
-}
-
-static int intern(struct ember_flame *t, const char *s, size_t len, uint32_t *out)
-{
-	uint64_t h = ember_hash(&t->hash_key, s, len);
-	uint32_t id = (uint32_t)t->str_offsets.len, off;
-	int r;
-
-	if (!ember_index_find(&t->str_index, h, s, len, str_eq, t, out))
-		return 0;
-	if (memchr(s, '\0', len) || len >= UINT32_MAX / 2 || t->str_len + len + 1 >= UINT32_MAX)
-		return -EINVAL;
-	if (t->str_len + len + 1 > t->str_cap) {
-		size_t cap = t->str_cap ? t->str_cap : 4096;
-		char *grown;
-
-		while (cap < t->str_len + len + 1)
-			cap *= 2;
-		grown = realloc(t->str_arena, cap);
-		if (!grown)
-			return -ENOMEM;
-		t->str_arena = grown;
-		t->str_cap = cap;
-	}
-	off = (uint32_t)t->str_len;
-	if (!ember_vec_push(&t->str_offsets, &off, 1))
-		return -ENOMEM;
-	memcpy(t->str_arena + off, s, len);
-	t->str_arena[off + len] = '\0';
-	t->str_len += len + 1;
-	r = ember_index_upsert(&t->str_index, h, s, len, str_eq, t, id, out);
-	if (r < 0) {
-		t->str_offsets.len--;
-		t->str_len = off;
-		return r;
-	}
-	return 0;
-}
-
 static int intern_cstr(struct ember_flame *t, const char *s, uint32_t *out)
 {
-	return intern(t, s, strlen(s), out);
+	return ember_strset_intern(&t->strings, s, strlen(s), out);
 }
 
 const char *ember_flame_str(const struct ember_flame *t, uint32_t id)
 {
-	if (id >= t->str_offsets.len)
-		return "";
-	return t->str_arena + *EMBER_VEC_AT(t->str_offsets, uint32_t, id);
+	return ember_strset_str(&t->strings, id);
 }
 
 size_t ember_flame_nstrings(const struct ember_flame *t)
 {
-	return t->str_offsets.len;
+	return ember_strset_count(&t->strings);
 }
 
 /* ---- functions and nodes ------------------------------------------------------ */
@@ -178,15 +131,15 @@ int ember_flame_init(struct ember_flame *t, bool by_pid)
 
 	memset(t, 0, sizeof(*t));
 	t->by_pid = by_pid;
-	ember_vec_init(&t->str_offsets, sizeof(uint32_t));
 	ember_vec_init(&t->funcs, sizeof(struct ember_flame_func));
 	ember_vec_init(&t->nodes, sizeof(struct ember_flame_node));
-	ember_index_init(&t->str_index);
 	ember_index_init(&t->func_index);
 	ember_index_init(&t->node_index);
 	err = ember_hash_key_init(&t->hash_key);
 	if (!err)
-		err = intern(t, "", 0, &empty);
+		err = ember_strset_init(&t->strings, EMBER_STRTAB_MAX_BYTES);
+	if (!err)
+		err = intern_cstr(t, "", &empty);
 	if (!err)
 		err = intern_cstr(t, "all", &all);
 	if (!err)
@@ -200,12 +153,9 @@ int ember_flame_init(struct ember_flame *t, bool by_pid)
 
 void ember_flame_free(struct ember_flame *t)
 {
-	free(t->str_arena);
-	t->str_arena = NULL;
-	ember_vec_free(&t->str_offsets);
+	ember_strset_free(&t->strings);
 	ember_vec_free(&t->funcs);
 	ember_vec_free(&t->nodes);
-	ember_index_free(&t->str_index);
 	ember_index_free(&t->func_index);
 	ember_index_free(&t->node_index);
 }

@@ -51,10 +51,7 @@ struct ember_flame_node {
 
 struct ember_flame {
 	struct ember_hash_key hash_key;
-	char *str_arena;
-	size_t str_len, str_cap;
-	struct ember_vec str_offsets; /* uint32_t */
-	struct ember_index str_index;
+	struct ember_strset strings;
 	struct ember_vec funcs; /* struct ember_flame_func */
 	struct ember_index func_index;
 	struct ember_vec nodes; /* struct ember_flame_node */

@@ -53,14 +53,6 @@ static struct function_key function_key_of(const struct ember_function *f)
 	return (struct function_key){f->name, f->system_name, f->filename, 0, f->start_line};
 }
 
-static bool str_eq(const void *ctx, uint32_t value, const void *key, size_t len)
-{
-	const struct ember_profile *p = ctx;
-	uint32_t off = *EMBER_VEC_AT(p->str_offsets, uint32_t, value);
-
-	return !memcmp(p->str_arena + off, key, len) && p->str_arena[off + len] == '\0';
-}
-
 static bool mapping_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 {
 	struct mapping_key k = mapping_key_of(ember_profile_mapping(ctx, value));
@@ -109,7 +101,6 @@ static bool process_eq(const void *ctx, uint32_t value, const void *key, size_t 
 
 static void profile_init_tables(struct ember_profile *p)
 {
-	ember_vec_init(&p->str_offsets, sizeof(uint32_t));
 	ember_vec_init(&p->mappings, sizeof(struct ember_mapping));
 	ember_vec_init(&p->functions, sizeof(struct ember_function));
 	ember_vec_init(&p->lines, sizeof(struct ember_line));
@@ -120,14 +111,11 @@ static void profile_init_tables(struct ember_profile *p)
 	ember_vec_init(&p->stats, sizeof(struct ember_stat));
 	ember_vec_init(&p->processes, sizeof(struct ember_process_attrs));
 	ember_index_init(&p->process_index);
-	ember_index_init(&p->str_index);
 	ember_index_init(&p->mapping_index);
 	ember_index_init(&p->function_index);
 	ember_index_init(&p->location_index);
 	ember_index_init(&p->stack_index);
 	ember_index_init(&p->sample_index);
-	p->str_arena = NULL;
-	p->str_arena_len = p->str_arena_cap = 0;
 	p->total_count = 0;
 }
 
@@ -135,8 +123,6 @@ static void profile_free_tables(struct ember_profile *p)
 {
 	for (size_t i = 0; i < p->samples.len; i++)
 		free(EMBER_VEC_AT(p->samples, struct ember_sample, i)->timestamps);
-	free(p->str_arena);
-	ember_vec_free(&p->str_offsets);
 	ember_vec_free(&p->mappings);
 	ember_vec_free(&p->functions);
 	ember_vec_free(&p->lines);
@@ -147,7 +133,6 @@ static void profile_free_tables(struct ember_profile *p)
 	ember_vec_free(&p->stats);
 	ember_vec_free(&p->processes);
 	ember_index_free(&p->process_index);
-	ember_index_free(&p->str_index);
 	ember_index_free(&p->mapping_index);
 	ember_index_free(&p->function_index);
 	ember_index_free(&p->location_index);
@@ -162,6 +147,8 @@ int ember_profile_init(struct ember_profile *p)
 
 	memset(p, 0, sizeof(*p));
 	err = ember_hash_key_init(&p->hash_key);
+	if (!err)
+		err = ember_strset_init(&p->strings, EMBER_STRTAB_MAX_BYTES);
 	if (err)
 		return err;
 	profile_init_tables(p);
@@ -171,6 +158,7 @@ int ember_profile_init(struct ember_profile *p)
 void ember_profile_free(struct ember_profile *p)
 {
 	profile_free_tables(p);
+	ember_strset_free(&p->strings);
 }
 
 int ember_profile_reset(struct ember_profile *p)
@@ -178,46 +166,14 @@ int ember_profile_reset(struct ember_profile *p)
 	uint32_t empty;
 
 	profile_free_tables(p);
+	ember_strset_clear(&p->strings);
 	profile_init_tables(p);
 	return ember_profile_intern(p, "", 0, &empty);
 }
 
 int ember_profile_intern(struct ember_profile *p, const char *s, size_t len, uint32_t *out)
 {
-	uint64_t h = ember_hash(&p->hash_key, s, len);
-	uint32_t id = (uint32_t)p->str_offsets.len, off;
-	int r;
-
-	if (ember_index_find(&p->str_index, h, s, len, str_eq, p, out) == 0)
-		return 0;
-	if (memchr(s, '\0', len) || len >= UINT32_MAX / 2 ||
-	    p->str_arena_len + len + 1 >= UINT32_MAX)
-		return -EINVAL;
-	if (p->str_arena_len + len + 1 > p->str_arena_cap) {
-		size_t cap = p->str_arena_cap ? p->str_arena_cap : 4096;
-		char *grown;
-
-		while (cap < p->str_arena_len + len + 1)
-			cap *= 2;
-		grown = realloc(p->str_arena, cap);
-		if (!grown)
-			return -ENOMEM;
-		p->str_arena = grown;
-		p->str_arena_cap = cap;
-	}
-	off = (uint32_t)p->str_arena_len;
-	if (!ember_vec_push(&p->str_offsets, &off, 1))
-		return -ENOMEM;
-	memcpy(p->str_arena + off, s, len);
-	p->str_arena[off + len] = '\0';
-	p->str_arena_len += len + 1;
-	r = ember_index_upsert(&p->str_index, h, s, len, str_eq, p, id, out);
-	if (r < 0) {
-		p->str_offsets.len--;
-		p->str_arena_len = off;
-		return r;
-	}
-	return 0;
+	return ember_strset_intern(&p->strings, s, len, out);
 }
 
 int ember_profile_intern_cstr(struct ember_profile *p, const char *s, uint32_t *out)
@@ -227,14 +183,12 @@ int ember_profile_intern_cstr(struct ember_profile *p, const char *s, uint32_t *
 
 const char *ember_profile_str(const struct ember_profile *p, uint32_t id)
 {
-	if (id >= p->str_offsets.len)
-		return "";
-	return p->str_arena + *EMBER_VEC_AT(p->str_offsets, uint32_t, id);
+	return ember_strset_str(&p->strings, id);
 }
 
 size_t ember_profile_nstrings(const struct ember_profile *p)
 {
-	return p->str_offsets.len;
+	return ember_strset_count(&p->strings);
 }
 
 /* Looks key up in ix; when absent appends item to vec. */
@@ -384,7 +338,8 @@ int ember_profile_set_process(struct ember_profile *p, const struct ember_proces
 	uint32_t id;
 	int r;
 
-	if (a->exe_path >= p->str_offsets.len || a->container_id >= p->str_offsets.len)
+	if (a->exe_path >= ember_profile_nstrings(p) ||
+	    a->container_id >= ember_profile_nstrings(p))
 		return -EINVAL;
 	r = dedup_insert(p, &p->process_index, &p->processes, &a->pid, sizeof(a->pid), process_eq,
 	                 a, &id);

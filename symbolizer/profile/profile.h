@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "shared/hash.h"
+#include "shared/strtab.h"
 #include "shared/vec.h"
 
 #define EMBER_NONE UINT32_MAX /* "no mapping" and similar */
@@ -121,11 +122,7 @@ enum ember_profile_scope {
 struct ember_profile {
 	struct ember_hash_key hash_key;
 
-	/* Interned strings: NUL-terminated bytes in one arena. */
-	char *str_arena;
-	size_t str_arena_len, str_arena_cap;
-	struct ember_vec str_offsets; /* uint32_t... -> offset in arena */
-	struct ember_index str_index;
+	struct ember_strset strings; /* id 0 is "" */
 
 	struct ember_vec mappings; /* struct ember_mapping */
 	struct ember_index mapping_index;
