@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shared/hash.h"
+#include "shared/strtab.h"
+#include "shared/vec.h"
 
 struct line_buf {
 	char *s;
@@ -15,18 +16,10 @@ struct line_buf {
 
 static int buf_append(struct line_buf *b, const char *s, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		char *grown;
+	int err = EMBER_ENSURE(b->s, b->cap, b->len + n + 1, EMBER_STRTAB_MAX_BYTES);
 
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		grown = realloc(b->s, cap);
-		if (!grown)
-			return -ENOMEM;
-		b->s = grown;
-		b->cap = cap;
-	}
+	if (err)
+		return err;
 	memcpy(b->s + b->len, s, n);
 	b->len += n;
 	b->s[b->len] = '\0';
@@ -54,55 +47,23 @@ static int append_frame(void *ctx, const char *name, enum ember_frame_kind kind)
 	return 0;
 }
 
+/* Each distinct line once, with the sum of its counts. */
 struct folded {
-	struct ember_hash_key key;
-	struct ember_index index;
-	char **lines;
-	uint64_t *counts;
-	size_t n, cap;
+	struct ember_strset lines;
+	struct ember_vec counts; /* uint64_t, by line id */
 };
-
-static bool line_eq(const void *ctx, uint32_t value, const void *key, size_t len)
-{
-	const struct folded *f = ctx;
-
-	return strlen(f->lines[value]) == len && !memcmp(f->lines[value], key, len);
-}
 
 static int folded_add(struct folded *f, const char *line, size_t len, uint64_t count)
 {
-	uint64_t h = ember_hash(&f->key, line, len);
 	uint32_t id;
-	int r;
+	int err = ember_strset_intern(&f->lines, line, len, &id);
 
-	if (!ember_index_find(&f->index, h, line, len, line_eq, f, &id)) {
-		f->counts[id] += count;
-		return 0;
-	}
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 256;
-		char **lines = realloc(f->lines, cap * sizeof(*lines));
-		uint64_t *counts;
-
-		if (!lines)
-			return -ENOMEM;
-		f->lines = lines;
-		counts = realloc(f->counts, cap * sizeof(*counts));
-		if (!counts)
-			return -ENOMEM;
-		f->counts = counts;
-		f->cap = cap;
-	}
-	f->lines[f->n] = strndup(line, len);
-	if (!f->lines[f->n])
+	if (err)
+		return err;
+	if (id < f->counts.len)
+		*EMBER_VEC_AT(f->counts, uint64_t, id) += count;
+	else if (!ember_vec_push(&f->counts, &count, 1))
 		return -ENOMEM;
-	f->counts[f->n] = count;
-	r = ember_index_upsert(&f->index, h, line, len, line_eq, f, (uint32_t)f->n, &id);
-	if (r < 0) {
-		free(f->lines[f->n]);
-		return r;
-	}
-	f->n++;
 	return 0;
 }
 
@@ -110,18 +71,20 @@ static int cmp_line(const void *a, const void *b, void *ctx)
 {
 	const struct folded *f = ctx;
 
-	return strcmp(f->lines[*(const size_t *)a], f->lines[*(const size_t *)b]);
+	return strcmp(ember_strset_str(&f->lines, *(const uint32_t *)a),
+	              ember_strset_str(&f->lines, *(const uint32_t *)b));
 }
 
 int ember_write_folded(const struct ember_profile *p, FILE *out)
 {
-	struct folded f = {0};
+	struct folded f;
 	struct line_buf b = {0};
-	size_t *order = NULL;
+	uint32_t *order = NULL;
+	size_t n;
 	int err;
 
-	ember_index_init(&f.index);
-	err = ember_hash_key_init(&f.key);
+	ember_vec_init(&f.counts, sizeof(uint64_t));
+	err = ember_strset_init(&f.lines, EMBER_STRTAB_MAX_BYTES);
 	for (size_t i = 0; !err && i < p->samples.len; i++) {
 		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
 		const char *comm = ember_profile_str(p, s->key.comm);
@@ -137,26 +100,24 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 		if (!err)
 			err = folded_add(&f, b.s, b.len, s->count);
 	}
-	if (!err && f.n) {
-		order = malloc(f.n * sizeof(*order));
+	n = f.counts.len;
+	if (!err && n) {
+		order = malloc(n * sizeof(*order));
 		if (!order)
 			err = -ENOMEM;
 	}
-	if (!err && f.n) {
-		for (size_t i = 0; i < f.n; i++)
-			order[i] = i;
-		qsort_r(order, f.n, sizeof(*order), cmp_line, &f);
-		for (size_t i = 0; i < f.n && !err; i++)
-			if (fprintf(out, "%s %" PRIu64 "\n", f.lines[order[i]],
-			            f.counts[order[i]]) < 0)
+	if (!err && n) {
+		for (size_t i = 0; i < n; i++)
+			order[i] = (uint32_t)i;
+		qsort_r(order, n, sizeof(*order), cmp_line, &f);
+		for (size_t i = 0; i < n && !err; i++)
+			if (fprintf(out, "%s %" PRIu64 "\n", ember_strset_str(&f.lines, order[i]),
+			            *EMBER_VEC_AT(f.counts, uint64_t, order[i])) < 0)
 				err = -EIO;
 	}
-	for (size_t i = 0; i < f.n; i++)
-		free(f.lines[i]);
-	free(f.lines);
-	free(f.counts);
+	ember_strset_free(&f.lines);
+	ember_vec_free(&f.counts);
 	free(order);
 	free(b.s);
-	ember_index_free(&f.index);
 	return err;
 }
