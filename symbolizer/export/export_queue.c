@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "symbolizer/export/otlp_transport.h"
+#include "symbolizer/formats/gzip.h"
 #include "shared/clock.h"
 #include "shared/log.h"
 

@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 
-#include "symbolizer/formats/in_pprof.h"
+#include "symbolizer/formats/gzip.h"
 #include "otlp/profiles_service.pb-c.h"
 #include "otlp/rpc_status.pb-c.h"
 #include "shared/str.h"
@@ -42,37 +41,6 @@ struct ember_transport {
 	uint64_t pushback_ms;
 	const atomic_bool *abort;
 };
-
-int ember_gzip(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len)
-{
-	z_stream z = {0};
-	uLong bound;
-	int zerr;
-
-	if (len > UINT32_MAX)
-		return -E2BIG;
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	bound = deflateBound(&z, (uLong)len);
-	*out = malloc(bound);
-	if (!*out) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)data;
-	z.avail_in = (uInt)len;
-	z.next_out = *out;
-	z.avail_out = (uInt)bound;
-	zerr = deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	if (zerr != Z_STREAM_END) {
-		free(*out);
-		*out = NULL;
-		return -EIO;
-	}
-	return 0;
-}
 
 enum ember_send_outcome ember_otlp_http_outcome(int http_status)
 {

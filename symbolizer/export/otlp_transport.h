@@ -105,7 +105,4 @@ uint64_t ember_grpc_retry_delay_ms(const char *b64, size_t len);
 void ember_http_parse_response(const uint8_t *body, size_t len, const char *content_type,
                                struct ember_send_result *r);
 
-/* gzip-compresses len bytes into a malloc'd buffer (ember_gunzip, in in_pprof.h, inflates). */
-int ember_gzip(const uint8_t *data, size_t len, uint8_t **out, size_t *out_len);
-
 #endif

@@ -4,92 +4,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "pprof.pb-c.h"
+#include "symbolizer/formats/gzip.h"
 #include "shared/str.h"
 
 /* Kernel text lives in the upper half of the address space on x86-64 and arm64. */
 #define KERNEL_ADDRESS_MIN 0xffff800000000000ull
 /* Addresses no real location has: given to pprof locations that would otherwise merge. */
 #define SYNTHETIC_ADDRESS (1ull << 63)
-
-bool ember_is_gzip(const uint8_t *buf, size_t len)
-{
-	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
-}
-
-int ember_gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *out_len)
-{
-	z_stream z = {0};
-	size_t cap, n = 0;
-	uint8_t *buf;
-	int zerr = Z_OK, err = 0;
-
-	*out = NULL;
-	*out_len = 0;
-	if (len > UINT32_MAX || !max)
-		return -EFBIG;
-	cap = len * 4 + 4096;
-	if (cap > max)
-		cap = max;
-	buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	/* 15 + 32: a gzip or zlib header, detected. */
-	if (inflateInit2(&z, 15 + 32) != Z_OK) {
-		free(buf);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	while (zerr != Z_STREAM_END) {
-		if (n == cap) {
-			size_t grown_cap = cap * 2 < max ? cap * 2 : max;
-			uint8_t *grown;
-
-			if (n == max) {
-				/* Full: valid only if the stream has ended exactly here. */
-				uint8_t probe;
-
-				z.next_out = &probe;
-				z.avail_out = 1;
-				zerr = inflate(&z, Z_NO_FLUSH);
-				err = zerr == Z_STREAM_END && z.avail_out == 1 ? 0 : -EFBIG;
-				break;
-			}
-			grown = realloc(buf, grown_cap + 1);
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = grown;
-			cap = grown_cap;
-		}
-		z.next_out = buf + n;
-		z.avail_out = (uInt)(cap - n);
-		zerr = inflate(&z, Z_NO_FLUSH);
-		n = cap - z.avail_out;
-		if (zerr == Z_STREAM_END)
-			break;
-		if (zerr != Z_OK) {
-			err = zerr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
-			break;
-		}
-		if (!z.avail_in && z.avail_out) {
-			err = -EINVAL; /* truncated */
-			break;
-		}
-	}
-	inflateEnd(&z);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*out = buf;
-	*out_len = n;
-	return 0;
-}
 
 /* ---- decoding with a memory budget ------------------------------------------------ */
 

@@ -27,13 +27,4 @@
 /* Adds the profile in buf (len bytes) to p, an initialised profile. */
 int ember_read_pprof(struct ember_profile *p, const uint8_t *buf, size_t len);
 
-/* True when buf starts with the gzip magic. */
-bool ember_is_gzip(const uint8_t *buf, size_t len);
-
-/*
- * Decompresses gzip data into a malloc'd buffer of at most max bytes;
- * -EFBIG when the output would be larger, -EINVAL when it is not valid gzip.
- */
-int ember_gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *out_len);
-
 #endif

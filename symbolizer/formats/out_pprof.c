@@ -6,9 +6,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "pprof.pb-c.h"
+#include "symbolizer/formats/gzip.h"
 
 /*
  * The pprof string table starts with the profile's own strings (same
@@ -462,32 +462,6 @@ int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out
 done:
 	build_free(&b);
 	return err;
-}
-
-int ember_gzip_write(const uint8_t *data, size_t len, FILE *out)
-{
-	uint8_t chunk[65536];
-	z_stream z = {0};
-	int zerr;
-
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	z.next_in = (Bytef *)data;
-	z.avail_in = (uInt)len;
-	do {
-		size_t have;
-
-		z.next_out = chunk;
-		z.avail_out = sizeof(chunk);
-		zerr = deflate(&z, Z_FINISH);
-		have = sizeof(chunk) - z.avail_out;
-		if (have && fwrite(chunk, 1, have, out) != have) {
-			deflateEnd(&z);
-			return -EIO;
-		}
-	} while (zerr == Z_OK);
-	deflateEnd(&z);
-	return zerr == Z_STREAM_END ? 0 : -EIO;
 }
 
 int ember_write_pprof(const struct ember_profile *p, FILE *out)

@@ -25,7 +25,4 @@ int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out
 /* Writes p gzip-compressed. */
 int ember_write_pprof(const struct ember_profile *p, FILE *out);
 
-/* gzip-compresses len bytes into out (shared with other writers). */
-int ember_gzip_write(const uint8_t *data, size_t len, FILE *out);
-
 #endif

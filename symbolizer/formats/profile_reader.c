@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "symbolizer/formats/in_folded.h"
+#include "symbolizer/formats/gzip.h"
 #include "symbolizer/formats/in_pprof.h"
 #include "shared/err.h"
 

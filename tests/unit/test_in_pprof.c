@@ -8,6 +8,7 @@
 #include "check_main.h"
 #include "pprof.pb-c.h"
 #include "profile_fixture.h"
+#include "symbolizer/formats/gzip.h"
 #include "symbolizer/formats/in_pprof.h"
 #include "symbolizer/formats/profile_reader.h"
 #include "symbolizer/formats/out_pprof.h"

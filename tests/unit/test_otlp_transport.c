@@ -8,7 +8,7 @@
 #include "check_main.h"
 #include "otlp/profiles_service.pb-c.h"
 #include "otlp/rpc_status.pb-c.h"
-#include "symbolizer/formats/in_pprof.h"
+#include "symbolizer/formats/gzip.h"
 #include "symbolizer/export/otlp_transport.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse
