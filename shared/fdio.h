@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Reading whole files from descriptors, with a size cap (the symbolizer reads only descriptors). */
+/*
+ * Reading whole files from descriptors, with a size cap: the one whole-file
+ * reader of both processes (the symbolizer reads only descriptors).
+ */
 #ifndef EMBER_SHARED_FDIO_H
 #define EMBER_SHARED_FDIO_H
 
 #include <stddef.h>
 
 /*
- * Reads everything from offset 0 of fd (pread, so a descriptor can be read
- * again) into a malloc'd buffer. Returns the length, -E2BIG when the file
- * holds more than max bytes, or another negative errno.
+ * Reads everything in fd into a malloc'd buffer: from offset 0 (pread, so a
+ * descriptor can be read again), or from where it stands for a pipe.
+ * Returns the length; -EFBIG when there are more than max bytes (checked
+ * before reading for a regular file, which says its size); or another
+ * negative errno.
  */
 long ember_read_whole_fd(int fd, size_t max, char **out);
 

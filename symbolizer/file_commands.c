@@ -21,6 +21,7 @@
 #include "symbolizer/formats/profile_writer.h"
 #include "symbolizer/sandbox.h"
 #include "shared/err.h"
+#include "shared/fdio.h"
 #include "shared/log.h"
 #include "shared/str.h"
 #include "symbolizer/profile/top.h"
@@ -95,10 +96,10 @@ static void usage(const char *cmd, FILE *f)
 
 static int read_input(const struct input_file *in, struct ember_profile *p)
 {
-	uint8_t *buf;
-	size_t len;
+	char *buf;
 	uint64_t bad;
-	int err = ember_read_all(in->fd, EMBER_INPUT_MAX_BYTES, &buf, &len);
+	long len = ember_read_whole_fd(in->fd, EMBER_INPUT_MAX_BYTES, &buf);
+	int err = len < 0 ? (int)len : 0;
 
 	if (err == -EFBIG) {
 		log_error("%s is larger than %llu MiB, the most ember reads", in->path,
@@ -111,7 +112,7 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	}
 	err = ember_profile_init(p);
 	if (!err)
-		err = ember_input_parse(p, buf, len);
+		err = ember_input_parse(p, (const uint8_t *)buf, (size_t)len);
 	free(buf);
 	if (err == -EINVAL)
 		log_error("%s is not a profile ember reads: give a pprof file (.pb.gz, gzip or "

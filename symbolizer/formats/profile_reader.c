@@ -3,72 +3,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "symbolizer/formats/in_folded.h"
 #include "symbolizer/formats/gzip.h"
 #include "symbolizer/formats/in_pprof.h"
-#include "shared/err.h"
-
-int ember_read_all(int fd, size_t max, uint8_t **out, size_t *len)
-{
-	struct stat st;
-	size_t cap = 1 << 16, n = 0;
-	uint8_t *buf;
-
-	*out = NULL;
-	*len = 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if ((uint64_t)st.st_size > max)
-			return -EFBIG;
-		cap = (size_t)st.st_size + 1;
-	}
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	while (1) {
-		ssize_t r;
-
-		if (n == cap) {
-			size_t grown_cap = cap * 2;
-			uint8_t *grown;
-
-			if (n > max) {
-				free(buf);
-				return -EFBIG;
-			}
-			if (grown_cap > max + 1)
-				grown_cap = max + 1;
-			grown = realloc(buf, grown_cap);
-			if (!grown) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = grown;
-			cap = grown_cap;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int err = neg_errno();
-
-			free(buf);
-			return err;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n > max) {
-		free(buf);
-		return -EFBIG;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
 
 enum ember_input_format ember_input_detect(const uint8_t *buf, size_t len)
 {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Profiles read back from files (`ember report`, `diff`, `top`): reads a
- * descriptor whole, with a size cap, and hands the bytes to the pprof or
- * the folded reader, chosen by content (gzip or binary protobuf is pprof,
- * text is folded).
+ * Profiles read back from files (`ember report`, `diff`, `top`): hands the
+ * bytes of a file (read whole with ember_read_whole_fd, capped at
+ * EMBER_INPUT_MAX_BYTES) to the pprof or the folded reader, chosen by
+ * content (gzip or binary protobuf is pprof, text is folded).
  */
 #ifndef EMBER_SYMBOLIZER_FORMATS_PROFILE_READER_H
 #define EMBER_SYMBOLIZER_FORMATS_PROFILE_READER_H
@@ -19,9 +19,6 @@ enum ember_input_format {
 	EMBER_INPUT_PPROF,
 	EMBER_INPUT_FOLDED,
 };
-
-/* Reads all of fd (at most max bytes, else -EFBIG) into a malloc'd buffer. */
-int ember_read_all(int fd, size_t max, uint8_t **out, size_t *len);
 
 enum ember_input_format ember_input_detect(const uint8_t *buf, size_t len);
 

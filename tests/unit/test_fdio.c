@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "shared/fdio.h"
+
+/* A memfd holding n bytes of a repeating pattern, at offset `at`. */
+static int file_of(size_t n, off_t at)
+{
+	int fd = memfd_create("fdio", MFD_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	for (size_t i = 0; i < n; i++) {
+		char c = (char)('a' + i % 26);
+
+		ck_assert_int_eq(write(fd, &c, 1), 1);
+	}
+	lseek(fd, at, SEEK_SET);
+	return fd;
+}
+
+START_TEST(reads_a_file_whole_from_offset_0)
+{
+	int fd = file_of(200000, 1234);
+	char *buf;
+	long len = ember_read_whole_fd(fd, 1 << 20, &buf);
+
+	ck_assert_int_eq(len, 200000);
+	ck_assert_int_eq(buf[0], 'a');
+	ck_assert_int_eq(buf[199999], 'a' + 199999 % 26);
+	free(buf);
+	/* Again, from the same descriptor. */
+	len = ember_read_whole_fd(fd, 1 << 20, &buf);
+	ck_assert_int_eq(len, 200000);
+	free(buf);
+	close(fd);
+}
+END_TEST
+
+START_TEST(cap_is_exact)
+{
+	int fd = file_of(1000, 0);
+	char *buf = (char *)1;
+
+	ck_assert_int_eq(ember_read_whole_fd(fd, 1000, &buf), 1000);
+	free(buf);
+	ck_assert_int_eq(ember_read_whole_fd(fd, 999, &buf), -EFBIG);
+	ck_assert_ptr_null(buf);
+	close(fd);
+}
+END_TEST
+
+START_TEST(proc_files_that_say_size_0)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	char *buf;
+	long len;
+
+	ck_assert_int_ge(fd, 0);
+	len = ember_read_whole_fd(fd, 1 << 24, &buf);
+	ck_assert_int_gt(len, 100);
+	ck_assert_ptr_nonnull(memmem(buf, (size_t)len, "[stack]", 7));
+	free(buf);
+	/* Over the cap while growing. */
+	ck_assert_int_eq(ember_read_whole_fd(fd, 50, &buf), -EFBIG);
+	close(fd);
+}
+END_TEST
+
+START_TEST(pipes_from_where_they_stand)
+{
+	int p[2];
+	char *buf;
+	long len;
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(write(p[1], "a;b 3\n", 6), 6);
+	close(p[1]);
+	len = ember_read_whole_fd(p[0], 100, &buf);
+	ck_assert_int_eq(len, 6);
+	ck_assert(!memcmp(buf, "a;b 3\n", 6));
+	free(buf);
+	close(p[0]);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(write(p[1], "0123456789", 10), 10);
+	close(p[1]);
+	ck_assert_int_eq(ember_read_whole_fd(p[0], 9, &buf), -EFBIG);
+	close(p[0]);
+	ck_assert_int_eq(ember_read_whole_fd(-1, 9, &buf), -EBADF);
+}
+END_TEST
+
+static Suite *fdio_suite(void)
+{
+	Suite *s = suite_create("fdio");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, reads_a_file_whole_from_offset_0);
+	tcase_add_test(tc, cap_is_exact);
+	tcase_add_test(tc, proc_files_that_say_size_0);
+	tcase_add_test(tc, pipes_from_where_they_stand);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+EMBER_CHECK_MAIN(fdio_suite)
