@@ -8,39 +8,32 @@
 #include <string.h>
 
 #include "pprof.pb-c.h"
+#include "shared/strtab.h"
 #include "symbolizer/formats/gzip.h"
 
 /*
  * The pprof string table starts with the profile's own strings (same
- * indices) and continues with the ones only this writer needs.
+ * indices) and continues with the ones only this writer needs (labels,
+ * comments, names of unsymbolized frames), each once.
  */
 struct strtab {
-	char **v;
-	size_t n, cap;
-	size_t owned_from; /* entries at or after this index were malloc'd here */
+	size_t base; /* the profile's strings */
+	struct ember_strset extra;
+	char **v; /* the whole table, made last */
 };
 
 static int64_t strtab_add(struct strtab *t, const char *s)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		char **grown = realloc(t->v, cap * sizeof(*grown));
+	uint32_t id;
 
-		if (!grown)
-			return -ENOMEM;
-		t->v = grown;
-		t->cap = cap;
-	}
-	t->v[t->n] = strdup(s);
-	if (!t->v[t->n])
+	if (ember_strset_intern(&t->extra, s, strlen(s), &id))
 		return -ENOMEM;
-	return (int64_t)t->n++;
+	return (int64_t)(t->base + id);
 }
 
 static void strtab_free(struct strtab *t)
 {
-	for (size_t i = t->owned_from; i < t->n; i++)
-		free(t->v[i]);
+	ember_strset_free(&t->extra);
 	free(t->v);
 }
 
@@ -89,22 +82,32 @@ static void build_free(struct pprof_build *b)
 
 static int build_strings(struct pprof_build *b)
 {
-	const struct ember_profile *p = b->p;
-	size_t n = ember_profile_nstrings(p);
-
-	b->strs.cap = n + 64;
-	ALLOC(b->strs.v, b->strs.cap);
-	if (!b->strs.v)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		b->strs.v[i] = (char *)ember_profile_str(p, (uint32_t)i);
-	b->strs.n = b->strs.owned_from = n;
+	b->strs.base = ember_profile_nstrings(b->p);
+	if (ember_strset_init(&b->strs.extra, EMBER_STRTAB_MAX_BYTES))
+		return -EIO;
 	if ((b->key_pid = strtab_add(&b->strs, "pid")) < 0 ||
 	    (b->key_tid = strtab_add(&b->strs, "tid")) < 0 ||
 	    (b->key_cpu = strtab_add(&b->strs, "cpu")) < 0 ||
 	    (b->key_comm = strtab_add(&b->strs, "comm")) < 0 ||
 	    (b->key_thread = strtab_add(&b->strs, "thread")) < 0)
 		return -ENOMEM;
+	return 0;
+}
+
+/* The string table as pprof holds it, once every string is in. */
+static int finish_strings(struct pprof_build *b)
+{
+	struct strtab *t = &b->strs;
+	size_t n = t->base + ember_strset_count(&t->extra);
+
+	if (!ALLOC(t->v, n))
+		return -ENOMEM;
+	for (size_t i = 0; i < t->base; i++)
+		t->v[i] = (char *)ember_profile_str(b->p, (uint32_t)i);
+	for (size_t i = t->base; i < n; i++)
+		t->v[i] = (char *)ember_strset_str(&t->extra, (uint32_t)(i - t->base));
+	b->prof.n_string_table = n;
+	b->prof.string_table = t->v;
 	return 0;
 }
 
@@ -446,12 +449,10 @@ int ember_pprof_encode(const struct ember_profile *p, uint8_t **out, size_t *out
 	ember__pprof__profile__init(&b.prof);
 	if ((err = build_strings(&b)) || (err = build_types(&b)) || (err = build_mappings(&b)) ||
 	    (err = build_functions_and_locations(&b)) || (err = build_samples(&b)) ||
-	    (err = build_comments(&b)))
+	    (err = build_comments(&b)) || (err = finish_strings(&b)))
 		goto done;
 	b.prof.time_nanos = (int64_t)p->start_ns;
 	b.prof.duration_nanos = p->end_ns > p->start_ns ? (int64_t)(p->end_ns - p->start_ns) : 0;
-	b.prof.n_string_table = b.strs.n;
-	b.prof.string_table = b.strs.v;
 	*out_len = ember__pprof__profile__get_packed_size(&b.prof);
 	*out = malloc(*out_len ? *out_len : 1);
 	if (!*out) {
