@@ -35,38 +35,11 @@ struct scn_info {
 struct sym_builder {
 	struct ember_elf_syms *out;
 	size_t cap;
-	size_t names_cap;
 	unsigned int note_chunks; /* note segments and sections read so far */
 	struct scn_info *scns;    /* by section index */
 	size_t nscns;
 	bool sorted; /* out->syms sorted by address (for name_at) */
 };
-
-static int add_name(struct sym_builder *b, const char *name, uint32_t *off)
-{
-	struct ember_elf_syms *s = b->out;
-	size_t len = strnlen(name, 4096);
-
-	if (s->names_len + len + 1 > EMBER_ELF_MAX_NAME_BYTES)
-		return -E2BIG;
-	if (s->names_len + len + 1 > b->names_cap) {
-		size_t cap = b->names_cap ? b->names_cap * 2 : 16384;
-		char *grown;
-
-		while (cap < s->names_len + len + 1)
-			cap *= 2;
-		grown = realloc(s->names, cap);
-		if (!grown)
-			return -ENOMEM;
-		s->names = grown;
-		b->names_cap = cap;
-	}
-	memcpy(s->names + s->names_len, name, len);
-	s->names[s->names_len + len] = '\0';
-	*off = (uint32_t)s->names_len;
-	s->names_len += len + 1;
-	return 0;
-}
 
 static void note_go_symbol(struct ember_elf_syms *s, const char *name, uint64_t value)
 {
@@ -93,18 +66,10 @@ static int add_candidate(struct sym_builder *b, uint64_t addr, uint64_t size, co
 	struct ember_elf_syms *s = b->out;
 	int err;
 
-	if (s->nsyms == EMBER_ELF_MAX_SYMBOLS)
-		return -E2BIG;
-	if (s->nsyms == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		void *grown = realloc(s->syms, cap * sizeof(*s->syms));
-
-		if (!grown)
-			return -ENOMEM;
-		s->syms = grown;
-		b->cap = cap;
-	}
-	err = add_name(b, name, &s->syms[s->nsyms].name);
+	err = EMBER_ENSURE(s->syms, b->cap, s->nsyms + 1, EMBER_ELF_MAX_SYMBOLS);
+	if (!err)
+		err =
+		    ember_strtab_add(&s->names, name, strnlen(name, 4096), &s->syms[s->nsyms].name);
 	if (err)
 		return err;
 	s->syms[s->nsyms].addr = addr;
@@ -245,7 +210,7 @@ static const char *candidate_at(void *ctx, uint64_t addr)
 	if (lo == s->nsyms || s->syms[lo].addr != addr ||
 	    (s->syms[lo].flags & (EMBER_ELF_SYM_NOTYPE | EMBER_ELF_SYM_PLT)))
 		return NULL;
-	return s->names + s->syms[lo].name;
+	return ember_strtab_at(&s->names, s->syms[lo].name);
 }
 
 static int add_plt_entry(void *ctx, uint64_t addr, uint64_t size, const char *name)
@@ -587,6 +552,7 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 	int err;
 
 	memset(out, 0, sizeof(*out));
+	ember_strtab_init(&out->names, EMBER_ELF_MAX_NAME_BYTES);
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -ENOEXEC;
 	out->e_type = eh.e_type;
@@ -606,7 +572,7 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 		err = finalize(&b);
 	if (err)
 		return err;
-	out->bytes = sizeof(*out) + b.cap * sizeof(*out->syms) + b.names_cap;
+	out->bytes = sizeof(*out) + b.cap * sizeof(*out->syms) + out->names.cap;
 	return 0;
 }
 
@@ -661,7 +627,7 @@ int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms 
 void ember_elf_syms_free(struct ember_elf_syms *s)
 {
 	free(s->syms);
-	free(s->names);
+	ember_strtab_free(&s->names);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/strtab.h"
+
 #define EMBER_ELF_MAX_SYMBOLS    (4u << 20)
 #define EMBER_ELF_MAX_NAME_BYTES (256u << 20)
 #define EMBER_ELF_MAX_SEGMENTS   64
@@ -71,8 +73,7 @@ struct ember_elf_go {
 struct ember_elf_syms {
 	struct ember_elf_sym *syms; /* sorted by address */
 	size_t nsyms;
-	char *names;
-	size_t names_len;
+	struct ember_strtab names; /* what ember_elf_sym.name is an offset into */
 	struct ember_elf_segment segments[EMBER_ELF_MAX_SEGMENTS];
 	size_t nsegments;
 	uint16_t e_type; /* ET_EXEC, ET_DYN */
@@ -109,7 +110,7 @@ const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s
 static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
                                              const struct ember_elf_sym *sym)
 {
-	return s->names + sym->name;
+	return ember_strtab_at(&s->names, sym->name);
 }
 
 /* Turns a file offset inside a loadable segment into its ELF virtual address. */
