@@ -8,41 +8,17 @@
 
 #include "shared/err.h"
 #include "shared/fdio.h"
+#include "shared/vec.h"
 
 #define MAX_NAME 512
 
 struct builder {
 	struct ember_kallsyms *k;
-	size_t cap, names_cap;
+	size_t cap;
 	/* The module name of the previous line, reused while it repeats. */
 	uint32_t last_module;
 	size_t last_module_len;
 };
-
-static int add_name(struct builder *b, const char *s, size_t len, uint32_t *off)
-{
-	struct ember_kallsyms *k = b->k;
-
-	if (k->names_len + len + 1 > UINT32_MAX)
-		return -E2BIG;
-	if (k->names_len + len + 1 > b->names_cap) {
-		size_t cap = b->names_cap ? b->names_cap * 2 : 1 << 20;
-		char *grown;
-
-		while (cap < k->names_len + len + 1)
-			cap *= 2;
-		grown = realloc(k->names, cap);
-		if (!grown)
-			return -ENOMEM;
-		k->names = grown;
-		b->names_cap = cap;
-	}
-	memcpy(k->names + k->names_len, s, len);
-	k->names[k->names_len + len] = '\0';
-	*off = (uint32_t)k->names_len;
-	k->names_len += len + 1;
-	return 0;
-}
 
 /* "ffffffff81000000 T _stext" or "ffffffffc0a01000 t fn\t[module]" */
 static int parse_line(struct builder *b, const char *s, const char *end, bool *all_zero)
@@ -85,28 +61,20 @@ static int parse_line(struct builder *b, const char *s, const char *end, bool *a
 	/* Only code: text symbols (t/T) and weak code (w/W). */
 	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 		return 0;
-	if (k->nsyms == EMBER_KALLSYMS_MAX_SYMBOLS)
-		return -E2BIG;
-	if (k->nsyms == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 65536;
-		void *grown = realloc(k->syms, cap * sizeof(*k->syms));
-
-		if (!grown)
-			return -ENOMEM;
-		k->syms = grown;
-		b->cap = cap;
-	}
+	err = EMBER_ENSURE(k->syms, b->cap, k->nsyms + 1, EMBER_KALLSYMS_MAX_SYMBOLS);
+	if (err)
+		return err;
 	sym.addr = addr;
-	err = add_name(b, name, (size_t)(name_end - name), &sym.name);
+	err = ember_strtab_add(&k->names, name, (size_t)(name_end - name), &sym.name);
 	if (err)
 		return err;
 	if (!mod) {
 		sym.module = 0; /* names[0] is "" */
 	} else if (b->last_module && b->last_module_len == (size_t)(mod_end - mod) &&
-	           !memcmp(k->names + b->last_module, mod, b->last_module_len)) {
+	           !memcmp(ember_strtab_at(&k->names, b->last_module), mod, b->last_module_len)) {
 		sym.module = b->last_module;
 	} else {
-		err = add_name(b, mod, (size_t)(mod_end - mod), &sym.module);
+		err = ember_strtab_add(&k->names, mod, (size_t)(mod_end - mod), &sym.module);
 		if (err)
 			return err;
 		b->last_module = sym.module;
@@ -134,7 +102,8 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 	memset(out, 0, sizeof(*out));
 	if (len > EMBER_KALLSYMS_MAX_BYTES)
 		return -E2BIG;
-	err = add_name(&b, "", 0, &empty);
+	ember_strtab_init(&out->names, EMBER_STRTAB_MAX_BYTES);
+	err = ember_strtab_add(&out->names, "", 0, &empty);
 	while (!err && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *line_end = nl ? nl : end;
@@ -176,7 +145,7 @@ int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out)
 void ember_kallsyms_free(struct ember_kallsyms *k)
 {
 	free(k->syms);
-	free(k->names);
+	ember_strtab_free(&k->names);
 	memset(k, 0, sizeof(*k));
 }
 

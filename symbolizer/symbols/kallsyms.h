@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/strtab.h"
+
 #define EMBER_KALLSYMS_MAX_BYTES   (128u << 20)
 #define EMBER_KALLSYMS_MAX_SYMBOLS (4u << 20)
 
@@ -23,8 +25,7 @@ struct ember_ksym {
 struct ember_kallsyms {
 	struct ember_ksym *syms;
 	size_t nsyms;
-	char *names;
-	size_t names_len;
+	struct ember_strtab names;
 	bool addresses_hidden; /* every address was 0 */
 	size_t bad_lines;
 };
@@ -39,12 +40,12 @@ const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, u
 static inline const char *ember_ksym_name(const struct ember_kallsyms *k,
                                           const struct ember_ksym *s)
 {
-	return k->names + s->name;
+	return ember_strtab_at(&k->names, s->name);
 }
 static inline const char *ember_ksym_module(const struct ember_kallsyms *k,
                                             const struct ember_ksym *s)
 {
-	return k->names + s->module;
+	return ember_strtab_at(&k->names, s->module);
 }
 
 #endif
