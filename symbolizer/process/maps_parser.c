@@ -9,6 +9,7 @@
 
 #include "shared/err.h"
 #include "shared/fdio.h"
+#include "shared/vec.h"
 
 /* Parses a hex number of at most 16 digits ending at a delimiter. */
 static bool parse_hex(const char **p, const char *end, char delim, uint64_t *out)
@@ -58,31 +59,8 @@ static bool parse_dec(const char **p, const char *end, uint64_t *out)
 	return true;
 }
 
-static int push_path(struct ember_maps *m, size_t *cap, const char *s, size_t len, uint32_t *off)
-{
-	if (m->paths_len + len + 1 > UINT32_MAX)
-		return -E2BIG;
-	if (m->paths_len + len + 1 > *cap) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		char *grown;
-
-		while (ncap < m->paths_len + len + 1)
-			ncap *= 2;
-		grown = realloc(m->paths, ncap);
-		if (!grown)
-			return -ENOMEM;
-		m->paths = grown;
-		*cap = ncap;
-	}
-	memcpy(m->paths + m->paths_len, s, len);
-	m->paths[m->paths_len + len] = '\0';
-	*off = (uint32_t)m->paths_len;
-	m->paths_len += len + 1;
-	return 0;
-}
-
 /* "start-end perms offset major:minor inode   path" */
-static int parse_line(struct ember_maps *m, size_t *paths_cap, const char *s, const char *end,
+static int parse_line(struct ember_maps *m, const char *s, const char *end,
                       struct ember_map_entry *e)
 {
 	static const char deleted[] = " (deleted)";
@@ -127,7 +105,7 @@ static int parse_line(struct ember_maps *m, size_t *paths_cap, const char *s, co
 		e->kind = EMBER_MAP_OTHER;
 	if (memchr(path, '\0', path_len))
 		return -EINVAL;
-	return push_path(m, paths_cap, path, path_len, &e->path_off);
+	return ember_strtab_add(&m->paths, path, path_len, &e->path_off);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -139,11 +117,12 @@ static int cmp_entry(const void *a, const void *b)
 
 int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 {
-	size_t cap = 0, paths_cap = 0, kept = 0;
+	size_t cap = 0, kept = 0;
 	const char *p = text, *end = text + len;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	ember_strtab_init(&out->paths, EMBER_STRTAB_MAX_BYTES);
 	if (len > EMBER_MAPS_MAX_BYTES)
 		return -E2BIG;
 	while (p < end) {
@@ -156,24 +135,17 @@ int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 				err = -E2BIG;
 				break;
 			}
-			err = parse_line(out, &paths_cap, p, line_end, &e);
+			err = parse_line(out, p, line_end, &e);
 			if (err == -ENOMEM || err == -E2BIG)
 				break;
 			if (err) {
 				out->bad_lines++;
 				err = 0;
 			} else {
-				if (out->count == cap) {
-					size_t ncap = cap ? cap * 2 : 64;
-					void *grown = realloc(out->entries, ncap * sizeof(e));
-
-					if (!grown) {
-						err = -ENOMEM;
-						break;
-					}
-					out->entries = grown;
-					cap = ncap;
-				}
+				err = EMBER_ENSURE(out->entries, cap, out->count + 1,
+				                   EMBER_MAPS_MAX_ENTRIES);
+				if (err)
+					break;
 				out->entries[out->count++] = e;
 			}
 		}
@@ -201,7 +173,7 @@ int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 void ember_maps_free(struct ember_maps *m)
 {
 	free(m->entries);
-	free(m->paths);
+	ember_strtab_free(&m->paths);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -225,7 +197,7 @@ const struct ember_map_entry *ember_maps_find(const struct ember_maps *m, uint64
 
 const char *ember_maps_path(const struct ember_maps *m, const struct ember_map_entry *e)
 {
-	return m->paths ? m->paths + e->path_off : "";
+	return m->paths.data ? ember_strtab_at(&m->paths, e->path_off) : "";
 }
 
 long ember_maps_read_fd(int fd, char **out)

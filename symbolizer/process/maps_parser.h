@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/strtab.h"
+
 #define EMBER_MAPS_MAX_ENTRIES 65536
 #define EMBER_MAPS_MAX_BYTES   (16u << 20)
 
@@ -43,8 +45,7 @@ struct ember_map_entry {
 struct ember_maps {
 	struct ember_map_entry *entries; /* sorted by start, non-overlapping */
 	size_t count;
-	char *paths;
-	size_t paths_len;
+	struct ember_strtab paths;
 	size_t bad_lines; /* lines that could not be parsed */
 };
 
