@@ -4,6 +4,8 @@
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
  * user space through a BPF ring buffer. Kernel stacks come from
  * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h).
+ * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) live in
+ * this object too, to share the ring, the filter and the unwinder's maps.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -42,15 +44,22 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* A sample is built here first: it is too large for the BPF stack. */
+/*
+ * A sample is built here first: it is too large for the BPF stack. One slot
+ * per program that can interrupt another on the same CPU (the perf event can
+ * fire while the off-CPU program, which runs with interrupts on, builds one).
+ */
 struct sample_scratch {
 	struct ember_sample_event hdr;
 	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
 };
 
+#define SCRATCH_CPU     0
+#define SCRATCH_OFF_CPU 1
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct sample_scratch);
 } scratch SEC(".maps");
@@ -71,7 +80,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct sample_scratch *s;
-	__u32 zero = 0;
+	__u32 slot = SCRATCH_CPU;
 	long kbytes;
 	__u64 klen, ulen;
 	bool wake;
@@ -81,7 +90,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
 		return 0;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s) {
 		count_drop(EMBER_DROP_NO_SCRATCH);
 		return 0;
@@ -92,6 +101,9 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.cpu = bpf_get_smp_processor_id();
 	s->hdr.time_ns = bpf_ktime_get_ns();
 	s->hdr.stack_flags = 0;
+	s->hdr.off_cpu_ns = 0;
+	s->hdr.wait_state = 0;
+	s->hdr.wait_syscall = 0;
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
 	kbytes = bpf_get_stack(ctx, s->frames, EMBER_MAX_KSTACK * 8, 0);
@@ -123,3 +135,5 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 	return 0;
 }
+
+#include "offcpu.bpf.h"

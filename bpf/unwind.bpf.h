@@ -12,6 +12,10 @@
  * Everything read here comes from the symbolizer (through the collector's
  * checks) or from the profiled process: a wrong table can only produce a
  * wrong stack. Loops are bpf_loop callbacks and bounded searches.
+ *
+ * Frames go to a slot of the includer's per-CPU `scratch` map: each program
+ * that can interrupt another on the same CPU (the perf-event sampler can fire
+ * inside the off-CPU tracepoint programs) builds its record in its own slot.
  */
 #ifndef EMBER_BPF_UNWIND_BPF_H
 #define EMBER_BPF_UNWIND_BPF_H
@@ -76,7 +80,8 @@ struct {
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u32 tgid;
-	__u32 base; /* frames go to scratch frames[base + n] */
+	__u32 slot; /* frames go to scratch[slot].frames[base + n] */
+	__u32 base;
 	__u32 n;
 	__u32 stop;  /* enum ember_unwind_stop */
 	__u32 flags; /* EMBER_STACK_* to add to the sample */
@@ -335,14 +340,14 @@ static long unwind_step(__u64 i, void *ctx)
 	struct ember_unwind_proc *proc;
 	struct ember_unwind_row row;
 	struct sample_scratch *s;
-	__u32 zero = 0, idx;
+	__u32 idx;
 	__u64 pc, addr;
 
 	if (st->n >= EMBER_MAX_USTACK) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
 		return 1;
 	}
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &st->slot);
 	idx = st->base + st->n;
 	if (!s || idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
@@ -376,25 +381,14 @@ static long unwind_step(__u64 i, void *ctx)
 }
 
 /*
- * The user registers at the sample: the interrupted ones when the CPU was in
- * user mode, else those saved at kernel entry. Returns false when the task
- * has no user part (kernel thread).
+ * The user registers the current task saved when it entered the kernel.
+ * Returns false when the task has no user part (kernel thread).
  */
-static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct ember_uw_state *st)
+static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 {
-	struct task_struct *task;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs;
 
-	/* Context fields are read as whole words; cs is a u16 in a union here. */
-	__u64 cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-
-	if ((cs & 3) == 3) {
-		st->pc = ctx->regs.ip;
-		st->sp = ctx->regs.sp;
-		st->fp = ctx->regs.bp;
-		return true;
-	}
-	task = bpf_get_current_task_btf();
 	if ((BPF_CORE_READ(task, flags) & PF_KTHREAD_FLAG) || !BPF_CORE_READ(task, mm))
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -407,36 +401,73 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 	return st->pc != 0;
 }
 
-/* Unwinds the user stack into s->frames[base...]; returns the frames written. */
+/*
+ * The user registers at the sample: the interrupted ones when the CPU was in
+ * user mode, else those saved at kernel entry.
+ */
+static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct ember_uw_state *st)
+{
+	/* Context fields are read as whole words; cs is a u16 in a union here. */
+	__u64 cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+
+	if ((cs & 3) == 3) {
+		st->pc = ctx->regs.ip;
+		st->sp = ctx->regs.sp;
+		st->fp = ctx->regs.bp;
+		return true;
+	}
+	return saved_user_regs(st);
+}
+
+/* Walks from the registers in st (if have_regs); returns the frames written. */
+static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_regs,
+                                         __u32 *stack_flags)
+{
+	if (!have_regs) {
+		*stack_flags |= (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
+		return 0;
+	}
+	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, st, 0);
+	if (st->stop == EMBER_UNWIND_STOP_DEPTH)
+		st->flags |= EMBER_STACK_USER_TRUNC;
+	/* Without tables, whatever ended the walk, the cause is the missing tables. */
+	if (st->stop != EMBER_UNWIND_STOP_DEPTH &&
+	    (st->flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)))
+		st->stop = EMBER_UNWIND_STOP_UNCHECKED;
+	*stack_flags |= st->flags | (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
+	return st->n;
+}
+
+/* Unwinds the user stack into scratch[0].frames[base...]; returns the frames written. */
 static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
                                          __u32 *stack_flags)
 {
 	struct ember_uw_state st = {.tgid = tgid, .base = base, .exact = 1};
 
-	if (!user_regs(ctx, &st)) {
-		*stack_flags |= (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;
-		return 0;
-	}
-	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, &st, 0);
-	if (st.stop == EMBER_UNWIND_STOP_DEPTH)
-		st.flags |= EMBER_STACK_USER_TRUNC;
-	/* Without tables, whatever ended the walk, the cause is the missing tables. */
-	if (st.stop != EMBER_UNWIND_STOP_DEPTH &&
-	    (st.flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)))
-		st.stop = EMBER_UNWIND_STOP_UNCHECKED;
-	*stack_flags |= st.flags | (__u32)st.stop << EMBER_STACK_UNWIND_STOP_SHIFT;
-	return st.n;
+	return unwind_walk(&st, user_regs(ctx, &st), stack_flags);
+}
+
+/*
+ * The user stack of the current task while it is in the kernel (e.g. about
+ * to return from a wait), from the registers it saved when it entered, into
+ * scratch[slot].frames[base...]. ctx is unused here.
+ */
+static __always_inline __u32 unwind_user_in_kernel(void *ctx, __u32 tgid, __u32 slot, __u32 base,
+                                                   __u32 *stack_flags)
+{
+	struct ember_uw_state st = {.tgid = tgid, .slot = slot, .base = base, .exact = 1};
+
+	return unwind_walk(&st, saved_user_regs(&st), stack_flags);
 }
 #else
 /* Other architectures: frame pointers only, until their CFI rows are written. */
-static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
-                                         __u32 *stack_flags)
+static __always_inline __u32 unwind_user_in_kernel(void *ctx, __u32 tgid, __u32 slot, __u32 base,
+                                                   __u32 *stack_flags)
 {
 	struct sample_scratch *s;
-	__u32 zero = 0;
 	long ubytes;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s || base > EMBER_MAX_KSTACK)
 		return 0;
 	ubytes = bpf_get_stack(ctx, &s->frames[base], EMBER_MAX_USTACK * 8, BPF_F_USER_STACK);
@@ -445,6 +476,12 @@ static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 
 		return 0;
 	}
 	return (__u32)ubytes / 8;
+}
+
+static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
+                                         __u32 *stack_flags)
+{
+	return unwind_user_in_kernel(ctx, tgid, 0, base, stack_flags);
 }
 #endif
 

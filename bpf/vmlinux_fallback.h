@@ -121,6 +121,8 @@ struct pt_regs {
 			__u64 pstate;
 		};
 	};
+	__u64 orig_x0;
+	__s32 syscallno;
 } __attribute__((preserve_access_index));
 typedef struct user_pt_regs bpf_user_pt_regs_t;
 #else
@@ -145,6 +147,7 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	unsigned int __state;
 	unsigned int flags;
 	int pid;
 	int tgid;

@@ -148,8 +148,14 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (!b->sampler)
 		return neg_errno();
 	b->sampler->rodata->filter_pids = o->npids > 0;
+	b->sampler->rodata->off_cpu_min_ns = o->off_cpu_min_ns;
+	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch,
+	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
+	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume,
+	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
 	/* A second of the largest samples from every CPU; the collector drains it every tick. */
-	ring = ember_ring_bytes_for(o->sample_hz, b->ncpus, 1, 512u << 10);
+	ring = ember_ring_bytes_for(ember_records_per_s(o->sample_hz, o->off_cpu_min_ns), b->ncpus,
+	                            1, 512u << 10);
 	b->sampler->rodata->wakeup_bytes = ring / 8;
 	err = bpf_map__set_max_entries(b->sampler->maps.samples, (__u32)ring);
 	if (!err)
@@ -208,10 +214,16 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		b->perf_fds[i] = -1;
 
 	err = load_sampler(b, o);
+	/* Only the off-CPU programs attach by name: sched_switch and sched_exit_tp. */
+	if (!err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
+		err = sampler_bpf__attach(b->sampler);
 	if (err) {
 		log_error("cannot load the sampler eBPF program: %s; run `ember check` to see "
-		          "what the kernel or your privileges lack",
-		          strerror(-err));
+		          "what the kernel or your privileges lack%s",
+		          strerror(-err),
+		          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF
+		              ? " (--off-cpu needs sched_exit_tp: Linux 6.16 or later)"
+		              : "");
 		goto fail;
 	}
 	err = load_proc(b, o);

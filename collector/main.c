@@ -18,6 +18,7 @@
 
 #include "collector/check.h"
 #include "ipc/endpoint.h"
+#include "ipc/proto.h"
 #include "ipc/ring.h"
 #include "collector/run_loop.h"
 #include "shared/err.h"
@@ -69,6 +70,10 @@ static void usage_record(FILE *f)
 	    "Ctrl-C\n"
 	    "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
 	    "  -p, --pid PID           record only this process (repeatable)\n"
+	    "      --off-cpu[=MIN]     also record where threads wait off CPU, waits of at least\n"
+	    "                          MIN (default 1ms; 0 for all); needs Linux 6.16\n"
+	    "      --view VIEW         cpu, off-cpu or both: what .folded files hold and the\n"
+	    "                          flame graph shows first; default cpu\n"
 	    "  -o, --output FILE       write FILE; its name sets the format:\n"
 	    "                          .html flame graph, .pb.gz pprof, .folded folded\n"
 	    "                          stacks, .otlp OTLP (repeatable);\n"
@@ -116,6 +121,7 @@ static void usage_daemon(FILE *f)
 	        "\n"
 	        "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
 	        "  -p, --pid PID           sample only this process (repeatable)\n"
+	        "      --off-cpu[=MIN]     also record off-CPU waits (of MIN, default 1ms)\n"
 	        "      --user NAME         user (and group) the symbolizer runs as; default %s\n"
 	        "      --runtime-dir DIR   where the socket lives; default %s\n"
 	        "      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
@@ -133,6 +139,7 @@ enum {
 	OPT_RUNTIME,
 	OPT_DEBUG_DIR,
 	OPT_OTLP,
+	OPT_OFF_CPU,
 	OPT_PASS
 };
 
@@ -153,6 +160,8 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	    {"runtime-dir", required_argument, NULL, OPT_RUNTIME},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"otlp", required_argument, NULL, OPT_OTLP},
+	    {"off-cpu", optional_argument, NULL, OPT_OFF_CPU},
+	    {"view", required_argument, NULL, OPT_PASS},
 	    {"interval", required_argument, NULL, OPT_PASS},
 	    {"service-name", required_argument, NULL, OPT_PASS},
 	    {"otlp-header", required_argument, NULL, OPT_PASS},
@@ -183,6 +192,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 
 	memset(&o, 0, sizeof(o));
 	o.sample_hz = DEFAULT_HZ;
+	o.off_cpu_min_ns = EMBER_OFF_CPU_OFF;
 	o.progress = !daemon && isatty(STDERR_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, &idx)) != -1) {
@@ -244,6 +254,13 @@ static int cmd_record(int argc, char **argv, bool daemon)
 			break;
 		case OPT_DEBUG_DIR:
 			o.debug_dir = optarg;
+			break;
+		case OPT_OFF_CPU:
+			v = 1; /* ms: waits shorter are counted, not recorded */
+			if (optarg && ember_parse_duration_ms(optarg, &v))
+				return usage_error(
+				    cmd, "bad --off-cpu minimum '%s': e.g. --off-cpu=5ms", optarg);
+			o.off_cpu_min_ns = v * 1000000;
 			break;
 		case OPT_OTLP: /* checked by the symbolizer, like the other export settings */
 			o.otlp_url = optarg;

@@ -94,6 +94,7 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 	out.welcome.start_time_ns = p->config.start_time_ns;
 	out.welcome.ring_size = p->ring.size;
 	out.welcome.flags = p->config.chosen_pids ? EMBER_WELCOME_CHOSEN_PIDS : 0;
+	out.welcome.off_cpu_min_ns = p->config.off_cpu_min_ns;
 	fds[0] = p->ring.data_fd;
 	fds[1] = p->ring.pos_fd;
 	fds[2] = p->ring.event_fd;
@@ -185,7 +186,7 @@ int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool 
 	if (p->state != EMBER_PEER_ACTIVE)
 		return -ENOTCONN;
 	ember_drain_flush_lost(drain);
-	for (int r = 0; r < EMBER_LOST_REASONS; r++)
+	for (int r = 0; r <= EMBER_LOST_OTHER; r++)
 		if (r != EMBER_LOST_PROC_EVENTS)
 			unreported += drain->pending_lost[r];
 	ember_msg_init(&out, EMBER_MSG_FLUSH, 0);

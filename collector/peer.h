@@ -23,6 +23,7 @@ struct ember_peer_config {
 	int64_t monotonic_to_realtime_ns;
 	uint64_t start_time_ns;
 	bool chosen_pids; /* -p: only some processes are sampled */
+	uint64_t off_cpu_min_ns;
 };
 
 enum ember_peer_state {

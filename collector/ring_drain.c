@@ -41,8 +41,8 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 	struct ember_drain *d = ctx;
 	const struct ember_sample_event *s = data;
 
-	if (size < sizeof(*s) || s->kind != EMBER_EV_SAMPLE || s->kstack_len > EMBER_MAX_KSTACK ||
-	    s->ustack_len > EMBER_MAX_USTACK ||
+	if (size < sizeof(*s) || (s->kind != EMBER_EV_SAMPLE && s->kind != EMBER_EV_OFF_CPU) ||
+	    s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK ||
 	    size != sizeof(*s) + 8u * (s->kstack_len + s->ustack_len)) {
 		d->malformed++;
 		count_lost(d, EMBER_LOST_OTHER, 1);
@@ -78,19 +78,21 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 
 void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[EMBER_DROP_MAX])
 {
+	static const uint8_t reason_of[EMBER_DROP_MAX] = {
+	    [EMBER_DROP_RINGBUF_FULL] = EMBER_LOST_BPF_RINGBUF,
+	    [EMBER_DROP_PROC_RINGBUF_FULL] = EMBER_LOST_PROC_EVENTS,
+	    [EMBER_DROP_OFF_CPU_SHORT] = EMBER_LOST_OFF_CPU_SHORT,
+	    [EMBER_DROP_OFF_CPU_SAMPLED_OUT] = EMBER_LOST_OFF_CPU_SAMPLED,
+	};
+
 	for (int i = 0; i < EMBER_DROP_MAX; i++) {
 		uint64_t delta = drops[i] - d->bpf_drops_seen[i];
 
 		if (drops[i] < d->bpf_drops_seen[i])
 			delta = 0;
 		d->bpf_drops_seen[i] = drops[i];
-		if (!delta)
-			continue;
-		count_lost(d,
-		           i == EMBER_DROP_PROC_RINGBUF_FULL ? EMBER_LOST_PROC_EVENTS
-		           : i == EMBER_DROP_RINGBUF_FULL    ? EMBER_LOST_BPF_RINGBUF
-		                                             : EMBER_LOST_OTHER,
-		           delta);
+		if (delta)
+			count_lost(d, reason_of[i] ? reason_of[i] : EMBER_LOST_OTHER, delta);
 	}
 }
 
@@ -113,8 +115,9 @@ uint64_t ember_drain_lost_total(const struct ember_drain *d)
 {
 	uint64_t n = 0;
 
-	/* Samples only: a lost process event costs symbol quality, not a sample. */
-	for (int r = 0; r < EMBER_LOST_REASONS; r++)
+	/* Samples only: a lost process event costs symbol quality, not a sample, and
+	 * off-CPU waits left out on purpose are no loss. */
+	for (int r = 0; r <= EMBER_LOST_OTHER; r++)
 		if (r != EMBER_LOST_PROC_EVENTS)
 			n += d->lost[r];
 	return n;

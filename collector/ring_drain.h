@@ -15,7 +15,7 @@
 #include "collector/seen_pids.h"
 #include "bpf/records.h"
 
-#define EMBER_LOST_REASONS 6 /* enum ember_lost_reason values are below this */
+#define EMBER_LOST_REASONS 8 /* enum ember_lost_reason values are below this */
 
 struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */

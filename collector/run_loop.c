@@ -368,14 +368,17 @@ static int setup(struct recorder *r)
 	    /* Two seconds of the largest samples from every CPU, unless --ring-size. */
 	    .ring_size = o->ring_size ? o->ring_size
 	                              : ember_ring_bytes_for(
-					    o->sample_hz, libbpf_num_possible_cpus(), 2, 1u << 20),
+					    ember_records_per_s(o->sample_hz, o->off_cpu_min_ns),
+					    libbpf_num_possible_cpus(), 2, 1u << 20),
 	    .sample_hz = o->sample_hz,
+	    .off_cpu_min_ns = o->off_cpu_min_ns,
 	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
 	    .start_time_ns = ember_realtime_ns(),
 	    .chosen_pids = o->npids > 0,
 	};
 	struct ember_bpf_opts bo = {
 	    .sample_hz = o->sample_hz,
+	    .off_cpu_min_ns = o->off_cpu_min_ns,
 	    .pids = o->pids,
 	    .npids = o->npids,
 	    .on_sample = ember_drain_on_sample,

@@ -22,7 +22,8 @@
 
 struct ember_record_opts {
 	unsigned int sample_hz;
-	uint64_t duration_ms; /* 0: until SIGINT/SIGTERM */
+	uint64_t off_cpu_min_ns; /* EMBER_OFF_CPU_OFF: no off-CPU samples */
+	uint64_t duration_ms;    /* 0: until SIGINT/SIGTERM */
 	pid_t pids[EMBER_MAX_PIDS];
 	size_t npids;
 	struct ember_output_spec outputs[EMBER_MAX_OUTPUTS];

@@ -28,6 +28,7 @@
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
 #define EMBER_PROTO_VERSION 1
 #define EMBER_MSG_MAX       4096
+#define EMBER_OFF_CPU_OFF   UINT64_MAX
 
 enum ember_msg_type {
 	EMBER_MSG_HELLO = 1,
@@ -68,6 +69,8 @@ struct ember_msg_welcome {
 	uint64_t ring_size;
 	uint32_t flags; /* EMBER_WELCOME_* */
 	uint32_t reserved;
+	uint64_t
+	    off_cpu_min_ns; /* off-CPU samples: waits of at least this; EMBER_OFF_CPU_OFF: none */
 };
 
 /* Only the processes chosen with -p are sampled (else every process on the host). */

@@ -47,13 +47,18 @@ struct ember_rec_hdr {
 	uint16_t flags;
 };
 
-/* Why samples were lost before they reached the consumer. */
+/*
+ * Why samples were lost before they reached the consumer, or (OFF_CPU_*)
+ * why off-CPU waits were deliberately not recorded: those are no loss.
+ */
 enum ember_lost_reason {
 	EMBER_LOST_BPF_RINGBUF = 1, /* the kernel ring buffer was full */
 	EMBER_LOST_SAMPLE_RING = 2, /* the sample ring was full */
 	EMBER_LOST_NO_CONSUMER = 3, /* no symbolizer was connected */
 	EMBER_LOST_PROC_EVENTS = 4, /* process events dropped by the kernel side */
 	EMBER_LOST_OTHER = 5,
+	EMBER_LOST_OFF_CPU_SHORT = 6,   /* waits shorter than the off-CPU minimum */
+	EMBER_LOST_OFF_CPU_SAMPLED = 7, /* waits the off-CPU sampling left out */
 };
 
 struct ember_rec_lost {

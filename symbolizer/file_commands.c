@@ -49,6 +49,7 @@ struct command {
 	size_t nout;
 	struct ember_top_opts top;
 	bool stats; /* report --stats: print the statistics */
+	enum ember_view view;
 	int (*run)(struct command *c);
 };
 
@@ -65,36 +66,41 @@ static void usage(const char *cmd, FILE *f)
 	if (!strcmp(cmd, "report"))
 		fprintf(
 		    f,
-		    "usage: ember report INPUT [--stats] [-o OUTPUT]...\n"
+		    "usage: ember report INPUT [--stats] [-o OUTPUT]... [--view VIEW]\n"
 		    "\n"
 		    "Converts a profile. INPUT is a pprof (.pb.gz) or folded-stacks file (or -\n"
 		    "for standard input); each OUTPUT's name sets its format: .html flame graph,\n"
 		    ".pb.gz pprof, .folded folded stacks. --stats prints what the profile says\n"
 		    "about itself: host, time, samples and every counter of the recording (lost\n"
-		    "samples, unwinding, symbols, caches). Needs no root.\n");
+		    "samples, unwinding, symbols, caches). Needs no root.\n"
+		    "\n"
+		    "  --view VIEW   cpu, off-cpu or both: what a .folded output holds (CPU\n"
+		    "                samples, or microseconds) and the flame graph shows first\n");
 	else if (!strcmp(cmd, "diff"))
 		fprintf(
 		    f,
-		    "usage: ember diff BASE NEW -o OUTPUT.html\n"
+		    "usage: ember diff BASE NEW -o OUTPUT.html [--view VIEW]\n"
 		    "\n"
 		    "Writes a differential flame graph: the shape of NEW, each frame coloured by\n"
 		    "how its share of all samples changed from BASE (red grew, blue shrank), and\n"
 		    "a table of the functions that changed most. BASE and NEW are pprof (.pb.gz)\n"
-		    "or folded-stacks files.\n");
+		    "or folded-stacks files. --view compares CPU samples (cpu, the default), time\n"
+		    "off CPU (off-cpu) or time on and off CPU (both).\n");
 	else
 		fprintf(
 		    f,
-		    "usage: ember top INPUT [-n ROWS] [--sort self|total]\n"
+		    "usage: ember top INPUT [-n ROWS] [--sort self|total] [--view VIEW]\n"
 		    "\n"
 		    "Prints the functions with the most samples of their own (self) or below\n"
 		    "them (total), like `pprof -top`. INPUT is a pprof (.pb.gz) or folded-stacks\n"
-		    "file. Default: %d rows, sorted by self.\n",
+		    "file. Default: %d rows, sorted by self. --view counts CPU samples (cpu, the\n"
+		    "default), time off CPU (off-cpu) or time on and off CPU (both).\n",
 		    DEFAULT_TOP_ROWS);
 }
 
 /* ---- the confined part ----------------------------------------------------------- */
 
-static int read_input(const struct input_file *in, struct ember_profile *p)
+static int read_input(const struct input_file *in, enum ember_view view, struct ember_profile *p)
 {
 	char *buf;
 	uint64_t bad;
@@ -113,6 +119,7 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	err = ember_profile_init(p);
 	if (!err)
 		err = ember_input_parse(p, (const uint8_t *)buf, (size_t)len);
+	p->view = view;
 	free(buf);
 	if (err == -EINVAL)
 		log_error("%s is not a profile ember reads: give a pprof file (.pb.gz, gzip or "
@@ -130,8 +137,10 @@ static int read_input(const struct input_file *in, struct ember_profile *p)
 	if (bad)
 		log_warn("%s: %llu malformed entries were skipped or shown as [unknown]", in->path,
 		         (unsigned long long)bad);
-	if (!p->total_count)
-		log_warn("%s holds no samples", in->path);
+	if (!ember_profile_total(p, view))
+		log_warn("%s holds no %s", in->path,
+		         view == EMBER_VIEW_CPU ? "samples"
+		                                : "off-CPU time (recorded with --off-cpu?)");
 	return 0;
 }
 
@@ -183,7 +192,7 @@ static int print_stats(const struct ember_profile *p, FILE *out)
 static int run_report(struct command *c)
 {
 	struct ember_profile p;
-	int err = read_input(&c->in[0], &p);
+	int err = read_input(&c->in[0], c->view, &p);
 
 	if (!err && c->stats && (err = print_stats(&p, stdout)))
 		log_error("cannot print the statistics: %s", strerror(-err));
@@ -227,11 +236,11 @@ static int write_diff(const struct output_file *o, const struct ember_profile *b
 static int run_diff(struct command *c)
 {
 	struct ember_profile base, cur;
-	int err = read_input(&c->in[0], &base);
+	int err = read_input(&c->in[0], c->view, &base);
 
 	if (err)
 		return err;
-	err = read_input(&c->in[1], &cur);
+	err = read_input(&c->in[1], c->view, &cur);
 	if (!err) {
 		err = write_diff(&c->out[0], &base, &cur);
 		if (err)
@@ -246,7 +255,7 @@ static int run_top(struct command *c)
 {
 	struct ember_profile p;
 	struct ember_flame t;
-	int err = read_input(&c->in[0], &p);
+	int err = read_input(&c->in[0], c->view, &p);
 
 	if (err)
 		return err;
@@ -386,9 +395,13 @@ static int add_output(struct command *c, const char *path)
 static int parse_args(struct command *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'}, {"rows", required_argument, NULL, 'n'},
-	    {"sort", required_argument, NULL, 's'},   {"stats", no_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"rows", required_argument, NULL, 'n'},
+	    {"sort", required_argument, NULL, 's'},
+	    {"stats", no_argument, NULL, 'S'},
+	    {"view", required_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool is_top = !strcmp(c->name, "top");
 	size_t want_in = !strcmp(c->name, "diff") ? 2 : 1;
@@ -425,6 +438,11 @@ static int parse_args(struct command *c, int argc, char **argv)
 				    "--stats is an option of ember report, not of ember %s",
 				    c->name);
 			c->stats = true;
+			break;
+		case 'v':
+			if (ember_view_parse(optarg, &c->view))
+				return usage_error(
+				    c->name, "bad --view '%s': give cpu, off-cpu or both", optarg);
 			break;
 		case 'h':
 			usage(c->name, stdout);

@@ -53,6 +53,8 @@ static void usage(FILE *f)
 	    "  --interval DURATION   reporting interval (30s, 5m, ...) of the files and of OTLP;\n"
 	    "                        default 60s for files, 10s for OTLP\n"
 	    "  --keep N              intervals kept per format, 0 for all; default %d\n"
+	    "  --view VIEW           cpu, off-cpu or both (with ember-collector --off-cpu): what\n"
+	    "                        folded files hold and HTML files show first; default cpu\n"
 	    "  --user NAME           user to become when started as root\n"
 	    "  --log-level LEVEL     error, warning, info or debug; default info\n"
 	    "\n"
@@ -264,6 +266,7 @@ enum {
 	OPT_OTLP_QUEUE,
 	OPT_OTLP_DEADLINE,
 	OPT_SERVICE,
+	OPT_VIEW,
 };
 
 static int parse_export_option(int c, const char *arg, struct export_args *a)
@@ -329,6 +332,7 @@ int main(int argc, char **argv)
 	    {"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
 	    {"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
 	    {"service-name", required_argument, NULL, OPT_SERVICE},
+	    {"view", required_argument, NULL, OPT_VIEW},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -419,6 +423,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_USER:
 			user = optarg;
+			break;
+		case OPT_VIEW:
+			if (ember_view_parse(optarg, &so.view))
+				goto bad;
+			d.view = so.view;
 			break;
 		case 'h':
 			usage(stdout);

@@ -13,7 +13,8 @@
 #include "ipc/ring.h"
 #include "bpf/records.h"
 
-/* A SAMPLE payload: the header and its kstack_len + ustack_len frames. */
+/* A SAMPLE payload (a CPU or an off-CPU sample): the header and its kstack_len + ustack_len
+ * frames. */
 int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_event **sample,
                         const uint64_t **frames);
 /* A PROCESS_EXEC or PROCESS_EXIT payload. */
@@ -22,5 +23,11 @@ int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc
 int ember_decode_lost(const void *buf, size_t len, struct ember_rec_lost *out);
 /* "bpf_ringbuf", "sample_ring", ... for a lost reason. */
 const char *ember_lost_reason_name(uint32_t reason);
+/*
+ * Why an off-CPU sample's thread waited, from the state it left the CPU in
+ * and the system call it was in (this machine's numbers): "preempted",
+ * "uninterruptible", "futex", "sleep", "poll", "read", ...
+ */
+const char *ember_wait_reason(uint32_t wait_state, int32_t syscall);
 
 #endif

@@ -42,6 +42,7 @@ struct session {
 	struct ember_ring_consumer ahead;
 	bool unwind_warm;
 	uint64_t records, bad_records, samples_lost;
+	uint64_t off_cpu_min_ns;       /* EMBER_OFF_CPU_OFF: no off-CPU samples */
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
 	bool delivery_finished;
@@ -99,6 +100,8 @@ static int handshake(struct session *s)
 	s->profile.scope = s->total.scope = (m.welcome.flags & EMBER_WELCOME_CHOSEN_PIDS)
 	                                        ? EMBER_SCOPE_PROCESSES
 	                                        : EMBER_SCOPE_SYSTEM;
+	s->off_cpu_min_ns = m.welcome.off_cpu_min_ns;
+	s->profile.off_cpu = s->total.off_cpu = s->off_cpu_min_ns != EMBER_OFF_CPU_OFF;
 	return 0;
 }
 
@@ -106,9 +109,13 @@ static void count_lost(struct session *s, uint32_t reason, uint64_t n)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "lost.%s", ember_lost_reason_name(reason));
+	/* Off-CPU waits left out on purpose are statistics of the off-CPU profile, not losses. */
+	bool off_cpu = reason == EMBER_LOST_OFF_CPU_SHORT || reason == EMBER_LOST_OFF_CPU_SAMPLED;
+
+	snprintf(name, sizeof(name), "%s.%s", off_cpu ? "off_cpu" : "lost",
+	         ember_lost_reason_name(reason));
 	ember_profile_stat_add(&s->profile, name, n);
-	if (reason == EMBER_LOST_PROC_EVENTS)
+	if (reason == EMBER_LOST_PROC_EVENTS || off_cpu)
 		return;
 	ember_profile_stat_add(&s->profile, "lost.samples", n);
 	s->samples_lost += n;
@@ -261,6 +268,8 @@ static void set_run_stats(struct session *s)
 	s->sym.profile = current;
 	ember_profile_stat_set(p, "ring.records", s->records);
 	ember_profile_stat_set(p, "ring.bad_records", s->bad_records);
+	if (s->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
+		ember_profile_stat_set(p, "off_cpu.min_ns", s->off_cpu_min_ns);
 }
 
 /*
@@ -570,6 +579,7 @@ int ember_session_run(const struct ember_session_opts *o)
 	gethostname(host, sizeof(host) - 1);
 	for (struct ember_profile *p = &s->profile; p; p = p == &s->profile ? &s->total : NULL) {
 		memcpy(p->host, host, sizeof(p->host));
+		p->view = o->view;
 		memcpy(p->service_name, o->export.service_name, sizeof(p->service_name));
 		memcpy(p->resource_attrs, o->export.resource_attrs, sizeof(p->resource_attrs));
 	}

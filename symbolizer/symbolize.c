@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "symbolizer/record_decode.h"
 #include "symbolizer/symbols/demangle.h"
 #include "symbolizer/process/container.h"
 #include "shared/log.h"
@@ -442,6 +443,32 @@ static int note_process_facts(struct ember_symbolizer *s, struct ember_process *
 	return err ? err : ember_profile_set_process(s->profile, &pa);
 }
 
+/*
+ * The leading kernel frames of an off-CPU sample that belong to the probe
+ * (the BPF program and the tracepoint machinery that ran it, above
+ * __schedule), not to the wait: so many are left out of its stack.
+ */
+static uint32_t probe_frames(struct ember_symbolizer *s, const uint64_t *frames, uint32_t kn,
+                             uint64_t now_ns)
+{
+	static const char *const prefixes[] = {"bpf_", "__bpf_trace", "__traceiter", "__probestub"};
+	uint32_t n = 0;
+
+	if (!s->ksyms_tried || now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS)
+		load_kallsyms(s, now_ns);
+	for (; n < kn && n < 8; n++) {
+		const struct ember_ksym *sym = ember_kallsyms_lookup(&s->ksyms, frames[n]);
+		const char *name = sym ? ember_ksym_name(&s->ksyms, sym) : "";
+		bool probe = false;
+
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+			probe |= !strncmp(name, prefixes[i], strlen(prefixes[i]));
+		if (!probe)
+			break;
+	}
+	return n < kn ? n : 0;
+}
+
 static void learn_comm(struct ember_process *proc, const struct ember_sample_event *sample)
 {
 	if (sample->tid == sample->tgid || !proc->comm[0])
@@ -452,7 +479,7 @@ static void learn_comm(struct ember_process *proc, const struct ember_sample_eve
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
                                 const uint64_t *frames, uint64_t now_ns)
 {
-	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len;
+	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len, first = 0;
 	struct ember_sample_key key = {.cpu = sample->cpu, .pid = sample->tgid, .tid = sample->tid};
 	struct ember_process *proc = ember_processes_get(&s->procs, sample->tgid, now_ns);
 	char thread[EMBER_COMM_LEN + 1];
@@ -462,7 +489,9 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		return -ENOMEM;
 	learn_comm(proc, sample);
 	s->samples++;
-	for (uint32_t i = 0; i < kn; i++) {
+	if (sample->kind == EMBER_EV_OFF_CPU)
+		first = probe_frames(s, frames, kn, now_ns);
+	for (uint32_t i = first; i < kn; i++) {
 		err = kernel_location(s, frames[i], i > 0, now_ns, &s->stack_buf[depth++]);
 		if (err)
 			return err;
@@ -492,6 +521,14 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
 	if (err)
 		return err;
+	if (sample->kind == EMBER_EV_OFF_CPU) {
+		s->off_cpu_samples++;
+		s->off_cpu_ns += sample->off_cpu_ns;
+		err = ember_profile_intern_cstr(
+		    s->profile, ember_wait_reason(sample->wait_state, sample->wait_syscall),
+		    &key.wait);
+		return err ? err : ember_profile_add_off_cpu(s->profile, &key, sample->off_cpu_ns);
+	}
 	return ember_profile_add_sample(s->profile, &key, 1,
 	                                sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
 }
@@ -552,6 +589,10 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
 	ember_profile_stat_set(p, "broker.requests", s->broker->requests);
 	ember_profile_stat_set(p, "broker.failures", s->broker->failures);
+	if (p->off_cpu) {
+		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);
+		ember_profile_stat_set(p, "off_cpu.recorded_ns", s->off_cpu_ns);
+	}
 	if (s->want_process_facts) {
 		ember_profile_stat_set(p, "process_facts.requests", s->facts_requests);
 		ember_profile_stat_set(p, "process_facts.failures", s->facts_failures);

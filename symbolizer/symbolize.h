@@ -39,13 +39,18 @@ struct ember_symbolizer {
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
 	uint64_t facts_requests, facts_failures;
+	uint64_t off_cpu_samples, off_cpu_ns;
 };
 
 int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
                           struct ember_broker_client *broker, size_t objcache_bytes);
 void ember_symbolizer_free(struct ember_symbolizer *s);
 
-/* Adds one sample; frames holds kstack_len kernel then ustack_len user addresses. */
+/*
+ * Adds one CPU or off-CPU sample; frames holds kstack_len kernel then
+ * ustack_len user addresses. An off-CPU sample is labelled with why it
+ * waited (record_decode.h) and weighs its off_cpu_ns.
+ */
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
                                 const uint64_t *frames, uint64_t now_ns);
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid);

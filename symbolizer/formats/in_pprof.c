@@ -120,6 +120,8 @@ struct reader {
 	uint64_t bad_refs, truncated;
 	int64_t value_index;
 	uint64_t value_divisor; /* 1, or the period when the value is time */
+	int64_t off_cpu_index;  /* of the off_cpu/nanoseconds value, or -1 */
+	uint32_t unknown_wait;  /* the reason of an off-CPU sample without a "wait" label */
 };
 
 /* The string at index i, or NULL (and a counted error) when i is out of range. */
@@ -276,25 +278,35 @@ static int unknown_location(struct reader *r, uint32_t *out)
 	return err;
 }
 
-/* Which value of a sample is the sample count, and how to get it from that value. */
+/*
+ * Which value of a sample is the sample count, and how to get it from that
+ * value; and which is off-CPU time (off_cpu/nanoseconds, as ember writes it).
+ */
 static void choose_value(struct reader *r)
 {
 	const Ember__Pprof__Profile *in = r->in;
 
-	r->value_index = -1;
+	r->value_index = r->off_cpu_index = -1;
 	r->value_divisor = 1;
+	for (size_t i = 0; i < in->n_sample_type; i++)
+		if (str_is(r, in->sample_type[i]->type, "off_cpu") &&
+		    str_is(r, in->sample_type[i]->unit, "nanoseconds")) {
+			r->off_cpu_index = (int64_t)i;
+			r->p->off_cpu = true;
+		}
 	for (size_t i = 0; i < in->n_sample_type; i++)
 		if (str_is(r, in->sample_type[i]->type, "samples")) {
 			r->value_index = (int64_t)i;
 			return;
 		}
 	for (size_t i = 0; i < in->n_sample_type; i++)
-		if (str_is(r, in->sample_type[i]->unit, "nanoseconds") && in->period > 0) {
+		if (str_is(r, in->sample_type[i]->unit, "nanoseconds") && in->period > 0 &&
+		    (int64_t)i != r->off_cpu_index) {
 			r->value_index = (int64_t)i;
 			r->value_divisor = (uint64_t)in->period;
 			return;
 		}
-	if (in->n_sample_type)
+	if (in->n_sample_type && r->off_cpu_index != 0)
 		r->value_index = 0;
 }
 
@@ -314,8 +326,9 @@ static void default_comm(struct reader *r)
 	r->default_comm = id;
 }
 
+/* The sample's labels into key, and its "wait" label (off-CPU reason) into *wait. */
 static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
-                        struct ember_sample_key *key)
+                        struct ember_sample_key *key, uint32_t *wait)
 {
 	for (size_t j = 0; j < ps->n_label; j++) {
 		const Ember__Pprof__Label *l = ps->label[j];
@@ -330,13 +343,26 @@ static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
 			key->tid = (uint32_t)l->num;
 		else if (!strcmp(k, "cpu") && num_ok)
 			key->cpu = (uint32_t)l->num;
-		else if (!strcmp(k, "comm") || !strcmp(k, "thread")) {
+		else if (!strcmp(k, "comm") || !strcmp(k, "thread") || !strcmp(k, "wait")) {
 			s = str_at(r, l->str);
-			if (s && ember_profile_intern_cstr(
-				     r->p, s, !strcmp(k, "comm") ? &key->comm : &key->thread_name))
+			if (s && *s &&
+			    ember_profile_intern_cstr(r->p, s,
+			                              !strcmp(k, "comm")     ? &key->comm
+			                              : !strcmp(k, "thread") ? &key->thread_name
+			                                                     : wait))
 				r->bad_refs++;
 		}
 	}
+}
+
+/* A sample's value at index, or 0 (counted when it is missing or negative). */
+static uint64_t value_at(struct reader *r, const Ember__Pprof__Sample *ps, int64_t index)
+{
+	if (index < 0 || (size_t)index >= ps->n_value || ps->value[index] < 0) {
+		r->bad_refs++;
+		return 0;
+	}
+	return (uint64_t)ps->value[index];
 }
 
 static int read_samples(struct reader *r)
@@ -349,25 +375,23 @@ static int read_samples(struct reader *r)
 		const Ember__Pprof__Sample *ps = in->sample[i];
 		struct ember_sample_key key = {.cpu = EMBER_NONE, .comm = r->default_comm};
 		size_t depth = ps->n_location_id;
-		int64_t raw;
-		uint64_t count;
+		uint64_t count = 0, off_ns = 0, raw;
+		uint32_t wait = 0;
 
-		if (r->value_index < 0 || (size_t)r->value_index >= ps->n_value) {
+		/* Missing values are bad references only when no value is left to read. */
+		if (r->value_index >= 0 && (raw = value_at(r, ps, r->value_index))) {
+			count = (raw + r->value_divisor / 2) / r->value_divisor;
+			count = count ? count : 1;
+		}
+		if (r->off_cpu_index >= 0)
+			off_ns = value_at(r, ps, r->off_cpu_index);
+		if (count > (1ull << 48) || r->p->total_count > UINT64_MAX / 4 - count ||
+		    off_ns > (1ull << 62) || r->p->total_off_cpu_ns > UINT64_MAX / 4 - off_ns) {
 			r->bad_refs++;
 			continue;
 		}
-		raw = ps->value[r->value_index];
-		if (raw <= 0) {
-			r->bad_refs += raw < 0;
+		if (!count && !off_ns)
 			continue;
-		}
-		count = ((uint64_t)raw + r->value_divisor / 2) / r->value_divisor;
-		if (!count)
-			count = 1;
-		if (count > (1ull << 48) || r->p->total_count > UINT64_MAX / 4 - count) {
-			r->bad_refs++;
-			continue;
-		}
 		if (depth > EMBER_PPROF_MAX_DEPTH) {
 			depth = EMBER_PPROF_MAX_DEPTH;
 			r->truncated++;
@@ -382,11 +406,16 @@ static int read_samples(struct reader *r)
 			r->bad_refs++;
 			err = unknown_location(r, &locs[j]);
 		}
-		read_labels(r, ps, &key);
+		read_labels(r, ps, &key, &wait);
 		if (!err)
 			err = ember_profile_add_stack(r->p, locs, (uint32_t)depth, &key.stack);
-		if (!err)
+		if (!err && count)
 			err = ember_profile_add_sample(r->p, &key, count, 0);
+		if (!err && off_ns && !wait && !r->unknown_wait)
+			err = ember_profile_intern_cstr(r->p, "unknown", &r->unknown_wait);
+		key.wait = wait ? wait : r->unknown_wait;
+		if (!err && off_ns)
+			err = ember_profile_add_off_cpu(r->p, &key, off_ns);
 	}
 	free(locs);
 	return err;

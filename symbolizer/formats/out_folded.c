@@ -95,10 +95,12 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 		for (size_t j = 0; !err && j < b.len; j++)
 			if (b.s[j] == ';' || (unsigned char)b.s[j] < 0x20)
 				b.s[j] = '_';
+		if (!ember_sample_value(p, s, p->view))
+			continue;
 		if (!err)
 			err = ember_profile_walk_stack(p, s->key.stack, append_frame, &b);
 		if (!err)
-			err = folded_add(&f, b.s, b.len, s->count);
+			err = folded_add(&f, b.s, b.len, ember_sample_value(p, s, p->view));
 	}
 	n = f.counts.len;
 	if (!err && n) {
@@ -110,10 +112,14 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 		for (size_t i = 0; i < n; i++)
 			order[i] = (uint32_t)i;
 		qsort_r(order, n, sizeof(*order), cmp_line, &f);
-		for (size_t i = 0; i < n && !err; i++)
+		/* Time is summed in nanoseconds and written in microseconds. */
+		for (size_t i = 0; i < n && !err; i++) {
+			uint64_t v = *EMBER_VEC_AT(f.counts, uint64_t, order[i]);
+
 			if (fprintf(out, "%s %" PRIu64 "\n", ember_strset_str(&f.lines, order[i]),
-			            *EMBER_VEC_AT(f.counts, uint64_t, order[i])) < 0)
+			            p->view == EMBER_VIEW_CPU ? v : (v + 500) / 1000) < 0)
 				err = -EIO;
+		}
 	}
 	ember_strset_free(&f.lines);
 	ember_vec_free(&f.counts);

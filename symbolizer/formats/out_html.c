@@ -103,6 +103,10 @@ static void put_metadata(FILE *out, const struct ember_profile *p, uint64_t lost
 	put_key_u64(out, "hz", p->sample_hz);
 	put_key_u64(out, "period_ns", p->period_ns);
 	put_key_u64(out, "lost", lost);
+	fprintf(out, ",\"view\":\"%s\",\"unit\":\"%s\",\"off_cpu\":%s", ember_view_name(p->view),
+	        p->view == EMBER_VIEW_CPU ? "samples" : "ns", p->off_cpu ? "true" : "false");
+	put_key_u64(out, "cpu_samples", p->total_count);
+	put_key_u64(out, "off_cpu_ns", p->total_off_cpu_ns);
 	fputs(",\n\"kinds\":[", out);
 	for (int k = 0; k < EMBER_FLAME_NKINDS; k++) {
 		if (k)
@@ -139,8 +143,11 @@ static void put_tables(FILE *out, const struct ember_flame *t)
 	fputc(']', out);
 }
 
-/* The nodes in preorder (children by name), those of slot 0 only. */
-static int put_nodes(FILE *out, const struct ember_flame *t, bool with_base)
+/*
+ * The nodes in preorder (children by name), those with a value in slot 0, or
+ * in either slot when both are values of one profile (CPU and off-CPU).
+ */
+static int put_nodes(FILE *out, const struct ember_flame *t, bool with_base, bool either)
 {
 	uint32_t *stack = malloc((t->max_depth + 2) * sizeof(*stack));
 	size_t sp = 0, written = 0;
@@ -157,7 +164,7 @@ static int put_nodes(FILE *out, const struct ember_flame *t, bool with_base)
 		/* Siblings after this one come back when its subtree is done. */
 		if (n->next_sibling != EMBER_NONE && n->depth > 0)
 			stack[sp++] = n->next_sibling;
-		if (!n->total[EMBER_FLAME_NEW] && i != 0)
+		if (!n->total[EMBER_FLAME_NEW] && !(either && n->total[EMBER_FLAME_BASE]) && i != 0)
 			continue;
 		if (written)
 			fputs(written % 32 ? "," : ",\n", out);
@@ -167,7 +174,7 @@ static int put_nodes(FILE *out, const struct ember_flame *t, bool with_base)
 		put_u64(out, n->depth);
 		fputc(',', out);
 		put_u64(out, n->total[EMBER_FLAME_NEW]);
-		if (with_base) {
+		if (with_base || either) {
 			fputc(',', out);
 			put_u64(out, n->total[EMBER_FLAME_BASE]);
 		}
@@ -234,7 +241,7 @@ static int put_page(FILE *out, const struct ember_profile *p, const struct ember
 		} else if (m == 1) {
 			put_metadata(out, p, ember_profile_stat_get(p, "lost.samples"));
 			put_tables(out, t);
-			err = put_nodes(out, t, base != NULL);
+			err = put_nodes(out, t, base != NULL, !base && p->off_cpu);
 			if (!err && base)
 				err = put_changes(out, t,
 				                  ember_profile_stat_get(base, "lost.samples"));
@@ -258,7 +265,12 @@ int ember_write_html(const struct ember_profile *p, FILE *out)
 
 	if (err)
 		return err;
-	err = ember_flame_add_profile(&t, p, EMBER_FLAME_NEW);
+	/* With off-CPU time the page switches views: CPU samples in one slot, off-CPU in the other.
+	 */
+	err = ember_flame_add_profile_view(&t, p, EMBER_FLAME_NEW,
+	                                   p->off_cpu ? EMBER_VIEW_CPU : p->view);
+	if (!err && p->off_cpu)
+		err = ember_flame_add_profile_view(&t, p, EMBER_FLAME_BASE, EMBER_VIEW_OFF_CPU);
 	if (!err)
 		err = ember_flame_finish(&t);
 	if (!err)

@@ -6,9 +6,13 @@
  * under "all"; frames coloured by kind; zoom, search, tooltips, flame and
  * icicle views.
  *
+ * A profile with off-CPU time gives a page that switches between CPU
+ * samples, time off CPU and both (as time), opening in the profile's view.
+ *
  * The differential page has the shape of the new profile, each frame
  * coloured by how its share of all samples changed from the base (red grew,
- * blue shrank), and a table of the functions that changed most.
+ * blue shrank), and a table of the functions that changed most; it compares
+ * the profiles' view (CPU samples, or off-CPU time, or both).
  */
 #ifndef EMBER_SYMBOLIZER_FORMATS_OUT_HTML_H
 #define EMBER_SYMBOLIZER_FORMATS_OUT_HTML_H

@@ -32,7 +32,7 @@ typedef Opentelemetry__Proto__Resource__V1__Resource OtlpResource;
 
 #define SCOPE_NAME         "ember"
 #define MAX_RESOURCE_ATTRS 40
-#define MAX_SAMPLE_ATTRS   3
+#define MAX_SAMPLE_ATTRS   4
 #define UNKNOWN_SERVICE    "unknown_service"
 
 /*
@@ -117,7 +117,7 @@ struct build {
 	struct table strings, attrs, functions;
 	struct ember_vec mappings, locations, stacks;             /* void * */
 	int32_t *string_of, *mapping_of, *location_of, *stack_of; /* profile id -> index, 0: none */
-	int32_t key_thread_name, key_thread_id, key_cpu, key_frame_type;
+	int32_t key_thread_name, key_thread_id, key_cpu, key_frame_type, key_wait;
 	int32_t key_build_gnu, key_build_go, key_htlhash;
 	int32_t frame_type_attr[EMBER_FRAME_KIND_MAX];
 	bool timestamped; /* every sample has one timestamp per count */
@@ -487,17 +487,27 @@ static int build_sample(struct build *b, const struct ember_sample *s, OtlpSampl
 		return err;
 	if (s->key.cpu != EMBER_NONE && (err = attr_int(b, b->key_cpu, s->key.cpu, &attrs[n++])))
 		return err;
+	if (s->key.wait) {
+		int32_t reason;
+
+		if ((err = profile_str(b, s->key.wait, &reason)) ||
+		    (err = attr_str(b, b->key_wait, reason, &attrs[n++])))
+			return err;
+	}
 	if (!(os->attribute_indices = indices(b, attrs, n)))
 		return -ENOMEM;
 	os->n_attribute_indices = n;
-	/* One value per observation with its timestamp, or one total when times are unknown. */
-	nvalues = b->timestamped ? s->ntimestamps : 1;
+	/* One value per observation with its timestamp, or one total when times are unknown
+	 * (always for off-CPU samples: the nanoseconds waited at that stack). */
+	nvalues = b->timestamped && !s->key.wait ? s->ntimestamps : 1;
 	if (!(os->values = arena_alloc(&b->arena, nvalues, sizeof(int64_t))))
 		return -ENOMEM;
 	for (size_t i = 0; i < nvalues; i++)
-		os->values[i] = b->timestamped ? 1 : (int64_t)s->count;
+		os->values[i] = s->key.wait      ? (int64_t)s->off_cpu_ns
+		                : b->timestamped ? 1
+		                                 : (int64_t)s->count;
 	os->n_values = nvalues;
-	if (b->timestamped) {
+	if (b->timestamped && !s->key.wait) {
 		os->timestamps_unix_nano = s->timestamps;
 		os->n_timestamps_unix_nano = s->ntimestamps;
 	}
@@ -636,7 +646,7 @@ static struct time_range profile_time_range(const struct ember_profile *p)
 
 /* The parts every Profile of the request shares. */
 struct profile_common {
-	OtlpValueType *sample_type, *period_type;
+	OtlpValueType *sample_type, *period_type, *off_cpu_type;
 	OtlpScope *scope;
 	struct time_range time;
 };
@@ -647,16 +657,20 @@ static int build_common(struct build *b, struct profile_common *c)
 
 	c->sample_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
 	c->period_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
+	c->off_cpu_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
 	c->scope = arena_alloc(&b->arena, 1, sizeof(OtlpScope));
-	if (!c->sample_type || !c->period_type || !c->scope)
+	if (!c->sample_type || !c->period_type || !c->off_cpu_type || !c->scope)
 		return -ENOMEM;
 	opentelemetry__proto__profiles__v1development__value_type__init(c->sample_type);
 	opentelemetry__proto__profiles__v1development__value_type__init(c->period_type);
+	opentelemetry__proto__profiles__v1development__value_type__init(c->off_cpu_type);
 	opentelemetry__proto__common__v1__instrumentation_scope__init(c->scope);
 	if ((err = str_index(b, "samples", &c->sample_type->type_strindex)) ||
 	    (err = str_index(b, "count", &c->sample_type->unit_strindex)) ||
 	    (err = str_index(b, "cpu", &c->period_type->type_strindex)) ||
-	    (err = str_index(b, "nanoseconds", &c->period_type->unit_strindex)))
+	    (err = str_index(b, "nanoseconds", &c->period_type->unit_strindex)) ||
+	    (err = str_index(b, "off_cpu", &c->off_cpu_type->type_strindex)) ||
+	    (err = str_index(b, "nanoseconds", &c->off_cpu_type->unit_strindex)))
 		return err;
 	c->scope->name = SCOPE_NAME;
 	c->scope->version = EMBER_VERSION;
@@ -664,48 +678,79 @@ static int build_common(struct build *b, struct profile_common *c)
 	return 0;
 }
 
-/* One ResourceProfiles for the samples order[0..n) (all of one process). */
-static int build_resource_profiles(struct build *b, const struct profile_common *c,
-                                   const uint32_t *order, size_t n, OtlpResourceProfiles **out)
+/*
+ * One Profile of the samples order[0..n) whose kind (CPU or off-CPU) is off_cpu: CPU samples
+ * as samples/count with period cpu/nanoseconds, off-CPU samples as off_cpu/nanoseconds.
+ */
+static int build_profile(struct build *b, const struct profile_common *c, const uint32_t *order,
+                         size_t n, bool off_cpu, OtlpProfile **out)
 {
-	const struct ember_sample *first = ember_profile_sample(b->p, order[0]);
-	OtlpResourceProfiles *rp = arena_alloc(&b->arena, 1, sizeof(*rp));
-	OtlpScopeProfiles *sp = arena_alloc(&b->arena, 1, sizeof(*sp));
 	OtlpProfile *prof = arena_alloc(&b->arena, 1, sizeof(*prof));
-	OtlpScopeProfiles **sps = arena_alloc(&b->arena, 1, sizeof(*sps));
-	OtlpProfile **profs = arena_alloc(&b->arena, 1, sizeof(*profs));
 	OtlpSample **samples = arena_alloc(&b->arena, n, sizeof(*samples));
 	uint8_t *id = arena_alloc(&b->arena, 16, 1);
+	size_t ns = 0;
 	int err;
 
-	if (!rp || !sp || !prof || !sps || !profs || !samples || !id)
+	if (!prof || !samples || !id)
 		return -ENOMEM;
-	opentelemetry__proto__profiles__v1development__resource_profiles__init(rp);
-	opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
 	opentelemetry__proto__profiles__v1development__profile__init(prof);
-	err = build_resource(b, first->key.pid, ember_profile_str(b->p, first->key.comm),
-	                     &rp->resource);
-	if (err)
-		return err;
 	for (size_t i = 0; i < n; i++) {
-		err = build_sample(b, ember_profile_sample(b->p, order[i]), &samples[i]);
+		const struct ember_sample *s = ember_profile_sample(b->p, order[i]);
+
+		if ((s->key.wait != 0) != off_cpu)
+			continue;
+		err = build_sample(b, s, &samples[ns++]);
 		if (err)
 			return err;
 	}
-	prof->sample_type = c->sample_type;
-	prof->period_type = c->period_type;
-	prof->period = (int64_t)b->p->period_ns;
+	prof->sample_type = off_cpu ? c->off_cpu_type : c->sample_type;
+	if (!off_cpu) {
+		prof->period_type = c->period_type;
+		prof->period = (int64_t)b->p->period_ns;
+	}
 	prof->time_unix_nano = c->time.start;
 	prof->duration_nano = c->time.end - c->time.start;
 	randombytes_buf(id, 16);
 	prof->profile_id.data = id;
 	prof->profile_id.len = 16;
 	prof->samples = samples;
-	prof->n_samples = n;
-	profs[0] = prof;
+	prof->n_samples = ns;
+	*out = prof;
+	return 0;
+}
+
+/*
+ * One ResourceProfiles for the samples order[0..n) (all of one process): a
+ * CPU profile, and an off-CPU profile when the process has off-CPU samples.
+ */
+static int build_resource_profiles(struct build *b, const struct profile_common *c,
+                                   const uint32_t *order, size_t n, OtlpResourceProfiles **out)
+{
+	const struct ember_sample *first = ember_profile_sample(b->p, order[0]);
+	OtlpResourceProfiles *rp = arena_alloc(&b->arena, 1, sizeof(*rp));
+	OtlpScopeProfiles *sp = arena_alloc(&b->arena, 1, sizeof(*sp));
+	OtlpScopeProfiles **sps = arena_alloc(&b->arena, 1, sizeof(*sps));
+	OtlpProfile **profs = arena_alloc(&b->arena, 2, sizeof(*profs));
+	size_t nprofs = 0, ncpu = 0;
+	int err;
+
+	if (!rp || !sp || !sps || !profs)
+		return -ENOMEM;
+	opentelemetry__proto__profiles__v1development__resource_profiles__init(rp);
+	opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
+	err = build_resource(b, first->key.pid, ember_profile_str(b->p, first->key.comm),
+	                     &rp->resource);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++)
+		ncpu += !ember_profile_sample(b->p, order[i])->key.wait;
+	if (ncpu && (err = build_profile(b, c, order, n, false, &profs[nprofs++])))
+		return err;
+	if (ncpu < n && (err = build_profile(b, c, order, n, true, &profs[nprofs++])))
+		return err;
 	sp->scope = c->scope;
 	sp->profiles = profs;
-	sp->n_profiles = 1;
+	sp->n_profiles = nprofs;
 	sps[0] = sp;
 	rp->scope_profiles = sps;
 	rp->n_scope_profiles = 1;
@@ -718,7 +763,7 @@ static bool all_timestamped(const struct ember_profile *p)
 	for (size_t i = 0; i < p->samples.len; i++) {
 		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
 
-		if (!s->count || s->ntimestamps != s->count)
+		if (!s->key.wait && (!s->count || s->ntimestamps != s->count))
 			return false;
 	}
 	return true;
@@ -775,6 +820,7 @@ static int build_keys(struct build *b)
 	    (err = str_index(b, "thread.id", &b->key_thread_id)) ||
 	    (err = str_index(b, "cpu.logical_number", &b->key_cpu)) ||
 	    (err = str_index(b, "profile.frame.type", &b->key_frame_type)) ||
+	    (err = str_index(b, "off_cpu.wait", &b->key_wait)) ||
 	    (err = str_index(b, "process.executable.build_id.gnu", &b->key_build_gnu)) ||
 	    (err = str_index(b, "process.executable.build_id.go", &b->key_build_go)) ||
 	    (err = str_index(b, "process.executable.build_id.htlhash", &b->key_htlhash)))

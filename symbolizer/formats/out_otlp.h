@@ -6,9 +6,12 @@
  *
  * One ResourceProfiles per process (process.pid, process.executable.name
  * and .path, container.id, host.name, service.name and the configured extra
- * attributes), each with one ScopeProfiles ("ember", its version) holding one
- * Profile: sample type samples/count, period cpu/nanoseconds, one value and
- * one timestamp per sample. Samples carry thread.name, thread.id and
+ * attributes), each with one ScopeProfiles ("ember", its version) holding a
+ * CPU Profile: sample type samples/count, period cpu/nanoseconds, one value
+ * and one timestamp per sample; and, for a process with off-CPU samples, an
+ * off-CPU Profile: sample type off_cpu/nanoseconds, one value per sample (the
+ * time its thread waited at that stack), each sample labelled off_cpu.wait
+ * (why it waited). Samples carry thread.name, thread.id and
  * cpu.logical_number; locations profile.frame.type; mappings the GNU and Go
  * build ids and the htlhash. All profiles share one deduplicated dictionary
  * whose tables start with their zero entry.
@@ -22,7 +25,7 @@
 
 #include "symbolizer/profile/profile.h"
 
-/* Encodes p into a malloc'd buffer. *nprofiles (may be NULL) gets the number of profiles. */
+/* Encodes p into a malloc'd buffer. *nprofiles (may be NULL) gets the number of resources. */
 int ember_otlp_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len,
                       size_t *nprofiles);
 /* Writes p as one binary ExportProfilesServiceRequest (the .otlp file format). */

@@ -41,8 +41,9 @@ struct pprof_build {
 	const struct ember_profile *p;
 	struct strtab strs;
 	Ember__Pprof__Profile prof;
-	Ember__Pprof__ValueType types[2], period_type;
-	Ember__Pprof__ValueType *type_ptrs[2];
+	Ember__Pprof__ValueType types[3], period_type;
+	Ember__Pprof__ValueType *type_ptrs[3];
+	int off_cpu_index; /* of the off_cpu value, or -1 */
 	Ember__Pprof__Mapping *mappings, **mapping_ptrs;
 	uint64_t *mapping_ids; /* pprof id of each of the profile's mappings */
 	Ember__Pprof__Function *functions, **function_ptrs;
@@ -54,7 +55,7 @@ struct pprof_build {
 	uint64_t *location_ids;
 	int64_t *values;
 	int64_t *comments;
-	int64_t key_pid, key_tid, key_cpu, key_comm, key_thread;
+	int64_t key_pid, key_tid, key_cpu, key_comm, key_thread, key_wait;
 };
 
 static void build_free(struct pprof_build *b)
@@ -89,7 +90,8 @@ static int build_strings(struct pprof_build *b)
 	    (b->key_tid = strtab_add(&b->strs, "tid")) < 0 ||
 	    (b->key_cpu = strtab_add(&b->strs, "cpu")) < 0 ||
 	    (b->key_comm = strtab_add(&b->strs, "comm")) < 0 ||
-	    (b->key_thread = strtab_add(&b->strs, "thread")) < 0)
+	    (b->key_thread = strtab_add(&b->strs, "thread")) < 0 ||
+	    (b->key_wait = strtab_add(&b->strs, "wait")) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -111,26 +113,41 @@ static int finish_strings(struct pprof_build *b)
 	return 0;
 }
 
+/*
+ * Sample types: samples/count, cpu/nanoseconds and, for a profile with
+ * off-CPU time, off_cpu/nanoseconds (CPU samples carry 0 there, off-CPU
+ * samples 0 in the CPU columns). CPU stays the default view.
+ */
 static int build_types(struct pprof_build *b)
 {
 	int64_t samples = strtab_add(&b->strs, "samples"), count = strtab_add(&b->strs, "count");
 	int64_t cpu = strtab_add(&b->strs, "cpu"), ns = strtab_add(&b->strs, "nanoseconds");
+	int64_t off_cpu = strtab_add(&b->strs, "off_cpu");
+	size_t n = 0;
 
-	if (samples < 0 || count < 0 || cpu < 0 || ns < 0)
+	if (samples < 0 || count < 0 || cpu < 0 || ns < 0 || off_cpu < 0)
 		return -ENOMEM;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		ember__pprof__value_type__init(&b->types[i]);
 		b->type_ptrs[i] = &b->types[i];
 	}
-	b->types[0].type = samples;
-	b->types[0].unit = count;
-	b->types[1].type = cpu;
-	b->types[1].unit = ns;
+	b->types[n].type = samples;
+	b->types[n++].unit = count;
+	/* Without a period (e.g. a profile read from folded stacks) CPU time is unknown. */
+	if (b->p->period_ns) {
+		b->types[n].type = cpu;
+		b->types[n++].unit = ns;
+	}
+	b->off_cpu_index = b->p->off_cpu ? (int)n : -1;
+	if (b->p->off_cpu) {
+		b->types[n].type = off_cpu;
+		b->types[n++].unit = ns;
+		b->prof.default_sample_type = samples;
+	}
 	ember__pprof__value_type__init(&b->period_type);
 	b->period_type.type = cpu;
 	b->period_type.unit = ns;
-	/* Without a period (e.g. a profile read from folded stacks) CPU time is unknown. */
-	b->prof.n_sample_type = b->p->period_ns ? 2 : 1;
+	b->prof.n_sample_type = n;
 	b->prof.sample_type = b->type_ptrs;
 	b->prof.period_type = &b->period_type;
 	b->prof.period = (int64_t)b->p->period_ns;
@@ -328,7 +345,8 @@ static void str_label(Ember__Pprof__Label *l, int64_t key, int64_t str)
 	l->str = str;
 }
 
-#define LABELS_PER_SAMPLE 5
+#define LABELS_PER_SAMPLE 6
+#define MAX_VALUES        3
 
 static int build_samples(struct pprof_build *b)
 {
@@ -339,7 +357,7 @@ static int build_samples(struct pprof_build *b)
 		nids +=
 		    ember_profile_stack(p, ember_profile_sample(p, (uint32_t)i)->key.stack)->depth;
 	if (!ALLOC(b->samples, n) || !ALLOC(b->sample_ptrs, n) || !ALLOC(b->location_ids, nids) ||
-	    !ALLOC(b->values, 2 * n) || !ALLOC(b->labels, LABELS_PER_SAMPLE * n) ||
+	    !ALLOC(b->values, MAX_VALUES * n) || !ALLOC(b->labels, LABELS_PER_SAMPLE * n) ||
 	    !ALLOC(b->label_ptrs, LABELS_PER_SAMPLE * n))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -355,9 +373,11 @@ static int build_samples(struct pprof_build *b)
 		for (uint32_t j = 0; j < st->depth; j++)
 			b->location_ids[idi++] = locs[j] + 1;
 		ps->n_location_id = st->depth;
-		ps->value = &b->values[2 * i];
+		ps->value = &b->values[MAX_VALUES * i];
 		ps->value[0] = (int64_t)s->count;
 		ps->value[1] = (int64_t)(s->count * p->period_ns);
+		if (b->off_cpu_index >= 0)
+			ps->value[b->off_cpu_index] = (int64_t)s->off_cpu_ns;
 		ps->n_value = b->prof.n_sample_type;
 		num_label(&l[nl++], b->key_pid, s->key.pid);
 		num_label(&l[nl++], b->key_tid, s->key.tid);
@@ -367,6 +387,8 @@ static int build_samples(struct pprof_build *b)
 			str_label(&l[nl++], b->key_comm, s->key.comm);
 		if (s->key.thread_name)
 			str_label(&l[nl++], b->key_thread, s->key.thread_name);
+		if (s->key.wait)
+			str_label(&l[nl++], b->key_wait, s->key.wait);
 		ps->label = &b->label_ptrs[LABELS_PER_SAMPLE * i];
 		for (size_t j = 0; j < nl; j++)
 			ps->label[j] = &l[j];

@@ -253,7 +253,7 @@ static void node_add(struct ember_flame *t, uint32_t node, int slot, uint64_t co
 	n->total[slot] += count;
 }
 
-static int add_sample(struct add_ctx *c, const struct ember_sample *s, int slot)
+static int add_sample(struct add_ctx *c, const struct ember_sample *s, int slot, uint64_t value)
 {
 	const struct ember_profile *p = c->p;
 	const struct ember_stack *st;
@@ -265,11 +265,11 @@ static int add_sample(struct add_ctx *c, const struct ember_sample *s, int slot)
 		return -EINVAL;
 	st = ember_profile_stack(p, s->key.stack);
 	locs = ember_profile_stack_locations(p, st);
-	node_add(c->t, 0, slot, s->count);
+	node_add(c->t, 0, slot, value);
 	err = process_node(c, &s->key, &node);
 	if (err)
 		return err;
-	node_add(c->t, node, slot, s->count);
+	node_add(c->t, node, slot, value);
 	for (uint32_t i = st->depth; i-- > 0;) {
 		const struct ember_location *loc;
 		const struct ember_line *lines;
@@ -284,7 +284,7 @@ static int add_sample(struct add_ctx *c, const struct ember_sample *s, int slot)
 				err = child_get(c->t, node, func, &node);
 			if (err)
 				return err;
-			node_add(c->t, node, slot, s->count);
+			node_add(c->t, node, slot, value);
 			continue;
 		}
 		/* The containing function is the last line; inlined callees precede it. */
@@ -294,13 +294,19 @@ static int add_sample(struct add_ctx *c, const struct ember_sample *s, int slot)
 				err = child_get(c->t, node, func, &node);
 			if (err)
 				return err;
-			node_add(c->t, node, slot, s->count);
+			node_add(c->t, node, slot, value);
 		}
 	}
 	return 0;
 }
 
 int ember_flame_add_profile(struct ember_flame *t, const struct ember_profile *p, int slot)
+{
+	return ember_flame_add_profile_view(t, p, slot, p->view);
+}
+
+int ember_flame_add_profile_view(struct ember_flame *t, const struct ember_profile *p, int slot,
+                                 enum ember_view view)
 {
 	struct add_ctx c = {.t = t, .p = p};
 	int err = 0;
@@ -313,12 +319,13 @@ int ember_flame_add_profile(struct ember_flame *t, const struct ember_profile *p
 		err = -ENOMEM;
 	for (size_t i = 0; !err && i < p->samples.len; i++) {
 		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
+		uint64_t value = ember_sample_value(p, s, view);
 
-		if (!s->count)
+		if (!value)
 			continue;
-		err = add_sample(&c, s, slot);
+		err = add_sample(&c, s, slot, value);
 		if (!err)
-			t->slot_total[slot] += s->count;
+			t->slot_total[slot] += value;
 	}
 	free(c.fn_cache);
 	free(c.loc_cache);

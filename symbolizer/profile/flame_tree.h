@@ -69,8 +69,14 @@ struct ember_flame {
 int ember_flame_init(struct ember_flame *t, bool by_pid);
 void ember_flame_free(struct ember_flame *t);
 
-/* Adds every sample of p to the given slot. */
+/*
+ * Adds every sample of p to the given slot, valued as the view says (CPU
+ * samples, or nanoseconds): ember_flame_add_profile uses the profile's view.
+ * The "samples" of the nodes and totals are those values.
+ */
 int ember_flame_add_profile(struct ember_flame *t, const struct ember_profile *p, int slot);
+int ember_flame_add_profile_view(struct ember_flame *t, const struct ember_profile *p, int slot,
+                                 enum ember_view view);
 
 /*
  * Computes self counts and orders every node's children by name, so that a

@@ -13,6 +13,27 @@ static const char *const frame_kind_names[EMBER_FRAME_KIND_MAX] = {
     [EMBER_FRAME_PYTHON] = "cpython",
 };
 
+static const char *const view_names[EMBER_VIEW_MAX] = {
+    [EMBER_VIEW_CPU] = "cpu",
+    [EMBER_VIEW_OFF_CPU] = "off-cpu",
+    [EMBER_VIEW_BOTH] = "both",
+};
+
+int ember_view_parse(const char *name, enum ember_view *out)
+{
+	for (int v = 0; v < EMBER_VIEW_MAX; v++)
+		if (!strcmp(name, view_names[v])) {
+			*out = (enum ember_view)v;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *ember_view_name(enum ember_view v)
+{
+	return (unsigned)v < EMBER_VIEW_MAX ? view_names[v] : "cpu";
+}
+
 const char *ember_frame_kind_name(enum ember_frame_kind kind)
 {
 	return (unsigned)kind < EMBER_FRAME_KIND_MAX ? frame_kind_names[kind] : "unknown";
@@ -117,6 +138,7 @@ static void profile_init_tables(struct ember_profile *p)
 	ember_index_init(&p->stack_index);
 	ember_index_init(&p->sample_index);
 	p->total_count = 0;
+	p->total_off_cpu_ns = 0;
 }
 
 static void profile_free_tables(struct ember_profile *p)
@@ -309,7 +331,7 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 	uint32_t id;
 	int r;
 
-	if (key->stack >= p->stacks.len)
+	if (key->stack >= p->stacks.len || key->wait)
 		return -EINVAL;
 	r = dedup_insert(p, &p->sample_index, &p->samples, key, sizeof(*key), sample_eq, &fresh,
 	                 &id);
@@ -331,6 +353,50 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 		s->timestamps[s->ntimestamps++] = timestamp_ns;
 	}
 	return 0;
+}
+
+int ember_profile_add_off_cpu(struct ember_profile *p, const struct ember_sample_key *key,
+                              uint64_t ns)
+{
+	struct ember_sample fresh = {.key = *key};
+	uint32_t id;
+	int r;
+
+	if (key->stack >= p->stacks.len || !key->wait || key->wait >= ember_profile_nstrings(p))
+		return -EINVAL;
+	r = dedup_insert(p, &p->sample_index, &p->samples, key, sizeof(*key), sample_eq, &fresh,
+	                 &id);
+	if (r < 0)
+		return r;
+	EMBER_VEC_AT(p->samples, struct ember_sample, id)->off_cpu_ns += ns;
+	p->total_off_cpu_ns += ns;
+	p->off_cpu = true;
+	return 0;
+}
+
+uint64_t ember_sample_value(const struct ember_profile *p, const struct ember_sample *s,
+                            enum ember_view v)
+{
+	switch (v) {
+	case EMBER_VIEW_OFF_CPU:
+		return s->off_cpu_ns;
+	case EMBER_VIEW_BOTH:
+		return s->count * p->period_ns + s->off_cpu_ns;
+	default:
+		return s->count;
+	}
+}
+
+uint64_t ember_profile_total(const struct ember_profile *p, enum ember_view v)
+{
+	switch (v) {
+	case EMBER_VIEW_OFF_CPU:
+		return p->total_off_cpu_ns;
+	case EMBER_VIEW_BOTH:
+		return p->total_count * p->period_ns + p->total_off_cpu_ns;
+	default:
+		return p->total_count;
+	}
 }
 
 int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a)
@@ -442,6 +508,11 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 		k.stack = mm->stacks[k.stack];
 		k.comm = mm->strs[k.comm];
 		k.thread_name = mm->strs[k.thread_name];
+		k.wait = mm->strs[k.wait];
+		if (k.wait) {
+			err = ember_profile_add_off_cpu(dst, &k, s->off_cpu_ns);
+			continue;
+		}
 		for (uint32_t t = 0; t < s->ntimestamps && !err; t++)
 			err = ember_profile_add_sample(dst, &k, 1, s->timestamps[t]);
 		if (!err && s->count > s->ntimestamps)
@@ -492,6 +563,7 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
 		dst->end_ns = src->end_ns;
 	if (!dst->scope)
 		dst->scope = src->scope;
+	dst->off_cpu |= src->off_cpu;
 	return 0;
 }
 

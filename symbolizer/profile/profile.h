@@ -11,8 +11,14 @@
  *   locations  one address; its lines are the inline chain, innermost first
  *              and the real (outermost) function last, as in pprof
  *   stacks     lists of locations, leaf first
- *   samples    (stack, pid, tid, cpu, comm, thread name) -> count, timestamps
+ *   samples    (stack, pid, tid, cpu, comm, thread name, wait) -> count, timestamps;
+ *              or, for off-CPU samples (a wait reason in the key), nanoseconds waited
  *   processes  facts about a sampled process (executable, container), by pid
+ *
+ * A sample is either a CPU sample (count > 0, off_cpu_ns 0) or an off-CPU
+ * sample (count 0, the time its thread waited in off_cpu_ns). A view picks
+ * what the flame graph, top, diff and folded stacks show: CPU samples,
+ * off-CPU time, or both as time (a CPU sample standing for period_ns).
  */
 #ifndef EMBER_SYMBOLIZER_PROFILE_PROFILE_H
 #define EMBER_SYMBOLIZER_PROFILE_PROFILE_H
@@ -86,14 +92,16 @@ struct ember_sample_key {
 	uint32_t stack;
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t cpu;         /* EMBER_NONE when unknown */
+	uint32_t cpu;         /* EMBER_NONE when unknown; off-CPU: where it ran again */
 	uint32_t comm;        /* string: process name */
 	uint32_t thread_name; /* string: thread name */
+	uint32_t wait;        /* string: why an off-CPU sample waited ("futex", ...); 0: CPU */
 };
 
 struct ember_sample {
 	struct ember_sample_key key;
-	uint64_t count;
+	uint64_t count;       /* CPU samples; 0 in an off-CPU sample */
+	uint64_t off_cpu_ns;  /* time waited off CPU; 0 in a CPU sample */
 	uint64_t *timestamps; /* Unix ns, one per counted event, when known */
 	uint32_t ntimestamps;
 	uint32_t cap_timestamps;
@@ -118,6 +126,18 @@ enum ember_profile_scope {
 	EMBER_SCOPE_SYSTEM,      /* every process on the host */
 	EMBER_SCOPE_PROCESSES,   /* the processes chosen with -p */
 };
+
+/* What a flame graph, top, diff or folded stacks show of a profile. */
+enum ember_view {
+	EMBER_VIEW_CPU = 0, /* CPU samples (a count) */
+	EMBER_VIEW_OFF_CPU, /* time waited off CPU (nanoseconds) */
+	EMBER_VIEW_BOTH,    /* both as time (nanoseconds): on CPU plus off CPU */
+	EMBER_VIEW_MAX,
+};
+
+/* "cpu", "off-cpu", "both" -> view. Returns 0 or -EINVAL. */
+int ember_view_parse(const char *name, enum ember_view *out);
+const char *ember_view_name(enum ember_view v);
 
 struct ember_profile {
 	struct ember_hash_key hash_key;
@@ -145,8 +165,13 @@ struct ember_profile {
 	uint64_t end_ns;
 	uint64_t period_ns; /* nanoseconds of CPU time one sample stands for */
 	uint32_t sample_hz;
-	uint64_t total_count; /* sum of all sample counts */
+	uint64_t total_count;      /* sum of all sample counts */
+	uint64_t total_off_cpu_ns; /* sum of all off-CPU time */
 	enum ember_profile_scope scope;
+	/* Off-CPU time was recorded (outputs carry its value even when none was seen). */
+	bool off_cpu;
+	/* The view folded stacks hold and the flame graph opens with. */
+	enum ember_view view;
 	char host[256];
 	/* From configuration, for OTLP resources: service.name ("" for the
 	 * default) and extra resource attributes as "key=value\n" lines. */
@@ -182,6 +207,14 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 /* Adds count to the sample with this key; timestamp_ns 0 records no timestamp. */
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
                              uint64_t count, uint64_t timestamp_ns);
+/* Adds ns of off-CPU time to the sample with this key (key->wait must name a reason). */
+int ember_profile_add_off_cpu(struct ember_profile *p, const struct ember_sample_key *key,
+                              uint64_t ns);
+/* A sample's value in a view: its count (cpu) or nanoseconds (off-cpu, both). */
+uint64_t ember_sample_value(const struct ember_profile *p, const struct ember_sample *s,
+                            enum ember_view v);
+/* The sum of ember_sample_value over the profile. */
+uint64_t ember_profile_total(const struct ember_profile *p, enum ember_view v);
 
 /* Records (or replaces) the facts about a process. */
 int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a);

@@ -151,34 +151,64 @@ static void format_duration(char *buf, size_t size, double seconds)
 		snprintf(buf, size, "%.1f ms", seconds * 1e3);
 }
 
+/* A value of the tree: samples (cpu view) or a time (off-cpu and both views). */
+static void format_value(char *buf, size_t size, enum ember_view view, uint64_t v)
+{
+	if (view == EMBER_VIEW_CPU)
+		snprintf(buf, size, "%" PRIu64, v);
+	else
+		format_duration(buf, size, (double)v / 1e9);
+}
+
+/* The first line: what the table counts, over which time, and what was lost. */
+static void print_header(const struct ember_flame *t, const struct ember_profile *p, FILE *out)
+{
+	uint64_t lost = ember_profile_stat_get(p, "lost.samples");
+	bool timed = p->end_ns > p->start_ns;
+	char cpu[32], off[32], wall[32];
+
+	format_duration(cpu, sizeof(cpu), (double)p->total_count * (double)p->period_ns / 1e9);
+	format_duration(off, sizeof(off), (double)p->total_off_cpu_ns / 1e9);
+	format_duration(wall, sizeof(wall), timed ? (double)(p->end_ns - p->start_ns) / 1e9 : 0);
+	fprintf(out, "%s%s", p->host[0] ? p->host : "", p->host[0] ? ": " : "");
+	if (p->view == EMBER_VIEW_CPU) {
+		fprintf(out, "%" PRIu64 " samples", t->slot_total[0]);
+		if (p->period_ns)
+			fprintf(out, " (%s of CPU%s%s)", cpu, timed ? " in " : "",
+			        timed ? wall : "");
+	} else {
+		if (p->view == EMBER_VIEW_BOTH)
+			fprintf(out, "%s on CPU (%" PRIu64 " samples) and ", cpu, p->total_count);
+		fprintf(out,
+		        "%s off CPU%s%s (%" PRIu64 " waits recorded, %" PRIu64
+		        " below the minimum, %" PRIu64 " sampled out)",
+		        off, timed ? " in " : "", timed ? wall : "",
+		        ember_profile_stat_get(p, "off_cpu.recorded"),
+		        ember_profile_stat_get(p, "off_cpu.below_min"),
+		        ember_profile_stat_get(p, "off_cpu.sampled_out"));
+	}
+	if (p->sample_hz)
+		fprintf(out, " at %" PRIu32 " Hz", p->sample_hz);
+	fprintf(out, ", %" PRIu64 " lost\n", lost);
+}
+
 int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
                     const struct ember_top_opts *o, FILE *out)
 {
 	struct ember_func_stat *stats;
 	size_t n, rows;
-	uint64_t total = t->slot_total[0], lost = ember_profile_stat_get(p, "lost.samples");
 	double sum = 0;
-	char cpu[32], wall[32];
+	char self_s[32], total_s[32];
 	int err = ember_top_compute(t, o->order, &stats, &n);
 
 	if (err)
 		return err;
 	rows = n < o->limit ? n : o->limit;
-	format_duration(cpu, sizeof(cpu), (double)total * (double)p->period_ns / 1e9);
-	format_duration(wall, sizeof(wall),
-	                p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0);
-	fprintf(out, "%s%s%" PRIu64 " samples", p->host[0] ? p->host : "", p->host[0] ? ": " : "",
-	        total);
-	if (p->period_ns)
-		fprintf(out, " (%s of CPU", cpu);
-	if (p->period_ns && p->end_ns > p->start_ns)
-		fprintf(out, " in %s", wall);
-	if (p->period_ns)
-		fprintf(out, ")");
-	if (p->sample_hz)
-		fprintf(out, " at %" PRIu32 " Hz", p->sample_hz);
-	fprintf(out, ", %" PRIu64 " lost\n", lost);
-	fprintf(out, "Showing %zu of %zu functions, sorted by %s\n", rows, n,
+	print_header(t, p, out);
+	fprintf(out, "Showing %zu of %zu functions%s, sorted by %s\n", rows, n,
+	        p->view == EMBER_VIEW_CPU       ? ""
+	        : p->view == EMBER_VIEW_OFF_CPU ? " (time off CPU)"
+	                                        : " (time on and off CPU)",
 	        o->order == EMBER_TOP_BY_TOTAL ? "total" : "self");
 	fprintf(out, "%10s %6s %6s %10s %6s  %s\n", "self", "self%", "sum%", "total", "total%",
 	        "function");
@@ -187,10 +217,11 @@ int ember_top_print(const struct ember_flame *t, const struct ember_profile *p,
 		double self = 100 * ember_top_share(t, 0, s->self[0]);
 
 		sum += self;
-		fprintf(out, "%10" PRIu64 " %5.1f%% %5.1f%% %10" PRIu64 " %5.1f%%  %s%s\n",
-		        s->self[0], self, sum, s->total[0],
-		        100 * ember_top_share(t, 0, s->total[0]), ember_flame_str(t, s->name),
-		        s->kind == EMBER_FRAME_KERNEL ? " [k]" : "");
+		format_value(self_s, sizeof(self_s), p->view, s->self[0]);
+		format_value(total_s, sizeof(total_s), p->view, s->total[0]);
+		fprintf(out, "%10s %5.1f%% %5.1f%% %10s %5.1f%%  %s%s\n", self_s, self, sum,
+		        total_s, 100 * ember_top_share(t, 0, s->total[0]),
+		        ember_flame_str(t, s->name), s->kind == EMBER_FRAME_KERNEL ? " [k]" : "");
 	}
 	free(stats);
 	return ferror(out) ? -EIO : 0;

@@ -3,11 +3,15 @@
  * Data (#ember-data, written by symbolizer/out_html.c):
  *   strings  the string table
  *   funcs    [name, file, line, kind] per function, flattened
- *   nodes    [func, depth, total] per frame (plus base total in a diff),
- *            flattened, in preorder with children ordered by name
+ *   nodes    [func, depth, total] per frame, flattened, in preorder with
+ *            children ordered by name; a diff adds the base total, a profile
+ *            with off-CPU time gives [func, depth, CPU samples, off-CPU ns]
  *   kinds    kind names indexed by the kind numbers in funcs
- * Each node's x offset, self count, parent and subtree end are derived here in
- * one pass, into typed arrays, so a profile of 100,000 stacks stays cheap. */
+ *   unit     "samples" or "ns" (the values of a diff); off_cpu: the page
+ *            switches between CPU, off-CPU and both (time on and off CPU)
+ * Each node's parent and subtree end are derived here in one pass, and its x
+ * offset and self value once per view, into typed arrays, so a profile of
+ * 100,000 stacks stays cheap. */
 (function () {
   'use strict';
 
@@ -16,7 +20,8 @@
   const S = data.strings;
   const KINDS = data.kinds;
   const isDiff = !!data.diff;
-  const stride = isDiff ? 4 : 3;
+  const hasOff = !!data.off_cpu && !isDiff;
+  const stride = isDiff || hasOff ? 4 : 3;
   const N = Math.floor(data.nodes.length / stride);
   const NF = Math.floor(data.funcs.length / 4);
 
@@ -30,22 +35,41 @@
     fnKind[f] = data.funcs[4 * f + 3];
   }
   const func = new Uint32Array(N), depth = new Uint32Array(N);
+  const colA = new Float64Array(N), colB = new Float64Array(N); /* the node's two values */
   const total = new Float64Array(N), self = new Float64Array(N), base = new Float64Array(N);
   const baseSelf = new Float64Array(N), x = new Float64Array(N);
   const parent = new Int32Array(N), end = new Uint32Array(N);
   let maxDepth = 0;
   {
     const open = [];  /* the path to the current node */
-    const cursor = [0]; /* next free x per depth */
     for (let i = 0; i < N; i++) {
       const o = i * stride;
       const d = Math.min(data.nodes[o + 1], open.length);
       func[i] = data.nodes[o] < NF ? data.nodes[o] : 0;
       depth[i] = d;
-      total[i] = self[i] = data.nodes[o + 2];
-      if (isDiff) base[i] = baseSelf[i] = data.nodes[o + 3];
+      colA[i] = data.nodes[o + 2];
+      if (stride === 4) colB[i] = data.nodes[o + 3];
       while (open.length > d) end[open.pop()] = i;
       parent[i] = d > 0 ? open[d - 1] : -1;
+      open.push(i);
+      if (d > maxDepth) maxDepth = d;
+    }
+    while (open.length) end[open.pop()] = N;
+  }
+  /* The value of a node in a view: CPU samples, off-CPU nanoseconds, or both as time. */
+  const period = data.period_ns || 0;
+  function valueOf(i, metric) {
+    if (!hasOff || metric === 'cpu') return colA[i];
+    return metric === 'off-cpu' ? colB[i] : colA[i] * period + colB[i];
+  }
+  /* Totals, selves and x offsets for a view: a node's frame starts where its previous
+   * sibling's ends, the first child where its parent starts. */
+  function layoutValues(metric) {
+    const cursor = [0]; /* next free x per depth */
+    for (let i = 0; i < N; i++) {
+      total[i] = self[i] = valueOf(i, metric);
+      if (isDiff) base[i] = baseSelf[i] = colB[i];
+      const d = depth[i];
       if (d > 0) {
         self[parent[i]] -= total[i];
         baseSelf[parent[i]] -= base[i];
@@ -53,17 +77,28 @@
       x[i] = cursor[d] || 0;
       cursor[d] = x[i] + total[i];
       cursor[d + 1] = x[i];
-      open.push(i);
-      if (d > maxDepth) maxDepth = d;
     }
-    while (open.length) end[open.pop()] = N;
   }
-  const allSamples = N ? total[0] : 0;
+  let metric = hasOff && ['cpu', 'off-cpu', 'both'].includes(data.view) ? data.view : 'cpu';
+  layoutValues(metric);
+  let allSamples = N ? total[0] : 0;
   const baseSamples = isDiff ? data.diff.base_samples : 0;
 
   /* ---- formatting ------------------------------------------------------------ */
   const nf = new Intl.NumberFormat('en-US');
   const num = (v) => nf.format(Math.round(v));
+  /* Values are nanoseconds in the off-CPU and both views (and diffs of them). */
+  const inNs = () => (hasOff ? metric !== 'cpu' : data.unit === 'ns');
+  function fmtNs(ns) {
+    const s = ns / 1e9;
+    if (s >= 1) return fmtDuration(s);
+    if (s >= 1e-3) return (s * 1e3).toFixed(s >= 1e-2 ? 1 : 2) + ' ms';
+    return (s * 1e6).toFixed(0) + ' \u00b5s';
+  }
+  const fmtV = (v) => (inNs() ? fmtNs(v) : num(v) + ' samples');
+  /* What the shares are of: "all samples", "all off-CPU time", ... */
+  const ofAll = () => 'of all ' + (!inNs() ? 'samples' : hasOff && metric === 'both' ?
+    'time on and off CPU' : hasOff || data.view === 'off-cpu' ? 'off-CPU time' : 'time');
   const pct = (v, of) => (of > 0 ? (100 * v / of).toFixed(v && v < of / 1000 ? 3 : 2) : '0.00') + '%';
   const pp = (d) => (d >= 0 ? '+' : '\u2212') + Math.abs(100 * d).toFixed(2) + ' pp';
   const name = (i) => S[fnName[func[i]]];
@@ -223,7 +258,7 @@
     for (let a = i; a >= 0; a = parent[a]) path.push(name(a));
     document.getElementById('zoominfo').textContent = i === 0 ? '' :
       'Zoomed: ' + path.reverse().join(' \u203a ') + ' \u2014 ' + pct(total[i], allSamples) +
-      ' of all samples. Click a faded frame or press Esc to zoom out.';
+      ' ' + ofAll() + '. Click a faded frame or press Esc to zoom out.';
     draw();
     updateMatch();
   }
@@ -263,7 +298,7 @@
     if (!state.matchFn) { el.textContent = ''; state.matched = 0; return 0; }
     const sum = matchedSamples(0, N);
     state.matched = sum;
-    let text = 'Matched: ' + pct(sum, allSamples) + ' (' + num(sum) + ' of ' + num(allSamples) + ' samples)';
+    let text = 'Matched: ' + pct(sum, allSamples) + ' (' + fmtV(sum) + ' ' + ofAll().replace(/^of all /, 'of ') + ')';
     if (state.zoom !== 0) text += ', ' + pct(matchedSamples(state.zoom, end[state.zoom]), total[state.zoom]) + ' of zoomed frame';
     el.textContent = text;
     return sum;
@@ -291,12 +326,14 @@
     where.textContent = kindName(fnKind[f]) + (file ? ' \u00b7 ' + file + (fnLine[f] ? ':' + fnLine[f] : '') : '');
     tooltip.appendChild(where);
     const t = document.createElement('table');
-    row(t, 'total', num(total[i]) + ' samples', pct(total[i], allSamples) + ' of all' +
+    row(t, 'total', fmtV(total[i]), pct(total[i], allSamples) + ' of all' +
       (state.zoom !== 0 && depth[i] >= depth[state.zoom] ? ', ' + pct(total[i], total[state.zoom]) + ' of zoomed' : ''));
-    row(t, 'self', num(self[i]) + ' samples', pct(self[i], allSamples) + ' of all');
+    row(t, 'self', fmtV(self[i]), pct(self[i], allSamples) + ' of all');
+    if (hasOff && metric === 'both')
+      row(t, 'off CPU', fmtNs(colB[i]), pct(colB[i], total[i]) + ' of its total');
     if (isDiff) {
-      row(t, 'base', num(base[i]) + ' samples', pct(base[i], baseSamples) + ' of base');
-      row(t, 'change', pp(shareDelta(i)), 'of all samples (self ' +
+      row(t, 'base', fmtV(base[i]), pct(base[i], baseSamples) + ' of base');
+      row(t, 'change', pp(shareDelta(i)), ofAll() + ' (self ' +
         pp((allSamples ? self[i] / allSamples : 0) - (baseSamples ? baseSelf[i] / baseSamples : 0)) + ')');
     }
     tooltip.appendChild(t);
@@ -322,12 +359,15 @@
       parts.push(t);
     }
     if (data.hz) parts.push(data.hz + ' Hz');
-    if (isDiff) parts.push('base ' + num(baseSamples) + ' samples, new ' + num(allSamples) + ' samples');
+    if (isDiff) parts.push('base ' + fmtV(baseSamples) + ', new ' + fmtV(allSamples));
+    else if (hasOff) parts.push(num(data.cpu_samples) + ' samples', fmtNs(data.cpu_samples * period) + ' of CPU',
+      fmtNs(data.off_cpu_ns) + ' off CPU');
     else parts.push(num(allSamples) + ' samples');
-    if (data.period_ns && allSamples) parts.push(fmtDuration(allSamples * data.period_ns / 1e9) + ' of CPU');
+    if (!hasOff && !inNs() && data.period_ns && allSamples) parts.push(fmtDuration(allSamples * data.period_ns / 1e9) + ' of CPU');
     sub.textContent = parts.join(' \u00b7 ') + ' \u00b7 ';
     const lost = document.createElement('span');
-    lost.textContent = num(data.lost) + ' lost' + (data.lost ? ' (' + pct(data.lost, data.lost + allSamples) + ')' : '');
+    const cpuSamples = hasOff ? data.cpu_samples : allSamples;
+    lost.textContent = num(data.lost) + ' lost' + (data.lost ? ' (' + pct(data.lost, data.lost + cpuSamples) + ')' : '');
     if (data.lost) lost.className = 'lost';
     sub.appendChild(lost);
   }
@@ -409,6 +449,21 @@
   }
   document.getElementById('view-flame').addEventListener('click', () => setView('flame'));
   document.getElementById('view-icicle').addEventListener('click', () => setView('icicle'));
+  /* CPU samples, time off CPU, or both: the same frames, other widths. */
+  const METRICS = { cpu: 'metric-cpu', 'off-cpu': 'metric-off', both: 'metric-both' };
+  function setMetric(m) {
+    if (!hasOff || !METRICS[m]) return;
+    metric = m;
+    layoutValues(m);
+    allSamples = N ? total[0] : 0;
+    for (const k in METRICS) document.getElementById(METRICS[k]).setAttribute('aria-pressed', String(k === m));
+    zoomTo(0);
+  }
+  if (hasOff) {
+    document.getElementById('metrics').hidden = false;
+    for (const k in METRICS) document.getElementById(METRICS[k]).addEventListener('click', () => setMetric(k));
+    for (const k in METRICS) document.getElementById(METRICS[k]).setAttribute('aria-pressed', String(k === metric));
+  }
   let searchTimer = 0;
   searchBox.addEventListener('input', () => {
     clearTimeout(searchTimer);
@@ -454,7 +509,7 @@
     nodes: N,
     renderMs: performance.now() - t0,
     loadedMs: performance.now(),
-    state: () => ({ zoom: state.zoom, zoomName: name(state.zoom), view: state.view,
+    state: () => ({ zoom: state.zoom, zoomName: name(state.zoom), view: state.view, metric: metric,
       matched: state.matched, matchedShare: allSamples ? state.matched / allSamples : 0 }),
     find: (fname) => { for (let i = 0; i < N; i++) if (name(i) === fname) return i; return -1; },
     name: (i) => name(i),
@@ -472,6 +527,9 @@
     zoomTo: zoomTo,
     search: (q) => { searchBox.value = q; return search(q); },
     setView: setView,
+    /* 'cpu', 'off-cpu' or 'both' on a page with off-CPU time. */
+    setMetric: setMetric,
+    allTotal: () => allSamples,
     visibleLabels: () => labels.slice(),
   };
 })();
