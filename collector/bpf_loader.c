@@ -154,7 +154,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume,
 	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
 	/* A second of the largest samples from every CPU; the collector drains it every tick. */
-	ring = ember_ring_bytes_for(ember_records_per_s(o->sample_hz, o->off_cpu_min_ns), b->ncpus,
+	ring = ember_ring_bytes_for(EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns), b->ncpus,
 	                            1, 512u << 10);
 	b->sampler->rodata->wakeup_bytes = ring / 8;
 	err = bpf_map__set_max_entries(b->sampler->maps.samples, (__u32)ring);
@@ -217,13 +217,12 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	/* Only the off-CPU programs attach by name: sched_switch and sched_exit_tp. */
 	if (!err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
 		err = sampler_bpf__attach(b->sampler);
+	if (err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
+		log_error("--off-cpu needs the sched_exit_tp tracepoint (Linux 6.16 or later)");
 	if (err) {
 		log_error("cannot load the sampler eBPF program: %s; run `ember check` to see "
-		          "what the kernel or your privileges lack%s",
-		          strerror(-err),
-		          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF
-		              ? " (--off-cpu needs sched_exit_tp: Linux 6.16 or later)"
-		              : "");
+		          "what the kernel or your privileges lack",
+		          strerror(-err));
 		goto fail;
 	}
 	err = load_proc(b, o);

@@ -50,9 +50,6 @@ struct ember_bpf {
  * `seconds` of the largest possible samples at hz on ncpus CPUs.
  */
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min);
-/* Records per second and CPU to size rings for: off-CPU ones are mostly far below the largest. */
-#define ember_records_per_s(hz, off_cpu_min_ns)                                                    \
-	((hz) + ((off_cpu_min_ns) != EMBER_OFF_CPU_OFF ? EMBER_OFF_CPU_RATE / 4 : 0))
 
 /* Returns 0 or a negative errno; logs what to do on failure. */
 int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *opts);

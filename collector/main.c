@@ -70,10 +70,8 @@ static void usage_record(FILE *f)
 	    "Ctrl-C\n"
 	    "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
 	    "  -p, --pid PID           record only this process (repeatable)\n"
-	    "      --off-cpu[=MIN]     also record where threads wait off CPU, waits of at least\n"
-	    "                          MIN (default 1ms; 0 for all); needs Linux 6.16\n"
-	    "      --view VIEW         cpu, off-cpu or both: what .folded files hold and the\n"
-	    "                          flame graph shows first; default cpu\n"
+	    "      --off-cpu[=MIN]     also record where threads wait (waits of MIN, default 1ms)\n"
+	    "      --view VIEW         cpu, off-cpu or both: .folded content, first .html view\n"
 	    "  -o, --output FILE       write FILE; its name sets the format:\n"
 	    "                          .html flame graph, .pb.gz pprof, .folded folded\n"
 	    "                          stacks, .otlp OTLP (repeatable);\n"
@@ -255,9 +253,8 @@ static int cmd_record(int argc, char **argv, bool daemon)
 		case OPT_DEBUG_DIR:
 			o.debug_dir = optarg;
 			break;
-		case OPT_OFF_CPU:
-			v = 1; /* ms: waits shorter are counted, not recorded */
-			if (optarg && ember_parse_duration_ms(optarg, &v))
+		case OPT_OFF_CPU: /* waits shorter than MIN are counted, not recorded */
+			if (ember_parse_duration_ms(optarg ? optarg : "1ms", &v))
 				return usage_error(
 				    cmd, "bad --off-cpu minimum '%s': e.g. --off-cpu=5ms", optarg);
 			o.off_cpu_min_ns = v * 1000000;

@@ -368,7 +368,7 @@ static int setup(struct recorder *r)
 	    /* Two seconds of the largest samples from every CPU, unless --ring-size. */
 	    .ring_size = o->ring_size ? o->ring_size
 	                              : ember_ring_bytes_for(
-					    ember_records_per_s(o->sample_hz, o->off_cpu_min_ns),
+					    EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns),
 					    libbpf_num_possible_cpus(), 2, 1u << 20),
 	    .sample_hz = o->sample_hz,
 	    .off_cpu_min_ns = o->off_cpu_min_ns,

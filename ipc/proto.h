@@ -23,12 +23,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/records.h"
 #include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
 #define EMBER_PROTO_VERSION 1
 #define EMBER_MSG_MAX       4096
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
+
+/* Records per second and CPU to size rings for (off-CPU records mostly far below the largest). */
+#define EMBER_RECORDS_PER_S(hz, off_cpu_min_ns)                                                    \
+	((hz) + ((off_cpu_min_ns) != EMBER_OFF_CPU_OFF ? EMBER_OFF_CPU_RATE / 4 : 0))
 
 enum ember_msg_type {
 	EMBER_MSG_HELLO = 1,
