@@ -423,6 +423,9 @@ static void summary_line(const struct ember_profile *p, char *text, size_t size)
 
 	n = (size_t)snprintf(text, size, "%s%s%" PRIu64 " samples, %" PRIu64 " lost", p->host,
 	                     p->host[0] ? ": " : "", p->total_count, lost);
+	if (p->off_cpu && n < size)
+		n += (size_t)snprintf(text + n, size - n, ", %.2f s off CPU",
+		                      (double)p->total_off_cpu_ns / 1e9);
 	if (stacks && n < size)
 		n += (size_t)snprintf(text + n, size - n, ", %.1f%% of stacks complete",
 		                      100.0 * (double)(complete < stacks ? complete : stacks) /

@@ -45,6 +45,12 @@ def read_pprof(path):
     return prof
 
 
+def pprof_stats(prof):
+    """The statistics ember writes as pprof comments "#name=value"."""
+    return dict(c.lstrip("#").split("=", 1) for c in (prof.string_table[i] for i in prof.comment)
+                if c.startswith("#") and "=" in c)
+
+
 def pprof_samples(prof):
     """[(frames leaf first, {type: value}, {label: value})] of every sample."""
     st = prof.string_table
@@ -178,7 +184,7 @@ def test_pprof_has_off_cpu_values_and_wait_reasons():
     assert main_reason("wait_futex") == "futex", reasons
     if "wait_disk" in KNOWN["truth"]:
         assert main_reason("wait_disk") == "uninterruptible", reasons
-    comments = dict(c.split("=", 1) for c in (st[i] for i in prof.comment) if "=" in c)
+    comments = pprof_stats(prof)
     for k in ("off_cpu.recorded", "off_cpu.recorded_ns", "off_cpu.min_ns"):
         assert k in comments, (k, comments)
     assert int(comments["off_cpu.min_ns"]) == 1000000
@@ -208,7 +214,9 @@ def test_report_top_and_folded_views():
     b, _ = off_cpu_by_function(KNOWN["folded"], fns)
     for f in fns:
         assert abs(a[f] - b[f]) <= 1 + b[f] // 10000, (f, a[f], b[f])
-    assert not any("wait_futex" in fr for fr, _ in read_folded(cpu)), "an off-CPU stack in the CPU view"
+    # The CPU view holds the CPU samples, and only them.
+    cpu_samples = sum(v["samples"] for _, v, _ in pprof_samples(read_pprof(KNOWN["pb"])))
+    assert sum(n for _, n in read_folded(cpu)) == cpu_samples, "off-CPU time in the CPU view"
     r = ember("top", KNOWN["pb"], "--view", "off-cpu", "-n", "40")
     log("\n".join(r.stdout.splitlines()[:8]))
     assert "off CPU" in r.stdout.splitlines()[0] and "waits recorded" in r.stdout, r.stdout
@@ -318,11 +326,7 @@ def test_sampling_keeps_totals_at_high_rates():
     # also holds the few microseconds of switching back in, which the workload counts as on
     # CPU: about 2% here, far less with waits of milliseconds.)
     truth, (pb, folded), _ = record_workload("rapid", 6, "--off-cpu=0", "--view", "off-cpu")
-    comments = {}
-    prof = read_pprof(pb)
-    for c in (prof.string_table[i] for i in prof.comment):
-        k, _, v = c.partition("=")
-        comments[k] = v
+    comments = pprof_stats(read_pprof(pb))
     recorded, sampled_out = int(comments["off_cpu.recorded"]), int(comments.get("off_cpu.sampled_out", 0))
     waits = truth["wait_rapid"] / 310e3  # about 310 us each
     log(f"  about {waits:.0f} waits: {recorded} recorded, {sampled_out} sampled out")

@@ -4,6 +4,7 @@
 #define EMBER_TESTS_PROFILE_FIXTURE_H
 
 #include <check.h>
+#include <errno.h>
 
 #include "symbolizer/profile/profile.h"
 
@@ -84,6 +85,36 @@ static inline void fixture_build(struct ember_profile *p)
 	key.stack = stack;
 	ck_assert_int_eq(ember_profile_add_sample(p, &key, 2, 0), 0);
 	ck_assert_int_eq(ember_profile_stat_add(p, "lost.samples", 4), 0);
+}
+
+/*
+ * The fixture plus off-CPU time of "app" (pid 10, tid 12): main -> work -> wait_lock
+ * 3 s ("futex", twice: 1 s + 2 s) and main -> wait_io 1 s ("uninterruptible").
+ */
+static inline void fixture_build_off_cpu(struct ember_profile *p)
+{
+	struct ember_sample_key key = {.pid = 10, .tid = 12, .cpu = 0};
+	uint32_t locs[3], stack, map = 0;
+
+	fixture_build(p);
+	ck_assert_int_eq(ember_profile_intern_cstr(p, "app", &key.comm), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(p, "app-io", &key.thread_name), 0);
+	locs[2] = fixture_loc(p, map, 0x401000, "main");
+	locs[1] = fixture_loc(p, map, 0x402000, "work");
+	locs[0] = fixture_loc(p, map, 0x405000, "wait_lock");
+	ck_assert_int_eq(ember_profile_add_stack(p, locs, 3, &stack), 0);
+	key.stack = stack;
+	/* A CPU sample's key has no wait reason, an off-CPU sample's must have one. */
+	ck_assert_int_eq(ember_profile_add_off_cpu(p, &key, 1000000000ull), -EINVAL);
+	ck_assert_int_eq(ember_profile_intern_cstr(p, "futex", &key.wait), 0);
+	ck_assert_int_eq(ember_profile_add_sample(p, &key, 1, 0), -EINVAL);
+	ck_assert_int_eq(ember_profile_add_off_cpu(p, &key, 1000000000ull), 0);
+	ck_assert_int_eq(ember_profile_add_off_cpu(p, &key, 2000000000ull), 0);
+	locs[1] = fixture_loc(p, map, 0x406000, "wait_io");
+	ck_assert_int_eq(ember_profile_add_stack(p, &locs[1], 2, &stack), 0);
+	key.stack = stack;
+	ck_assert_int_eq(ember_profile_intern_cstr(p, "uninterruptible", &key.wait), 0);
+	ck_assert_int_eq(ember_profile_add_off_cpu(p, &key, 1000000000ull), 0);
 }
 
 #endif

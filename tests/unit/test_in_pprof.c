@@ -63,6 +63,59 @@ START_TEST(round_trips_the_writer_gzipped)
 }
 END_TEST
 
+START_TEST(off_cpu_time_round_trips_as_a_third_sample_type)
+{
+	struct ember_profile orig, back;
+	Ember__Pprof__Profile *pp;
+	uint8_t *raw;
+	size_t len;
+	char *a, *b;
+
+	fixture_build_off_cpu(&orig);
+	ck_assert_int_eq(ember_pprof_encode(&orig, &raw, &len), 0);
+	pp = ember__pprof__profile__unpack(NULL, len, raw);
+	ck_assert_ptr_nonnull(pp);
+	ck_assert_uint_eq(pp->n_sample_type, 3);
+	ck_assert_str_eq(pp->string_table[pp->sample_type[2]->type], "off_cpu");
+	ck_assert_str_eq(pp->string_table[pp->sample_type[2]->unit], "nanoseconds");
+	ck_assert_str_eq(pp->string_table[pp->default_sample_type], "samples");
+	for (size_t i = 0; i < pp->n_sample; i++) {
+		const Ember__Pprof__Sample *s = pp->sample[i];
+		bool wait = false;
+
+		ck_assert_uint_eq(s->n_value, 3);
+		/* CPU samples carry 0 off CPU, off-CPU samples 0 in the CPU columns. */
+		ck_assert((s->value[0] > 0) != (s->value[2] > 0));
+		ck_assert_int_eq(s->value[1], s->value[0] * 10000000);
+		for (size_t j = 0; j < s->n_label; j++)
+			wait |= !strcmp(pp->string_table[s->label[j]->key], "wait");
+		ck_assert(wait == (s->value[2] > 0));
+	}
+	ember__pprof__profile__free_unpacked(pp, NULL);
+	ck_assert_int_eq(read_bytes(&back, raw, len), 0);
+	ck_assert(back.off_cpu);
+	ck_assert_uint_eq(back.total_count, 12);
+	ck_assert_uint_eq(back.total_off_cpu_ns, 4000000000ull);
+	orig.view = back.view = EMBER_VIEW_OFF_CPU;
+	a = folded_of(&orig);
+	b = folded_of(&back);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	for (size_t i = 0; i < back.samples.len; i++) {
+		const struct ember_sample *s = ember_profile_sample(&back, (uint32_t)i);
+
+		if (s->off_cpu_ns == 1000000000ull)
+			ck_assert_str_eq(ember_profile_str(&back, s->key.wait), "uninterruptible");
+		else if (s->off_cpu_ns)
+			ck_assert_str_eq(ember_profile_str(&back, s->key.wait), "futex");
+	}
+	free(raw);
+	ember_profile_free(&orig);
+	ember_profile_free(&back);
+}
+END_TEST
+
 START_TEST(reads_uncompressed_and_keeps_inline_frames_and_kernel_kind)
 {
 	struct ember_profile orig, back;
@@ -307,6 +360,7 @@ static Suite *in_pprof_suite(void)
 	tcase_add_test(tc, locations_that_share_an_address_stay_apart);
 	tcase_add_test(tc, gunzip_enforces_its_cap);
 	tcase_add_test(tc, garbage_is_rejected);
+	tcase_add_test(tc, off_cpu_time_round_trips_as_a_third_sample_type);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -62,6 +62,39 @@ START_TEST(merges_threads_and_expands_inline_frames)
 }
 END_TEST
 
+START_TEST(views_of_a_profile_with_off_cpu_time)
+{
+	struct ember_profile p;
+	char *text;
+
+	fixture_build_off_cpu(&p);
+	/* CPU samples only: the off-CPU samples are no lines of the CPU view. */
+	text = folded_of(&p);
+	ck_assert_str_eq(text, "app;main;libfoo.so+0x1234 1\n"
+	                       "app;main;work;leaf_a 6\n"
+	                       "app;main;work;leaf_b 3\n"
+	                       "other;main 2\n");
+	free(text);
+	/* Off CPU: microseconds waited, the two waits at wait_lock summed. */
+	p.view = EMBER_VIEW_OFF_CPU;
+	text = folded_of(&p);
+	ck_assert_str_eq(text, "app;main;wait_io 1000000\n"
+	                       "app;main;work;wait_lock 3000000\n");
+	free(text);
+	/* Both: microseconds, a CPU sample standing for its 10 ms period. */
+	p.view = EMBER_VIEW_BOTH;
+	text = folded_of(&p);
+	ck_assert_str_eq(text, "app;main;libfoo.so+0x1234 10000\n"
+	                       "app;main;wait_io 1000000\n"
+	                       "app;main;work;leaf_a 60000\n"
+	                       "app;main;work;leaf_b 30000\n"
+	                       "app;main;work;wait_lock 3000000\n"
+	                       "other;main 20000\n");
+	free(text);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(empty_profile_is_empty_file)
 {
 	struct ember_profile p;
@@ -83,6 +116,7 @@ static Suite *folded_suite(void)
 	tcase_add_test(tc, writes_sorted_aggregated_lines);
 	tcase_add_test(tc, merges_threads_and_expands_inline_frames);
 	tcase_add_test(tc, empty_profile_is_empty_file);
+	tcase_add_test(tc, views_of_a_profile_with_off_cpu_time);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -96,6 +96,31 @@ START_TEST(nodes_are_preorder_triples)
 }
 END_TEST
 
+START_TEST(off_cpu_page_carries_both_values_per_node)
+{
+	struct ember_profile p;
+	char *page, *data, *nodes;
+
+	fixture_build_off_cpu(&p);
+	p.view = EMBER_VIEW_OFF_CPU;
+	page = html_of(&p);
+	data = data_of(page);
+	ck_assert_ptr_nonnull(strstr(data, "\"view\":\"off-cpu\""));
+	ck_assert_ptr_nonnull(strstr(data, "\"off_cpu\":true"));
+	ck_assert_ptr_nonnull(strstr(data, "\"cpu_samples\":12"));
+	ck_assert_ptr_nonnull(strstr(data, "\"off_cpu_ns\":4000000000"));
+	/* [func, depth, CPU samples, off-CPU ns]: the root holds all of both. */
+	nodes = strstr(data, "\"nodes\":[");
+	ck_assert_ptr_nonnull(nodes);
+	ck_assert(!strncmp(nodes, "\"nodes\":[0,0,12,4000000000,", 29));
+	/* Frames that only wait are on the page too. */
+	ck_assert_ptr_nonnull(strstr(data, "\"wait_lock\""));
+	free(data);
+	free(page);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(hostile_names_cannot_end_the_script)
 {
 	struct ember_profile p;
@@ -166,6 +191,7 @@ static Suite *html_suite(void)
 	tcase_add_test(tc, page_is_self_contained_and_filled_in);
 	tcase_add_test(tc, nodes_are_preorder_triples);
 	tcase_add_test(tc, hostile_names_cannot_end_the_script);
+	tcase_add_test(tc, off_cpu_page_carries_both_values_per_node);
 	tcase_add_test(tc, diff_page_carries_base_values_and_changes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -305,6 +305,60 @@ START_TEST(timestamped_samples_carry_one_value_per_timestamp)
 }
 END_TEST
 
+START_TEST(off_cpu_time_is_a_second_profile_per_process)
+{
+	struct ember_profile p;
+	Request *r;
+	const Dict *d;
+	size_t nres;
+	int64_t off = 0;
+
+	fixture_build_off_cpu(&p);
+	r = encode(&p, &nres);
+	d = r->dictionary;
+	check_dictionary(d);
+	ck_assert_uint_eq(nres, 2);
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+		    r->resource_profiles[i]->scope_profiles[0];
+		bool app =
+		    resource_attr(r->resource_profiles[i]->resource, "process.pid")->int_value ==
+		    10;
+
+		/* app has CPU samples and off-CPU time, other CPU samples only. */
+		ck_assert_uint_eq(sp->n_profiles, app ? 2 : 1);
+		ck_assert_str_eq(str(d, sp->profiles[0]->sample_type->type_strindex), "samples");
+		if (!app)
+			continue;
+		ck_assert_str_eq(str(d, sp->profiles[1]->sample_type->type_strindex), "off_cpu");
+		ck_assert_str_eq(str(d, sp->profiles[1]->sample_type->unit_strindex),
+		                 "nanoseconds");
+		ck_assert_uint_eq(sp->profiles[1]->n_samples, 2);
+		for (size_t j = 0; j < sp->profiles[1]->n_samples; j++) {
+			const Sample *s = sp->profiles[1]->samples[j];
+			const AnyValue *w =
+			    attr(d, s->attribute_indices, s->n_attribute_indices, "off_cpu.wait");
+
+			ck_assert_ptr_nonnull(w);
+			ck_assert_uint_eq(s->n_values, 1);
+			ck_assert_uint_eq(s->n_timestamps_unix_nano, 0);
+			ck_assert_str_eq(w->string_value, s->values[0] == 3000000000ll
+			                                      ? "futex"
+			                                      : "uninterruptible");
+			off += s->values[0];
+		}
+		/* The CPU profile keeps its timestamps per sample. */
+		for (size_t j = 0; j < sp->profiles[0]->n_samples; j++)
+			ck_assert_ptr_null(attr(d, sp->profiles[0]->samples[j]->attribute_indices,
+			                        sp->profiles[0]->samples[j]->n_attribute_indices,
+			                        "off_cpu.wait"));
+	}
+	ck_assert_int_eq(off, 4000000000ll);
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(process_facts_and_configuration_become_resource_attributes)
 {
 	struct ember_profile p;
@@ -453,6 +507,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, empty_profile_is_a_valid_request);
 	tcase_add_test(tc, output_table_knows_otlp);
 	tcase_add_test(tc, upstream_schema_decodes_it);
+	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

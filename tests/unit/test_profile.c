@@ -118,6 +118,51 @@ START_TEST(reset_keeps_metadata)
 }
 END_TEST
 
+START_TEST(off_cpu_samples_and_views)
+{
+	struct ember_profile p, merged;
+	enum ember_view v;
+	uint64_t off = 0, cpu = 0;
+
+	fixture_build_off_cpu(&p);
+	ck_assert(p.off_cpu);
+	ck_assert_uint_eq(p.total_count, 12);
+	ck_assert_uint_eq(p.total_off_cpu_ns, 4000000000ull);
+	ck_assert_uint_eq(ember_profile_total(&p, EMBER_VIEW_CPU), 12);
+	ck_assert_uint_eq(ember_profile_total(&p, EMBER_VIEW_OFF_CPU), 4000000000ull);
+	/* Both: a CPU sample stands for a period (10 ms). */
+	ck_assert_uint_eq(ember_profile_total(&p, EMBER_VIEW_BOTH),
+	                  4000000000ull + 12 * 10000000ull);
+	for (size_t i = 0; i < p.samples.len; i++) {
+		const struct ember_sample *s = ember_profile_sample(&p, (uint32_t)i);
+
+		/* Either one or the other. */
+		ck_assert((s->count > 0) != (s->off_cpu_ns > 0));
+		ck_assert((s->key.wait != 0) == (s->off_cpu_ns > 0));
+		off += ember_sample_value(&p, s, EMBER_VIEW_OFF_CPU);
+		cpu += ember_sample_value(&p, s, EMBER_VIEW_CPU);
+	}
+	ck_assert_uint_eq(off, 4000000000ull);
+	ck_assert_uint_eq(cpu, 12);
+	/* Merging keeps off-CPU samples apart from CPU samples, with their reasons. */
+	ck_assert_int_eq(ember_profile_init(&merged), 0);
+	merged.period_ns = p.period_ns;
+	ck_assert_int_eq(ember_profile_merge(&merged, &p), 0);
+	ck_assert_int_eq(ember_profile_merge(&merged, &p), 0);
+	ck_assert(merged.off_cpu);
+	ck_assert_uint_eq(merged.total_count, 24);
+	ck_assert_uint_eq(merged.total_off_cpu_ns, 8000000000ull);
+	ck_assert_uint_eq(merged.samples.len, p.samples.len);
+	for (int i = 0; i < EMBER_VIEW_MAX; i++) {
+		ck_assert_int_eq(ember_view_parse(ember_view_name((enum ember_view)i), &v), 0);
+		ck_assert_int_eq(v, i);
+	}
+	ck_assert_int_eq(ember_view_parse("offcpu", &v), -EINVAL);
+	ember_profile_free(&merged);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(frame_kind_names_roundtrip)
 {
 	for (int k = 0; k < EMBER_FRAME_KIND_MAX; k++)
@@ -139,6 +184,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(tc, unsymbolized_names);
 	tcase_add_test(tc, reset_keeps_metadata);
 	tcase_add_test(tc, frame_kind_names_roundtrip);
+	tcase_add_test(tc, off_cpu_samples_and_views);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
 /* The record codec: what the BPF side writes, the symbolizer reads back, and nothing else. */
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "check_main.h"
 #include "symbolizer/record_decode.h"
@@ -61,6 +62,42 @@ START_TEST(sample_lengths_must_agree)
 }
 END_TEST
 
+START_TEST(off_cpu_samples_and_wait_reasons)
+{
+	const struct ember_sample_event *s;
+	const uint64_t *frames;
+	size_t len = make_sample(2, 2);
+	struct ember_sample_event *w = (struct ember_sample_event *)buf;
+	struct ember_rec_lost lost = {.count = 5, .reason = EMBER_LOST_OFF_CPU_SAMPLED}, out;
+
+	w->kind = EMBER_EV_OFF_CPU;
+	/* An off-CPU sample weighs something. */
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	w->off_cpu_ns = 2500000;
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), 0);
+	ck_assert_uint_eq(s->off_cpu_ns, 2500000);
+	w->kind = 9;
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	ck_assert_int_eq(ember_decode_lost(&lost, sizeof(lost), &out), 0);
+	ck_assert_str_eq(ember_lost_reason_name(out.reason), "sampled_out");
+	lost.reason = EMBER_LOST_OFF_CPU_SAMPLED + 1;
+	ck_assert_int_eq(ember_decode_lost(&lost, sizeof(lost), &out), -EBADMSG);
+
+	ck_assert_str_eq(ember_wait_reason(EMBER_WAIT_PREEMPTED | 0x1, SYS_futex), "preempted");
+	ck_assert_str_eq(ember_wait_reason(0x1, SYS_futex), "futex");
+	ck_assert_str_eq(ember_wait_reason(0x1, SYS_clock_nanosleep), "sleep");
+	ck_assert_str_eq(ember_wait_reason(0x1, SYS_read), "read");
+	ck_assert_str_eq(ember_wait_reason(0x1, SYS_epoll_pwait), "poll");
+	ck_assert_str_eq(ember_wait_reason(0x1, SYS_getpid), "syscall");
+	ck_assert_str_eq(ember_wait_reason(0x1, -1), "interruptible");
+	ck_assert_str_eq(ember_wait_reason(0x2, SYS_read), "uninterruptible");
+	ck_assert_str_eq(ember_wait_reason(0x402, -1), "idle");
+	ck_assert_str_eq(ember_wait_reason(0x8, -1), "stopped");
+	ck_assert_str_eq(ember_wait_reason(0, SYS_sched_yield), "yield");
+	ck_assert_str_eq(ember_wait_reason(0, SYS_read), "runnable");
+}
+END_TEST
+
 START_TEST(proc_events_and_lost)
 {
 	struct ember_proc_event ev = {.kind = EMBER_EV_EXIT, .tgid = 7};
@@ -90,6 +127,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(tc, sample_roundtrip);
 	tcase_add_test(tc, sample_lengths_must_agree);
 	tcase_add_test(tc, proc_events_and_lost);
+	tcase_add_test(tc, off_cpu_samples_and_wait_reasons);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -117,6 +117,37 @@ START_TEST(changes_are_shares_of_each_profile)
 }
 END_TEST
 
+START_TEST(off_cpu_view_counts_time)
+{
+	struct ember_profile p;
+	struct ember_flame t;
+	struct ember_top_opts o = {.limit = 3, .order = EMBER_TOP_BY_SELF};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+
+	fixture_build_off_cpu(&p);
+	p.view = EMBER_VIEW_OFF_CPU;
+	ck_assert_int_eq(ember_profile_stat_add(&p, "off_cpu.recorded", 3), 0);
+	ck_assert_int_eq(ember_flame_init(&t, false), 0);
+	ck_assert_int_eq(ember_flame_add_profile(&t, &p, EMBER_FLAME_NEW), 0);
+	ck_assert_int_eq(ember_flame_finish(&t), 0);
+	ck_assert_uint_eq(t.slot_total[0], 4000000000ull);
+	ck_assert_int_eq(ember_top_print(&t, &p, &o, mem), 0);
+	fclose(mem);
+	ck_assert_str_eq(text, "4.00 s off CPU in 5.00 s (3 waits recorded, 0 below the minimum, "
+	                       "0 sampled out) at 100 Hz, 4 lost\n"
+	                       "Showing 3 of 5 functions (time off CPU), sorted by self\n"
+	                       "      self  self%   sum%      total total%  function\n"
+	                       "    3.00 s  75.0%  75.0%     3.00 s  75.0%  wait_lock\n"
+	                       "    1.00 s  25.0% 100.0%     1.00 s  25.0%  wait_io\n"
+	                       "    0.0 ms   0.0% 100.0%     4.00 s 100.0%  main\n");
+	free(text);
+	ember_flame_free(&t);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(prints_a_table_like_pprof)
 {
 	struct ember_profile p;
@@ -153,6 +184,7 @@ static Suite *top_suite(void)
 	tcase_add_test(tc, recursion_counts_once_per_sample);
 	tcase_add_test(tc, changes_are_shares_of_each_profile);
 	tcase_add_test(tc, prints_a_table_like_pprof);
+	tcase_add_test(tc, off_cpu_view_counts_time);
 	suite_add_tcase(s, tc);
 	return s;
 }

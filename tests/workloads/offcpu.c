@@ -11,8 +11,9 @@
  *   offcpu migrate SECONDS     a thread moved to another CPU while it sleeps
  *   offcpu rapid SECONDS       four threads that sleep 300 us at a time: about
  *                              12,000 waits a second, for the sampling at high rates
- *   offcpu pingpong SECONDS    two threads handing a byte back and forth through
- *                              pipes: as many context switches as the CPUs allow
+ *   offcpu pingpong SECONDS [WORK]  two threads handing a byte back and forth
+ *                              through pipes, each spinning WORK iterations (default
+ *                              0) before it hands it on: many context switches a second
  *
  * Each mode prints "ready" and waits for a line on standard input (the
  * profiler is attached): then it runs on CPU for 0.3 s (so that the profiler
@@ -21,7 +22,7 @@
  * function (wait_go included): the time its
  * threads spent off CPU inside it, measured as the wall time of each blocking
  * call less the thread's CPU time during the call. `migrate` adds
- * "migrations=N waits=M"; `pingpong` adds "switches=N".
+ * "migrations=N waits=M"; `pingpong` adds "handoffs=N".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -367,6 +368,15 @@ static void *rapid(void *arg)
 
 static int ping[2], pong[2];
 static _Atomic uint64_t handoffs;
+static unsigned long pingpong_work;
+
+NOINLINE static void work(unsigned long n)
+{
+	volatile unsigned long sink = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
 
 NOINLINE static void wait_ping(int fd)
 {
@@ -386,6 +396,7 @@ static void *pinger(void *arg)
 	while (!atomic_load(&stop)) {
 		wait_ping(side ? ping[0] : pong[0]);
 		atomic_fetch_add(&handoffs, 1);
+		work(pingpong_work);
 		write_byte(side ? pong[1] : ping[1]);
 	}
 	/* The other side may be waiting for this byte. */
@@ -438,6 +449,8 @@ int main(int argc, char **argv)
 	}
 	mode = argv[1];
 	seconds = atof(argv[2]);
+	if (!strcmp(mode, "pingpong") && argc > 3)
+		pingpong_work = strtoul(argv[3], NULL, 10);
 	/* Sleeps as long as asked: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1);
 	if (!strcmp(mode, "known") && argc > 3)
@@ -481,6 +494,6 @@ int main(int argc, char **argv)
 		printf("migrations=%u waits=%u\n", atomic_load(&migrations),
 		       atomic_load(&migrate_waits));
 	if (!strcmp(mode, "pingpong"))
-		printf("switches=%llu\n", (unsigned long long)(2 * atomic_load(&handoffs)));
+		printf("handoffs=%llu\n", (unsigned long long)atomic_load(&handoffs));
 	return 0;
 }
