@@ -112,7 +112,8 @@ START_TEST(off_cpu_page_carries_both_values_per_node)
 	/* [func, depth, CPU samples, off-CPU ns]: the root holds all of both. */
 	nodes = strstr(data, "\"nodes\":[");
 	ck_assert_ptr_nonnull(nodes);
-	ck_assert(!strncmp(nodes, "\"nodes\":[0,0,12,4000000000,", 29));
+	ck_assert_msg(!strncmp(nodes, "\"nodes\":[0,0,12,4000000000,1,1,10,4000000000,", 45),
+	              "%.60s", nodes);
 	/* Frames that only wait are on the page too. */
 	ck_assert_ptr_nonnull(strstr(data, "\"wait_lock\""));
 	free(data);

@@ -137,7 +137,7 @@ START_TEST(off_cpu_view_counts_time)
 	fclose(mem);
 	ck_assert_str_eq(text, "4.00 s off CPU in 5.00 s (3 waits recorded, 0 below the minimum, "
 	                       "0 sampled out) at 100 Hz, 4 lost\n"
-	                       "Showing 3 of 5 functions (time off CPU), sorted by self\n"
+	                       "Showing 3 of 4 functions (time off CPU), sorted by self\n"
 	                       "      self  self%   sum%      total total%  function\n"
 	                       "    3.00 s  75.0%  75.0%     3.00 s  75.0%  wait_lock\n"
 	                       "    1.00 s  25.0% 100.0%     1.00 s  25.0%  wait_io\n"
