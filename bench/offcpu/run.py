@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/offcpu: what off-CPU profiling costs at a high context-switch rate.
 
-A ping-pong workload (tests/workloads/offcpu.c pingpong: two threads handing a
-byte back and forth through pipes, with a fixed amount of work per hand-off,
-calibrated so that the host does about --rate context switches a second) runs
-for the same time under each tool, recording the whole system:
+A ping-pong workload (tests/workloads/offcpu.c pingpong: two threads on CPU 0
+handing a byte back and forth through pipes, one context switch per hand-off,
+with a fixed amount of work per hand-off calibrated so that CPU 0 switches
+about --rate times a second) runs for the same time under each tool, recording
+the whole system:
 
   none                          the workload alone
   ember                         ember record -F 19 (CPU samples only)
@@ -17,12 +18,15 @@ for the same time under each tool, recording the whole system:
                                 mounted for it in a private mount namespace)
 
 For each it prints the hand-offs per second (the workload's throughput), the
-context switches per second (/proc/stat), the workload's CPU time per
-hand-off, the tool's own CPU seconds (its processes, from wait4), and the
-added CPU: the workload's extra CPU per hand-off (the probes run in the
-switching threads) times the hand-offs, plus the tool's own, as a percentage
-of one core and in microseconds per context switch. A tool that cannot run
-here is listed with the reason.
+context switches per second (/proc/stat, the whole host), the workload's CPU
+time per hand-off and how much that grew (the probes run in the switching
+threads: the cost per switch), the tool's own CPU (its processes and threads,
+from /proc, while the workload runs: start-up and the final report are shown
+apart), and the added CPU at --rate switches a second: the growth per switch
+times the rate, plus the tool's own, as a percentage of one core. Other work
+on the host changes the throughput from run to run; the CPU time per hand-off
+is what the probes add, whatever the throughput. A tool that cannot run here
+is listed with the reason.
 
 Usage: sudo bench/offcpu/run.py [--seconds 10] [--rate 50000] [--build build]
 """
@@ -50,29 +54,60 @@ def cpu_of(rusage):
     return rusage.ru_utime + rusage.ru_stime
 
 
+def tree(pid):
+    """pid and all its descendants."""
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def tree_cpu(pid):
+    """CPU seconds (user + system) of pid's process tree so far."""
+    if pid is None:
+        return 0.0
+    ticks = 0
+    for p in tree(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def run_workload(workload, seconds, work):
     """Starts the workload; returns (popen). It waits for two lines on stdin."""
-    p = subprocess.Popen([workload, "pingpong", str(seconds), str(work)], stdin=subprocess.PIPE,
+    p = subprocess.Popen([workload, "pingpong", str(seconds), str(work), "0"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
     return p
 
 
-def finish_workload(p):
+def finish_workload(p, tool_pid=None):
     p.stdin.write("warm\n")
     p.stdin.flush()
     time.sleep(0.5)
-    c0, t0 = ctxt(), time.monotonic()
+    c0, t0, k0 = ctxt(), time.monotonic(), tree_cpu(tool_pid)
     p.stdin.write("go\n")
     p.stdin.flush()
     p.stdin.close()
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
-    c1, t1 = ctxt(), time.monotonic()
+    c1, t1, k1 = ctxt(), time.monotonic(), tree_cpu(tool_pid)
     p.returncode = os.waitstatus_to_exitcode(status)
     handoffs = int(next(l.split("=")[1] for l in out.split() if l.startswith("handoffs=")))
     # warm_up (0.3 s) and the go line are inside the window: count from go on, near enough.
-    return {"handoffs": handoffs, "cpu": cpu_of(ru), "ctxt_s": (c1 - c0) / (t1 - t0)}
+    return {"handoffs": handoffs, "cpu": cpu_of(ru), "ctxt_s": (c1 - c0) / (t1 - t0),
+            "window": t1 - t0, "tool_window_cpu": k1 - k0}
 
 
 def calibrate(workload, rate):
@@ -117,7 +152,7 @@ def run_tool(name, cmd, workload, seconds, work, attach_s):
                 time.sleep(0.1)
                 if reap(tool, False):
                     return {"name": name, "error": last_line(tool.stderr.read(), tool.returncode)}
-        r = finish_workload(wl)
+        r = finish_workload(wl, tool.pid if tool else None)
         r["name"] = name
         r["tool_cpu"] = 0.0
         if tool:
@@ -183,25 +218,24 @@ def main():
             continue
         results.append(run_tool(name, cmd, workload, a.seconds, work, attach))
     base = results[0]
-    base_cpu_per = base["cpu"] / base["handoffs"]
-    print(f"bench/offcpu: ping-pong for {a.seconds:.0f} s, {work} work iterations per hand-off "
-          f"(calibrated: {got:,.0f} context switches/s alone), {os.cpu_count()} CPUs, whole system")
-    print(f"{'tool':<26} {'hand-offs/s':>11} {'switches/s':>11} {'wl CPU us/h':>11} {'tool CPU s':>10}"
-          f" {'added % core':>12} {'added us/switch':>15} {'throughput':>10}")
-    rows = []
+    base_per = base["cpu"] / base["handoffs"]
+    print(f"bench/offcpu: ping-pong on CPU 0 for {a.seconds:.0f} s, {work} work iterations per "
+          f"hand-off (calibrated: {got:,.0f} context switches/s alone), {os.cpu_count()} CPUs, "
+          f"whole system")
+    print(f"{'tool':<26} {'hand-offs/s':>11} {'switches/s':>11} {'wl us/h-off':>11} {'+us/switch':>10}"
+          f" {'tool % core':>11} {'added at ' + str(a.rate // 1000) + 'k/s':>13} {'tool start+end s':>16}")
+    added = {}
     for r in results:
         if "error" in r:
             print(f"{r['name']:<26} cannot run here: {r['error']}")
             continue
-        secs = d
         per = r["cpu"] / r["handoffs"]
-        added = (per - base_cpu_per) * r["handoffs"] + r["tool_cpu"]
-        switches = r["ctxt_s"] * secs
-        rows.append((r["name"], added / secs))
-        print(f"{r['name']:<26} {r['handoffs'] / secs:>11,.0f} {r['ctxt_s']:>11,.0f} {1e6 * per:>11.2f}"
-              f" {r['tool_cpu']:>10.3f} {100 * added / secs:>11.2f}% {1e6 * added / switches:>15.3f}"
-              f" {100 * r['handoffs'] / base['handoffs'] - 100:>+9.1f}%")
-    added = dict(rows)
+        tool_core = r["tool_window_cpu"] / r["window"]
+        # Each hand-off is one context switch on CPU 0.
+        added[r["name"]] = (per - base_per) * a.rate + tool_core
+        print(f"{r['name']:<26} {r['handoffs'] / r['window']:>11,.0f} {r['ctxt_s']:>11,.0f}"
+              f" {1e6 * per:>11.2f} {1e6 * (per - base_per):>10.2f} {100 * tool_core:>10.2f}%"
+              f" {100 * added[r['name']]:>12.2f}% {r['tool_cpu'] - r['tool_window_cpu']:>16.3f}")
     for other in ("offcputime -m 1000", "offcputime-bpfcc -m 1000", "perf sched_switch -g"):
         if other in added and "ember --off-cpu" in added and added[other] > 0:
             print(f"ratio ember --off-cpu / {other}: added CPU {added['ember --off-cpu'] / added[other]:.2f}x")

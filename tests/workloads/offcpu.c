@@ -11,9 +11,10 @@
  *   offcpu migrate SECONDS     a thread moved to another CPU while it sleeps
  *   offcpu rapid SECONDS       four threads that sleep 300 us at a time: about
  *                              12,000 waits a second, for the sampling at high rates
- *   offcpu pingpong SECONDS [WORK]  two threads handing a byte back and forth
- *                              through pipes, each spinning WORK iterations (default
- *                              0) before it hands it on: many context switches a second
+ *   offcpu pingpong SECONDS [WORK [CPU]]  two threads handing a byte back and
+ *                              forth through pipes, each spinning WORK iterations
+ *                              (default 0) before it hands it on, both on CPU if
+ *                              given (one switch per hand-off): many switches a second
  *
  * Each mode prints "ready" and waits for a line on standard input (the
  * profiler is attached): then it runs on CPU for 0.3 s (so that the profiler
@@ -369,6 +370,7 @@ static void *rapid(void *arg)
 static int ping[2], pong[2];
 static _Atomic uint64_t handoffs;
 static unsigned long pingpong_work;
+static int pingpong_cpu = -1;
 
 NOINLINE static void work(unsigned long n)
 {
@@ -391,6 +393,8 @@ static void *pinger(void *arg)
 	int side = (int)(intptr_t)arg;
 
 	pthread_setname_np(pthread_self(), side ? "oc-pong" : "oc-ping");
+	if (pingpong_cpu >= 0)
+		pin((pid_t)syscall(SYS_gettid), pingpong_cpu);
 	if (!side)
 		write_byte(ping[1]);
 	while (!atomic_load(&stop)) {
@@ -451,6 +455,8 @@ int main(int argc, char **argv)
 	seconds = atof(argv[2]);
 	if (!strcmp(mode, "pingpong") && argc > 3)
 		pingpong_work = strtoul(argv[3], NULL, 10);
+	if (!strcmp(mode, "pingpong") && argc > 4)
+		pingpong_cpu = atoi(argv[4]);
 	/* Sleeps as long as asked: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1);
 	if (!strcmp(mode, "known") && argc > 3)
