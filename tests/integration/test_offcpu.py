@@ -11,6 +11,7 @@ import collections
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -334,14 +335,69 @@ def test_sampling_keeps_totals_at_high_rates():
     compare(truth, ["wait_rapid", "main_wait", "wait_go"], folded)
 
 
-def test_daemon_collector_takes_off_cpu():
+def test_daemons_take_off_cpu():
+    """ember-collector --off-cpu and an ember-symbolizer daemon: its pprof files carry the
+    off_cpu type and the workload's waits, its folded files (--view off-cpu) microseconds."""
     r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--help"], capture_output=True, text=True)
     assert "--off-cpu" in r.stdout, r.stdout
     r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--off-cpu=soon"], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 2 and "--off-cpu=5ms" in r.stderr, r.stderr
-    r = ember("record", "--off-cpu=1x", "-d", "1", check=False)
-    assert r.returncode == 2, r.stderr
+    base = os.path.join(WD, "daemons")
+    run_dir, out = os.path.join(base, "run"), os.path.join(base, "out")
+    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(out, exist_ok=True)
+    os.chown(out, 65534, 65534)
+    sock = os.path.join(run_dir, "collector.sock")
+    wl = subprocess.Popen([WORKLOAD, "known", "6", WD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    assert wl.stdout.readline().strip() == "ready"
+    col = sym = None
+    try:
+        col = subprocess.Popen([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
+                                run_dir, "-F", "99", "--off-cpu", "-p", str(wl.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
+                                "--output-dir", out, "--interval", "60s", "--format", "pprof",
+                                "--format", "folded", "--keep", "0", "--user", "nobody",
+                                "--view", "off-cpu"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(2.0)
+        wl.stdin.write("warm\n")
+        wl.stdin.flush()
+        time.sleep(0.8)
+        wl.stdin.write("go\n")
+        wl.stdin.flush()
+        wout, _ = wl.communicate(timeout=60)
+        time.sleep(1.0)
+        sym.send_signal(signal.SIGTERM)
+        sym_out, _ = sym.communicate(timeout=60)
+    finally:
+        for p in (sym, col, wl):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    kill(p)
+    assert sym.returncode == 0, sym_out
+    truth = dict((k, int(v)) for k, _, v in (f.partition("=") for f in wout.split()))
+    files = sorted(f for f in os.listdir(out) if not f.startswith("."))
+    pbs = [os.path.join(out, f) for f in files if f.endswith(".pb.gz")]
+    folded = [os.path.join(out, f) for f in files if f.endswith(".folded")]
+    assert len(pbs) == 1 and len(folded) == 1, files
+    prof = read_pprof(pbs[0])
+    types = [prof.string_table[t.type] for t in prof.sample_type]
+    assert "off_cpu" in types, types
+    futex = sum(v["off_cpu"] for fr, v, _ in pprof_samples(prof) if "wait_futex" in fr)
+    log(f"  daemon: wait_futex {futex / 1e9:.3f} s off CPU, measured {truth['wait_futex'] / 1e9:.3f} s")
+    assert abs(futex - truth["wait_futex"]) <= 0.05 * truth["wait_futex"], (futex, truth)
+    got, _ = off_cpu_by_function(folded[0], ["wait_futex"])
+    assert abs(got["wait_futex"] * 1000 - futex) <= 1000 + futex // 1000, (got, futex)
 
 
 run_tests([
@@ -353,6 +409,6 @@ run_tests([
     test_off_cpu_view_in_chromium,
     test_migrating_wait_is_weighted_correctly,
     test_sampling_keeps_totals_at_high_rates,
-    test_daemon_collector_takes_off_cpu,
+    test_daemons_take_off_cpu,
 ])
 shutil.rmtree(WD, ignore_errors=True)
