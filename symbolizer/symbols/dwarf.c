@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/vec.h"
+
 #define NO_NODE UINT32_MAX
 
 /* A function or an inlined call with code: one frame of an inline chain. */
@@ -79,26 +81,10 @@ struct expander {
 	struct unit *u;
 	struct span *spans;
 	size_t nspans, spans_cap;
-	uint32_t *depths;   /* per node */
+	uint32_t *depths; /* per node */
+	size_t depths_cap;
 	Dwarf_Off unit_end; /* section offset where the unit ends, 0 if unknown */
 };
-
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	p = realloc(*items, n * size);
-	if (!p)
-		return -ENOMEM;
-	*items = p;
-	*cap = n;
-	return 0;
-}
 
 static int cmp_unit_range(const void *a, const void *b)
 {
@@ -130,7 +116,7 @@ static int read_units(struct ember_dwarf *d)
 			d->errors++;
 			break;
 		}
-		if (grow((void **)&d->units, &units_cap, d->nunits + 1, sizeof(*d->units)))
+		if (EMBER_ENSURE(d->units, units_cap, d->nunits + 1, EMBER_VEC_NO_MAX))
 			return -ENOMEM;
 		memset(&d->units[d->nunits], 0, sizeof(d->units[0]));
 		d->units[d->nunits].cudie = cudie;
@@ -145,8 +131,7 @@ static int read_units(struct ember_dwarf *d)
 				d->errors++;
 				break;
 			}
-			if (grow((void **)&d->ranges, &ranges_cap, d->nranges + 1,
-			         sizeof(*d->ranges)))
+			if (EMBER_ENSURE(d->ranges, ranges_cap, d->nranges + 1, EMBER_VEC_NO_MAX))
 				return -ENOMEM;
 			d->ranges[d->nranges++] = (struct unit_range){lo, hi, (uint32_t)d->nunits};
 		}
@@ -333,7 +318,6 @@ static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent
 	ptrdiff_t off = 0;
 	unsigned int n = 0;
 	struct node *nd;
-	size_t cap = u->nodes_cap;
 	int line = 0;
 	uint32_t id = (uint32_t)u->nnodes;
 
@@ -345,21 +329,16 @@ static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent
 		if (x->nspans == EMBER_DWARF_MAX_UNIT_RANGES ||
 		    ++x->d->ranges_read > EMBER_DWARF_MAX_FILE_RANGES)
 			return -E2BIG;
-		if (grow((void **)&x->spans, &x->spans_cap, x->nspans + 1, sizeof(*x->spans)))
+		if (EMBER_ENSURE(x->spans, x->spans_cap, x->nspans + 1, EMBER_VEC_NO_MAX))
 			return -ENOMEM;
 		x->spans[x->nspans++] = (struct span){lo, hi, id, depth};
 	}
 	if (!n)
 		return 0; /* a declaration or an instance without code */
-	if (grow((void **)&u->nodes, &u->nodes_cap, u->nnodes + 1, sizeof(*u->nodes)))
+	if (EMBER_ENSURE(u->nodes, u->nodes_cap, u->nnodes + 1, EMBER_VEC_NO_MAX))
 		return -ENOMEM;
-	if (u->nodes_cap != cap) {
-		uint32_t *depths = realloc(x->depths, u->nodes_cap * sizeof(*depths));
-
-		if (!depths)
-			return -ENOMEM;
-		x->depths = depths;
-	}
+	if (EMBER_ENSURE(x->depths, x->depths_cap, u->nnodes + 1, EMBER_VEC_NO_MAX))
+		return -ENOMEM;
 	nd = &u->nodes[u->nnodes++];
 	memset(nd, 0, sizeof(*nd));
 	nd->parent = parent;
@@ -530,7 +509,7 @@ static int emit(struct unit *u, size_t *cap, uint64_t lo, uint64_t hi, uint32_t 
 		u->segs[u->nsegs - 1].hi = hi;
 		return 0;
 	}
-	if (grow((void **)&u->segs, cap, u->nsegs + 1, sizeof(*u->segs)))
+	if (EMBER_ENSURE(u->segs, *cap, u->nsegs + 1, EMBER_VEC_NO_MAX))
 		return -ENOMEM;
 	u->segs[u->nsegs++] = (struct seg){lo, hi, node};
 	return 0;
