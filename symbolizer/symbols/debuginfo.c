@@ -11,6 +11,9 @@
 #include <zlib.h>
 
 #include "symbolizer/symbols/file_id.h"
+#include "shared/vec.h"
+
+#define MINIDEBUG_FROM (1u << 20) /* first guess of .gnu_debugdata decompressed */
 
 const char *ember_debug_source_name(enum ember_debug_source s)
 {
@@ -161,9 +164,9 @@ int ember_minidebuginfo_extract(Elf *elf, void **out, size_t *out_len)
 	GElf_Shdr sh;
 	Elf_Scn *scn = section_by_name(elf, ".gnu_debugdata", &sh);
 	Elf_Data *data;
-	size_t cap = 1u << 20;
-	uint8_t *buf;
-	lzma_ret r;
+	uint8_t *buf = NULL;
+	size_t cap = 0, used = 0;
+	int err = 0;
 
 	*out = NULL;
 	*out_len = 0;
@@ -173,49 +176,37 @@ int ember_minidebuginfo_extract(Elf *elf, void **out, size_t *out_len)
 		return -E2BIG;
 	if (lzma_stream_decoder(&strm, 128u << 20, 0) != LZMA_OK)
 		return -ENOMEM;
-	buf = malloc(cap);
-	if (!buf) {
-		lzma_end(&strm);
-		return -ENOMEM;
-	}
 	strm.next_in = data->d_buf;
 	strm.avail_in = data->d_size;
-	strm.next_out = buf;
-	strm.avail_out = cap;
-	for (;;) {
-		r = lzma_code(&strm, LZMA_FINISH);
-		if (r == LZMA_STREAM_END)
-			break;
-		if (r != LZMA_OK && r != LZMA_BUF_ERROR)
-			goto bad;
-		if (strm.avail_out == 0) {
-			size_t used = cap;
-			uint8_t *grown;
+	while (!err) {
+		lzma_ret r;
 
-			if (cap >= EMBER_MINIDEBUG_MAX_BYTES) {
-				free(buf);
-				lzma_end(&strm);
-				return -E2BIG;
-			}
-			cap *= 2;
-			grown = realloc(buf, cap);
-			if (!grown)
-				goto bad;
-			buf = grown;
+		/* Output from 1 MiB, doubling up to the cap. */
+		if (used == cap) {
+			err =
+			    ember_ensure_mem((void **)&buf, &cap, 1, cap ? cap + 1 : MINIDEBUG_FROM,
+			                     EMBER_MINIDEBUG_MAX_BYTES);
 			strm.next_out = buf + used;
 			strm.avail_out = cap - used;
-		} else if (r == LZMA_BUF_ERROR) {
-			goto bad; /* truncated input */
+			if (err)
+				break;
 		}
+		r = lzma_code(&strm, LZMA_FINISH);
+		used = cap - strm.avail_out;
+		if (r == LZMA_STREAM_END)
+			break;
+		/* Out of room is the only error that more room mends; else bad or truncated. */
+		if (r != LZMA_OK && !(r == LZMA_BUF_ERROR && !strm.avail_out))
+			err = -EBADMSG;
 	}
-	*out_len = cap - strm.avail_out;
+	lzma_end(&strm);
+	if (err) {
+		free(buf);
+		return err;
+	}
 	*out = buf;
-	lzma_end(&strm);
+	*out_len = used;
 	return 0;
-bad:
-	free(buf);
-	lzma_end(&strm);
-	return -EBADMSG;
 }
 
 static int try_minidebuginfo(Elf *main_elf, struct ember_debugfile *out)
