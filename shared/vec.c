@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIRST_CAP 16
+#define FIRST_CAP 4
 
 int ember_ensure_mem(void **data, size_t *cap, size_t item_size, size_t need, size_t max)
 {

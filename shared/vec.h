@@ -18,7 +18,7 @@
 
 /*
  * Makes room for need items of item_size bytes in *data, whose capacity is
- * *cap items: the capacity doubles (from 16) until need fits, and never
+ * *cap items: the capacity doubles (from 4) until need fits, and never
  * exceeds max items. Returns 0; -E2BIG when need > max; -ENOMEM (then *data
  * and *cap are unchanged).
  */

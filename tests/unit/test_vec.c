@@ -11,6 +11,8 @@ START_TEST(ensure_mem_doubles_and_keeps_items)
 	size_t cap = 0;
 
 	ck_assert_int_eq(EMBER_ENSURE(a, cap, 1, 1000), 0);
+	ck_assert_uint_eq(cap, 4);
+	ck_assert_int_eq(EMBER_ENSURE(a, cap, 16, 1000), 0);
 	ck_assert_uint_eq(cap, 16);
 	for (uint64_t i = 0; i < 16; i++)
 		a[i] = i * 3;
