@@ -341,15 +341,12 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 	s->count += count;
 	p->total_count += count;
 	if (timestamp_ns) {
-		if (s->ntimestamps == s->cap_timestamps) {
-			uint32_t cap = s->cap_timestamps ? s->cap_timestamps * 2 : 4;
-			uint64_t *grown = realloc(s->timestamps, cap * sizeof(*grown));
+		size_t cap = s->cap_timestamps;
 
-			if (!grown)
-				return -ENOMEM;
-			s->timestamps = grown;
-			s->cap_timestamps = cap;
-		}
+		r = EMBER_ENSURE(s->timestamps, cap, (size_t)s->ntimestamps + 1, UINT32_MAX);
+		s->cap_timestamps = (uint32_t)cap;
+		if (r)
+			return r;
 		s->timestamps[s->ntimestamps++] = timestamp_ns;
 	}
 	return 0;
