@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/vec.h"
+
 #define DWARF_REG_FP       6 /* rbp */
 #define DWARF_REG_SP       7 /* rsp */
 #define DWARF_REG_RA       16
@@ -355,6 +357,7 @@ static int emit(struct ember_cfi_builder *b, struct ember_cfi_fde *fde, uint64_t
                 struct ember_unwind_row row)
 {
 	struct ember_cfi_raw_row *last = fde->nrows ? &b->raw[b->nraw - 1] : NULL;
+	int err;
 
 	if (row.kind == EMBER_ROW_INVALID)
 		b->invalid_rows++;
@@ -364,20 +367,9 @@ static int emit(struct ember_cfi_builder *b, struct ember_cfi_fde *fde, uint64_t
 	}
 	if (last && same_rule(&last->row, &row))
 		return 0;
-	if (b->nraw == b->max_rows)
-		return -E2BIG;
-	if (b->nraw == b->raw_cap) {
-		size_t cap = b->raw_cap ? b->raw_cap * 2 : 4096;
-		struct ember_cfi_raw_row *grown;
-
-		if (cap > b->max_rows)
-			cap = b->max_rows;
-		grown = realloc(b->raw, cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		b->raw = grown;
-		b->raw_cap = cap;
-	}
+	err = EMBER_ENSURE(b->raw, b->raw_cap, b->nraw + 1, b->max_rows);
+	if (err)
+		return err;
 	b->raw[b->nraw].pc = pc;
 	b->raw[b->nraw].row = row;
 	b->nraw++;
@@ -581,16 +573,10 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 static int add_fde(struct ember_cfi_builder *b, uint64_t start, uint64_t end)
 {
 	struct ember_cfi_fde *f;
+	int err = EMBER_ENSURE(b->fdes, b->fdes_cap, b->nfdes + 1, EMBER_VEC_NO_MAX);
 
-	if (b->nfdes == b->fdes_cap) {
-		size_t cap = b->fdes_cap ? b->fdes_cap * 2 : 1024;
-		struct ember_cfi_fde *grown = realloc(b->fdes, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		b->fdes = grown;
-		b->fdes_cap = cap;
-	}
+	if (err)
+		return err;
 	f = &b->fdes[b->nfdes++];
 	f->start = start;
 	f->end = end;
