@@ -8,6 +8,7 @@
 #include "pprof.pb-c.h"
 #include "symbolizer/formats/gzip.h"
 #include "shared/str.h"
+#include "shared/vec.h"
 
 /* Kernel text lives in the upper half of the address space on x86-64 and arm64. */
 #define KERNEL_ADDRESS_MIN 0xffff800000000000ull
@@ -234,16 +235,9 @@ static int read_locations(struct reader *r)
 
 		if (pl->mapping_id && mi < 0)
 			r->bad_refs++;
-		if (pl->n_line > lines_cap) {
-			struct ember_line *grown = realloc(lines, pl->n_line * sizeof(*lines));
-
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			lines = grown;
-			lines_cap = pl->n_line;
-		}
+		err = EMBER_ENSURE(lines, lines_cap, pl->n_line, EMBER_VEC_NO_MAX);
+		if (err)
+			break;
 		for (size_t j = 0; j < pl->n_line; j++) {
 			int64_t fi = id_map_find(&r->functions, pl->line[j]->function_id);
 
