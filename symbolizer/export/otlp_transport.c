@@ -15,6 +15,7 @@
 #include "otlp/profiles_service.pb-c.h"
 #include "otlp/rpc_status.pb-c.h"
 #include "shared/str.h"
+#include "shared/vec.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse
     OtlpResponse;
@@ -31,7 +32,7 @@ struct ember_transport {
 	char errbuf[CURL_ERROR_SIZE];
 	/* The answer of the current attempt. */
 	uint8_t *body;
-	size_t body_len;
+	size_t body_len, body_cap;
 	bool body_truncated;
 	char content_type[128];
 	char grpc_encoding[32];
@@ -252,11 +253,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 		len = room;
 	}
 	if (len) {
-		uint8_t *grown = realloc(t->body, t->body_len + len);
-
-		if (!grown)
+		if (EMBER_ENSURE(t->body, t->body_cap, t->body_len + len, EMBER_OTLP_MAX_RESPONSE))
 			return 0;
-		t->body = grown;
 		memcpy(t->body + t->body_len, data, len);
 		t->body_len += len;
 	}
@@ -492,7 +490,7 @@ static void reset_answer(struct ember_transport *t)
 {
 	free(t->body);
 	t->body = NULL;
-	t->body_len = 0;
+	t->body_len = t->body_cap = 0;
 	t->body_truncated = false;
 	t->content_type[0] = t->grpc_encoding[0] = t->grpc_message[0] = t->grpc_details[0] = '\0';
 	t->grpc_status = -1;
