@@ -8,18 +8,26 @@
 
 #include "shared/log.h"
 
-static bool proc_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+/* The process in slot, or NULL for a free slot. */
+static struct ember_process *at(const struct ember_processes *t, uint32_t slot)
 {
-	const struct ember_processes *t = ctx;
+	struct ember_process **p = ember_slots_get(&t->slots, slot);
 
-	return len == sizeof(uint32_t) && !memcmp(&t->slots[value]->pid, key, len);
+	return p ? *p : NULL;
+}
+
+static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct ember_process *p = *(struct ember_process *const *)ember_slots_at(ctx, slot);
+
+	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
 }
 
 int ember_processes_init(struct ember_processes *t)
 {
 	memset(t, 0, sizeof(*t));
-	ember_index_init(&t->index);
-	return ember_hash_key_init(&t->hash_key);
+	return ember_slots_init(&t->slots, sizeof(struct ember_process *), EMBER_PROCESSES_MAX,
+	                        proc_eq);
 }
 
 void ember_process_forget_facts(struct ember_process *p)
@@ -40,35 +48,18 @@ static void destroy(struct ember_process *p)
 
 void ember_processes_free(struct ember_processes *t)
 {
-	for (size_t i = 0; i < t->nslots; i++)
-		destroy(t->slots[i]);
-	free(t->slots);
-	ember_index_free(&t->index);
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
+		if (at(t, i))
+			destroy(at(t, i));
+	ember_slots_free(&t->slots);
 	memset(t, 0, sizeof(*t));
 }
 
-static uint64_t pid_hash(const struct ember_processes *t, uint32_t pid)
+static void remove_slot(struct ember_processes *t, uint32_t slot)
 {
-	return ember_hash(&t->hash_key, &pid, sizeof(pid));
-}
+	struct ember_process *p = at(t, slot);
 
-/* Removes slot i, moving the last entry into its place. */
-static void remove_slot(struct ember_processes *t, uint32_t i)
-{
-	struct ember_process *p = t->slots[i], *last;
-	uint32_t lasti = (uint32_t)t->nslots - 1;
-
-	ember_index_remove(&t->index, pid_hash(t, p->pid), i);
-	if (i != lasti) {
-		last = t->slots[lasti];
-		ember_index_remove(&t->index, pid_hash(t, last->pid), lasti);
-		t->slots[i] = last;
-		last->slot = i;
-		uint32_t stored;
-		ember_index_upsert(&t->index, pid_hash(t, last->pid), &last->pid, sizeof(last->pid),
-		                   proc_eq, t, i, &stored);
-	}
-	t->nslots--;
+	ember_slots_remove(&t->slots, slot, &p->pid, sizeof(p->pid));
 	destroy(p);
 }
 
@@ -76,64 +67,57 @@ struct ember_process *ember_processes_find(struct ember_processes *t, uint32_t p
 {
 	uint32_t slot;
 
-	if (ember_index_find(&t->index, pid_hash(t, pid), &pid, sizeof(pid), proc_eq, t, &slot))
+	if (ember_slots_find(&t->slots, &pid, sizeof(pid), &slot))
 		return NULL;
-	return t->slots[slot];
+	return at(t, slot);
+}
+
+/* Makes room for one more by forgetting the process seen longest ago. */
+static void evict_idlest(struct ember_processes *t)
+{
+	struct ember_process *idlest = NULL, *p;
+
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
+		if ((p = at(t, i)) && (!idlest || p->last_seen_ns < idlest->last_seen_ns))
+			idlest = p;
+	if (idlest) {
+		remove_slot(t, idlest->slot);
+		t->evictions++;
+	}
 }
 
 struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
 {
 	struct ember_process *p = ember_processes_find(t, pid);
-	uint32_t stored;
+	uint32_t slot;
 
 	if (p) {
 		p->last_seen_ns = now_ns;
 		return p;
 	}
-	if (t->nslots == EMBER_PROCESSES_MAX) {
-		uint32_t idlest = 0;
-
-		for (uint32_t i = 1; i < t->nslots; i++)
-			if (t->slots[i]->last_seen_ns < t->slots[idlest]->last_seen_ns)
-				idlest = i;
-		remove_slot(t, idlest);
-		t->evictions++;
-	}
-	if (t->nslots == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct ember_process **grown = realloc(t->slots, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		t->slots = grown;
-		t->cap = cap;
-	}
+	if (t->slots.count == EMBER_PROCESSES_MAX)
+		evict_idlest(t);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->pid = pid;
-	p->slot = (uint32_t)t->nslots;
-	p->last_seen_ns = now_ns;
-	t->slots[t->nslots] = p;
-	if (ember_index_upsert(&t->index, pid_hash(t, pid), &pid, sizeof(pid), proc_eq, t, p->slot,
-	                       &stored) < 0) {
+	if (ember_slots_add(&t->slots, &pid, sizeof(pid), &slot) < 0) {
 		free(p);
 		return NULL;
 	}
-	t->nslots++;
+	p->pid = pid;
+	p->slot = slot;
+	p->last_seen_ns = now_ns;
+	*(struct ember_process **)ember_slots_at(&t->slots, slot) = p;
 	return p;
 }
 
 void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t max_idle_ns)
 {
-	for (uint32_t i = 0; i < t->nslots;) {
-		struct ember_process *p = t->slots[i];
+	struct ember_process *p;
 
-		if (p->exited || now_ns - p->last_seen_ns > max_idle_ns)
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
+		if ((p = at(t, i)) && (p->exited || now_ns - p->last_seen_ns > max_idle_ns))
 			remove_slot(t, i);
-		else
-			i++;
-	}
 }
 
 static int load_maps(struct ember_processes *t, struct ember_process *p,

@@ -12,14 +12,14 @@
 
 #include "symbolizer/broker_client.h"
 #include "symbolizer/process/maps_parser.h"
-#include "shared/hash.h"
+#include "shared/slots.h"
 
 #define EMBER_MAPS_RELOAD_MIN_NS (200ull * 1000000ull) /* per process */
 #define EMBER_PROCESSES_MAX      65536
 
 struct ember_process {
 	uint32_t pid;
-	uint32_t slot;
+	uint32_t slot; /* in ember_processes.slots, while it lives */
 	struct ember_maps maps;
 	bool maps_loaded;
 	bool maps_stale; /* exec happened: reload before the next lookup */
@@ -36,10 +36,7 @@ struct ember_process {
 };
 
 struct ember_processes {
-	struct ember_hash_key hash_key;
-	struct ember_process **slots;
-	size_t nslots, cap;
-	struct ember_index index;
+	struct ember_slots slots; /* struct ember_process *, by pid */
 	uint64_t maps_loads, maps_failures, evictions;
 };
 
