@@ -555,13 +555,7 @@ void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
 
 uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
 {
-	/* Errors of evicted files are kept in the running total. */
-	uint64_t n = s->objs.load_errors + s->objs.retired_errors;
-
-	for (size_t i = 0; i < s->objs.nslots; i++)
-		if (s->objs.slots[i] && !s->objs.slots[i]->error)
-			n += ember_objfile_errors(&s->objs.slots[i]->file);
-	return n;
+	return ember_objcache_parse_errors(&s->objs);
 }
 
 void ember_symbolizer_report_stats(struct ember_symbolizer *s)

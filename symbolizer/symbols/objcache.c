@@ -5,10 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The entry in slot, or NULL for a free slot. */
+static struct ember_obj *at(const struct ember_objcache *c, uint32_t slot)
+{
+	struct ember_obj **o = ember_slots_get(&c->slots, slot);
+
+	return o ? *o : NULL;
+}
+
+/* ctx is the slot table: an entry is found under any of its keys. */
 static bool key_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 {
-	const struct ember_objcache *c = ctx;
-	const struct ember_obj *o = c->slots[value];
+	const struct ember_obj *o = *(struct ember_obj *const *)ember_slots_at(ctx, value);
 
 	if (len != sizeof(struct ember_obj_key))
 		return false;
@@ -20,8 +28,7 @@ static bool key_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 
 static bool hash_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 {
-	const struct ember_objcache *c = ctx;
-	const struct ember_obj *o = c->slots[value];
+	const struct ember_obj *o = at(ctx, value);
 
 	return len == sizeof(o->hash) && o->has_hash && !memcmp(o->hash, key, len);
 }
@@ -30,9 +37,8 @@ int ember_objcache_init(struct ember_objcache *c, size_t max_bytes)
 {
 	memset(c, 0, sizeof(*c));
 	c->max_bytes = max_bytes ? max_bytes : EMBER_OBJCACHE_DEFAULT_BYTES;
-	ember_index_init(&c->index);
 	ember_index_init(&c->id_index);
-	return ember_hash_key_init(&c->hash_key);
+	return ember_slots_init(&c->slots, sizeof(struct ember_obj *), EMBER_VEC_NO_MAX, key_eq);
 }
 
 static void lru_unlink(struct ember_objcache *c, struct ember_obj *o)
@@ -66,35 +72,31 @@ static void obj_destroy(struct ember_obj *o)
 	free(o);
 }
 
-static uint64_t key_hash(const struct ember_objcache *c, const struct ember_obj_key *k)
+static uint64_t id_hash(const struct ember_objcache *c, const uint8_t *hash)
 {
-	return ember_hash(&c->hash_key, k, sizeof(*k));
+	return ember_slots_hash(&c->slots, hash, EMBER_FILE_HASH_BYTES);
 }
 
 static void remove_entry(struct ember_objcache *c, struct ember_obj *o)
 {
-	for (uint32_t i = 0; i < o->nkeys; i++)
-		ember_index_remove(&c->index, key_hash(c, &o->keys[i]), o->slot);
+	for (uint32_t i = 1; i < o->nkeys; i++)
+		ember_slots_unalias(&c->slots, o->slot, &o->keys[i], sizeof(o->keys[i]));
 	if (o->has_hash)
-		ember_index_remove(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
-		                   o->slot);
+		ember_index_remove(&c->id_index, id_hash(c, o->hash), o->slot);
 	if (!o->error)
 		c->retired_errors += ember_objfile_errors(&o->file);
 	lru_unlink(c, o);
-	c->slots[o->slot] = NULL;
-	c->free_slots[c->nfree++] = o->slot;
+	ember_slots_remove(&c->slots, o->slot, &o->keys[0], sizeof(o->keys[0]));
 	c->bytes -= o->bytes;
 	obj_destroy(o);
 }
 
 void ember_objcache_free(struct ember_objcache *c)
 {
-	for (size_t i = 0; i < c->nslots; i++)
-		if (c->slots[i])
-			obj_destroy(c->slots[i]);
-	free(c->slots);
-	free(c->free_slots);
-	ember_index_free(&c->index);
+	for (uint32_t i = 0; i < ember_slots_end(&c->slots); i++)
+		if (at(c, i))
+			obj_destroy(at(c, i));
+	ember_slots_free(&c->slots);
 	ember_index_free(&c->id_index);
 	memset(c, 0, sizeof(*c));
 }
@@ -111,11 +113,11 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 	struct ember_obj *o;
 	uint32_t slot;
 
-	if (ember_index_find(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, &slot)) {
+	if (ember_slots_find(&c->slots, key, sizeof(*key), &slot)) {
 		c->misses++;
 		return NULL;
 	}
-	o = c->slots[slot];
+	o = at(c, slot);
 	if (o->error && now_ns - o->failed_at_ns > EMBER_OBJCACHE_RETRY_NS) {
 		remove_entry(c, o);
 		c->misses++;
@@ -124,30 +126,6 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 	c->hits++;
 	touch(c, o);
 	return o;
-}
-
-static int take_slot(struct ember_objcache *c, uint32_t *slot)
-{
-	if (c->nfree) {
-		*slot = c->free_slots[--c->nfree];
-		return 0;
-	}
-	if (c->nslots == c->slots_cap) {
-		size_t cap = c->slots_cap ? c->slots_cap * 2 : 256;
-		struct ember_obj **slots = realloc(c->slots, cap * sizeof(*slots));
-		uint32_t *free_slots;
-
-		if (!slots)
-			return -ENOMEM;
-		c->slots = slots;
-		free_slots = realloc(c->free_slots, cap * sizeof(*free_slots));
-		if (!free_slots)
-			return -ENOMEM;
-		c->free_slots = free_slots;
-		c->slots_cap = cap;
-	}
-	*slot = (uint32_t)c->nslots++;
-	return 0;
 }
 
 /* Evicts least recently used entries, never keep, until extra bytes fit. */
@@ -170,13 +148,10 @@ static void make_room(struct ember_objcache *c, size_t extra, const struct ember
 static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o,
                                    const struct ember_obj_key *key)
 {
-	uint32_t stored;
-
 	if (o->nkeys == EMBER_OBJ_MAX_ALIASES)
 		return o; /* found by content each time: still parsed once */
 	o->keys[o->nkeys++] = *key;
-	if (ember_index_upsert(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, o->slot,
-	                       &stored) < 0)
+	if (ember_slots_alias(&c->slots, o->slot, key, sizeof(*key)))
 		o->nkeys--;
 	c->shared++;
 	touch(c, o);
@@ -191,12 +166,12 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	uint32_t slot, stored;
 
 	/* Replace an entry of the same key (a failure being retried). */
-	if (!ember_index_find(&c->index, key_hash(c, key), key, sizeof(*key), key_eq, c, &slot))
-		remove_entry(c, c->slots[slot]);
+	if (!ember_slots_find(&c->slots, key, sizeof(*key), &slot))
+		remove_entry(c, at(c, slot));
 	if (fd >= 0 && !ember_file_id_fd(fd, &id) &&
-	    !ember_index_find(&c->id_index, ember_hash(&c->hash_key, id.hash, sizeof(id.hash)),
-	                      id.hash, sizeof(id.hash), hash_eq, c, &slot))
-		return add_alias(c, c->slots[slot], key);
+	    !ember_index_find(&c->id_index, id_hash(c, id.hash), id.hash, sizeof(id.hash), hash_eq,
+	                      c, &slot))
+		return add_alias(c, at(c, slot), key);
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
@@ -212,16 +187,14 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	}
 	o->bytes = o->error ? sizeof(*o) : sizeof(*o) + ember_objfile_bytes(&o->file);
 	make_room(c, o->bytes, NULL);
-	if (take_slot(c, &slot) || ember_index_upsert(&c->index, key_hash(c, key), key,
-	                                              sizeof(*key), key_eq, c, slot, &stored) < 0) {
+	if (ember_slots_add(&c->slots, key, sizeof(*key), &slot) < 0) {
 		obj_destroy(o);
 		return NULL;
 	}
 	o->slot = slot;
-	c->slots[slot] = o;
-	if (o->has_hash &&
-	    ember_index_upsert(&c->id_index, ember_hash(&c->hash_key, o->hash, sizeof(o->hash)),
-	                       o->hash, sizeof(o->hash), hash_eq, c, slot, &stored) < 0)
+	*(struct ember_obj **)ember_slots_at(&c->slots, slot) = o;
+	if (o->has_hash && ember_index_upsert(&c->id_index, id_hash(c, o->hash), o->hash,
+	                                      sizeof(o->hash), hash_eq, c, slot, &stored) < 0)
 		o->has_hash = false;
 	c->bytes += o->bytes;
 	lru_push_head(c, o);
@@ -240,4 +213,16 @@ void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o)
 	c->bytes += now - o->bytes;
 	o->bytes = now;
 	make_room(c, 0, o);
+}
+
+uint64_t ember_objcache_parse_errors(const struct ember_objcache *c)
+{
+	/* Errors of evicted files are kept in the running total. */
+	uint64_t n = c->load_errors + c->retired_errors;
+	const struct ember_obj *o;
+
+	for (uint32_t i = 0; i < ember_slots_end(&c->slots); i++)
+		if ((o = at(c, i)) && !o->error)
+			n += ember_objfile_errors(&o->file);
+	return n;
 }

@@ -17,6 +17,7 @@
 
 #include "symbolizer/symbols/objfile.h"
 #include "shared/hash.h"
+#include "shared/slots.h"
 
 #define EMBER_OBJCACHE_DEFAULT_BYTES (24u << 20)
 #define EMBER_OBJCACHE_RETRY_NS      (30ull * 1000000000ull)
@@ -42,12 +43,7 @@ struct ember_obj {
 };
 
 struct ember_objcache {
-	struct ember_hash_key hash_key;
-	struct ember_obj **slots;
-	size_t nslots, slots_cap;
-	uint32_t *free_slots;
-	size_t nfree;
-	struct ember_index index;    /* (dev, ino) -> slot */
+	struct ember_slots slots;    /* struct ember_obj *, by each of its keys */
 	struct ember_index id_index; /* htlhash -> slot */
 	struct ember_obj *lru_head, *lru_tail;
 	size_t bytes;
@@ -78,5 +74,7 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 
 /* Re-reads an entry's size after lookups grew it and evicts others to fit. */
 void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o);
+/* Malformed inputs met so far: failed loads, and parse errors of entries cached or evicted. */
+uint64_t ember_objcache_parse_errors(const struct ember_objcache *c);
 
 #endif
