@@ -58,40 +58,60 @@ const char *ember_unwind_stop_marker(uint32_t reason)
 	return "[unwind stopped: unknown reason]";
 }
 
-static bool file_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+static bool file_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 {
-	const struct ember_unwind *u = ctx;
+	const struct ember_unwind_file *f = ember_slots_at(ctx, slot);
 
-	return len == sizeof(struct ember_obj_key) && !memcmp(&u->files[value].key, key, len);
+	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
 }
 
-static bool proc_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 {
-	const struct ember_unwind *u = ctx;
+	const struct ember_unwind_process *p =
+	    *(struct ember_unwind_process *const *)ember_slots_at(ctx, slot);
 
-	return len == sizeof(uint32_t) && !memcmp(&u->procs[value]->pid, key, len);
+	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
+}
+
+/* The table in slot, which is in use. */
+static struct ember_unwind_file *file_at(const struct ember_unwind *u, uint32_t slot)
+{
+	return ember_slots_at(&u->files, slot);
+}
+
+/* The process in slot, or NULL for a free slot. */
+static struct ember_unwind_process *proc_at(const struct ember_unwind *u, uint32_t slot)
+{
+	struct ember_unwind_process **p = ember_slots_get(&u->procs, slot);
+
+	return p ? *p : NULL;
 }
 
 int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker)
 {
+	int err;
+
 	memset(u, 0, sizeof(*u));
 	u->broker = broker;
-	ember_index_init(&u->file_index);
-	ember_index_init(&u->proc_index);
-	return ember_hash_key_init(&u->hash_key);
+	err = ember_slots_init(&u->files, sizeof(struct ember_unwind_file), EMBER_UNWIND_MAX_TABLES,
+	                       file_eq);
+	if (!err)
+		err = ember_slots_init(&u->procs, sizeof(struct ember_unwind_process *),
+		                       EMBER_UNWIND_MAX_PROCS, proc_eq);
+	return err;
 }
 
 void ember_unwind_free(struct ember_unwind *u)
 {
-	for (uint32_t i = 0; i < u->nprocs; i++) {
-		free(u->procs[i]->files);
-		free(u->procs[i]);
-	}
-	free(u->procs);
-	free(u->files);
-	free(u->free_slots);
-	ember_index_free(&u->file_index);
-	ember_index_free(&u->proc_index);
+	struct ember_unwind_process *p;
+
+	for (uint32_t i = 0; i < ember_slots_end(&u->procs); i++)
+		if ((p = proc_at(u, i))) {
+			free(p->files);
+			free(p);
+		}
+	ember_slots_free(&u->procs);
+	ember_slots_free(&u->files);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -223,7 +243,7 @@ static int pad_to_blocks(struct ember_unwind_rows *r)
 /* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
 static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
 {
-	struct ember_unwind_file *f = &u->files[slot];
+	struct ember_unwind_file *f = file_at(u, slot);
 	struct ember_unwind_rows rows = {0};
 	const void *image = NULL;
 	size_t len = fd < 0 ? vdso_image(&image) : 0;
@@ -253,64 +273,25 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
 	return err;
 }
 
-static int take_slot(struct ember_unwind *u, uint32_t *slot)
-{
-	if (u->nfree) {
-		*slot = u->free_slots[--u->nfree];
-		return 0;
-	}
-	if (u->nfiles == EMBER_UNWIND_MAX_TABLES)
-		return -ENOSPC;
-	if (u->nfiles == u->files_cap) {
-		uint32_t cap = u->files_cap ? u->files_cap * 2 : 256;
-		struct ember_unwind_file *files = realloc(u->files, cap * sizeof(*files));
-		uint32_t *free_slots;
-
-		if (!files)
-			return -ENOMEM;
-		u->files = files;
-		free_slots = realloc(u->free_slots, cap * sizeof(*free_slots));
-		if (!free_slots)
-			return -ENOMEM;
-		u->free_slots = free_slots;
-		u->files_cap = cap;
-	}
-	*slot = u->nfiles++;
-	return 0;
-}
-
 /* The slot of the file behind mapping e of pid, building its table on first sight. */
 static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
                      uint64_t now_ns)
 {
 	struct ember_obj_key key = {VDSO_DEV, 0};
 	struct ember_unwind_file *f;
-	uint32_t slot, stored;
-	uint64_t h;
-	int fd = -1, err;
+	uint32_t slot;
+	int fd = -1, r;
 
 	if (e->kind != EMBER_MAP_VDSO)
 		key = (struct ember_obj_key){makedev(e->dev_major, e->dev_minor), e->inode};
-	h = ember_hash(&u->hash_key, &key, sizeof(key));
-	if (!ember_index_find(&u->file_index, h, &key, sizeof(key), file_eq, u, &slot)) {
-		f = &u->files[slot];
-		if (!f->error || now_ns - f->idle_since_ns < FILE_RETRY_NS)
-			return (int)slot;
-	} else {
-		err = take_slot(u, &slot);
-		if (err)
-			return err;
-		f = &u->files[slot];
-		memset(f, 0, sizeof(*f));
+	r = ember_slots_add(&u->files, &key, sizeof(key), &slot);
+	if (r < 0)
+		return r;
+	f = file_at(u, slot);
+	if (r == 1)
 		f->key = key;
-		f->used = true;
-		if (ember_index_upsert(&u->file_index, h, &key, sizeof(key), file_eq, u, slot,
-		                       &stored) < 0) {
-			f->used = false;
-			u->free_slots[u->nfree++] = slot;
-			return -ENOMEM;
-		}
-	}
+	else if (!f->error || now_ns - f->idle_since_ns < FILE_RETRY_NS)
+		return (int)slot;
 	if (e->kind != EMBER_MAP_VDSO) {
 		fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
 		if (fd < 0)
@@ -347,7 +328,7 @@ static bool mapping_bias(const struct ember_unwind_file *f, const struct ember_m
 
 static void release_file(struct ember_unwind *u, uint32_t slot, uint64_t now_ns)
 {
-	struct ember_unwind_file *f = &u->files[slot];
+	struct ember_unwind_file *f = file_at(u, slot);
 
 	if (f->refs && !--f->refs)
 		f->idle_since_ns = now_ns;
@@ -359,92 +340,66 @@ static void sweep(struct ember_unwind *u, uint64_t now_ns)
 	if (now_ns - u->last_sweep_ns < SWEEP_EVERY_NS)
 		return;
 	u->last_sweep_ns = now_ns;
-	for (uint32_t slot = 0; slot < u->nfiles; slot++) {
-		struct ember_unwind_file *f = &u->files[slot];
+	for (uint32_t slot = 0; slot < ember_slots_end(&u->files); slot++) {
+		struct ember_unwind_file *f = ember_slots_get(&u->files, slot);
 
-		if (!f->used || f->refs || now_ns - f->idle_since_ns < EMBER_UNWIND_IDLE_DROP_NS)
+		if (!f || f->refs || now_ns - f->idle_since_ns < EMBER_UNWIND_IDLE_DROP_NS)
 			continue;
 		if (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0))
 			return;
-		ember_index_remove(&u->file_index,
-		                   ember_hash(&u->hash_key, &f->key, sizeof(f->key)), slot);
-		f->used = false;
-		u->free_slots[u->nfree++] = slot;
+		ember_slots_remove(&u->files, slot, &f->key, sizeof(f->key));
 		u->tables_dropped++;
 	}
 }
 
 /* ---- processes ---- */
 
-static struct ember_unwind_process *find_proc(struct ember_unwind *u, uint32_t pid, uint32_t *at)
+static void remove_proc(struct ember_unwind *u, uint32_t slot, uint64_t now_ns)
 {
-	uint64_t h = ember_hash(&u->hash_key, &pid, sizeof(pid));
+	struct ember_unwind_process *p = proc_at(u, slot);
 
-	if (ember_index_find(&u->proc_index, h, &pid, sizeof(pid), proc_eq, u, at))
-		return NULL;
-	return u->procs[*at];
-}
-
-static void remove_proc(struct ember_unwind *u, uint32_t at, uint64_t now_ns)
-{
-	struct ember_unwind_process *p = u->procs[at], *last = u->procs[u->nprocs - 1];
-	uint32_t stored;
-
-	ember_index_remove(&u->proc_index, ember_hash(&u->hash_key, &p->pid, sizeof(p->pid)), at);
-	if (p != last) {
-		ember_index_remove(&u->proc_index,
-		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
-		                   u->nprocs - 1);
-		u->procs[at] = last;
-		ember_index_upsert(&u->proc_index,
-		                   ember_hash(&u->hash_key, &last->pid, sizeof(last->pid)),
-		                   &last->pid, sizeof(last->pid), proc_eq, u, at, &stored);
-	}
-	u->nprocs--;
+	ember_slots_remove(&u->procs, slot, &p->pid, sizeof(p->pid));
 	for (uint32_t i = 0; i < p->nfiles; i++)
 		release_file(u, p->files[i], now_ns);
 	free(p->files);
 	free(p);
 }
 
+/* Full: forgets the process loaded longest ago (the collector too). */
+static void evict_oldest(struct ember_unwind *u, uint64_t now_ns)
+{
+	struct ember_unwind_process *p;
+	uint32_t oldest = UINT32_MAX;
+
+	for (uint32_t i = 0; i < ember_slots_end(&u->procs); i++)
+		if ((p = proc_at(u, i)) &&
+		    (oldest == UINT32_MAX || p->loaded_ns < proc_at(u, oldest)->loaded_ns))
+			oldest = i;
+	if (oldest == UINT32_MAX)
+		return;
+	send_proc(u, proc_at(u, oldest)->pid, NULL, 0);
+	remove_proc(u, oldest, now_ns);
+}
+
 static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
 	struct ember_unwind_process *p;
-	uint32_t at, stored;
+	uint32_t slot;
 
-	p = find_proc(u, pid, &at);
-	if (p)
-		return p;
-	if (u->nprocs == EMBER_UNWIND_MAX_PROCS) {
-		/* Full: forget the process loaded longest ago (the collector too). */
-		uint32_t oldest = 0;
-
-		for (uint32_t i = 1; i < u->nprocs; i++)
-			if (u->procs[i]->loaded_ns < u->procs[oldest]->loaded_ns)
-				oldest = i;
-		send_proc(u, u->procs[oldest]->pid, NULL, 0);
-		remove_proc(u, oldest, now_ns);
-	}
-	if (u->nprocs == u->procs_cap) {
-		uint32_t cap = u->procs_cap ? u->procs_cap * 2 : 256;
-		struct ember_unwind_process **grown = realloc(u->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		u->procs = grown;
-		u->procs_cap = cap;
-	}
+	if (!ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
+		return proc_at(u, slot);
+	if (u->procs.count == EMBER_UNWIND_MAX_PROCS)
+		evict_oldest(u, now_ns);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->pid = pid;
-	p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
-	if (ember_index_upsert(&u->proc_index, ember_hash(&u->hash_key, &pid, sizeof(pid)), &pid,
-	                       sizeof(pid), proc_eq, u, u->nprocs, &stored) < 0) {
+	if (ember_slots_add(&u->procs, &pid, sizeof(pid), &slot) < 0) {
 		free(p);
 		return NULL;
 	}
-	u->procs[u->nprocs++] = p;
+	p->pid = pid;
+	p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
+	*(struct ember_unwind_process **)ember_slots_at(&u->procs, slot) = p;
 	return p;
 }
 
@@ -521,11 +476,11 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		if ((e->kind == EMBER_MAP_FILE && e->inode) || e->kind == EMBER_MAP_VDSO)
 			slot = file_slot(u, pid, e, now_ns);
 		if (slot >= 0) {
-			const struct ember_unwind_file *f = &u->files[slot];
+			struct ember_unwind_file *f = file_at(u, (uint32_t)slot);
 
 			/* Hold failed files too, so that they are not rebuilt for every process. */
 			files[nfiles++] = (uint32_t)slot;
-			u->files[slot].refs++;
+			f->refs++;
 			if (!f->error && mapping_bias(f, e, &m->bias))
 				m->table = (uint32_t)slot;
 		}
@@ -569,13 +524,13 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
-	uint32_t at;
+	uint32_t slot;
 
-	if (!find_proc(u, pid, &at))
+	if (ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
 		return;
 	if (!u->disabled)
 		send_proc(u, pid, NULL, 0);
-	remove_proc(u, at, now_ns);
+	remove_proc(u, slot, now_ns);
 	sweep(u, now_ns);
 }
 
@@ -603,8 +558,11 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	char name[64];
 	uint32_t live = 0;
 
-	for (uint32_t i = 0; i < u->nfiles; i++)
-		live += u->files[i].used && !u->files[i].error;
+	for (uint32_t i = 0; i < ember_slots_end(&u->files); i++) {
+		const struct ember_unwind_file *f = ember_slots_get(&u->files, i);
+
+		live += f && !f->error;
+	}
 	ember_profile_stat_set(p, "unwind.samples", u->samples);
 	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
 	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);

@@ -19,7 +19,7 @@
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/maps_parser.h"
 #include "symbolizer/profile/profile.h"
-#include "shared/hash.h"
+#include "shared/slots.h"
 #include "bpf/records.h"
 
 #define EMBER_UNWIND_RELOAD_MIN_NS (2ull * 1000000ull)     /* per process, doubled when useless */
@@ -31,10 +31,9 @@ struct ember_unwind_segment {
 	uint64_t offset, vaddr, filesz;
 };
 
-/* One file's table, in the slot of the same index. */
+/* One file's table; its slot in ember_unwind.files is the table's id in the collector. */
 struct ember_unwind_file {
 	struct ember_obj_key key;
-	bool used;
 	int error; /* 0: the table is loaded */
 	uint32_t nrows;
 	uint32_t refs; /* processes whose mapping list points here */
@@ -65,16 +64,8 @@ struct ember_unwind {
 	struct ember_broker_client *broker;
 	ember_unwind_maps_fn on_maps;
 	void *on_maps_ctx;
-	struct ember_hash_key hash_key;
-	struct ember_unwind_file *files; /* indexed by slot */
-	uint32_t nfiles;                 /* slots ever used */
-	uint32_t files_cap;
-	uint32_t *free_slots;
-	uint32_t nfree;
-	struct ember_index file_index;
-	struct ember_unwind_process **procs;
-	uint32_t nprocs, procs_cap;
-	struct ember_index proc_index;
+	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
+	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;
 	bool disabled; /* the collector went away */
 	/* Work done and what samples showed, for the profile's statistics. */
