@@ -120,32 +120,39 @@ void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t 
 			remove_slot(t, i);
 }
 
+int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
+                             struct ember_maps *out)
+{
+	char *text = NULL;
+	long len;
+	int fd = ember_broker_request(broker, EMBER_BROKER_MAPS, pid, 0, NULL), err;
+
+	if (fd < 0)
+		return fd;
+	len = ember_maps_read_fd(fd, &text);
+	close(fd);
+	if (len < 0)
+		return (int)len;
+	err = ember_maps_parse(text, (size_t)len, out);
+	free(text);
+	return err;
+}
+
 static int load_maps(struct ember_processes *t, struct ember_process *p,
                      struct ember_broker_client *broker, uint64_t now_ns)
 {
 	struct ember_maps fresh;
-	char *text = NULL;
-	long len;
-	int fd, err;
+	int err;
 
 	p->maps_loaded_ns = now_ns;
 	p->maps_stale = false;
 	t->maps_loads++;
-	fd = ember_broker_request(broker, EMBER_BROKER_MAPS, p->pid, 0, NULL);
-	if (fd < 0) {
-		err = fd;
-		goto fail;
+	err = ember_process_fetch_maps(broker, p->pid, &fresh);
+	if (err) {
+		t->maps_failures++;
+		p->maps_error = err;
+		return log_debug_errno(err, "maps of pid %u: %m", p->pid);
 	}
-	len = ember_maps_read_fd(fd, &text);
-	close(fd);
-	if (len < 0) {
-		err = (int)len;
-		goto fail;
-	}
-	err = ember_maps_parse(text, (size_t)len, &fresh);
-	free(text);
-	if (err)
-		goto fail;
 	/* A process that exited reads as empty: keep what we had. */
 	if (!fresh.count && p->maps_loaded) {
 		ember_maps_free(&fresh);
@@ -156,11 +163,6 @@ static int load_maps(struct ember_processes *t, struct ember_process *p,
 	p->maps_loaded = true;
 	p->maps_error = 0;
 	return 0;
-fail:
-	t->maps_failures++;
-	p->maps_error = err;
-	log_debug("maps of pid %u: %s", p->pid, strerror(-err));
-	return err;
 }
 
 const struct ember_map_entry *ember_process_find_mapping(struct ember_processes *t,

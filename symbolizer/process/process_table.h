@@ -51,6 +51,10 @@ void ember_process_forget_facts(struct ember_process *p);
 /* Drops processes that exited, or were idle longer than max_idle_ns. */
 void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t max_idle_ns);
 
+/* Reads pid's maps through the broker into out. Returns 0 or a negative errno. */
+int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
+                             struct ember_maps *out);
+
 /*
  * The mapping containing addr, (re)loading the maps through the broker when
  * needed and allowed. NULL when no mapping contains addr.

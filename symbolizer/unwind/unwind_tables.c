@@ -13,6 +13,7 @@
 
 #include "symbolizer/unwind/cfi.h"
 #include "symbolizer/process/maps_parser.h"
+#include "symbolizer/process/process_table.h"
 #include "shared/clock.h"
 #include "shared/log.h"
 
@@ -403,23 +404,6 @@ static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pi
 	return p;
 }
 
-static int read_maps(struct ember_unwind *u, uint32_t pid, struct ember_maps *maps)
-{
-	char *text = NULL;
-	long len;
-	int fd = ember_broker_request(u->broker, EMBER_BROKER_MAPS, pid, 0, NULL), err;
-
-	if (fd < 0)
-		return fd;
-	len = ember_maps_read_fd(fd, &text);
-	close(fd);
-	if (len < 0)
-		return (int)len;
-	err = ember_maps_parse(text, (size_t)len, maps);
-	free(text);
-	return err;
-}
-
 static uint64_t digest_mix(uint64_t h, uint64_t v)
 {
 	return (h ^ v) * 0x100000001b3ull;
@@ -454,7 +438,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	p->after_exec = force;
 	p->loaded_ns = now_ns;
 	u->process_loads++;
-	if (read_maps(u, pid, &pm)) {
+	if (ember_process_fetch_maps(u->broker, pid, &pm)) {
 		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
 		                    ? EMBER_UNWIND_RELOAD_MAX_NS
 		                    : p->backoff_ns * 2;
