@@ -48,18 +48,6 @@ int ember_read_proc_long(const char *path, long *out)
 	return ok ? 0 : -EINVAL;
 }
 
-uint64_t ember_effective_caps(void)
-{
-	uint64_t effective = 0, permitted, bounding;
-
-	return ember_caps_get(&effective, &permitted, &bounding) ? 0 : effective;
-}
-
-bool ember_has_cap(uint64_t caps, int cap)
-{
-	return (caps >> cap) & 1;
-}
-
 static void check_kernel(struct report *r)
 {
 	struct utsname u;
@@ -92,21 +80,20 @@ static void check_caps(struct report *r, uint64_t caps)
 		bool required;
 		const char *why;
 	} wanted[] = {
-	    {EMBER_CAP_BPF, "CAP_BPF", true, "load eBPF programs"},
-	    {EMBER_CAP_PERFMON, "CAP_PERFMON", true, "open system-wide perf events"},
-	    {EMBER_CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
-	    {EMBER_CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
-	    {EMBER_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
-	    {EMBER_CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE", false,
+	    {CAP_BPF, "CAP_BPF", true, "load eBPF programs"},
+	    {CAP_PERFMON, "CAP_PERFMON", true, "open system-wide perf events"},
+	    {CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false, "read other processes' mappings"},
+	    {CAP_SYSLOG, "CAP_SYSLOG", false, "read kernel symbol addresses"},
+	    {CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false, "open mapped binaries"},
+	    {CAP_CHECKPOINT_RESTORE, "CAP_CHECKPOINT_RESTORE", false,
 	     "open the file a process mapped (map_files)"},
 	};
-	bool admin = ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
+	bool admin = ember_caps_has(caps, CAP_SYS_ADMIN);
 	char advice[160];
 
 	for (size_t i = 0; i < ARRAY_SIZE(wanted); i++) {
-		bool have = ember_has_cap(caps, wanted[i].cap) ||
-		            (admin && (wanted[i].cap == EMBER_CAP_BPF ||
-		                       wanted[i].cap == EMBER_CAP_PERFMON));
+		bool have = ember_caps_has(caps, wanted[i].cap) ||
+		            (admin && (wanted[i].cap == CAP_BPF || wanted[i].cap == CAP_PERFMON));
 
 		snprintf(advice, sizeof(advice), "needed to %s: run as root (sudo)", wanted[i].why);
 		line(r, wanted[i].name, have ? "present" : "missing",
@@ -120,8 +107,8 @@ static void check_sysctls(struct report *r, uint64_t caps)
 	long v;
 
 	if (ember_read_proc_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
-		bool priv = ember_has_cap(caps, EMBER_CAP_PERFMON) ||
-		            ember_has_cap(caps, EMBER_CAP_SYS_ADMIN);
+		bool priv =
+		    ember_caps_has(caps, CAP_PERFMON) || ember_caps_has(caps, CAP_SYS_ADMIN);
 
 		snprintf(value, sizeof(value), "%ld", v);
 		line(r, "perf_event_paranoid", value, priv || v <= 0 ? OK : FAIL,
@@ -129,7 +116,7 @@ static void check_sysctls(struct report *r, uint64_t caps)
 		                    : "run as root, or: sysctl kernel.perf_event_paranoid=0");
 	}
 	if (ember_read_proc_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
-		bool syslog = ember_has_cap(caps, EMBER_CAP_SYSLOG);
+		bool syslog = ember_caps_has(caps, CAP_SYSLOG);
 
 		snprintf(value, sizeof(value), "%ld", v);
 		if (v == 0 || (v == 1 && syslog))
@@ -175,15 +162,14 @@ static void check_load(struct report *r)
 int ember_check_run(bool try_load)
 {
 	struct report r = {0};
-	uint64_t caps = ember_effective_caps();
+	uint64_t caps = ember_caps_effective();
 
 	printf("ember %s: can this host record?\n", EMBER_VERSION);
 	check_kernel(&r);
 	check_btf(&r);
 	check_caps(&r, caps);
 	check_sysctls(&r, caps);
-	if (try_load &&
-	    (ember_has_cap(caps, EMBER_CAP_BPF) || ember_has_cap(caps, EMBER_CAP_SYS_ADMIN)))
+	if (try_load && (ember_caps_has(caps, CAP_BPF) || ember_caps_has(caps, CAP_SYS_ADMIN)))
 		check_load(&r);
 	if (r.failures)
 		printf("%d problem%s: `ember record` will not work until %s fixed.\n", r.failures,

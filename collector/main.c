@@ -25,6 +25,7 @@
 #include "shared/log.h"
 #include "shared/str.h"
 #include "collector/spawn.h"
+#include "seccomp/caps.h"
 
 #define DEFAULT_HZ          19
 #define MAX_HZ              10000
@@ -312,9 +313,9 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	o.gid = pw->pw_gid;
 	o.log_level = log_level;
 
-	caps = ember_effective_caps();
-	if (!ember_has_cap(caps, EMBER_CAP_SYS_ADMIN) &&
-	    !(ember_has_cap(caps, EMBER_CAP_BPF) && ember_has_cap(caps, EMBER_CAP_PERFMON))) {
+	caps = ember_caps_effective();
+	if (!ember_caps_has(caps, CAP_SYS_ADMIN) &&
+	    !(ember_caps_has(caps, CAP_BPF) && ember_caps_has(caps, CAP_PERFMON))) {
 		log_error("recording needs root (or CAP_BPF and CAP_PERFMON): run it with sudo; "
 		          "`ember check` lists what is missing");
 		return EMBER_EXIT_FAILURE;

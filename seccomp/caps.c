@@ -95,3 +95,10 @@ int ember_caps_limit(uint64_t keep)
 	err = caps_write(&s);
 	return err ? err : bounding_err;
 }
+
+uint64_t ember_caps_effective(void)
+{
+	uint64_t effective = 0, permitted, bounding;
+
+	return ember_caps_get(&effective, &permitted, &bounding) ? 0 : effective;
+}

@@ -7,9 +7,17 @@
 #ifndef EMBER_SECCOMP_CAPS_H
 #define EMBER_SECCOMP_CAPS_H
 
+#include <linux/capability.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define EMBER_CAP(n) (1ull << (n))
+
+/* Whether set holds capability cap (CAP_*). */
+static inline bool ember_caps_has(uint64_t set, int cap)
+{
+	return (set >> cap) & 1;
+}
 
 /*
  * Reduces the effective, permitted and bounding sets to `keep` and clears
@@ -23,5 +31,7 @@ int ember_caps_limit(uint64_t keep);
 
 /* This process's sets. Returns 0 or a negative errno. */
 int ember_caps_get(uint64_t *effective, uint64_t *permitted, uint64_t *bounding);
+/* This process's effective set (empty when it cannot be read). */
+uint64_t ember_caps_effective(void);
 
 #endif
