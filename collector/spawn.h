@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define EMBER_MAX_OUTPUTS 16
+#include "ipc/proto.h"
 
 struct ember_output_spec {
 	const char *path;

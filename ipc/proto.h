@@ -35,6 +35,9 @@
 #define EMBER_RECORDS_PER_S(hz, off_cpu_min_ns)                                                    \
 	((hz) + ((off_cpu_min_ns) != EMBER_OFF_CPU_OFF ? EMBER_OFF_CPU_RATE / 4 : 0))
 
+/* `-o` files of one recording: `ember record` hands them on to the symbolizer's command line. */
+#define EMBER_MAX_OUTPUTS 16
+
 enum ember_msg_type {
 	EMBER_MSG_HELLO = 1,
 	EMBER_MSG_WELCOME = 2,

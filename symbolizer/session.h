@@ -23,8 +23,7 @@
 #include "symbolizer/export/export_queue.h"
 #include "symbolizer/formats/profile_writer.h"
 #include "symbolizer/formats/rotate.h"
-
-#define EMBER_MAX_OUTPUTS 16
+#include "ipc/proto.h"
 
 /* Live OTLP export and the resource configuration of OTLP outputs. */
 struct ember_session_export {
