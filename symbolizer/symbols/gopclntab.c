@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "shared/bytes.h"
+
 #define MAGIC_116 0xfffffffau
 #define MAGIC_118 0xfffffff0u
 #define MAGIC_120 0xfffffff1u
@@ -19,27 +21,9 @@
 #define MD_GOFUNC_118  38 /* 1.18, 1.19 */
 #define MD_GOFUNC_120  40 /* 1.20 and later: covctrs, ecovctrs came before */
 
-static uint64_t rd_le(const uint8_t *p, unsigned int n)
-{
-	uint64_t v = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-/* Reads n bytes at off of a region of len bytes; false when out of bounds. */
-static bool rd(const uint8_t *base, size_t len, uint64_t off, unsigned int n, uint64_t *v)
-{
-	if (off > len || n > len - off)
-		return false;
-	*v = rd_le(base + off, n);
-	return true;
-}
-
 static bool tab_rd(const struct ember_gopclntab *t, uint64_t off, unsigned int n, uint64_t *v)
 {
-	return rd(t->tab, t->tab_len, off, n, v);
+	return ember_le_at(t->tab, t->tab_len, off, n, v);
 }
 
 /* Bytes of the file behind [vaddr, vaddr+len), or NULL. */
@@ -246,7 +230,7 @@ static bool md_word(const struct ember_gopclntab *t, uint64_t md, unsigned int i
 
 	if (!b)
 		return false;
-	*v = rd_le(b, t->ptrsize);
+	*v = ember_le(b, t->ptrsize);
 	return true;
 }
 
@@ -285,8 +269,8 @@ static uint64_t find_moduledata(const struct ember_gopclntab *t)
 		budget -= end - s->offset;
 		for (uint64_t off = (s->offset + p - 1) & ~(uint64_t)(p - 1); off + 2 * p <= end;
 		     off += p)
-			if (rd_le(t->file + off, p) == t->tab_vaddr &&
-			    rd_le(t->file + off + p, p) == t->tab_vaddr + t->funcnames)
+			if (ember_le(t->file + off, p) == t->tab_vaddr &&
+			    ember_le(t->file + off + p, p) == t->tab_vaddr + t->funcnames)
 				return s->vaddr + (off - s->offset);
 	}
 	return 0;
@@ -362,13 +346,13 @@ static bool read_func(const struct ember_gopclntab *t, uint64_t entry, uint64_t 
 	if (funcoff >= t->functab_len || f->fixed > t->functab_len - funcoff)
 		return false;
 	b = t->tab + base + p; /* the fixed part lies inside the table: checked above */
-	f->nameoff = (uint32_t)rd_le(b, 4);
-	f->pcfile = (uint32_t)rd_le(b + 16, 4);
-	f->pcln = (uint32_t)rd_le(b + 20, 4);
-	f->npcdata = (uint32_t)rd_le(b + 24, 4);
-	f->cu = (uint32_t)rd_le(b + 28, 4);
+	f->nameoff = (uint32_t)ember_le(b, 4);
+	f->pcfile = (uint32_t)ember_le(b + 16, 4);
+	f->pcln = (uint32_t)ember_le(b + 20, 4);
+	f->npcdata = (uint32_t)ember_le(b + 24, 4);
+	f->cu = (uint32_t)ember_le(b + 28, 4);
 	if (t->version >= 120)
-		f->start_line = (uint32_t)rd_le(b + 32, 4);
+		f->start_line = (uint32_t)ember_le(b + 32, 4);
 	f->nfuncdata = t->tab[base + f->fixed - 1];
 	return true;
 }
@@ -428,7 +412,7 @@ static const char *file_name(const struct ember_gopclntab *t, const struct func 
 	if (fno < 0)
 		return NULL;
 	idx = ((uint64_t)f->cu + (uint64_t)fno) * 4;
-	if (!rd(t->tab + t->cutab, t->cutab_len, idx, 4, &off) || off == 0xffffffffu)
+	if (!ember_le_at(t->tab + t->cutab, t->cutab_len, idx, 4, &off) || off == 0xffffffffu)
 		return NULL;
 	return str_at(t, t->filetab, t->filetab_len, off);
 }
@@ -486,12 +470,12 @@ static bool read_inlined_call(const struct ember_gopclntab *t, uint64_t tree, in
 	if (ix < 0 || !(b = at_vaddr(t, tree + (uint64_t)ix * size, size)))
 		return false;
 	if (t->version >= 120) {
-		c->nameoff = (uint32_t)rd_le(b + 4, 4);
-		c->parent_pc = (int32_t)rd_le(b + 8, 4);
-		c->start_line = (uint32_t)rd_le(b + 12, 4);
+		c->nameoff = (uint32_t)ember_le(b + 4, 4);
+		c->parent_pc = (int32_t)ember_le(b + 8, 4);
+		c->start_line = (uint32_t)ember_le(b + 12, 4);
 	} else {
-		c->nameoff = (uint32_t)rd_le(b + 12, 4);
-		c->parent_pc = (int32_t)rd_le(b + 16, 4);
+		c->nameoff = (uint32_t)ember_le(b + 12, 4);
+		c->parent_pc = (int32_t)ember_le(b + 16, 4);
 		c->start_line = 0;
 	}
 	return true;

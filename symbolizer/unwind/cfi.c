@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/bytes.h"
 #include "shared/vec.h"
 
 #define DWARF_REG_FP       6 /* rbp */
@@ -17,61 +18,6 @@
 #define MAX_FDE_RANGE      (1ull << 30)
 
 /* A bounds-checked little-endian reader: a read past the end sets bad and yields 0. */
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t rd_u(struct rd *r, size_t n)
-{
-	uint64_t v = 0;
-
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = true;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)r->p[i] << (8 * i);
-	r->p += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct rd *r)
-{
-	uint64_t v = 0;
-
-	for (unsigned int shift = 0; !r->bad; shift += 7) {
-		uint8_t byte = (uint8_t)rd_u(r, 1);
-
-		if (shift < 64)
-			v |= (uint64_t)(byte & 0x7f) << shift;
-		if (!(byte & 0x80))
-			return v;
-		if (shift > 70) /* longer than any 64-bit value */
-			r->bad = true;
-	}
-	return 0;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t byte;
-
-	do {
-		byte = (uint8_t)rd_u(r, 1);
-		if (shift < 64)
-			v |= (uint64_t)(byte & 0x7f) << shift;
-		shift += 7;
-		if (shift > 77)
-			r->bad = true;
-	} while ((byte & 0x80) && !r->bad);
-	if (shift < 64 && (byte & 0x40))
-		v |= ~0ull << shift;
-	return r->bad ? 0 : (int64_t)v;
-}
-
 /* One section being parsed. */
 struct section {
 	const uint8_t *data;
@@ -110,8 +56,8 @@ struct cie {
 };
 
 /* Reads a pointer in a DW_EH_PE_* encoding. Returns false for one we do not follow. */
-static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uint8_t addr_size,
-                         uint64_t *out)
+static bool read_pointer(struct ember_bytes *r, uint8_t enc, const struct section *s,
+                         uint8_t addr_size, uint64_t *out)
 {
 	uint64_t at = s->vaddr + (uint64_t)(r->p - s->data), v;
 
@@ -119,31 +65,31 @@ static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uin
 		return false; /* omitted, or indirect: no initial location can be either */
 	switch (enc & 0x0f) {
 	case 0x00:
-		v = rd_u(r, addr_size);
+		v = ember_bytes_le(r, addr_size);
 		break;
 	case 0x01:
-		v = rd_uleb(r);
+		v = ember_bytes_uleb(r);
 		break;
 	case 0x02:
-		v = rd_u(r, 2);
+		v = ember_bytes_le(r, 2);
 		break;
 	case 0x03:
-		v = rd_u(r, 4);
+		v = ember_bytes_le(r, 4);
 		break;
 	case 0x04:
-		v = rd_u(r, 8);
+		v = ember_bytes_le(r, 8);
 		break;
 	case 0x09:
-		v = (uint64_t)rd_sleb(r);
+		v = (uint64_t)ember_bytes_sleb(r);
 		break;
 	case 0x0a:
-		v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+		v = (uint64_t)(int64_t)(int16_t)ember_bytes_le(r, 2);
 		break;
 	case 0x0b:
-		v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+		v = (uint64_t)(int64_t)(int32_t)ember_bytes_le(r, 4);
 		break;
 	case 0x0c:
-		v = rd_u(r, 8);
+		v = ember_bytes_le(r, 8);
 		break;
 	default:
 		return false;
@@ -162,7 +108,7 @@ static bool read_pointer(struct rd *r, uint8_t enc, const struct section *s, uin
 }
 
 /* Opens the entry at off: its header's reader, id and end. */
-static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64_t *id,
+static bool open_entry(const struct section *s, size_t off, struct ember_bytes *r, uint64_t *id,
                        bool *is_cie, const uint8_t **end, size_t *id_off)
 {
 	uint64_t length;
@@ -173,9 +119,9 @@ static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64
 	r->p = s->data + off;
 	r->end = s->data + s->len;
 	r->bad = false;
-	length = rd_u(r, 4);
+	length = ember_bytes_le(r, 4);
 	if (length == 0xffffffffu) {
-		length = rd_u(r, 8);
+		length = ember_bytes_le(r, 8);
 		is64 = true;
 	}
 	if (r->bad || length < 4 || length > (uint64_t)(r->end - r->p))
@@ -183,7 +129,7 @@ static bool open_entry(const struct section *s, size_t off, struct rd *r, uint64
 	*end = r->p + length;
 	r->end = *end;
 	*id_off = (size_t)(r->p - s->data);
-	*id = rd_u(r, is64 ? 8 : 4);
+	*id = ember_bytes_le(r, is64 ? 8 : 4);
 	if (s->kind == EMBER_CFI_EH_FRAME)
 		*is_cie = *id == 0;
 	else
@@ -198,7 +144,7 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64
 	uint64_t id;
 	uint8_t version;
 	bool is_cie;
-	struct rd r;
+	struct ember_bytes r;
 
 	if (!open_entry(s, off, &r, &id, &is_cie, &end, &id_off) || !is_cie)
 		return false;
@@ -206,7 +152,7 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64
 	memset(c, 0, sizeof(*c));
 	c->addr_size = 8;
 	c->fde_encoding = 0x00; /* absptr unless the augmentation says otherwise */
-	version = (uint8_t)rd_u(&r, 1);
+	version = (uint8_t)ember_bytes_le(&r, 1);
 	if (version != 1 && version != 3 && version != 4)
 		return false;
 	aug = r.p;
@@ -215,16 +161,16 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64
 		return false;
 	r.p += aug_len + 1;
 	if (version == 4) {
-		c->addr_size = (uint8_t)rd_u(&r, 1);
-		if (rd_u(&r, 1) != 0 || (c->addr_size != 4 && c->addr_size != 8))
+		c->addr_size = (uint8_t)ember_bytes_le(&r, 1);
+		if (ember_bytes_le(&r, 1) != 0 || (c->addr_size != 4 && c->addr_size != 8))
 			return false; /* segment selectors */
 	}
-	c->code_align = rd_uleb(&r);
-	c->data_align = rd_sleb(&r);
-	c->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
+	c->code_align = ember_bytes_uleb(&r);
+	c->data_align = ember_bytes_sleb(&r);
+	c->ra_reg = version == 1 ? ember_bytes_le(&r, 1) : ember_bytes_uleb(&r);
 	if (aug_len && aug[0] == 'z') {
-		uint64_t len = rd_uleb(&r);
-		struct rd a;
+		uint64_t len = ember_bytes_uleb(&r);
+		struct ember_bytes a;
 
 		if (r.bad || len > (uint64_t)(r.end - r.p))
 			return false;
@@ -237,16 +183,16 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64
 
 			switch (aug[i]) {
 			case 'R':
-				c->fde_encoding = (uint8_t)rd_u(&a, 1);
+				c->fde_encoding = (uint8_t)ember_bytes_le(&a, 1);
 				break;
 			case 'L':
-				rd_u(&a, 1);
+				ember_bytes_le(&a, 1);
 				break;
 			case 'S':
 				c->signal = true;
 				break;
 			case 'P': {
-				uint8_t enc = (uint8_t)rd_u(&a, 1);
+				uint8_t enc = (uint8_t)ember_bytes_le(&a, 1);
 
 				/* The personality routine's address may be indirect: only skip it.
 				 */
@@ -413,14 +359,14 @@ static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, ui
  * negative errno.
  */
 static int run_insns(struct ember_cfi_builder *b, const struct section *s, const struct cie *c,
-                     struct rd *r, struct cfa_state *st, const struct cfa_state *initial,
+                     struct ember_bytes *r, struct cfa_state *st, const struct cfa_state *initial,
                      struct ember_cfi_fde *fde, uint64_t *loc)
 {
 	struct cfa_state stack[MAX_REMEMBER_DEPTH];
 	int depth = 0, err;
 
 	while (r->p < r->end && !r->bad) {
-		uint8_t op = (uint8_t)rd_u(r, 1), low = op & 0x3f;
+		uint8_t op = (uint8_t)ember_bytes_le(r, 1), low = op & 0x3f;
 		uint64_t reg, delta = 0, target, len;
 		int64_t off;
 
@@ -429,7 +375,7 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			delta = low * c->code_align;
 			goto advance;
 		case 0x80:
-			off = scaled(rd_uleb(r), c->data_align);
+			off = scaled(ember_bytes_uleb(r), c->data_align);
 			set_rule(st, c, low, RULE_OFFSET, off);
 			continue;
 		case 0xc0:
@@ -448,34 +394,34 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			delta = target - *loc;
 			goto advance;
 		case 0x02:
-			delta = rd_u(r, 1) * c->code_align;
+			delta = ember_bytes_le(r, 1) * c->code_align;
 			goto advance;
 		case 0x03:
-			delta = rd_u(r, 2) * c->code_align;
+			delta = ember_bytes_le(r, 2) * c->code_align;
 			goto advance;
 		case 0x04:
-			delta = rd_u(r, 4) * c->code_align;
+			delta = ember_bytes_le(r, 4) * c->code_align;
 			goto advance;
 		case 0x05: /* offset_extended */
-			reg = rd_uleb(r);
-			off = scaled(rd_uleb(r), c->data_align);
+			reg = ember_bytes_uleb(r);
+			off = scaled(ember_bytes_uleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		case 0x06: /* restore_extended */
-			reg = rd_uleb(r);
+			reg = ember_bytes_uleb(r);
 			if (!initial)
 				return 1;
 			restore_rule(st, initial, reg, c->ra_reg);
 			continue;
 		case 0x07:
-			set_rule(st, c, rd_uleb(r), RULE_UNDEFINED, 0);
+			set_rule(st, c, ember_bytes_uleb(r), RULE_UNDEFINED, 0);
 			continue;
 		case 0x08:
-			set_rule(st, c, rd_uleb(r), RULE_SAME, 0);
+			set_rule(st, c, ember_bytes_uleb(r), RULE_SAME, 0);
 			continue;
 		case 0x09: /* register */
-			reg = rd_uleb(r);
-			rd_uleb(r);
+			reg = ember_bytes_uleb(r);
+			ember_bytes_uleb(r);
 			set_rule(st, c, reg, RULE_OTHER, 0);
 			continue;
 		case 0x0a: /* remember_state */
@@ -489,19 +435,19 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			*st = stack[--depth];
 			continue;
 		case 0x0c: /* def_cfa */
-			st->cfa_reg = rd_uleb(r);
-			st->cfa_offset = (int64_t)rd_uleb(r);
+			st->cfa_reg = ember_bytes_uleb(r);
+			st->cfa_offset = (int64_t)ember_bytes_uleb(r);
 			st->cfa_expr = NULL;
 			continue;
 		case 0x0d: /* def_cfa_register */
-			st->cfa_reg = rd_uleb(r);
+			st->cfa_reg = ember_bytes_uleb(r);
 			st->cfa_expr = NULL;
 			continue;
 		case 0x0e:
-			st->cfa_offset = (int64_t)rd_uleb(r);
+			st->cfa_offset = (int64_t)ember_bytes_uleb(r);
 			continue;
 		case 0x0f: /* def_cfa_expression */
-			len = rd_uleb(r);
+			len = ember_bytes_uleb(r);
 			if (r->bad || len > (uint64_t)(r->end - r->p))
 				return 1;
 			st->cfa_expr = r->p;
@@ -510,42 +456,42 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			continue;
 		case 0x10: /* expression */
 		case 0x16: /* val_expression */
-			reg = rd_uleb(r);
-			len = rd_uleb(r);
+			reg = ember_bytes_uleb(r);
+			len = ember_bytes_uleb(r);
 			if (r->bad || len > (uint64_t)(r->end - r->p))
 				return 1;
 			r->p += len;
 			set_rule(st, c, reg, RULE_OTHER, 0);
 			continue;
 		case 0x11: /* offset_extended_sf */
-			reg = rd_uleb(r);
-			off = scaled((uint64_t)rd_sleb(r), c->data_align);
+			reg = ember_bytes_uleb(r);
+			off = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		case 0x12: /* def_cfa_sf */
-			st->cfa_reg = rd_uleb(r);
-			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
+			st->cfa_reg = ember_bytes_uleb(r);
+			st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
 			st->cfa_expr = NULL;
 			continue;
 		case 0x13:
-			st->cfa_offset = scaled((uint64_t)rd_sleb(r), c->data_align);
+			st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
 			continue;
 		case 0x14: /* val_offset */
-			reg = rd_uleb(r);
-			rd_uleb(r);
+			reg = ember_bytes_uleb(r);
+			ember_bytes_uleb(r);
 			set_rule(st, c, reg, RULE_OTHER, 0);
 			continue;
 		case 0x15: /* val_offset_sf */
-			reg = rd_uleb(r);
-			rd_sleb(r);
+			reg = ember_bytes_uleb(r);
+			ember_bytes_sleb(r);
 			set_rule(st, c, reg, RULE_OTHER, 0);
 			continue;
 		case 0x2e:
-			rd_uleb(r);
+			ember_bytes_uleb(r);
 			continue; /* GNU_args_size */
 		case 0x2f:        /* GNU_negative_offset_extended */
-			reg = rd_uleb(r);
-			off = scaled(0 - rd_uleb(r), c->data_align);
+			reg = ember_bytes_uleb(r);
+			off = scaled(0 - ember_bytes_uleb(r), c->data_align);
 			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		default:
@@ -585,7 +531,7 @@ static int add_fde(struct ember_cfi_builder *b, uint64_t start, uint64_t end)
 	return 0;
 }
 
-static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struct rd *r,
+static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struct ember_bytes *r,
                      const struct cie *c)
 {
 	struct cfa_state st;
@@ -599,7 +545,7 @@ static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struc
 	if (!range || range > MAX_FDE_RANGE || start > UINT64_MAX - range)
 		return 1;
 	if (c->has_z) {
-		uint64_t len = rd_uleb(r);
+		uint64_t len = ember_bytes_uleb(r);
 
 		if (r->bad || len > (uint64_t)(r->end - r->p))
 			return 1;
@@ -628,7 +574,7 @@ static int parse_fde(struct ember_cfi_builder *b, const struct section *s, struc
 /* Runs the CIE's instructions: the state every one of its FDEs starts from. */
 static void run_cie(struct ember_cfi_builder *b, const struct section *s, struct cie *c)
 {
-	struct rd ci = {c->insns, c->insns_end, false};
+	struct ember_bytes ci = {c->insns, c->insns_end, false};
 	uint64_t loc = 0;
 
 	memset(&c->initial, 0, sizeof(c->initial));
@@ -665,7 +611,7 @@ int ember_cfi_parse(struct ember_cfi_builder *b, const uint8_t *data, size_t len
 		size_t id_off, cie_off;
 		uint64_t id;
 		bool is_cie;
-		struct rd r;
+		struct ember_bytes r;
 		int err;
 
 		if (!memcmp(data + off, "\0\0\0\0", 4)) {
