@@ -60,12 +60,19 @@ static int send_msg(struct ember_peer *p, union ember_msg *m, const int *fds, in
 	err = ember_msg_send(p->sock, m, fds, nfds);
 	/* A peer that does not read its socket cannot hold the collector up. */
 	if (err)
-		log_warn("symbolizer connection: cannot send %s: %s",
-		         ember_msg_type_name(m->hdr.type), strerror(-err));
+		log_warn_errno(err, "symbolizer connection: cannot send %s: %m",
+		               ember_msg_type_name(m->hdr.type));
 	return err;
 }
 
-static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union ember_msg *in)
+/* What a handler may use besides the peer. */
+struct peer_call {
+	struct ember_broker *broker;
+	struct ember_drain *drain;
+	uint64_t now_ns;
+};
+
+static int on_hello(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
 	union ember_msg out;
 	int fds[3], err;
@@ -83,10 +90,8 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 	}
 	/* A fresh ring for every connection: a previous peer keeps nothing it can write. */
 	err = ember_ring_producer_create(&p->ring, p->config.ring_size);
-	if (err) {
-		log_error("cannot create the sample ring: %s", strerror(-err));
-		return err;
-	}
+	if (err)
+		return log_error_errno(err, "cannot create the sample ring: %m");
 	ember_msg_init(&out, EMBER_MSG_WELCOME, 0);
 	out.welcome.records_version = EMBER_RECORDS_VERSION;
 	out.welcome.sample_hz = p->config.sample_hz;
@@ -102,16 +107,15 @@ static int on_hello(struct ember_peer *p, struct ember_drain *drain, const union
 	if (err)
 		return err;
 	p->state = EMBER_PEER_ACTIVE;
-	drain->ring = &p->ring;
+	c->drain->ring = &p->ring;
 	log_info("symbolizer (pid %d) connected", p->pid);
 	return 0;
 }
 
-static int on_broker_req(struct ember_peer *p, struct ember_broker *broker,
-                         const union ember_msg *in, uint64_t now_ns)
+static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
 	union ember_msg out;
-	int fd = ember_broker_handle(broker, &in->broker_req, now_ns), err;
+	int fd = ember_broker_handle(c->broker, &in->broker_req, c->now_ns), err;
 
 	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
 	out.broker_reply.id = in->broker_req.id;
@@ -122,33 +126,59 @@ static int on_broker_req(struct ember_peer *p, struct ember_broker *broker,
 	return err;
 }
 
-static int dispatch(struct ember_peer *p, struct ember_broker *broker, struct ember_drain *drain,
-                    const union ember_msg *in, uint64_t now_ns)
+static int on_unwind(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
-	uint16_t type = in->hdr.type;
+	(void)c;
+	return p->tables ? ember_tables_handle(p->tables, in) : -EPROTO;
+}
 
-	if (p->state == EMBER_PEER_AWAIT_HELLO)
-		return type == EMBER_MSG_HELLO ? on_hello(p, drain, in) : -EPROTO;
-	switch (type) {
-	case EMBER_MSG_BROKER_REQ:
-		return on_broker_req(p, broker, in, now_ns);
-	case EMBER_MSG_UNWIND_TABLE:
-	case EMBER_MSG_UNWIND_ROWS:
-	case EMBER_MSG_UNWIND_PROC:
-		return p->tables ? ember_tables_handle(p->tables, in) : -EPROTO;
-	case EMBER_MSG_FLUSHED:
-		p->flushed = true;
-		p->flush_status = in->flushed.status;
-		p->flushed_samples = in->flushed.samples;
-		return 0;
-	default:
-		return -EPROTO;
-	}
+static int on_flushed(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
+{
+	(void)c;
+	p->state = EMBER_PEER_ACTIVE;
+	p->flushed = true;
+	p->flush_status = in->flushed.status;
+	p->flushed_samples = in->flushed.samples;
+	return 0;
+}
+
+#define IN(state) (1u << (state))
+#define LIVE      (IN(EMBER_PEER_ACTIVE) | IN(EMBER_PEER_FLUSHING))
+
+typedef int peer_handler_fn(struct ember_peer *p, const struct peer_call *c,
+                            const union ember_msg *in);
+
+/*
+ * What the symbolizer may send, and when (as OpenSSH's monitor table). A
+ * message in any other state, or of a type not listed, ends the connection.
+ * FLUSHED answers the one FLUSH asked: it is a violation at any other time.
+ */
+/* clang-format off */
+static const struct peer_handler {
+	unsigned int states;
+	peer_handler_fn *handle;
+} handlers[EMBER_MSG_TYPE_MAX] = {
+	/*                           allowed in                  handler */
+	[EMBER_MSG_HELLO]        = {IN(EMBER_PEER_AWAIT_HELLO), on_hello},
+	[EMBER_MSG_BROKER_REQ]   = {LIVE,                       on_broker_req},
+	[EMBER_MSG_UNWIND_TABLE] = {LIVE,                       on_unwind},
+	[EMBER_MSG_UNWIND_ROWS]  = {LIVE,                       on_unwind},
+	[EMBER_MSG_UNWIND_PROC]  = {LIVE,                       on_unwind},
+	[EMBER_MSG_FLUSHED]      = {IN(EMBER_PEER_FLUSHING),    on_flushed},
+};
+/* clang-format on */
+
+bool ember_peer_allows(enum ember_peer_state state, uint32_t type)
+{
+	return type < EMBER_MSG_TYPE_MAX && handlers[type].handle &&
+	       (handlers[type].states & IN(state));
 }
 
 int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
                            struct ember_drain *drain, uint64_t now_ns)
 {
+	const struct peer_call call = {broker, drain, now_ns};
+
 	for (int i = 0; i < MAX_MESSAGES_PER_WAKEUP; i++) {
 		union ember_msg msg;
 		int nfds, err;
@@ -162,12 +192,14 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 			return err;
 		}
 		if (err) {
-			log_warn("symbolizer (pid %d) broke the protocol (%s): disconnecting it",
-			         p->pid, strerror(-err));
-			return err;
+			return log_warn_errno(
+			    err, "symbolizer (pid %d) broke the protocol (%m): disconnecting it",
+			    p->pid);
 		}
 		p->messages++;
-		err = dispatch(p, broker, drain, &msg, now_ns);
+		err = ember_peer_allows(p->state, msg.hdr.type)
+		          ? handlers[msg.hdr.type].handle(p, &call, &msg)
+		          : -EPROTO;
 		if (err == -EPROTO)
 			log_warn("symbolizer (pid %d) sent %s in state %d: disconnecting it",
 			         p->pid, ember_msg_type_name(msg.hdr.type), p->state);
@@ -184,7 +216,7 @@ int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool 
 	int err;
 
 	if (p->state != EMBER_PEER_ACTIVE)
-		return -ENOTCONN;
+		return p->state == EMBER_PEER_FLUSHING ? -EALREADY : -ENOTCONN;
 	ember_drain_flush_lost(drain);
 	for (int r = 0; r <= EMBER_LOST_OTHER; r++)
 		if (r != EMBER_LOST_PROC_EVENTS)
@@ -195,8 +227,10 @@ int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool 
 	out.flush.lost_unreported = unreported;
 	p->flushed = false;
 	err = send_msg(p, &out, NULL, 0);
-	if (!err)
+	if (!err) {
 		memset(drain->pending_lost, 0, sizeof(drain->pending_lost));
+		p->state = EMBER_PEER_FLUSHING;
+	}
 	ember_ring_notify(&p->ring);
 	return err;
 }

@@ -30,6 +30,8 @@ enum ember_peer_state {
 	EMBER_PEER_NONE = 0,
 	EMBER_PEER_AWAIT_HELLO,
 	EMBER_PEER_ACTIVE,
+	EMBER_PEER_FLUSHING, /* active, a FLUSH sent and its FLUSHED not yet back */
+	EMBER_PEER_STATE_MAX,
 };
 
 struct ember_peer {
@@ -53,6 +55,13 @@ void ember_peer_attach(struct ember_peer *p, int sock, int pid);
 /* Closes the connection and its ring; records go to "no consumer" from now on. */
 void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain);
 bool ember_peer_connected(const struct ember_peer *p);
+/* Handshake done: samples go to its ring (flushing or not). */
+static inline bool ember_peer_active(const struct ember_peer *p)
+{
+	return p->state == EMBER_PEER_ACTIVE || p->state == EMBER_PEER_FLUSHING;
+}
+/* Whether the symbolizer may send a message of type in state (the peer's dispatch table). */
+bool ember_peer_allows(enum ember_peer_state state, uint32_t type);
 
 /*
  * Handles the messages waiting on the socket. Returns 0, or a negative errno
@@ -62,7 +71,11 @@ bool ember_peer_connected(const struct ember_peer *p);
 int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
                            struct ember_drain *drain, uint64_t now_ns);
 
-/* Asks the symbolizer to consume everything written so far and write its outputs. */
+/*
+ * Asks the symbolizer to consume everything written so far and write its
+ * outputs; its FLUSHED is accepted once, after this. -EALREADY while a flush
+ * is under way, -ENOTCONN before the handshake.
+ */
 int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool final);
 
 #endif

@@ -173,13 +173,13 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
-		if (r->peer.state == EMBER_PEER_ACTIVE && r->peer.ring.bad_positions) {
+		if (ember_peer_active(&r->peer) && r->peer.ring.bad_positions) {
 			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
 			         "disconnecting it",
 			         r->peer.pid);
 			drop_peer(r);
 		}
-		if (r->peer.state == EMBER_PEER_ACTIVE)
+		if (ember_peer_active(&r->peer))
 			ember_ring_notify(&r->peer.ring);
 		if (r->ticks % (1000 / TICK_MS) == 0)
 			ember_bpf_refresh_cpus(&r->bpf);
@@ -348,7 +348,7 @@ static int await_symbolizer(struct recorder *r)
 {
 	uint64_t deadline = ember_monotonic_ns() + HANDSHAKE_TIMEOUT_NS;
 
-	while (r->peer.state != EMBER_PEER_ACTIVE) {
+	while (!ember_peer_active(&r->peer)) {
 		struct pollfd pfd = {.fd = r->peer.sock, .events = POLLIN};
 		uint64_t now = ember_monotonic_ns();
 
@@ -516,7 +516,7 @@ static void run_loop(struct recorder *r)
 			switch (evs[i].data.u32) {
 			case TAG_BPF:
 				ember_bpf_drain(&r->bpf);
-				if (r->peer.state == EMBER_PEER_ACTIVE)
+				if (ember_peer_active(&r->peer))
 					ember_ring_notify(&r->peer.ring);
 				break;
 			case TAG_SIGNAL:

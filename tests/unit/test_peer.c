@@ -3,6 +3,7 @@
  * and drops turning into LOST records. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -137,6 +138,125 @@ START_TEST(broker_refuses_unseen_pids)
 }
 END_TEST
 
+/*
+ * The dispatch table, as the protocol wants it: what the symbolizer may send
+ * in each state. Written here on its own, so that a change to the table
+ * has to change this too.
+ */
+static bool expected_allowed(enum ember_peer_state state, uint32_t type)
+{
+	switch (type) {
+	case EMBER_MSG_HELLO:
+		return state == EMBER_PEER_AWAIT_HELLO;
+	case EMBER_MSG_BROKER_REQ:
+	case EMBER_MSG_UNWIND_TABLE:
+	case EMBER_MSG_UNWIND_ROWS:
+	case EMBER_MSG_UNWIND_PROC:
+		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
+	case EMBER_MSG_FLUSHED:
+		return state == EMBER_PEER_FLUSHING; /* only after a FLUSH */
+	default:
+		return false; /* the collector's own messages, and unknown types */
+	}
+}
+
+static void drain_welcome(void)
+{
+	union ember_msg m;
+	int fds[3], n;
+
+	ck_assert_int_eq(ember_msg_recv(sv[1], &m, fds, 3, &n), 0);
+	ck_assert_uint_eq(m.hdr.type, EMBER_MSG_WELCOME);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Brings the fixture's peer into state. */
+static void enter(enum ember_peer_state state)
+{
+	union ember_msg m;
+	int n;
+
+	if (state == EMBER_PEER_AWAIT_HELLO)
+		return;
+	send_hello(EMBER_RECORDS_VERSION);
+	ck_assert_int_eq(ember_peer_on_readable(&peer, &broker, &drain, 0), 0);
+	drain_welcome();
+	if (state == EMBER_PEER_FLUSHING) {
+		ck_assert_int_eq(ember_peer_send_flush(&peer, &drain, true), 0);
+		ck_assert_int_eq(ember_msg_recv(sv[1], &m, NULL, 0, &n), 0);
+		ck_assert_uint_eq(m.hdr.type, EMBER_MSG_FLUSH);
+		/* One flush at a time. */
+		ck_assert_int_eq(ember_peer_send_flush(&peer, &drain, true), -EALREADY);
+	}
+	ck_assert_int_eq(peer.state, state);
+}
+
+START_TEST(dispatch_table_by_state)
+{
+	enum ember_peer_state state = (enum ember_peer_state)_i;
+
+	for (uint32_t type = 0; type <= EMBER_MSG_TYPE_MAX; type++)
+		ck_assert_msg(ember_peer_allows(state, type) == expected_allowed(state, type),
+		              "state %d, %s", state, ember_msg_type_name((uint16_t)type));
+	/* And the peer acts on it: each type a symbolizer could send, in this state. */
+	for (uint32_t type = 1; type < EMBER_MSG_TYPE_MAX; type++) {
+		union ember_msg m;
+		int err;
+
+		teardown();
+		setup();
+		enter(state);
+		ember_msg_init(&m, (enum ember_msg_type)type, 2);
+		if (type == EMBER_MSG_HELLO)
+			m.hello.records_version = EMBER_RECORDS_VERSION;
+		if (type == EMBER_MSG_BROKER_REQ) {
+			m.broker_req.what = EMBER_BROKER_MAPS;
+			m.broker_req.pid = (uint32_t)getpid(); /* never sampled */
+		}
+		ck_assert_int_eq(ember_msg_send(sv[1], &m, NULL, 0), 0);
+		err = ember_peer_on_readable(&peer, &broker, &drain, 0);
+		if (!expected_allowed(state, type)) {
+			ck_assert_msg(err == -EPROTO, "%s in state %d: %d",
+			              ember_msg_type_name((uint16_t)type), state, err);
+			continue;
+		}
+		switch (type) {
+		case EMBER_MSG_HELLO:
+			ck_assert_int_eq(err, 0);
+			ck_assert_int_eq(peer.state, EMBER_PEER_ACTIVE);
+			drain_welcome();
+			break;
+		case EMBER_MSG_BROKER_REQ: {
+			int n;
+
+			/* Served (refused: the pid was never sampled), the connection kept. */
+			ck_assert_int_eq(err, 0);
+			ck_assert_int_eq(ember_msg_recv(sv[1], &m, NULL, 0, &n), 0);
+			ck_assert_uint_eq(m.hdr.type, EMBER_MSG_BROKER_REPLY);
+			ck_assert_int_eq(m.broker_reply.error, -EPERM);
+			ck_assert_int_eq(peer.state, state);
+			break;
+		}
+		case EMBER_MSG_FLUSHED:
+			ck_assert_int_eq(err, 0);
+			ck_assert(peer.flushed);
+			ck_assert_int_eq(peer.state, EMBER_PEER_ACTIVE);
+			/* A second FLUSHED, not asked for, ends the connection. */
+			ember_msg_init(&m, EMBER_MSG_FLUSHED, 3);
+			ck_assert_int_eq(ember_msg_send(sv[1], &m, NULL, 0), 0);
+			ck_assert_int_eq(ember_peer_on_readable(&peer, &broker, &drain, 0),
+			                 -EPROTO);
+			break;
+		default:
+			/* Unwind messages: allowed, but this peer takes no tables (tables NULL). */
+			ck_assert_int_eq(err, -EPROTO);
+			ck_assert_ptr_null(peer.tables);
+		}
+	}
+}
+END_TEST
+
 static size_t fake_sample(unsigned char *buf, uint32_t tgid)
 {
 	struct ember_sample_event s = {
@@ -206,6 +326,8 @@ static Suite *peer_suite(void)
 	tcase_add_test(tc, descriptors_from_the_peer_end_the_connection);
 	tcase_add_test(tc, broker_refuses_unseen_pids);
 	tcase_add_test(tc, drops_become_lost_records);
+	tcase_add_loop_test(tc, dispatch_table_by_state, EMBER_PEER_AWAIT_HELLO,
+	                    EMBER_PEER_STATE_MAX);
 	suite_add_tcase(s, tc);
 	return s;
 }
