@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -58,36 +59,6 @@ static void usage_main(FILE *f)
 	           "`ember COMMAND --help` describes a command.\n");
 }
 
-static void usage_record(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... [OPTIONS]\n"
-	    "\n"
-	    "Samples the CPUs (all processes, or those given with -p) and writes a profile\n"
-	    "when the duration ends or on Ctrl-C.\n"
-	    "\n"
-	    "  -d, --duration SECONDS  how long to record (also 30s, 5m, 1h); default: until "
-	    "Ctrl-C\n"
-	    "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
-	    "  -p, --pid PID           record only this process (repeatable)\n"
-	    "      --off-cpu[=MIN]     also record where threads wait (waits of MIN, default 1ms)\n"
-	    "      --view VIEW         cpu, off-cpu or both: .folded content, first .html view\n"
-	    "  -o, --output FILE       write FILE; its name sets the format:\n"
-	    "                          .html flame graph, .pb.gz pprof, .folded folded\n"
-	    "                          stacks, .otlp OTLP (repeatable);\n"
-	    "                          default %s\n"
-	    "      --otlp URL          ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; "
-	    "with\n"
-	    "                          --interval, --service-name, --otlp-header, --otlp-ca, ...\n"
-	    "                          (see README.md, \"Shipping profiles\")\n"
-	    "      --user NAME         user the symbolizer runs as; default %s\n"
-	    "      --log-level LEVEL   error, warning, info or debug; default info\n"
-	    "      --no-progress       no progress line\n"
-	    "  -h, --help              this text\n",
-	    MAX_HZ, DEFAULT_HZ, DEFAULT_OUTPUT, DEFAULT_USER);
-}
-
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", cmd);
@@ -105,222 +76,348 @@ static const char *format_of(const char *path)
 	return NULL;
 }
 
+/* ---- `ember record` and ember-collector: one option table ------------------------ */
+
+#define STR_(x)  #x
+#define STR(x)   STR_(x)
+#define MAX_PASS 64
+
+/* What parsing the command line builds. */
+struct cli {
+	const char *cmd;
+	bool daemon;
+	struct ember_record_opts o;
+	const char *user, *runtime_dir;
+	const char *pass[MAX_PASS + 1]; /* export settings for the symbolizer, which checks them */
+	size_t npass;
+	char socket_path[4096];
+	const char *option; /* the long name of the option being parsed */
+};
+
+/* Takes an option's argument. Returns 0, or an exit code after saying what is wrong. */
+typedef int opt_fn(struct cli *c, const char *arg);
+
+static int opt_duration(struct cli *c, const char *arg)
+{
+	if (ember_parse_duration_ms(arg, &c->o.duration_ms) || !c->o.duration_ms)
+		return usage_error(c->cmd, "bad duration '%s': give seconds, e.g. -d 30", arg);
+	return 0;
+}
+
+static int opt_frequency(struct cli *c, const char *arg)
+{
+	uint64_t v;
+
+	if (ember_parse_u64(arg, 1, MAX_HZ, &v))
+		return usage_error(c->cmd, "bad frequency '%s': give 1 to 10000 Hz", arg);
+	c->o.sample_hz = (unsigned int)v;
+	return 0;
+}
+
 static bool process_exists(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-static void usage_daemon(FILE *f)
+static int opt_pid(struct cli *c, const char *arg)
 {
-	fprintf(f,
-	        "usage: ember-collector [-F HZ] [-p PID]... [OPTIONS]\n"
-	        "\n"
-	        "Samples the CPUs until SIGTERM and serves one ember-symbolizer at a time on\n"
-	        "RUNTIME_DIR/%s; samples taken while none is connected are counted as lost.\n"
-	        "\n"
-	        "  -F, --frequency HZ      samples per second per CPU (1-%d); default %d\n"
-	        "  -p, --pid PID           sample only this process (repeatable)\n"
-	        "      --off-cpu[=MIN]     also record off-CPU waits (of MIN, default 1ms)\n"
-	        "      --user NAME         user (and group) the symbolizer runs as; default %s\n"
-	        "      --runtime-dir DIR   where the socket lives; default %s\n"
-	        "      --debug-dir DIR     debug files by build id; default /usr/lib/debug\n"
-	        "      --ring-size BYTES   sample ring per connection; default: 2 s of samples\n"
-	        "      --log-level LEVEL   error, warning, info or debug; default info\n",
-	        EMBER_SOCKET_NAME, MAX_HZ, DEFAULT_HZ, DEFAULT_DAEMON_USER, EMBER_RUNTIME_DIR);
+	uint64_t v;
+
+	if (ember_parse_u64(arg, 1, INT_MAX, &v))
+		return usage_error(c->cmd, "bad PID '%s'", arg);
+	if (!process_exists((pid_t)v))
+		return usage_error(c->cmd, "no process with PID %s", arg);
+	if (c->o.npids == EMBER_MAX_PIDS)
+		return usage_error(c->cmd, "too many -p (the limit is %s)", STR(EMBER_MAX_PIDS));
+	c->o.pids[c->o.npids++] = (pid_t)v;
+	return 0;
 }
 
-/* OPT_PASS: export settings, handed to the symbolizer (which checks them). */
-enum {
-	OPT_USER = 256,
-	OPT_LOG_LEVEL,
-	OPT_NO_PROGRESS,
-	OPT_RING_SIZE,
-	OPT_RUNTIME,
-	OPT_DEBUG_DIR,
-	OPT_OTLP,
-	OPT_OFF_CPU,
-	OPT_PASS
-};
-
-#define MAX_PASS 64
-
-/* `ember record`, and ember-collector (daemon): the same options, less -d and -o. */
-static int cmd_record(int argc, char **argv, bool daemon)
+static int opt_output(struct cli *c, const char *arg)
 {
-	static const struct option longopts[] = {
-	    {"duration", required_argument, NULL, 'd'},
-	    {"frequency", required_argument, NULL, 'F'},
-	    {"pid", required_argument, NULL, 'p'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"user", required_argument, NULL, OPT_USER},
-	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-	    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-	    {"ring-size", required_argument, NULL, OPT_RING_SIZE},
-	    {"runtime-dir", required_argument, NULL, OPT_RUNTIME},
-	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-	    {"otlp", required_argument, NULL, OPT_OTLP},
-	    {"off-cpu", optional_argument, NULL, OPT_OFF_CPU},
-	    {"view", required_argument, NULL, OPT_PASS},
-	    {"interval", required_argument, NULL, OPT_PASS},
-	    {"service-name", required_argument, NULL, OPT_PASS},
-	    {"otlp-header", required_argument, NULL, OPT_PASS},
-	    {"otlp-ca", required_argument, NULL, OPT_PASS},
-	    {"otlp-cert", required_argument, NULL, OPT_PASS},
-	    {"otlp-key", required_argument, NULL, OPT_PASS},
-	    {"otlp-timeout", required_argument, NULL, OPT_PASS},
-	    {"otlp-compression", required_argument, NULL, OPT_PASS},
-	    {"otlp-queue-size", required_argument, NULL, OPT_PASS},
-	    {"otlp-deadline", required_argument, NULL, OPT_PASS},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	static struct ember_record_opts o;
-	static char socket_path[4096];
-	const char *user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER, *log_level = "info";
-	const char *cmd = daemon ? "ember-collector" : "ember record",
-		   *runtime_dir = EMBER_RUNTIME_DIR;
-	static const char *pass[MAX_PASS + 1];
-	size_t npass = 0;
-	int idx = 0;
-	char *arg;
-	enum ember_log_level level = EMBER_LOG_INFO;
-	struct passwd *pw;
-	uint64_t v, caps;
-	long max_rate;
-	int c;
+	if (c->o.noutputs == EMBER_MAX_OUTPUTS)
+		return usage_error(c->cmd, "too many -o (the limit is %s)", STR(EMBER_MAX_OUTPUTS));
+	if (!format_of(arg))
+		return usage_error(c->cmd,
+		                   "cannot tell the format of '%s' from its name: "
+		                   "end it in .html, .pb.gz, .folded or .otlp",
+		                   arg);
+	c->o.outputs[c->o.noutputs].path = arg;
+	c->o.outputs[c->o.noutputs++].format = format_of(arg);
+	return 0;
+}
 
-	memset(&o, 0, sizeof(o));
-	o.sample_hz = DEFAULT_HZ;
-	o.off_cpu_min_ns = EMBER_OFF_CPU_OFF;
-	o.progress = !daemon && isatty(STDERR_FILENO);
+/* Waits shorter than MIN are counted, not recorded. */
+static int opt_off_cpu(struct cli *c, const char *arg)
+{
+	uint64_t ms;
+
+	if (ember_parse_duration_ms(arg ? arg : "1ms", &ms))
+		return usage_error(c->cmd, "bad --off-cpu minimum '%s': e.g. --off-cpu=5ms", arg);
+	c->o.off_cpu_min_ns = ms * 1000000;
+	return 0;
+}
+
+static int opt_log_level(struct cli *c, const char *arg)
+{
+	enum ember_log_level level;
+
+	if (ember_log_level_parse(arg, &level))
+		return usage_error(c->cmd, "bad log level '%s'", arg);
+	c->o.log_level = arg;
+	ember_log_set_level(level);
+	return 0;
+}
+
+static int opt_ring_size(struct cli *c, const char *arg)
+{
+	uint64_t bytes;
+
+	if (ember_parse_u64(arg, EMBER_RING_MIN_SIZE, EMBER_RING_MAX_SIZE, &bytes))
+		return usage_error(c->cmd, "bad ring size '%s'", arg);
+	c->o.ring_size = bytes;
+	return 0;
+}
+
+/* Export settings and views: handed to the symbolizer as they are. */
+static int opt_pass(struct cli *c, const char *arg)
+{
+	char *pass;
+
+	if (c->npass == MAX_PASS || asprintf(&pass, "--%s=%s", c->option, arg) < 0)
+		return usage_error(c->cmd, "too many export options%s", "");
+	c->pass[c->npass++] = pass;
+	c->o.symbolizer_args = c->pass;
+	return 0;
+}
+
+#define RECORD 1u /* ember record */
+#define DAEMON 2u /* ember-collector */
+#define BOTH   (RECORD | DAEMON)
+
+#define ARG        required_argument
+#define STORE(fld) offsetof(struct cli, fld)
+/* Export settings, handed to the symbolizer: --otlp's help points to them. */
+#define PASS(name)                                                                                 \
+	{                                                                                          \
+		name, 0, ARG, NULL, RECORD, opt_pass, .help = NULL                                 \
+	}
+
+/*
+ * Every option of both commands: getopt_long's array and --help are made
+ * from it. An option without help is not listed (the export settings, which
+ * --otlp's help points to).
+ */
+/* clang-format off */
+static const struct cli_option {
+	const char *name;
+	char short_name;
+	int has_arg;
+	const char *arg; /* as --help shows it */
+	unsigned int commands;
+	opt_fn *parse; /* NULL: the argument is stored at `store` */
+	size_t store;  /* offset of a const char * in struct cli */
+	const char *help;
+	const char *daemon_help; /* ember-collector's, when it differs */
+} options[] = {
+	{"duration", 'd', ARG, "SECONDS", RECORD, opt_duration, .help = "how long to record (also 30s, 5m, 1h); default: until Ctrl-C"},
+	{"frequency", 'F', ARG, "HZ", BOTH, opt_frequency, .help = "samples per second per CPU (1-" STR(MAX_HZ) "); default " STR(DEFAULT_HZ)},
+	{"pid", 'p', ARG, "PID", BOTH, opt_pid, .help = "record only this process (repeatable)",
+	 .daemon_help = "sample only this process (repeatable)"},
+	{"off-cpu", 0, optional_argument, "MIN", BOTH, opt_off_cpu, .help = "also record where threads wait (waits of MIN, default 1ms)",
+	 .daemon_help = "also record off-CPU waits (of MIN, default 1ms)"},
+	{"view", 0, ARG, "VIEW", RECORD, opt_pass, .help = "cpu, off-cpu or both: .folded content, first .html view"},
+	{"output", 'o', ARG, "FILE", RECORD, opt_output, .help = "write FILE; its name sets the format:\n"
+	 ".html flame graph, .pb.gz pprof, .folded folded\nstacks, .otlp OTLP (repeatable);\ndefault " DEFAULT_OUTPUT},
+	{"otlp", 0, ARG, "URL", RECORD, .store = STORE(o.otlp_url), .help = "ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; with\n"
+	 "--interval, --service-name, --otlp-header, --otlp-ca, ...\n(see README.md, \"Shipping profiles\")"},
+	{"user", 0, ARG, "NAME", BOTH, .store = STORE(user), .help = "user the symbolizer runs as; default " DEFAULT_USER,
+	 .daemon_help = "user (and group) the symbolizer runs as; default " DEFAULT_DAEMON_USER},
+	{"runtime-dir", 0, ARG, "DIR", DAEMON, .store = STORE(runtime_dir), .help = "where the socket lives; default " EMBER_RUNTIME_DIR},
+	{"debug-dir", 0, ARG, "DIR", BOTH, .store = STORE(o.debug_dir), .help = "debug files by build id; default /usr/lib/debug"},
+	{"ring-size", 0, ARG, "BYTES", BOTH, opt_ring_size, .help = "sample ring per connection; default: 2 s of samples"},
+	{"log-level", 0, ARG, "LEVEL", BOTH, opt_log_level, .help = "error, warning, info or debug; default info"},
+	{"no-progress", 0, no_argument, NULL, RECORD, .help = "no progress line"},
+	PASS("interval"), PASS("service-name"), PASS("otlp-header"), PASS("otlp-ca"), PASS("otlp-cert"),
+	PASS("otlp-key"), PASS("otlp-timeout"), PASS("otlp-compression"), PASS("otlp-queue-size"),
+	PASS("otlp-deadline"),
+};
+/* clang-format on */
+
+#define HELP_COLUMN 26
+
+static void usage_options(FILE *f, unsigned int command)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		const struct cli_option *op = &options[i];
+		char flag[8] = "", name[64];
+		int col;
+
+		const char *help =
+		    command == DAEMON && op->daemon_help ? op->daemon_help : op->help;
+
+		if (!(op->commands & command) || !help)
+			continue;
+		if (op->short_name)
+			snprintf(flag, sizeof(flag), "-%c,", op->short_name);
+		snprintf(name, sizeof(name),
+		         op->has_arg == optional_argument ? "--%s[=%s]"
+		         : op->arg                        ? "--%s %s"
+		                                          : "--%s",
+		         op->name, op->arg);
+		col = fprintf(f, "  %-4s%s", flag, name);
+		fprintf(f, "%*s", col < HELP_COLUMN ? HELP_COLUMN - col : 1, "");
+		for (const char *h = help; *h; h++)
+			if (*h == '\n')
+				fprintf(f, "\n%*s", HELP_COLUMN, "");
+			else
+				fputc(*h, f);
+		fputc('\n', f);
+	}
+	fprintf(f, "  -h, --help              this text\n");
+}
+
+static void usage(FILE *f, bool daemon)
+{
+	if (daemon)
+		fprintf(
+		    f,
+		    "usage: ember-collector [-F HZ] [-p PID]... [OPTIONS]\n\n"
+		    "Samples the CPUs until SIGTERM and serves one ember-symbolizer at a time on\n"
+		    "RUNTIME_DIR/%s; samples taken while none is connected are counted as "
+		    "lost.\n\n",
+		    EMBER_SOCKET_NAME);
+	else
+		fprintf(f, "usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... "
+		           "[OPTIONS]\n\n"
+		           "Samples the CPUs (all processes, or those given with -p) and writes a "
+		           "profile\nwhen the duration ends or on Ctrl-C.\n\n");
+	usage_options(f, daemon ? DAEMON : RECORD);
+}
+
+/* Parses argv into c. Returns -1 to go on, or the exit code (help, a usage error). */
+static int parse(struct cli *c, int argc, char **argv)
+{
+	struct option longopts[ARRAY_SIZE(options) + 2];
+	char shortopts[2 * ARRAY_SIZE(options) + 4] = "+h";
+	size_t ns = 2;
+	int opt, err;
+
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		longopts[i] =
+		    (struct option){options[i].name, options[i].has_arg, NULL, 256 + (int)i};
+		if (options[i].short_name) {
+			shortopts[ns++] = options[i].short_name;
+			shortopts[ns++] = ':';
+		}
+	}
+	longopts[ARRAY_SIZE(options)] = (struct option){"help", no_argument, NULL, 'h'};
+	longopts[ARRAY_SIZE(options) + 1] = (struct option){NULL, 0, NULL, 0};
+	shortopts[ns] = '\0';
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+d:F:p:o:h", longopts, &idx)) != -1) {
-		if (daemon && (c == 'd' || c == 'o' || c == OPT_NO_PROGRESS || c == OPT_OTLP ||
-		               c == OPT_PASS))
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct cli_option *op = NULL;
+
+		if (opt == 'h') {
+			usage(stdout, c->daemon);
+			return EMBER_EXIT_OK;
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(options) && !op; i++)
+			if (opt == 256 + (int)i || (opt < 256 && opt == options[i].short_name))
+				op = &options[i];
+		if (!op) {
+			fprintf(stderr, "Try '%s --help'.\n", c->cmd);
+			return EMBER_EXIT_USAGE;
+		}
+		if (c->daemon && !(op->commands & DAEMON))
 			return usage_error(
-			    cmd,
+			    c->cmd,
 			    "%s: the daemon runs until SIGTERM, and its symbolizer "
 			    "writes and ships the outputs",
 			    "-d, -o, --no-progress and --otlp are for `ember record`");
-		if (!daemon && c == OPT_RUNTIME)
-			return usage_error(cmd, "%s is for ember-collector", "--runtime-dir");
-		switch (c) {
-		case 'd':
-			if (ember_parse_duration_ms(optarg, &o.duration_ms) || !o.duration_ms)
-				return usage_error(
-				    cmd, "bad duration '%s': give seconds, e.g. -d 30", optarg);
-			break;
-		case 'F':
-			if (ember_parse_u64(optarg, 1, MAX_HZ, &v))
-				return usage_error(cmd, "bad frequency '%s': give 1 to 10000 Hz",
-				                   optarg);
-			o.sample_hz = (unsigned int)v;
-			break;
-		case 'p':
-			if (ember_parse_u64(optarg, 1, INT_MAX, &v))
-				return usage_error(cmd, "bad PID '%s'", optarg);
-			if (!process_exists((pid_t)v))
-				return usage_error(cmd, "no process with PID %s", optarg);
-			if (o.npids == EMBER_MAX_PIDS)
-				return usage_error(cmd, "too many -p (the limit is %s)", "1024");
-			o.pids[o.npids++] = (pid_t)v;
-			break;
-		case 'o':
-			if (o.noutputs == EMBER_MAX_OUTPUTS)
-				return usage_error(cmd, "too many -o (the limit is %s)", "16");
-			if (!format_of(optarg))
-				return usage_error(cmd,
-				                   "cannot tell the format of '%s' from its name: "
-				                   "end it in .html, .pb.gz, .folded or .otlp",
-				                   optarg);
-			o.outputs[o.noutputs].path = optarg;
-			o.outputs[o.noutputs++].format = format_of(optarg);
-			break;
-		case OPT_USER:
-			user = optarg;
-			break;
-		case OPT_LOG_LEVEL:
-			if (ember_log_level_parse(optarg, &level))
-				return usage_error(cmd, "bad log level '%s'", optarg);
-			log_level = optarg;
-			ember_log_set_level(level);
-			break;
-		case OPT_NO_PROGRESS:
-			o.progress = false;
-			break;
-		case OPT_RUNTIME:
-			runtime_dir = optarg;
-			break;
-		case OPT_DEBUG_DIR:
-			o.debug_dir = optarg;
-			break;
-		case OPT_OFF_CPU: /* waits shorter than MIN are counted, not recorded */
-			if (ember_parse_duration_ms(optarg ? optarg : "1ms", &v))
-				return usage_error(
-				    cmd, "bad --off-cpu minimum '%s': e.g. --off-cpu=5ms", optarg);
-			o.off_cpu_min_ns = v * 1000000;
-			break;
-		case OPT_OTLP: /* checked by the symbolizer, like the other export settings */
-			o.otlp_url = optarg;
-			break;
-		case OPT_PASS:
-			if (npass == MAX_PASS ||
-			    asprintf(&arg, "--%s=%s", longopts[idx].name, optarg) < 0)
-				return usage_error(cmd, "too many export options%s", "");
-			pass[npass++] = arg;
-			o.symbolizer_args = pass;
-			break;
-		case OPT_RING_SIZE:
-			if (ember_parse_u64(optarg, EMBER_RING_MIN_SIZE, EMBER_RING_MAX_SIZE, &v))
-				return usage_error(cmd, "bad ring size '%s'", optarg);
-			o.ring_size = v;
-			break;
-		case 'h':
-			(daemon ? usage_daemon : usage_record)(stdout);
-			return EMBER_EXIT_OK;
-		default:
-			fprintf(stderr, "Try '%s --help'.\n", cmd);
-			return EMBER_EXIT_USAGE;
-		}
+		if (!c->daemon && !(op->commands & RECORD))
+			return usage_error(c->cmd, "--%s is for ember-collector", op->name);
+		c->option = op->name;
+		if (op->parse && (err = op->parse(c, optarg)))
+			return err;
+		if (!op->parse && op->store)
+			*(const char **)((char *)c + op->store) = optarg;
+		else if (!op->parse) /* --no-progress, the one flag */
+			c->o.progress = false;
 	}
 	if (optind < argc)
-		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+		return usage_error(c->cmd, "unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+/* Checks what the options say together and against this host. Returns -1 or an exit code. */
+static int validate(struct cli *c)
+{
+	struct ember_record_opts *o = &c->o;
+	struct passwd *pw;
+	long max_rate;
+
 	if (!ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) &&
-	    o.sample_hz > max_rate)
-		return usage_error(cmd,
+	    o->sample_hz > max_rate)
+		return usage_error(c->cmd,
 		                   "-F is above the kernel's limit "
 		                   "(/proc/sys/kernel/perf_event_max_sample_rate = %s)",
 		                   "lower");
-	if (daemon) {
-		snprintf(socket_path, sizeof(socket_path), "%s/%s", runtime_dir, EMBER_SOCKET_NAME);
-		if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
-			return usage_error(cmd, "cannot create the runtime directory %s",
-			                   runtime_dir);
-		o.socket_path = socket_path;
-	} else if (!o.noutputs && !o.otlp_url) {
-		o.outputs[0].path = DEFAULT_OUTPUT;
-		o.outputs[0].format = format_of(DEFAULT_OUTPUT);
-		o.noutputs = 1;
+	if (c->daemon) {
+		snprintf(c->socket_path, sizeof(c->socket_path), "%s/%s", c->runtime_dir,
+		         EMBER_SOCKET_NAME);
+		if (mkdir(c->runtime_dir, 0755) < 0 && errno != EEXIST)
+			return usage_error(c->cmd, "cannot create the runtime directory %s",
+			                   c->runtime_dir);
+		o->socket_path = c->socket_path;
+	} else if (!o->noutputs && !o->otlp_url) {
+		o->outputs[0].path = DEFAULT_OUTPUT;
+		o->outputs[0].format = format_of(DEFAULT_OUTPUT);
+		o->noutputs = 1;
 	}
-	pw = getpwnam(user);
+	pw = getpwnam(c->user);
 	if (!pw)
-		return usage_error(cmd, "no user '%s' for --user", user);
+		return usage_error(c->cmd, "no user '%s' for --user", c->user);
 	if (pw->pw_uid == 0)
 		return usage_error(
-		    cmd, "the symbolizer must not run as root; choose another --user than '%s'",
-		    user);
-	o.uid = pw->pw_uid;
-	o.gid = pw->pw_gid;
-	o.log_level = log_level;
+		    c->cmd, "the symbolizer must not run as root; choose another --user than '%s'",
+		    c->user);
+	o->uid = pw->pw_uid;
+	o->gid = pw->pw_gid;
+	return -1;
+}
 
-	caps = ember_caps_effective();
+static int run(struct cli *c)
+{
+	uint64_t caps = ember_caps_effective();
+
 	if (!ember_caps_has(caps, CAP_SYS_ADMIN) &&
 	    !(ember_caps_has(caps, CAP_BPF) && ember_caps_has(caps, CAP_PERFMON))) {
 		log_error("recording needs root (or CAP_BPF and CAP_PERFMON): run it with sudo; "
 		          "`ember check` lists what is missing");
 		return EMBER_EXIT_FAILURE;
 	}
-	return ember_record_run(&o);
+	return ember_record_run(&c->o);
+}
+
+/* `ember record`, and ember-collector (daemon): the same options, less -d and -o. */
+static int cmd_record(int argc, char **argv, bool daemon)
+{
+	static struct cli c; /* large (pids): not on the stack */
+	int code;
+
+	memset(&c, 0, sizeof(c));
+	c.daemon = daemon;
+	c.cmd = daemon ? "ember-collector" : "ember record";
+	c.user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER;
+	c.runtime_dir = EMBER_RUNTIME_DIR;
+	c.o.sample_hz = DEFAULT_HZ;
+	c.o.off_cpu_min_ns = EMBER_OFF_CPU_OFF;
+	c.o.progress = !daemon && isatty(STDERR_FILENO);
+	c.o.log_level = "info";
+	if ((code = parse(&c, argc, argv)) >= 0 || (code = validate(&c)) >= 0)
+		return code;
+	return run(&c);
 }
 
 static int cmd_check(int argc, char **argv)
@@ -347,7 +444,7 @@ static int cmd_file_tool(char **argv)
 	}
 	argv[0] = "ember-symbolizer";
 	execv(path, argv);
-	log_error("cannot run %s: %s", path, strerror(errno));
+	log_error_errno(errno, "cannot run %s: %m", path);
 	return EMBER_EXIT_FAILURE;
 }
 
