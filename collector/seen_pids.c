@@ -5,146 +5,114 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shared/err.h"
 
-static uint64_t mix(uint64_t x)
+static bool entry_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 {
-	/* splitmix64 finaliser: PIDs are few and small; a seeded mix is enough. */
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
+	const struct ember_proc_entry *e = ember_slots_at(ctx, slot);
 
-static uint64_t tgid_hash(const struct ember_procs *t, uint32_t tgid)
-{
-	return mix(t->seed ^ tgid);
-}
-
-static bool entry_eq(const void *ctx, uint32_t value, const void *key, size_t len)
-{
-	const struct ember_procs *t = ctx;
-	uint32_t tgid;
-
-	memcpy(&tgid, key, sizeof(tgid));
-	(void)len;
-	return t->entries[value].tgid == tgid && t->entries[value].pidfd >= 0;
+	return len == sizeof(e->tgid) && !memcmp(&e->tgid, key, len);
 }
 
 int ember_procs_init(struct ember_procs *t, size_t capacity)
 {
 	memset(t, 0, sizeof(*t));
-	t->entries = calloc(capacity, sizeof(*t->entries));
-	if (!t->entries)
-		return -ENOMEM;
-	for (size_t i = 0; i < capacity; i++)
-		t->entries[i].pidfd = -1;
-	t->capacity = capacity;
-	ember_index_init(&t->index);
-	if (getrandom(&t->seed, sizeof(t->seed), 0) != sizeof(t->seed))
-		t->seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
-	return 0;
+	return ember_slots_init(&t->slots, sizeof(struct ember_proc_entry), capacity, entry_eq);
 }
 
 void ember_procs_free(struct ember_procs *t)
 {
-	for (size_t i = 0; i < t->capacity; i++)
-		if (t->entries[i].pidfd >= 0)
-			close(t->entries[i].pidfd);
-	free(t->entries);
-	ember_index_free(&t->index);
+	const struct ember_proc_entry *e;
+
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
+		if ((e = ember_slots_get(&t->slots, i)))
+			close(e->pidfd);
+	ember_slots_free(&t->slots);
 	memset(t, 0, sizeof(*t));
 }
 
-static int find(const struct ember_procs *t, uint32_t tgid, uint32_t *slot)
+static struct ember_proc_entry *find(const struct ember_procs *t, uint32_t tgid)
 {
-	return ember_index_find(&t->index, tgid_hash(t, tgid), &tgid, sizeof(tgid), entry_eq, t,
-	                        slot);
+	uint32_t slot;
+
+	return ember_slots_find(&t->slots, &tgid, sizeof(tgid), &slot)
+	           ? NULL
+	           : ember_slots_at(&t->slots, slot);
 }
 
-static void release(struct ember_procs *t, uint32_t slot)
+static void release(struct ember_procs *t, struct ember_proc_entry *e)
 {
-	struct ember_proc_entry *e = &t->entries[slot];
-
-	ember_index_remove(&t->index, tgid_hash(t, e->tgid), slot);
 	close(e->pidfd);
-	e->pidfd = -1;
-	t->used--;
+	ember_slots_remove(&t->slots, ember_slots_slot_of(&t->slots, e), &e->tgid, sizeof(e->tgid));
 }
 
-/* A free slot, evicting the least recently seen process when full. */
-static uint32_t take_slot(struct ember_procs *t)
+/* Full: forgets the least recently seen process. */
+static void evict_oldest(struct ember_procs *t)
 {
-	uint32_t oldest = 0;
+	struct ember_proc_entry *e, *oldest = NULL;
 
-	for (uint32_t i = 0; i < t->capacity; i++) {
-		if (t->entries[i].pidfd < 0)
-			return i;
-		if (t->entries[i].last_seen_ns < t->entries[oldest].last_seen_ns)
-			oldest = i;
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
+		if ((e = ember_slots_get(&t->slots, i)) &&
+		    (!oldest || e->last_seen_ns < oldest->last_seen_ns))
+			oldest = e;
+	if (oldest) {
+		release(t, oldest);
+		t->evictions++;
 	}
-	release(t, oldest);
-	t->evictions++;
-	return oldest;
 }
 
 int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
 {
-	uint32_t slot, stored;
+	struct ember_proc_entry *e = find(t, tgid);
+	uint32_t slot;
 	int fd, r;
 
-	if (find(t, tgid, &slot) == 0) {
-		t->entries[slot].last_seen_ns = now_ns;
+	if (e) {
+		e->last_seen_ns = now_ns;
 		return 0;
 	}
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
 	if (fd < 0)
 		return neg_errno();
-	/* Linear scan only when the table is full; otherwise take the next free slot. */
-	slot = t->used < t->capacity ? (uint32_t)t->used : take_slot(t);
-	if (t->entries[slot].pidfd >= 0)
-		slot = take_slot(t);
-	t->entries[slot] = (struct ember_proc_entry){tgid, fd, now_ns};
-	r = ember_index_upsert(&t->index, tgid_hash(t, tgid), &tgid, sizeof(tgid), entry_eq, t,
-	                       slot, &stored);
+	if (t->slots.count == t->slots.max)
+		evict_oldest(t);
+	r = ember_slots_add(&t->slots, &tgid, sizeof(tgid), &slot);
 	if (r < 0) {
 		close(fd);
-		t->entries[slot].pidfd = -1;
 		return r;
 	}
-	t->used++;
+	*(struct ember_proc_entry *)ember_slots_at(&t->slots, slot) =
+	    (struct ember_proc_entry){tgid, fd, now_ns};
 	return 0;
 }
 
 void ember_procs_forget(struct ember_procs *t, uint32_t tgid)
 {
-	uint32_t slot;
+	struct ember_proc_entry *e = find(t, tgid);
 
-	if (find(t, tgid, &slot) == 0)
-		release(t, slot);
+	if (e)
+		release(t, e);
 }
 
 int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uint64_t max_age_ns)
 {
+	struct ember_proc_entry *e = find(t, tgid);
 	struct pollfd pfd;
-	uint32_t slot;
 
-	if (find(t, tgid, &slot) != 0)
+	if (!e)
 		return -EPERM;
 	/* The caller's clock may be read before a sample noted the process in the
 	 * same event-loop round: a last_seen_ns after now_ns is fresh, not ancient. */
-	if (now_ns > t->entries[slot].last_seen_ns &&
-	    now_ns - t->entries[slot].last_seen_ns > max_age_ns)
+	if (now_ns > e->last_seen_ns && now_ns - e->last_seen_ns > max_age_ns)
 		return -EPERM;
 	/* A pidfd polls readable once its process has exited. The entry goes:
 	 * should the PID be reused, its next sample brings a fresh pidfd. */
-	pfd = (struct pollfd){.fd = t->entries[slot].pidfd, .events = POLLIN};
+	pfd = (struct pollfd){.fd = e->pidfd, .events = POLLIN};
 	if (poll(&pfd, 1, 0) != 0) {
-		release(t, slot);
+		release(t, e);
 		return -ESRCH;
 	}
 	return 0;

@@ -13,20 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shared/hash.h"
+#include "shared/slots.h"
 
 struct ember_proc_entry {
 	uint32_t tgid;
-	int pidfd; /* -1 when the slot is free */
+	int pidfd;
 	uint64_t last_seen_ns;
 };
 
 struct ember_procs {
-	struct ember_proc_entry *entries;
-	size_t capacity; /* fixed: the table never grows past it */
-	size_t used;
-	struct ember_index index;
-	uint64_t seed;
+	struct ember_slots slots; /* struct ember_proc_entry, by tgid; at most `capacity` */
 	uint64_t evictions;
 };
 

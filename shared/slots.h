@@ -65,6 +65,11 @@ static inline void *ember_slots_at(const struct ember_slots *t, uint32_t slot)
 {
 	return (char *)t->items.items + (size_t)slot * t->items.item_size;
 }
+/* The slot of an item in the table (a pointer ember_slots_at or ember_slots_get gave). */
+static inline uint32_t ember_slots_slot_of(const struct ember_slots *t, const void *item)
+{
+	return (uint32_t)(((const char *)item - (const char *)t->items.items) / t->items.item_size);
+}
 /* One past the highest slot ever used: iterate 0..end with ember_slots_get. */
 static inline uint32_t ember_slots_end(const struct ember_slots *t)
 {

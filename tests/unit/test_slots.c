@@ -57,6 +57,7 @@ START_TEST(slots_are_stable_and_reused)
 	ck_assert_int_eq(ember_slots_find(&t, &key, sizeof(key), &slot), 0);
 	ck_assert_uint_eq(slot, 50);
 	ck_assert_uint_eq(((struct entry *)ember_slots_get(&t, 50))->value, 51);
+	ck_assert_uint_eq(ember_slots_slot_of(&t, ember_slots_get(&t, 50)), 50);
 	/* The freed slot is taken next. */
 	ck_assert_uint_eq(add(&t, 5, 5), 49);
 	ck_assert_uint_eq(add(&t, 6, 6), 100);
