@@ -121,7 +121,7 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 			continue;
 		err = attach_cpu(b, cpu);
 		if (err && err != -ENODEV)
-			log_warn("cannot sample CPU %d: %s", cpu, strerror(-err));
+			log_warn_errno(err, "cannot sample CPU %d: %m", cpu);
 	}
 	free(online);
 	return b->attached_cpus > 0 ? 0 : -ENODEV;
@@ -220,15 +220,14 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
 		log_error("--off-cpu needs the sched_exit_tp tracepoint (Linux 6.16 or later)");
 	if (err) {
-		log_error("cannot load the sampler eBPF program: %s; run `ember check` to see "
-		          "what the kernel or your privileges lack",
-		          strerror(-err));
+		log_error_errno(err, "cannot load the sampler eBPF program: %m; run `ember check` "
+		                     "to see what the kernel or your privileges lack");
 		goto fail;
 	}
 	err = load_proc(b, o);
 	if (err) {
-		log_error("cannot load the process-event eBPF program: %s; run `ember check`",
-		          strerror(-err));
+		log_error_errno(
+		    err, "cannot load the process-event eBPF program: %m; run `ember check`");
 		goto fail;
 	}
 	b->rings =

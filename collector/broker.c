@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
@@ -50,26 +51,20 @@ static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t wan
                         mode_t want_mode)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
-	int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how)), fd;
+	_cleanup_close_ int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	char self[32];
 	struct stat st;
 
-	if (pathfd < 0)
+	if (pathfd < 0 || fstat(pathfd, &st) < 0)
 		return neg_errno();
-	if (fstat(pathfd, &st) < 0)
-		fd = neg_errno();
-	else if (!S_ISREG(st.st_mode))
-		fd = -EINVAL;
-	else if (want_ino && st.st_ino != want_ino)
-		fd = -ESTALE;
-	else if ((st.st_mode & want_mode) != want_mode)
-		fd = -EACCES;
-	else {
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
-		fd = open_ro(self);
-	}
-	close(pathfd);
-	return fd;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (want_ino && st.st_ino != want_ino)
+		return -ESTALE;
+	if ((st.st_mode & want_mode) != want_mode)
+		return -EACCES;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	return open_ro(self);
 }
 
 static int validate_none(const struct ember_msg_broker_req *req)
@@ -112,19 +107,19 @@ static int open_proc_file(const struct ember_msg_broker_req *req, const char *na
 static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_out, ino_t *ino,
                         char *path, size_t path_size)
 {
-	char *line = NULL;
+	_cleanup_free_ char *line = NULL;
+	_cleanup_close_ int fd = open_proc_file(req, "maps");
+	_cleanup_fclose_ FILE *f = NULL;
 	size_t cap = 0, total = 0;
 	ssize_t n;
-	int fd = open_proc_file(req, "maps"), err = -ENOENT;
-	FILE *f;
+	int err = -ENOENT;
 
 	if (fd < 0)
 		return fd;
 	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
+	if (!f)
 		return -ENOMEM;
-	}
+	fd = -1; /* the stream owns it */
 	while ((n = getline(&line, &cap, f)) > 0 && total < MAPS_MAX_BYTES) {
 		unsigned long long start, end, off, inode;
 		unsigned int major, minor;
@@ -149,8 +144,6 @@ static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_ou
 		err = 0;
 		break;
 	}
-	free(line);
-	fclose(f);
 	return err;
 }
 
@@ -185,17 +178,14 @@ static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broke
 
 static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
 {
+	_cleanup_close_ int dirfd = open(b->debug_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char rel[BUILD_ID_MAX_HEX + 32];
-	int dirfd, fd;
 
-	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
-	dirfd = open(b->debug_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return neg_errno();
+	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
 	/* Symbolic links inside the debug tree are fine, out of it not. */
-	fd = open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0);
-	close(dirfd);
-	return fd;
+	return open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0);
 }
 
 /* A plain file name: no '/', not "." or "..", printable. */
@@ -222,7 +212,8 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 	char dir[4096], cand[4096 + 256], root[64];
 	uint64_t end = 0;
 	ino_t ino = 0;
-	int rootfd, fd = -ENOENT, err, n;
+	_cleanup_close_ int rootfd = -1;
+	int fd = -ENOENT, err, n;
 
 	err = find_mapping(req, &end, &ino, dir, sizeof(dir));
 	if (err)
@@ -241,7 +232,6 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 		if (n > 0 && (size_t)n < sizeof(cand))
 			fd = ember_broker_open_in_root(rootfd, cand);
 	}
-	close(rootfd);
 	return fd;
 }
 
@@ -342,6 +332,6 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 	return fd;
 refuse:
 	b->refused[req->what]++;
-	log_debug("broker: refused %s for pid %" PRIu32 ": %s", h->name, req->pid, strerror(-err));
-	return err;
+	return log_debug_errno(err, "broker: refused %s for pid %" PRIu32 ": %m", h->name,
+	                       req->pid);
 }

@@ -108,10 +108,10 @@ static int open_outputs(struct ember_record_opts *o)
 		int fd = open(o->outputs[i].path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 		if (fd < 0) {
-			int err = neg_errno();
+			int err = log_error_errno(
+			    errno, "cannot write %s: %m; choose a writable path for -o",
+			    o->outputs[i].path);
 
-			log_error("cannot write %s: %s; choose a writable path for -o",
-			          o->outputs[i].path, strerror(-err));
 			unlink_outputs(o);
 			return err;
 		}
@@ -242,8 +242,8 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 	}
 	if (r->stopping && r->peer.flushed) {
 		if (r->peer.flush_status && r->peer.flush_status != -EREMOTEIO) {
-			log_error("the symbolizer could not write the outputs: %s",
-			          strerror(-r->peer.flush_status));
+			log_error_errno(r->peer.flush_status,
+			                "the symbolizer could not write the outputs: %m");
 			r->failed = true;
 		}
 		r->finished |= r->opts->socket_path != NULL;
@@ -418,11 +418,11 @@ static int setup(struct recorder *r)
 		return err;
 	if (o->socket_path) {
 		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
-		if (r->listen_fd < 0) {
-			log_error("cannot listen at %s: %s; is another ember-collector running?",
-			          o->socket_path, strerror(-r->listen_fd));
-			return r->listen_fd;
-		}
+		if (r->listen_fd < 0)
+			return log_error_errno(
+			    r->listen_fd,
+			    "cannot listen at %s: %m; is another ember-collector running?",
+			    o->socket_path);
 	} else {
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 			return neg_errno();
@@ -470,9 +470,7 @@ static int setup(struct recorder *r)
 	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
 		return err;
 	err = confine(r);
-	if (err)
-		log_error("cannot confine the collector: %s", strerror(-err));
-	return err;
+	return err ? log_error_errno(err, "cannot confine the collector: %m") : 0;
 }
 
 static void teardown(struct recorder *r)
@@ -508,7 +506,7 @@ static void run_loop(struct recorder *r)
 		uint64_t now = ember_monotonic_ns();
 
 		if (n < 0 && errno != EINTR) {
-			log_error("epoll_wait: %s", strerror(errno));
+			log_error_errno(errno, "epoll_wait: %m");
 			r->failed = true;
 			return;
 		}
@@ -551,12 +549,10 @@ int ember_record_run(struct ember_record_opts *o)
 	err = setup(&r);
 	if (err) {
 		if (err != -EPERM && err != -EACCES)
-			log_debug("setup failed: %s", strerror(-err));
+			log_debug_errno(err, "setup failed: %m");
 		else
-			log_error(
-			    "not permitted (%s): run as root or with CAP_BPF and CAP_PERFMON; "
-			    "see `ember check`",
-			    strerror(-err));
+			log_error_errno(err, "not permitted (%m): run as root or with CAP_BPF and "
+			                     "CAP_PERFMON; see `ember check`");
 		close_outputs(o);
 		teardown(&r);
 		unlink_outputs(o);

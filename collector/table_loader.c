@@ -39,8 +39,8 @@ static void failed(struct ember_tables *t, const char *what, int err)
 {
 	/* Counted, not fatal: the unwinder stops cleanly where a table is missing. */
 	if (!t->failures++)
-		log_warn("cannot load an unwind %s: %s (stacks through it end in a marker)", what,
-		         strerror(-err));
+		log_warn_errno(
+		    err, "cannot load an unwind %s: %m (stacks through it end in a marker)", what);
 }
 
 static bool row_ok(const struct ember_unwind_row *r)

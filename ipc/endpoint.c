@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 
 #ifndef SO_PASSRIGHTS
@@ -28,7 +29,8 @@ int ember_endpoint_listen(const char *path, gid_t gid)
 {
 	struct sockaddr_un a;
 	struct stat st;
-	int fd, err = make_addr(path, &a);
+	_cleanup_close_ int fd = -1;
+	int err = make_addr(path, &a);
 
 	if (err)
 		return err;
@@ -45,30 +47,23 @@ int ember_endpoint_listen(const char *path, gid_t gid)
 	/* Before listen(): a peer can send as soon as it is connected, accepted or not. */
 	ember_endpoint_refuse_fds(fd);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chown(path, 0, gid) < 0 ||
-	    chmod(path, 0660) < 0 || listen(fd, 4) < 0) {
-		err = neg_errno();
-		close(fd);
-		return err;
-	}
-	return fd;
+	    chmod(path, 0660) < 0 || listen(fd, 4) < 0)
+		return neg_errno();
+	return TAKE_FD(fd);
 }
 
 int ember_endpoint_connect(const char *path)
 {
 	struct sockaddr_un a;
-	int fd, err = make_addr(path, &a);
+	_cleanup_close_ int fd = -1;
+	int err = make_addr(path, &a);
 
 	if (err)
 		return err;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return neg_errno();
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		err = neg_errno();
-		close(fd);
-		return err;
-	}
-	return fd;
+	return TAKE_FD(fd);
 }
 
 int ember_endpoint_refuse_fds(int sock)

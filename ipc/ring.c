@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
@@ -30,32 +31,23 @@ static uint64_t round_pow2(uint64_t n)
 
 static int sealed_memfd(const char *name, size_t size, void **map, unsigned int seals)
 {
-	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	void *m;
 
-	if (fd < 0)
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
 		return neg_errno();
-	if (ftruncate(fd, (off_t)size) < 0)
-		goto fail;
 	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
-		goto fail;
+		return neg_errno();
 	/* The producer's writable mapping exists before the seal; no later one can. */
 	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
 		int err = neg_errno();
 
 		munmap(m, size);
-		close(fd);
 		return err;
 	}
 	*map = m;
-	return fd;
-fail : {
-	int err = neg_errno();
-
-	close(fd);
-	return err;
-}
+	return TAKE_FD(fd);
 }
 
 int ember_ring_producer_create(struct ember_ring_producer *p, size_t data_size)
