@@ -111,6 +111,18 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 			c->flush_pending = true;
 			continue;
 		}
+		/*
+		 * Requests go one at a time, so a reply with an earlier id answers a
+		 * request that timed out here (a collector slowed down, not a broken
+		 * one): drop it and keep waiting for ours.
+		 */
+		if (m.hdr.type == EMBER_MSG_BROKER_REPLY && m.broker_reply.id < id &&
+		    m.broker_reply.id > 0) {
+			if (nfds)
+				close(fd);
+			c->late_replies++;
+			continue;
+		}
 		if (m.hdr.type != EMBER_MSG_BROKER_REPLY || m.broker_reply.id != id ||
 		    (m.broker_reply.error == 0) != (nfds == 1) || m.broker_reply.error > 0) {
 			if (nfds)

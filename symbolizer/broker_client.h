@@ -23,6 +23,7 @@ struct ember_broker_client {
 	struct ember_msg_flush flush;
 	bool closed; /* the collector went away or broke the protocol */
 	uint64_t requests, failures;
+	uint64_t late_replies; /* replies to requests that had timed out, dropped */
 };
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock);

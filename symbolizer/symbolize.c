@@ -583,6 +583,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
 	ember_profile_stat_set(p, "broker.requests", s->broker->requests);
 	ember_profile_stat_set(p, "broker.failures", s->broker->failures);
+	ember_profile_stat_set(p, "broker.late_replies", s->broker->late_replies);
 	if (p->off_cpu) {
 		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);
 		ember_profile_stat_set(p, "off_cpu.recorded_ns", s->off_cpu_ns);
