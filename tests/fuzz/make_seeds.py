@@ -2,8 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the fuzzers' seed corpora under corpus/. Run from anywhere with
 gcc, objcopy, strip and xz installed; the outputs are committed, so CI does
-not run this. Every seed is small and made here, from nothing but this
-script and a few lines of C."""
+not run this. Every seed is made here, from nothing but this script and a
+few lines of C; the largest (a few hundred functions with DWARF) is some
+hundred kilobytes, so that the fuzzers start from files of a real size.
+
+fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
+(see each target): seeds are written for each."""
 import os
 import struct
 import subprocess
@@ -12,6 +16,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEEDS = os.path.join(HERE, "corpus")
 VADDR = 0x400000  # where fuzz_gopclntab.c places its input
+# fuzz_gopclntab's first byte (its header comment says what each bit stands for).
+GO_WRITABLE, GO_NO_GOFUNC_SYM, GO_NO_PCLNTAB_SYM, GO_MODULEDATA_SYM, GO_NO_TEXT_START = 1, 2, 4, 8, 16
+# fuzz_elf's first byte.
+ELF_MEMORY, ELF_NO_SECTIONS, ELF_BUILD_ID, ELF_DEBUGLINK = 0, 1, 2, 3
 
 
 def write(kind, name, data):
@@ -107,7 +115,63 @@ def gopclntab(version):
     else:
         tab += struct.pack("<hBxiiii", -1, 0, 0, 21, inlname, 0x30)
     tab += b"\0" * (2 * half - len(tab))
-    return bytes(tab)
+    return bytes(tab), off_names, text, half
+
+
+def moduledata(version, off_names, text, gofunc_off):
+    """runtime.firstmoduledata (512 bytes) for a table at VADDR: pcHeader, funcnametab,
+    text and gofunc are the words the reader uses."""
+    words = [0] * 64
+    words[0] = VADDR
+    words[1] = VADDR + off_names
+    words[22] = text
+    words[40 if version == 120 else 38] = VADDR + gofunc_off
+    return struct.pack("<64Q", *words)
+
+
+def gopclntab_seeds():
+    for v in (116, 118, 120):
+        tab, off_names, text, half = gopclntab(v)
+        write("gopclntab", f"go{v}", bytes([0]) + tab)
+        # Found by scanning the segment: no runtime.pclntab symbol.
+        write("gopclntab", f"go{v}-scan", bytes([GO_NO_PCLNTAB_SYM]) + tab)
+        if v == 116:
+            continue
+        md = moduledata(v, off_names, text, half)
+        # No symbols, no sections: moduledata found by its words in a writable
+        # segment, and textStart (Go 1.26 writes none) and go:func.* from it.
+        write("gopclntab", f"go{v}-moduledata-search",
+              bytes([GO_WRITABLE | GO_NO_GOFUNC_SYM | GO_NO_TEXT_START]) + tab + md)
+        # runtime.firstmoduledata named by its symbol.
+        write("gopclntab", f"go{v}-moduledata-symbol",
+              bytes([GO_MODULEDATA_SYM | GO_NO_GOFUNC_SYM]) + tab + md)
+
+
+# A shared library with the corners of symbol tables: calls through the PLT
+# (one also through the GOT: .plt.got), an untyped label, a sizeless function
+# and a function nested in another (top-level assembly).
+SHARED_SEED = r"""
+extern int ext_alpha(int), ext_beta(int), ext_gamma(int);
+int (*take_gamma)(int) = ext_gamma;
+int calls_plt(int x) { return ext_alpha(x) + ext_beta(x) + take_gamma(x); }
+__asm__(".text\n"
+        ".globl outer\n.type outer,@function\nouter: nop; nop\n"
+        ".globl inner\n.type inner,@function\ninner: nop; nop\n.size inner,2\n"
+        "nop; nop\n.size outer,.-outer\n"
+        ".globl untyped\nuntyped: nop; nop; nop\n"
+        ".globl sizeless\n.type sizeless,@function\nsizeless: nop; ret\n");
+"""
+
+
+def large_c_seed(n):
+    """n functions calling inlined helpers: DWARF with many units' worth of lines."""
+    out = ["static volatile unsigned long sink;"]
+    for i in range(n):
+        out.append(f"static inline __attribute__((always_inline)) void h{i}(long k)"
+                   f" {{ for (long j = 0; j < k; j++) sink = sink * {i + 3} + (unsigned long)j; }}")
+        out.append(f"__attribute__((noinline)) void f{i}(long k) {{ h{i}(k); h{i}(k + 1); }}")
+    out.append("void _start(void) { " + " ".join(f"f{i}(1);" for i in range(n)) + " for (;;) ; }")
+    return "\n".join(out) + "\n"
 
 
 C_SEED = r"""
@@ -124,36 +188,88 @@ void _start(void) { outer(3); for (;;) ; }
 
 def elf_seeds():
     with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "s.c")
-        with open(src, "w") as f:
+        # Compiled as "sub/s.c" from d: DWARF names the file relative to its comp_dir.
+        os.mkdir(os.path.join(d, "sub"))
+        with open(os.path.join(d, "sub", "s.c"), "w") as f:
             f.write(C_SEED)
         exe = os.path.join(d, "s")
         base = ["gcc", "-O2", "-nostdlib", "-static", "-fno-asynchronous-unwind-tables",
-                "-Wl,--build-id", "-o", exe, src]
+                "-Wl,--build-id", "-o", exe, "sub/s.c"]
 
-        def build(*extra):
-            subprocess.run(base + list(extra), check=True)
+        def build(*extra, cmd=None):
+            subprocess.run((cmd or base) + list(extra), check=True, cwd=d)
             with open(exe, "rb") as f:
                 return f.read()
 
-        write("elf", "dwarf5-inline", build("-g"))
-        write("elf", "dwarf4", build("-gdwarf-4"))
-        write("elf", "compressed-debug", build("-g", "-gz"))
-        write("elf", "symtab-only", build())
+        def mode(m, data):
+            return bytes([m]) + data
+
+        write("elf", "dwarf5-inline", mode(ELF_MEMORY, build("-g")))
+        write("elf", "dwarf4", mode(ELF_MEMORY, build("-gdwarf-4")))
+        write("elf", "compressed-debug", mode(ELF_MEMORY, build("-g", "-gz")))
+        write("elf", "symtab-only", mode(ELF_MEMORY, build()))
+        with open(os.path.join(d, "big.c"), "w") as f:
+            f.write(large_c_seed(300))
+        write("elf", "large-dwarf", mode(ELF_MEMORY, build(
+            "-g", cmd=["gcc", "-O1", "-nostdlib", "-static", "-Wl,--build-id", "-o", exe,
+                       os.path.join(d, "big.c")])))
+        # Shared libraries: PLT, untyped and nested symbols; without section headers.
+        with open(os.path.join(d, "lib.c"), "w") as f:
+            f.write(SHARED_SEED)
+        lib = ["gcc", "-O2", "-shared", "-fPIC", "-nostdlib", "-Wl,--build-id", "-o", exe,
+               os.path.join(d, "lib.c")]
+        for name, extra in (("gnu-hash", ["-Wl,--hash-style=gnu"]),
+                            ("sysv-hash", ["-Wl,--hash-style=sysv"]),
+                            ("ibt-plt", ["-Wl,-z,ibtplt"])):
+            data = build(*extra, cmd=lib)
+            write("elf", "shared-" + name, mode(ELF_MEMORY, data))
+            write("elf", "shared-" + name + "-no-sections", mode(ELF_NO_SECTIONS, data))
+        # A stripped program and its debug file, matched by build id, then by the
+        # debug link's CRC (no build id).
+        for name, m, extra in (("build-id", ELF_BUILD_ID, []),
+                               ("debuglink-crc", ELF_DEBUGLINK, ["-Wl,--build-id=none"])):
+            build("-g", *extra)
+            dbg = exe + ".debug"
+            subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
+            subprocess.run(["strip", "--strip-all", exe], check=True)
+            subprocess.run(["objcopy", "--add-gnu-debuglink=" + dbg, exe], check=True)
+            with open(exe, "rb") as f, open(dbg, "rb") as g:
+                main, debug = f.read(), g.read()
+            write("elf", "debug-file-" + name,
+                  mode(m, struct.pack("<I", len(main)) + main + debug))
         build("-g")
         dbg = exe + ".debug"
         subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
         subprocess.run(["strip", "--strip-all", exe], check=True)
         subprocess.run(["objcopy", "--add-gnu-debuglink=" + dbg, exe], check=True)
         with open(exe, "rb") as f:
-            write("elf", "stripped-debuglink", f.read())
+            write("elf", "stripped-debuglink", mode(ELF_MEMORY, f.read()))
         mini = exe + ".mini"
         subprocess.run(["objcopy", "--only-keep-debug", "--strip-debug", dbg, mini], check=True)
         subprocess.run(["xz", "-f", mini], check=True)
         subprocess.run(["objcopy", "--add-section", ".gnu_debugdata=" + mini + ".xz", exe],
                        check=True)
         with open(exe, "rb") as f:
-            write("elf", "minidebuginfo", f.read())
+            write("elf", "minidebuginfo", mode(ELF_MEMORY, f.read()))
+        # MiniDebugInfo that inflates past the first buffer, to something not ELF.
+        zeros = os.path.join(d, "zeros")
+        with open(zeros, "wb") as f:
+            f.write(bytes(3 << 20))
+        subprocess.run(["xz", "-f", zeros], check=True)
+        subprocess.run(["objcopy", "--remove-section", ".gnu_debugdata", "--add-section",
+                        ".gnu_debugdata=" + zeros + ".xz", exe], check=True)
+        with open(exe, "rb") as f:
+            write("elf", "minidebuginfo-not-elf", mode(ELF_MEMORY, f.read()))
+        # DWARF that refers to a dwz supplementary file (.gnu_debugaltlink: a name,
+        # then its build id); the broker answers with the debug file of mode 2.
+        build("-g")
+        alt = os.path.join(d, "altlink")
+        with open(alt, "wb") as f:
+            f.write(b"/usr/lib/debug/.dwz/s.debug\0" + bytes(range(20)))
+        subprocess.run(["objcopy", "--add-section", ".gnu_debugaltlink=" + alt, exe], check=True)
+        with open(exe, "rb") as f:
+            main = f.read()
+        write("elf", "dwz-altlink", mode(ELF_BUILD_ID, struct.pack("<I", len(main)) + main + debug))
 
 
 def text_seeds():
@@ -213,8 +329,7 @@ def stack_unwind_seeds():
 
 
 if __name__ == "__main__":
-    for v in (116, 118, 120):
-        write("gopclntab", f"go{v}", gopclntab(v))
+    gopclntab_seeds()
     elf_seeds()
     text_seeds()
     stack_unwind_seeds()
