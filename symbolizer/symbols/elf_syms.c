@@ -301,10 +301,10 @@ static int flatten(const struct ember_elf_sym *in, size_t n, struct flat *f)
 		/* c runs past the end of symbols it starts in: they end where c starts. */
 		while (depth && st[depth - 1].end < end)
 			cut(f, &st[--depth], c->addr);
+		if (depth == EMBER_ELF_MAX_NESTING)
+			continue; /* hostile nesting: the enclosing symbols keep covering */
 		if (depth)
 			cut(f, &st[depth - 1], c->addr); /* c is nested in it */
-		if (depth == EMBER_ELF_MAX_NESTING)
-			continue;
 		st[depth] = (struct open_sym){end, rank(c->flags), c->name, c->flags, SIZE_MAX};
 		err = emit(f, c->addr, end, c->name, c->flags, &st[depth].last);
 		depth++;

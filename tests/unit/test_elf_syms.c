@@ -253,6 +253,58 @@ START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
 }
 END_TEST
 
+/*
+ * 400 functions nested in one another, each one byte inside the last: deeper
+ * than EMBER_ELF_MAX_NESTING. The ranges stay disjoint, every address inside
+ * the outermost is named, and the deepest kept names the middle.
+ */
+START_TEST(deep_nesting_is_capped)
+{
+	enum { N = 400, TEXT = 0x1000, LEN = 2 * N };
+	Elf64_Sym *syms = calloc(N + 1, sizeof(*syms));
+	char *strs = calloc(1, 8 * N + 1),
+	     *text = calloc(1, LEN); /* "" at 0, then 8 bytes a name */
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, text, LEN, 0, 0, 0},
+	    {".symtab", SHT_SYMTAB, 0, 0, syms, (N + 1) * sizeof(*syms), 3, 1, sizeof(*syms)},
+	    {".strtab", SHT_STRTAB, 0, 0, strs, 8 * N + 1, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = TEXT,
+	                 .p_filesz = LEN,
+	                 .p_memsz = LEN};
+	struct ember_elf_syms s;
+	const struct ember_elf_sym *sym;
+	uint8_t *img;
+	size_t len;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(strs + 1 + 8 * i, 8, "n%d", i);
+		syms[i + 1].st_name = (uint32_t)(1 + 8 * i);
+		syms[i + 1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+		syms[i + 1].st_shndx = 1;
+		syms[i + 1].st_value = TEXT + (uint64_t)i;
+		syms[i + 1].st_size = LEN - 2 * (uint64_t)i;
+	}
+	mini_elf(secs, 3, &ph, 1, &img, &len);
+	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
+	for (size_t i = 1; i < s.nsyms; i++)
+		ck_assert_uint_ge(s.syms[i].addr - s.syms[i - 1].addr, s.syms[i - 1].size);
+	for (uint64_t a = TEXT; a < TEXT + LEN; a++)
+		ck_assert_ptr_nonnull(ember_elf_syms_lookup(&s, a));
+	sym = ember_elf_syms_lookup(&s, TEXT + N);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "n255");
+	ck_assert_str_eq(ember_elf_sym_name(&s, ember_elf_syms_lookup(&s, TEXT)), "n0");
+	ck_assert_str_eq(ember_elf_sym_name(&s, ember_elf_syms_lookup(&s, TEXT + LEN - 1)), "n0");
+	ember_elf_syms_free(&s);
+	free(img);
+	free(syms);
+	free(strs);
+	free(text);
+}
+END_TEST
+
 #ifdef EMBER_ELF_FIXTURES
 /* Files made by tests/unit/CMakeLists.txt from fixtures/corners.S. */
 static uint8_t *read_fixture(const char *name, size_t *len)
@@ -530,6 +582,7 @@ static Suite *elf_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("corners");
 	tcase_add_test(tc, aarch64_plt_entries_are_named_from_adrp_and_ldr);
+	tcase_add_test(tc, deep_nesting_is_capped);
 #ifdef EMBER_ELF_FIXTURES
 	tcase_add_test(tc, nested_symbols_resume_their_enclosing_one);
 	tcase_add_test(tc, untyped_and_sizeless_symbols_name_what_nothing_else_covers);
