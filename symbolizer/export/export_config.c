@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -70,107 +71,117 @@ void ember_export_config_free(struct ember_export_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static bool host_char_ok(char ch)
+static bool host_char_ok(char ch, bool v6)
 {
-	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' || ch == '_';
+	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' || ch == '_' ||
+	       (v6 && (ch == ':' || ch == '%'));
 }
 
-int ember_export_config_set_url(struct ember_export_config *c, const char *url, char *err,
-                                size_t err_size)
+static void curl_freep(char **p)
 {
-	static const struct {
-		const char *prefix;
-		bool grpc, tls;
-	} schemes[] = {
-	    {"http://", false, false},
-	    {"https://", false, true},
-	    {"grpc://", true, false},
-	    {"grpcs://", true, true},
-	};
-	const char *rest = NULL, *auth_end, *host, *host_end, *port_at = NULL, *path;
-	size_t host_len;
-	uint64_t port;
-	bool v6 = false;
+	curl_free(*p);
+}
+
+/* A part of u, or NULL when it has none; freed with curl_free. */
+static char *url_part(CURLU *u, CURLUPart what)
+{
+	char *s = NULL;
+
+	return curl_url_get(u, what, &s, 0) == CURLUE_OK ? s : NULL;
+}
+
+/* Where the request goes: the URL's path (and query), or the protocol's own. */
+static int request_path(struct ember_export_config *c, CURLU *u, const char *url, char *out,
+                        size_t size, char *err, size_t err_size)
+{
+	__attribute__((cleanup(curl_freep))) char *path = url_part(u, CURLUPART_PATH);
+	__attribute__((cleanup(curl_freep))) char *query = url_part(u, CURLUPART_QUERY);
+	bool root = (!path || !strcmp(path, "/")) && !query;
 	int n;
 
-	for (size_t i = 0; i < ARRAY_SIZE(schemes); i++)
-		if (!strncasecmp(url, schemes[i].prefix, strlen(schemes[i].prefix))) {
-			rest = url + strlen(schemes[i].prefix);
-			c->tls = schemes[i].tls;
-			if (schemes[i].grpc)
-				c->protocol = EMBER_OTLP_GRPC;
-			break;
-		}
-	if (!rest)
+	if (c->protocol == EMBER_OTLP_GRPC && !root)
+		return fail(err, err_size, -EINVAL,
+		            "a gRPC endpoint takes no path ('%s'): give grpc://HOST:PORT", url);
+	if (c->protocol == EMBER_OTLP_GRPC || root)
+		n = snprintf(out, size, "%s",
+		             c->protocol == EMBER_OTLP_GRPC ? EMBER_OTLP_GRPC_PATH
+		                                            : EMBER_OTLP_HTTP_PATH);
+	else
+		n = snprintf(out, size, "%s%s%s", path ? path : "/", query ? "?" : "",
+		             query ? query : "");
+	if (n < 0 || (size_t)n >= size)
+		return fail(err, err_size, -EINVAL, "the URL '%s' is too long", url);
+	for (const char *p = out; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return fail(err, err_size, -EINVAL, "bad character in the path of '%s'",
+			            url);
+	return 0;
+}
+
+/* The URL's parts, read by libcurl's URL parser, checked and kept in c. */
+static int parse_url(struct ember_export_config *c, CURLU *u, const char *url, char *err,
+                     size_t err_size)
+{
+	static const struct {
+		const char *scheme;
+		bool grpc, tls;
+	} schemes[] = {
+	    {"http", false, false},
+	    {"https", false, true},
+	    {"grpc", true, false},
+	    {"grpcs", true, true},
+	};
+	__attribute__((cleanup(curl_freep))) char *scheme = NULL, *user = NULL, *pass = NULL,
+						  *host = NULL, *zone = NULL, *port = NULL;
+	char path[sizeof(c->url)];
+	CURLUcode rc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+	size_t i = 0, host_len;
+	uint64_t num;
+	bool v6;
+	int n;
+
+	if (rc == CURLUE_BAD_PORT_NUMBER)
+		return fail(err, err_size, -EINVAL, "bad port in '%s': give 1 to 65535", url);
+	if (rc || !(scheme = url_part(u, CURLUPART_SCHEME)))
+		i = ARRAY_SIZE(schemes);
+	while (i < ARRAY_SIZE(schemes) && strcasecmp(scheme, schemes[i].scheme))
+		i++;
+	if (i == ARRAY_SIZE(schemes))
 		return fail(err, err_size, -EINVAL,
 		            "'%s' is not an OTLP endpoint: give http://, https://, grpc:// or "
 		            "grpcs:// and a host, e.g. http://127.0.0.1:4318",
 		            url);
-	auth_end = rest + strcspn(rest, "/?#");
-	if (memchr(rest, '@', (size_t)(auth_end - rest)))
+	c->tls = schemes[i].tls;
+	if (schemes[i].grpc)
+		c->protocol = EMBER_OTLP_GRPC;
+	if ((user = url_part(u, CURLUPART_USER)) || (pass = url_part(u, CURLUPART_PASSWORD)))
 		return fail(err, err_size, -EINVAL,
 		            "credentials in the URL '%s' are not supported: send them as a header "
 		            "(--otlp-header 'Authorization=Basic ...')",
 		            url);
-	host = rest;
-	if (*host == '[') {
-		v6 = true;
-		host_end = memchr(host, ']', (size_t)(auth_end - host));
-		if (!host_end)
-			return fail(err, err_size, -EINVAL, "unterminated IPv6 address in '%s'",
-			            url);
-		host++;
-		if (host_end + 1 < auth_end) {
-			if (host_end[1] != ':')
-				return fail(err, err_size, -EINVAL, "bad address in '%s'", url);
-			port_at = host_end + 2;
-		}
-	} else {
-		host_end = memchr(host, ':', (size_t)(auth_end - host));
-		if (host_end)
-			port_at = host_end + 1;
-		else
-			host_end = auth_end;
-	}
-	host_len = (size_t)(host_end - host);
+	host = url_part(u, CURLUPART_HOST);
+	zone = url_part(u, CURLUPART_ZONEID);
+	v6 = host && host[0] == '[';
+	n = host ? snprintf(c->host, sizeof(c->host), "%.*s%s%s", (int)(strlen(host) - 2 * v6),
+	                    host + v6, zone ? "%" : "", zone ? zone : "")
+	         : 0;
+	host_len = n > 0 ? (size_t)n : 0;
 	if (!host_len || host_len >= sizeof(c->host))
 		return fail(err, err_size, -EINVAL, "no host (or a too long one) in '%s'", url);
-	for (size_t i = 0; i < host_len; i++)
-		if (!host_char_ok(host[i]) && !(v6 && (host[i] == ':' || host[i] == '%')))
+	for (i = 0; i < host_len; i++)
+		if (!host_char_ok(c->host[i], v6))
 			return fail(err, err_size, -EINVAL, "bad character in the host of '%s'",
 			            url);
-	memcpy(c->host, host, host_len);
-	c->host[host_len] = '\0';
-	port = c->protocol == EMBER_OTLP_GRPC ? GRPC_PORT : HTTP_PORT;
-	if (port_at) {
-		char num[8];
-		size_t len = (size_t)(auth_end - port_at);
-
-		if (!len || len >= sizeof(num))
-			return fail(err, err_size, -EINVAL, "bad port in '%s'", url);
-		memcpy(num, port_at, len);
-		num[len] = '\0';
-		if (ember_parse_u64(num, 1, 65535, &port))
-			return fail(err, err_size, -EINVAL, "bad port in '%s': give 1 to 65535",
-			            url);
-	}
-	c->port = (uint16_t)port;
-	path = auth_end;
-	if (c->protocol == EMBER_OTLP_GRPC) {
-		if (*path && strcmp(path, "/"))
-			return fail(err, err_size, -EINVAL,
-			            "a gRPC endpoint takes no path ('%s'): give grpc://HOST:PORT",
-			            url);
-		path = EMBER_OTLP_GRPC_PATH;
-	} else if (!*path || !strcmp(path, "/")) {
-		path = EMBER_OTLP_HTTP_PATH;
-	}
-	for (const char *p = path; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return fail(err, err_size, -EINVAL, "bad character in the path of '%s'",
-			            url);
-	n = snprintf(c->url, sizeof(c->url), "%s://%s%s%s:%u%s", c->tls ? "https" : "http",
-	             v6 ? "[" : "", c->host, v6 ? "]" : "", c->port, path);
+	num = c->protocol == EMBER_OTLP_GRPC ? GRPC_PORT : HTTP_PORT;
+	if ((port = url_part(u, CURLUPART_PORT)) && ember_parse_u64(port, 1, 65535, &num))
+		return fail(err, err_size, -EINVAL, "bad port in '%s': give 1 to 65535", url);
+	c->port = (uint16_t)num;
+	if ((n = request_path(c, u, url, path, sizeof(path), err, err_size)))
+		return n;
+	/* In a URL a zone's '%' is written %25. */
+	n = snprintf(c->url, sizeof(c->url), "%s://%s%.*s%s%s%s:%u%s", c->tls ? "https" : "http",
+	             v6 ? "[" : "", (int)(zone ? host_len - strlen(zone) - 1 : host_len), c->host,
+	             zone ? "%25" : "", zone ? zone : "", v6 ? "]" : "", c->port, path);
 	if (n < 0 || (size_t)n >= sizeof(c->url))
 		return fail(err, err_size, -EINVAL, "the URL '%s' is too long", url);
 	if (c->protocol == EMBER_OTLP_GRPC)
@@ -179,6 +190,17 @@ int ember_export_config_set_url(struct ember_export_config *c, const char *url, 
 	else
 		snprintf(c->display, sizeof(c->display), "%s", c->url);
 	return 0;
+}
+
+int ember_export_config_set_url(struct ember_export_config *c, const char *url, char *err,
+                                size_t err_size)
+{
+	CURLU *u = curl_url();
+	int r = u ? parse_url(c, u, url, err, err_size)
+	          : fail(err, err_size, -ENOMEM, "out of memory reading the URL '%s'", url);
+
+	curl_url_cleanup(u);
+	return r;
 }
 
 static bool header_name_ok(const char *s, size_t len)

@@ -68,6 +68,20 @@ START_TEST(urls_pick_protocol_tls_port_and_path)
 	ck_assert_str_eq(c.url, "https://[::1]:9000/opentelemetry.proto.collector.profiles."
 	                        "v1development.ProfilesService/Export");
 	ember_export_config_free(&c);
+
+	/* The scheme in any case; a query stays with the path; a fragment is not sent. */
+	ck_assert_int_eq(from(&c, "HTTPS://h.example/p/q?tenant=a#frag", NULL, err, sizeof(err)),
+	                 0);
+	ck_assert(c.tls);
+	ck_assert_str_eq(c.url, "https://h.example:4318/p/q?tenant=a");
+	ember_export_config_free(&c);
+
+	/* An IPv6 link-local address keeps its zone. */
+	ck_assert_int_eq(from(&c, "http://[fe80::1%25eth0]:4000", NULL, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.host, "fe80::1%eth0");
+	ck_assert_uint_eq(c.port, 4000);
+	ck_assert_str_eq(c.url, "http://[fe80::1%25eth0]:4000/v1development/profiles");
+	ember_export_config_free(&c);
 }
 END_TEST
 
