@@ -25,6 +25,10 @@
 #ifndef EMBER_BPF_OFFCPU_BPF_H
 #define EMBER_BPF_OFFCPU_BPF_H
 
+#include "records.h"
+#include "scratch.bpf.h"
+#include "unwind.bpf.h"
+
 /* Set by the collector before load. */
 const volatile __u64 off_cpu_min_ns = 1000000;
 const volatile __u32 off_cpu_rate = EMBER_OFF_CPU_RATE;

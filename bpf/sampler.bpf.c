@@ -44,26 +44,7 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/*
- * A sample is built here first: it is too large for the BPF stack. One slot
- * per program that can interrupt another on the same CPU (the perf event can
- * fire while the off-CPU program, which runs with interrupts on, builds one).
- */
-struct sample_scratch {
-	struct ember_sample_event hdr;
-	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
-};
-
-#define SCRATCH_CPU     0
-#define SCRATCH_OFF_CPU 1
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct sample_scratch);
-} scratch SEC(".maps");
-
+#include "scratch.bpf.h"
 #include "unwind.bpf.h"
 
 static __always_inline void count_drop(__u32 reason)

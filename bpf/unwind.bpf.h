@@ -13,13 +13,17 @@
  * checks) or from the profiled process: a wrong table can only produce a
  * wrong stack. Loops are bpf_loop callbacks and bounded searches.
  *
- * Frames go to a slot of the includer's per-CPU `scratch` map: each program
- * that can interrupt another on the same CPU (the perf-event sampler can fire
- * inside the off-CPU tracepoint programs) builds its record in its own slot.
+ * Frames go to a slot of the per-CPU `scratch` map (scratch.bpf.h): each
+ * program that can interrupt another on the same CPU (the perf-event sampler
+ * can fire inside the off-CPU tracepoint programs) builds its record in its
+ * own slot. The header needs nothing else from its includer (the build
+ * compiles it on its own to keep it so).
  */
 #ifndef EMBER_BPF_UNWIND_BPF_H
 #define EMBER_BPF_UNWIND_BPF_H
 
+#include "records.h"
+#include "scratch.bpf.h"
 #include "unwind_table.h"
 
 #define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */

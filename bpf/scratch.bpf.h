@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * Where a sample is built before it goes to the ring buffer: it is too large
+ * for the BPF stack. A per-CPU map with one slot per program that can
+ * interrupt another on the same CPU (the perf event can fire while the
+ * off-CPU program, which runs with interrupts on, builds one). The sampler,
+ * the off-CPU programs and the user-stack unwinder (unwind.bpf.h) write
+ * here; each includes this header, so the map is defined once per object.
+ */
+#ifndef EMBER_BPF_SCRATCH_BPF_H
+#define EMBER_BPF_SCRATCH_BPF_H
+
+#include "records.h"
+
+struct sample_scratch {
+	struct ember_sample_event hdr;
+	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+};
+
+#define SCRATCH_CPU     0
+#define SCRATCH_OFF_CPU 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sample_scratch);
+} scratch SEC(".maps");
+
+#endif
