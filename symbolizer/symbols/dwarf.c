@@ -30,7 +30,7 @@ struct seg {
 
 struct unit {
 	Dwarf_Die cudie;
-	const char *comp_dir; /* DW_AT_comp_dir, or NULL */
+	const char *comp_dir; /* DW_AT_comp_dir once expanded, or NULL */
 	bool expanded;
 	bool failed;
 	struct node *nodes;
@@ -99,7 +99,6 @@ static int read_units(struct ember_dwarf *d)
 	Dwarf_Half version;
 	uint8_t unit_type;
 	Dwarf_Die cudie;
-	Dwarf_Attribute attr;
 	size_t units_cap = 0, ranges_cap = 0;
 	int r;
 
@@ -120,8 +119,6 @@ static int read_units(struct ember_dwarf *d)
 			return -ENOMEM;
 		memset(&d->units[d->nunits], 0, sizeof(d->units[0]));
 		d->units[d->nunits].cudie = cudie;
-		d->units[d->nunits].comp_dir =
-		    dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr));
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0 &&
 		       n++ < EMBER_DWARF_MAX_DIE_RANGES) {
 			if (hi <= lo)
@@ -571,10 +568,13 @@ static int expand_unit(struct ember_dwarf *d, struct unit *u)
 {
 	struct expander x = {.d = d, .u = u};
 	Dwarf_Off start = dwarf_dieoffset(&u->cudie) - dwarf_cuoffset(&u->cudie);
+	Dwarf_Attribute attr;
 	size_t segs_cap = 0;
 	int err;
 
 	u->expanded = true;
+	/* Read here, not for every unit at open: only expanded units name files. */
+	u->comp_dir = dwarf_formstring(dwarf_attr(&u->cudie, DW_AT_comp_dir, &attr));
 	if (dwarf_next_unit(d->dw, start, &x.unit_end, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
 		x.unit_end = 0;
 	if (dwarf_getsrcfiles(&u->cudie, &u->files, &u->nfiles) != 0) {

@@ -38,7 +38,7 @@ struct sym_builder {
 	unsigned int note_chunks; /* note segments and sections read so far */
 	struct scn_info *scns;    /* by section index */
 	size_t nscns;
-	bool sorted; /* out->syms sorted by address (for name_at) */
+	size_t sorted; /* out->syms[0, sorted) are sorted by address */
 };
 
 static void note_go_symbol(struct ember_elf_syms *s, const char *name, uint64_t value)
@@ -76,7 +76,6 @@ static int add_candidate(struct sym_builder *b, uint64_t addr, uint64_t size, co
 	s->syms[s->nsyms].size = size;
 	s->syms[s->nsyms].flags = flags;
 	s->nsyms++;
-	b->sorted = false;
 	return 0;
 }
 
@@ -185,20 +184,25 @@ static int cmp_sym(const void *a, const void *b)
 
 static void sort_candidates(struct sym_builder *b)
 {
-	if (!b->sorted && b->out->nsyms > 1)
+	if (b->sorted < b->out->nsyms && b->out->nsyms > 1)
 		qsort(b->out->syms, b->out->nsyms, sizeof(*b->out->syms), cmp_sym);
-	b->sorted = true;
+	b->sorted = b->out->nsyms;
 }
 
-/* An IRELATIVE PLT slot's target: the function (the ifunc resolver) at addr. */
+/*
+ * An IRELATIVE PLT slot's target: the function (the ifunc resolver) at addr.
+ * The symbols are sorted at the first call; PLT entries added after them
+ * are not searched (they are no targets), so they need no sorting.
+ */
 static const char *candidate_at(void *ctx, uint64_t addr)
 {
 	struct sym_builder *b = ctx;
 	const struct ember_elf_syms *s = b->out;
 	size_t lo = 0, hi;
 
-	sort_candidates(b);
-	hi = s->nsyms;
+	if (!b->sorted)
+		sort_candidates(b);
+	hi = b->sorted;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -207,7 +211,7 @@ static const char *candidate_at(void *ctx, uint64_t addr)
 		else
 			hi = mid;
 	}
-	if (lo == s->nsyms || s->syms[lo].addr != addr ||
+	if (lo == b->sorted || s->syms[lo].addr != addr ||
 	    (s->syms[lo].flags & (EMBER_ELF_SYM_NOTYPE | EMBER_ELF_SYM_PLT)))
 		return NULL;
 	return ember_strtab_at(&s->names, s->syms[lo].name);

@@ -91,10 +91,15 @@ static int read_reloc_section(struct plt_reader *p, Elf_Scn *scn, const GElf_Shd
 	Elf_Scn *symscn = elf_getscn(p->elf, sh->sh_link);
 	GElf_Shdr symsh;
 	size_t n;
+	bool native;
 	int err = 0;
 
-	if (!data || !sh->sh_entsize)
+	if (!data || !data->d_buf || !sh->sh_entsize)
 		return 0;
+	/* Read in place when libelf holds them as Elf64_Rela already (the common
+	 * case): a library's tens of thousands of relocations, one call each, cost. */
+	native = sh->sh_type == SHT_RELA && data->d_type == ELF_T_RELA &&
+	         gelf_getclass(p->elf) == ELFCLASS64 && sh->sh_entsize == sizeof(Elf64_Rela);
 	if (symscn && gelf_getshdr(symscn, &symsh) &&
 	    (symsh.sh_type == SHT_DYNSYM || symsh.sh_type == SHT_SYMTAB))
 		syms = elf_getdata(symscn, NULL);
@@ -108,7 +113,14 @@ static int read_reloc_section(struct plt_reader *p, Elf_Scn *scn, const GElf_Shd
 
 		if (++p->r.scanned > MAX_RELOCS_SCANNED)
 			return 0;
-		if (sh->sh_type == SHT_RELA) {
+		if (native) {
+			const Elf64_Rela *e = (const Elf64_Rela *)data->d_buf + i;
+
+			ok = true;
+			r.slot = e->r_offset;
+			r.addend = (uint64_t)e->r_addend;
+			info = e->r_info;
+		} else if (sh->sh_type == SHT_RELA) {
 			GElf_Rela rela;
 
 			ok = gelf_getrela(data, (int)i, &rela) != NULL;
@@ -346,30 +358,43 @@ int ember_plt_entries(Elf *elf, uint16_t machine, const struct ember_plt_sink *s
 	struct plt_reader p = {.elf = elf, .machine = machine, .sink = sink};
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
-	bool any_plt = false;
+	bool any_plt = false, plt_got = false;
 	int err = 0;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
-	/* Relocations first: each PLT entry is named after the slot it jumps through. */
-	while ((scn = elf_nextscn(elf, scn)) && !err) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
-			continue;
-		if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) &&
-		    is_plt_name(name))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
+		    (sh.sh_flags & SHF_EXECINSTR) &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && is_plt_name(name)) {
 			any_plt = true;
-		else if ((sh.sh_type == SHT_RELA || sh.sh_type == SHT_REL) &&
-		         (sh.sh_flags & SHF_ALLOC))
-			err = read_reloc_section(
-			    &p, scn, &sh, !strcmp(name, ".rela.plt") || !strcmp(name, ".rel.plt"));
+			plt_got |= !strcmp(name, ".plt.got");
+		}
+	}
+	if (!any_plt)
+		return 0;
+	/* Relocations first: each PLT entry is named after the slot it jumps through.
+	 * .rela.plt fills the jump slots; the GOT slots of .plt.got are in .rela.dyn. */
+	scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) && !err) {
+		GElf_Shdr sh;
+		const char *name;
+		bool jmprel;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) ||
+		    !(sh.sh_flags & SHF_ALLOC) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		jmprel = !strcmp(name, ".rela.plt") || !strcmp(name, ".rel.plt");
+		if (jmprel || plt_got)
+			err = read_reloc_section(&p, scn, &sh, jmprel);
 	}
 	if (p.r.nslot > 1)
 		qsort(p.r.by_slot, p.r.nslot, sizeof(*p.r.by_slot), cmp_slot);
 	scn = NULL;
-	while (!err && any_plt && (scn = elf_nextscn(elf, scn))) {
+	while (!err && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
