@@ -2,6 +2,7 @@
 #include "shared/strtab.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +22,19 @@ int ember_strtab_add(struct ember_strtab *t, const char *s, size_t len, uint32_t
 {
 	int err;
 
+	/* s may point into the table itself (a string interned again from a
+	 * name the table holds): growing moves it, so keep its offset. */
+	uintptr_t at = (uintptr_t)s, base = (uintptr_t)t->data;
+	bool inside = t->data && at >= base && at < base + t->cap;
+	size_t s_off = inside ? at - base : 0;
+
 	if (len >= t->max - t->len)
 		return -E2BIG;
 	err = EMBER_ENSURE(t->data, t->cap, t->len + len + 1, t->max);
 	if (err)
 		return err;
+	if (inside)
+		s = t->data + s_off;
 	memcpy(t->data + t->len, s, len);
 	t->data[t->len + len] = '\0';
 	*off = (uint32_t)t->len;
@@ -98,6 +107,8 @@ int ember_strset_intern(struct ember_strset *s, const char *str, size_t len, uin
 	if (err)
 		return err;
 	ember_vec_push(&s->offsets, &off, 1);
+	/* The copy, not str: str may have pointed into the table that just grew. */
+	str = s->tab.data + off;
 	err = ember_index_upsert(&s->index, h, str, len, str_eq, s, next, id);
 	if (err < 0) {
 		s->offsets.len--;

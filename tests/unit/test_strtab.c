@@ -78,6 +78,36 @@ START_TEST(strset_interns_with_dense_ids)
 }
 END_TEST
 
+/* A name interned again from the set's own storage (in_pprof does this) while
+ * the storage grows: the copy is made from where the bytes are now. */
+START_TEST(strset_interns_from_its_own_storage)
+{
+	struct ember_strset s;
+	char first[200];
+	uint32_t id0, id;
+
+	for (size_t i = 0; i < sizeof(first); i++)
+		first[i] = (char)('a' + i % 26);
+	ck_assert_int_eq(ember_strset_init(&s, EMBER_STRTAB_MAX_BYTES), 0);
+	ck_assert_int_eq(ember_strset_intern(&s, first, sizeof(first), &id0), 0);
+	for (size_t len = 1; len < sizeof(first); len++) {
+		const char *own = ember_strset_str(&s, id0);
+
+		ck_assert_int_eq(ember_strset_intern(&s, own, len, &id), 0);
+		ck_assert_uint_eq(id, len);
+	}
+	for (size_t len = 1; len < sizeof(first); len++) {
+		const char *got = ember_strset_str(&s, (uint32_t)len);
+
+		ck_assert_uint_eq(strlen(got), len);
+		ck_assert_int_eq(memcmp(got, first, len), 0);
+		ck_assert_int_eq(ember_strset_find(&s, first, len, &id), 0);
+		ck_assert_uint_eq(id, len);
+	}
+	ember_strset_free(&s);
+}
+END_TEST
+
 START_TEST(strset_refuses_nul_and_ceiling)
 {
 	struct ember_strset s;
@@ -110,6 +140,7 @@ static Suite *strtab_suite(void)
 	tcase_add_test(tc, strtab_ceiling);
 	tcase_add_test(tc, strset_interns_with_dense_ids);
 	tcase_add_test(tc, strset_refuses_nul_and_ceiling);
+	tcase_add_test(tc, strset_interns_from_its_own_storage);
 	suite_add_tcase(s, tc);
 	return s;
 }
