@@ -60,8 +60,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct ember_policy *p,
 	}
 	err = seccomp_rule_add_array(ctx, action, r->nr, r->nconds, cmp);
 	if (err)
-		log_error("%s.policy line %u (%s): %s", p->name, r->line, r->syscall,
-		          strerror(-err));
+		log_error_errno(err, "%s.policy line %u (%s): %m", p->name, r->line, r->syscall);
 	return err;
 }
 
@@ -88,7 +87,7 @@ int ember_policy_load(const struct ember_policy *p, uint32_t groups,
 	if (!err)
 		err = seccomp_load(ctx);
 	if (err)
-		log_error("cannot install the %s system-call filter: %s", p->name, strerror(-err));
+		log_error_errno(err, "cannot install the %s system-call filter: %m", p->name);
 out:
 	seccomp_release(ctx);
 	return err;

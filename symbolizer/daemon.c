@@ -53,8 +53,7 @@ static int connect_with_backoff(const struct ember_daemon_opts *o, int sigfd, in
 		if (fd >= 0)
 			return fd;
 		if (!told)
-			log_info("waiting for the collector at %s (%s)", o->socket_path,
-			         strerror(-fd));
+			log_info_errno(fd, "waiting for the collector at %s (%m)", o->socket_path);
 		told = true;
 		if (wait_or_stop(sigfd, *delay_ms))
 			return -EINTR;
@@ -95,14 +94,16 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 	if (ember_sandbox_drop_privileges(&o->sandbox))
 		return EMBER_EXIT_FAILURE;
 	if (faccessat(o->rotation.dir_fd, ".", W_OK, AT_EACCESS) < 0) {
-		log_error("uid %u cannot write the output directory: %s; make it writable for this "
-		          "user",
-		          (unsigned)geteuid(), strerror(errno));
+		log_error_errno(
+		    errno,
+		    "uid %u cannot write the output directory: %m; make it writable for this "
+		    "user",
+		    (unsigned)geteuid());
 		return EMBER_EXIT_FAILURE;
 	}
 	so.signal_fd = setup_signals();
 	if (so.signal_fd < 0) {
-		log_error("cannot set up signals: %s", strerror(-so.signal_fd));
+		log_error_errno(so.signal_fd, "cannot set up signals: %m");
 		return EMBER_EXIT_FAILURE;
 	}
 	for (;;) {

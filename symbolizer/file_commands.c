@@ -113,7 +113,7 @@ static int read_input(const struct input_file *in, enum ember_view view, struct 
 		return err;
 	}
 	if (err) {
-		log_error("cannot read %s: %s", in->path, strerror(-err));
+		log_error_errno(err, "cannot read %s: %m", in->path);
 		return err;
 	}
 	err = ember_profile_init(p);
@@ -129,7 +129,7 @@ static int read_input(const struct input_file *in, enum ember_view view, struct 
 		log_error("%s decompresses to more than ember reads (%u MiB of pprof data)",
 		          in->path, EMBER_PPROF_MAX_BYTES >> 20);
 	else if (err)
-		log_error("cannot read %s: %s", in->path, strerror(-err));
+		log_error_errno(err, "cannot read %s: %m", in->path);
 	if (err)
 		return err;
 	bad = ember_profile_stat_get(p, "report.bad_lines") +
@@ -195,11 +195,11 @@ static int run_report(struct command *c)
 	int err = read_input(&c->in[0], c->view, &p);
 
 	if (!err && c->stats && (err = print_stats(&p, stdout)))
-		log_error("cannot print the statistics: %s", strerror(-err));
+		log_error_errno(err, "cannot print the statistics: %m");
 	for (size_t i = 0; !err && i < c->nout; i++) {
 		err = ember_output_write(&c->out[i].out, &p);
 		if (err)
-			log_error("cannot write %s: %s", c->out[i].out.path, strerror(-err));
+			log_error_errno(err, "cannot write %s: %m", c->out[i].out.path);
 	}
 	ember_profile_free(&p);
 	return err;
@@ -244,7 +244,7 @@ static int run_diff(struct command *c)
 	if (!err) {
 		err = write_diff(&c->out[0], &base, &cur);
 		if (err)
-			log_error("cannot write %s: %s", c->out[0].out.path, strerror(-err));
+			log_error_errno(err, "cannot write %s: %m", c->out[0].out.path);
 		ember_profile_free(&cur);
 	}
 	ember_profile_free(&base);
@@ -271,7 +271,7 @@ static int run_top(struct command *c)
 		ember_flame_free(&t);
 	}
 	if (err)
-		log_error("cannot print the table: %s", strerror(-err));
+		log_error_errno(err, "cannot print the table: %m");
 	ember_profile_free(&p);
 	return err;
 }
@@ -288,7 +288,7 @@ static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		log_error("cannot fork: %s", strerror(errno));
+		log_error_errno(errno, "cannot fork: %m");
 		return EMBER_EXIT_FAILURE;
 	}
 	if (pid == 0) {
@@ -299,7 +299,7 @@ static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) {
-			log_error("cannot wait for the reader: %s", strerror(errno));
+			log_error_errno(errno, "cannot wait for the reader: %m");
 			return EMBER_EXIT_FAILURE;
 		}
 	if (WIFSIGNALED(status)) {

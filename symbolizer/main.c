@@ -193,8 +193,9 @@ static int run_daemon(struct ember_daemon_opts *d, const char *output_dir, const
 	}
 	d->rotation.dir_fd = open(output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->rotation.dir_fd < 0) {
-		log_error("cannot open the output directory %s: %s; create it for this user",
-		          output_dir, strerror(errno));
+		log_error_errno(errno,
+		                "cannot open the output directory %s: %m; create it for this user",
+		                output_dir);
 		return EMBER_EXIT_FAILURE;
 	}
 	d->sandbox.output_dir_fd = d->rotation.dir_fd;
@@ -228,9 +229,9 @@ static int start_export(const struct export_args *a, struct ember_export_config 
 		return err;
 	err = ember_exporter_create(cfg, &ex->exporter);
 	if (err) {
-		log_error("cannot start the OTLP export to %s: %s%s", cfg->display, strerror(-err),
-		          err == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)"
-		                                  : "");
+		log_error_errno(
+		    err, "cannot start the OTLP export to %s: %m%s", cfg->display,
+		    err == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)" : "");
 		ember_export_config_free(cfg);
 		return EMBER_EXIT_FAILURE;
 	}

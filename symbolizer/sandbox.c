@@ -42,8 +42,8 @@ static int become_user(const struct ember_sandbox_opts *o)
 	    prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setresuid(o->uid, o->uid, o->uid) < 0) {
 		int err = neg_errno();
 
-		log_error("cannot become uid %u gid %u: %s", (unsigned)o->uid, (unsigned)o->gid,
-		          strerror(-err));
+		log_error_errno(err, "cannot become uid %u gid %u: %m", (unsigned)o->uid,
+		                (unsigned)o->gid);
 		return err;
 	}
 	return 0;
@@ -72,7 +72,7 @@ int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o)
 		 * under no_new_privs the bounding set grants nothing. */
 		log_debug("the capability bounding set stays as it was given");
 	else if (err) {
-		log_error("cannot drop capabilities: %s", strerror(-err));
+		log_error_errno(err, "cannot drop capabilities: %m");
 		return err;
 	}
 	/* The drop must be permanent: no capability left, root not regained. */
@@ -128,17 +128,17 @@ int ember_sandbox_enter(const struct ember_sandbox_opts *o)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    (o->die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)) {
 		err = neg_errno();
-		log_error("cannot set no_new_privs: %s", strerror(-err));
+		log_error_errno(err, "cannot set no_new_privs: %m");
 		return err;
 	}
 	err = set_limits(o);
 	if (err) {
-		log_error("cannot set resource limits: %s", strerror(-err));
+		log_error_errno(err, "cannot set resource limits: %m");
 		return err;
 	}
 	abi = ember_landlock_restrict(&ll);
 	if (abi < 0) {
-		log_error("cannot install the Landlock ruleset: %s", strerror(-abi));
+		log_error_errno(abi, "cannot install the Landlock ruleset: %m");
 		return abi;
 	}
 	if (abi == 0)
@@ -174,8 +174,8 @@ void ember_sandbox_test_violation(void)
 		            MAP_FAILED
 		        ? -1
 		        : 0;
-	log_error("test hook: forbidden call '%s' returned %d (%s) instead of killing", what, r,
-	          strerror(errno));
+	log_error_errno(errno, "test hook: forbidden call '%s' returned %d (%m) instead of killing",
+	                what, r);
 	_exit(99);
 #endif
 }

@@ -85,7 +85,7 @@ static int handshake(struct session *s)
 	close(fds[1]);
 	if (err) {
 		close(fds[2]);
-		log_error("cannot map the sample ring: %s", strerror(-err));
+		log_error_errno(err, "cannot map the sample ring: %m");
 		return err;
 	}
 	s->event_fd = fds[2];
@@ -287,16 +287,17 @@ static void cut_interval(struct session *s)
 	if (p->samples.len) {
 		err = ember_otlp_encode(p, &buf, &len, NULL);
 		if (err)
-			log_error("cannot encode the profile as OTLP: %s; %" PRIu64 " samples lost",
-			          strerror(-err), p->total_count);
+			log_error_errno(
+			    err, "cannot encode the profile as OTLP: %m; %" PRIu64 " samples lost",
+			    p->total_count);
 		else
 			ember_exporter_submit(s->opts->export.exporter, buf, len, p->total_count);
 	}
 	if (s->keep_total && (err = ember_profile_merge(&s->total, p)))
-		log_error("cannot keep the interval for the output files: %s", strerror(-err));
+		log_error_errno(err, "cannot keep the interval for the output files: %m");
 	err = ember_profile_reset(p);
 	if (err)
-		log_error("cannot start a new interval: %s", strerror(-err));
+		log_error_errno(err, "cannot start a new interval: %m");
 	p->start_ns = p->end_ns;
 	p->end_ns = 0;
 	ember_symbolizer_profile_was_reset(&s->sym);
@@ -350,7 +351,7 @@ static int write_outputs(struct session *s)
 		int err = ember_output_write(o, file_profile(s));
 
 		if (err) {
-			log_error("cannot write %s: %s", o->path, strerror(-err));
+			log_error_errno(err, "cannot write %s: %m", o->path);
 			status = err;
 		}
 	}
@@ -588,7 +589,7 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = o->enter_sandbox(o->sandbox_ctx);
 	/* The export thread starts inside the sandbox and so inherits all of it. */
 	if (!err && o->export.exporter && (err = ember_exporter_start(o->export.exporter)))
-		log_error("cannot start the export thread: %s", strerror(-err));
+		log_error_errno(err, "cannot start the export thread: %m");
 	if (!err && o->rotation) {
 		/* A daemon's first interval starts now: earlier samples never reached it. */
 		s->profile.start_ns = s->total.start_ns = ember_realtime_ns();

@@ -55,14 +55,13 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 	fd = ember_broker_request(s->broker, EMBER_BROKER_KALLSYMS, 0, 0, NULL);
 	if (fd < 0) {
 		if (first)
-			log_warn("no kernel symbols (%s): kernel frames stay addresses",
-			         strerror(-fd));
+			log_warn_errno(fd, "no kernel symbols (%m): kernel frames stay addresses");
 		return;
 	}
 	err = ember_kallsyms_load_fd(fd, &fresh);
 	close(fd);
 	if (err) {
-		log_warn("cannot read kernel symbols: %s", strerror(-err));
+		log_warn_errno(err, "cannot read kernel symbols: %m");
 		return;
 	}
 	/* Replaces the old table: modules and BPF programs come and go. */
@@ -214,8 +213,8 @@ static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 	if (fd >= 0)
 		close(fd);
 	if (o && o->error)
-		log_debug("no symbols for inode %llu of pid %u: %s", (unsigned long long)e->inode,
-		          pid, strerror(-o->error));
+		log_debug_errno(o->error, "no symbols for inode %llu of pid %u: %m",
+		                (unsigned long long)e->inode, pid);
 	else if (o)
 		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s", pid,
 		          (unsigned long long)e->inode, o->file.syms.nsyms,
@@ -384,7 +383,7 @@ static int proc_file(struct ember_symbolizer *s, struct ember_process *proc, con
 		s->facts_failures++;
 		if (fd == -EAGAIN)
 			proc->facts_retry_ns = 1;
-		log_debug("%s of pid %u: %s", name, proc->pid, strerror(-fd));
+		log_debug_errno(fd, "%s of pid %u: %m", name, proc->pid);
 	}
 	return fd;
 }

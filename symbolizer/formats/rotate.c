@@ -127,8 +127,8 @@ int ember_rotation_write(struct ember_rotation *r, const struct ember_profile *p
 
 		if (err) {
 			r->write_errors++;
-			log_error("cannot write the %s output of this interval: %s",
-			          ember_format_name(r->formats[i]), strerror(-err));
+			log_error_errno(err, "cannot write the %s output of this interval: %m",
+			                ember_format_name(r->formats[i]));
 			if (!first_err)
 				first_err = err;
 		} else if (r->keep) {

@@ -124,7 +124,7 @@ static int send(struct ember_unwind *u, union ember_msg *m)
 
 	if (err) {
 		u->disabled = true;
-		log_debug("unwind tables: the collector connection failed: %s", strerror(-err));
+		log_debug_errno(err, "unwind tables: the collector connection failed: %m");
 	}
 	return err;
 }
@@ -306,8 +306,8 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	f->idle_since_ns = now_ns;
 	if (f->error) {
 		u->table_errors++;
-		log_debug("no unwind table for inode %llu of pid %u: %s",
-		          (unsigned long long)e->inode, pid, strerror(-f->error));
+		log_debug_errno(f->error, "no unwind table for inode %llu of pid %u: %m",
+		                (unsigned long long)e->inode, pid);
 	}
 	return (int)slot;
 }
