@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The unwind-table bookkeeping against a fake collector on the other end of
+ * a socket pair: it serves this test's own processes' maps and mapped files
+ * (as the broker would) and records every table and process message. Checked:
+ * one table per file, shared by the processes that map it; rows in whole
+ * blocks; mappings that point into the right table with the right bias; the
+ * exit of a process; tables dropped once nobody maps them; a refused maps
+ * request backs off; a collector that went away disables the module.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "symbolizer/process/maps_parser.h"
+#include "symbolizer/unwind/unwind_tables.h"
+
+#define SEC          1000000000ull
+#define MAX_TABLES   256
+#define MAX_PROC_MSG 64
+
+struct fake_collector {
+	int sock;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_bool refuse_maps;
+	pthread_mutex_t lock;
+	/* What arrived, per table slot. */
+	unsigned int creates[MAX_TABLES], commits[MAX_TABLES], drops[MAX_TABLES];
+	uint32_t nrows[MAX_TABLES], rows_seen[MAX_TABLES];
+	bool rows_in_order;
+	/* The last process message of each pid (whole, when total fits in one message). */
+	struct ember_msg_unwind_proc procs[MAX_PROC_MSG];
+	unsigned int nprocs;
+	unsigned int maps_requests, file_requests;
+};
+
+static struct fake_collector fc;
+static struct ember_broker_client client;
+static struct ember_unwind u;
+static int sv[2];
+
+/* The file mapped at addr in pid, as the broker opens it (here: through map_files). */
+static int open_mapped(uint32_t pid, uint64_t addr)
+{
+	char path[128];
+	struct ember_maps maps;
+	const struct ember_map_entry *e;
+	int fd = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	{
+		int mfd = open(path, O_RDONLY | O_CLOEXEC);
+		char *text;
+		long len;
+
+		if (mfd < 0)
+			return -errno;
+		len = ember_maps_read_fd(mfd, &text);
+		close(mfd);
+		if (len < 0 || ember_maps_parse(text, (size_t)len, &maps)) {
+			free(len < 0 ? NULL : text);
+			return -EINVAL;
+		}
+		free(text);
+	}
+	e = ember_maps_find(&maps, addr);
+	if (e && e->start == addr && e->kind == EMBER_MAP_FILE)
+		fd = open(ember_maps_path(&maps, e), O_RDONLY | O_CLOEXEC);
+	ember_maps_free(&maps);
+	return fd;
+}
+
+static void serve_request(const union ember_msg *in)
+{
+	union ember_msg out;
+	char path[64];
+	int fd = -EINVAL;
+
+	if (in->broker_req.what == EMBER_BROKER_MAPS) {
+		fc.maps_requests++;
+		snprintf(path, sizeof(path), "/proc/%u/maps", in->broker_req.pid);
+		fd = atomic_load(&fc.refuse_maps) ? -EPERM : open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && fd != -EPERM)
+			fd = -errno;
+	} else if (in->broker_req.what == EMBER_BROKER_MAPPED_FILE) {
+		fc.file_requests++;
+		fd = open_mapped(in->broker_req.pid, in->broker_req.addr);
+	}
+	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
+	out.broker_reply.id = in->broker_req.id;
+	out.broker_reply.error = fd < 0 ? fd : 0;
+	ember_msg_send(fc.sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void record(const union ember_msg *in)
+{
+	uint32_t t;
+
+	pthread_mutex_lock(&fc.lock);
+	switch (in->hdr.type) {
+	case EMBER_MSG_UNWIND_TABLE:
+		t = in->unwind_table.table;
+		ck_assert_uint_lt(t, MAX_TABLES);
+		if (in->unwind_table.op == EMBER_UNWIND_TABLE_CREATE) {
+			fc.creates[t]++;
+			fc.nrows[t] = in->unwind_table.nrows;
+			fc.rows_seen[t] = 0;
+		} else if (in->unwind_table.op == EMBER_UNWIND_TABLE_COMMIT) {
+			fc.commits[t]++;
+		} else if (in->unwind_table.op == EMBER_UNWIND_TABLE_DROP) {
+			fc.drops[t]++;
+		}
+		break;
+	case EMBER_MSG_UNWIND_ROWS:
+		t = in->unwind_rows.table;
+		ck_assert_uint_lt(t, MAX_TABLES);
+		if (in->unwind_rows.first != fc.rows_seen[t] ||
+		    in->unwind_rows.count % EMBER_UNWIND_BLOCK_ROWS)
+			fc.rows_in_order = false;
+		fc.rows_seen[t] += in->unwind_rows.count;
+		break;
+	case EMBER_MSG_UNWIND_PROC:
+		if (in->unwind_proc.first == 0 && fc.nprocs < MAX_PROC_MSG)
+			fc.procs[fc.nprocs++] = in->unwind_proc;
+		break;
+	}
+	pthread_mutex_unlock(&fc.lock);
+}
+
+static void *collector_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&fc.stop)) {
+		struct pollfd p = {fc.sock, POLLIN, 0};
+		union ember_msg m;
+		int nfds;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if (ember_msg_recv(fc.sock, &m, NULL, 0, &nfds))
+			break; /* the symbolizer's end closed */
+		if (m.hdr.type == EMBER_MSG_BROKER_REQ)
+			serve_request(&m);
+		else
+			record(&m);
+	}
+	return NULL;
+}
+
+static void setup(void)
+{
+	memset(&fc, 0, sizeof(fc));
+	fc.rows_in_order = true;
+	pthread_mutex_init(&fc.lock, NULL);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	fc.sock = sv[1];
+	ember_broker_client_init(&client, sv[0]);
+	ck_assert_int_eq(ember_unwind_init(&u, &client), 0);
+	ck_assert_int_eq(pthread_create(&fc.thread, NULL, collector_main, NULL), 0);
+}
+
+static void teardown(void)
+{
+	atomic_store(&fc.stop, true);
+	pthread_join(fc.thread, NULL);
+	ember_unwind_free(&u);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Waits until the fake collector has read (and recorded) everything sent so far. */
+static void settle(void)
+{
+	for (int i = 0; i < 500; i++) {
+		int queued = 0;
+
+		if (ioctl(sv[0], SIOCOUTQ, &queued) || !queued)
+			break;
+		usleep(10000);
+	}
+	usleep(100000);
+}
+
+/* The last process message for pid, or NULL. */
+static const struct ember_msg_unwind_proc *last_proc(uint32_t pid)
+{
+	for (int i = (int)fc.nprocs - 1; i >= 0; i--)
+		if (fc.procs[i].pid == pid)
+			return &fc.procs[i];
+	return NULL;
+}
+
+static uint64_t stat_of(const char *name)
+{
+	struct ember_profile p;
+	uint64_t v;
+
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	ember_unwind_report_stats(&u, &p);
+	v = ember_profile_stat_get(&p, name);
+	ember_profile_free(&p);
+	return v;
+}
+
+static unsigned int tables_created(void)
+{
+	unsigned int n = 0;
+
+	for (int t = 0; t < MAX_TABLES; t++)
+		n += fc.creates[t];
+	return n;
+}
+
+/* A child that only waits: it maps the same binary and libraries as this process. */
+static pid_t twin(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+START_TEST(tables_are_built_once_and_shared)
+{
+	uint32_t self = (uint32_t)getpid();
+	pid_t child = twin();
+	const struct ember_msg_unwind_proc *mp;
+	uint64_t pc = (uint64_t)(uintptr_t)&twin;
+	unsigned int built, with_table = 0, covering = 0;
+
+	ember_unwind_on_exec(&u, self, SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	built = tables_created();
+	ck_assert_uint_ge(built, 3); /* this program, libc, the dynamic loader, ... */
+	ck_assert(fc.rows_in_order);
+	for (int t = 0; t < MAX_TABLES; t++) {
+		if (!fc.creates[t])
+			continue;
+		ck_assert_uint_eq(fc.commits[t], 1);
+		ck_assert_uint_gt(fc.nrows[t], 0);
+		ck_assert_uint_eq(fc.nrows[t] % EMBER_UNWIND_BLOCK_ROWS, 0);
+		ck_assert_uint_eq(fc.rows_seen[t], fc.nrows[t]);
+	}
+	mp = last_proc(self);
+	ck_assert_ptr_nonnull(mp);
+	ck_assert_uint_eq(mp->count, mp->total);
+	for (uint32_t i = 0; i < mp->count; i++) {
+		const struct ember_unwind_mapping *m = &mp->mappings[i];
+
+		ck_assert_uint_lt(m->start, m->end);
+		if (i)
+			ck_assert_uint_ge(m->start, mp->mappings[i - 1].end);
+		if (m->table == EMBER_UNWIND_NO_TABLE)
+			continue;
+		with_table++;
+		ck_assert_uint_eq(fc.commits[m->table], 1);
+		/* This function is in this program's mapping, and its table is the one loaded. */
+		if (pc >= m->start && pc < m->end)
+			covering++;
+	}
+	ck_assert_uint_ge(with_table, 3);
+	ck_assert_uint_eq(covering, 1);
+	pthread_mutex_unlock(&fc.lock);
+
+	/* The twin maps the same files: no table is built again, the same ids are used. */
+	ember_unwind_on_exec(&u, (uint32_t)child, 2 * SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	ck_assert_uint_eq(tables_created(), built);
+	mp = last_proc((uint32_t)child);
+	ck_assert_ptr_nonnull(mp);
+	ck_assert_uint_eq(mp->total, last_proc(self)->total);
+	for (uint32_t i = 0; i < mp->count; i++)
+		ck_assert_uint_eq(mp->mappings[i].table, last_proc(self)->mappings[i].table);
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_eq(stat_of("unwind.tables_built"), built);
+	ck_assert_uint_eq(stat_of("unwind.tables_live"), built);
+	ck_assert_uint_eq(stat_of("unwind.process_loads"), 2);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+END_TEST
+
+START_TEST(exits_and_idle_tables_are_dropped)
+{
+	const struct ember_sample_event complete = {
+	    .kind = EMBER_EV_SAMPLE, .tgid = 1, .ustack_len = 1, .stack_flags = 0};
+	uint32_t self = (uint32_t)getpid();
+	pid_t child = twin();
+	unsigned int built;
+
+	ember_unwind_on_exec(&u, self, SEC);
+	ember_unwind_on_exec(&u, (uint32_t)child, SEC);
+	settle();
+	built = tables_created();
+	/* One exit: the process's mappings are withdrawn; the tables stay (the other maps them). */
+	ember_unwind_on_exit(&u, (uint32_t)child, 2 * SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	ck_assert_ptr_nonnull(last_proc((uint32_t)child));
+	ck_assert_uint_eq(last_proc((uint32_t)child)->total, 0);
+	for (int t = 0; t < MAX_TABLES; t++)
+		ck_assert_uint_eq(fc.drops[t], 0);
+	pthread_mutex_unlock(&fc.lock);
+	/* An exit of a process never loaded sends nothing. */
+	ember_unwind_on_exit(&u, 0x3ffff0, 2 * SEC);
+	/* The last one: after the idle time its tables are dropped, each once. */
+	ember_unwind_on_exit(&u, self, 3 * SEC);
+	/* Any later event sweeps: here a complete sample. */
+	ember_unwind_on_sample(&u, &complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS / 2);
+	settle();
+	for (int t = 0; t < MAX_TABLES; t++)
+		ck_assert_uint_eq(fc.drops[t], 0); /* not idle long enough yet */
+	ember_unwind_on_sample(&u, &complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS + SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	for (int t = 0; t < MAX_TABLES; t++)
+		ck_assert_uint_eq(fc.drops[t], fc.commits[t] ? 1 : 0);
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_eq(stat_of("unwind.tables_dropped"), built);
+	ck_assert_uint_eq(stat_of("unwind.tables_live"), 0);
+	/* A process met again builds its tables again (in the slots just freed). */
+	ember_unwind_on_exec(&u, self, 20 * SEC);
+	settle();
+	ck_assert_uint_eq(tables_created(), 2 * built);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+END_TEST
+
+START_TEST(refused_maps_back_off)
+{
+	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE,
+	                               .tgid = (uint32_t)getpid(),
+	                               .ustack_len = 1,
+	                               .stack_flags = EMBER_STACK_UNWIND_NO_PROC};
+	unsigned int asked;
+
+	atomic_store(&fc.refuse_maps, true);
+	ember_unwind_on_sample(&u, &s, SEC);
+	settle();
+	asked = fc.maps_requests;
+	ck_assert_uint_eq(asked, 1);
+	ck_assert_ptr_null(last_proc(s.tgid));
+	/* Samples right after: no new request until the back-off has passed. */
+	for (int i = 1; i <= 5; i++)
+		ember_unwind_on_sample(&u, &s, SEC + (uint64_t)i * 100);
+	settle();
+	ck_assert_uint_eq(fc.maps_requests, asked);
+	ck_assert_uint_eq(stat_of("unwind.process_loads_deferred"), 5);
+	ck_assert_uint_eq(stat_of("unwind.samples_missed_tables"), 6);
+	/* Allowed again later, and served now. */
+	atomic_store(&fc.refuse_maps, false);
+	ember_unwind_on_sample(&u, &s, SEC + EMBER_UNWIND_RELOAD_MAX_NS);
+	settle();
+	ck_assert_uint_eq(fc.maps_requests, asked + 1);
+	ck_assert_ptr_nonnull(last_proc(s.tgid));
+}
+END_TEST
+
+START_TEST(a_closed_collector_disables_the_tables)
+{
+	uint32_t self = (uint32_t)getpid();
+
+	ember_unwind_on_exec(&u, self, SEC);
+	settle();
+	ck_assert(!u.disabled);
+	atomic_store(&fc.stop, true);
+	pthread_join(fc.thread, NULL);
+	close(sv[1]);
+	sv[1] = -1;
+	/* The exit cannot be told: the module stops sending (no SIGPIPE, no error loop). */
+	ember_unwind_on_exit(&u, self, 2 * SEC);
+	ck_assert(u.disabled);
+	ember_unwind_on_exec(&u, self, 3 * SEC);
+	ck_assert_uint_eq(stat_of("unwind.process_loads"), 1);
+	/* teardown joins again: start a thread that ends at once. */
+	atomic_store(&fc.stop, true);
+	pthread_create(&fc.thread, NULL, collector_main, NULL);
+}
+END_TEST
+
+START_TEST(stop_markers_name_every_reason)
+{
+	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++)
+		ck_assert_ptr_nonnull(strstr(ember_unwind_stop_marker(r), "[unwind stopped: "));
+	ck_assert_str_eq(ember_unwind_stop_marker(EMBER_UNWIND_STOP_MAX),
+	                 "[unwind stopped: unknown reason]");
+}
+END_TEST
+
+static Suite *unwind_tables_suite(void)
+{
+	Suite *s = suite_create("unwind_tables");
+	TCase *tc = tcase_create("tables");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, tables_are_built_once_and_shared);
+	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
+	tcase_add_test(tc, refused_maps_back_off);
+	tcase_add_test(tc, a_closed_collector_disables_the_tables);
+	tcase_add_test(tc, stop_markers_name_every_reason);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+EMBER_CHECK_MAIN(unwind_tables_suite)
