@@ -103,7 +103,7 @@ class Receiver:
 
 
 class HttpReceiver(Receiver):
-    def __init__(self, port=None, tls=None):
+    def __init__(self, port=None, tls=None, host="127.0.0.1"):
         super().__init__()
         Request, Response = classes()
         receiver = self
@@ -172,7 +172,7 @@ class HttpReceiver(Receiver):
             daemon_threads = True
             allow_reuse_address = True
 
-        self.server = Server(("127.0.0.1", port or 0), Handler)
+        self.server = Server((host, port or 0), Handler)
         if tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(tls["cert"], tls["key"])
