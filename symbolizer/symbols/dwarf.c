@@ -257,7 +257,13 @@ static int paths_grow(struct ember_dwarf *d)
 /*
  * The file name as eu-addr2line and llvm-symbolizer print it: a relative name
  * (the compiler was given a relative path) joined with the unit's
- * compilation directory, so that it can be opened. Falls back to the name as
+ * compilation directory, so that it can be opened. The directory itself may
+ * be relative (Debian builds with -ffile-prefix-map=BUILDDIR=., which makes
+ * glibc's "./stdlib"): then the joined name is relative to the source tree,
+ * "./stdlib/../sysdeps/unix/syscall-template.S". A file of the compilation
+ * directory itself comes from libdw under that directory already
+ * ("./libio/genops.c"): joined again, as both peers do, it would name
+ * "./libio/./libio/genops.c", which does not exist. Falls back to the name as
  * it is when it cannot be joined.
  */
 static const char *absolute(struct ember_dwarf *d, const struct unit *u, const char *name)
@@ -266,8 +272,15 @@ static const char *absolute(struct ember_dwarf *d, const struct unit *u, const c
 	size_t h, dir_len, name_len;
 	char *joined;
 
-	if (!name || name[0] == '/' || !u->comp_dir || u->comp_dir[0] != '/')
+	if (!name || name[0] == '/' || !u->comp_dir || !u->comp_dir[0])
 		return name;
+	dir_len = strnlen(u->comp_dir, EMBER_DWARF_MAX_PATH);
+	while (dir_len > 1 && u->comp_dir[dir_len - 1] == '/')
+		dir_len--;
+	if (u->comp_dir[0] != '/' && !strncmp(name, u->comp_dir, dir_len) && name[dir_len] == '/')
+		return name;
+	if (dir_len == 1 && u->comp_dir[0] == '/')
+		dir_len = 0; /* "/" gets its slash back below */
 	if (d->paths_cap)
 		for (h = path_hash(name, d->paths_cap); d->paths[h].relative;
 		     h = (h + 1) & (d->paths_cap - 1))
@@ -276,12 +289,7 @@ static const char *absolute(struct ember_dwarf *d, const struct unit *u, const c
 	if (d->npaths == EMBER_DWARF_MAX_PATHS ||
 	    (2 * (d->npaths + 1) > d->paths_cap && paths_grow(d)))
 		return name;
-	dir_len = strnlen(u->comp_dir, EMBER_DWARF_MAX_PATH);
 	name_len = strnlen(name, EMBER_DWARF_MAX_PATH);
-	while (name_len > 2 && name[0] == '.' && name[1] == '/')
-		name += 2, name_len -= 2;
-	while (dir_len && u->comp_dir[dir_len - 1] == '/')
-		dir_len--; /* "/" itself becomes "" and gets its slash back below */
 	joined = malloc(dir_len + 1 + name_len + 1);
 	if (!joined)
 		return key;

@@ -443,10 +443,13 @@ static uint64_t fixture_symbol(const struct ember_objfile *o, const char *name)
 	return 0;
 }
 
-/* Compiled as "src/relative_name.c" in fixtures/: the path must come back whole. */
-static void check_relative_name(const char *fixture)
+/*
+ * The path DWARF gives relative_name_function of the fixture: want, which can
+ * be opened from the directory root.
+ */
+static void check_relative_name_as(const char *fixture, const char *root, const char *want)
 {
-	const char *want = EMBER_FIXTURES_SRC "/src/relative_name.c";
+	char path[1024];
 	struct ember_objfile o;
 	struct ember_sym_frames fr;
 	int fd = open_fixture(fixture);
@@ -459,8 +462,15 @@ static void check_relative_name(const char *fixture)
 	ck_assert_str_eq(fr.f[fr.n - 1].name, "relative_name_function");
 	ck_assert_str_eq(fr.f[fr.n - 1].file, want);
 	ck_assert_str_eq(fr.f[fr.n - 1].decl_file, want);
-	ck_assert_int_eq(access(fr.f[fr.n - 1].file, R_OK), 0); /* it can be opened */
+	snprintf(path, sizeof(path), "%s%s", root, fr.f[fr.n - 1].file);
+	ck_assert_msg(access(path, R_OK) == 0, "%s cannot be opened", path);
 	ember_objfile_close(&o);
+}
+
+/* Compiled as "src/relative_name.c" in fixtures/: the path must come back whole. */
+static void check_relative_name(const char *fixture)
+{
+	check_relative_name_as(fixture, "", EMBER_FIXTURES_SRC "/src/relative_name.c");
 }
 
 START_TEST(relative_file_names_are_joined_with_comp_dir)
@@ -472,6 +482,21 @@ END_TEST
 START_TEST(relative_file_names_are_joined_with_comp_dir_dwarf4)
 {
 	check_relative_name("librelname4.so");
+}
+END_TEST
+
+/*
+ * comp_dir "./src" (-ffile-prefix-map=fixtures=.), as in Debian's libraries:
+ * paths relative to the source tree, as eu-addr2line and llvm-symbolizer
+ * print them, except that a file of comp_dir itself is not put under it
+ * twice ("./src/./src/relative_name.c", which they print, does not exist).
+ */
+START_TEST(relative_comp_dir_names_files_from_the_source_tree)
+{
+	check_relative_name_as("librelname-prefix.so", EMBER_FIXTURES_SRC "/",
+	                       "./src/relative_name.c");
+	check_relative_name_as("librelname-up.so", EMBER_FIXTURES_SRC "/",
+	                       "./src/../src/relative_name.c");
 }
 END_TEST
 
@@ -541,6 +566,7 @@ static Suite *dwarf_suite(void)
 	tc = tcase_create("corners");
 	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir);
 	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir_dwarf4);
+	tcase_add_test(tc, relative_comp_dir_names_files_from_the_source_tree);
 	tcase_add_test(tc, stripped_file_with_debug_file_names_its_plt);
 	suite_add_tcase(s, tc);
 #endif
