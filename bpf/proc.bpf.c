@@ -2,7 +2,9 @@
 /*
  * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a
  * new program (its mappings changed) and when its last thread exits (its mappings and cached state
- * can be dropped, and with -p its PID leaves the filter).
+ * can be dropped, and with -p its PID leaves the filter). A task iterator lists the processes
+ * already running when sampling starts, with the CPU time each has used (their unwind tables are
+ * loaded the busiest first).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -53,6 +55,32 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 		if (n)
 			*n += 1;
 	}
+	return 0;
+}
+
+#define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */
+
+/* One EMBER_EV_RUNNING record per user-space process, read by the collector from the iterator. */
+SEC("iter/task")
+int ember_running(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct ember_proc_event ev = {};
+
+	/* Each process once, through its leader; kernel threads have no user stack. */
+	if (!task || BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid) ||
+	    (BPF_CORE_READ(task, flags) & PF_KTHREAD_FLAG) || !BPF_CORE_READ(task, mm))
+		return 0;
+	ev.tgid = BPF_CORE_READ(task, tgid);
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &ev.tgid))
+		return 0;
+	ev.kind = EMBER_EV_RUNNING;
+	ev.time_ns = bpf_ktime_get_ns();
+	/* The leader's time and that of the threads that have exited. */
+	ev.cpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime) +
+	            BPF_CORE_READ(task, signal, sum_sched_runtime);
+	BPF_CORE_READ_STR_INTO(&ev.comm, task, comm);
+	bpf_seq_write(ctx->meta->seq, &ev, sizeof(ev));
 	return 0;
 }
 

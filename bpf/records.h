@@ -13,11 +13,21 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_RECORDS_VERSION 3
+#define EMBER_RECORDS_VERSION 4
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
 #define EMBER_MAX_USTACK 128
+/*
+ * A sample whose user stack leads where no unwind table is loaded yet (the
+ * first samples of a process) carries the top of that stack, up to this
+ * many bytes, for the symbolizer to unwind. The copies of a CPU's samples
+ * add at most as many bytes as those samples carry themselves, plus a burst
+ * of EMBER_STACK_COPY_BURST (bpf/stack_copy.bpf.h): at most twice the bytes
+ * of the stacks alone, over any second that is not the first.
+ */
+#define EMBER_MAX_STACK_COPY   (16u << 10)
+#define EMBER_STACK_COPY_BURST (256u << 10)
 
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum ember_drop_reason {
@@ -38,9 +48,11 @@ enum ember_drop_reason {
 #define EMBER_STACK_USER_ERR        0x2 /* bpf_get_stack failed for the user part */
 #define EMBER_STACK_USER_TRUNC      0x4 /* the user stack filled the buffer */
 #define EMBER_STACK_KERNEL_TRUNC    0x8
-#define EMBER_STACK_UNWIND_NO_PROC  0x10 /* the process had no unwind tables yet */
-#define EMBER_STACK_UNWIND_MAP_MISS 0x20 /* a pc outside the mappings its tables know */
-#define EMBER_STACK_USER_FP         0x40 /* a frame was found through the frame pointer */
+#define EMBER_STACK_UNWIND_NO_PROC  0x10  /* the process had no unwind tables yet */
+#define EMBER_STACK_UNWIND_MAP_MISS 0x20  /* a pc outside the mappings its tables know */
+#define EMBER_STACK_USER_FP         0x40  /* a frame was found through the frame pointer */
+#define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
+#define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {
@@ -48,6 +60,7 @@ enum ember_event_kind {
 	EMBER_EV_EXEC = 2,
 	EMBER_EV_EXIT = 3,
 	EMBER_EV_OFF_CPU = 4,
+	EMBER_EV_RUNNING = 5, /* a process that was running when sampling started */
 };
 
 /* Off-CPU samples at most, per second and CPU, that the sampling aims at (offcpu.bpf.h). */
@@ -61,9 +74,10 @@ enum ember_event_kind {
 /*
  * One CPU sample, or one off-CPU sample: a wait that ended, with the stacks
  * the thread waited in, stamped with the time and CPU where it ran again.
- * Followed by kstack_len kernel addresses (leaf first) and then ustack_len
- * user addresses (leaf first). The total size is
- * sizeof(struct ember_sample_event) + 8 * (kstack_len + ustack_len).
+ * Followed by kstack_len kernel addresses (leaf first), then ustack_len user
+ * addresses (leaf first), then, with EMBER_STACK_COPY in stack_flags (CPU
+ * samples only), a struct ember_stack_copy and its bytes: the size is
+ * ember_sample_size().
  */
 struct ember_sample_event {
 	__u32 kind; /* EMBER_EV_SAMPLE or EMBER_EV_OFF_CPU */
@@ -82,11 +96,55 @@ struct ember_sample_event {
 			    /* __u64 frames[kstack_len + ustack_len] follow. */
 };
 
-/* A process began a new program (exec) or its last thread left (exit). */
+/* A sample's most bytes without a stack copy. */
+#define EMBER_MAX_SAMPLE_BYTES                                                                     \
+	(sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK))
+
+/*
+ * The user stack above the frame where unwinding found no table: the last
+ * user address of the sample is that frame's pc. The symbolizer unwinds the
+ * copy with the same tables (symbolizer/unwind/stack_unwind.c).
+ */
+struct ember_stack_copy {
+	__u64 pc, sp, fp; /* that frame's registers; the copy starts at sp */
+	__u32 len;        /* bytes that follow: a multiple of 8, at most EMBER_MAX_STACK_COPY */
+	__u32 flags;      /* EMBER_COPY_EXACT_PC */
+};
+
+#define EMBER_COPY_EXACT_PC 0x1 /* pc is where execution stopped, not a return address */
+
+/*
+ * The size a sample record must have: header, frames and stack copy. The
+ * copy's length is read only when it lies within the avail bytes given.
+ * 0: counts no record can have.
+ */
+static inline __u64 ember_sample_size(const struct ember_sample_event *s, __u64 avail)
+{
+	__u64 size = sizeof(*s) + 8ull * ((__u64)s->kstack_len + s->ustack_len);
+	const struct ember_stack_copy *c;
+
+	if (s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK)
+		return 0;
+	if (!(s->stack_flags & EMBER_STACK_COPY))
+		return size;
+	if (avail < size + sizeof(*c))
+		return 0;
+	c = (const struct ember_stack_copy *)((const char *)s + size);
+	if (c->len > EMBER_MAX_STACK_COPY || c->len % 8)
+		return 0;
+	return size + sizeof(*c) + c->len;
+}
+
+/*
+ * A process began a new program (exec), its last thread left (exit), or it
+ * was running when sampling started (its unwind tables are wanted at once,
+ * the busiest first).
+ */
 struct ember_proc_event {
-	__u32 kind; /* EMBER_EV_EXEC or EMBER_EV_EXIT */
+	__u32 kind; /* EMBER_EV_EXEC, EMBER_EV_EXIT or EMBER_EV_RUNNING */
 	__u32 tgid;
 	__u64 time_ns;
+	__u64 cpu_ns; /* EMBER_EV_RUNNING: CPU time the process has used */
 	char comm[EMBER_COMM_LEN];
 };
 

@@ -63,7 +63,8 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	struct sample_scratch *s;
 	__u32 slot = SCRATCH_CPU;
 	long kbytes;
-	__u64 klen, ulen;
+	__u64 klen, ulen, size;
+	__u32 copy_bytes;
 	bool wake;
 
 	if (tgid == 0 && !include_idle)
@@ -98,11 +99,15 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
 	}
 
-	ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags);
+	ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags, &copy_bytes);
 	if (ulen > EMBER_MAX_USTACK)
 		ulen = EMBER_MAX_USTACK;
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
+	size = sizeof(s->hdr) + (klen + ulen) * 8;
+	copy_budget_earn(size);
+	if (copy_bytes <= sizeof(s->copy))
+		size += copy_bytes;
 
 	/*
 	 * Waking the collector for every sample costs more than the sample: it
@@ -111,8 +116,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	 */
 	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
 	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
-	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
-	                       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&samples, s, size, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 	return 0;
 }

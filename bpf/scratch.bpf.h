@@ -15,6 +15,11 @@
 struct sample_scratch {
 	struct ember_sample_event hdr;
 	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+	/* A stack copy (stack_copy.bpf.h) follows the frames, however many there are:
+	 * the room it needs after the most frames, and what a page-at-a-time read of
+	 * it may seem to reach to the verifier. */
+	__u8 copy[sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY];
+	__u8 slack[4096];
 };
 
 #define SCRATCH_CPU     0

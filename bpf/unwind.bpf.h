@@ -4,10 +4,13 @@
  * sampler.bpf.c (x86-64). Per frame: find the mapping of the pc in the
  * process's mapping list, binary-search the row of its file's table, then
  * recover CFA, return address and frame pointer from the stack (x86-64;
- * other architectures use frame pointers for now). Processes,
- * mappings and addresses without a table fall back to frame pointers. Every
- * stop that is not the outermost frame is recorded as a reason in the
- * sample's stack_flags: a stack is never silently short.
+ * other architectures use frame pointers for now). Where a process or a
+ * mapping has no table yet, the CPU sampler's walk stops and the sample
+ * carries a copy of the stack above that frame for the symbolizer
+ * (stack_copy.bpf.h); without a copy (budget spent, stack not readable, an
+ * off-CPU sample) frame pointers take over, as they do for mappings without
+ * a table. Every stop that is not the outermost frame is recorded as a
+ * reason in the sample's stack_flags: a stack is never silently short.
  *
  * Everything read here comes from the symbolizer (through the collector's
  * checks) or from the profiled process: a wrong table can only produce a
@@ -81,6 +84,8 @@ struct {
 } unwind_procs SEC(".maps");
 
 #if defined(__TARGET_ARCH_x86)
+#include "stack_copy.bpf.h"
+
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u32 tgid;
@@ -90,6 +95,9 @@ struct ember_uw_state {
 	__u32 stop;  /* enum ember_unwind_stop */
 	__u32 flags; /* EMBER_STACK_* to add to the sample */
 	__u8 exact;  /* pc is where execution stopped, not a return address */
+	__u8 copy;   /* where tables are missing, copy the stack (once) and stop */
+	__u8 budget_spent;
+	__u32 copied; /* bytes of the stack copy that follows the frames */
 };
 
 static __always_inline int read_user_u64(__u64 *out, __u64 addr)
@@ -337,6 +345,40 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 	return ra == 0;
 }
 
+/*
+ * No table for the frame at st->pc (flag says why, 0: a table not loaded):
+ * the rest of the stack goes with the sample, copied from this frame on,
+ * for the symbolizer; without a copy, frame pointers take over. Returns 1
+ * to end the walk. A global function, checked once by the verifier rather
+ * than at each of the walk's misses.
+ */
+__attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __u32 exact,
+                                                   __u32 flag)
+{
+	long copied;
+
+	if (!st)
+		return 1;
+	st->flags |= flag;
+	if (st->copy) {
+		st->copy = 0;
+		copied = ember_copy_user_stack(st->base + st->n, st->pc, st->sp, st->fp, exact);
+		if (copied > 0) {
+			st->copied = copied;
+			st->flags |= EMBER_STACK_COPY;
+			return 1;
+		}
+		if (copied == COPY_ERR_BUDGET)
+			st->budget_spent = 1;
+		else
+			st->flags |= EMBER_STACK_COPY_FAILED;
+	}
+	if (flag)
+		return step_frame_pointer(st);
+	st->stop = EMBER_UNWIND_STOP_NO_TABLE;
+	return 1;
+}
+
 static long unwind_step(__u64 i, void *ctx)
 {
 	struct ember_uw_state *st = ctx;
@@ -346,6 +388,7 @@ static long unwind_step(__u64 i, void *ctx)
 	struct sample_scratch *s;
 	__u32 idx;
 	__u64 pc, addr;
+	__u8 exact;
 
 	if (st->n >= EMBER_MAX_USTACK) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
@@ -361,32 +404,48 @@ static long unwind_step(__u64 i, void *ctx)
 	st->n++;
 
 	/* A return address points after its call: look up the call itself. */
-	pc = st->exact ? st->pc : st->pc - 1;
+	exact = st->exact;
+	pc = exact ? st->pc : st->pc - 1;
 	st->exact = 0;
 	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
-	if (!proc) {
-		st->flags |= EMBER_STACK_UNWIND_NO_PROC;
-		return step_frame_pointer(st);
-	}
+	if (!proc)
+		return ember_missing_table(st, exact, EMBER_STACK_UNWIND_NO_PROC) != 0;
 	m = find_mapping(proc, pc);
-	if (!m) {
-		/* A mapping made after the tables were sent: the symbolizer reloads. */
-		st->flags |= EMBER_STACK_UNWIND_MAP_MISS;
-		return step_frame_pointer(st);
-	}
+	/* A mapping made after the tables were sent: the symbolizer reloads. */
+	if (!m)
+		return ember_missing_table(st, exact, EMBER_STACK_UNWIND_MAP_MISS) != 0;
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
-	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row)) {
-		st->stop = EMBER_UNWIND_STOP_NO_TABLE;
-		return 1;
-	}
+	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row))
+		return ember_missing_table(st, exact, 0) != 0;
 	return step_row(st, &row);
+}
+
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	return 0;
+}
+
+/*
+ * In the middle of an exec, once the old program's memory is gone and
+ * before the new one starts, the saved registers still point into the old
+ * program: there is no user stack to unwind then (and nothing to copy).
+ * While the new program is being mapped its memory map is locked and the
+ * lookup fails (-EBUSY): that is the same case.
+ */
+static __always_inline bool regs_of_a_gone_program(struct task_struct *task, __u64 pc)
+{
+	if (!bpf_core_field_exists(task->in_execve) ||
+	    !BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return false;
+	return bpf_find_vma(task, pc, vma_found, NULL, 0) != 0;
 }
 
 /*
  * The user registers the current task saved when it entered the kernel.
- * Returns false when the task has no user part (kernel thread).
+ * Returns false when the task has no user part (kernel thread, or a program
+ * being replaced by exec).
  */
 static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 {
@@ -402,7 +461,7 @@ static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 		st->stop = EMBER_UNWIND_STOP_NO_REGS;
 		return false;
 	}
-	return st->pc != 0;
+	return st->pc != 0 && !regs_of_a_gone_program(task, st->pc);
 }
 
 /*
@@ -423,32 +482,47 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 	return saved_user_regs(st);
 }
 
-/* Walks from the registers in st (if have_regs); returns the frames written. */
+/*
+ * Walks from the registers in st (if have_regs); returns the frames written
+ * and sets *copy_bytes to the size of the stack copy written after them.
+ */
 static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_regs,
-                                         __u32 *stack_flags)
+                                         __u32 *stack_flags, __u32 *copy_bytes)
 {
+	*copy_bytes = 0;
 	if (!have_regs) {
 		*stack_flags |= (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
 		return 0;
 	}
 	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, st, 0);
+	/* For a reader that ignores the copy, the stack ends where it starts. */
+	if (st->copied) {
+		*copy_bytes = st->copied;
+		st->stop = EMBER_UNWIND_STOP_UNCHECKED;
+	}
 	if (st->stop == EMBER_UNWIND_STOP_DEPTH)
 		st->flags |= EMBER_STACK_USER_TRUNC;
 	/* Without tables, whatever ended the walk, the cause is the missing tables. */
 	if (st->stop != EMBER_UNWIND_STOP_DEPTH &&
 	    (st->flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)))
 		st->stop = EMBER_UNWIND_STOP_UNCHECKED;
+	if (st->budget_spent && st->stop != EMBER_UNWIND_STOP_DEPTH)
+		st->stop = EMBER_UNWIND_STOP_COPY_BUDGET;
 	*stack_flags |= st->flags | (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
 	return st->n;
 }
 
-/* Unwinds the user stack into scratch[0].frames[base...]; returns the frames written. */
+/*
+ * Unwinds the user stack into scratch[0].frames[base...], with a stack copy
+ * after them where tables are missing (*copy_bytes); returns the frames
+ * written.
+ */
 static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
-                                         __u32 *stack_flags)
+                                         __u32 *stack_flags, __u32 *copy_bytes)
 {
-	struct ember_uw_state st = {.tgid = tgid, .base = base, .exact = 1};
+	struct ember_uw_state st = {.tgid = tgid, .base = base, .exact = 1, .copy = 1};
 
-	return unwind_walk(&st, user_regs(ctx, &st), stack_flags);
+	return unwind_walk(&st, user_regs(ctx, &st), stack_flags, copy_bytes);
 }
 
 /*
@@ -460,11 +534,16 @@ static __always_inline __u32 unwind_user_in_kernel(void *ctx, __u32 tgid, __u32 
                                                    __u32 *stack_flags)
 {
 	struct ember_uw_state st = {.tgid = tgid, .slot = slot, .base = base, .exact = 1};
+	__u32 no_copy;
 
-	return unwind_walk(&st, saved_user_regs(&st), stack_flags);
+	return unwind_walk(&st, saved_user_regs(&st), stack_flags, &no_copy);
 }
 #else
 /* Other architectures: frame pointers only, until their CFI rows are written. */
+static __always_inline void copy_budget_earn(__u64 bytes)
+{
+}
+
 static __always_inline __u32 unwind_user_in_kernel(void *ctx, __u32 tgid, __u32 slot, __u32 base,
                                                    __u32 *stack_flags)
 {
@@ -483,8 +562,9 @@ static __always_inline __u32 unwind_user_in_kernel(void *ctx, __u32 tgid, __u32 
 }
 
 static __always_inline __u32 unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 base,
-                                         __u32 *stack_flags)
+                                         __u32 *stack_flags, __u32 *copy_bytes)
 {
+	*copy_bytes = 0;
 	return unwind_user_in_kernel(ctx, tgid, 0, base, stack_flags);
 }
 #endif

@@ -136,7 +136,14 @@ struct bpf_perf_event_data {
 };
 
 /* Kernel-internal: relocated by CO-RE, only the fields ember reads. */
-struct mm_struct;
+struct mm_struct {
+	unsigned long start_stack;
+} __attribute__((preserve_access_index));
+
+/* x86-64: fsbase is the thread pointer (stack_copy.bpf.h). */
+struct thread_struct {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
 
 typedef struct {
 	int counter;
@@ -144,6 +151,11 @@ typedef struct {
 
 struct signal_struct {
 	atomic_t live;
+	unsigned long long sum_sched_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	unsigned long long sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -155,6 +167,24 @@ struct task_struct {
 	void *stack;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+	struct thread_struct thread;
+	struct sched_entity se;
+	unsigned int in_execve : 1;
 } __attribute__((preserve_access_index));
+
+struct vm_area_struct;
+
+/* The context of an "iter/task" program (its layout is the kernel's ABI for it). */
+struct seq_file;
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	unsigned long long session_id;
+	unsigned long long seq_num;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+};
 
 #endif

@@ -129,9 +129,9 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min)
 {
-	uint64_t want =
-	    (uint64_t)hz * (uint64_t)ncpus * seconds *
-	    (sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK));
+	/* The largest samples (stack copies add no more than real ones carry) and a burst. */
+	uint64_t want = (uint64_t)ncpus *
+	                ((uint64_t)hz * seconds * EMBER_MAX_SAMPLE_BYTES + EMBER_STACK_COPY_BURST);
 	uint64_t size = min;
 
 	while (size < want && size < (64u << 20))
@@ -241,6 +241,8 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (err)
 		goto fail;
 
+	/* The processes already running, for their tables: before the first sample. */
+	ember_bpf_list_running(b, o->on_proc_event, o->cb_ctx);
 	b->enabled = true;
 	err = ember_bpf_refresh_cpus(b);
 	if (err) {
@@ -284,23 +286,33 @@ int ember_bpf_drain(struct ember_bpf *b)
 	return ring_buffer__consume(b->rings);
 }
 
+void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void *ctx)
+{
+	struct ember_proc_event ev[64];
+	int fd = bpf_iter_create(bpf_link__fd(b->proc->links.ember_running));
+	ssize_t n = -1;
+
+	/* A read returns whole records: it asks for a whole number of them. */
+	while (fd >= 0 && (n = read(fd, ev, sizeof(ev))) > 0)
+		for (size_t i = 0; i < (size_t)n / sizeof(*ev); i++)
+			fn(ctx, &ev[i], sizeof(ev[i]));
+	/* Not fatal: then each process's first samples carry stack copies instead. */
+	if (n < 0)
+		log_warn("cannot list the running processes: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static int sum_percpu(int map_fd, __u32 key, int ncpus, uint64_t *out)
 {
 	uint64_t *vals = calloc((size_t)ncpus, sizeof(*vals));
-	int err;
+	int err = !vals ? -ENOMEM : bpf_map_lookup_elem(map_fd, &key, vals) ? neg_errno() : 0;
 
-	if (!vals)
-		return -ENOMEM;
-	err = bpf_map_lookup_elem(map_fd, &key, vals);
-	if (err) {
-		free(vals);
-		return neg_errno();
-	}
 	*out = 0;
-	for (int i = 0; i < ncpus; i++)
+	for (int i = 0; !err && i < ncpus; i++)
 		*out += vals[i];
 	free(vals);
-	return 0;
+	return err;
 }
 
 int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX])

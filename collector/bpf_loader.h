@@ -47,7 +47,8 @@ struct ember_bpf {
 
 /*
  * A power-of-two buffer size (at least min, at most 64 MiB) that holds
- * `seconds` of the largest possible samples at hz on ncpus CPUs.
+ * `seconds` of the largest possible samples at hz on ncpus CPUs, and a burst
+ * of stack copies.
  */
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min);
 
@@ -63,6 +64,9 @@ void ember_bpf_destroy(struct ember_bpf *b);
 int ember_bpf_ring_fd(const struct ember_bpf *b);
 /* Consumes everything available; returns records consumed or a negative errno. */
 int ember_bpf_drain(struct ember_bpf *b);
+
+/* Passes one EMBER_EV_RUNNING event per running process (the -p ones with -p) to fn. */
+void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void *ctx);
 
 /* Sums the per-CPU drop counters: out[EMBER_DROP_*]. */
 int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]);

@@ -42,8 +42,7 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 	const struct ember_sample_event *s = data;
 
 	if (size < sizeof(*s) || (s->kind != EMBER_EV_SAMPLE && s->kind != EMBER_EV_OFF_CPU) ||
-	    s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK ||
-	    size != sizeof(*s) + 8u * (s->kstack_len + s->ustack_len)) {
+	    size != ember_sample_size(s, size)) {
 		d->malformed++;
 		count_lost(d, EMBER_LOST_OTHER, 1);
 		return 0;
@@ -66,8 +65,8 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 	if (ev->kind == EMBER_EV_EXIT) {
 		forward(d, EMBER_REC_PROCESS_EXIT, data, size);
 		ember_procs_forget(d->procs, ev->tgid);
-	} else if (ev->kind == EMBER_EV_EXEC) {
-		/* The symbolizer loads unwind tables at exec, before the first sample. */
+	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {
+		/* Tables are loaded at exec (and start), before the first sample. */
 		ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns());
 		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
 	} else {

@@ -50,7 +50,8 @@ struct recorder {
 	pid_t child;
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
 	uint64_t ticks;
-	bool stopping, finished, failed, progress_drawn;
+	/* listed: the processes already running were listed to the connected symbolizer */
+	bool stopping, finished, failed, progress_drawn, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
 	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
 };
@@ -158,6 +159,7 @@ static void drop_peer(struct recorder *r)
 	if (r->peer.sock >= 0)
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
 	ember_peer_detach(&r->peer, &r->drain);
+	r->listed = false;
 }
 
 static void on_tick(struct recorder *r, uint64_t now_ns)
@@ -178,6 +180,11 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			         "disconnecting it",
 			         r->peer.pid);
 			drop_peer(r);
+		}
+		/* A new symbolizer loads the tables of the processes already running. */
+		if (ember_peer_active(&r->peer) && !r->listed) {
+			ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event, &r->drain);
+			r->listed = true;
 		}
 		if (ember_peer_active(&r->peer))
 			ember_ring_notify(&r->peer.ring);
@@ -447,6 +454,7 @@ static int setup(struct recorder *r)
 	}
 
 	err = ember_bpf_start(&r->bpf, &bo);
+	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
 		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
 		                        r->bpf.unwind_blocks_fd, r->bpf.unwind_procs_fd, 0);

@@ -35,7 +35,7 @@
 enum ember_rec_type {
 	EMBER_REC_PAD = 0,
 	EMBER_REC_SAMPLE = 1,       /* struct ember_sample + frames */
-	EMBER_REC_PROCESS_EXEC = 2, /* struct ember_proc_event */
+	EMBER_REC_PROCESS_EXEC = 2, /* struct ember_proc_event: EXEC, or RUNNING at the start */
 	EMBER_REC_PROCESS_EXIT = 3, /* struct ember_proc_event */
 	EMBER_REC_LOST = 4,         /* struct ember_rec_lost */
 	EMBER_REC_TYPE_MAX,

@@ -13,12 +13,24 @@ int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_e
 	if (len < sizeof(*s) || ((uintptr_t)buf & 7))
 		return -EBADMSG;
 	if ((s->kind != EMBER_EV_SAMPLE && (s->kind != EMBER_EV_OFF_CPU || !s->off_cpu_ns)) ||
-	    s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK ||
-	    len != sizeof(*s) + 8u * ((size_t)s->kstack_len + s->ustack_len))
+	    len != ember_sample_size(s, len))
 		return -EBADMSG;
 	*sample = s;
 	*frames = (const uint64_t *)(s + 1);
 	return 0;
+}
+
+const struct ember_stack_copy *ember_sample_stack_copy(const struct ember_sample_event *s,
+                                                       const uint8_t **stack)
+{
+	const struct ember_stack_copy *c;
+
+	if (!(s->stack_flags & EMBER_STACK_COPY))
+		return NULL;
+	c = (const struct ember_stack_copy *)((const uint64_t *)(s + 1) + s->kstack_len +
+	                                      s->ustack_len);
+	*stack = (const uint8_t *)(c + 1);
+	return c;
 }
 
 int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc_event **ev)
@@ -27,7 +39,7 @@ int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc
 
 	if (len != sizeof(*e) || ((uintptr_t)buf & 7))
 		return -EBADMSG;
-	if (e->kind != EMBER_EV_EXEC && e->kind != EMBER_EV_EXIT)
+	if (e->kind != EMBER_EV_EXEC && e->kind != EMBER_EV_EXIT && e->kind != EMBER_EV_RUNNING)
 		return -EBADMSG;
 	*ev = e;
 	return 0;

@@ -13,11 +13,17 @@
 #include "ipc/ring.h"
 #include "bpf/records.h"
 
-/* A SAMPLE payload (a CPU or an off-CPU sample): the header and its kstack_len + ustack_len
- * frames. */
+/* A SAMPLE payload (a CPU or an off-CPU sample): the header, its kstack_len + ustack_len
+ * frames and its stack copy. */
 int ember_decode_sample(const void *buf, size_t len, const struct ember_sample_event **sample,
                         const uint64_t **frames);
-/* A PROCESS_EXEC or PROCESS_EXIT payload. */
+/*
+ * The stack copy of a sample ember_decode_sample accepted (its bounds are
+ * checked), and in *stack its bytes; NULL when the sample carries none.
+ */
+const struct ember_stack_copy *ember_sample_stack_copy(const struct ember_sample_event *s,
+                                                       const uint8_t **stack);
+/* A PROCESS_EXEC (an exec, or a process running at start) or PROCESS_EXIT payload. */
 int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc_event **ev);
 /* A LOST payload. */
 int ember_decode_lost(const void *buf, size_t len, struct ember_rec_lost *out);

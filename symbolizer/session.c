@@ -25,6 +25,21 @@
 #define RELEASE_EVERY        64 /* records between consumer-position updates */
 #define RECORD_BUF_SIZE      EMBER_RING_MAX_RECORD
 #define CUT_SLACK_NS         (200ull * 1000000ull)
+#define COPY_RESULTS         4096 /* stacks unwound from copies, waiting for symbolization */
+#define UNWIND_SLICE_NS      (20ull * 1000000ull) /* table loads of running processes per pass */
+
+/* A stack the cursor ahead unwound from a copy, for the record ending at ring position pos. */
+struct copy_result {
+	uint64_t pos;
+	uint32_t n, stop;
+	uint64_t frames[];
+};
+
+/* A sample with the callers its stack copy gave appended: what symbolization reads. */
+struct merged_sample {
+	struct ember_sample_event hdr;
+	uint64_t frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+};
 
 struct session {
 	const struct ember_session_opts *opts;
@@ -41,8 +56,15 @@ struct session {
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
 	bool unwind_warm;
+	uint64_t unwind_work_ns; /* when the unwind tables have work waiting (0: none) */
+	struct copy_result *copies[COPY_RESULTS]; /* a FIFO, in ring order */
+	uint32_t copies_head, copies_len;
+	struct ember_copy_stack copy_stack;
+	struct merged_sample merged;
 	uint64_t records, bad_records, samples_lost;
-	uint64_t off_cpu_min_ns;       /* EMBER_OFF_CPU_OFF: no off-CPU samples */
+	uint64_t off_cpu_min_ns; /* EMBER_OFF_CPU_OFF: no off-CPU samples */
+	/* Sample record bytes through the ring, and what they would be without stack copies. */
+	uint64_t sample_bytes, sample_bytes_without_copies;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
 	bool delivery_finished;
@@ -121,6 +143,56 @@ static void count_lost(struct session *s, uint32_t reason, uint64_t n)
 	s->samples_lost += n;
 }
 
+/* The stack the cursor ahead unwound from the copy of the record ending at pos, if any. */
+static struct copy_result *take_copy_result(struct session *s, uint64_t pos)
+{
+	struct copy_result *r;
+
+	/* Results of records symbolization did not read (skipped as malformed) go. */
+	while (s->copies_len && s->copies[s->copies_head]->pos < pos) {
+		free(s->copies[s->copies_head]);
+		s->copies_head = (s->copies_head + 1) % COPY_RESULTS;
+		s->copies_len--;
+	}
+	if (!s->copies_len || s->copies[s->copies_head]->pos != pos)
+		return NULL;
+	r = s->copies[s->copies_head];
+	s->copies_head = (s->copies_head + 1) % COPY_RESULTS;
+	s->copies_len--;
+	return r;
+}
+
+/* A sample, with the callers its stack copy gave in place of the copy. */
+static int add_sample(struct session *s, const struct ember_sample_event *sample,
+                      const uint64_t *frames, uint64_t now_ns)
+{
+	struct copy_result *r =
+	    sample->stack_flags & EMBER_STACK_COPY ? take_copy_result(s, s->ring.tail) : NULL;
+	struct merged_sample *m = &s->merged;
+	uint32_t n = sample->kstack_len + sample->ustack_len, extra;
+	int err;
+
+	if (!r) {
+		s->sample_bytes_without_copies +=
+		    sizeof(struct ember_rec_hdr) + sizeof(*sample) + 8 * n;
+		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
+	}
+	extra = EMBER_MAX_USTACK - (uint32_t)sample->ustack_len;
+	if (r->n < extra)
+		extra = r->n;
+	m->hdr = *sample;
+	memcpy(m->frames, frames, 8 * n);
+	memcpy(m->frames + n, r->frames, 8 * extra);
+	m->hdr.ustack_len += extra;
+	m->hdr.stack_flags &= ~(0xffu << EMBER_STACK_UNWIND_STOP_SHIFT);
+	m->hdr.stack_flags |= r->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
+	free(r);
+	s->sample_bytes_without_copies +=
+	    sizeof(struct ember_rec_hdr) + sizeof(*sample) + 8 * (n + extra);
+	err = ember_symbolizer_add_sample(&s->sym, &m->hdr, m->frames, now_ns);
+	return err;
+}
+
 static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
 {
 	const struct ember_sample_event *sample;
@@ -132,13 +204,16 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	case EMBER_REC_SAMPLE:
 		if (ember_decode_sample(s->buf, len, &sample, &frames))
 			return -EBADMSG;
-		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
+		s->sample_bytes += sizeof(struct ember_rec_hdr) + len;
+		return add_sample(s, sample, frames, now_ns);
 	case EMBER_REC_PROCESS_EXEC:
 	case EMBER_REC_PROCESS_EXIT:
 		if (ember_decode_proc_event(s->buf, len, &ev))
 			return -EBADMSG;
+		if (ev->kind == EMBER_EV_RUNNING)
+			return 0; /* for the unwind tables only */
 		if (ev->kind == EMBER_EV_EXEC)
-			ember_symbolizer_on_exec(&s->sym, ev->tgid);
+			ember_symbolizer_on_exec(&s->sym, ev->tgid, ev->time_ns);
 		else
 			ember_symbolizer_on_exit(&s->sym, ev->tgid);
 		return 0;
@@ -169,20 +244,56 @@ static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_
 	p->maps_loaded_ns = now_ns;
 }
 
+/* Keeps the stack unwound from the copy of the record ending at pos for symbolization. */
+static void keep_copy_result(struct session *s, uint64_t pos)
+{
+	const struct ember_copy_stack *cs = &s->copy_stack;
+	struct copy_result *r = malloc(sizeof(*r) + 8 * (size_t)cs->n);
+
+	if (!r)
+		return; /* symbolized as the sampler left it: ending in a marker */
+	r->pos = pos;
+	r->n = cs->n;
+	r->stop = cs->stop;
+	memcpy(r->frames, cs->frames, 8 * (size_t)cs->n);
+	s->copies[(s->copies_head + s->copies_len++) % COPY_RESULTS] = r;
+}
+
+/* The files the unwind loader opens serve symbolization too: it may come after the process. */
+static void share_file(void *ctx, uint32_t pid, const struct ember_map_entry *e, int fd,
+                       uint64_t now_ns)
+{
+	struct session *s = ctx;
+
+	ember_symbolizer_preload(&s->sym, pid, e, fd, now_ns);
+}
+
 static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
 {
 	const struct ember_sample_event *sample;
+	const struct ember_stack_copy *copy;
 	const struct ember_proc_event *ev;
 	const uint64_t *frames;
+	const uint8_t *stack = NULL;
+	uint64_t due;
 
-	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->ahead_buf, len, &sample, &frames))
-		ember_unwind_on_sample(&s->unwind, sample, now_ns);
-	else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
-	         !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
-		if (ev->kind == EMBER_EV_EXEC)
+	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->ahead_buf, len, &sample, &frames)) {
+		copy = ember_sample_stack_copy(sample, &stack);
+		if (ember_unwind_on_sample(&s->unwind, sample, copy, stack, now_ns, &s->copy_stack))
+			keep_copy_result(s, s->ahead.tail);
+	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
+	           !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
+		if (ev->kind == EMBER_EV_RUNNING)
+			ember_unwind_on_running(&s->unwind, ev->tgid, ev->cpu_ns);
+		else if (ev->kind == EMBER_EV_EXEC)
 			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
 		else
 			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
+		/* Both leave work for later: a reload after exec, the loads of running processes.
+		 */
+		due = ev->kind == EMBER_EV_EXEC ? now_ns + EMBER_UNWIND_EXEC_RELOAD_NS : now_ns;
+		if (ev->kind != EMBER_EV_EXIT && (!s->unwind_work_ns || due < s->unwind_work_ns))
+			s->unwind_work_ns = due;
 	}
 }
 
@@ -194,7 +305,13 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
  */
 static int look_ahead(struct session *s, uint64_t until)
 {
-	while (!until || s->ahead.tail < until) {
+	uint64_t now = ember_monotonic_ns();
+
+	/* Reloads after exec, and the processes running at the start a slice at a time. */
+	if (s->unwind_work_ns && s->unwind_work_ns <= now)
+		s->unwind_work_ns = ember_unwind_work(&s->unwind, now, now + UNWIND_SLICE_NS);
+	/* With the results of stack copies awaiting symbolization, wait for it. */
+	while ((!until || s->ahead.tail < until) && s->copies_len < COPY_RESULTS) {
 		uint16_t type;
 		int len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
 
@@ -270,6 +387,9 @@ static void set_run_stats(struct session *s)
 	ember_profile_stat_set(p, "ring.bad_records", s->bad_records);
 	if (s->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
 		ember_profile_stat_set(p, "off_cpu.min_ns", s->off_cpu_min_ns);
+	ember_profile_stat_set(p, "ring.sample_bytes", s->sample_bytes);
+	ember_profile_stat_set(p, "ring.sample_bytes_without_copies",
+	                       s->sample_bytes_without_copies);
 }
 
 /*
@@ -498,6 +618,9 @@ static int poll_timeout_ms(const struct session *s)
 
 	if (s->opts->export.exporter && (!next || s->next_cut_ns < next))
 		next = s->next_cut_ns;
+	/* Reloads after exec and table loads of processes running at the start are timed. */
+	if (s->unwind_work_ns && (!next || s->unwind_work_ns < next))
+		next = s->unwind_work_ns;
 	if (!next || next >= now + 1000000000ull)
 		return 1000;
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
@@ -568,7 +691,12 @@ int ember_session_run(const struct ember_session_opts *o)
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	s->unwind.on_maps = share_maps;
+	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;
+#ifdef EMBER_TEST_HOOKS
+	/* Test builds: EMBER_TEST_NO_PROCESS_TABLES makes every stack go through a stack copy. */
+	s->unwind.hold_back_procs = getenv("EMBER_TEST_NO_PROCESS_TABLES") != NULL;
+#endif
 	if (err)
 		goto out;
 	/* OTLP resources want each process's executable and container. */
@@ -604,6 +732,8 @@ int ember_session_run(const struct ember_session_opts *o)
 	if (o->export.exporter && o->rotation && s->ring.hdr && !s->delivery_finished)
 		finish_delivery(s);
 out:
+	while (s->copies_len)
+		free(take_copy_result(s, UINT64_MAX));
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
 	ember_profile_free(&s->profile);

@@ -223,6 +223,18 @@ static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 	return o;
 }
 
+void ember_symbolizer_preload(struct ember_symbolizer *s, uint32_t pid,
+                              const struct ember_map_entry *e, int fd, uint64_t now_ns)
+{
+	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
+	struct debug_ctx ctx = {s->broker, pid, e->start};
+	struct ember_debug_opener op = {&ctx, open_by_build_id, open_by_debuglink};
+	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
+
+	if (!o || o->error)
+		ember_objcache_load(&s->objs, &key, fd, &op, now_ns);
+}
+
 static int intern_opt(struct ember_profile *p, const char *s, uint32_t *out)
 {
 	*out = 0;
@@ -532,13 +544,16 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	                                sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
 }
 
-void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid)
+void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns)
 {
 	struct ember_process *p = ember_processes_find(&s->procs, pid);
 
 	if (p) {
-		p->maps_stale = true;
-		p->maps_loaded_ns = 0;
+		/* Maps read since (the unwind tables' loader runs ahead) are the new program's. */
+		if (p->maps_loaded_ns < exec_ns) {
+			p->maps_stale = true;
+			p->maps_loaded_ns = 0;
+		}
 		p->comm[0] = '\0';
 		ember_process_forget_facts(p);
 	}

@@ -53,7 +53,16 @@ void ember_symbolizer_free(struct ember_symbolizer *s);
  */
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
                                 const uint64_t *frames, uint64_t now_ns);
-void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid);
+/*
+ * Parses the file mapping e of pid maps, open at fd, unless it is cached
+ * already: the unwind tables' loader opens each file while its process
+ * lives, and a short-lived process is gone by the time its samples are
+ * symbolized (the broker serves only live processes).
+ */
+void ember_symbolizer_preload(struct ember_symbolizer *s, uint32_t pid,
+                              const struct ember_map_entry *e, int fd, uint64_t now_ns);
+/* pid ran a new program at exec_ns (CLOCK_MONOTONIC). */
+void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns);
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid);
 /* Call after ember_profile_reset: forgets ids of the old profile. */
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "symbolizer/unwind/cfi.h"
+#include "symbolizer/unwind/stack_unwind.h"
 #include "symbolizer/process/maps_parser.h"
 #include "symbolizer/process/process_table.h"
 #include "shared/clock.h"
@@ -109,8 +110,13 @@ void ember_unwind_free(struct ember_unwind *u)
 	for (uint32_t i = 0; i < ember_slots_end(&u->procs); i++)
 		if ((p = proc_at(u, i))) {
 			free(p->files);
+			free(p->maps);
 			free(p);
 		}
+	for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
+		if (ember_slots_get(&u->files, i))
+			ember_unwind_rows_free(&file_at(u, i)->rows);
+	free(u->running);
 	ember_slots_free(&u->procs);
 	ember_slots_free(&u->files);
 	memset(u, 0, sizeof(*u));
@@ -241,11 +247,45 @@ static int pad_to_blocks(struct ember_unwind_rows *r)
 	return 0;
 }
 
-/* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
-static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
+/* Forgets the rows kept of a file (its table in the collector stays). */
+static void drop_rows(struct ember_unwind *u, struct ember_unwind_file *f)
 {
-	struct ember_unwind_file *f = file_at(u, slot);
-	struct ember_unwind_rows rows = {0};
+	u->rows_bytes -= f->rows.count * sizeof(*f->rows.rows);
+	ember_unwind_rows_free(&f->rows);
+}
+
+/* Keeps rows for stack copies, within EMBER_UNWIND_KEEP_ROWS_BYTES: the least recently used go. */
+static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
+                      struct ember_unwind_rows *rows, uint64_t now_ns)
+{
+	uint64_t bytes = rows->count * sizeof(*rows->rows);
+
+	drop_rows(u, f);
+	while (u->rows_bytes && u->rows_bytes + bytes > EMBER_UNWIND_KEEP_ROWS_BYTES) {
+		struct ember_unwind_file *oldest = NULL, *g;
+
+		for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
+			if ((g = ember_slots_get(&u->files, i)) && g->rows.rows &&
+			    (!oldest || g->rows_used_ns < oldest->rows_used_ns))
+				oldest = g;
+		if (!oldest)
+			break;
+		drop_rows(u, oldest);
+		u->rows_evicted++;
+	}
+	if (bytes > EMBER_UNWIND_KEEP_ROWS_BYTES) {
+		ember_unwind_rows_free(rows);
+		return;
+	}
+	f->rows = *rows;
+	f->rows_used_ns = now_ns;
+	u->rows_bytes += bytes;
+	memset(rows, 0, sizeof(*rows));
+}
+
+/* The rows of the file open at fd, or of the vDSO when fd < 0. */
+static int file_rows(struct ember_unwind_file *f, int fd, struct ember_unwind_rows *rows)
+{
 	const void *image = NULL;
 	size_t len = fd < 0 ? vdso_image(&image) : 0;
 	Elf *elf;
@@ -258,17 +298,30 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd)
 	err = read_segments(elf, f);
 	elf_end(elf);
 	if (!err)
-		err = fd < 0 ? ember_cfi_from_elf(image, len, &rows) : ember_cfi_from_fd(fd, &rows);
-	if (!err && (!rows.count || rows.count > EMBER_UNWIND_MAX_TABLE_ROWS))
+		err = fd < 0 ? ember_cfi_from_elf(image, len, rows) : ember_cfi_from_fd(fd, rows);
+	if (!err && (!rows->count || rows->count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
 	if (!err)
-		err = pad_to_blocks(&rows);
+		err = pad_to_blocks(rows);
+	if (err)
+		ember_unwind_rows_free(rows);
+	return err;
+}
+
+/* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
+static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t now_ns)
+{
+	struct ember_unwind_file *f = file_at(u, slot);
+	struct ember_unwind_rows rows = {0};
+	int err = file_rows(f, fd, &rows);
+
 	if (!err)
 		err = send_table(u, slot, &rows);
 	if (!err) {
 		f->nrows = (uint32_t)rows.count;
 		u->tables_built++;
 		u->rows_sent += rows.count;
+		keep_rows(u, f, &rows, now_ns);
 	}
 	ember_unwind_rows_free(&rows);
 	return err;
@@ -299,7 +352,9 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 			f->error = fd;
 	}
 	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
-		f->error = build_table(u, slot, fd);
+		f->error = build_table(u, slot, fd, now_ns);
+	if (fd >= 0 && u->on_file)
+		u->on_file(u->on_maps_ctx, pid, e, fd, now_ns);
 	if (fd >= 0)
 		close(fd);
 	/* For a failed file this is when it failed: it is retried after FILE_RETRY_NS. */
@@ -348,6 +403,7 @@ static void sweep(struct ember_unwind *u, uint64_t now_ns)
 			continue;
 		if (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0))
 			return;
+		drop_rows(u, f);
 		ember_slots_remove(&u->files, slot, &f->key, sizeof(f->key));
 		u->tables_dropped++;
 	}
@@ -363,6 +419,7 @@ static void remove_proc(struct ember_unwind *u, uint32_t slot, uint64_t now_ns)
 	for (uint32_t i = 0; i < p->nfiles; i++)
 		release_file(u, p->files[i], now_ns);
 	free(p->files);
+	free(p->maps);
 	free(p);
 }
 
@@ -402,6 +459,14 @@ static struct ember_unwind_process *get_proc(struct ember_unwind *u, uint32_t pi
 	p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
 	*(struct ember_unwind_process **)ember_slots_at(&u->procs, slot) = p;
 	return p;
+}
+
+/* The process pid, or NULL. */
+static struct ember_unwind_process *find_proc(const struct ember_unwind *u, uint32_t pid)
+{
+	uint32_t slot;
+
+	return ember_slots_find(&u->procs, &pid, sizeof(pid), &slot) ? NULL : proc_at(u, slot);
 }
 
 static uint64_t digest_mix(uint64_t h, uint64_t v)
@@ -476,7 +541,16 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	ember_maps_free(&pm);
 	if (!files)
 		return;
-	send_proc(u, pid, maps, n);
+	/* The same list again (a reload that found nothing new) is not sent again. */
+	if (!p->nmaps || n != p->nmaps || memcmp(p->maps, maps, n * sizeof(*maps))) {
+		if (!u->hold_back_procs)
+			send_proc(u, pid, maps, n);
+		free(p->maps);
+		p->maps = n ? malloc(n * sizeof(*maps)) : NULL;
+		p->nmaps = p->maps ? n : 0;
+		if (p->maps)
+			memcpy(p->maps, maps, n * sizeof(*maps));
+	}
 	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
 	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
 	/* New references were taken above, so a file both lists share never drops to 0. */
@@ -500,9 +574,30 @@ void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
 	load_process(u, (uint32_t)getpid(), now_ns, true, true);
 }
 
+static void queue_reload(struct ember_unwind *u, uint32_t pid, uint32_t attempt, uint64_t now_ns)
+{
+	if (u->nreloads < EMBER_UNWIND_MAX_RELOADS)
+		u->reloads[(u->reloads_head + u->nreloads++) % EMBER_UNWIND_MAX_RELOADS] =
+		    (struct ember_unwind_reload){pid, attempt,
+		                                 now_ns + (EMBER_UNWIND_EXEC_RELOAD_NS << attempt)};
+	else
+		u->exec_reloads_skipped++; /* its first samples miss, and carry stack copies */
+}
+
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
+	struct ember_unwind_process *p = find_proc(u, pid);
+
+	/* The old program's mappings are no guide to the new one's, even if they cannot be read. */
+	if (p && p->nmaps) {
+		if (!u->disabled)
+			send_proc(u, pid, NULL, 0);
+		free(p->maps);
+		p->maps = NULL;
+		p->nmaps = 0;
+	}
 	load_process(u, pid, now_ns, true, false);
+	queue_reload(u, pid, 0, now_ns);
 	sweep(u, now_ns);
 }
 
@@ -518,23 +613,217 @@ void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 	sweep(u, now_ns);
 }
 
-void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
-                            uint64_t now_ns)
+/* ---- processes running when sampling started ---- */
+
+void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns)
+{
+	if (u->nrunning == u->running_cap) {
+		uint32_t cap = u->running_cap ? u->running_cap * 2 : 256;
+		struct ember_unwind_running *grown;
+
+		if (cap > EMBER_UNWIND_MAX_RUNNING)
+			return; /* such a process is loaded at its first sample instead */
+		grown = realloc(u->running, cap * sizeof(*grown));
+		if (!grown)
+			return;
+		u->running = grown;
+		u->running_cap = cap;
+	}
+	u->running[u->nrunning++] = (struct ember_unwind_running){pid, cpu_ns};
+	u->running_sorted = false;
+	u->running_listed++;
+}
+
+static int by_cpu(const void *a, const void *b)
+{
+	const struct ember_unwind_running *x = a, *y = b;
+
+	return x->cpu_ns < y->cpu_ns ? -1 : x->cpu_ns > y->cpu_ns;
+}
+
+uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t deadline_ns)
+{
+	struct ember_unwind_process *p;
+
+	while (u->nreloads && u->reloads[u->reloads_head].due_ns <= now_ns &&
+	       now_ns < deadline_ns) {
+		struct ember_unwind_reload r = u->reloads[u->reloads_head];
+		uint32_t before;
+
+		u->reloads_head = (u->reloads_head + 1) % EMBER_UNWIND_MAX_RELOADS;
+		u->nreloads--;
+		/* Gone already (its exit was seen): nothing to load. */
+		if (!(p = find_proc(u, r.pid)) || u->disabled)
+			continue;
+		u->exec_reloads++;
+		before = p->nmaps;
+		load_process(u, r.pid, now_ns, true, false);
+		now_ns = ember_monotonic_ns();
+		/* No library mapped yet: the loader has not had the CPU. Later, then. */
+		if ((p = find_proc(u, r.pid)) && p->nmaps <= before &&
+		    r.attempt + 1 < EMBER_UNWIND_EXEC_RELOADS)
+			queue_reload(u, r.pid, r.attempt + 1, now_ns);
+	}
+	if (!u->running_sorted) {
+		/* The busiest last: they are taken from the end. */
+		qsort(u->running, u->nrunning, sizeof(*u->running), by_cpu);
+		u->running_sorted = true;
+	}
+	while (u->nrunning && !u->disabled && now_ns < deadline_ns) {
+		uint32_t pid = u->running[--u->nrunning].pid;
+
+		/* One a sample or an exec loaded already needs nothing more. */
+		if ((p = find_proc(u, pid)) && p->loaded_ns)
+			continue;
+		load_process(u, pid, now_ns, true, false);
+		u->running_loaded++;
+		now_ns = ember_monotonic_ns();
+	}
+	if (!u->nrunning) {
+		free(u->running);
+		u->running = NULL;
+		u->running_cap = 0;
+	}
+	if (u->nrunning)
+		return now_ns;
+	return u->nreloads ? u->reloads[u->reloads_head].due_ns : 0;
+}
+
+/* ---- stack copies ---- */
+
+struct copy_walk {
+	struct ember_unwind *u;
+	struct ember_unwind_process *p;
+	uint64_t now_ns;
+};
+
+/* The kept rows of the file in slot, built again from the file mapped at start if dropped. */
+static const struct ember_unwind_rows *slot_rows(struct ember_unwind *u, uint32_t slot,
+                                                 uint32_t pid, uint64_t start, bool vdso,
+                                                 uint64_t now_ns)
+{
+	struct ember_unwind_file *f = file_at(u, slot);
+	struct ember_unwind_rows rows = {0};
+	int fd = -1;
+
+	if (f->rows.rows) {
+		f->rows_used_ns = now_ns;
+		return &f->rows;
+	}
+	if (f->rows_built_ns && now_ns - f->rows_built_ns < EMBER_UNWIND_REBUILD_NS) {
+		u->rows_not_rebuilt++;
+		return NULL;
+	}
+	f->rows_built_ns = now_ns;
+	if (!vdso &&
+	    (fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, start, NULL)) < 0)
+		return NULL;
+	if (!file_rows(f, fd, &rows)) {
+		u->rows_rebuilt++;
+		keep_rows(u, f, &rows, now_ns);
+	}
+	if (fd >= 0)
+		close(fd);
+	return f->rows.rows ? &f->rows : NULL;
+}
+
+static int copy_lookup(void *ctx, uint64_t pc, struct ember_unwind_row *row)
+{
+	struct copy_walk *w = ctx;
+	const struct ember_unwind_mapping *m = NULL;
+	const struct ember_unwind_rows *rows;
+	const struct ember_unwind_row *r;
+	const struct ember_unwind_file *f;
+	uint32_t lo = 0, hi = w->p->nmaps;
+
+	/* The last mapping starting at or below pc. */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (w->p->maps[mid].start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (w->p->nmaps && pc >= w->p->maps[lo].start && pc < w->p->maps[lo].end)
+		m = &w->p->maps[lo];
+	if (!m)
+		return -ENOENT;
+	if (m->table == EMBER_UNWIND_NO_TABLE || !(f = ember_slots_get(&w->u->files, m->table))) {
+		*row = (struct ember_unwind_row){.kind = EMBER_ROW_GAP};
+		return 0;
+	}
+	rows = slot_rows(w->u, m->table, w->p->pid, m->start, f->key.dev == VDSO_DEV, w->now_ns);
+	if (!rows || pc - m->bias > UINT32_MAX)
+		return -ENODATA;
+	r = ember_unwind_rows_find(rows, pc - m->bias);
+	*row = r ? *r : (struct ember_unwind_row){.kind = EMBER_ROW_GAP};
+	return 0;
+}
+
+/* Unwinds the stack copy of sample s into out with the process's mappings and tables. */
+static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event *s,
+                        const struct ember_stack_copy *copy, const uint8_t *stack, uint64_t now_ns,
+                        struct ember_copy_stack *out)
+{
+	struct ember_stack_regs regs = {copy->pc, copy->sp, copy->fp,
+	                                copy->flags & EMBER_COPY_EXACT_PC};
+	struct ember_stack_walk w = {.frames = out->frames,
+	                             .max = EMBER_MAX_USTACK - s->ustack_len};
+	struct copy_walk cw = {u, NULL, now_ns};
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		cw.p = find_proc(u, s->tgid);
+		if (!cw.p || !cw.p->nmaps) {
+			w.n = 0;
+			w.stop = EMBER_UNWIND_STOP_NO_MAPS;
+		} else {
+			ember_stack_unwind(&regs, stack, copy->len, copy_lookup, &cw, &w);
+		}
+		/* Mappings read before the sample was taken may lack the one it ran in. */
+		if ((w.stop != EMBER_UNWIND_STOP_NO_MAPPING &&
+		     w.stop != EMBER_UNWIND_STOP_NO_MAPS) ||
+		    (cw.p && cw.p->loaded_ns > s->time_ns) || attempt)
+			break;
+		u->copy_reloads++;
+		load_process(u, s->tgid, now_ns, true, false);
+	}
+	out->n = w.n;
+	out->stop = w.stop;
+}
+
+bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
+                            const struct ember_stack_copy *copy, const uint8_t *stack,
+                            uint64_t now_ns, struct ember_copy_stack *out)
 {
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
 	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS);
 
 	if (!s->ustack_len && !stop)
-		return; /* a kernel thread: no user stack to unwind */
+		return false; /* a kernel thread: no user stack to unwind */
 	u->samples++;
-	u->stops[stop & 0xff]++;
-	if (missed)
+	if (missed) {
 		u->samples_missed++;
-	if (stop == EMBER_UNWIND_COMPLETE)
-		u->samples_complete++;
-	if (missed)
 		load_process(u, s->tgid, now_ns, false, false);
+	}
+	if (copy) {
+		u->copies++;
+		u->copy_bytes += copy->len;
+		unwind_copy(u, s, copy, stack, now_ns, out);
+		stop = out->stop;
+	} else if (s->stack_flags & EMBER_STACK_COPY_FAILED) {
+		u->copies_failed++;
+	}
+	u->stops[stop & 0xff]++;
+	if (stop == EMBER_UNWIND_COMPLETE) {
+		u->samples_complete++;
+		if (copy)
+			u->samples_complete_copy++;
+		else
+			u->samples_complete_kernel++;
+	}
 	sweep(u, now_ns);
+	return copy != NULL;
 }
 
 void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profile *p)
@@ -549,6 +838,10 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	}
 	ember_profile_stat_set(p, "unwind.samples", u->samples);
 	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
+	/* Where complete stacks were unwound, and how many stayed incomplete (unwind.stop.*). */
+	ember_profile_stat_set(p, "unwind.samples_complete_kernel", u->samples_complete_kernel);
+	ember_profile_stat_set(p, "unwind.samples_complete_copy", u->samples_complete_copy);
+	ember_profile_stat_set(p, "unwind.samples_incomplete", u->samples - u->samples_complete);
 	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);
 	ember_profile_stat_set(p, "unwind.missed_ppm",
 	                       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
@@ -567,4 +860,18 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.table_errors", u->table_errors);
 	ember_profile_stat_set(p, "unwind.rows_sent", u->rows_sent);
 	ember_profile_stat_set(p, "unwind.mappings_truncated", u->mappings_truncated);
+	ember_profile_stat_set(p, "unwind.copy.samples", u->copies);
+	ember_profile_stat_set(p, "unwind.copy.bytes", u->copy_bytes);
+	ember_profile_stat_set(p, "unwind.copy.failed", u->copies_failed);
+	ember_profile_stat_set(p, "unwind.copy.skipped_budget",
+	                       u->stops[EMBER_UNWIND_STOP_COPY_BUDGET]);
+	ember_profile_stat_set(p, "unwind.copy.reloads", u->copy_reloads);
+	ember_profile_stat_set(p, "unwind.copy.rows_bytes", u->rows_bytes);
+	ember_profile_stat_set(p, "unwind.copy.rows_rebuilt", u->rows_rebuilt);
+	ember_profile_stat_set(p, "unwind.copy.rows_evicted", u->rows_evicted);
+	ember_profile_stat_set(p, "unwind.copy.rows_not_rebuilt", u->rows_not_rebuilt);
+	ember_profile_stat_set(p, "unwind.running.listed", u->running_listed);
+	ember_profile_stat_set(p, "unwind.running.loaded", u->running_loaded);
+	ember_profile_stat_set(p, "unwind.exec_reloads", u->exec_reloads);
+	ember_profile_stat_set(p, "unwind.exec_reloads_skipped", u->exec_reloads_skipped);
 }

@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Keeps the collector's unwind tables in step with the processes being
- * sampled. A process is loaded when it execs and when a sample shows the
- * unwinder had no tables for it (or met a mapping made since): its
- * executable mappings are read, each mapped file's table is built once
- * (cfi.c) and sent, shared by every process that maps the file, and
- * the process's mapping list follows. A table no process maps any more is
- * dropped after a grace period. The work per process is bounded (mappings,
- * rows, reload rate) and counted in the profile's statistics.
+ * sampled. A process is loaded when it execs, when it was running as
+ * sampling started (the busiest first, a slice of time at a time), and when
+ * a sample shows the unwinder had no tables for it (or met a mapping made
+ * since): its executable mappings are read, each mapped file's table is
+ * built once (cfi.c) and sent, shared by every process that maps the file,
+ * and the process's mapping list follows. A table no process maps any more
+ * is dropped after a grace period. The work per process is bounded
+ * (mappings, rows, reload rate) and counted in the profile's statistics.
+ *
+ * A sample taken before its process's tables were loaded carries a copy of
+ * its stack (bpf/records.h): it is unwound here (stack_unwind.c) with the
+ * process's mapping list and the same rows, kept in memory up to
+ * EMBER_UNWIND_KEEP_ROWS_BYTES (the least recently used are rebuilt when
+ * needed again, at most every EMBER_UNWIND_REBUILD_NS: a host whose tables
+ * outgrow the cache leaves some copies incomplete rather than rebuild them
+ * over and over). The copy is the profiled process's memory: hostile.
  */
 #ifndef EMBER_SYMBOLIZER_UNWIND_UNWIND_TABLES_H
 #define EMBER_SYMBOLIZER_UNWIND_UNWIND_TABLES_H
@@ -19,13 +28,27 @@
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/maps_parser.h"
 #include "symbolizer/profile/profile.h"
+#include "symbolizer/unwind/cfi.h"
 #include "shared/slots.h"
 #include "bpf/records.h"
 
-#define EMBER_UNWIND_RELOAD_MIN_NS (2ull * 1000000ull)     /* per process, doubled when useless */
-#define EMBER_UNWIND_RELOAD_MAX_NS (10ull * 1000000000ull) /* back-off cap */
-#define EMBER_UNWIND_IDLE_DROP_NS  (10ull * 1000000000ull) /* unmapped tables kept this long */
-#define EMBER_UNWIND_MAX_SEGMENTS  16
+#define EMBER_UNWIND_RELOAD_MIN_NS   (2ull * 1000000ull)     /* per process, doubled when useless */
+#define EMBER_UNWIND_RELOAD_MAX_NS   (10ull * 1000000000ull) /* back-off cap */
+#define EMBER_UNWIND_IDLE_DROP_NS    (10ull * 1000000000ull) /* unmapped tables kept this long */
+#define EMBER_UNWIND_MAX_SEGMENTS    16
+#define EMBER_UNWIND_KEEP_ROWS_BYTES (16u << 20) /* rows kept for unwinding stack copies */
+/* Rows dropped from memory are built again for a stack copy at most this often per file. */
+#define EMBER_UNWIND_REBUILD_NS  (30ull * 1000000000ull)
+#define EMBER_UNWIND_MAX_RUNNING 65536 /* processes waiting for their first load */
+/*
+ * A process is loaded at exec and again this much later, when the dynamic
+ * loader has mapped its libraries, so that its first samples find their
+ * tables; if it has not yet (a busy CPU), again after twice as long, up to
+ * EMBER_UNWIND_EXEC_RELOADS times.
+ */
+#define EMBER_UNWIND_EXEC_RELOAD_NS (2ull * 1000000ull)
+#define EMBER_UNWIND_EXEC_RELOADS   6
+#define EMBER_UNWIND_MAX_RELOADS    4096 /* exec reloads waiting */
 
 struct ember_unwind_segment {
 	uint64_t offset, vaddr, filesz;
@@ -40,6 +63,9 @@ struct ember_unwind_file {
 	uint64_t idle_since_ns;
 	struct ember_unwind_segment segs[EMBER_UNWIND_MAX_SEGMENTS];
 	uint32_t nsegs;
+	struct ember_unwind_rows rows; /* for stack copies; NULL rows when not kept */
+	uint64_t rows_used_ns;
+	uint64_t rows_built_ns; /* for a stack copy, after they were dropped */
 };
 
 struct ember_unwind_process {
@@ -50,6 +76,28 @@ struct ember_unwind_process {
 	uint64_t backoff_ns;
 	uint64_t maps_digest; /* of the executable mappings at the last load */
 	bool after_exec;      /* loaded at exec: the loader maps libraries right after */
+	struct ember_unwind_mapping *maps; /* as sent at the last load, sorted by start */
+	uint32_t nmaps;
+};
+
+/* A process to load again at due_ns. */
+struct ember_unwind_reload {
+	uint32_t pid;
+	uint32_t attempt;
+	uint64_t due_ns;
+};
+
+/* A process that was running when sampling started, waiting for its first load. */
+struct ember_unwind_running {
+	uint32_t pid;
+	uint64_t cpu_ns;
+};
+
+/* The callers a stack copy gave, beyond the sample's own user frames. */
+struct ember_copy_stack {
+	uint32_t n;
+	uint32_t stop; /* enum ember_unwind_stop: how the whole stack ends */
+	uint64_t frames[EMBER_MAX_USTACK];
 };
 
 /*
@@ -59,19 +107,35 @@ struct ember_unwind_process {
  */
 typedef void (*ember_unwind_maps_fn)(void *ctx, uint32_t pid, struct ember_maps *maps,
                                      uint64_t now_ns);
+/* Called with each file opened for its table (fd stays the caller's), for its symbols. */
+typedef void (*ember_unwind_file_fn)(void *ctx, uint32_t pid, const struct ember_map_entry *e,
+                                     int fd, uint64_t now_ns);
 
 struct ember_unwind {
 	struct ember_broker_client *broker;
 	ember_unwind_maps_fn on_maps;
-	void *on_maps_ctx;
+	ember_unwind_file_fn on_file;
+	void *on_maps_ctx;        /* of both */
 	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
 	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;
+	uint64_t rows_bytes; /* kept rows */
+	struct ember_unwind_running *running;
+	uint32_t nrunning, running_cap;
+	bool running_sorted;
+	struct ember_unwind_reload reloads[EMBER_UNWIND_MAX_RELOADS]; /* a FIFO, by due time */
+	uint32_t reloads_head, nreloads;
 	bool disabled; /* the collector went away */
+	/* Tests: process mapping lists are never sent, so every sample carries a stack copy. */
+	bool hold_back_procs;
 	/* Work done and what samples showed, for the profile's statistics. */
 	uint64_t process_loads, loads_deferred, tables_built, table_errors, rows_sent;
 	uint64_t tables_dropped, mappings_truncated;
 	uint64_t samples, samples_complete, samples_missed, stops[256];
+	uint64_t samples_complete_kernel, samples_complete_copy;
+	uint64_t copies, copy_bytes, copies_failed, copy_reloads, rows_rebuilt, rows_evicted;
+	uint64_t rows_not_rebuilt;
+	uint64_t running_listed, running_loaded, exec_reloads, exec_reloads_skipped;
 };
 
 int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker);
@@ -85,9 +149,23 @@ void ember_unwind_free(struct ember_unwind *u);
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns);
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
-/* Counts how the sample's user stack ended; loads the process if the unwinder missed tables. */
-void ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
-                            uint64_t now_ns);
+/* A process that was running when sampling started (cpu_ns: CPU time it has used). */
+void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns);
+/*
+ * The work that waits for its time: reloads after exec that are due, then
+ * the processes ember_unwind_on_running listed, the busiest first, until
+ * deadline_ns. Returns when more is to be done: now_ns for running
+ * processes still waiting, the next reload's time, or 0 for nothing.
+ */
+uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t deadline_ns);
+/*
+ * Counts how the sample's user stack ended and loads the process if the
+ * unwinder missed tables. A sample with a stack copy (copy, and its bytes
+ * in stack) is unwound from it: returns true and the callers found in *out.
+ */
+bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
+                            const struct ember_stack_copy *copy, const uint8_t *stack,
+                            uint64_t now_ns, struct ember_copy_stack *out);
 
 /* "[unwind stopped: reason]" for a stop reason other than EMBER_UNWIND_COMPLETE. */
 const char *ember_unwind_stop_marker(uint32_t reason);

@@ -7,7 +7,8 @@
 #include "check_main.h"
 #include "symbolizer/record_decode.h"
 
-static _Alignas(8) unsigned char buf[sizeof(struct ember_sample_event) + 8 * 300];
+static _Alignas(8) unsigned char buf[sizeof(struct ember_sample_event) + 8 * 300 +
+                                     sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY + 64];
 
 static size_t make_sample(uint16_t k, uint16_t u)
 {
@@ -98,6 +99,73 @@ START_TEST(off_cpu_samples_and_wait_reasons)
 }
 END_TEST
 
+/* A sample of k + u frames carrying a stack copy of copy_len bytes (its header says len). */
+static size_t make_copy_sample(uint16_t k, uint16_t u, uint32_t copy_len, uint32_t len)
+{
+	size_t at = make_sample(k, u);
+	struct ember_stack_copy c = {.pc = 0x4000, .sp = 0x7ff0, .fp = 0, .len = len};
+
+	((struct ember_sample_event *)buf)->stack_flags |= EMBER_STACK_COPY;
+	memcpy(buf + at, &c, sizeof(c));
+	memset(buf + at + sizeof(c), 0xab, copy_len);
+	return at + sizeof(c) + copy_len;
+}
+
+START_TEST(sample_with_stack_copy)
+{
+	const struct ember_sample_event *s;
+	const struct ember_stack_copy *c;
+	const uint64_t *frames;
+	const uint8_t *stack = NULL;
+	size_t len = make_copy_sample(2, 1, 64, 64);
+
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), 0);
+	c = ember_sample_stack_copy(s, &stack);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(c->pc, 0x4000);
+	ck_assert_uint_eq(c->len, 64);
+	ck_assert_ptr_eq(stack, buf + sizeof(*s) + 3 * 8 + sizeof(*c));
+	ck_assert_uint_eq(stack[63], 0xab);
+	/* The largest copy after the most frames. */
+	len = make_copy_sample(EMBER_MAX_KSTACK, EMBER_MAX_USTACK, EMBER_MAX_STACK_COPY,
+	                       EMBER_MAX_STACK_COPY);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), 0);
+	/* Without the flag there is no copy, and its bytes make the size wrong. */
+	len = make_copy_sample(2, 1, 64, 64);
+	((struct ember_sample_event *)buf)->stack_flags &= ~EMBER_STACK_COPY;
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	ck_assert_int_eq(ember_decode_sample(buf, len - 64 - sizeof(*c), &s, &frames), 0);
+	ck_assert_ptr_null(ember_sample_stack_copy(s, &stack));
+}
+END_TEST
+
+START_TEST(stack_copy_lengths_must_agree)
+{
+	const struct ember_sample_event *s;
+	const uint64_t *frames;
+	size_t len;
+
+	/* The copy says more, or less, than the record holds. */
+	len = make_copy_sample(2, 1, 64, 72);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	len = make_copy_sample(2, 1, 64, 56);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	/* Not a whole number of words, or larger than a copy may be. */
+	len = make_copy_sample(2, 1, 60, 60);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	len = make_copy_sample(0, 0, EMBER_MAX_STACK_COPY + 8, EMBER_MAX_STACK_COPY + 8);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	/* A length that would wrap the size. */
+	len = make_copy_sample(2, 1, 0, UINT32_MAX - 7);
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	/* The flag set, but no room for the copy's header: its length is not read. */
+	len = make_sample(2, 1);
+	((struct ember_sample_event *)buf)->stack_flags |= EMBER_STACK_COPY;
+	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
+	ck_assert_int_eq(ember_decode_sample(buf, len + 8, &s, &frames), -EBADMSG);
+}
+END_TEST
+
 START_TEST(proc_events_and_lost)
 {
 	struct ember_proc_event ev = {.kind = EMBER_EV_EXIT, .tgid = 7};
@@ -108,6 +176,10 @@ START_TEST(proc_events_and_lost)
 	ck_assert_int_eq(ember_decode_proc_event(buf, sizeof(ev), &out), 0);
 	ck_assert_uint_eq(out->tgid, 7);
 	ck_assert_int_eq(ember_decode_proc_event(buf, sizeof(ev) - 1, &out), -EBADMSG);
+	((struct ember_proc_event *)buf)->kind = EMBER_EV_RUNNING;
+	((struct ember_proc_event *)buf)->cpu_ns = 12345;
+	ck_assert_int_eq(ember_decode_proc_event(buf, sizeof(ev), &out), 0);
+	ck_assert_uint_eq(out->cpu_ns, 12345);
 	((struct ember_proc_event *)buf)->kind = 77;
 	ck_assert_int_eq(ember_decode_proc_event(buf, sizeof(ev), &out), -EBADMSG);
 	ck_assert_int_eq(ember_decode_lost(&lost, sizeof(lost), &got), 0);
@@ -126,6 +198,8 @@ static Suite *decode_suite(void)
 
 	tcase_add_test(tc, sample_roundtrip);
 	tcase_add_test(tc, sample_lengths_must_agree);
+	tcase_add_test(tc, sample_with_stack_copy);
+	tcase_add_test(tc, stack_copy_lengths_must_agree);
 	tcase_add_test(tc, proc_events_and_lost);
 	tcase_add_test(tc, off_cpu_samples_and_wait_reasons);
 	suite_add_tcase(s, tc);
