@@ -286,7 +286,7 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		if (ev->kind == EMBER_EV_RUNNING)
 			ember_unwind_on_running(&s->unwind, ev->tgid, ev->cpu_ns);
 		else if (ev->kind == EMBER_EV_EXEC)
-			ember_unwind_on_exec(&s->unwind, ev->tgid, now_ns);
+			ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, now_ns);
 		else
 			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
 		/* Both leave work for later: a reload after exec, the loads of running processes.

@@ -549,8 +549,12 @@ void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t
 	struct ember_process *p = ember_processes_find(&s->procs, pid);
 
 	if (p) {
-		/* Maps read since (the unwind tables' loader runs ahead) are the new program's. */
+		/* Maps read since (the unwind tables' loader runs ahead) are the new program's.
+		 * Older ones are forgotten, not only marked stale: were the reload to fail (the
+		 * process is gone), they would name the old program's functions. */
 		if (p->maps_loaded_ns < exec_ns) {
+			ember_maps_free(&p->maps);
+			p->maps_loaded = false;
 			p->maps_stale = true;
 			p->maps_loaded_ns = 0;
 		}

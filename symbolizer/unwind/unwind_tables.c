@@ -490,7 +490,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
 	struct ember_unwind_process *p = get_proc(u, pid, now_ns);
 	uint32_t n = 0, nfiles = 0, *files = NULL;
-	uint64_t digest = 0xcbf29ce484222325ull;
+	uint64_t digest = 0xcbf29ce484222325ull, read_ns;
 	struct ember_maps pm;
 
 	if (!p || u->disabled)
@@ -503,6 +503,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	p->after_exec = force;
 	p->loaded_ns = now_ns;
 	u->process_loads++;
+	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
+	read_ns = ember_monotonic_ns();
 	if (ember_process_fetch_maps(u->broker, pid, &pm)) {
 		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
 		                    ? EMBER_UNWIND_RELOAD_MAX_NS
@@ -537,7 +539,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		n++;
 	}
 	if (u->on_maps)
-		u->on_maps(u->on_maps_ctx, pid, &pm, now_ns);
+		u->on_maps(u->on_maps_ctx, pid, &pm, read_ns);
 	ember_maps_free(&pm);
 	if (!files)
 		return;
@@ -551,6 +553,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		if (p->maps)
 			memcpy(p->maps, maps, n * sizeof(*maps));
 	}
+	p->maps_read_ns = read_ns;
 	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
 	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
 	/* New references were taken above, so a file both lists share never drops to 0. */
@@ -584,17 +587,24 @@ static void queue_reload(struct ember_unwind *u, uint32_t pid, uint32_t attempt,
 		u->exec_reloads_skipped++; /* its first samples miss, and carry stack copies */
 }
 
-void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
+void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns, uint64_t now_ns)
 {
 	struct ember_unwind_process *p = find_proc(u, pid);
 
-	/* The old program's mappings are no guide to the new one's, even if they cannot be read. */
+	/* Read since (a sample of the new program came first): they are the new program's. */
+	if (p && p->nmaps && p->maps_read_ns > exec_ns) {
+		queue_reload(u, pid, 0, now_ns);
+		return;
+	}
+	/* The old program's mappings are no guide to the new one's, even if they cannot be read:
+	 * forgotten before the reload, here and in the collector. */
 	if (p && p->nmaps) {
-		if (!u->disabled)
+		if (!u->disabled && !u->hold_back_procs)
 			send_proc(u, pid, NULL, 0);
 		free(p->maps);
 		p->maps = NULL;
 		p->nmaps = 0;
+		p->maps_read_ns = 0;
 	}
 	load_process(u, pid, now_ns, true, false);
 	queue_reload(u, pid, 0, now_ns);

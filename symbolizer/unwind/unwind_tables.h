@@ -73,6 +73,7 @@ struct ember_unwind_process {
 	uint32_t nfiles;
 	uint32_t *files; /* slots this process holds a reference on */
 	uint64_t loaded_ns;
+	uint64_t maps_read_ns; /* when the maps behind `maps` were read (0: none) */
 	uint64_t backoff_ns;
 	uint64_t maps_digest; /* of the executable mappings at the last load */
 	bool after_exec;      /* loaded at exec: the loader maps libraries right after */
@@ -147,7 +148,12 @@ void ember_unwind_free(struct ember_unwind *u);
  * so that a new process needs little more than its own binary's table.
  */
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns);
-void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
+/*
+ * pid ran a new program at exec_ns (CLOCK_MONOTONIC, as the sampler's
+ * clock): the mappings read before then are dropped here and in the
+ * collector, and the new program's are loaded.
+ */
+void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns, uint64_t now_ns);
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 /* A process that was running when sampling started (cpu_ns: CPU time it has used). */
 void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns);
