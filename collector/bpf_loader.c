@@ -299,8 +299,7 @@ void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void 
 	/* Not fatal: then each process's first samples carry stack copies instead. */
 	if (n < 0)
 		log_warn("cannot list the running processes: %s", strerror(errno));
-	if (fd >= 0)
-		close(fd);
+	close(fd); /* -1 when bpf_iter_create failed: EBADF, harmless */
 }
 
 static int sum_percpu(int map_fd, __u32 key, int ncpus, uint64_t *out)

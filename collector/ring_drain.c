@@ -85,10 +85,10 @@ void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[E
 	};
 
 	for (int i = 0; i < EMBER_DROP_MAX; i++) {
-		uint64_t delta = drops[i] - d->bpf_drops_seen[i];
+		/* A counter that went back adds nothing. */
+		uint64_t delta =
+		    drops[i] > d->bpf_drops_seen[i] ? drops[i] - d->bpf_drops_seen[i] : 0;
 
-		if (drops[i] < d->bpf_drops_seen[i])
-			delta = 0;
 		d->bpf_drops_seen[i] = drops[i];
 		if (delta)
 			count_lost(d, reason_of[i] ? reason_of[i] : EMBER_LOST_OTHER, delta);

@@ -24,6 +24,7 @@
 
 #include "check_main.h"
 #include "symbolizer/process/maps_parser.h"
+#include "shared/clock.h"
 #include "symbolizer/unwind/unwind_tables.h"
 
 #define SEC          1000000000ull
@@ -225,6 +226,20 @@ static unsigned int tables_created(void)
 	return n;
 }
 
+/* pid ran a new program just now: on the real clock, which the maps' read times are on. */
+static void exec_at(uint32_t pid, uint64_t now_ns)
+{
+	ember_unwind_on_exec(&u, pid, ember_monotonic_ns(), now_ns);
+}
+
+/* A sample without a stack copy. */
+static bool sample_at(const struct ember_sample_event *s, uint64_t now_ns)
+{
+	static struct ember_copy_stack out;
+
+	return ember_unwind_on_sample(&u, s, NULL, NULL, now_ns, &out);
+}
+
 /* A child that only waits: it maps the same binary and libraries as this process. */
 static pid_t twin(void)
 {
@@ -246,7 +261,7 @@ START_TEST(tables_are_built_once_and_shared)
 	uint64_t pc = (uint64_t)(uintptr_t)&twin;
 	unsigned int built, with_table = 0, covering = 0;
 
-	ember_unwind_on_exec(&u, self, SEC);
+	exec_at(self, SEC);
 	settle();
 	pthread_mutex_lock(&fc.lock);
 	built = tables_created();
@@ -282,7 +297,7 @@ START_TEST(tables_are_built_once_and_shared)
 	pthread_mutex_unlock(&fc.lock);
 
 	/* The twin maps the same files: no table is built again, the same ids are used. */
-	ember_unwind_on_exec(&u, (uint32_t)child, 2 * SEC);
+	exec_at((uint32_t)child, 2 * SEC);
 	settle();
 	pthread_mutex_lock(&fc.lock);
 	ck_assert_uint_eq(tables_created(), built);
@@ -308,8 +323,8 @@ START_TEST(exits_and_idle_tables_are_dropped)
 	pid_t child = twin();
 	unsigned int built;
 
-	ember_unwind_on_exec(&u, self, SEC);
-	ember_unwind_on_exec(&u, (uint32_t)child, SEC);
+	exec_at(self, SEC);
+	exec_at((uint32_t)child, SEC);
 	settle();
 	built = tables_created();
 	/* One exit: the process's mappings are withdrawn; the tables stay (the other maps them). */
@@ -326,11 +341,11 @@ START_TEST(exits_and_idle_tables_are_dropped)
 	/* The last one: after the idle time its tables are dropped, each once. */
 	ember_unwind_on_exit(&u, self, 3 * SEC);
 	/* Any later event sweeps: here a complete sample. */
-	ember_unwind_on_sample(&u, &complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS / 2);
+	sample_at(&complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS / 2);
 	settle();
 	for (int t = 0; t < MAX_TABLES; t++)
 		ck_assert_uint_eq(fc.drops[t], 0); /* not idle long enough yet */
-	ember_unwind_on_sample(&u, &complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS + SEC);
+	sample_at(&complete, 3 * SEC + EMBER_UNWIND_IDLE_DROP_NS + SEC);
 	settle();
 	pthread_mutex_lock(&fc.lock);
 	for (int t = 0; t < MAX_TABLES; t++)
@@ -339,7 +354,7 @@ START_TEST(exits_and_idle_tables_are_dropped)
 	ck_assert_uint_eq(stat_of("unwind.tables_dropped"), built);
 	ck_assert_uint_eq(stat_of("unwind.tables_live"), 0);
 	/* A process met again builds its tables again (in the slots just freed). */
-	ember_unwind_on_exec(&u, self, 20 * SEC);
+	exec_at(self, 20 * SEC);
 	settle();
 	ck_assert_uint_eq(tables_created(), 2 * built);
 	kill(child, SIGKILL);
@@ -356,21 +371,21 @@ START_TEST(refused_maps_back_off)
 	unsigned int asked;
 
 	atomic_store(&fc.refuse_maps, true);
-	ember_unwind_on_sample(&u, &s, SEC);
+	sample_at(&s, SEC);
 	settle();
 	asked = fc.maps_requests;
 	ck_assert_uint_eq(asked, 1);
 	ck_assert_ptr_null(last_proc(s.tgid));
 	/* Samples right after: no new request until the back-off has passed. */
 	for (int i = 1; i <= 5; i++)
-		ember_unwind_on_sample(&u, &s, SEC + (uint64_t)i * 100);
+		sample_at(&s, SEC + (uint64_t)i * 100);
 	settle();
 	ck_assert_uint_eq(fc.maps_requests, asked);
 	ck_assert_uint_eq(stat_of("unwind.process_loads_deferred"), 5);
 	ck_assert_uint_eq(stat_of("unwind.samples_missed_tables"), 6);
 	/* Allowed again later, and served now. */
 	atomic_store(&fc.refuse_maps, false);
-	ember_unwind_on_sample(&u, &s, SEC + EMBER_UNWIND_RELOAD_MAX_NS);
+	sample_at(&s, SEC + EMBER_UNWIND_RELOAD_MAX_NS);
 	settle();
 	ck_assert_uint_eq(fc.maps_requests, asked + 1);
 	ck_assert_ptr_nonnull(last_proc(s.tgid));
@@ -381,7 +396,7 @@ START_TEST(a_closed_collector_disables_the_tables)
 {
 	uint32_t self = (uint32_t)getpid();
 
-	ember_unwind_on_exec(&u, self, SEC);
+	exec_at(self, SEC);
 	settle();
 	ck_assert(!u.disabled);
 	atomic_store(&fc.stop, true);
@@ -391,11 +406,46 @@ START_TEST(a_closed_collector_disables_the_tables)
 	/* The exit cannot be told: the module stops sending (no SIGPIPE, no error loop). */
 	ember_unwind_on_exit(&u, self, 2 * SEC);
 	ck_assert(u.disabled);
-	ember_unwind_on_exec(&u, self, 3 * SEC);
+	exec_at(self, 3 * SEC);
 	ck_assert_uint_eq(stat_of("unwind.process_loads"), 1);
 	/* teardown joins again: start a thread that ends at once. */
 	atomic_store(&fc.stop, true);
 	pthread_create(&fc.thread, NULL, collector_main, NULL);
+}
+END_TEST
+
+START_TEST(exec_keeps_maps_read_after_it_and_drops_older_ones)
+{
+	uint32_t self = (uint32_t)getpid();
+	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE,
+	                               .tgid = self,
+	                               .ustack_len = 1,
+	                               .stack_flags = EMBER_STACK_UNWIND_NO_PROC};
+	uint64_t exec_ns = ember_monotonic_ns();
+	unsigned int n;
+
+	/* A sample of the new program reached the loader before its exec did. */
+	sample_at(&s, SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	ck_assert_ptr_nonnull(last_proc(self));
+	ck_assert_uint_gt(last_proc(self)->total, 0);
+	n = fc.nprocs;
+	pthread_mutex_unlock(&fc.lock);
+	/* The exec came before that read: the list is the new program's and stays. */
+	ember_unwind_on_exec(&u, self, exec_ns, 2 * SEC);
+	settle();
+	ck_assert_uint_eq(fc.nprocs, n);
+	ck_assert_uint_eq(stat_of("unwind.process_loads"), 1);
+	/* An exec after the read: the collector forgets the list before the new one comes. */
+	exec_at(self, 3 * SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	ck_assert_uint_eq(fc.nprocs, n + 2);
+	ck_assert_uint_eq(fc.procs[n].total, 0);
+	ck_assert_uint_gt(fc.procs[n + 1].total, 0);
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_eq(stat_of("unwind.process_loads"), 2);
 }
 END_TEST
 
@@ -419,6 +469,7 @@ static Suite *unwind_tables_suite(void)
 	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
 	tcase_add_test(tc, refused_maps_back_off);
 	tcase_add_test(tc, a_closed_collector_disables_the_tables);
+	tcase_add_test(tc, exec_keeps_maps_read_after_it_and_drops_older_ones);
 	tcase_add_test(tc, stop_markers_name_every_reason);
 	suite_add_tcase(s, tc);
 	return s;
