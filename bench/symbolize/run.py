@@ -16,8 +16,16 @@ Address sets, drawn from real samples (perf, cpu-clock, leaf addresses):
 Each tool is timed as a whole process, output written (to /dev/null):
   cold  a fresh process resolving N addresses: parsing included (files are
         in the page cache; --drop-caches empties it first, as root)
-  warm  in-process caches warm: time(2N addresses) - time(N addresses)
-Usage: sudo bench/symbolize/run.py [--build-dir build] [--addresses 100000]
+  warm  in-process caches warm: time(2N addresses) - time(N addresses);
+        "noise" when that difference is below what the clock and the shared
+        machine can tell apart (1 ms)
+--base-build-dir DIR adds the driver of another build (e.g. main before a
+change) as "ember (base)", timed in the same run, to show a slowdown as a
+ratio.
+Agreement on the innermost frame: the line, the function name (compiler
+clone suffixes aside) and the source path as each peer prints it.
+Usage: sudo bench/symbolize/run.py [--build-dir build] [--base-build-dir DIR]
+                                   [--addresses 100000]
 """
 import argparse
 import os
@@ -136,19 +144,34 @@ def drop_caches():
 
 
 def measure(tools, n, files, args):
-    """{tool: (cold s, warm s)} for N addresses (files[1]) and 2N (files[2])."""
-    res = {}
-    for name, cmd in tools:
+    """{tool: (cold s, warm s)} for N addresses (files[1]) and 2N (files[2]).
+    The tools take turns within each repetition, so that a burst of load on
+    the machine weighs on all of them, not on whichever ran then."""
+    cold, t1, t2 = ({name: [] for name, _ in tools} for _ in range(3))
+    for _, cmd in tools:
         timed(cmd, files[1])  # page cache warm-up
-        cold = []
-        for _ in range(args.repeat):
+    for _ in range(args.repeat):
+        for name, cmd in tools:
             if args.drop_caches:
                 drop_caches()
-            cold.append(timed(cmd, files[1]))
-        t1 = min(timed(cmd, files[1]) for _ in range(args.repeat))
-        t2 = min(timed(cmd, files[2]) for _ in range(args.repeat))
-        res[name] = (min(cold), max(t2 - t1, 1e-9))
+            cold[name].append(timed(cmd, files[1]))
+            t1[name].append(timed(cmd, files[1]))
+            t2[name].append(timed(cmd, files[2]))
+    res = {}
+    for name, _ in tools:
+        warm = min(t2[name]) - min(t1[name])
+        # The 2N/N difference of a fast tool can vanish in the noise of a
+        # shared machine: no rate then, rather than an absurd one.
+        res[name] = (min(cold[name]), warm if warm >= 1e-3 else None)
     return res
+
+
+def rate(n, seconds):
+    return f"{n / seconds:>14,.0f}" if seconds else f"{'noise':>14}"
+
+
+def ratio(peer, ours):
+    return f"x{peer / ours:.1f}" if peer and ours else "n/a"
 
 
 def outputs(cmd, addr_file):
@@ -157,13 +180,14 @@ def outputs(cmd, addr_file):
 
 
 def innermost(text):
-    """(function, line) of the innermost frame per address, from output with an
-    address line before each entry."""
+    """(function, line, path) of the innermost frame per address, from output
+    with an address line before each entry."""
     out, lines = [], text.split("\n")
     for i, line in enumerate(lines):
         if line.startswith("0x") and i + 2 < len(lines):
-            m = re.search(r":(\d+)(?::\d+)?$", lines[i + 2])
-            out.append((lines[i + 1].split(" inlined at")[0].strip(), m.group(1) if m else "0"))
+            m = re.search(r"^(.*?):(\d+)(?::\d+)?$", lines[i + 2])
+            out.append((lines[i + 1].split(" inlined at")[0].strip(),
+                        m.group(2) if m else "0", m.group(1) if m else "??"))
     return out
 
 
@@ -173,17 +197,37 @@ def base_name(name):
 
 
 def agreement(sample_file, ember_cmd, peer_cmd):
-    """Addresses whose innermost frame ember gives the same line / name as the peer, of how many."""
+    """Addresses whose innermost frame ember gives the same line / name / path
+    as the peer, of how many, and the most frequent path disagreements."""
     pairs = list(zip(innermost(outputs(ember_cmd, sample_file)),
                      innermost(outputs(peer_cmd, sample_file))))
     same_line = sum(1 for a, b in pairs if a[1] == b[1])
     same_name = sum(1 for a, b in pairs if base_name(a[0]) == base_name(b[0]))
-    return same_line, same_name, len(pairs)
+    # A path is compared where both name a file: a peer's "??" is no path.
+    paths = [(a[2], b[2]) for a, b in pairs if a[2] != "??" and b[2] != "??"]
+    same_path = sum(1 for a, b in paths if a == b)
+    doubled, differ = 0, {}
+    for a, b in paths:
+        if a != b and doubled_dir(a, b):
+            doubled += 1
+        elif a != b:
+            differ[(a, b)] = differ.get((a, b), 0) + 1
+    worst = sorted(differ.items(), key=lambda kv: -kv[1])[:3]
+    return same_line, same_name, same_path, doubled, len(paths), len(pairs), worst
+
+
+def doubled_dir(ours, theirs):
+    """Whether the peer put a file of a relative compilation directory under
+    that directory twice (ours ./libio/genops.c, theirs ./libio/./libio/genops.c),
+    a path that does not exist."""
+    return not ours.startswith("/") and any(
+        theirs == ours[:i] + "/" + ours for i, c in enumerate(ours) if c == "/")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", default=os.path.join(SRC, "build"))
+    ap.add_argument("--base-build-dir", help="also time this build's driver, as \"ember (base)\"")
     ap.add_argument("--addresses", type=int, default=100000)
     ap.add_argument("--go-addresses", type=int, default=50000)
     ap.add_argument("--seconds", type=float, default=8)
@@ -195,8 +239,13 @@ def main():
     for tool in ("perf", "eu-addr2line", "llvm-symbolizer", "gcc", "go", "readelf"):
         if not shutil.which(tool):
             die(f"{tool} is missing: run scripts/install-deps.sh")
-    if not os.path.exists(driver):
-        die(f"{driver} is missing: build first (cmake --build {args.build_dir})")
+    base_driver = None
+    if args.base_build_dir:
+        base_driver = os.path.join(args.base_build_dir, "bench", "symbolize",
+                                   "ember-symbolize-bench")
+    for d, b in ((driver, args.build_dir), (base_driver, args.base_build_dir)):
+        if d and not os.path.exists(d):
+            die(f"{d} is missing: build first (cmake --build {b})")
     bid = build_id(LIBC)
     if not bid or not os.path.exists(f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"):
         die("libc6-dbg is not installed (apt-get install libc6-dbg): libc has no DWARF to read")
@@ -233,26 +282,32 @@ def main():
             ("eu-addr2line -f -i", ["eu-addr2line", "-f", "-i", "-e", peer_bin]),
             ("llvm-symbolizer", ["llvm-symbolizer", "--inlining", "--obj=" + peer_bin]),
         ]
+        if base_driver:
+            tools.append(("ember (base)", [base_driver, "--print", "--passes", "1", ember_bin]))
         res = measure(tools, n, files, args)
         print()
         print(f"{title}: {n} addresses ({len(set(base))} distinct, from {len(addrs)} samples)")
         print(f"  {'tool':<22} {'cold addr/s':>14} {'warm addr/s':>14}")
         for name, _ in tools:
             cold, warm = res[name]
-            print(f"  {name:<22} {n / cold:>14,.0f} {n / warm:>14,.0f}")
+            print(f"  {name:<22} {rate(n, cold)} {rate(n, warm)}")
         e_cold, e_warm = res["ember"]
         for name, _ in tools[1:]:
             cold, warm = res[name]
-            print(f"  ember / {name:<14} cold x{cold / e_cold:.1f}   warm x{warm / e_warm:.1f}")
+            print(f"  ember / {name:<14} cold {ratio(cold, e_cold)}   warm {ratio(warm, e_warm)}")
         # Does ember give the same answers (first 5,000 addresses)? Names of one
         # address differ by policy (aliases, DW_AT_name or linkage name): lines do not.
         check = os.path.join(wd, "check.addrs")
         write_addrs(check, base[:5000])
-        for name, cmd in tools[1:]:
-            line, fn, total = agreement(check, tools[0][1], [cmd[0], "-a" if cmd[0] == "eu-addr2line"
-                                                              else "--print-address", *cmd[1:]])
+        for name, cmd in tools[1:3]:
+            line, fn, path, doubled, with_path, total, worst = agreement(
+                check, tools[0][1],
+                [cmd[0], "-a" if cmd[0] == "eu-addr2line" else "--print-address", *cmd[1:]])
             print(f"  agreement with {name} on the innermost frame: line {line}/{total}, "
-                  f"function name {fn}/{total}")
+                  f"function name {fn}/{total}, source path {path}/{with_path} "
+                  f"(+{doubled} where {name} doubles a relative comp_dir)")
+            for (ours, theirs), count in worst:
+                print(f"    {count:>5} x path {ours} where {name} prints {theirs}")
     shutil.rmtree(wd, ignore_errors=True)
 
 
