@@ -55,6 +55,9 @@ struct session {
 	struct ember_unwind unwind;
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
+	/* A third, ahead of both, for exec records: see scan_execs(). */
+	struct ember_ring_consumer execs;
+	uint64_t execs_first; /* execs met by the third cursor */
 	bool unwind_warm;
 	uint64_t unwind_work_ns; /* when the unwind tables have work waiting (0: none) */
 	struct copy_result *copies[COPY_RESULTS]; /* a FIFO, in ring order */
@@ -112,6 +115,7 @@ static int handshake(struct session *s)
 	}
 	s->event_fd = fds[2];
 	s->ahead = s->ring;
+	s->execs = s->ring;
 	s->sym.monotonic_to_realtime_ns = m.welcome.monotonic_to_realtime_ns;
 	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
 	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
@@ -268,6 +272,13 @@ static void share_file(void *ctx, uint32_t pid, const struct ember_map_entry *e,
 	ember_symbolizer_preload(&s->sym, pid, e, fd, now_ns);
 }
 
+/* The unwind tables have work for ember_unwind_work() at due (CLOCK_MONOTONIC). */
+static void unwind_work_due(struct session *s, uint64_t due)
+{
+	if (!s->unwind_work_ns || due < s->unwind_work_ns)
+		s->unwind_work_ns = due;
+}
+
 static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
 {
 	const struct ember_sample_event *sample;
@@ -292,8 +303,39 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		/* Both leave work for later: a reload after exec, the loads of running processes.
 		 */
 		due = ev->kind == EMBER_EV_EXEC ? now_ns + EMBER_UNWIND_EXEC_RELOAD_NS : now_ns;
-		if (ev->kind != EMBER_EV_EXIT && (!s->unwind_work_ns || due < s->unwind_work_ns))
-			s->unwind_work_ns = due;
+		if (ev->kind != EMBER_EV_EXIT)
+			unwind_work_due(s, due);
+	}
+}
+
+/*
+ * A program that runs for a moment is gone by the time the cursor ahead,
+ * busy loading the tables of every process that missed them (all of them
+ * when ember starts on a busy host), reaches its exec: its mappings can no
+ * longer be read, and neither its stack copies unwound nor its addresses
+ * symbolized. A third cursor meets each exec as soon as it is in the ring
+ * and loads the new program first; the cursor ahead, reaching the exec
+ * later, finds its mappings read after it and keeps them. Samples are
+ * skipped unread (a buffer that only a process event fits).
+ */
+static void scan_execs(struct session *s)
+{
+	const struct ember_proc_event *ev;
+	_Alignas(8) unsigned char buf[sizeof(*ev)];
+	uint16_t type;
+	int len;
+
+	if (s->execs.tail < s->ahead.tail)
+		s->execs.tail = s->ahead.tail;
+	while ((len = ember_ring_read(&s->execs, &type, buf, sizeof(buf))) != -EAGAIN) {
+		if (len == -EBADMSG)
+			return; /* the cursor ahead reports it when it gets there */
+		if (len < 0 || type != EMBER_REC_PROCESS_EXEC ||
+		    ember_decode_proc_event(buf, (size_t)len, &ev) || ev->kind != EMBER_EV_EXEC)
+			continue;
+		s->execs_first++;
+		ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, ember_monotonic_ns());
+		unwind_work_due(s, ember_monotonic_ns() + EMBER_UNWIND_EXEC_RELOAD_NS);
 	}
 }
 
@@ -310,10 +352,16 @@ static int look_ahead(struct session *s, uint64_t until)
 	/* Reloads after exec, and the processes running at the start a slice at a time. */
 	if (s->unwind_work_ns && s->unwind_work_ns <= now)
 		s->unwind_work_ns = ember_unwind_work(&s->unwind, now, now + UNWIND_SLICE_NS);
+	scan_execs(s);
 	/* With the results of stack copies awaiting symbolization, wait for it. */
 	while ((!until || s->ahead.tail < until) && s->copies_len < COPY_RESULTS) {
 		uint16_t type;
-		int len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
+		int len;
+
+		/* A record here may take a while (a table load): execs that came meanwhile first.
+		 */
+		scan_execs(s);
+		len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
 
 		if (len == -EAGAIN || len == -EBADMSG)
 			return len == -EBADMSG ? len : 0;
@@ -388,6 +436,7 @@ static void set_run_stats(struct session *s)
 	if (s->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
 		ember_profile_stat_set(p, "off_cpu.min_ns", s->off_cpu_min_ns);
 	ember_profile_stat_set(p, "ring.sample_bytes", s->sample_bytes);
+	ember_profile_stat_set(p, "unwind.execs_met_first", s->execs_first);
 	ember_profile_stat_set(p, "ring.sample_bytes_without_copies",
 	                       s->sample_bytes_without_copies);
 }

@@ -591,9 +591,12 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 {
 	struct ember_unwind_process *p = find_proc(u, pid);
 
-	/* Read since (a sample of the new program came first): they are the new program's. */
+	/* Read since (a sample of the new program came first, or the exec was met ahead of
+	 * the ring): they are the new program's. A reload for its libraries is queued once. */
 	if (p && p->nmaps && p->maps_read_ns > exec_ns) {
-		queue_reload(u, pid, 0, now_ns);
+		if (!p->after_exec)
+			queue_reload(u, pid, 0, now_ns);
+		p->after_exec = true;
 		return;
 	}
 	/* The old program's mappings are no guide to the new one's, even if they cannot be read:

@@ -266,6 +266,10 @@ def test_one_shot_processes():
             log("  incomplete first sample: " + ";".join(f"{n}" for n, _ in reversed(frames)))
     assert len(first) >= 100, f"too few processes sampled: {len(first)}"
     assert first_good >= 0.99 * len(first), f"only {first_good} of {len(first)} first samples"
+    # Each exec is met ahead of the ring: a process's mappings are read before it is gone.
+    good = kinds["complete"] + kinds["no user stack"]
+    assert good >= 0.99 * total, f"only {good} of {total} samples complete"
+    assert stats["unwind.execs_met_first"] >= len(first), stats["unwind.execs_met_first"]
     volume(stats)
 
 
