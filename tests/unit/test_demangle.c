@@ -164,9 +164,9 @@ static Suite *demangle_suite(void)
 	tcase_add_test(tc, rust_v0_names);
 	tcase_add_test(tc, plain_and_hostile_names_are_left_alone);
 	suite_add_tcase(s, tc);
-	/* Hostile names that once took minutes or gigabytes: a tight clock. */
+	/* Hostile names that once took minutes or gigabytes: a tight CPU clock. */
 	tc = tcase_create("bounded");
-	tcase_set_timeout(tc, 10);
+	ember_tcase_cpu_bound(tc);
 	tcase_add_test(tc, rust_v0_back_references_are_bounded);
 	tcase_add_test(tc, cxx_back_references_are_bounded);
 	suite_add_tcase(s, tc);

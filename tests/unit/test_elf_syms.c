@@ -577,7 +577,7 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, mangled_copies_of_self_are_survived);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bounded");
-	tcase_set_timeout(tc, 10);
+	ember_tcase_cpu_bound(tc);
 	tcase_add_test(tc, many_note_segments_are_capped);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("corners");
