@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * Off-CPU time, for sampler.bpf.c (one object, so that these programs share
- * its ring buffer, PID filter, drop counters and the unwinder's maps).
+ * its ring buffer and send_sample, the PID filter, drop counters and the
+ * unwinder's maps).
  *
  * At sched_switch a thread leaving the CPU is remembered: when, in which
  * state (preempted, sleeping, uninterruptible) and in which system call. When
@@ -27,6 +28,7 @@
 
 #include "records.h"
 #include "scratch.bpf.h"
+#include "shared.bpf.h"
 #include "unwind.bpf.h"
 
 /* Set by the collector before load. */
@@ -100,7 +102,7 @@ int BPF_PROG(ember_off_cpu_switch, bool preempt, struct task_struct *prev, struc
 		bpf_map_delete_elem(&off_cpu_waits, &tid);
 		return 0;
 	}
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+	if (!pid_wanted(tgid))
 		return 0;
 	fresh.start_ns = bpf_ktime_get_ns();
 	/* A preempted task stays runnable whatever state it was about to enter. */
@@ -149,12 +151,9 @@ SEC("tp_btf/sched_exit_tp")
 int BPF_PROG(ember_off_cpu_resume, bool is_switch)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, d, weight;
-	__u32 tgid = id >> 32, tid = (__u32)id, slot = SCRATCH_OFF_CPU;
+	__u32 tid = (__u32)id, slot = SCRATCH_OFF_CPU;
 	struct off_cpu_wait *w, wait;
 	struct sample_scratch *s;
-	long kbytes;
-	__u64 klen, ulen;
-	bool wake;
 
 	if (!is_switch || !tid)
 		return 0;
@@ -180,36 +179,10 @@ int BPF_PROG(ember_off_cpu_resume, bool is_switch)
 		return 0;
 	}
 	s->hdr.kind = EMBER_EV_OFF_CPU;
-	s->hdr.tgid = tgid;
-	s->hdr.tid = tid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
-	s->hdr.time_ns = now;
-	s->hdr.stack_flags = 0;
 	s->hdr.off_cpu_ns = weight;
 	s->hdr.wait_state = wait.state;
 	s->hdr.wait_syscall = wait.syscall;
-	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
-
-	kbytes = bpf_get_stack(ctx, s->frames, EMBER_MAX_KSTACK * 8, 0);
-	if (kbytes < 0) {
-		s->hdr.stack_flags |= EMBER_STACK_KERNEL_ERR;
-		kbytes = 0;
-	}
-	klen = (__u64)kbytes / 8;
-	if (klen >= EMBER_MAX_KSTACK) {
-		klen = EMBER_MAX_KSTACK;
-		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
-	}
-	ulen = unwind_user_in_kernel(ctx, tgid, SCRATCH_OFF_CPU, (__u32)klen, &s->hdr.stack_flags);
-	if (ulen > EMBER_MAX_USTACK)
-		ulen = EMBER_MAX_USTACK;
-	s->hdr.kstack_len = klen;
-	s->hdr.ustack_len = ulen;
-	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS)) ||
-	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
-	if (bpf_ringbuf_output(&samples, s, sizeof(s->hdr) + (klen + ulen) * 8,
-	                       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-		count_drop(EMBER_DROP_RINGBUF_FULL);
+	send_sample(ctx, s, slot, id, now);
 	return 0;
 }
 

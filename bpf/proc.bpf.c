@@ -14,35 +14,18 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set by the collector before load; pid_filter is the sampler's map, shared. */
-const volatile bool filter_pids = false;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} pid_filter SEC(".maps");
+#include "shared.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 18);
 } proc_events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} proc_drops SEC(".maps");
-
 static __always_inline int send_event(__u32 kind, __u32 tgid)
 {
 	struct ember_proc_event ev = {};
-	__u32 zero = 0;
-	__u64 *n;
 
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
+	if (!pid_wanted(tgid))
 		return 0;
 	ev.kind = kind;
 	ev.tgid = tgid;
@@ -50,11 +33,8 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* An exec is wanted at once: the symbolizer loads the new program's unwind tables. */
 	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev),
-	                       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0)) {
-		n = bpf_map_lookup_elem(&proc_drops, &zero);
-		if (n)
-			*n += 1;
-	}
+	                       kind == EMBER_EV_EXEC ? BPF_RB_FORCE_WAKEUP : 0))
+		count_drop(EMBER_DROP_PROC_RINGBUF_FULL);
 	return 0;
 }
 
@@ -72,7 +52,7 @@ int ember_running(struct bpf_iter__task *ctx)
 	    (BPF_CORE_READ(task, flags) & PF_KTHREAD_FLAG) || !BPF_CORE_READ(task, mm))
 		return 0;
 	ev.tgid = BPF_CORE_READ(task, tgid);
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &ev.tgid))
+	if (!pid_wanted(ev.tgid))
 		return 0;
 	ev.kind = EMBER_EV_RUNNING;
 	ev.time_ns = bpf_ktime_get_ns();

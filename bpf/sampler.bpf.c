@@ -16,7 +16,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the collector before load. */
-const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
 
 /* The collector sizes the ring for the sampling rate before load (max_entries). */
@@ -29,63 +28,30 @@ struct {
 	__uint(max_entries, SAMPLES_RING_BYTES);
 } samples SEC(".maps");
 
-/* Processes to sample when filter_pids is set (tgid -> 1). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} pid_filter SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EMBER_DROP_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
-
+#include "shared.bpf.h"
 #include "scratch.bpf.h"
 #include "unwind.bpf.h"
 
-static __always_inline void count_drop(__u32 reason)
+/*
+ * Completes the sample in scratch slot `slot` (kind and off-CPU fields set by
+ * the caller) with the current task's ids, comm and stacks, and sends it.
+ * SCRATCH_CPU: ctx is the perf event's, whose registers the unwinder starts
+ * from; else the task is in the kernel and its saved user registers are used.
+ */
+static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u32 slot,
+                                        __u64 pid_tgid, __u64 now)
 {
-	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
-
-	if (n)
-		*n += 1;
-}
-
-SEC("perf_event")
-int ember_sample(struct bpf_perf_event_data *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct sample_scratch *s;
-	__u32 slot = SCRATCH_CPU;
+	__u32 tgid = pid_tgid >> 32;
 	long kbytes;
 	__u64 klen, ulen, size;
-	__u32 copy_bytes;
+	__u32 copy_bytes = 0;
 	bool wake;
 
-	if (tgid == 0 && !include_idle)
-		return 0;
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid))
-		return 0;
-
-	s = bpf_map_lookup_elem(&scratch, &slot);
-	if (!s) {
-		count_drop(EMBER_DROP_NO_SCRATCH);
-		return 0;
-	}
-	s->hdr.kind = EMBER_EV_SAMPLE;
 	s->hdr.tgid = tgid;
-	s->hdr.tid = tid;
+	s->hdr.tid = (__u32)pid_tgid;
 	s->hdr.cpu = bpf_get_smp_processor_id();
-	s->hdr.time_ns = bpf_ktime_get_ns();
+	s->hdr.time_ns = now;
 	s->hdr.stack_flags = 0;
-	s->hdr.off_cpu_ns = 0;
-	s->hdr.wait_state = 0;
-	s->hdr.wait_syscall = 0;
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
 	kbytes = bpf_get_stack(ctx, s->frames, EMBER_MAX_KSTACK * 8, 0);
@@ -98,16 +64,21 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 		klen = EMBER_MAX_KSTACK;
 		s->hdr.stack_flags |= EMBER_STACK_KERNEL_TRUNC;
 	}
-
-	ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags, &copy_bytes);
+	/* Only the CPU sampler copies stacks (where tables are missing) and earns their budget. */
+	if (slot == SCRATCH_CPU)
+		ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags, &copy_bytes);
+	else
+		ulen = unwind_user_in_kernel(ctx, tgid, slot, (__u32)klen, &s->hdr.stack_flags);
 	if (ulen > EMBER_MAX_USTACK)
 		ulen = EMBER_MAX_USTACK;
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 	size = sizeof(s->hdr) + (klen + ulen) * 8;
-	copy_budget_earn(size);
-	if (copy_bytes <= sizeof(s->copy))
-		size += copy_bytes;
+	if (slot == SCRATCH_CPU) {
+		copy_budget_earn(size);
+		if (copy_bytes <= sizeof(s->copy))
+			size += copy_bytes;
+	}
 
 	/*
 	 * Waking the collector for every sample costs more than the sample: it
@@ -118,6 +89,27 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
 	if (bpf_ringbuf_output(&samples, s, size, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
+}
+
+SEC("perf_event")
+int ember_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, slot = SCRATCH_CPU;
+	struct sample_scratch *s;
+
+	if ((tgid == 0 && !include_idle) || !pid_wanted(tgid))
+		return 0;
+	s = bpf_map_lookup_elem(&scratch, &slot);
+	if (!s) {
+		count_drop(EMBER_DROP_NO_SCRATCH);
+		return 0;
+	}
+	s->hdr.kind = EMBER_EV_SAMPLE;
+	s->hdr.off_cpu_ns = 0;
+	s->hdr.wait_state = 0;
+	s->hdr.wait_syscall = 0;
+	send_sample(ctx, s, slot, id, bpf_ktime_get_ns());
 	return 0;
 }
 

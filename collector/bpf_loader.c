@@ -177,7 +177,8 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	return 0;
 }
 
-/* Process events share the sampler's PID filter: with -p, others' execs are not ours. */
+/* Process events share the sampler's PID filter (with -p, others' execs are not ours)
+ * and drop counters (bpf/shared.bpf.h). */
 static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	int err;
@@ -187,6 +188,8 @@ static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		return neg_errno();
 	b->proc->rodata->filter_pids = o->npids > 0;
 	err = bpf_map__reuse_fd(b->proc->maps.pid_filter, bpf_map__fd(b->sampler->maps.pid_filter));
+	if (!err)
+		err = bpf_map__reuse_fd(b->proc->maps.drops, bpf_map__fd(b->sampler->maps.drops));
 	if (!err)
 		err = proc_bpf__load(b->proc);
 	if (!err)
@@ -318,14 +321,8 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 {
 	int fd = bpf_map__fd(b->sampler->maps.drops), err;
 
-	for (__u32 i = 0; i < EMBER_DROP_MAX; i++) {
-		if (i == EMBER_DROP_PROC_RINGBUF_FULL)
-			err =
-			    sum_percpu(bpf_map__fd(b->proc->maps.proc_drops), 0, b->ncpus, &out[i]);
-		else
-			err = sum_percpu(fd, i, b->ncpus, &out[i]);
-		if (err)
+	for (__u32 i = 0; i < EMBER_DROP_MAX; i++)
+		if ((err = sum_percpu(fd, i, b->ncpus, &out[i])))
 			return err;
-	}
 	return 0;
 }

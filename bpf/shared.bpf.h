@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * What the sampler (sampler.bpf.c, offcpu.bpf.h) and the process events
+ * (proc.bpf.c) share: the PID filter of -p and the drop counters. Both
+ * objects define these maps; the collector loads the sampler's and hands
+ * the process-event object the same two (bpf_map__reuse_fd), so a process
+ * is filtered, and a drop counted, in one place whichever program sees it.
+ */
+#ifndef EMBER_BPF_SHARED_BPF_H
+#define EMBER_BPF_SHARED_BPF_H
+
+#include "records.h"
+
+/* Set by the collector before load (each object has its own copy). */
+const volatile bool filter_pids = false;
+
+/* Processes to sample when filter_pids is set (tgid -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+/* Records not sent, by enum ember_drop_reason. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EMBER_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+static __always_inline bool pid_wanted(__u32 tgid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&pid_filter, &tgid);
+}
+
+static __always_inline void count_drop(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
+
+	if (n)
+		*n += 1;
+}
+
+#endif
