@@ -2,9 +2,7 @@
 #include "collector/check.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -151,10 +149,7 @@ static void check_load(struct report *r)
 		line(r, "eBPF programs", "load", OK, NULL);
 		sampler_bpf__destroy(skel);
 	} else {
-		char value[64];
-
-		snprintf(value, sizeof(value), "%s", strerror(errno));
-		line(r, "eBPF programs", value, FAIL,
+		line(r, "eBPF programs", strerror(errno), FAIL,
 		     "the verifier refused the sampler: run with --log-level debug and report it");
 	}
 }

@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -114,18 +113,13 @@ static int opt_frequency(struct cli *c, const char *arg)
 	return 0;
 }
 
-static bool process_exists(pid_t pid)
-{
-	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
 static int opt_pid(struct cli *c, const char *arg)
 {
 	uint64_t v;
 
 	if (ember_parse_u64(arg, 1, INT_MAX, &v))
 		return usage_error(c->cmd, "bad PID '%s'", arg);
-	if (!process_exists((pid_t)v))
+	if (kill((pid_t)v, 0) && errno != EPERM) /* EPERM: it exists */
 		return usage_error(c->cmd, "no process with PID %s", arg);
 	if (c->o.npids == EMBER_MAX_PIDS)
 		return usage_error(c->cmd, "too many -p (the limit is %s)", STR(EMBER_MAX_PIDS));

@@ -138,7 +138,6 @@ static int on_flushed(struct ember_peer *p, const struct peer_call *c, const uni
 	p->state = EMBER_PEER_ACTIVE;
 	p->flushed = true;
 	p->flush_status = in->flushed.status;
-	p->flushed_samples = in->flushed.samples;
 	return 0;
 }
 
@@ -196,7 +195,6 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 			    err, "symbolizer (pid %d) broke the protocol (%m): disconnecting it",
 			    p->pid);
 		}
-		p->messages++;
 		err = ember_peer_allows(p->state, msg.hdr.type)
 		          ? handlers[msg.hdr.type].handle(p, &call, &msg)
 		          : -EPROTO;
@@ -212,19 +210,15 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 int ember_peer_send_flush(struct ember_peer *p, struct ember_drain *drain, bool final)
 {
 	union ember_msg out;
-	uint64_t unreported = 0;
 	int err;
 
 	if (p->state != EMBER_PEER_ACTIVE)
 		return p->state == EMBER_PEER_FLUSHING ? -EALREADY : -ENOTCONN;
 	ember_drain_flush_lost(drain);
-	for (int r = 0; r <= EMBER_LOST_OTHER; r++)
-		if (r != EMBER_LOST_PROC_EVENTS)
-			unreported += drain->pending_lost[r];
 	ember_msg_init(&out, EMBER_MSG_FLUSH, 0);
 	out.flush.head = p->ring.head;
 	out.flush.final = final;
-	out.flush.lost_unreported = unreported;
+	out.flush.lost_unreported = ember_drain_lost_samples(drain->pending_lost);
 	p->flushed = false;
 	err = send_msg(p, &out, NULL, 0);
 	if (!err) {

@@ -44,8 +44,6 @@ struct ember_peer {
 	/* Last FLUSHED reply. */
 	bool flushed;
 	int32_t flush_status;
-	uint64_t flushed_samples;
-	uint64_t messages;
 	struct ember_tables *tables; /* where unwind messages go; NULL: refused */
 };
 

@@ -32,8 +32,6 @@ static void forward(struct ember_drain *d, uint16_t type, const void *data, size
 		count_lost(d, sample ? EMBER_LOST_SAMPLE_RING : EMBER_LOST_PROC_EVENTS, 1);
 	else if (sample)
 		d->samples++;
-	else
-		d->proc_events++;
 }
 
 int ember_drain_on_sample(void *ctx, void *data, size_t size)
@@ -110,7 +108,7 @@ void ember_drain_flush_lost(struct ember_drain *d)
 	}
 }
 
-uint64_t ember_drain_lost_total(const struct ember_drain *d)
+uint64_t ember_drain_lost_samples(const uint64_t by_reason[EMBER_LOST_REASONS])
 {
 	uint64_t n = 0;
 
@@ -118,6 +116,6 @@ uint64_t ember_drain_lost_total(const struct ember_drain *d)
 	 * off-CPU waits left out on purpose are no loss. */
 	for (int r = 0; r <= EMBER_LOST_OTHER; r++)
 		if (r != EMBER_LOST_PROC_EVENTS)
-			n += d->lost[r];
+			n += by_reason[r];
 	return n;
 }

@@ -20,9 +20,8 @@
 struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */
 	struct ember_procs *procs;
-	uint64_t samples;     /* copied into the sample ring */
-	uint64_t proc_events; /* copied into the sample ring */
-	uint64_t malformed;   /* records from the kernel of an impossible size */
+	uint64_t samples;   /* copied into the sample ring */
+	uint64_t malformed; /* records from the kernel of an impossible size */
 	uint64_t pending_lost[EMBER_LOST_REASONS]; /* not yet reported in a LOST record */
 	uint64_t lost[EMBER_LOST_REASONS];         /* totals, for the progress line */
 	uint64_t bpf_drops_seen[EMBER_DROP_MAX];
@@ -38,6 +37,7 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size);
 void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[EMBER_DROP_MAX]);
 /* Writes pending LOST records into the sample ring while it has room. */
 void ember_drain_flush_lost(struct ember_drain *d);
-uint64_t ember_drain_lost_total(const struct ember_drain *d);
+/* The samples among counts by enum ember_lost_reason (lost or pending_lost). */
+uint64_t ember_drain_lost_samples(const uint64_t by_reason[EMBER_LOST_REASONS]);
 
 #endif

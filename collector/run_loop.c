@@ -22,10 +22,12 @@
 #include "collector/broker.h"
 #include "collector/peer.h"
 #include "collector/seen_pids.h"
+#include "collector/spawn.h"
 #include "collector/ring_drain.h"
 #include "ipc/endpoint.h"
 #include "seccomp/caps.h"
 #include "seccomp/policy.h"
+#include "shared/cleanup.h"
 #include "collector/table_loader.h"
 #include "shared/clock.h"
 #include "shared/err.h"
@@ -77,7 +79,7 @@ static void draw_progress(struct recorder *r, uint64_t now_ns)
 	n = snprintf(line, sizeof(line),
 	             "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
 	             (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
-	             ember_drain_lost_total(&r->drain),
+	             ember_drain_lost_samples(r->drain.lost),
 	             r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
 		r->progress_drawn = true;
@@ -368,6 +370,41 @@ static int await_symbolizer(struct recorder *r)
 	return 0;
 }
 
+/* `ember record`: the symbolizer as a child, connected and past its handshake. */
+static int start_child(struct recorder *r)
+{
+	int sv[2], err;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return neg_errno();
+	ember_endpoint_refuse_fds(sv[0]);
+	err = ember_spawn_symbolizer(r->opts, sv[1], &r->child, &r->child_pidfd);
+	close(sv[1]);
+	if (err) {
+		close(sv[0]);
+		return err;
+	}
+	ember_peer_attach(&r->peer, sv[0], r->child);
+	/* The symbolizer may read its own maps: it warms its unwind tables with its libraries. */
+	ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
+	/* The child has its copies; the collector keeps none of the outputs open. */
+	close_outputs(r->opts);
+	/* Sample only once the symbolizer can take samples: none lost at the start. */
+	return await_symbolizer(r);
+}
+
+/* Raises the soft limit on open descriptors to the hard one, and returns it. */
+static rlim_t raise_fd_limit(void)
+{
+	struct rlimit nofile = {2 * PROCS_CAPACITY, 2 * PROCS_CAPACITY};
+
+	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	return nofile.rlim_cur;
+}
+
 static int setup(struct recorder *r)
 {
 	struct ember_record_opts *o = r->opts;
@@ -392,26 +429,12 @@ static int setup(struct recorder *r)
 	    .on_proc_event = ember_drain_on_proc_event,
 	    .cb_ctx = &r->drain,
 	};
-	struct ember_spawn_opts so = {
-	    .uid = o->uid,
-	    .gid = o->gid,
-	    .outputs = o->outputs,
-	    .noutputs = o->noutputs,
-	    .otlp_url = o->otlp_url,
-	    .log_level = o->log_level,
-	    .extra_args = o->symbolizer_args,
-	};
 	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
-	struct rlimit nofile = {2 * PROCS_CAPACITY, 2 * PROCS_CAPACITY};
-	int sv[2], err;
+	int err;
 
 	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
 	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
-	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
-		nofile.rlim_cur = nofile.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
-	err = ember_procs_init(&r->procs, MIN(PROCS_CAPACITY, nofile.rlim_cur / 2));
+	err = ember_procs_init(&r->procs, MIN(PROCS_CAPACITY, raise_fd_limit() / 2));
 	if (err)
 		return err;
 	ember_drain_init(&r->drain, &r->procs);
@@ -430,27 +453,8 @@ static int setup(struct recorder *r)
 			    r->listen_fd,
 			    "cannot listen at %s: %m; is another ember-collector running?",
 			    o->socket_path);
-	} else {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-			return neg_errno();
-		ember_endpoint_refuse_fds(sv[0]);
-		so.sock_fd = sv[1];
-		err = ember_spawn_symbolizer(&so, &r->child, &r->child_pidfd);
-		close(sv[1]);
-		if (err) {
-			close(sv[0]);
-			return err;
-		}
-		ember_peer_attach(&r->peer, sv[0], r->child);
-		/* The symbolizer may read its own maps: it warms its unwind tables with its
-		 * libraries. */
-		ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
-		/* The child has its copies; the collector keeps none of the outputs open. */
-		close_outputs(o);
-		/* Sample only once the symbolizer can take samples: none lost at the start. */
-		err = await_symbolizer(r);
-		if (err)
-			return err;
+	} else if ((err = start_child(r))) {
+		return err;
 	}
 
 	err = ember_bpf_start(&r->bpf, &bo);
@@ -466,9 +470,7 @@ static int setup(struct recorder *r)
 
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (r->epfd < 0 || r->timerfd < 0)
-		return neg_errno();
-	if (timerfd_settime(r->timerfd, 0, &tick, NULL) < 0)
+	if (r->epfd < 0 || r->timerfd < 0 || timerfd_settime(r->timerfd, 0, &tick, NULL) < 0)
 		return neg_errno();
 	if ((err = epoll_add(r->epfd, ember_bpf_ring_fd(&r->bpf), TAG_BPF)) ||
 	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
@@ -494,16 +496,11 @@ static void teardown(struct recorder *r)
 	ember_tables_free(&r->tables);
 	ember_bpf_destroy(&r->bpf);
 	ember_procs_free(&r->procs);
-	if (r->child_pidfd >= 0)
-		close(r->child_pidfd);
-	if (r->epfd >= 0)
-		close(r->epfd);
-	if (r->timerfd >= 0)
-		close(r->timerfd);
-	if (r->listen_fd >= 0)
-		close(r->listen_fd);
-	if (r->sigfd >= 0)
-		close(r->sigfd);
+	ember_closep(&r->child_pidfd);
+	ember_closep(&r->epfd);
+	ember_closep(&r->timerfd);
+	ember_closep(&r->listen_fd);
+	ember_closep(&r->sigfd);
 }
 
 static void run_loop(struct recorder *r)
@@ -580,7 +577,7 @@ int ember_record_run(struct ember_record_opts *o)
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
-	         ember_drain_lost_total(&r.drain));
+	         ember_drain_lost_samples(r.drain.lost));
 	for (size_t i = 0; i < o->noutputs; i++)
 		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
 	if (r.undelivered)

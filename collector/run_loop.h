@@ -16,9 +16,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "collector/spawn.h"
+#include "ipc/proto.h"
 
 #define EMBER_MAX_PIDS 1024
+
+struct ember_output_spec {
+	const char *path;
+	const char *format; /* "folded", "pprof", "html", "otlp" */
+	int fd;
+	bool created; /* this run created it: removed again if the run fails */
+};
 
 struct ember_record_opts {
 	unsigned int sample_hz;

@@ -8,11 +8,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "collector/run_loop.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
@@ -36,28 +36,25 @@ int ember_symbolizer_path(char *buf, size_t size)
 }
 
 /* In the child: moves each descriptor to its fixed number and closes everything else. */
-static int arrange_fds(const struct ember_spawn_opts *o)
+static int arrange_fds(const struct ember_record_opts *o, int sock)
 {
-	int high[1 + EMBER_MAX_OUTPUTS], n = 0;
+	int high[1 + EMBER_MAX_OUTPUTS], n = 1 + (int)o->noutputs;
 
-	/* First out of the way, so that no source is overwritten by an earlier dup2. */
-	high[n] = fcntl(o->sock_fd, F_DUPFD_CLOEXEC, 64);
-	if (high[n++] < 0)
-		return -1;
-	for (size_t i = 0; i < o->noutputs; i++) {
-		high[n] = fcntl(o->outputs[i].fd, F_DUPFD_CLOEXEC, 64);
-		if (high[n++] < 0)
+	/* The socket, then the outputs: first out of the way, so that no source is
+	 * overwritten by an earlier dup2. */
+	for (int i = 0; i < n; i++)
+		if ((high[i] = fcntl(i ? o->outputs[i - 1].fd : sock, F_DUPFD_CLOEXEC, 64)) < 0)
 			return -1;
-	}
 	for (int i = 0; i < n; i++)
 		if (dup2(high[i], CHILD_SOCK_FD + i) < 0)
 			return -1;
 	return (int)syscall(SYS_close_range, CHILD_SOCK_FD + n, ~0u, 0);
 }
 
-int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int *pidfd_out)
+int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *pid_out,
+                           int *pidfd_out)
 {
-	char path[PATH_MAX], uid[24], gid[24], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
+	char path[PATH_MAX], uid[32], gid[32], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
 	const char *argv[MAX_ARGS + 16];
 	sigset_t all;
 	int argc = 0, err;
@@ -71,13 +68,11 @@ int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int
 		          EMBER_LIBEXECDIR);
 		return err;
 	}
-	snprintf(uid, sizeof(uid), "%u", (unsigned)o->uid);
-	snprintf(gid, sizeof(gid), "%u", (unsigned)o->gid);
+	snprintf(uid, sizeof(uid), "--uid=%u", (unsigned)o->uid);
+	snprintf(gid, sizeof(gid), "--gid=%u", (unsigned)o->gid);
 	argv[argc++] = "ember-symbolizer";
 	argv[argc++] = "--socket-fd=3";
-	argv[argc++] = "--uid";
 	argv[argc++] = uid;
-	argv[argc++] = "--gid";
 	argv[argc++] = gid;
 	argv[argc++] = "--log-level";
 	argv[argc++] = o->log_level ? o->log_level : "info";
@@ -91,8 +86,8 @@ int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int
 		argv[argc++] = "--otlp";
 		argv[argc++] = o->otlp_url;
 	}
-	for (int i = 0; o->extra_args && o->extra_args[i] && argc < MAX_ARGS + 14; i++)
-		argv[argc++] = o->extra_args[i];
+	for (int i = 0; o->symbolizer_args && o->symbolizer_args[i] && argc < MAX_ARGS + 14; i++)
+		argv[argc++] = o->symbolizer_args[i];
 	argv[argc] = NULL;
 
 	pid = fork();
@@ -107,7 +102,7 @@ int ember_spawn_symbolizer(const struct ember_spawn_opts *o, pid_t *pid_out, int
 		/* Its own process group: a Ctrl-C at the terminal reaches only the
 		 * collector, which then asks the symbolizer to finish its outputs. */
 		setpgid(0, 0);
-		if (arrange_fds(o) < 0)
+		if (arrange_fds(o, sock) < 0)
 			_exit(127);
 		execv(path, (char *const *)argv);
 		_exit(127);

@@ -169,8 +169,6 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	if (t->staged == s->count) {
 		if (bpf_map_update_elem(t->procs_fd, &t->staging_pid, s, BPF_ANY))
 			failed(t, "process", neg_errno());
-		else
-			t->procs_loaded++;
 		t->staging_pid = 0;
 	}
 	return 0;

@@ -30,7 +30,7 @@ struct ember_tables {
 	uint64_t rows_loaded, max_rows;
 	struct ember_unwind_proc staging;
 	uint32_t staging_pid, staged;
-	uint64_t tables_loaded, procs_loaded, failures;
+	uint64_t tables_loaded, failures;
 };
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
