@@ -308,51 +308,195 @@ static int parse_export_option(int c, const char *arg, struct export_args *a)
 	}
 }
 
+static const struct option longopts[] = {
+    {"socket-fd", required_argument, NULL, OPT_SOCKET_FD},
+    {"uid", required_argument, NULL, OPT_UID},
+    {"gid", required_argument, NULL, OPT_GID},
+    {"output-fd", required_argument, NULL, OPT_OUTPUT_FD},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"cache-bytes", required_argument, NULL, OPT_CACHE},
+    {"connect", required_argument, NULL, OPT_CONNECT},
+    {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"user", required_argument, NULL, OPT_USER},
+    {"otlp", required_argument, NULL, OPT_OTLP},
+    {"otlp-header", required_argument, NULL, OPT_OTLP_HEADER},
+    {"otlp-ca", required_argument, NULL, OPT_OTLP_CA},
+    {"otlp-cert", required_argument, NULL, OPT_OTLP_CERT},
+    {"otlp-key", required_argument, NULL, OPT_OTLP_KEY},
+    {"otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT},
+    {"otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION},
+    {"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
+    {"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
+    {"service-name", required_argument, NULL, OPT_SERVICE},
+    {"view", required_argument, NULL, OPT_VIEW},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line builds: the options of both modes. */
+struct cli {
+	struct ember_session_opts so; /* `ember record`'s child (--socket-fd) */
+	struct ember_daemon_opts d;   /* the daemon (--output-dir) */
+	struct ember_sandbox_opts sb; /* `ember record`'s child's sandbox */
+	struct export_args xa;
+	const char *output_dir, *user;
+	bool have_uid, have_gid;
+};
+
+/* Takes one option. Returns 0, -EINVAL (a bad argument) or -ENOENT (no such option). */
+static int parse_option(struct cli *c, int opt, const char *arg)
+{
+	enum ember_log_level level;
+	uint64_t v;
+
+	switch (opt) {
+	case OPT_SOCKET_FD:
+		if (ember_parse_u64(arg, 0, 1023, &v))
+			return -EINVAL;
+		c->so.sock = (int)v;
+		return 0;
+	case OPT_UID:
+		if (ember_parse_u64(arg, 1, UINT32_MAX - 1, &v))
+			return -EINVAL;
+		c->sb.uid = (uid_t)v;
+		c->have_uid = true;
+		return 0;
+	case OPT_GID:
+		if (ember_parse_u64(arg, 0, UINT32_MAX - 1, &v))
+			return -EINVAL;
+		c->sb.gid = (gid_t)v;
+		c->have_gid = true;
+		return 0;
+	case OPT_OUTPUT_FD:
+		if (c->so.noutputs == EMBER_MAX_OUTPUTS ||
+		    parse_output(arg, &c->so.outputs[c->so.noutputs]))
+			return -EINVAL;
+		c->so.noutputs++;
+		return 0;
+	case OPT_LOG_LEVEL:
+		if (ember_log_level_parse(arg, &level))
+			return -EINVAL;
+		ember_log_set_level(level);
+		return 0;
+	case OPT_CACHE:
+		if (ember_parse_u64(arg, 1 << 20, 1ull << 40, &v))
+			return -EINVAL;
+		c->so.objcache_bytes = c->d.objcache_bytes = v;
+		return 0;
+	case OPT_CONNECT:
+		c->d.socket_path = arg;
+		return 0;
+	case OPT_OUTPUT_DIR:
+		c->output_dir = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (c->d.rotation.nformats == EMBER_FORMAT_MAX ||
+		    ember_format_parse(arg, &c->d.rotation.formats[c->d.rotation.nformats]))
+			return -EINVAL;
+		c->d.rotation.nformats++;
+		return 0;
+	case OPT_INTERVAL:
+		if (ember_parse_duration_ms(arg, &v) || v < 1000)
+			return -EINVAL;
+		c->d.interval_ms = c->xa.interval_ms = v;
+		return 0;
+	case OPT_KEEP:
+		if (ember_parse_u64(arg, 0, 1000000, &v))
+			return -EINVAL;
+		c->d.rotation.keep = (unsigned int)v;
+		return 0;
+	case OPT_USER:
+		c->user = arg;
+		return 0;
+	case OPT_VIEW:
+		if (ember_view_parse(arg, &c->so.view))
+			return -EINVAL;
+		c->d.view = c->so.view;
+		return 0;
+	default:
+		return parse_export_option(opt, arg, &c->xa);
+	}
+}
+
+/* Parses argv into c. Returns -1 to go on, or an exit code (help, a usage error). */
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+	int opt, idx = 0, err;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			return EMBER_EXIT_OK;
+		}
+		err = parse_option(c, opt, optarg);
+		if (err == -EINVAL)
+			fprintf(stderr, "ember-symbolizer: bad --%s '%s'\n", longopts[idx].name,
+			        optarg);
+		if (err) {
+			usage(stderr);
+			return EMBER_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (c->so.sock >= 0 && (!c->have_uid || !c->have_gid))) {
+		usage(stderr);
+		return EMBER_EXIT_USAGE;
+	}
+	if (c->so.sock < 0 && !c->output_dir) {
+		fprintf(stderr,
+		        "ember-symbolizer: give --output-dir (daemon) or run `ember record`\n");
+		usage(stderr);
+		return EMBER_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Export set up (before the sandbox), then either mode. Returns an exit code. */
+static int run(struct cli *c)
+{
+	struct ember_session_export *ex = &c->so.export;
+	struct ember_export_config cfg;
+	int err;
+
+	if (ember_resource_config_from(env, ex->service_name, sizeof(ex->service_name),
+	                               ex->resource_attrs, sizeof(ex->resource_attrs))) {
+		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");
+		return EMBER_EXIT_USAGE;
+	}
+	if (c->xa.service)
+		ember_strlcpy(ex->service_name, c->xa.service, sizeof(ex->service_name));
+	/* The TLS files are read (perhaps as root) and the endpoint resolved before
+	 * the user changes and the sandbox closes. */
+	if (c->xa.url && (err = start_export(&c->xa, &cfg, ex)))
+		return err;
+	/* Export: TCP to the endpoint's port only, and the export thread starts inside. */
+	c->sb.network = c->d.sandbox.network = ex->exporter != NULL;
+	c->sb.tcp_port = c->d.sandbox.tcp_port = ex->exporter ? cfg.port : 0;
+	c->sb.threads_later = c->d.sandbox.threads_later = ex->exporter != NULL;
+	c->d.export = *ex;
+	err =
+	    c->so.sock < 0 ? run_daemon(&c->d, c->output_dir, c->user) : run_record(&c->so, &c->sb);
+	ember_exporter_destroy(ex->exporter);
+	if (c->xa.url)
+		curl_global_cleanup();
+	return err;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"socket-fd", required_argument, NULL, OPT_SOCKET_FD},
-	    {"uid", required_argument, NULL, OPT_UID},
-	    {"gid", required_argument, NULL, OPT_GID},
-	    {"output-fd", required_argument, NULL, OPT_OUTPUT_FD},
-	    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-	    {"cache-bytes", required_argument, NULL, OPT_CACHE},
-	    {"connect", required_argument, NULL, OPT_CONNECT},
-	    {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"interval", required_argument, NULL, OPT_INTERVAL},
-	    {"keep", required_argument, NULL, OPT_KEEP},
-	    {"user", required_argument, NULL, OPT_USER},
-	    {"otlp", required_argument, NULL, OPT_OTLP},
-	    {"otlp-header", required_argument, NULL, OPT_OTLP_HEADER},
-	    {"otlp-ca", required_argument, NULL, OPT_OTLP_CA},
-	    {"otlp-cert", required_argument, NULL, OPT_OTLP_CERT},
-	    {"otlp-key", required_argument, NULL, OPT_OTLP_KEY},
-	    {"otlp-timeout", required_argument, NULL, OPT_OTLP_TIMEOUT},
-	    {"otlp-compression", required_argument, NULL, OPT_OTLP_COMPRESSION},
-	    {"otlp-queue-size", required_argument, NULL, OPT_OTLP_QUEUE},
-	    {"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
-	    {"service-name", required_argument, NULL, OPT_SERVICE},
-	    {"view", required_argument, NULL, OPT_VIEW},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static struct cli c = {
+	    .so = {.sock = -1, .signal_fd = -1},
+	    .d =
+		{
+		    .socket_path = EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
+		    .interval_ms = DEFAULT_INTERVAL_MS,
+		    .rotation = {.keep = DEFAULT_KEEP},
+		},
+	    .sb = {.change_user = true, .die_with_parent = true},
 	};
-	static struct ember_session_opts so;
-	static struct ember_daemon_opts d = {
-	    .socket_path = EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
-	    .interval_ms = DEFAULT_INTERVAL_MS,
-	    .rotation = {.keep = DEFAULT_KEEP},
-	};
-	struct ember_sandbox_opts sb = {.change_user = true, .die_with_parent = true};
-	static struct export_args xa;
-	struct ember_session_export *ex = &so.export;
-	struct ember_export_config cfg;
-	const char *output_dir = NULL, *user = NULL;
-	enum ember_format fmt;
-	uint64_t v;
-	bool have_uid = false, have_gid = false;
-	enum ember_log_level level;
-	int c, err, idx = 0;
+	int code;
 
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
 	if (argc > 1 && ember_command_known(argv[1])) {
@@ -363,119 +507,7 @@ int main(int argc, char **argv)
 	 * a heap glibc shrinks after reading /proc/sys/vm/overcommit_memory, which the
 	 * sandbox forbids); it also keeps the resident set small. */
 	mallopt(M_ARENA_MAX, 1);
-	so.sock = -1;
-	so.signal_fd = -1;
-	while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-		switch (c) {
-		case OPT_SOCKET_FD:
-			if (ember_parse_u64(optarg, 0, 1023, &v))
-				goto bad;
-			so.sock = (int)v;
-			break;
-		case OPT_UID:
-			if (ember_parse_u64(optarg, 1, UINT32_MAX - 1, &v))
-				goto bad;
-			sb.uid = (uid_t)v;
-			have_uid = true;
-			break;
-		case OPT_GID:
-			if (ember_parse_u64(optarg, 0, UINT32_MAX - 1, &v))
-				goto bad;
-			sb.gid = (gid_t)v;
-			have_gid = true;
-			break;
-		case OPT_OUTPUT_FD:
-			if (so.noutputs == EMBER_MAX_OUTPUTS ||
-			    parse_output(optarg, &so.outputs[so.noutputs]))
-				goto bad;
-			so.noutputs++;
-			break;
-		case OPT_LOG_LEVEL:
-			if (ember_log_level_parse(optarg, &level))
-				goto bad;
-			ember_log_set_level(level);
-			break;
-		case OPT_CACHE:
-			if (ember_parse_u64(optarg, 1 << 20, 1ull << 40, &v))
-				goto bad;
-			so.objcache_bytes = d.objcache_bytes = v;
-			break;
-		case OPT_CONNECT:
-			d.socket_path = optarg;
-			break;
-		case OPT_OUTPUT_DIR:
-			output_dir = optarg;
-			break;
-		case OPT_FORMAT:
-			if (ember_format_parse(optarg, &fmt) ||
-			    d.rotation.nformats == EMBER_FORMAT_MAX)
-				goto bad;
-			d.rotation.formats[d.rotation.nformats++] = fmt;
-			break;
-		case OPT_INTERVAL:
-			if (ember_parse_duration_ms(optarg, &v) || v < 1000)
-				goto bad;
-			d.interval_ms = xa.interval_ms = v;
-			break;
-		case OPT_KEEP:
-			if (ember_parse_u64(optarg, 0, 1000000, &v))
-				goto bad;
-			d.rotation.keep = (unsigned int)v;
-			break;
-		case OPT_USER:
-			user = optarg;
-			break;
-		case OPT_VIEW:
-			if (ember_view_parse(optarg, &so.view))
-				goto bad;
-			d.view = so.view;
-			break;
-		case 'h':
-			usage(stdout);
-			return EMBER_EXIT_OK;
-		default:
-			err = parse_export_option(c, optarg, &xa);
-			if (err == -ENOENT) {
-				usage(stderr);
-				return EMBER_EXIT_USAGE;
-			}
-			if (err)
-				goto bad;
-		}
-	}
-	if (optind != argc || (so.sock >= 0 && (!have_uid || !have_gid))) {
-		usage(stderr);
-		return EMBER_EXIT_USAGE;
-	}
-	if (so.sock < 0 && !output_dir) {
-		fprintf(stderr,
-		        "ember-symbolizer: give --output-dir (daemon) or run `ember record`\n");
-		usage(stderr);
-		return EMBER_EXIT_USAGE;
-	}
-	if (ember_resource_config_from(env, ex->service_name, sizeof(ex->service_name),
-	                               ex->resource_attrs, sizeof(ex->resource_attrs))) {
-		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");
-		return EMBER_EXIT_USAGE;
-	}
-	if (xa.service)
-		ember_strlcpy(ex->service_name, xa.service, sizeof(ex->service_name));
-	/* The TLS files are read (perhaps as root) and the endpoint resolved before
-	 * the user changes and the sandbox closes. */
-	if (xa.url && (err = start_export(&xa, &cfg, ex)))
-		return err;
-	/* Export: TCP to the endpoint's port only, and the export thread starts inside. */
-	sb.network = d.sandbox.network = ex->exporter != NULL;
-	sb.tcp_port = d.sandbox.tcp_port = ex->exporter ? cfg.port : 0;
-	sb.threads_later = d.sandbox.threads_later = ex->exporter != NULL;
-	d.export = *ex;
-	err = so.sock < 0 ? run_daemon(&d, output_dir, user) : run_record(&so, &sb);
-	ember_exporter_destroy(ex->exporter);
-	if (xa.url)
-		curl_global_cleanup();
-	return err;
-bad:
-	fprintf(stderr, "ember-symbolizer: bad --%s '%s'\n", longopts[idx].name, optarg);
-	usage(stderr);
-	return EMBER_EXIT_USAGE;
+	if ((code = parse_args(&c, argc, argv)) >= 0)
+		return code;
+	return run(&c);
 }

@@ -412,6 +412,37 @@ static int after_terminator(const struct expander *x, Dwarf_Die *last, const uin
 	return dwarf_offdie(x->d->dw, at, next) ? 0 : -1;
 }
 
+/*
+ * Visits e's DIE: a function or an inlined call becomes a node. Returns 1
+ * when its children are to be walked (c, if not NULL, is the first one), 0
+ * when the walk goes on with its sibling, or a negative errno.
+ */
+static int visit(struct expander *x, struct walk_entry *e, struct walk_entry *c)
+{
+	int tag = dwarf_tag(&e->die), err;
+	uint32_t scope = e->scope, level = e->depth, node;
+
+	e->visited = true;
+	if (++x->d->dies > EMBER_DWARF_MAX_DIES)
+		return -E2BIG;
+	if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+		err = add_node(x, &e->die, tag, scope, scope == NO_NODE ? 0 : level + 1, &node);
+		if (err)
+			return err;
+		if (node == NO_NODE)
+			return 0; /* no code: nothing inside matters */
+		scope = node;
+		level = x->depths[node];
+	}
+	if (!c || !may_hold_code(tag) || dwarf_haschildren(&e->die) <= 0 ||
+	    dwarf_child(&e->die, &c->die) != 0)
+		return 0;
+	c->scope = scope;
+	c->depth = level;
+	c->visited = false;
+	return 1;
+}
+
 static int walk_unit(struct expander *x)
 {
 	struct walk_entry *stack = malloc(EMBER_DWARF_MAX_DEPTH * sizeof(*stack));
@@ -434,38 +465,16 @@ static int walk_unit(struct expander *x)
 		int r;
 
 		if (!e->visited) {
-			int tag = dwarf_tag(&e->die);
-			uint32_t scope = e->scope, level = e->depth, node;
-
-			e->visited = true;
-			if (++x->d->dies > EMBER_DWARF_MAX_DIES) {
-				err = -E2BIG;
+			r = visit(x, e, depth < EMBER_DWARF_MAX_DEPTH ? &stack[depth] : NULL);
+			if (r < 0) {
+				err = r;
 				break;
 			}
-			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-				err = add_node(x, &e->die, tag, scope,
-				               scope == NO_NODE ? 0 : level + 1, &node);
-				if (err)
-					break;
-				if (node == NO_NODE)
-					goto next; /* no code: nothing inside matters */
-				scope = node;
-				level = x->depths[node];
-			}
-			if (may_hold_code(tag) && dwarf_haschildren(&e->die) > 0 &&
-			    depth < EMBER_DWARF_MAX_DEPTH) {
-				struct walk_entry *c = &stack[depth];
-
-				if (dwarf_child(&e->die, &c->die) == 0) {
-					c->scope = scope;
-					c->depth = level;
-					c->visited = false;
-					depth++;
-					continue;
-				}
+			if (r == 1) {
+				depth++;
+				continue;
 			}
 		}
-	next:
 		sib.addr = NULL;
 		r = dwarf_siblingof(&e->die, &sib);
 		/* A list ended: its 0 byte (libdw gives it) says where the parent's goes on. */

@@ -137,6 +137,45 @@ static bool open_entry(const struct section *s, size_t off, struct ember_bytes *
 	return !r->bad;
 }
 
+/*
+ * The augmentation data of a 'z' CIE, in a, as its string aug (aug_len
+ * bytes, 'z' first) describes it. Returns false when it cannot be read.
+ */
+static bool read_augmentation(const struct section *s, const uint8_t *aug, size_t aug_len,
+                              struct ember_bytes *a, struct cie *c)
+{
+	c->has_z = true;
+	for (size_t i = 1; i < aug_len; i++) {
+		uint64_t ignored;
+
+		switch (aug[i]) {
+		case 'R':
+			c->fde_encoding = (uint8_t)ember_bytes_le(a, 1);
+			break;
+		case 'L':
+			ember_bytes_le(a, 1);
+			break;
+		case 'S':
+			c->signal = true;
+			break;
+		case 'P': {
+			uint8_t enc = (uint8_t)ember_bytes_le(a, 1);
+
+			/* The personality routine's address may be indirect: only skip it. */
+			if (!read_pointer(a, enc & 0x7f, s, c->addr_size, &ignored))
+				return false;
+			break;
+		}
+		case 'B':
+			break;
+		default:
+			i = aug_len;
+			break; /* the 'z' length lets us skip the rest */
+		}
+	}
+	return !a->bad;
+}
+
 static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64_t *bytes)
 {
 	const uint8_t *end, *aug;
@@ -174,40 +213,8 @@ static bool parse_cie(const struct section *s, size_t off, struct cie *c, uint64
 
 		if (r.bad || len > (uint64_t)(r.end - r.p))
 			return false;
-		a.p = r.p;
-		a.end = r.p + len;
-		a.bad = false;
-		c->has_z = true;
-		for (size_t i = 1; i < aug_len; i++) {
-			uint64_t ignored;
-
-			switch (aug[i]) {
-			case 'R':
-				c->fde_encoding = (uint8_t)ember_bytes_le(&a, 1);
-				break;
-			case 'L':
-				ember_bytes_le(&a, 1);
-				break;
-			case 'S':
-				c->signal = true;
-				break;
-			case 'P': {
-				uint8_t enc = (uint8_t)ember_bytes_le(&a, 1);
-
-				/* The personality routine's address may be indirect: only skip it.
-				 */
-				if (!read_pointer(&a, enc & 0x7f, s, c->addr_size, &ignored))
-					return false;
-				break;
-			}
-			case 'B':
-				break;
-			default:
-				i = aug_len;
-				break; /* the 'z' length lets us skip the rest */
-			}
-		}
-		if (a.bad)
+		a = (struct ember_bytes){.p = r.p, .end = r.p + len};
+		if (!read_augmentation(s, aug, aug_len, &a, c))
 			return false;
 		r.p += len;
 	} else if (aug_len) {
@@ -353,6 +360,120 @@ static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, ui
 }
 
 /*
+ * An instruction that sets a register's rule (op read, its operands next in
+ * r). Returns 0 when done, 1 when it cannot be followed, -ENOENT when op is
+ * not one of these.
+ */
+static int register_insn(uint8_t op, const struct cie *c, struct ember_bytes *r,
+                         struct cfa_state *st, const struct cfa_state *initial)
+{
+	uint64_t reg, len;
+	int64_t off;
+
+	switch (op & 0xc0) {
+	case 0x80: /* offset */
+		off = scaled(ember_bytes_uleb(r), c->data_align);
+		set_rule(st, c, op & 0x3f, RULE_OFFSET, off);
+		return 0;
+	case 0xc0: /* restore */
+		if (!initial)
+			return 1;
+		restore_rule(st, initial, op & 0x3f, c->ra_reg);
+		return 0;
+	}
+	switch (op) {
+	case 0x05: /* offset_extended */
+		reg = ember_bytes_uleb(r);
+		off = scaled(ember_bytes_uleb(r), c->data_align);
+		set_rule(st, c, reg, RULE_OFFSET, off);
+		return 0;
+	case 0x06: /* restore_extended */
+		reg = ember_bytes_uleb(r);
+		if (!initial)
+			return 1;
+		restore_rule(st, initial, reg, c->ra_reg);
+		return 0;
+	case 0x07:
+		set_rule(st, c, ember_bytes_uleb(r), RULE_UNDEFINED, 0);
+		return 0;
+	case 0x08:
+		set_rule(st, c, ember_bytes_uleb(r), RULE_SAME, 0);
+		return 0;
+	case 0x09: /* register */
+	case 0x14: /* val_offset */
+		reg = ember_bytes_uleb(r);
+		ember_bytes_uleb(r);
+		set_rule(st, c, reg, RULE_OTHER, 0);
+		return 0;
+	case 0x10: /* expression */
+	case 0x16: /* val_expression */
+		reg = ember_bytes_uleb(r);
+		len = ember_bytes_uleb(r);
+		if (r->bad || len > (uint64_t)(r->end - r->p))
+			return 1;
+		r->p += len;
+		set_rule(st, c, reg, RULE_OTHER, 0);
+		return 0;
+	case 0x11: /* offset_extended_sf */
+		reg = ember_bytes_uleb(r);
+		off = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
+		set_rule(st, c, reg, RULE_OFFSET, off);
+		return 0;
+	case 0x15: /* val_offset_sf */
+		reg = ember_bytes_uleb(r);
+		ember_bytes_sleb(r);
+		set_rule(st, c, reg, RULE_OTHER, 0);
+		return 0;
+	case 0x2f: /* GNU_negative_offset_extended */
+		reg = ember_bytes_uleb(r);
+		off = scaled(0 - ember_bytes_uleb(r), c->data_align);
+		set_rule(st, c, reg, RULE_OFFSET, off);
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
+/* An instruction that defines the CFA; returns as register_insn does. */
+static int cfa_insn(uint8_t op, const struct cie *c, struct ember_bytes *r, struct cfa_state *st)
+{
+	uint64_t len;
+
+	switch (op) {
+	case 0x0c: /* def_cfa */
+		st->cfa_reg = ember_bytes_uleb(r);
+		st->cfa_offset = (int64_t)ember_bytes_uleb(r);
+		st->cfa_expr = NULL;
+		return 0;
+	case 0x0d: /* def_cfa_register */
+		st->cfa_reg = ember_bytes_uleb(r);
+		st->cfa_expr = NULL;
+		return 0;
+	case 0x0e: /* def_cfa_offset */
+		st->cfa_offset = (int64_t)ember_bytes_uleb(r);
+		return 0;
+	case 0x0f: /* def_cfa_expression */
+		len = ember_bytes_uleb(r);
+		if (r->bad || len > (uint64_t)(r->end - r->p))
+			return 1;
+		st->cfa_expr = r->p;
+		st->cfa_expr_len = len;
+		r->p += len;
+		return 0;
+	case 0x12: /* def_cfa_sf */
+		st->cfa_reg = ember_bytes_uleb(r);
+		st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
+		st->cfa_expr = NULL;
+		return 0;
+	case 0x13: /* def_cfa_offset_sf */
+		st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
+/*
  * Runs CFA instructions. In a CIE (fde NULL) they set the initial state; in
  * an FDE every advance emits the row in force before it. Returns 0 when the
  * instructions ended, 1 when they cannot be followed from *loc on, or a
@@ -366,25 +487,21 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 	int depth = 0, err;
 
 	while (r->p < r->end && !r->bad) {
-		uint8_t op = (uint8_t)ember_bytes_le(r, 1), low = op & 0x3f;
-		uint64_t reg, delta = 0, target, len;
-		int64_t off;
+		uint8_t op = (uint8_t)ember_bytes_le(r, 1);
+		uint64_t delta, target;
 
-		switch (op & 0xc0) {
-		case 0x40:
-			delta = low * c->code_align;
-			goto advance;
-		case 0x80:
-			off = scaled(ember_bytes_uleb(r), c->data_align);
-			set_rule(st, c, low, RULE_OFFSET, off);
-			continue;
-		case 0xc0:
-			if (!initial)
-				return 1;
-			restore_rule(st, initial, low, c->ra_reg);
+		err = register_insn(op, c, r, st, initial);
+		if (err == -ENOENT)
+			err = cfa_insn(op, c, r, st);
+		if (err != -ENOENT) {
+			if (err)
+				return err;
 			continue;
 		}
-		switch (op) {
+		switch ((op & 0xc0) == 0x40 ? 0x40 : op) {
+		case 0x40: /* advance_loc */
+			delta = (op & 0x3f) * c->code_align;
+			break;
 		case 0x00: /* nop */
 			continue;
 		case 0x01: /* set_loc */
@@ -392,38 +509,16 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 			    target < *loc)
 				return 1;
 			delta = target - *loc;
-			goto advance;
+			break;
 		case 0x02:
 			delta = ember_bytes_le(r, 1) * c->code_align;
-			goto advance;
+			break;
 		case 0x03:
 			delta = ember_bytes_le(r, 2) * c->code_align;
-			goto advance;
+			break;
 		case 0x04:
 			delta = ember_bytes_le(r, 4) * c->code_align;
-			goto advance;
-		case 0x05: /* offset_extended */
-			reg = ember_bytes_uleb(r);
-			off = scaled(ember_bytes_uleb(r), c->data_align);
-			set_rule(st, c, reg, RULE_OFFSET, off);
-			continue;
-		case 0x06: /* restore_extended */
-			reg = ember_bytes_uleb(r);
-			if (!initial)
-				return 1;
-			restore_rule(st, initial, reg, c->ra_reg);
-			continue;
-		case 0x07:
-			set_rule(st, c, ember_bytes_uleb(r), RULE_UNDEFINED, 0);
-			continue;
-		case 0x08:
-			set_rule(st, c, ember_bytes_uleb(r), RULE_SAME, 0);
-			continue;
-		case 0x09: /* register */
-			reg = ember_bytes_uleb(r);
-			ember_bytes_uleb(r);
-			set_rule(st, c, reg, RULE_OTHER, 0);
-			continue;
+			break;
 		case 0x0a: /* remember_state */
 			if (depth == MAX_REMEMBER_DEPTH)
 				return 1;
@@ -434,70 +529,13 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 				return 1;
 			*st = stack[--depth];
 			continue;
-		case 0x0c: /* def_cfa */
-			st->cfa_reg = ember_bytes_uleb(r);
-			st->cfa_offset = (int64_t)ember_bytes_uleb(r);
-			st->cfa_expr = NULL;
-			continue;
-		case 0x0d: /* def_cfa_register */
-			st->cfa_reg = ember_bytes_uleb(r);
-			st->cfa_expr = NULL;
-			continue;
-		case 0x0e:
-			st->cfa_offset = (int64_t)ember_bytes_uleb(r);
-			continue;
-		case 0x0f: /* def_cfa_expression */
-			len = ember_bytes_uleb(r);
-			if (r->bad || len > (uint64_t)(r->end - r->p))
-				return 1;
-			st->cfa_expr = r->p;
-			st->cfa_expr_len = len;
-			r->p += len;
-			continue;
-		case 0x10: /* expression */
-		case 0x16: /* val_expression */
-			reg = ember_bytes_uleb(r);
-			len = ember_bytes_uleb(r);
-			if (r->bad || len > (uint64_t)(r->end - r->p))
-				return 1;
-			r->p += len;
-			set_rule(st, c, reg, RULE_OTHER, 0);
-			continue;
-		case 0x11: /* offset_extended_sf */
-			reg = ember_bytes_uleb(r);
-			off = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
-			set_rule(st, c, reg, RULE_OFFSET, off);
-			continue;
-		case 0x12: /* def_cfa_sf */
-			st->cfa_reg = ember_bytes_uleb(r);
-			st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
-			st->cfa_expr = NULL;
-			continue;
-		case 0x13:
-			st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
-			continue;
-		case 0x14: /* val_offset */
-			reg = ember_bytes_uleb(r);
+		case 0x2e: /* GNU_args_size */
 			ember_bytes_uleb(r);
-			set_rule(st, c, reg, RULE_OTHER, 0);
-			continue;
-		case 0x15: /* val_offset_sf */
-			reg = ember_bytes_uleb(r);
-			ember_bytes_sleb(r);
-			set_rule(st, c, reg, RULE_OTHER, 0);
-			continue;
-		case 0x2e:
-			ember_bytes_uleb(r);
-			continue; /* GNU_args_size */
-		case 0x2f:        /* GNU_negative_offset_extended */
-			reg = ember_bytes_uleb(r);
-			off = scaled(0 - ember_bytes_uleb(r), c->data_align);
-			set_rule(st, c, reg, RULE_OFFSET, off);
 			continue;
 		default:
 			return 1; /* an operation we do not know */
 		}
-	advance:
+		/* An advance: the row in force so far ends here. */
 		if (r->bad)
 			return 1;
 		if (!fde)
