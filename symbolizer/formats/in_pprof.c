@@ -8,6 +8,7 @@
 #include "pprof.pb-c.h"
 #include "symbolizer/formats/gzip.h"
 #include "shared/str.h"
+#include "shared/sorted.h"
 #include "shared/vec.h"
 
 /* Kernel text lives in the upper half of the address space on x86-64 and arm64. */
@@ -77,18 +78,11 @@ static int id_map_build(struct id_map *m, size_t n, uint64_t (*id_of)(const void
 /* The index of the first item with this id, or -1. Id 0 means "none" in pprof. */
 static int64_t id_map_find(const struct id_map *m, uint64_t id)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo;
 
 	if (!id)
 		return -1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = EMBER_LOWER_BOUND(m->v, m->n, id, id);
 	return lo < m->n && m->v[lo].id == id ? (int64_t)m->v[lo].index : -1;
 }
 

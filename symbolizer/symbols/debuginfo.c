@@ -50,19 +50,28 @@ static Elf_Scn *section_by_name(Elf *elf, const char *want, GElf_Shdr *sh)
 	return NULL;
 }
 
-/* An ELF handle for the descriptor; libelf maps it PROT_READ, MAP_PRIVATE. */
-static Elf *elf_of_fd(int fd)
+/*
+ * An ELF handle for fd (an opener's answer: a descriptor, which is closed
+ * here, or a negative errno); libelf maps the file PROT_READ, MAP_PRIVATE.
+ * Returns 0, the opener's error, or -ENOEXEC.
+ */
+static int take_elf(int fd, Elf **out)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf;
 
+	if (fd < 0)
+		return fd;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
-		return NULL;
+		elf = NULL;
 	}
 	/* Everything is mapped: the descriptor can go. */
 	if (elf)
 		elf_cntl(elf, ELF_C_FDDONE);
-	return elf;
+	close(fd);
+	*out = elf;
+	return elf ? 0 : -ENOEXEC;
 }
 
 /* Loads the candidate's symbols into dbg; they are kept when it is accepted. */
@@ -120,18 +129,14 @@ static int keep_or_reject(Elf *elf, bool matched, enum ember_debug_source source
 static int try_build_id(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
                         struct ember_debugfile *out)
 {
-	int fd;
 	Elf *elf;
+	int err;
 
 	if (!main->build_id_len || !op->by_build_id)
 		return -ENOENT;
-	fd = op->by_build_id(op->ctx, main->build_id_hex);
-	if (fd < 0)
-		return fd;
-	elf = elf_of_fd(fd);
-	close(fd);
-	if (!elf)
-		return -ENOEXEC;
+	err = take_elf(op->by_build_id(op->ctx, main->build_id_hex), &elf);
+	if (err)
+		return err;
 	return keep_or_reject(elf, build_ids_match(elf, main, &out->syms), EMBER_DEBUG_BUILD_ID,
 	                      out);
 }
@@ -139,19 +144,15 @@ static int try_build_id(const struct ember_elf_syms *main, const struct ember_de
 static int try_debuglink(const struct ember_elf_syms *main, const struct ember_debug_opener *op,
                          struct ember_debugfile *out)
 {
-	int fd;
 	Elf *elf;
 	bool ok;
+	int err;
 
 	if (!main->debuglink[0] || !op->by_debuglink || strchr(main->debuglink, '/'))
 		return -ENOENT;
-	fd = op->by_debuglink(op->ctx, main->debuglink);
-	if (fd < 0)
-		return fd;
-	elf = elf_of_fd(fd);
-	close(fd);
-	if (!elf)
-		return -ENOEXEC;
+	err = take_elf(op->by_debuglink(op->ctx, main->debuglink), &elf);
+	if (err)
+		return err;
 	/* Same build id when both have one (cheap), else the link's CRC. */
 	ok = build_ids_match(elf, main, &out->syms) &&
 	     (main->build_id_len || crc_matches(elf, main->debuglink_crc));
@@ -239,7 +240,6 @@ void ember_debugfile_find_alt(Elf *elf, const struct ember_debug_opener *op,
 	Elf_Data *data;
 	char hex[2 * EMBER_BUILD_ID_MAX + 1];
 	size_t name_len, id_len;
-	int fd;
 
 	if (!scn)
 		return;
@@ -255,12 +255,7 @@ void ember_debugfile_find_alt(Elf *elf, const struct ember_debug_opener *op,
 	if (id_len < 2 || id_len > EMBER_BUILD_ID_MAX)
 		return;
 	ember_hex((const uint8_t *)data->d_buf + name_len + 1, id_len, hex);
-	fd = op->by_build_id(op->ctx, hex);
-	if (fd < 0)
-		return;
-	out->alt_elf = elf_of_fd(fd);
-	close(fd);
-	out->alt_missing = out->alt_elf == NULL;
+	out->alt_missing = take_elf(op->by_build_id(op->ctx, hex), &out->alt_elf) != 0;
 }
 
 int ember_debugfile_find(Elf *main_elf, const struct ember_elf_syms *main,

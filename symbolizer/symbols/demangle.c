@@ -442,15 +442,10 @@ static void v0_path(struct v0 *d)
 		v0_type(d);
 		puts_(d->o, ">");
 		break;
-	case 'X':
+	case 'X': /* a trait impl: <Type as Trait>, as 'Y' once the impl path is skipped */
 		v0_disambiguator(d);
 		v0_skip_path(d);
-		puts_(d->o, "<");
-		v0_type(d);
-		puts_(d->o, " as ");
-		v0_path(d);
-		puts_(d->o, ">");
-		break;
+		__attribute__((fallthrough));
 	case 'Y':
 		puts_(d->o, "<");
 		v0_type(d);

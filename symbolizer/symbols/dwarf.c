@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/sorted.h"
 #include "shared/vec.h"
 
 #define NO_NODE UINT32_MAX
@@ -615,16 +616,8 @@ static int expand_unit(struct ember_dwarf *d, struct unit *u)
 
 static struct unit *find_unit(struct ember_dwarf *d, uint64_t addr)
 {
-	size_t lo = 0, hi = d->nranges;
+	size_t lo = EMBER_UPPER_BOUND(d->ranges, d->nranges, lo, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->ranges[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Unit ranges rarely overlap; look a few back in case they do. */
 	for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++)
 		if (addr < d->ranges[i - 1].hi)
@@ -634,16 +627,8 @@ static struct unit *find_unit(struct ember_dwarf *d, uint64_t addr)
 
 static const struct seg *find_seg(const struct unit *u, uint64_t addr)
 {
-	size_t lo = 0, hi = u->nsegs;
+	size_t lo = EMBER_UPPER_BOUND(u->segs, u->nsegs, lo, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u->segs[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo || addr >= u->segs[lo - 1].hi)
 		return NULL;
 	return &u->segs[lo - 1];

@@ -12,6 +12,7 @@
 #include "symbolizer/symbols/dynsym.h"
 #include "symbolizer/symbols/file_id.h"
 #include "symbolizer/symbols/plt.h"
+#include "shared/sorted.h"
 #include "shared/vec.h"
 
 #ifndef NT_GNU_BUILD_ID
@@ -198,19 +199,11 @@ static const char *candidate_at(void *ctx, uint64_t addr)
 {
 	struct sym_builder *b = ctx;
 	const struct ember_elf_syms *s = b->out;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!b->sorted)
 		sort_candidates(b);
-	hi = b->sorted;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->syms[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = EMBER_LOWER_BOUND(s->syms, b->sorted, addr, addr);
 	if (lo == b->sorted || s->syms[lo].addr != addr ||
 	    (s->syms[lo].flags & (EMBER_ELF_SYM_NOTYPE | EMBER_ELF_SYM_PLT)))
 		return NULL;
@@ -592,15 +585,11 @@ int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out)
 	return err;
 }
 
-int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
+/* Loads from elf (NULL: libelf refused the file), which it ends. */
+static int load_and_end(Elf *elf, struct ember_elf_syms *out)
 {
-	Elf *elf;
 	int err;
 
-	memset(out, 0, sizeof(*out));
-	if ((err = elf_ready()))
-		return err;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	err = ember_elf_syms_load_elf(elf, out);
@@ -610,22 +599,24 @@ int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
 	return err;
 }
 
-int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out)
+int ember_elf_syms_load(int fd, struct ember_elf_syms *out)
 {
-	Elf *elf;
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	if ((err = elf_ready()))
 		return err;
-	elf = elf_memory((char *)data, len);
-	if (!elf)
-		return -ENOEXEC;
-	err = ember_elf_syms_load_elf(elf, out);
-	elf_end(elf);
-	if (err)
-		ember_elf_syms_free(out);
-	return err;
+	return load_and_end(elf_begin(fd, ELF_C_READ_MMAP, NULL), out);
+}
+
+int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out)
+{
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if ((err = elf_ready()))
+		return err;
+	return load_and_end(elf_memory((char *)data, len), out);
 }
 
 void ember_elf_syms_free(struct ember_elf_syms *s)
@@ -637,18 +628,10 @@ void ember_elf_syms_free(struct ember_elf_syms *s)
 
 const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nsyms;
+	/* The last symbol starting at or before addr. */
+	size_t lo = EMBER_UPPER_BOUND(s->syms, s->nsyms, addr, addr);
 	const struct ember_elf_sym *sym;
 
-	/* The last symbol starting at or before addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	sym = &s->syms[lo - 1];

@@ -8,6 +8,7 @@
 
 #include "shared/err.h"
 #include "shared/fdio.h"
+#include "shared/sorted.h"
 #include "shared/vec.h"
 
 #define MAX_NAME 512
@@ -151,16 +152,8 @@ void ember_kallsyms_free(struct ember_kallsyms *k)
 
 const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->nsyms;
+	size_t lo = EMBER_UPPER_BOUND(k->syms, k->nsyms, addr, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Past the last symbol is not "inside" it: the kernel image ends there. */
 	if (!lo || (lo == k->nsyms && addr - k->syms[lo - 1].addr > (1u << 20)))
 		return NULL;

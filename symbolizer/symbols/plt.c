@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/sorted.h"
 #include "shared/vec.h"
 
 /* Relocations scanned per file, kept or not: a bound on the time a hostile table costs. */
@@ -158,16 +159,8 @@ static int cmp_slot(const void *a, const void *b)
 
 static const struct reloc *reloc_of_slot(const struct relocs *r, uint64_t slot)
 {
-	size_t lo = 0, hi = r->nslot;
+	size_t lo = EMBER_LOWER_BOUND(r->by_slot, r->nslot, slot, slot);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->by_slot[mid].slot < slot)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < r->nslot && r->by_slot[lo].slot == slot ? &r->by_slot[lo] : NULL;
 }
 
