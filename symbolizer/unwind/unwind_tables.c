@@ -327,9 +327,12 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	return err;
 }
 
-/* The slot of the file behind mapping e of pid, building its table on first sight. */
+/*
+ * The slot of the file behind mapping e of pid, building its table on first
+ * sight; with share, the file goes to on_file too (see load_process).
+ */
 static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
-                     uint64_t now_ns)
+                     bool share, uint64_t now_ns)
 {
 	struct ember_obj_key key = {VDSO_DEV, 0};
 	struct ember_unwind_file *f;
@@ -353,7 +356,7 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	}
 	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
 		f->error = build_table(u, slot, fd, now_ns);
-	if (fd >= 0 && u->on_file)
+	if (fd >= 0 && share && u->on_file)
 		u->on_file(u->on_maps_ctx, pid, e, fd, now_ns);
 	if (fd >= 0)
 		close(fd);
@@ -484,8 +487,15 @@ static bool common_file(const struct ember_maps *maps, const struct ember_map_en
 	       !strncmp(base, "ld-linux", 8) || !strncmp(base, "libm.so", 7);
 }
 
+/*
+ * Loads pid's mappings and their tables. force: even if loaded recently.
+ * common_only: only the files nearly every process maps. share: a program
+ * just started, which may be gone by the time its samples are symbolized:
+ * the files opened for its tables go to on_file (for processes that were
+ * running already, symbolization opens what it needs while they live).
+ */
 static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, bool force,
-                         bool common_only)
+                         bool common_only, bool share)
 {
 	struct ember_unwind_mapping maps[EMBER_UNWIND_MAX_MAPPINGS];
 	struct ember_unwind_process *p = get_proc(u, pid, now_ns);
@@ -525,7 +535,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		}
 		*m = (struct ember_unwind_mapping){e->start, e->end, 0, EMBER_UNWIND_NO_TABLE, 0};
 		if ((e->kind == EMBER_MAP_FILE && e->inode) || e->kind == EMBER_MAP_VDSO)
-			slot = file_slot(u, pid, e, now_ns);
+			slot = file_slot(u, pid, e, share, now_ns);
 		if (slot >= 0) {
 			struct ember_unwind_file *f = file_at(u, (uint32_t)slot);
 
@@ -574,7 +584,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
 {
-	load_process(u, (uint32_t)getpid(), now_ns, true, true);
+	load_process(u, (uint32_t)getpid(), now_ns, true, true, false);
 }
 
 static void queue_reload(struct ember_unwind *u, uint32_t pid, uint32_t attempt, uint64_t now_ns)
@@ -609,7 +619,7 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 		p->nmaps = 0;
 		p->maps_read_ns = 0;
 	}
-	load_process(u, pid, now_ns, true, false);
+	load_process(u, pid, now_ns, true, false, true);
 	queue_reload(u, pid, 0, now_ns);
 	sweep(u, now_ns);
 }
@@ -670,7 +680,7 @@ uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t dea
 			continue;
 		u->exec_reloads++;
 		before = p->nmaps;
-		load_process(u, r.pid, now_ns, true, false);
+		load_process(u, r.pid, now_ns, true, false, true);
 		now_ns = ember_monotonic_ns();
 		/* No library mapped yet: the loader has not had the CPU. Later, then. */
 		if ((p = find_proc(u, r.pid)) && p->nmaps <= before &&
@@ -688,7 +698,7 @@ uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t dea
 		/* One a sample or an exec loaded already needs nothing more. */
 		if ((p = find_proc(u, pid)) && p->loaded_ns)
 			continue;
-		load_process(u, pid, now_ns, true, false);
+		load_process(u, pid, now_ns, true, false, false);
 		u->running_loaded++;
 		now_ns = ember_monotonic_ns();
 	}
@@ -799,7 +809,7 @@ static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event 
 		    (cw.p && cw.p->loaded_ns > s->time_ns) || attempt)
 			break;
 		u->copy_reloads++;
-		load_process(u, s->tgid, now_ns, true, false);
+		load_process(u, s->tgid, now_ns, true, false, true);
 	}
 	out->n = w.n;
 	out->stop = w.stop;
@@ -817,7 +827,7 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 	u->samples++;
 	if (missed) {
 		u->samples_missed++;
-		load_process(u, s->tgid, now_ns, false, false);
+		load_process(u, s->tgid, now_ns, false, false, false);
 	}
 	if (copy) {
 		u->copies++;

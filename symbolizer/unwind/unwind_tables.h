@@ -108,7 +108,11 @@ struct ember_copy_stack {
  */
 typedef void (*ember_unwind_maps_fn)(void *ctx, uint32_t pid, struct ember_maps *maps,
                                      uint64_t now_ns);
-/* Called with each file opened for its table (fd stays the caller's), for its symbols. */
+/*
+ * Called with each file opened for its table when a program has just started
+ * (at exec and the reloads after it; fd stays the caller's), for its symbols:
+ * not for the processes already running, whose files symbolization opens itself.
+ */
 typedef void (*ember_unwind_file_fn)(void *ctx, uint32_t pid, const struct ember_map_entry *e,
                                      int fd, uint64_t now_ns);
 
