@@ -5,9 +5,9 @@ libraries, compared with objdump's labels (foo@plt, from the relocations).
 
 For every entry objdump labels in .plt, .plt.sec and .plt.got, the driver is
 asked for the first and the last byte of the entry; an answer agrees when it
-is objdump's label. Entries objdump cannot name (IFUNC slots "*ABS*+0x...@plt")
-are counted apart: ember names them after the function the IFUNC resolver is
-(target@plt) or [plt]. --base-build-dir runs another build's driver on the
+is objdump's label. Entries objdump cannot name (IFUNC slots "*ABS*+0xADDR@plt",
+ADDR the resolver) are counted apart: they agree when ember names them after
+an IFUNC symbol at ADDR (in the file or its build-id debug file), "memcpy@plt". --base-build-dir runs another build's driver on the
 same addresses (e.g. main before the PLT naming: every entry was named after
 the symbol before the PLT, _init).
 
@@ -45,6 +45,30 @@ def plt_entries(path):
     return [(a, b, n) for a, b, n in entries if "@plt" in n and "@plt-" not in n]
 
 
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def ifunc_symbols(path):
+    """{address: {names}} of the IFUNC symbols of path and of its debug file."""
+    files = [path]
+    bid = build_id(path)
+    if bid:
+        files.append(f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug")
+    out = {}
+    for f in files:
+        if not os.path.exists(f):
+            continue
+        text = subprocess.run(["readelf", "-sW", f], capture_output=True, text=True).stdout
+        for line in text.splitlines():
+            p = line.split()
+            if len(p) >= 8 and p[3] == "IFUNC":
+                out.setdefault(int(p[1], 16), set()).add(p[7].split("@")[0])
+    return out
+
+
 def names(driver, path, addrs):
     text = subprocess.run([driver, "--print", "--passes", "1", path],
                           input="".join(f"0x{a:x}\n" for a in addrs), capture_output=True,
@@ -53,7 +77,7 @@ def names(driver, path, addrs):
             if text[i].startswith("0x")}
 
 
-def check(driver, path, entries):
+def check(driver, path, entries, ifuncs):
     addrs = [a for s, e, _ in entries for a in (s, e)]
     got = names(driver, path, addrs)
     agree = ifunc_named = 0
@@ -62,7 +86,12 @@ def check(driver, path, entries):
         for a in (s, e):
             n = got.get(a, "??")
             if label.startswith("*ABS*"):
-                ifunc_named += n.endswith("@plt") or n == "[plt]"
+                m = re.match(r"\*ABS\*\+0x([0-9a-f]+)@plt", label)
+                want = ifuncs.get(int(m.group(1), 16), set()) if m else set()
+                if n.endswith("@plt") and n[:-4] in want:
+                    ifunc_named += 1
+                else:
+                    wrong[n] = wrong.get(n, 0) + 1
             elif n == label:
                 agree += 1
             else:
@@ -80,18 +109,18 @@ def main():
                                              if args.base_build_dir else [])
     status = 0
     for path in args.files:
-        entries = plt_entries(path)
+        entries, ifuncs = plt_entries(path), ifunc_symbols(path)
         named = [e for e in entries if not e[2].startswith("*ABS*")]
-        ifuncs = len(entries) - len(named)
-        print(f"{path}: {len(named)} PLT entries objdump names, {ifuncs} IFUNC slots")
+        nifuncs = len(entries) - len(named)
+        print(f"{path}: {len(named)} PLT entries objdump names, {nifuncs} IFUNC slots")
         for who, build in drivers:
             driver = os.path.join(build, "bench", "symbolize", "ember-symbolize-bench")
-            agree, ifunc_named, wrong = check(driver, path, entries)
+            agree, ifunc_named, wrong = check(driver, path, entries, ifuncs)
             worst = ", ".join(f"{n} x{c}" for n, c in sorted(wrong.items(), key=lambda kv: -kv[1])[:3])
             print(f"  {who:<13} first and last byte named as objdump: {agree}/{2 * len(named)}"
-                  f"; IFUNC slots named @plt or [plt]: {ifunc_named}/{2 * ifuncs}"
+                  f"; IFUNC slots named after the IFUNC: {ifunc_named}/{2 * nifuncs}"
                   + (f"; otherwise: {worst}" if worst else ""))
-            if who == "ember" and agree != 2 * len(named):
+            if who == "ember" and (agree != 2 * len(named) or ifunc_named != 2 * nifuncs):
                 status = 1
     sys.exit(status)
 

@@ -120,6 +120,8 @@ static int consider(struct sym_builder *b, const GElf_Sym *sym, const char *name
 		if (!code || name[0] == '$' || !strncmp(name, ".L", 2))
 			return 0;
 		flags = EMBER_ELF_SYM_NOTYPE;
+	} else if (type == STT_GNU_IFUNC) {
+		flags = EMBER_ELF_SYM_IFUNC;
 	}
 	if (sym->st_size) {
 		size = sym->st_size < UINT64_MAX - sym->st_value ? sym->st_size
@@ -165,10 +167,15 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 	return 0;
 }
 
-/* Rank of a candidate over an address: lower is better. */
+/*
+ * Rank of a candidate over an address: lower is better. An IFUNC symbol
+ * shares its address with the resolver's own symbol, if it has one: the
+ * code there is the resolver.
+ */
 static unsigned int rank(uint32_t flags)
 {
-	return (flags & EMBER_ELF_SYM_NOTYPE ? 2 : 0) + (flags & EMBER_ELF_SYM_SIZELESS ? 1 : 0);
+	return (flags & EMBER_ELF_SYM_NOTYPE ? 4 : 0) + (flags & EMBER_ELF_SYM_SIZELESS ? 2 : 0) +
+	       (flags & EMBER_ELF_SYM_IFUNC ? 1 : 0);
 }
 
 static int cmp_sym(const void *a, const void *b)
@@ -191,15 +198,17 @@ static void sort_candidates(struct sym_builder *b)
 }
 
 /*
- * An IRELATIVE PLT slot's target: the function (the ifunc resolver) at addr.
- * The symbols are sorted at the first call; PLT entries added after them
- * are not searched (they are no targets), so they need no sorting.
+ * An IRELATIVE PLT slot's target: the IFUNC symbol at addr (the resolver),
+ * which is what the program calls ("memcpy"), else the function there (the
+ * resolver's own name). The symbols are sorted at the first call; PLT entries
+ * added after them are not searched (they are no targets), so they need no
+ * sorting.
  */
 static const char *candidate_at(void *ctx, uint64_t addr)
 {
 	struct sym_builder *b = ctx;
 	const struct ember_elf_syms *s = b->out;
-	size_t lo;
+	size_t lo, best;
 
 	if (!b->sorted)
 		sort_candidates(b);
@@ -207,7 +216,14 @@ static const char *candidate_at(void *ctx, uint64_t addr)
 	if (lo == b->sorted || s->syms[lo].addr != addr ||
 	    (s->syms[lo].flags & (EMBER_ELF_SYM_NOTYPE | EMBER_ELF_SYM_PLT)))
 		return NULL;
-	return ember_strtab_at(&s->names, s->syms[lo].name);
+	best = lo;
+	/* Aliases at one address are few; a hostile file's thousands are not searched. */
+	for (size_t i = lo; i < b->sorted && i - lo < 64 && s->syms[i].addr == addr; i++)
+		if (s->syms[i].flags & EMBER_ELF_SYM_IFUNC) {
+			best = i;
+			break;
+		}
+	return ember_strtab_at(&s->names, s->syms[best].name);
 }
 
 static int add_plt_entry(void *ctx, uint64_t addr, uint64_t size, const char *name)

@@ -36,10 +36,11 @@
 #define EMBER_ELF_MAX_NOTE_BYTES  (64u << 10)
 
 /* How a symbol's range was found (ember_elf_sym.flags). */
-#define EMBER_ELF_SYM_SIZELESS 0x1u /* size 0 in the file: the end was inferred */
-#define EMBER_ELF_SYM_NOTYPE   0x2u /* STT_NOTYPE in executable code */
-#define EMBER_ELF_SYM_PLT      0x4u /* a PLT entry named from its relocation */
-#define EMBER_ELF_SYM_RESUMED  0x8u /* an enclosing symbol's rest after one nested in it */
+#define EMBER_ELF_SYM_SIZELESS 0x1u  /* size 0 in the file: the end was inferred */
+#define EMBER_ELF_SYM_NOTYPE   0x2u  /* STT_NOTYPE in executable code */
+#define EMBER_ELF_SYM_PLT      0x4u  /* a PLT entry named from its relocation */
+#define EMBER_ELF_SYM_RESUMED  0x8u  /* an enclosing symbol's rest after one nested in it */
+#define EMBER_ELF_SYM_IFUNC    0x10u /* STT_GNU_IFUNC: what callers call, at its resolver */
 
 /* Symbols nested deeper than this inside one another are dropped. */
 #define EMBER_ELF_MAX_NESTING 256

@@ -252,9 +252,11 @@ static int report(struct plt_reader *p, uint64_t addr, uint64_t size, const stru
 		p->unknown_end = addr + size;
 		return 0;
 	}
+	/* Copied before the pending "[plt]" run is added: name_at's answer may
+	 * point into the sink's names, which that addition can move. */
+	snprintf(name, sizeof(name), "%.*s@plt", MAX_NAME, target);
 	if ((err = flush_unknown(p)))
 		return err;
-	snprintf(name, sizeof(name), "%.*s@plt", MAX_NAME, target);
 	return p->sink->add(p->sink->ctx, addr, size, name);
 }
 

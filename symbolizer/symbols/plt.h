@@ -25,7 +25,8 @@ struct ember_plt_sink {
 	void *ctx;
 	/* One entry [addr, addr+size) and its name; returns 0 or a negative errno (stops). */
 	int (*add)(void *ctx, uint64_t addr, uint64_t size, const char *name);
-	/* The name of the function at addr (an IRELATIVE target), or NULL. May be NULL. */
+	/* The name of the function at addr (an IRELATIVE target), or NULL. May be NULL.
+	 * The name may live in storage that the next add moves: it is copied first. */
 	const char *(*name_at)(void *ctx, uint64_t addr);
 };
 

@@ -9,6 +9,7 @@ hundred kilobytes, so that the fuzzers start from files of a real size.
 fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
 (see each target): seeds are written for each."""
 import os
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -163,6 +164,14 @@ __asm__(".text\n"
 """
 
 
+IFUNC_SEED = r"""
+static int picked_impl(int x) { return x + 1; }
+static int (*resolve_picked(void))(int) { return picked_impl; }
+__attribute__((visibility("hidden"))) int picked(int) __attribute__((ifunc("resolve_picked")));
+int calls_ifunc(int x) { return picked(x) * 2; }
+"""
+
+
 def large_c_seed(n):
     """n functions calling inlined helpers: DWARF with many units' worth of lines."""
     out = ["static volatile unsigned long sink;"]
@@ -224,6 +233,22 @@ def elf_seeds():
             data = build(*extra, cmd=lib)
             write("elf", "shared-" + name, mode(ELF_MEMORY, data))
             write("elf", "shared-" + name + "-no-sections", mode(ELF_NO_SECTIONS, data))
+        # An IFUNC called through the PLT (an IRELATIVE slot, as in libc), and an
+        # AArch64 library (adrp/ldr PLT entries, AArch64 relocations) when clang
+        # and lld can make one.
+        with open(os.path.join(d, "ifunc.c"), "w") as f:
+            f.write(IFUNC_SEED)
+        data = build(cmd=lib[:-1] + [os.path.join(d, "ifunc.c")])
+        write("elf", "shared-ifunc-plt", mode(ELF_MEMORY, data))
+        write("elf", "shared-ifunc-plt-no-sections", mode(ELF_NO_SECTIONS, data))
+        if shutil.which("clang") and shutil.which("ld.lld"):
+            with open(os.path.join(d, "a64.c"), "w") as f:
+                f.write(SHARED_SEED.split("__asm__")[0] + IFUNC_SEED)
+            data = build(cmd=["clang", "--target=aarch64-linux-gnu", "-fuse-ld=lld", "-O2",
+                              "-shared", "-fPIC", "-nostdlib", "-Wl,--build-id", "-o", exe,
+                              os.path.join(d, "a64.c")])
+            write("elf", "shared-aarch64", mode(ELF_MEMORY, data))
+            write("elf", "shared-aarch64-no-sections", mode(ELF_NO_SECTIONS, data))
         # A stripped program and its debug file, matched by build id, then by the
         # debug link's CRC (no build id).
         for name, m, extra in (("build-id", ELF_BUILD_ID, []),

@@ -5,6 +5,7 @@
  * sizeless and untyped symbols, a PLT, and their section headers removed.
  */
 #include <errno.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "mini_elf.h"
 #include "self_elf.h"
 #include "symbolizer/symbols/elf_syms.h"
+#include "symbolizer/symbols/plt.h"
 #include "symbolizer/process/maps_parser.h"
 
 __attribute__((noinline)) int ember_test_marker_function(int x)
@@ -469,6 +471,82 @@ START_TEST(ibt_plt_entries_are_named_after_their_targets)
 }
 END_TEST
 
+/*
+ * An IFUNC called through the PLT (fixtures/src/ifunc_plt.c): the slot's
+ * IRELATIVE relocation names no symbol, its addend is the resolver, where
+ * the IFUNC symbol says what the program calls.
+ */
+START_TEST(ifunc_plt_entry_is_named_after_the_ifunc)
+{
+	struct ember_elf_syms s;
+	const struct ember_elf_sym *plt = NULL;
+	uint8_t *img;
+
+	load_fixture("libifunc-plt.so", &s, &img);
+	for (size_t i = 0; i < s.nsyms; i++)
+		if ((s.syms[i].flags & EMBER_ELF_SYM_PLT) &&
+		    strcmp(ember_elf_sym_name(&s, &s.syms[i]), EMBER_PLT_UNKNOWN)) {
+			ck_assert_msg(plt == NULL, "two named PLT entries");
+			plt = &s.syms[i];
+		}
+	ck_assert_ptr_nonnull(plt);
+	ck_assert_str_eq(ember_elf_sym_name(&s, plt), "picked@plt");
+	/* The code at the resolver is the resolver. */
+	ck_assert_str_eq(name_at(&s, addr_of(&s, "resolve_picked")), "resolve_picked");
+	ember_elf_syms_free(&s);
+	free(img);
+}
+END_TEST
+
+/* A sink whose names move when it grows, as a string table's storage does. */
+struct moving_sink {
+	char name[32];
+	char got[8][64];
+	size_t n;
+};
+
+static int moving_add(void *ctx, uint64_t addr, uint64_t size, const char *name)
+{
+	struct moving_sink *m = ctx;
+
+	(void)addr;
+	(void)size;
+	memset(m->name, 0, sizeof(m->name)); /* what name_at gave is gone */
+	if (m->n < 8)
+		snprintf(m->got[m->n++], sizeof(m->got[0]), "%s", name);
+	return 0;
+}
+
+static const char *moving_name_at(void *ctx, uint64_t addr)
+{
+	struct moving_sink *m = ctx;
+
+	(void)addr;
+	snprintf(m->name, sizeof(m->name), "picked");
+	return m->name;
+}
+
+START_TEST(ifunc_target_name_is_copied_before_the_sink_grows)
+{
+	struct moving_sink m = {0};
+	struct ember_plt_sink sink = {&m, moving_add, moving_name_at};
+	size_t len;
+	uint8_t *img = read_fixture("libifunc-plt.so", &len);
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, len);
+	ck_assert_ptr_nonnull(elf);
+	ck_assert_int_eq(ember_plt_entries(elf, EM_X86_64, &sink), 0);
+	/* The header first (added just before the entry is), then the entry. */
+	ck_assert_uint_eq(m.n, 2);
+	ck_assert_str_eq(m.got[0], EMBER_PLT_UNKNOWN);
+	ck_assert_str_eq(m.got[1], "picked@plt");
+	elf_end(elf);
+	free(img);
+}
+END_TEST
+
 START_TEST(sizeless_symbol_stops_at_the_end_of_its_section)
 {
 	struct ember_elf_syms s;
@@ -588,6 +666,8 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, untyped_and_sizeless_symbols_name_what_nothing_else_covers);
 	tcase_add_test(tc, plt_entries_are_named_after_their_targets);
 	tcase_add_test(tc, ibt_plt_entries_are_named_after_their_targets);
+	tcase_add_test(tc, ifunc_plt_entry_is_named_after_the_ifunc);
+	tcase_add_test(tc, ifunc_target_name_is_copied_before_the_sink_grows);
 	tcase_add_test(tc, sizeless_symbol_stops_at_the_end_of_its_section);
 	tcase_add_test(tc, files_without_section_headers_read_dynsym_through_gnu_hash);
 	tcase_add_test(tc, files_without_section_headers_read_dynsym_through_sysv_hash);
