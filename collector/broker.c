@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shared/cleanup.h"
 #include "shared/err.h"
+#include "shared/fs_class.h"
 #include "shared/log.h"
 #include "shared/str.h"
 
@@ -22,16 +25,18 @@
 
 /*
  * One request type: its name, whether it needs a recently sampled, living
- * PID, how many times one symbolizer connection may be served it (0: no
+ * PID, whether it may wait, how many times one symbolizer connection may be served it (0: no
  * limit but the rate cap), the argument check, and either the opener or the
  * file: one of /proc/PID with a PID, a fixed path without.
  */
 struct broker_handler {
 	const char *name;
 	bool needs_pid;
+	bool may_wait; /* on the process's memory-map lock or a file system: a worker opens it */
 	uint32_t per_peer;
 	int (*validate)(const struct ember_msg_broker_req *req);
-	int (*open)(struct ember_broker *b, const struct ember_msg_broker_req *req);
+	int (*open)(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+	            struct ember_broker_job *job);
 	const char *file;
 };
 
@@ -43,26 +48,90 @@ static int open_ro(const char *path)
 }
 
 /*
+ * The open reached a file system on device major:minor: so the collector can
+ * name it if the open misses its deadline; a device listed as stalled is not
+ * touched, and in line only a block device's (a local disk) is.
+ */
+static int reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
+{
+	struct ember_broker_progress *p = job->progress;
+
+	job->file.dev_major = major;
+	job->file.dev_minor = minor;
+	if (!p)
+		return 0;
+	__atomic_store_n(&p->dev_major, major, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->dev_minor, minor, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < p->nrefuse && i < EMBER_BROKER_MAX_STALLS; i++)
+		if (p->refuse[i].major == major && p->refuse[i].minor == minor) {
+			if (job->in_line)
+				return -EREMOTE;
+			job->file.flags |= EMBER_BROKER_STALLED;
+			return -ETIMEDOUT;
+		}
+	/* Major 0: tmpfs, overlayfs, btrfs, but also FUSE, NFS, CIFS, ... */
+	return job->in_line && !major ? -EREMOTE : 0;
+}
+
+/* In line, a name is looked up only in the kernel's cache: no file system is asked. */
+static uint64_t cached_only(const struct ember_broker_job *job, uint64_t resolve)
+{
+	return job->in_line ? resolve | RESOLVE_CACHED : resolve;
+}
+
+/* What -EAGAIN of RESOLVE_CACHED means: a worker looks the name up. */
+static int walk_error(const struct ember_broker_job *job)
+{
+	int err = neg_errno();
+
+	return job->in_line && err == -EAGAIN ? -EREMOTE : err;
+}
+
+/*
  * Opens path (from dirfd, resolved as `resolve` says) as O_PATH, and for reading only once
  * it is a regular file, of inode want_ino if not 0, with the mode bits want_mode: a device,
  * FIFO or socket that a process mounts or links where a file should be is never opened.
+ * The checks use the attributes the kernel has cached (AT_STATX_DONT_SYNC): they ask the
+ * file system nothing, so the device is known before anything can wait on it. statfs
+ * and the open itself may wait (FUSE, NFS): in line they are made on local file systems only.
  */
 static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t want_ino,
-                        mode_t want_mode)
+                        mode_t want_mode, struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+	                       .resolve = resolve ? cached_only(job, resolve) : 0};
 	_cleanup_close_ int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	struct ember_broker_file *f = &job->file;
 	char self[32];
-	struct stat st;
+	struct statx stx;
+	struct statfs sfs;
+	int err;
 
-	if (pathfd < 0 || fstat(pathfd, &st) < 0)
+	if (pathfd < 0)
+		return walk_error(job);
+	if (statx(pathfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+	          STATX_TYPE | STATX_MODE | STATX_INO, &stx) < 0)
 		return neg_errno();
-	if (!S_ISREG(st.st_mode))
+	err = reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
+	if (err)
+		return err;
+	f->ino = stx.stx_ino;
+	if (!S_ISREG(stx.stx_mode))
 		return -EINVAL;
-	if (want_ino && st.st_ino != want_ino)
+	if (want_ino && stx.stx_ino != want_ino)
 		return -ESTALE;
-	if ((st.st_mode & want_mode) != want_mode)
+	if ((stx.stx_mode & want_mode) != want_mode)
 		return -EACCES;
+	if (fstatfs(pathfd, &sfs) < 0)
+		return neg_errno();
+	f->fs_magic = (uint32_t)sfs.f_type;
+	if (job->progress)
+		__atomic_store_n(&job->progress->fs_magic, f->fs_magic, __ATOMIC_RELAXED);
+	if (!ember_fs_is_local(f->fs_magic)) {
+		if (job->in_line)
+			return -EREMOTE;
+		f->flags |= EMBER_BROKER_REMOTE;
+	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
 	return open_ro(self);
 }
@@ -100,12 +169,12 @@ static int open_proc_file(const struct ember_msg_broker_req *req, const char *na
 
 /*
  * Finds the mapping of req->pid that starts at req->addr in the kernel's own
- * list (the symbolizer's claim is not trusted) and copies out its end, inode
- * and path. Returns 0, -ENOENT (no such mapping, or not a file that still
+ * list (the symbolizer's claim is not trusted) and copies out its end, inode,
+ * device and path. Returns 0, -ENOENT (no such mapping, or not a file that still
  * exists) or another negative errno.
  */
 static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_out, ino_t *ino,
-                        char *path, size_t path_size)
+                        uint32_t dev[2], char *path, size_t path_size)
 {
 	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int fd = open_proc_file(req, "maps");
@@ -141,18 +210,27 @@ static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_ou
 		}
 		*end_out = end;
 		*ino = (ino_t)inode;
+		dev[0] = major;
+		dev[1] = minor;
 		err = 0;
 		break;
 	}
 	return err;
 }
 
-int ember_broker_open_in_root(int rootfd, const char *path)
+static int open_in_root(int rootfd, const char *path, struct ember_broker_job *job)
 {
 	/* Never above the process's root (its container), through no link (the
 	 * process could point one at anything the collector may read), and only
 	 * a file anyone may read: a process names it, it is not the one mapped. */
-	return open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, 0, S_IROTH);
+	return open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, 0, S_IROTH, job);
+}
+
+int ember_broker_open_in_root(int rootfd, const char *path)
+{
+	struct ember_broker_job job = {0};
+
+	return open_in_root(rootfd, path, &job);
 }
 
 /*
@@ -161,31 +239,45 @@ int ember_broker_open_in_root(int rootfd, const char *path)
  * (another file, maybe of the same inode number on another device) can be
  * handed out instead.
  */
-static int open_mapped_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+static int open_mapped_file(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                            struct ember_broker_job *job)
 {
 	char path[4096], link[80];
 	uint64_t end = 0;
+	uint32_t dev[2];
 	ino_t ino = 0;
-	int err = find_mapping(req, &end, &ino, path, sizeof(path));
+	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path));
 
 	(void)b;
 	if (err)
 		return err;
 	snprintf(link, sizeof(link), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, req->pid,
 	         req->addr, end);
-	return open_regular(AT_FDCWD, link, 0, ino, 0);
+	return open_regular(AT_FDCWD, link, 0, ino, 0, job);
 }
 
-static int open_debug_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+static int open_debug_file(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                           struct ember_broker_job *job)
 {
-	_cleanup_close_ int dirfd = open(b->debug_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                       .resolve = cached_only(job, 0)};
+	_cleanup_close_ int dirfd =
+	    (int)syscall(SYS_openat2, AT_FDCWD, b->debug_root, &how, sizeof(how));
 	char rel[BUILD_ID_MAX_HEX + 32];
+	struct statx stx;
+	int err;
 
 	if (dirfd < 0)
+		return walk_error(job);
+	/* The walk below looks names up on the debug tree's file system. */
+	if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
 		return neg_errno();
+	err = reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
+	if (err)
+		return err;
 	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
 	/* Symbolic links inside the debug tree are fine, out of it not. */
-	return open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0);
+	return open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0, job);
 }
 
 /* A plain file name: no '/', not "." or "..", printable. */
@@ -207,15 +299,17 @@ static int validate_debuglink(const struct ember_msg_broker_req *req)
  * .debug/ beside it, or under the debug root plus its directory; all inside
  * the process's own root (ember_broker_open_in_root).
  */
-static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_req *req)
+static int open_debuglink(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                          struct ember_broker_job *job)
 {
 	char dir[4096], cand[4096 + 256], root[64];
-	uint64_t end = 0;
-	ino_t ino = 0;
 	_cleanup_close_ int rootfd = -1;
+	uint64_t end = 0;
+	uint32_t dev[2];
+	ino_t ino = 0;
 	int fd = -ENOENT, err, n;
 
-	err = find_mapping(req, &end, &ino, dir, sizeof(dir));
+	err = find_mapping(req, &end, &ino, dev, dir, sizeof(dir));
 	if (err)
 		return err;
 	*strrchr(dir, '/') = '\0'; /* find_mapping returns absolute paths only */
@@ -223,39 +317,59 @@ static int open_debuglink(struct ember_broker *b, const struct ember_msg_broker_
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return neg_errno();
-	for (int i = 0; i < 3 && fd < 0; i++) {
+	/* The names are looked up beside the mapped file, on its file system first. */
+	err = reach_device(job, dev[0], dev[1]);
+	for (int i = 0; i < 3 && !err && fd < 0; i++) {
 		if (i == 2)
 			n = snprintf(cand, sizeof(cand), "%s%s/%s", b->debug_root, dir, req->arg);
 		else
 			n = snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir,
 			             req->arg);
 		if (n > 0 && (size_t)n < sizeof(cand))
-			fd = ember_broker_open_in_root(rootfd, cand);
+			fd = open_in_root(rootfd, cand, job);
+		/* A stall, or a worker must look: the search ends; otherwise the next candidate. */
+		if (fd == -ETIMEDOUT || fd == -EREMOTE)
+			err = fd;
 	}
-	return fd;
+	return err ? err : fd;
 }
 
 /* Facts for OTLP resources: the cgroup list (container id), the executable. strcmp with
  * a literal reads no further than the literal's length: arg need not end in a NUL. */
-static int open_named_proc_file(struct ember_broker *b, const struct ember_msg_broker_req *req)
+static int validate_proc_file(const struct ember_msg_broker_req *req)
 {
-	(void)b;
-	if (strcmp(req->arg, "cgroup") && strcmp(req->arg, "exe"))
+	if (validate_pid(req) || (strcmp(req->arg, "cgroup") && strcmp(req->arg, "exe")))
 		return -EINVAL;
-	return open_proc_file(req, req->arg);
+	return 0;
+}
+
+/* The executable is opened on its own file system (it may be FUSE): as any mapped file. */
+static int open_named_proc_file(const struct ember_broker *b,
+                                const struct ember_msg_broker_req *req,
+                                struct ember_broker_job *job)
+{
+	char path[64];
+
+	(void)b;
+	if (strcmp(req->arg, "exe")) {
+		job->file.fs_magic = PROC_SUPER_MAGIC;
+		return open_proc_file(req, req->arg);
+	}
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/exe", req->pid);
+	return open_regular(AT_FDCWD, path, 0, 0, 0, job);
 }
 
 /* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
-	/*                             name           pid?   per peer  validate            open or file */
-	[EMBER_BROKER_MAPS]        = {"maps",        true,  0,  validate_pid,       NULL, "maps"},
-	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  0,  validate_pid,       open_mapped_file},
-	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, 64, validate_none,      NULL, "/proc/kallsyms"},
-	[EMBER_BROKER_MEM]         = {"mem",         true,  0,  validate_pid,       NULL, "mem"},
-	[EMBER_BROKER_MODULES]     = {"modules",     false, 64, validate_none,      NULL, "/proc/modules"},
-	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, 0,  validate_build_id,  open_debug_file},
-	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  0,  validate_debuglink, open_debuglink},
-	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  0,  validate_pid,       open_named_proc_file},
+	/*                             name           pid?   waits? per peer  validate            open or file */
+	[EMBER_BROKER_MAPS]        = {"maps",        true,  false, 0,  validate_pid,       NULL, "maps"},
+	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  true,  0,  validate_pid,       open_mapped_file},
+	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, false, 64, validate_none,      NULL, "/proc/kallsyms"},
+	[EMBER_BROKER_MEM]         = {"mem",         true,  false, 0,  validate_pid,       NULL, "mem"},
+	[EMBER_BROKER_MODULES]     = {"modules",     false, false, 64, validate_none,      NULL, "/proc/modules"},
+	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, true,  0,  validate_build_id,  open_debug_file},
+	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink},
+	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file},
 };
 /* clang-format on */
 
@@ -294,12 +408,54 @@ static bool take_token(struct ember_broker *b, uint64_t now_ns)
 	return true;
 }
 
-int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
-                        uint64_t now_ns)
+int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                      struct ember_broker_job *job)
 {
 	const struct broker_handler *h;
-	int fd, err;
 
+	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].name)
+		return -EINVAL;
+	h = &handlers[req->what];
+	if (h->open)
+		return h->open(b, req, job);
+	job->file.fs_magic = PROC_SUPER_MAGIC;
+	return h->needs_pid ? open_proc_file(req, h->file) : open_ro(h->file);
+}
+
+static int refuse(struct ember_broker *b, const struct ember_msg_broker_req *req, int err)
+{
+	b->refused[req->what]++;
+	log_debug("broker: refused %s for pid %" PRIu32 ": %s", handlers[req->what].name, req->pid,
+	          strerror(-err));
+	return err;
+}
+
+int ember_broker_complete(struct ember_broker *b, const struct ember_msg_broker_req *req, int fd,
+                          uint64_t now_ns)
+{
+	int err;
+
+	if (fd < 0)
+		return refuse(b, req, fd);
+	/* Still the same process after the open: the descriptor is its own. */
+	if (handlers[req->what].needs_pid &&
+	    (err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns))) {
+		close(fd);
+		return refuse(b, req, err);
+	}
+	b->served[req->what]++;
+	b->served_peer[req->what]++;
+	return fd;
+}
+
+int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
+                        uint64_t now_ns, struct ember_broker_file *file)
+{
+	struct ember_broker_job job = {0};
+	const struct broker_handler *h;
+	int err, fd;
+
+	memset(file, 0, sizeof(*file));
 	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].name)
 		return -EINVAL;
 	h = &handlers[req->what];
@@ -311,27 +467,10 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 	if (!err && h->needs_pid)
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	if (err)
-		goto refuse;
-	fd = h->open        ? h->open(b, req)
-	     : h->needs_pid ? open_proc_file(req, h->file)
-	                    : open_ro(h->file);
-	if (fd < 0) {
-		err = fd;
-		goto refuse;
-	}
-	/* Still the same process after the open: the descriptor is its own. */
-	if (h->needs_pid) {
-		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
-		if (err) {
-			close(fd);
-			goto refuse;
-		}
-	}
-	b->served[req->what]++;
-	b->served_peer[req->what]++;
-	return fd;
-refuse:
-	b->refused[req->what]++;
-	return log_debug_errno(err, "broker: refused %s for pid %" PRIu32 ": %m", h->name,
-	                       req->pid);
+		return refuse(b, req, err);
+	if (h->may_wait && b->pooled)
+		return -EINPROGRESS;
+	fd = ember_broker_open(b, req, &job);
+	*file = job.file;
+	return ember_broker_complete(b, req, fd, now_ns);
 }

@@ -5,18 +5,67 @@
  * entry in a dispatch table: whether it needs a recently sampled PID, a
  * validator for its arguments, and the function that opens the file. Every
  * reply is a read-only descriptor or a negative errno.
+ *
+ * Nothing the collector's loop does may wait on a profiled process or a file
+ * system that stopped answering. Requests that can (they read a process's
+ * memory map, whose lock a process can hold for ever, or open one of its
+ * files, which may sit on FUSE or NFS) are marked in the table: with a pool
+ * of workers (broker_pool.h) they are handed to it, in line otherwise (tests).
+ * Such an open says how far it got in an ember_broker_progress the collector
+ * reads when it misses its deadline, and refuses the devices listed there as
+ * stalled.
  */
 #ifndef EMBER_COLLECTOR_BROKER_H
 #define EMBER_COLLECTOR_BROKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "ipc/proto.h"
 #include "collector/seen_pids.h"
 
+#define EMBER_BROKER_MAX_STALLS 8
+
+/*
+ * Shared between the collector and one worker (MAP_SHARED): what the
+ * collector tells the worker before a job, and how far the job has got.
+ * Each side treats the other's fields as untrusted numbers.
+ */
+struct ember_broker_progress {
+	/* Written by the collector before it sends a job. */
+	uint32_t nrefuse;
+	struct {
+		uint32_t major, minor;
+	} refuse[EMBER_BROKER_MAX_STALLS]; /* devices that stalled: not to be touched */
+	/* Written by the worker: the job it works on (the request's sequence number), and the
+	 * device and file system it has reached (0:0 while it waits on the process). */
+	volatile uint32_t job, dev_major, dev_minor, fs_magic;
+};
+
+/* What the broker learnt about a file while it opened it: the reply's fields. */
+struct ember_broker_file {
+	uint32_t flags; /* enum ember_broker_reply_flags */
+	uint32_t fs_magic;
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+};
+
+/* One open of a request that may wait. */
+struct ember_broker_job {
+	/* Where it says how far it got and finds the stalled devices; NULL: nobody watches. */
+	struct ember_broker_progress *progress;
+	/* In the collector's loop: give up with -EREMOTE before anything could wait (a device
+	 * that is not a local disk's, a stalled one, a name not in the kernel's cache). */
+	bool in_line;
+	struct ember_broker_file file; /* what the reply says */
+};
+
 struct ember_broker {
 	struct ember_procs *procs;
+	/* Set when a pool (broker_pool.h) makes the opens that may wait: ember_broker_handle
+	 * leaves them to it. */
+	bool pooled;
 	const char *debug_root;  /* "/usr/lib/debug" */
 	uint64_t pid_max_age_ns; /* serve PIDs sampled at most this long ago */
 	/* Token bucket capping the request rate. */
@@ -37,10 +86,30 @@ void ember_broker_new_peer(struct ember_broker *b);
 /*
  * Serves one request (already copied and size-checked by the protocol
  * layer). Returns a read-only descriptor the caller sends and closes, or a
- * negative errno for the reply.
+ * negative errno for the reply; -EINPROGRESS when the request passed its
+ * checks but may wait and b->pooled: the caller hands it to the pool and,
+ * with the pool's answer, calls ember_broker_complete. file gets what the
+ * reply says about the file.
  */
 int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
-                        uint64_t now_ns);
+                        uint64_t now_ns, struct ember_broker_file *file);
+
+/*
+ * The open itself, for a request ember_broker_handle checked, by a worker or in
+ * the collector's loop (job->in_line). Returns a descriptor or a negative errno:
+ * -ETIMEDOUT with EMBER_BROKER_STALLED when it reached a device listed as
+ * stalled; in line, -EREMOTE when a worker must make it.
+ */
+int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                      struct ember_broker_job *job);
+
+/*
+ * The end of a request a worker opened (fd, or a negative errno): the process
+ * must still be the one that was asked about; counted like any other.
+ * Returns the descriptor to send or a negative errno (fd is closed then).
+ */
+int ember_broker_complete(struct ember_broker *b, const struct ember_msg_broker_req *req, int fd,
+                          uint64_t now_ns);
 
 const char *ember_broker_what_name(uint32_t what);
 

@@ -28,6 +28,7 @@ void ember_peer_attach(struct ember_peer *p, int sock, int pid)
 		fcntl(sock, F_SETFL, fl | O_NONBLOCK);
 	p->sock = sock;
 	p->pid = pid;
+	p->gen++;
 	p->state = EMBER_PEER_AWAIT_HELLO;
 	p->seq = 0;
 	p->flushed = false;
@@ -112,18 +113,42 @@ static int on_hello(struct ember_peer *p, const struct peer_call *c, const union
 	return 0;
 }
 
-static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
+int ember_peer_send_reply(struct ember_peer *p, uint32_t id, int fd,
+                          const struct ember_broker_file *f)
 {
 	union ember_msg out;
-	int fd = ember_broker_handle(c->broker, &in->broker_req, c->now_ns), err;
+	int err;
 
 	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
-	out.broker_reply.id = in->broker_req.id;
+	out.broker_reply.id = id;
 	out.broker_reply.error = fd < 0 ? fd : 0;
+	out.broker_reply.flags = f->flags;
+	out.broker_reply.fs_magic = f->fs_magic;
+	out.broker_reply.dev_major = f->dev_major;
+	out.broker_reply.dev_minor = f->dev_minor;
+	out.broker_reply.ino = f->ino;
 	err = send_msg(p, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	if (fd >= 0)
 		close(fd);
 	return err;
+}
+
+static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
+{
+	struct ember_broker_file file;
+	int fd = ember_broker_handle(c->broker, &in->broker_req, c->now_ns, &file);
+
+	/* It may wait: made in line if nothing can, else by a worker, whose answer comes
+	 * when it is done or its deadline passed. */
+	if (fd == -EINPROGRESS) {
+		fd = p->pool ? ember_pool_open(p->pool, c->broker, &in->broker_req, p->gen,
+		                               c->now_ns, &file)
+		             : -EIO;
+		if (fd == -EINPROGRESS)
+			return 0;
+		fd = ember_broker_complete(c->broker, &in->broker_req, fd, c->now_ns);
+	}
+	return ember_peer_send_reply(p, in->broker_req.id, fd, &file);
 }
 
 static int on_unwind(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "collector/broker.h"
+#include "collector/broker_pool.h"
 #include "ipc/proto.h"
 #include "ipc/ring.h"
 #include "collector/ring_drain.h"
@@ -45,6 +46,8 @@ struct ember_peer {
 	bool flushed;
 	int32_t flush_status;
 	struct ember_tables *tables; /* where unwind messages go; NULL: refused */
+	struct ember_pool *pool;     /* opens requests that may wait (broker_pool.h) */
+	uint64_t gen;                /* counts connections: a late answer finds its own */
 };
 
 void ember_peer_init(struct ember_peer *p, const struct ember_peer_config *config);
@@ -68,6 +71,10 @@ bool ember_peer_allows(enum ember_peer_state state, uint32_t type);
  */
 int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
                            struct ember_drain *drain, uint64_t now_ns);
+
+/* Answers broker request id with fd (sent and closed) or a negative errno. */
+int ember_peer_send_reply(struct ember_peer *p, uint32_t id, int fd,
+                          const struct ember_broker_file *f);
 
 /*
  * Asks the symbolizer to consume everything written so far and write its

@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "collector/bpf_loader.h"
 #include "collector/broker.h"
+#include "collector/broker_pool.h"
 #include "collector/peer.h"
 #include "collector/seen_pids.h"
 #include "collector/spawn.h"
@@ -38,7 +40,7 @@
 #define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
 
-enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN };
+enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN, TAG_WORKER };
 
 struct recorder {
 	struct ember_record_opts *opts;
@@ -46,6 +48,7 @@ struct recorder {
 	struct ember_procs procs;
 	struct ember_drain drain;
 	struct ember_broker broker;
+	struct ember_pool pool;
 	struct ember_peer peer;
 	struct ember_tables tables;
 	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
@@ -56,6 +59,10 @@ struct recorder {
 	bool stopping, finished, failed, progress_drawn, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
 	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
+	/* The main thread watches the thread that runs the loop (supervise). */
+	pthread_mutex_t lock;
+	pthread_cond_t loop_ended;
+	bool loop_done;
 };
 
 /* The progress line is redrawn in place; log lines first erase it. */
@@ -87,7 +94,8 @@ static void draw_progress(struct recorder *r, uint64_t now_ns)
 	}
 }
 
-static int epoll_add(int epfd, int fd, enum event_tag tag)
+/* tag, and for workers their index in the upper half */
+static int epoll_add(int epfd, int fd, uint32_t tag)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
 
@@ -259,6 +267,37 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 	}
 }
 
+/* A worker's open ended (or missed its deadline): the symbolizer that asked gets the answer. */
+static void deliver(struct recorder *r, struct ember_pool_done *d, uint64_t now_ns)
+{
+	int fd = ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
+
+	if (d->peer_gen != r->peer.gen || !ember_peer_active(&r->peer)) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	ember_peer_send_reply(&r->peer, d->req.id, fd, &d->file);
+}
+
+static void on_worker(struct recorder *r, unsigned int i, uint64_t now_ns)
+{
+	struct ember_pool_done done;
+
+	/* A worker sends one answer per job: read them all. */
+	for (int n = 0; n < 4 && r->pool.workers[i].sock >= 0; n++)
+		if (ember_pool_on_readable(&r->pool, i, now_ns, &done) == 1)
+			deliver(r, &done, now_ns);
+}
+
+static void expire_workers(struct recorder *r, uint64_t now_ns)
+{
+	struct ember_pool_done done;
+
+	while (ember_pool_expire(&r->pool, now_ns, &done))
+		deliver(r, &done, now_ns);
+}
+
 static void on_child_exit(struct recorder *r)
 {
 	int status = 0;
@@ -320,6 +359,11 @@ static void on_listen(struct recorder *r)
  * descriptors need no capability. Then only the system calls of
  * seccomp/collector.policy remain.
  */
+static void *no_op(void *arg)
+{
+	return arg;
+}
+
 static int confine(struct recorder *r)
 {
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
@@ -329,9 +373,14 @@ static int confine(struct recorder *r)
 	                                      {"child", (uint64_t)r->child}};
 	int err = ember_caps_limit(keep);
 
+	pthread_t warm;
+
 	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
 	if (err && err != -EPERM)
 		return err;
+	/* glibc installs its own signal handlers at the first pthread_create: before the filter. */
+	if (!pthread_create(&warm, NULL, no_op, NULL))
+		pthread_join(warm, NULL);
 	return ember_policy_load(&ember_collector_policy,
 	                         EMBER_POLICY_BASE |
 	                             (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
@@ -446,6 +495,13 @@ static int setup(struct recorder *r)
 	err = setup_signals(r);
 	if (err)
 		return err;
+	/* Opens that may wait go to workers, forked before any eBPF object exists. */
+	err = ember_pool_start(&r->pool, &r->broker, EMBER_POOL_WORKERS);
+	if (err) {
+		log_error("cannot start the broker's workers: %s", strerror(-err));
+		return err;
+	}
+	r->peer.pool = &r->pool;
 	if (o->socket_path) {
 		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
 		if (r->listen_fd < 0)
@@ -479,6 +535,9 @@ static int setup(struct recorder *r)
 	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
 	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
 		return err;
+	for (unsigned int i = 0; i < r->pool.nworkers; i++)
+		if ((err = epoll_add(r->epfd, r->pool.workers[i].sock, TAG_WORKER | i << 8)))
+			return err;
 	err = confine(r);
 	return err ? log_error_errno(err, "cannot confine the collector: %m") : 0;
 }
@@ -486,12 +545,19 @@ static int setup(struct recorder *r)
 static void teardown(struct recorder *r)
 {
 	if (r->child > 0) {
+		struct pollfd exited = {.fd = r->child_pidfd, .events = POLLIN};
 		int status;
 
+		/* Never for long: a process the kernel cannot kill (waiting in a FUSE request
+		 * nobody answers) must not keep ember from ending. */
 		kill(r->child, SIGKILL);
-		if (waitpid(r->child, &status, 0) > 0 && WIFEXITED(status))
+		if (r->child_pidfd >= 0 && poll(&exited, 1, 2000) <= 0)
+			log_warn("the symbolizer (pid %d) does not exit: it is left behind",
+			         (int)r->child);
+		else if (waitpid(r->child, &status, WNOHANG) > 0 && WIFEXITED(status))
 			r->usage = WEXITSTATUS(status) == EMBER_EXIT_USAGE;
 	}
+	ember_pool_stop(&r->pool);
 	ember_peer_detach(&r->peer, &r->drain);
 	ember_tables_free(&r->tables);
 	ember_bpf_destroy(&r->bpf);
@@ -507,7 +573,8 @@ static void run_loop(struct recorder *r)
 {
 	while (!r->finished) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(r->epfd, evs, 8, -1);
+		int n = epoll_wait(r->epfd, evs, 8,
+		                   ember_pool_timeout_ms(&r->pool, ember_monotonic_ns()));
 		uint64_t now = ember_monotonic_ns();
 
 		if (n < 0 && errno != EINTR) {
@@ -516,7 +583,10 @@ static void run_loop(struct recorder *r)
 			return;
 		}
 		for (int i = 0; i < n && !r->finished; i++) {
-			switch (evs[i].data.u32) {
+			switch (evs[i].data.u32 & 0xff) {
+			case TAG_WORKER:
+				on_worker(r, evs[i].data.u32 >> 8, now);
+				break;
 			case TAG_BPF:
 				ember_bpf_drain(&r->bpf);
 				if (ember_peer_active(&r->peer))
@@ -539,7 +609,82 @@ static void run_loop(struct recorder *r)
 				break;
 			}
 		}
+		if (!r->finished)
+			expire_workers(r, ember_monotonic_ns());
 	}
+}
+
+static void *loop_thread(void *arg)
+{
+	struct recorder *r = arg;
+
+	run_loop(r);
+	pthread_mutex_lock(&r->lock);
+	r->loop_done = true;
+	pthread_cond_signal(&r->loop_ended);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static int start_loop_thread(struct recorder *r)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, loop_thread, r);
+	pthread_attr_destroy(&attr);
+	if (err)
+		log_error("cannot start the loop thread: %s; opens that may wait all go to "
+		          "workers now",
+		          strerror(err));
+	return -err;
+}
+
+/*
+ * The loop runs in a thread of its own while the main thread watches it: an open
+ * the loop makes in line (broker_pool.h) that passes its deadline (the process's
+ * memory-map lock is held) is answered from here and the loop goes on in a new
+ * thread. Without a thread the loop runs here, and nothing is opened in line.
+ */
+static void supervise(struct recorder *r)
+{
+	struct ember_pool_done done;
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->loop_ended, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&r->lock, NULL);
+	r->pool.guard.armed = true;
+	pthread_mutex_lock(&r->lock);
+	if (start_loop_thread(r))
+		goto here;
+	while (!r->loop_done) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->loop_ended, &r->lock, &ts);
+		if (r->loop_done || !ember_pool_watch(&r->pool, ember_monotonic_ns(), &done))
+			continue;
+		deliver(r, &done, ember_monotonic_ns());
+		if (start_loop_thread(r))
+			goto here;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return;
+here:
+	pthread_mutex_unlock(&r->lock);
+	r->pool.guard.armed = false;
+	run_loop(r);
 }
 
 int ember_record_run(struct ember_record_opts *o)
@@ -564,7 +709,7 @@ int ember_record_run(struct ember_record_opts *o)
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	draw_progress(&r, r.start_ns);
-	run_loop(&r);
+	supervise(&r);
 	if (r.progress_drawn) {
 		draw_progress(&r, ember_monotonic_ns());
 		if (write(STDERR_FILENO, "\n", 1) < 0)

@@ -27,7 +27,7 @@
 #include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
-#define EMBER_PROTO_VERSION 1
+#define EMBER_PROTO_VERSION 2
 #define EMBER_MSG_MAX       4096
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
 
@@ -114,11 +114,27 @@ struct ember_msg_broker_req {
 	                  "exe" */
 };
 
+/* What a broker reply says about the file (flags of ember_msg_broker_reply). */
+enum ember_broker_reply_flags {
+	/* On a file system that can stop answering (FUSE, NFS, ...; shared/fs_class.h): read
+	 * it only through a bounded path. */
+	EMBER_BROKER_REMOTE = 1u << 0,
+	/* Refused (-ETIMEDOUT) because the file system or process stopped answering. */
+	EMBER_BROKER_STALLED = 1u << 1,
+	/* ... and this very request missed its deadline: a worker was left waiting. */
+	EMBER_BROKER_MISSED_DEADLINE = 1u << 2,
+};
+
 /* Sent with one descriptor when error is 0. */
 struct ember_msg_broker_reply {
 	struct ember_msg_hdr hdr;
 	uint32_t id;
-	int32_t error; /* 0 or a negative errno */
+	int32_t error;     /* 0 or a negative errno */
+	uint32_t flags;    /* enum ember_broker_reply_flags */
+	uint32_t fs_magic; /* statfs f_type of the file's file system; 0: not known */
+	uint32_t dev_major,
+	    dev_minor; /* the file's device (a stall: the stalled one); 0:0 unknown */
+	uint64_t ino;  /* the file's inode number; 0: not known */
 };
 
 struct ember_msg_flush {

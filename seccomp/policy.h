@@ -22,6 +22,8 @@ enum ember_policy_group {
 	EMBER_POLICY_NETWORK = 1u << 2,    /* symbolizer: network export is configured */
 	EMBER_POLICY_RECORD = 1u << 3,     /* collector: `ember record` with its child */
 	EMBER_POLICY_DAEMON = 1u << 4,     /* collector: accepting symbolizers on a socket */
+	EMBER_POLICY_WORKER = 1u << 5,     /* collector's broker workers: opens that may wait */
+	EMBER_POLICY_READER = 1u << 6,     /* symbolizer's readers: reads that may wait */
 };
 
 enum ember_policy_action {

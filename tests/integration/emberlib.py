@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -235,6 +236,94 @@ def assert_close(name, got, want, tolerance):
     log(f"  {name}: {got:.1f}% (want {want}% +/- {tolerance}) {'ok' if ok else 'FAIL'}")
     if not ok:
         raise AssertionError(f"{name} share {got:.1f}% is not within {tolerance} of {want}%")
+
+
+def pprof_comments(path):
+    """The comments (our statistics, "#name=value") of a gzipped pprof profile."""
+    data = gzip.decompress(open(path, "rb").read())
+    strings, comment_ids, header, i = [], [], {}, 0
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v = varint()
+            if field == 13:
+                comment_ids.append(v)
+            elif field in (9, 10):
+                header[field] = v
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n = varint()
+            chunk, i = data[i:i + n], i + n
+            if field == 6:
+                strings.append(chunk.decode())
+            elif field == 13:
+                j = 0
+                while j < len(chunk):
+                    shift = v = 0
+                    while True:
+                        b = chunk[j]
+                        j += 1
+                        v |= (b & 0x7F) << shift
+                        shift += 7
+                        if b < 0x80:
+                            break
+                    comment_ids.append(v)
+        else:
+            raise AssertionError(f"unexpected wire type {wire} in {path}")
+    stats = {}
+    for c in comment_ids:
+        name, _, value = strings[c].removeprefix("#").partition("=")
+        stats[name] = int(value) if value.isdigit() else value
+    stats["time_nanos"], stats["duration_nanos"] = header.get(9, 0), header.get(10, 0)
+    return stats
+
+
+class CpuClock:
+    """Follows a process's CPU time (utime+stime) so that the samples an
+    interval should hold can be computed: CPU seconds in it times the rate."""
+
+    def __init__(self, pid):
+        self.pid, self.points, self.stop = pid, [], False
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                f = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()
+                self.points.append((time.time(), (int(f[11]) + int(f[12])) / self.tick))
+            except (OSError, IndexError):
+                return
+            time.sleep(0.05)
+
+    def cpu_between(self, t0, t1):
+        def at(t):
+            prev = self.points[0]
+            for p in self.points:
+                if p[0] >= t:
+                    if p[0] == prev[0]:
+                        return p[1]
+                    return prev[1] + (p[1] - prev[1]) * (t - prev[0]) / (p[0] - prev[0])
+                prev = p
+            return prev[1]
+        return at(t1) - at(t0)
 
 
 def kill(proc):

@@ -51,11 +51,12 @@ static void fixture_free(struct fixture *f)
 static int request(struct fixture *f, uint32_t what, uint32_t pid, uint64_t addr, const char *arg)
 {
 	struct ember_msg_broker_req req = {.what = what, .pid = pid, .addr = addr};
+	struct ember_broker_file file;
 	int fd;
 
 	if (arg)
 		memcpy(req.arg, arg, strnlen(arg, sizeof(req.arg)));
-	fd = ember_broker_handle(&f->broker, &req, SEC);
+	fd = ember_broker_handle(&f->broker, &req, SEC, &file);
 	if (fd >= 0)
 		close(fd);
 	return fd >= 0 ? 0 : fd;
@@ -402,10 +403,11 @@ static int request_fd(struct fixture *f, uint32_t what, uint32_t pid, uint64_t a
                       const char *arg)
 {
 	struct ember_msg_broker_req req = {.what = what, .pid = pid, .addr = addr};
+	struct ember_broker_file file;
 
 	if (arg)
 		memcpy(req.arg, arg, strnlen(arg, sizeof(req.arg)));
-	return ember_broker_handle(&f->broker, &req, SEC);
+	return ember_broker_handle(&f->broker, &req, SEC, &file);
 }
 
 /*
@@ -556,6 +558,7 @@ START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 	struct fixture f;
 	pid_t child = sleeper();
 	struct ember_msg_broker_req req = {.what = EMBER_BROKER_PROC_FILE, .pid = (uint32_t)child};
+	struct ember_broker_file file;
 	struct stat st, exe;
 	int status, fd;
 	char path[64];
@@ -571,10 +574,10 @@ START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 		              "%s served", refused[i]);
 	/* A name that fills the whole field without a NUL is refused, not overread. */
 	memset(req.arg, 'c', sizeof(req.arg));
-	ck_assert_int_eq(ember_broker_handle(&f.broker, &req, SEC), -EINVAL);
+	ck_assert_int_eq(ember_broker_handle(&f.broker, &req, SEC, &file), -EINVAL);
 	/* "exe" is the process's executable itself, read-only. */
 	memcpy(req.arg, "exe", 4);
-	fd = ember_broker_handle(&f.broker, &req, SEC);
+	fd = ember_broker_handle(&f.broker, &req, SEC, &file);
 	ck_assert_int_ge(fd, 0);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)child);
 	ck_assert_int_eq(fstat(fd, &st), 0);

@@ -180,8 +180,6 @@ START_TEST(collector_forbidden_calls_absent)
 	    "execveat",
 	    "fork",
 	    "vfork",
-	    "clone",
-	    "clone3",
 	    "ptrace",
 	    "process_vm_readv",
 	    "process_vm_writev",
@@ -212,6 +210,34 @@ START_TEST(collector_forbidden_calls_absent)
 	assert_absent(&ember_collector_policy, EMBER_POLICY_BASE | EMBER_POLICY_DAEMON, "unlink");
 	r = rule(&ember_collector_policy, EMBER_POLICY_RECORD, "kill");
 	ck_assert(r->nconds == 2 && r->conds[0].param && !strcmp(r->conds[0].param, "child"));
+	/* A new loop thread, never a process. */
+	r = rule(&ember_collector_policy, EMBER_POLICY_BASE, "clone");
+	ck_assert(r->nconds == 1 && r->conds[0].mask == CLONE_THREAD &&
+	          r->conds[0].value == CLONE_THREAD);
+	r = rule(&ember_collector_policy, EMBER_POLICY_BASE, "clone3");
+	ck_assert(r->action == EMBER_RULE_ERRNO && r->errno_value == ENOSYS);
+}
+END_TEST
+
+/* The broker's workers open files and nothing else: no eBPF, no processes, no signals. */
+START_TEST(collector_workers_only_open)
+{
+	static const char *const never[] = {
+	    "bpf",       "perf_event_open", "memfd_create", "pipe2",      "kill",
+	    "clone",     "clone3",          "fork",         "vfork",      "execve",
+	    "ptrace",    "socket",          "accept4",      "epoll_wait", "pidfd_open",
+	    "ftruncate", "unlink",          "wait4",
+	};
+	const struct ember_policy_rule *r;
+
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		assert_absent(&ember_collector_policy, EMBER_POLICY_WORKER, never[i]);
+	r = rule(&ember_collector_policy, EMBER_POLICY_WORKER, "openat");
+	ck_assert(r->nconds == 1 && (r->conds[0].mask & O_ACCMODE) &&
+	          (r->conds[0].mask & O_CREAT) && r->conds[0].value == O_RDONLY);
+	printf("allow-list of the broker's workers: %zu system calls\n",
+	       ember_policy_count(&ember_collector_policy, EMBER_POLICY_WORKER));
+	ck_assert_uint_lt(ember_policy_count(&ember_collector_policy, EMBER_POLICY_WORKER), 40);
 }
 END_TEST
 
@@ -485,6 +511,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(t, symbolizer_forbidden_calls_absent);
 	tcase_add_test(t, symbolizer_conditions);
 	tcase_add_test(t, collector_forbidden_calls_absent);
+	tcase_add_test(t, collector_workers_only_open);
 	tcase_add_test(t, symbolizer_filter_kills_forbidden_calls);
 	tcase_add_test(t, symbolizer_groups_widen_only_as_listed);
 	tcase_add_test(t, collector_filter);

@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "collector/broker_pool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "seccomp/caps.h"
+#include "seccomp/policy.h"
+#include "shared/clock.h"
+#include "shared/err.h"
+#include "shared/fs_class.h"
+#include "shared/log.h"
+
+#define SEC               1e9
+#define EMBER_GUARD_TAKEN UINT64_MAX
+
+/* ---- a worker process ---------------------------------------------------------------- */
+
+static int confine_worker(void)
+{
+	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
+	                EMBER_CAP(CAP_CHECKPOINT_RESTORE);
+	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()}};
+	int err = ember_caps_limit(keep);
+
+	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
+	if (err && err != -EPERM)
+		return err;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return neg_errno();
+	return ember_policy_load(&ember_collector_policy, EMBER_POLICY_WORKER, params,
+	                         ARRAY_SIZE(params));
+}
+
+/* One open at a time until the collector closes the socket or goes. */
+static void __attribute__((noreturn))
+worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
+            struct ember_broker_progress *pg, pid_t parent)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* Nothing of the collector's but the socket: no peer, no outputs, no ring, not even its
+	 * standard error, which a worker the kernel cannot kill would keep open after the
+	 * collector exits (`ember record 2>&1 | tee` would wait for it). If the worker cannot
+	 * confine itself it exits, and the collector says so. */
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		_exit(1);
+	close_range(3, (unsigned int)sock - 1, 0);
+	close_range((unsigned int)sock + 1, ~0u, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent ||
+	    confine_worker())
+		_exit(1);
+	for (;;) {
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
+		struct ember_broker_job job = {.progress = pg};
+		union ember_msg in, out;
+		int nfds, fd, err;
+
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			_exit(1);
+		err = ember_msg_recv(sock, &in, NULL, 0, &nfds);
+		if (err == -EAGAIN)
+			continue;
+		if (err || in.hdr.type != EMBER_MSG_BROKER_REQ)
+			_exit(err == -ECONNRESET ? 0 : 1);
+		__atomic_store_n(&pg->dev_major, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&pg->dev_minor, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&pg->fs_magic, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&pg->job, in.hdr.seq, __ATOMIC_RELEASE);
+		fd = p->open(b, &in.broker_req, &job);
+		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
+		out.broker_reply.id = in.broker_req.id;
+		out.broker_reply.error = fd < 0 ? fd : 0;
+		out.broker_reply.flags = job.file.flags;
+		out.broker_reply.fs_magic = job.file.fs_magic;
+		out.broker_reply.dev_major = job.file.dev_major;
+		out.broker_reply.dev_minor = job.file.dev_minor;
+		out.broker_reply.ino = job.file.ino;
+		err = ember_msg_send(sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+		if (fd >= 0)
+			close(fd);
+		if (err)
+			_exit(0);
+	}
+}
+
+int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int n)
+{
+	pid_t parent = getpid();
+
+	p->deadline_ns = EMBER_POOL_DEADLINE_NS;
+	if (!p->open)
+		p->open = ember_broker_open;
+	p->progress = mmap(NULL, sizeof(*p->progress) * EMBER_POOL_WORKERS, PROT_READ | PROT_WRITE,
+	                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p->progress == MAP_FAILED) {
+		p->progress = NULL;
+		return neg_errno();
+	}
+	for (unsigned int i = 0; i < n && i < EMBER_POOL_WORKERS; i++) {
+		struct ember_worker *w = &p->workers[i];
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return neg_errno();
+		w->pid = fork();
+		if (w->pid == 0)
+			worker_main(p, b, sv[1], &p->progress[i], parent);
+		close(sv[1]);
+		if (w->pid < 0) {
+			close(sv[0]);
+			return neg_errno();
+		}
+		fcntl(sv[0], F_SETFL, O_NONBLOCK);
+		w->sock = sv[0];
+		w->stall = w->probe = -1;
+		p->nworkers++;
+	}
+	b->pooled = true;
+	return 0;
+}
+
+void ember_pool_stop(struct ember_pool *p)
+{
+	for (unsigned int i = 0; i < p->nworkers; i++) {
+		if (p->workers[i].sock >= 0)
+			close(p->workers[i].sock);
+		p->workers[i].sock = -1;
+		p->workers[i].state = EMBER_WORKER_GONE;
+	}
+	/* A worker still waiting keeps its own mapping of the pages. */
+	if (p->progress)
+		munmap(p->progress, sizeof(*p->progress) * EMBER_POOL_WORKERS);
+	p->progress = NULL;
+	if (p->abandoned)
+		log_info("broker: %" PRIu64 " opens missed their deadline; %" PRIu64
+		         " requests were refused for stalled file systems or processes",
+		         p->abandoned, p->refused_stalled + p->refused_busy);
+	log_debug("broker: %" PRIu64 " opens that may wait made in line, %" PRIu64 " by workers",
+	          p->in_line, p->by_worker);
+}
+
+unsigned int ember_pool_stuck(const struct ember_pool *p)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		n += p->workers[i].state == EMBER_WORKER_STUCK;
+	return n;
+}
+
+/* ---- stalls --------------------------------------------------------------------------- */
+
+static bool is_device(const struct ember_stall *s)
+{
+	return s->dev_major || s->dev_minor;
+}
+
+/* "the file system on device 0:52 (fuse)", "process 123 (...)". */
+static const char *stall_name(const struct ember_stall *s, char *buf, size_t size)
+{
+	char type[16];
+
+	if (is_device(s))
+		snprintf(buf, size, "the file system on device %" PRIu32 ":%" PRIu32 " (%s)",
+		         s->dev_major, s->dev_minor, ember_fs_name(s->fs_magic, type));
+	else
+		snprintf(buf, size, "process %" PRIu32 " (a lock on its memory map)", s->pid);
+	return buf;
+}
+
+/* The stall of the device major:minor, or with none of process pid; -1. */
+static int find_stall(const struct ember_pool *p, uint32_t pid, uint32_t major, uint32_t minor)
+{
+	for (unsigned int i = 0; i < EMBER_POOL_MAX_STALLS; i++) {
+		const struct ember_stall *s = &p->stalls[i];
+
+		if (s->used && ((major || minor) ? s->dev_major == major && s->dev_minor == minor
+		                                 : !is_device(s) && s->pid == pid))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void end_stall(struct ember_pool *p, int idx, uint64_t now_ns)
+{
+	struct ember_stall *s = &p->stalls[idx];
+	char name[96];
+
+	log_info(
+	    "broker: %s answers again after %.1f s; %" PRIu64 " requests were refused meanwhile",
+	    stall_name(s, name, sizeof(name)), (double)(now_ns - s->since_ns) / SEC, s->refused);
+	for (unsigned int i = 0; i < p->nworkers; i++) {
+		if (p->workers[i].stall == idx)
+			p->workers[i].stall = -1;
+		if (p->workers[i].probe == idx)
+			p->workers[i].probe = -1;
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+/* A free entry; when none is, the oldest that no stuck worker waits on (one a loop thread
+ * left, whose process may be gone: only a probe would end it). */
+static int free_stall(struct ember_pool *p)
+{
+	int oldest = -1;
+
+	for (int i = 0; i < EMBER_POOL_MAX_STALLS; i++) {
+		bool waited = false;
+
+		if (!p->stalls[i].used)
+			return i;
+		for (unsigned int w = 0; w < p->nworkers; w++)
+			waited |= p->workers[w].stall == i || p->workers[w].probe == i;
+		if (!waited && (oldest < 0 || p->stalls[i].since_ns < p->stalls[oldest].since_ns))
+			oldest = i;
+	}
+	if (oldest >= 0)
+		memset(&p->stalls[oldest], 0, sizeof(p->stalls[oldest]));
+	return oldest;
+}
+
+/*
+ * An open of req (the probe of stall `probe`, or -1) missed its deadline after it
+ * reached major:minor (0:0: it still waited on the process): marks what it waits on.
+ */
+static int mark_stall(struct ember_pool *p, const struct ember_msg_broker_req *req, uint32_t major,
+                      uint32_t minor, uint32_t magic, int probe, uint64_t now_ns, const char *who)
+{
+	int i = find_stall(p, req->pid, major, minor);
+	struct ember_stall *s;
+	char name[96];
+
+	if (probe >= 0)
+		p->stalls[probe].probing = false;
+	p->abandoned++;
+	if (i >= 0) {
+		s = &p->stalls[i];
+		if (i == probe) {
+			s->backoff_ns = s->backoff_ns * 2 > EMBER_POOL_BACKOFF_MAX_NS
+			                    ? EMBER_POOL_BACKOFF_MAX_NS
+			                    : s->backoff_ns * 2;
+			s->retry_ns = now_ns + s->backoff_ns;
+			log_info("broker: %s still does not answer; next try in %.0f s",
+			         stall_name(s, name, sizeof(name)), (double)s->backoff_ns / SEC);
+		}
+		return i;
+	}
+	i = free_stall(p);
+	if (i < 0)
+		return -1;
+	s = &p->stalls[i];
+	*s = (struct ember_stall){.used = true,
+	                          .pid = req->pid,
+	                          .dev_major = major,
+	                          .dev_minor = minor,
+	                          .fs_magic = magic,
+	                          .since_ns = now_ns,
+	                          .retry_ns = now_ns + EMBER_POOL_BACKOFF_NS,
+	                          .backoff_ns = EMBER_POOL_BACKOFF_NS};
+	log_warn("broker: %s did not answer within %.1f s (%s for pid %" PRIu32
+	         ", %s): requests that need it are refused until it does",
+	         stall_name(s, name, sizeof(name)), (double)p->deadline_ns / SEC,
+	         ember_broker_what_name(req->what), req->pid, who);
+	return i;
+}
+
+/* The answer for an open that missed its deadline. */
+static void missed(struct ember_pool_done *done, const struct ember_msg_broker_req *req,
+                   uint64_t peer_gen, const struct ember_stall *s)
+{
+	memset(done, 0, sizeof(*done));
+	done->req = *req;
+	done->peer_gen = peer_gen;
+	done->fd = -ETIMEDOUT;
+	done->file.flags = EMBER_BROKER_STALLED | EMBER_BROKER_MISSED_DEADLINE;
+	if (s) {
+		done->file.dev_major = s->dev_major;
+		done->file.dev_minor = s->dev_minor;
+		done->file.fs_magic = s->fs_magic;
+	}
+}
+
+/* The devices a job must not touch: every stalled one but `probe`. */
+static void refuse_list(const struct ember_pool *p, struct ember_broker_progress *pg, int probe)
+{
+	pg->nrefuse = 0;
+	for (int i = 0; i < EMBER_POOL_MAX_STALLS && pg->nrefuse < EMBER_BROKER_MAX_STALLS; i++) {
+		const struct ember_stall *s = &p->stalls[i];
+
+		if (s->used && is_device(s) && i != probe) {
+			pg->refuse[pg->nrefuse].major = s->dev_major;
+			pg->refuse[pg->nrefuse].minor = s->dev_minor;
+			pg->nrefuse++;
+		}
+	}
+}
+
+/* ---- workers -------------------------------------------------------------------------- */
+
+int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
+                      uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
+{
+	unsigned int idle = 0, wi = 0;
+	int probe = -1, ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
+	struct ember_worker *w;
+	union ember_msg m;
+
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i].state == EMBER_WORKER_IDLE && idle++ == 0)
+			wi = i;
+	/* A stalled process, or a device, is probed by one job at a time after its back-off,
+	 * and only while another worker stays free. */
+	if (ps >= 0) {
+		if (p->stalls[ps].probing || now_ns < p->stalls[ps].retry_ns || idle < 2) {
+			p->stalls[ps].refused++;
+			p->refused_stalled++;
+			file->flags |= EMBER_BROKER_STALLED;
+			return -ETIMEDOUT;
+		}
+		probe = ps;
+	}
+	if (!idle) {
+		p->refused_busy++;
+		if (ember_pool_stuck(p))
+			file->flags |= EMBER_BROKER_STALLED;
+		return -EBUSY;
+	}
+	for (int i = 0; i < EMBER_POOL_MAX_STALLS && probe < 0 && idle >= 2; i++)
+		if (p->stalls[i].used && is_device(&p->stalls[i]) && !p->stalls[i].probing &&
+		    now_ns >= p->stalls[i].retry_ns)
+			probe = i;
+	w = &p->workers[wi];
+	refuse_list(p, &p->progress[wi], probe);
+	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
+	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
+	       sizeof(*req) - sizeof(req->hdr));
+	if (ember_msg_send(w->sock, &m, NULL, 0)) {
+		log_warn("broker: worker %d is gone", (int)w->pid);
+		w->state = EMBER_WORKER_GONE;
+		return -EIO;
+	}
+	if (probe >= 0)
+		p->stalls[probe].probing = true;
+	p->by_worker++;
+	w->state = EMBER_WORKER_BUSY;
+	w->req = *req;
+	w->job = p->next_job;
+	w->peer_gen = peer_gen;
+	w->deadline_ns = now_ns + p->deadline_ns;
+	w->probe = probe;
+	return 0;
+}
+
+/* w's open got an answer: the stall it probed, if it reached it, is over. */
+static void end_probe(struct ember_pool *p, struct ember_worker *w,
+                      const struct ember_broker_file *f, uint64_t now_ns)
+{
+	struct ember_stall *s;
+
+	if (w->probe < 0)
+		return;
+	s = &p->stalls[w->probe];
+	if (is_device(s) ? s->dev_major == f->dev_major && s->dev_minor == f->dev_minor
+	                 : s->pid == w->req.pid)
+		end_stall(p, w->probe, now_ns);
+	else
+		s->probing = false;
+	w->probe = -1;
+}
+
+static int worker_gone(struct ember_pool *p, struct ember_worker *w, struct ember_pool_done *done)
+{
+	bool busy = w->state == EMBER_WORKER_BUSY;
+
+	log_warn("broker: worker %d exited or broke the protocol", (int)w->pid);
+	if (w->probe >= 0)
+		p->stalls[w->probe].probing = false;
+	close(w->sock);
+	w->sock = -1;
+	w->state = EMBER_WORKER_GONE;
+	if (!busy)
+		return 0;
+	memset(done, 0, sizeof(*done));
+	done->req = w->req;
+	done->peer_gen = w->peer_gen;
+	done->fd = -EIO;
+	return 1;
+}
+
+int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns,
+                           struct ember_pool_done *done)
+{
+	struct ember_worker *w = &p->workers[i];
+	struct ember_broker_file f = {0};
+	union ember_msg m;
+	int fd = -1, nfds = 0, err;
+
+	if (i >= p->nworkers || w->sock < 0)
+		return 0;
+	err = ember_msg_recv(w->sock, &m, &fd, 1, &nfds);
+	if (err == -EAGAIN)
+		return 0;
+	if (err || m.hdr.type != EMBER_MSG_BROKER_REPLY || m.hdr.seq != w->job ||
+	    (m.broker_reply.error == 0) != (nfds == 1) || m.broker_reply.error > 0 ||
+	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK)) {
+		if (nfds)
+			close(fd);
+		return worker_gone(p, w, done);
+	}
+	f = (struct ember_broker_file){m.broker_reply.flags, m.broker_reply.fs_magic,
+	                               m.broker_reply.dev_major, m.broker_reply.dev_minor,
+	                               m.broker_reply.ino};
+	if (w->state == EMBER_WORKER_STUCK) {
+		/* Answered at last: the symbolizer had its -ETIMEDOUT, but the stall is over. */
+		if (nfds)
+			close(fd);
+		p->late++;
+		if (w->stall >= 0)
+			end_stall(p, w->stall, now_ns);
+		w->stall = -1;
+		w->state = EMBER_WORKER_IDLE;
+		return 0;
+	}
+	end_probe(p, w, &f, now_ns);
+	if (f.flags & EMBER_BROKER_STALLED) {
+		int s = find_stall(p, w->req.pid, f.dev_major, f.dev_minor);
+
+		p->refused_stalled++;
+		if (s >= 0)
+			p->stalls[s].refused++;
+	}
+	w->state = EMBER_WORKER_IDLE;
+	memset(done, 0, sizeof(*done));
+	done->req = w->req;
+	done->peer_gen = w->peer_gen;
+	done->fd = m.broker_reply.error ? m.broker_reply.error : fd;
+	done->file = f;
+	return 1;
+}
+
+int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done)
+{
+	for (unsigned int i = 0; i < p->nworkers; i++) {
+		struct ember_worker *w = &p->workers[i];
+		struct ember_broker_progress *pg = &p->progress[i];
+		bool ours;
+		int s;
+
+		if (w->state != EMBER_WORKER_BUSY || now_ns < w->deadline_ns)
+			continue;
+		/* What it reached, if the worker is still on this job (its numbers, untrusted). */
+		ours = __atomic_load_n(&pg->job, __ATOMIC_ACQUIRE) == w->job;
+		s = mark_stall(p, &w->req,
+		               ours ? __atomic_load_n(&pg->dev_major, __ATOMIC_RELAXED) : 0,
+		               ours ? __atomic_load_n(&pg->dev_minor, __ATOMIC_RELAXED) : 0,
+		               ours ? __atomic_load_n(&pg->fs_magic, __ATOMIC_RELAXED) : 0,
+		               w->probe, now_ns, "a worker waits");
+		w->state = EMBER_WORKER_STUCK;
+		w->stall = s;
+		w->probe = -1;
+		if (ember_pool_stuck(p) == p->nworkers)
+			log_warn("broker: every worker waits on a stalled file system or process: "
+			         "requests that need one are refused until one comes back");
+		missed(done, &w->req, w->peer_gen, s >= 0 ? &p->stalls[s] : NULL);
+		return 1;
+	}
+	return 0;
+}
+
+int ember_pool_timeout_ms(const struct ember_pool *p, uint64_t now_ns)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if (p->workers[i].state == EMBER_WORKER_BUSY && p->workers[i].deadline_ns < next)
+			next = p->workers[i].deadline_ns;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now_ns ? 0 : (int)((next - now_ns) / 1000000u) + 1;
+}
+
+/* ---- in line, watched by the main thread -------------------------------------------------- */
+
+/*
+ * The loop thread's own open. If the main thread took the open over meanwhile,
+ * another thread runs the loop now: this one touches nothing more and ends (its
+ * stack, where the main thread reads the open's progress, stays mapped).
+ */
+static int open_in_line(struct ember_pool *p, const struct ember_broker *b,
+                        const struct ember_msg_broker_req *req, uint64_t peer_gen,
+                        struct ember_broker_file *file)
+{
+	struct ember_pool_guard *g = &p->guard;
+	struct ember_broker_progress pg = {0};
+	struct ember_broker_job job = {.progress = &pg, .in_line = true};
+	uint64_t seq = ++g->seq;
+	int fd;
+
+	refuse_list(p, &pg, -1);
+	g->progress = &pg;
+	g->req = *req;
+	g->peer_gen = peer_gen;
+	__atomic_store_n(&g->entered_ns, ember_monotonic_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&g->active, seq, __ATOMIC_RELEASE);
+	fd = ember_broker_open(b, req, &job);
+	if (!__atomic_compare_exchange_n(&g->active, &seq, 0, false, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE)) {
+		if (fd >= 0)
+			close(fd);
+		__atomic_fetch_sub(&g->stuck, 1, __ATOMIC_RELAXED);
+		syscall(SYS_exit, 0);
+	}
+	*file = job.file;
+	return fd;
+}
+
+int ember_pool_open(struct ember_pool *p, const struct ember_broker *b,
+                    const struct ember_msg_broker_req *req, uint64_t peer_gen, uint64_t now_ns,
+                    struct ember_broker_file *file)
+{
+	int fd;
+
+	/* Not in line for a stalled process (a worker probes it), nor past the stuck limit. */
+	if (p->guard.armed &&
+	    __atomic_load_n(&p->guard.stuck, __ATOMIC_RELAXED) < EMBER_POOL_MAX_LOOP_STUCK &&
+	    (!req->pid || find_stall(p, req->pid, 0, 0) < 0)) {
+		fd = open_in_line(p, b, req, peer_gen, file);
+		if (fd != -EREMOTE) {
+			p->in_line++;
+			return fd;
+		}
+		memset(file, 0, sizeof(*file));
+	}
+	fd = ember_pool_submit(p, req, peer_gen, now_ns, file);
+	return fd ? fd : -EINPROGRESS;
+}
+
+int ember_pool_watch(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done)
+{
+	struct ember_pool_guard *g = &p->guard;
+	uint64_t seq = __atomic_load_n(&g->active, __ATOMIC_ACQUIRE);
+	int s;
+
+	if (!seq || seq == EMBER_GUARD_TAKEN ||
+	    now_ns < __atomic_load_n(&g->entered_ns, __ATOMIC_RELAXED) + p->deadline_ns ||
+	    !__atomic_compare_exchange_n(&g->active, &seq, EMBER_GUARD_TAKEN, false,
+	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
+	/* The loop thread waits in the open: its request and progress are ours to read. */
+	__atomic_fetch_add(&g->stuck, 1, __ATOMIC_RELAXED);
+	s = mark_stall(p, &g->req, __atomic_load_n(&g->progress->dev_major, __ATOMIC_RELAXED),
+	               __atomic_load_n(&g->progress->dev_minor, __ATOMIC_RELAXED),
+	               __atomic_load_n(&g->progress->fs_magic, __ATOMIC_RELAXED), -1, now_ns,
+	               "the loop moved to a new thread");
+	missed(done, &g->req, g->peer_gen, s >= 0 ? &p->stalls[s] : NULL);
+	__atomic_store_n(&g->active, 0, __ATOMIC_RELEASE);
+	return 1;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where the broker's opens that may wait are made, so that the collector's
+ * loop never waits on a profiled process or a file system. An open can wait
+ * on a process (reading its memory map takes a lock that one of its threads
+ * may hold while it waits for a file system) or on a file system that stopped
+ * answering (FUSE, NFS, CIFS, 9p, ...; a FUSE request its daemon never answers
+ * cannot even be killed).
+ *
+ * In line: the loop opens a file itself when it sits on a local disk (a block
+ * device's file system of a local type, names found in the kernel's cache):
+ * that costs nothing. Only the process's lock can still hold it there, and
+ * only killably: the collector's main thread watches the loop thread
+ * (ember_pool_watch) and, when an open in line passes its deadline, answers
+ * it, marks the process stalled and starts a new loop thread; the old one
+ * ends when its open does.
+ *
+ * Everything else goes to workers: a few helper processes, forked at
+ * start-up before the eBPF programs are loaded, keeping only
+ * CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_CHECKPOINT_RESTORE and the
+ * "worker" group of seccomp/collector.policy. A stuck worker is a process of
+ * its own: it keeps nobody from exiting, and dies with the collector (or,
+ * if the kernel will not let it, when its request ends).
+ *
+ * Each open has a deadline. One that misses it is answered -ETIMEDOUT and
+ * what it waited on is marked stalled: the device it had reached, or else the
+ * process. Later requests for it are refused at once; after a back-off one
+ * request at a time, by a worker, probes it again. A worker that comes back,
+ * or a probe that gets an answer, ends the stall. When no worker is free,
+ * requests that need one are refused. Workers' answers are checked as
+ * messages of the control protocol; what they report is used as numbers only.
+ */
+#ifndef EMBER_COLLECTOR_BROKER_POOL_H
+#define EMBER_COLLECTOR_BROKER_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "collector/broker.h"
+
+#define EMBER_POOL_WORKERS        4
+#define EMBER_POOL_MAX_LOOP_STUCK 2 /* loop threads left waiting before opens stop in line */
+#define EMBER_POOL_DEADLINE_NS    (1000ull * 1000000ull)
+#define EMBER_POOL_BACKOFF_NS     (2000ull * 1000000ull)
+#define EMBER_POOL_BACKOFF_MAX_NS (60000ull * 1000000ull)
+
+enum ember_worker_state {
+	EMBER_WORKER_IDLE = 0,
+	EMBER_WORKER_BUSY,  /* on a job, within its deadline */
+	EMBER_WORKER_STUCK, /* missed a deadline: left waiting */
+	EMBER_WORKER_GONE,  /* exited or broke the protocol */
+};
+
+struct ember_worker {
+	pid_t pid;
+	int sock;
+	enum ember_worker_state state;
+	struct ember_msg_broker_req req; /* the job, as the symbolizer asked */
+	uint32_t job;                    /* its sequence number */
+	uint64_t peer_gen;               /* the connection that asked */
+	uint64_t deadline_ns;
+	int stall; /* STUCK: the stall it waits on; -1 */
+	int probe; /* BUSY: the stall it may probe; -1 */
+};
+
+/* A device (dev_major:dev_minor) or a process (pid, no device) that stopped answering. */
+struct ember_stall {
+	bool used;
+	uint32_t pid;
+	uint32_t dev_major, dev_minor, fs_magic;
+	uint64_t since_ns, retry_ns, backoff_ns;
+	bool probing;
+	uint64_t refused;
+};
+
+/* The loop thread's open in line, as the main thread sees it. */
+struct ember_pool_guard {
+	uint64_t active;     /* (atomic) the open's number; 0: none; EMBER_GUARD_TAKEN */
+	uint64_t entered_ns; /* (atomic) when it began */
+	uint64_t seq;
+	bool armed; /* the main thread watches: opens may be made in line */
+	struct ember_broker_progress *progress; /* the open's, on the loop thread's stack */
+	struct ember_msg_broker_req req;
+	uint64_t peer_gen;
+	uint32_t stuck; /* (atomic) loop threads left waiting, not yet back */
+};
+
+#define EMBER_POOL_MAX_STALLS (EMBER_POOL_WORKERS + EMBER_POOL_MAX_LOOP_STUCK)
+
+struct ember_pool {
+	struct ember_worker workers[EMBER_POOL_WORKERS];
+	unsigned int nworkers;
+	struct ember_broker_progress *progress; /* one per worker, shared with it */
+	struct ember_stall stalls[EMBER_POOL_MAX_STALLS];
+	struct ember_pool_guard guard;
+	uint64_t deadline_ns;
+	uint32_t next_job;
+	/* worker: the open a worker makes (ember_broker_open; tests put their own) */
+	int (*open)(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+	            struct ember_broker_job *job);
+	uint64_t in_line, by_worker, abandoned, refused_stalled, refused_busy, late;
+};
+
+/* An open that ended (answered, or past its deadline): the reply the symbolizer waits for. */
+struct ember_pool_done {
+	struct ember_msg_broker_req req;
+	uint64_t peer_gen;
+	int fd; /* or a negative errno */
+	struct ember_broker_file file;
+};
+
+/*
+ * Forks n workers (at most EMBER_POOL_WORKERS) that open with p->open (set
+ * it before; NULL: ember_broker_open) for b. Call before the eBPF programs
+ * are loaded (a worker closes every descriptor but its socket all the same).
+ * Sets b->pooled. Returns 0 or a negative errno.
+ */
+int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int n);
+/* Closes the workers' sockets: idle ones exit, stuck ones when they can. Never waits. */
+void ember_pool_stop(struct ember_pool *p);
+
+/*
+ * Opens a request ember_broker_handle left to the pool (-EINPROGRESS): in line
+ * when it can, else by a worker. Returns a descriptor or a negative errno to
+ * answer now (-ETIMEDOUT with EMBER_BROKER_STALLED in file->flags: a stalled
+ * process; -EBUSY: no worker free), or -EINPROGRESS: the answer comes from
+ * ember_pool_on_readable or ember_pool_expire.
+ */
+int ember_pool_open(struct ember_pool *p, const struct ember_broker *b,
+                    const struct ember_msg_broker_req *req, uint64_t peer_gen, uint64_t now_ns,
+                    struct ember_broker_file *file);
+
+/* Hands a request to a free worker: 0, or a negative errno to answer now (as above). */
+int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
+                      uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file);
+
+/* Worker i's socket is readable. Returns 1 with *done filled when an open the symbolizer
+ * waits for ended, else 0 (a late answer, now discarded, or nothing). */
+int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns,
+                           struct ember_pool_done *done);
+
+/* Returns 1 with *done filled (-ETIMEDOUT) for one worker past its deadline; 0 when none is. */
+int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done);
+
+/*
+ * The main thread's watch over the loop thread: 1 with *done filled when the
+ * loop thread's open in line passed its deadline. The caller then answers it
+ * and starts a new loop thread; the old one ends itself when its open returns.
+ */
+int ember_pool_watch(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done);
+
+/* Milliseconds until the next deadline of a worker (for epoll_wait), -1 when none runs. */
+int ember_pool_timeout_ms(const struct ember_pool *p, uint64_t now_ns);
+
+/* Workers stuck now. */
+unsigned int ember_pool_stuck(const struct ember_pool *p);
+
+#endif

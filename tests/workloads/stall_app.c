@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A process running code from a file system that stops answering, for
+ * test_stall.py.
+ *
+ *   stall_app LIB SECONDS
+ *
+ * dlopens LIB (stall_lib.c, served by the test's FUSE file system), makes
+ * its code resident, prints "ready", then spins until SECONDS have passed:
+ * about half its CPU time in local_work() (this executable, on a local file
+ * system), half in LIB's remote_work().
+ *
+ * SIGUSR1 starts the lock case: one thread reads this process's own memory
+ * at a page of LIB nobody has touched, through /proc/self/mem (the kernel
+ * reads the page from the file system while it holds the process's
+ * memory-map lock, and the file system does not answer), and another thread
+ * calls mmap in a loop (it waits for that lock, and so does everything that
+ * reads the process's map after it: /proc/PID/maps on older kernels,
+ * /proc/PID/map_files, /proc/PID/mem). The spinning thread needs no lock and
+ * keeps running.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+static volatile sig_atomic_t lock_case;
+static const volatile char *cold_page;
+
+__attribute__((noinline)) void local_work(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink += (unsigned long)i ^ (sink >> 3);
+}
+
+/* Touches every page of LIB's executable segments: they stay in the page cache. */
+static int touch_code(struct dl_phdr_info *info, size_t size, void *lib)
+{
+	(void)size;
+	if (!strstr(info->dlpi_name, (const char *)lib))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		for (uintptr_t a = (info->dlpi_addr + ph->p_vaddr) & ~4095ul;
+		     a < info->dlpi_addr + ph->p_vaddr + ph->p_memsz; a += 4096)
+			sink += *(volatile const char *)a;
+	}
+	return 1;
+}
+
+static void *read_own_memory(void *arg)
+{
+	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	char c;
+
+	(void)arg;
+	/* Blocks in the file system with the memory-map lock held. */
+	if (fd >= 0 && pread(fd, &c, 1, (off_t)(uintptr_t)cold_page) == 1)
+		sink += (unsigned char)c;
+	return NULL;
+}
+
+static void *map_in_a_loop(void *arg)
+{
+	(void)arg;
+	usleep(200000); /* the reader holds the lock by then */
+	for (;;) {
+		void *m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m != MAP_FAILED)
+			munmap(m, 4096);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	lock_case = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	void (*remote_work)(long);
+	const volatile char *(*cold)(void);
+	const char *base;
+	double end;
+	void *lib;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: stall_app LIB SECONDS\n");
+		return 2;
+	}
+	lib = dlopen(argv[1], RTLD_NOW);
+	if (!lib || !(remote_work = (void (*)(long))dlsym(lib, "remote_work")) ||
+	    !(cold = (const volatile char *(*)(void))dlsym(lib, "stall_cold_page"))) {
+		fprintf(stderr, "stall_app: %s\n", dlerror());
+		return 1;
+	}
+	cold_page = cold();
+	base = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
+	dl_iterate_phdr(touch_code, (void *)base);
+	signal(SIGUSR1, on_usr1);
+	printf("ready\n");
+	fflush(stdout);
+	end = now() + atof(argv[2]);
+	while (now() < end) {
+		pthread_t t;
+
+		/* Both threads exist (their stacks are mapped) before the lock is taken. */
+		if (lock_case == 1) {
+			lock_case = 2;
+			pthread_create(&t, NULL, map_in_a_loop, NULL);
+			pthread_create(&t, NULL, read_own_memory, NULL);
+		}
+		local_work(2000000);
+		remote_work(2000000);
+	}
+	return 0;
+}
