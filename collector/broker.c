@@ -47,12 +47,7 @@ static int open_ro(const char *path)
 	return fd < 0 ? neg_errno() : fd;
 }
 
-/*
- * The open reached a file system on device major:minor: so the collector can
- * name it if the open misses its deadline; a device listed as stalled is not
- * touched, and in line only a block device's (a local disk) is.
- */
-static int reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
+int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
 {
 	struct ember_broker_progress *p = job->progress;
 
@@ -112,7 +107,7 @@ static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t wan
 	if (statx(pathfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
 	          STATX_TYPE | STATX_MODE | STATX_INO, &stx) < 0)
 		return neg_errno();
-	err = reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
+	err = ember_broker_reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
 	if (err)
 		return err;
 	f->ino = stx.stx_ino;
@@ -243,17 +238,31 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
                             struct ember_broker_job *job)
 {
 	char path[4096], link[80];
+	_cleanup_close_ int rootfd = -1;
 	uint64_t end = 0;
 	uint32_t dev[2];
 	ino_t ino = 0;
-	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path));
+	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path)), fd;
 
 	(void)b;
 	if (err)
 		return err;
-	snprintf(link, sizeof(link), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, req->pid,
-	         req->addr, end);
-	return open_regular(AT_FDCWD, link, 0, ino, 0, job);
+	if (!job->by_path) {
+		snprintf(link, sizeof(link), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
+		         req->pid, req->addr, end);
+		return open_regular(AT_FDCWD, link, 0, ino, 0, job);
+	}
+	/* map_files waits for the lock: the same file by its path, the same device and inode. */
+	snprintf(link, sizeof(link), "/proc/%" PRIu32 "/root", req->pid);
+	rootfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return neg_errno();
+	fd = open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ino, 0, job);
+	if (fd >= 0 && (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1])) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }
 
 static int open_debug_file(const struct ember_broker *b, const struct ember_msg_broker_req *req,
@@ -272,7 +281,7 @@ static int open_debug_file(const struct ember_broker *b, const struct ember_msg_
 	/* The walk below looks names up on the debug tree's file system. */
 	if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
 		return neg_errno();
-	err = reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
+	err = ember_broker_reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
 	if (err)
 		return err;
 	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
@@ -318,7 +327,7 @@ static int open_debuglink(const struct ember_broker *b, const struct ember_msg_b
 	if (rootfd < 0)
 		return neg_errno();
 	/* The names are looked up beside the mapped file, on its file system first. */
-	err = reach_device(job, dev[0], dev[1]);
+	err = ember_broker_reach_device(job, dev[0], dev[1]);
 	for (int i = 0; i < 3 && !err && fd < 0; i++) {
 		if (i == 2)
 			n = snprintf(cand, sizeof(cand), "%s%s/%s", b->debug_root, dir, req->arg);

@@ -58,8 +58,14 @@ struct ember_broker_job {
 	/* In the collector's loop: give up with -EREMOTE before anything could wait (a device
 	 * that is not a local disk's, a stalled one, a name not in the kernel's cache). */
 	bool in_line;
+	/* The process's memory-map lock is stalled: a mapped file is opened by the path the
+	 * kernel's maps give, inside the process's root, if it is still the mapped inode. */
+	bool by_path;
 	struct ember_broker_file file; /* what the reply says */
 };
+
+/* A job's flags in the reserved field of the request a worker gets. */
+#define EMBER_BROKER_JOB_BY_PATH 1u
 
 struct ember_broker {
 	struct ember_procs *procs;
@@ -102,6 +108,15 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
  */
 int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
                       struct ember_broker_job *job);
+
+/*
+ * An open reached a file system on device major:minor: says so in the job's
+ * progress (the collector names it if the open misses its deadline). Returns
+ * 0, -ETIMEDOUT (EMBER_BROKER_STALLED) for a device listed as stalled, and in
+ * line -EREMOTE for anything but a block device's (a local disk's) or a
+ * stalled one: a worker must make the open.
+ */
+int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor);
 
 /*
  * The end of a request a worker opened (fd, or a negative errno): the process

@@ -64,6 +64,7 @@ worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
 	for (;;) {
 		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		struct ember_broker_job job = {.progress = pg};
+
 		union ember_msg in, out;
 		int nfds, fd, err;
 
@@ -78,6 +79,7 @@ worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
 		__atomic_store_n(&pg->dev_minor, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&pg->fs_magic, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&pg->job, in.hdr.seq, __ATOMIC_RELEASE);
+		job.by_path = in.broker_req.reserved & EMBER_BROKER_JOB_BY_PATH;
 		fd = p->open(b, &in.broker_req, &job);
 		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
 		out.broker_reply.id = in.broker_req.id;
@@ -210,20 +212,26 @@ static void end_stall(struct ember_pool *p, int idx, uint64_t now_ns)
 	memset(s, 0, sizeof(*s));
 }
 
-/* A free entry; when none is, the oldest that no stuck worker waits on (one a loop thread
+/* Whether a worker waits on stall i (stuck on it, or probing it). */
+static bool waited_on(const struct ember_pool *p, int i)
+{
+	for (unsigned int w = 0; w < p->nworkers; w++)
+		if (p->workers[w].stall == i || p->workers[w].probe == i)
+			return true;
+	return false;
+}
+
+/* A free entry; when none is, the oldest that no worker waits on (one a loop thread
  * left, whose process may be gone: only a probe would end it). */
 static int free_stall(struct ember_pool *p)
 {
 	int oldest = -1;
 
 	for (int i = 0; i < EMBER_POOL_MAX_STALLS; i++) {
-		bool waited = false;
-
 		if (!p->stalls[i].used)
 			return i;
-		for (unsigned int w = 0; w < p->nworkers; w++)
-			waited |= p->workers[w].stall == i || p->workers[w].probe == i;
-		if (!waited && (oldest < 0 || p->stalls[i].since_ns < p->stalls[oldest].since_ns))
+		if (!waited_on(p, i) &&
+		    (oldest < 0 || p->stalls[i].since_ns < p->stalls[oldest].since_ns))
 			oldest = i;
 	}
 	if (oldest >= 0)
@@ -309,27 +317,50 @@ static void refuse_list(const struct ember_pool *p, struct ember_broker_progress
 
 /* ---- workers -------------------------------------------------------------------------- */
 
+/* Whether a worker works or waits on a request of pid. */
+static bool busy_with(const struct ember_pool *p, uint32_t pid)
+{
+	for (unsigned int i = 0; i < p->nworkers; i++)
+		if ((p->workers[i].state == EMBER_WORKER_BUSY ||
+		     p->workers[i].state == EMBER_WORKER_STUCK) &&
+		    p->workers[i].req.pid == pid)
+			return true;
+	return false;
+}
+
+static bool due(const struct ember_pool *p, int i, uint64_t now_ns)
+{
+	return p->stalls[i].used && !p->stalls[i].probing && now_ns >= p->stalls[i].retry_ns &&
+	       !waited_on(p, i);
+}
+
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
 {
 	unsigned int idle = 0, wi = 0;
 	int probe = -1, ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
+	uint32_t flags = 0;
 	struct ember_worker *w;
 	union ember_msg m;
 
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].state == EMBER_WORKER_IDLE && idle++ == 0)
 			wi = i;
-	/* A stalled process, or a device, is probed by one job at a time after its back-off,
-	 * and only while another worker stays free. */
+	/* A stalled process: one request of it at a time, made by a worker. Its lock stays out
+	 * of the way (a mapped file is reached by its path, checked against the kernel's maps),
+	 * but after the back-off one request takes it again: its probe. A worker stuck on a
+	 * stall is its probe already: it ends the stall when it comes back. */
 	if (ps >= 0) {
-		if (p->stalls[ps].probing || now_ns < p->stalls[ps].retry_ns || idle < 2) {
+		if (busy_with(p, req->pid) || idle < 2) {
 			p->stalls[ps].refused++;
 			p->refused_stalled++;
 			file->flags |= EMBER_BROKER_STALLED;
 			return -ETIMEDOUT;
 		}
-		probe = ps;
+		if (due(p, ps, now_ns))
+			probe = ps;
+		else
+			flags = EMBER_BROKER_JOB_BY_PATH;
 	}
 	if (!idle) {
 		p->refused_busy++;
@@ -338,14 +369,14 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 		return -EBUSY;
 	}
 	for (int i = 0; i < EMBER_POOL_MAX_STALLS && probe < 0 && idle >= 2; i++)
-		if (p->stalls[i].used && is_device(&p->stalls[i]) && !p->stalls[i].probing &&
-		    now_ns >= p->stalls[i].retry_ns)
+		if (is_device(&p->stalls[i]) && due(p, i, now_ns))
 			probe = i;
 	w = &p->workers[wi];
 	refuse_list(p, &p->progress[wi], probe);
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
 	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
 	       sizeof(*req) - sizeof(req->hdr));
+	m.broker_req.reserved = flags; /* between the collector and its worker only */
 	if (ember_msg_send(w->sock, &m, NULL, 0)) {
 		log_warn("broker: worker %d is gone", (int)w->pid);
 		w->state = EMBER_WORKER_GONE;

@@ -24,11 +24,12 @@
  *
  * Each open has a deadline. One that misses it is answered -ETIMEDOUT and
  * what it waited on is marked stalled: the device it had reached, or else the
- * process. Later requests for it are refused at once; after a back-off one
- * request at a time, by a worker, probes it again. A worker that comes back,
- * or a probe that gets an answer, ends the stall. When no worker is free,
- * requests that need one are refused. Workers' answers are checked as
- * messages of the control protocol; what they report is used as numbers only.
+ * process. Later requests for it are refused at once. The worker left waiting
+ * is the stall's probe: when it comes back, the stall is over. A stall no
+ * worker waits on (the loop thread's) is probed after a back-off by one
+ * request, made by a worker. When no worker is free, requests that need one
+ * are refused. Workers' answers are checked as messages of the control
+ * protocol; what they report is used as numbers only.
  */
 #ifndef EMBER_COLLECTOR_BROKER_POOL_H
 #define EMBER_COLLECTOR_BROKER_POOL_H

@@ -71,6 +71,28 @@ int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, 
 	return recv_one(c, m, fds, max_fds, nfds, timeout_ms);
 }
 
+/*
+ * A process's map (its lock), and a file on a file system that can stop answering, are
+ * read by a reader under a deadline: the caller gets the copy. A process's memory is read
+ * through the readers by whoever reads it; an executable's identity comes with the reply.
+ */
+static int copy_if_it_may_wait(struct ember_broker_client *c, uint32_t what, uint32_t pid, int fd)
+{
+	struct ember_read_of of = {pid, c->last.dev_major, c->last.dev_minor, c->last.fs_magic};
+	int copy;
+
+	if (!c->readers || what == EMBER_BROKER_MEM || what == EMBER_BROKER_PROC_FILE ||
+	    (what != EMBER_BROKER_MAPS && !(c->last.flags & EMBER_BROKER_REMOTE)))
+		return fd;
+	if (what == EMBER_BROKER_MAPS)
+		of.major = of.minor = 0;
+	copy = ember_readers_copy(c->readers, fd, &of, EMBER_READ_MAX_COPY);
+	close(fd);
+	if (copy < 0)
+		c->failures++;
+	return copy;
+}
+
 int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid, uint64_t addr,
                          const char *arg)
 {
@@ -132,10 +154,24 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 			c->closed = true;
 			return -EPROTO;
 		}
+		c->last.flags = m.broker_reply.flags;
+		c->last.fs_magic = m.broker_reply.fs_magic;
+		c->last.dev_major = m.broker_reply.dev_major;
+		c->last.dev_minor = m.broker_reply.dev_minor;
+		c->last.ino = m.broker_reply.ino;
 		if (m.broker_reply.error) {
 			c->failures++;
+			if (m.broker_reply.flags & EMBER_BROKER_STALLED) {
+				c->stalled_refused++;
+				c->stalled_deadline +=
+				    !!(m.broker_reply.flags & EMBER_BROKER_MISSED_DEADLINE);
+				if (c->readers)
+					ember_readers_note_stall(
+					    c->readers, m.broker_reply.dev_major,
+					    m.broker_reply.dev_minor, m.broker_reply.fs_magic);
+			}
 			return m.broker_reply.error;
 		}
-		return fd;
+		return copy_if_it_may_wait(c, what, pid, fd);
 	}
 }

@@ -3,6 +3,11 @@
  * The symbolizer's side of the control socket: it asks the collector's
  * broker for descriptors and notices the collector's own messages (FLUSH)
  * that arrive while it waits for a reply.
+ *
+ * A descriptor whose reading may wait (a process's map; a file on a file
+ * system that can stop answering, as the reply says) is not handed out as it
+ * is: with readers (reader.h) the caller gets a copy in a memfd made under a
+ * deadline, or -ETIMEDOUT. Replies refused for a stall are counted.
  */
 #ifndef EMBER_SYMBOLIZER_BROKER_CLIENT_H
 #define EMBER_SYMBOLIZER_BROKER_CLIENT_H
@@ -11,8 +16,11 @@
 #include <stdint.h>
 
 #include "ipc/proto.h"
+#include "symbolizer/reader.h"
 
-#define EMBER_BROKER_TIMEOUT_MS 10000
+/* The collector answers every request within its own deadline (about a second): past this, it
+ * is not answering. */
+#define EMBER_BROKER_TIMEOUT_MS 5000
 
 struct ember_broker_client {
 	int sock;
@@ -24,6 +32,14 @@ struct ember_broker_client {
 	bool closed; /* the collector went away or broke the protocol */
 	uint64_t requests, failures;
 	uint64_t late_replies; /* replies to requests that had timed out, dropped */
+	struct ember_readers *readers; /* NULL: descriptors are read directly */
+	/* What the last reply said about its file (flags: enum ember_broker_reply_flags). */
+	struct {
+		uint32_t flags, fs_magic, dev_major, dev_minor;
+		uint64_t ino;
+	} last;
+	uint64_t stalled_refused;  /* replies refused because a file system or process stalled */
+	uint64_t stalled_deadline; /* ... of which the request itself missed its deadline */
 };
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock);

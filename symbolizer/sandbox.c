@@ -118,8 +118,9 @@ int ember_sandbox_enter(const struct ember_sandbox_opts *o)
 	    {"pid", (uint64_t)getpid()},
 	    {"output_dir_fd", dir ? (uint64_t)o->output_dir_fd : UINT64_MAX},
 	};
-	uint32_t groups = EMBER_POLICY_BASE | (dir ? EMBER_POLICY_OUTPUT_DIR : 0) |
-	                  (o->network ? EMBER_POLICY_NETWORK : 0);
+	uint32_t groups = o->reader ? EMBER_POLICY_READER
+	                            : EMBER_POLICY_BASE | (dir ? EMBER_POLICY_OUTPUT_DIR : 0) |
+	                                  (o->network ? EMBER_POLICY_NETWORK : 0);
 	int err = ember_sandbox_drop_privileges(o), abi;
 	unsigned int uid = (unsigned int)getuid();
 

@@ -50,6 +50,9 @@ struct ember_sandbox_opts {
 	uint64_t max_file_bytes;     /* RLIMIT_FSIZE; 0: EMBER_SANDBOX_MAX_FILE_BYTES */
 	unsigned int max_open_files; /* RLIMIT_NOFILE; 0: EMBER_SANDBOX_MAX_OPEN_FILES */
 	bool die_with_parent;        /* SIGKILL when the parent (ember record) dies */
+	/* A reader process (reader.h): only the "reader" group of the policy, no files by path,
+	 * no network. */
+	bool reader;
 };
 
 /* Steps 1 and 2 only: for a daemon that must connect as its own user

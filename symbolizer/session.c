@@ -16,6 +16,7 @@
 #include "symbolizer/formats/out_otlp.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/record_decode.h"
+#include "symbolizer/sandbox.h"
 #include "shared/clock.h"
 #include "shared/log.h"
 #include "symbolizer/symbolize.h"
@@ -53,6 +54,7 @@ struct session {
 	bool keep_total;
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
+	struct ember_readers readers; /* reads that may wait */
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
 	/* A third, ahead of both, for exec records: see scan_execs(). */
@@ -431,6 +433,9 @@ static void set_run_stats(struct session *s)
 	ember_symbolizer_report_stats(&s->sym);
 	ember_unwind_report_stats(&s->unwind, p);
 	s->sym.profile = current;
+	ember_readers_report_stats(&s->readers, p);
+	ember_profile_stat_set(p, "broker.stalled_refused", s->broker.stalled_refused);
+	ember_profile_stat_set(p, "broker.stalled_deadline", s->broker.stalled_deadline);
 	ember_profile_stat_set(p, "ring.records", s->records);
 	ember_profile_stat_set(p, "ring.bad_records", s->bad_records);
 	if (s->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
@@ -720,11 +725,21 @@ static int run(struct session *s)
 	return err;
 }
 
+/* A reader's own sandbox: the symbolizer's user, no files by path, the "reader" group. */
+static int confine_reader(void *ctx)
+{
+	struct ember_sandbox_opts sb = {
+	    .reader = true, .max_file_bytes = EMBER_READ_MAX_COPY + 1, .max_open_files = 16};
+
+	(void)ctx;
+	return ember_sandbox_enter(&sb);
+}
+
 int ember_session_run(const struct ember_session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	char host[256] = "";
-	int err;
+	int err, readers_err;
 
 	if (!s)
 		return -ENOMEM;
@@ -762,6 +777,14 @@ int ember_session_run(const struct ember_session_opts *o)
 		memcpy(p->resource_attrs, o->export.resource_attrs, sizeof(p->resource_attrs));
 	}
 	err = handshake(s);
+	/* Readers are processes of their own: forked before the sandbox forbids it. */
+	if (!err &&
+	    (readers_err = ember_readers_start(&s->readers, EMBER_READERS, confine_reader, NULL)))
+		log_warn("cannot start the reader processes (%s): files on FUSE, NFS and the "
+		         "like are read directly, and a stalled one can stall the symbolizer",
+		         strerror(-readers_err));
+	else if (!err)
+		s->broker.readers = &s->readers;
 	if (!err && o->enter_sandbox)
 		err = o->enter_sandbox(o->sandbox_ctx);
 	/* The export thread starts inside the sandbox and so inherits all of it. */
@@ -783,6 +806,7 @@ int ember_session_run(const struct ember_session_opts *o)
 out:
 	while (s->copies_len)
 		free(take_copy_result(s, UINT64_MAX));
+	ember_readers_stop(&s->readers);
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
 	ember_profile_free(&s->profile);

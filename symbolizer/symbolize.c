@@ -299,6 +299,15 @@ static int mapping_identity(struct ember_symbolizer *s, const struct ember_obj *
 	return err;
 }
 
+/* A frame left unnamed because its file or its process's map could not be read in time. */
+static void stalled_frame(struct ember_symbolizer *s, int error)
+{
+	if (error != -ETIMEDOUT)
+		return;
+	s->frames_stalled++;
+	s->sample_stalled = true;
+}
+
 static int user_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
                          bool is_return, uint64_t now_ns, uint32_t *out)
 {
@@ -314,14 +323,17 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 
 	e = ember_process_find_mapping(&s->procs, proc, s->broker, addr, now_ns);
 	if (!e) {
+		stalled_frame(s, proc->maps_error);
 		s->unknown_frames++;
 		return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
 		                                  NULL, 0, out);
 	}
 	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted)
 		obj = mapped_object(s, proc->pid, e, now_ns);
-	if (obj && obj->error)
+	if (obj && obj->error) {
+		stalled_frame(s, obj->error);
 		obj = NULL;
+	}
 	m.start = e->start;
 	m.limit = e->end;
 	m.file_offset = e->offset;
@@ -364,20 +376,21 @@ static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t
 
 #define FACTS_RETRY_NS (1000ull * 1000000ull)
 
-/* The path of the executable open as fd, found among the process's mappings by identity. */
-static const char *exe_path_from_maps(const struct ember_process *proc, int fd)
+/* The path of the executable the broker just opened (its reply gives the device and inode:
+ * an fstat could wait on its file system), found among the process's mappings by identity. */
+static const char *exe_path_from_maps(const struct ember_process *proc,
+                                      const struct ember_broker_client *b)
 {
 	const struct ember_map_entry *by_inode = NULL;
-	struct stat st;
 
-	if (fstat(fd, &st) < 0 || !proc->maps_loaded)
+	if (!proc->maps_loaded || !b->last.ino)
 		return NULL;
 	for (size_t i = 0; i < proc->maps.count; i++) {
 		const struct ember_map_entry *e = &proc->maps.entries[i];
 
-		if (e->kind != EMBER_MAP_FILE || e->inode != st.st_ino)
+		if (e->kind != EMBER_MAP_FILE || e->inode != b->last.ino)
 			continue;
-		if (makedev(e->dev_major, e->dev_minor) == st.st_dev)
+		if (e->dev_major == b->last.dev_major && e->dev_minor == b->last.dev_minor)
 			return ember_maps_path(&proc->maps, e);
 		/* Overlay file systems (containers) show the lower file's device in maps. */
 		if (!by_inode)
@@ -424,7 +437,7 @@ static void load_process_facts(struct ember_symbolizer *s, struct ember_process 
 		ember_process_find_mapping(&s->procs, proc, s->broker, 0, now_ns);
 	fd = proc_file(s, proc, "exe");
 	if (fd >= 0) {
-		path = exe_path_from_maps(proc, fd);
+		path = exe_path_from_maps(proc, s->broker);
 		close(fd);
 		free(proc->exe_path);
 		proc->exe_path = path ? strdup(path) : NULL;
@@ -500,6 +513,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		return -ENOMEM;
 	learn_comm(proc, sample);
 	s->samples++;
+	s->sample_stalled = false;
 	if (sample->kind == EMBER_EV_OFF_CPU)
 		first = probe_frames(s, frames, kn, now_ns);
 	for (uint32_t i = first; i < kn; i++) {
@@ -520,6 +534,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 			return err;
 	}
 	s->frames += depth;
+	s->samples_stalled += s->sample_stalled;
 	if (s->want_process_facts && (err = note_process_facts(s, proc, now_ns)))
 		return err;
 	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, &key.stack);
@@ -583,6 +598,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unknown_mapping", s->unknown_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unsymbolized", s->unsymbolized_frames);
+	ember_profile_stat_set(p, "symbolizer.frames_stalled", s->frames_stalled);
+	ember_profile_stat_set(p, "symbolizer.samples_stalled", s->samples_stalled);
 	ember_profile_stat_set(p, "symbolizer.frames_symtab",
 	                       s->frames_by_origin[EMBER_SYM_SYMTAB]);
 	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);

@@ -36,6 +36,9 @@ struct ember_symbolizer {
 	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
+	/* Frames left unnamed, and samples with such frames, because a read stalled. */
+	uint64_t frames_stalled, samples_stalled;
+	bool sample_stalled;
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
 	uint64_t facts_requests, facts_failures;

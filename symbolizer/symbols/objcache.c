@@ -118,7 +118,9 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 		return NULL;
 	}
 	o = at(c, slot);
-	if (o->error && now_ns - o->failed_at_ns > EMBER_OBJCACHE_RETRY_NS) {
+	if (o->error &&
+	    now_ns - o->failed_at_ns > (o->error == -ETIMEDOUT ? EMBER_OBJCACHE_STALL_RETRY_NS
+	                                                       : EMBER_OBJCACHE_RETRY_NS)) {
 		remove_entry(c, o);
 		c->misses++;
 		return NULL;

@@ -21,7 +21,10 @@
 
 #define EMBER_OBJCACHE_DEFAULT_BYTES (24u << 20)
 #define EMBER_OBJCACHE_RETRY_NS      (30ull * 1000000000ull)
-#define EMBER_OBJ_MAX_ALIASES        8
+/* A file that could not be read in time (-ETIMEDOUT: a stalled file system) is tried again
+ * sooner: its frames come back once it answers. */
+#define EMBER_OBJCACHE_STALL_RETRY_NS (2ull * 1000000000ull)
+#define EMBER_OBJ_MAX_ALIASES         8
 
 struct ember_obj_key {
 	uint64_t dev; /* makedev(major, minor) as the mapping shows it */
@@ -57,8 +60,8 @@ void ember_objcache_free(struct ember_objcache *c);
 
 /*
  * The cached entry for key, or NULL on a miss. A remembered failure younger
- * than EMBER_OBJCACHE_RETRY_NS is returned (check ->error); an older one is
- * dropped and reported as a miss so the caller tries again.
+ * than EMBER_OBJCACHE_RETRY_NS (_STALL_RETRY_NS for a stall) is returned (check ->error); an older
+ * one is dropped and reported as a miss so the caller tries again.
  */
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
                                      uint64_t now_ns);

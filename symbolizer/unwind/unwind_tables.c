@@ -21,6 +21,7 @@
 #define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
 #define VDSO_MAX_BYTES (1u << 20)
 #define FILE_RETRY_NS  (30ull * 1000000000ull)
+#define STALL_RETRY_NS (2ull * 1000000000ull) /* a file that could not be read in time */
 #define SWEEP_EVERY_NS 1000000000ull
 #define PAGE_MASK_4K   (~(uint64_t)4095)
 
@@ -347,7 +348,8 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	f = file_at(u, slot);
 	if (r == 1)
 		f->key = key;
-	else if (!f->error || now_ns - f->idle_since_ns < FILE_RETRY_NS)
+	else if (!f->error || now_ns - f->idle_since_ns <
+	                          (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS))
 		return (int)slot;
 	if (e->kind != EMBER_MAP_VDSO) {
 		fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);

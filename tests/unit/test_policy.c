@@ -219,6 +219,28 @@ START_TEST(collector_forbidden_calls_absent)
 }
 END_TEST
 
+/* The symbolizer's readers read what they are handed: no file by path, no network, no
+ * process, no signal. */
+START_TEST(symbolizer_readers_only_read)
+{
+	static const char *const never[] = {
+	    "open",  "openat", "openat2", "socket", "connect", "clone",    "clone3",    "fork",
+	    "vfork", "execve", "kill",    "ptrace", "bpf",     "unlinkat", "renameat2",
+	};
+	const struct ember_policy_rule *r;
+
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		assert_absent(&ember_symbolizer_policy, EMBER_POLICY_READER, never[i]);
+	/* memfd_create for the readers only, never for the symbolizer itself. */
+	rule(&ember_symbolizer_policy, EMBER_POLICY_READER, "memfd_create");
+	assert_absent(&ember_symbolizer_policy, SYM_ALL, "memfd_create");
+	r = rule(&ember_symbolizer_policy, EMBER_POLICY_READER, "mmap");
+	ck_assert_uint_eq(r->nconds, 2);
+	printf("allow-list of the symbolizer's readers: %zu system calls\n",
+	       ember_policy_count(&ember_symbolizer_policy, EMBER_POLICY_READER));
+}
+END_TEST
+
 /* The broker's workers open files and nothing else: no eBPF, no processes, no signals. */
 START_TEST(collector_workers_only_open)
 {
@@ -512,6 +534,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(t, symbolizer_conditions);
 	tcase_add_test(t, collector_forbidden_calls_absent);
 	tcase_add_test(t, collector_workers_only_open);
+	tcase_add_test(t, symbolizer_readers_only_read);
 	tcase_add_test(t, symbolizer_filter_kills_forbidden_calls);
 	tcase_add_test(t, symbolizer_groups_widen_only_as_listed);
 	tcase_add_test(t, collector_filter);

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The broker's workers and their deadline: an open that misses it is answered
+ * -ETIMEDOUT and its worker left waiting; the device it had reached (or its
+ * process) is refused at once afterwards while other devices are served; with
+ * every worker stuck, requests are refused; a worker that comes back ends the
+ * stall. The workers here are real processes in their seccomp group; their open
+ * reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "collector/broker_pool.h"
+
+#define MS 1000000ull
+
+enum { ANSWER = 1, STALL = 2, STALL_EARLY = 3 };
+
+static char fifo[64];
+
+/* The workers' open: device 0:pid, then (addr STALL) a FIFO nobody writes to. */
+static int test_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                     struct ember_broker_job *job)
+{
+	int err, fd;
+
+	(void)b;
+	if (req->addr == STALL_EARLY && (fd = open(fifo, O_RDONLY | O_CLOEXEC)) >= 0)
+		close(fd);
+	err = ember_broker_reach_device(job, 0, req->pid);
+	if (err)
+		return err;
+	if (req->addr == STALL && (fd = open(fifo, O_RDONLY | O_CLOEXEC)) >= 0)
+		close(fd);
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int submit(struct ember_pool *p, uint32_t id, uint32_t pid, uint64_t addr,
+                  struct ember_broker_file *f)
+{
+	struct ember_msg_broker_req req = {
+	    .id = id, .what = EMBER_BROKER_MAPPED_FILE, .pid = pid, .addr = addr};
+
+	*f = (struct ember_broker_file){0};
+	return ember_pool_submit(p, &req, 1, now_ns(), f);
+}
+
+/* The next job that ends (as the collector's loop would see it), within 5 s. */
+static struct ember_pool_done next_done(struct ember_pool *p)
+{
+	struct ember_pool_done done;
+
+	for (uint64_t end = now_ns() + 5000 * MS; now_ns() < end;) {
+		struct pollfd fds[EMBER_POOL_WORKERS];
+
+		for (unsigned int i = 0; i < p->nworkers; i++)
+			fds[i] = (struct pollfd){.fd = p->workers[i].sock, .events = POLLIN};
+		poll(fds, p->nworkers, 50);
+		for (unsigned int i = 0; i < p->nworkers; i++)
+			if ((fds[i].revents & POLLIN) &&
+			    ember_pool_on_readable(p, i, now_ns(), &done))
+				return done;
+		if (ember_pool_expire(p, now_ns(), &done))
+			return done;
+	}
+	ck_abort_msg("no job ended within 5 s");
+	return done;
+}
+
+/* Late answers of workers that come back. */
+static void read_late(struct ember_pool *p)
+{
+	struct ember_pool_done done;
+
+	for (int round = 0; round < 20 && ember_pool_stuck(p); round++) {
+		usleep(50000);
+		for (unsigned int i = 0; i < p->nworkers; i++)
+			ck_assert_int_eq(ember_pool_on_readable(p, i, now_ns(), &done), 0);
+	}
+}
+
+START_TEST(a_worker_past_its_deadline_is_left_waiting)
+{
+	struct ember_procs procs;
+	struct ember_broker b;
+	struct ember_pool p = {.open = test_open};
+	struct ember_broker_file f;
+	struct ember_pool_done d;
+	uint64_t t0;
+	int writer;
+
+	snprintf(fifo, sizeof(fifo), "/tmp/ember-pool-%d", (int)getpid());
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(ember_procs_init(&procs, 16), 0);
+	ember_broker_init(&b, &procs);
+	ck_assert_int_eq(ember_pool_start(&p, &b, 3), 0);
+	ck_assert(b.pooled);
+	p.deadline_ns = 300 * MS;
+
+	/* Answered through a worker, with the device it reached. */
+	ck_assert_int_eq(submit(&p, 1, 10, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 1 && d.fd >= 0 && d.file.dev_minor == 10);
+	close(d.fd);
+
+	/* Past the deadline: -ETIMEDOUT, flagged, naming the device; the worker stays stuck. */
+	t0 = now_ns();
+	ck_assert_int_eq(submit(&p, 2, 20, STALL, &f), 0);
+	d = next_done(&p);
+	ck_assert_int_eq(d.fd, -ETIMEDOUT);
+	ck_assert_uint_eq(d.file.flags, EMBER_BROKER_STALLED | EMBER_BROKER_MISSED_DEADLINE);
+	ck_assert(d.req.id == 2 && d.file.dev_major == 0 && d.file.dev_minor == 20);
+	ck_assert_uint_ge(now_ns() - t0, 300 * MS);
+	ck_assert_uint_lt(now_ns() - t0, 2000 * MS);
+	ck_assert_uint_eq(ember_pool_stuck(&p), 1);
+
+	/* That device is refused at once by the next worker; another one is served. */
+	t0 = now_ns();
+	ck_assert_int_eq(submit(&p, 3, 20, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 3 && d.fd == -ETIMEDOUT && d.file.flags == EMBER_BROKER_STALLED);
+	ck_assert_uint_lt(now_ns() - t0, 250 * MS);
+	ck_assert_int_eq(submit(&p, 4, 30, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 4 && d.fd >= 0);
+	close(d.fd);
+
+	/* A worker that waits before it reaches a device stalls its process: the process's
+	 * requests are refused at once while the worker waits. */
+	ck_assert_int_eq(submit(&p, 5, 40, STALL_EARLY, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 5 && d.fd == -ETIMEDOUT && d.file.dev_minor == 0);
+	ck_assert_int_eq(submit(&p, 6, 40, ANSWER, &f), -ETIMEDOUT);
+	ck_assert(f.flags & EMBER_BROKER_STALLED);
+
+	/* The last worker stalls too: with none free, requests are refused. */
+	ck_assert_int_eq(submit(&p, 7, 50, STALL, &f), 0);
+	d = next_done(&p);
+	ck_assert_int_eq(d.fd, -ETIMEDOUT);
+	ck_assert_uint_eq(ember_pool_stuck(&p), 3);
+	ck_assert_int_eq(submit(&p, 8, 60, ANSWER, &f), -EBUSY);
+	ck_assert(f.flags & EMBER_BROKER_STALLED);
+
+	/* They come back: the stalls are over, device 0:20 and process 40 are served again. */
+	writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(writer, 0);
+	read_late(&p);
+	close(writer);
+	ck_assert_uint_eq(ember_pool_stuck(&p), 0);
+	ck_assert_uint_eq(p.late, 3);
+	ck_assert_int_eq(submit(&p, 9, 20, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 9 && d.fd >= 0);
+	close(d.fd);
+	ck_assert_int_eq(submit(&p, 10, 40, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 10 && d.fd >= 0);
+	close(d.fd);
+	ck_assert_uint_eq(p.abandoned, 3);
+	ember_pool_stop(&p);
+	ember_procs_free(&procs);
+	unlink(fifo);
+}
+END_TEST
+
+static Suite *broker_pool_suite(void)
+{
+	Suite *s = suite_create("broker_pool");
+	TCase *t = tcase_create("broker_pool");
+
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, a_worker_past_its_deadline_is_left_waiting);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+EMBER_CHECK_MAIN(broker_pool_suite)

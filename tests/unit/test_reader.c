@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The symbolizer's readers: copies of descriptors into sealed memfds, made by
+ * reader processes under the "reader" seccomp group; a read past its deadline
+ * is given up and its device refused at once afterwards while others are read;
+ * with every reader stuck, reads are refused; readers that come back are used
+ * again and their device answers. A pipe that never delivers stands for a file
+ * system that does not answer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "seccomp/policy.h"
+#include "symbolizer/reader.h"
+
+#define MS 1000000ull
+
+/* The reader's own filter (its sandbox in the symbolizer adds Landlock and rlimits). */
+static int reader_filter(void *ctx)
+{
+	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()}};
+
+	(void)ctx;
+	return ember_policy_load(&ember_symbolizer_policy, EMBER_POLICY_READER, params, 1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int file_with(const char *text)
+{
+	char path[] = "/tmp/ember-reader-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+	return fd;
+}
+
+static void copy_is(struct ember_readers *rs, int fd, uint32_t minor, const char *want)
+{
+	struct ember_read_of of = {0, 0, minor, 0};
+	char buf[64] = "";
+	int m = ember_readers_copy(rs, fd, &of, 1 << 20);
+
+	ck_assert_msg(m >= 0, "copy from 0:%u: %s", minor, strerror(-m));
+	ck_assert_int_eq(pread(m, buf, sizeof(buf) - 1, 0), (int)strlen(want));
+	ck_assert_str_eq(buf, want);
+	/* Sealed: the copy cannot change under its reader. */
+	ck_assert_int_eq(fcntl(m, F_GET_SEALS) & (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW),
+	                 F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW);
+	close(m);
+}
+
+START_TEST(copies_deadlines_and_stalled_devices)
+{
+	struct ember_readers rs;
+	struct ember_read_of of20 = {0, 0, 20, 0x65735546}, of40 = {0, 0, 40, 0};
+	struct ember_profile prof;
+	int file = file_with("mapped bytes"), stuck[2], stuck2[2], r;
+	char buf[16] = "";
+	uint64_t t0;
+
+	ck_assert_int_eq(ember_readers_start(&rs, 2, reader_filter, NULL), 0);
+	rs.deadline_ns = 300 * MS;
+	copy_is(&rs, file, 10, "mapped bytes");
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &of40), 5);
+	ck_assert(!memcmp(buf, "bytes", 5));
+	{
+		struct ember_read_of small = {0, 0, 10, 0};
+
+		ck_assert_int_eq(ember_readers_copy(&rs, file, &small, 4), -EFBIG);
+	}
+
+	/* A descriptor that never delivers: given up at the deadline. */
+	ck_assert_int_eq(pipe(stuck), 0);
+	t0 = now_ns();
+	ck_assert_int_eq(ember_readers_copy(&rs, stuck[0], &of20, 1 << 20), -ETIMEDOUT);
+	ck_assert_uint_ge(now_ns() - t0, 300 * MS);
+	ck_assert_uint_lt(now_ns() - t0, 2000 * MS);
+	ck_assert_uint_eq(rs.given_up, 1);
+	/* Its device is refused at once; another one is read by the other reader. */
+	t0 = now_ns();
+	ck_assert_int_eq(ember_readers_copy(&rs, file, &of20, 1 << 20), -ETIMEDOUT);
+	ck_assert_uint_lt(now_ns() - t0, 100 * MS);
+	copy_is(&rs, file, 30, "mapped bytes");
+
+	/* The second reader stalls too: no reader left, reads are refused. */
+	ck_assert_int_eq(pipe(stuck2), 0);
+	ck_assert_int_eq(ember_readers_copy(&rs, stuck2[0], &of40, 1 << 20), -ETIMEDOUT);
+	ck_assert_int_eq(ember_readers_copy(&rs, file, &(struct ember_read_of){0, 0, 50, 0}, 64),
+	                 -EBUSY);
+	ck_assert_uint_eq(rs.abandoned, 2);
+
+	/* They deliver: the readers come back, and 0:20 is read again. */
+	ck_assert_int_eq(write(stuck[1], "x", 1), 1);
+	close(stuck[1]);
+	close(stuck2[1]);
+	usleep(200000);
+	copy_is(&rs, file, 50, "mapped bytes");
+	copy_is(&rs, file, 20, "mapped bytes");
+	ck_assert_uint_eq(rs.late, 2);
+
+	ck_assert_int_eq(ember_profile_init(&prof), 0);
+	ember_readers_note_stall(&rs, 0, 20, 0x65735546); /* the broker refused one there */
+	ember_readers_report_stats(&rs, &prof);
+	r = (int)ember_profile_stat_get(&prof, "broker.stalled_fs.0:20.fuse");
+	ck_assert_int_eq(r, 3); /* given up, refused, and the broker's refusal */
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "broker.stalled_fs.0:40.unknown"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "broker.stalled_fs"), 2);
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "symbolizer.stalled_reads"), 4);
+	ember_profile_free(&prof);
+	ember_readers_stop(&rs);
+	close(stuck[0]);
+	close(stuck2[0]);
+	close(file);
+}
+END_TEST
+
+static Suite *reader_suite(void)
+{
+	Suite *s = suite_create("reader");
+	TCase *t = tcase_create("reader");
+
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, copies_deadlines_and_stalled_devices);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+EMBER_CHECK_MAIN(reader_suite)
