@@ -317,14 +317,17 @@ static void refuse_list(const struct ember_pool *p, struct ember_broker_progress
 
 /* ---- workers -------------------------------------------------------------------------- */
 
-/* Whether a worker works or waits on a request of pid. */
+/* Whether a worker works on a request of pid, or waits on one made by path (then even the
+ * process's maps wait on its lock: older kernels). A probe that waits takes no other. */
 static bool busy_with(const struct ember_pool *p, uint32_t pid)
 {
-	for (unsigned int i = 0; i < p->nworkers; i++)
-		if ((p->workers[i].state == EMBER_WORKER_BUSY ||
-		     p->workers[i].state == EMBER_WORKER_STUCK) &&
-		    p->workers[i].req.pid == pid)
+	for (unsigned int i = 0; i < p->nworkers; i++) {
+		const struct ember_worker *w = &p->workers[i];
+
+		if (w->req.pid == pid && (w->state == EMBER_WORKER_BUSY ||
+		                          (w->state == EMBER_WORKER_STUCK && w->by_path)))
 			return true;
+	}
 	return false;
 }
 
@@ -391,6 +394,7 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	w->peer_gen = peer_gen;
 	w->deadline_ns = now_ns + p->deadline_ns;
 	w->probe = probe;
+	w->by_path = flags & EMBER_BROKER_JOB_BY_PATH;
 	return 0;
 }
 

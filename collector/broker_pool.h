@@ -61,8 +61,9 @@ struct ember_worker {
 	uint32_t job;                    /* its sequence number */
 	uint64_t peer_gen;               /* the connection that asked */
 	uint64_t deadline_ns;
-	int stall; /* STUCK: the stall it waits on; -1 */
-	int probe; /* BUSY: the stall it may probe; -1 */
+	int stall;    /* STUCK: the stall it waits on; -1 */
+	int probe;    /* BUSY: the stall it may probe; -1 */
+	bool by_path; /* the job reaches a mapped file by its path (EMBER_BROKER_JOB_BY_PATH) */
 };
 
 /* A device (dev_major:dev_minor) or a process (pid, no device) that stopped answering. */

@@ -25,7 +25,8 @@ enum { ANSWER = 1, STALL = 2, STALL_EARLY = 3 };
 
 static char fifo[64];
 
-/* The workers' open: device 0:pid, then (addr STALL) a FIFO nobody writes to. */
+/* The workers' open: device 0:pid, then (addr STALL) a FIFO nobody writes to; the reply's
+ * inode is 1 for a job made by path. */
 static int test_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
                      struct ember_broker_job *job)
 {
@@ -39,6 +40,7 @@ static int test_open(const struct ember_broker *b, const struct ember_msg_broker
 		return err;
 	if (req->addr == STALL && (fd = open(fifo, O_RDONLY | O_CLOEXEC)) >= 0)
 		close(fd);
+	job->file.ino = job->by_path; /* the reply says how it was asked */
 	return open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
@@ -108,7 +110,7 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
 	ck_assert_int_eq(ember_procs_init(&procs, 16), 0);
 	ember_broker_init(&b, &procs);
-	ck_assert_int_eq(ember_pool_start(&p, &b, 3), 0);
+	ck_assert_int_eq(ember_pool_start(&p, &b, 4), 0);
 	ck_assert(b.pooled);
 	p.deadline_ns = 300 * MS;
 
@@ -140,20 +142,32 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	ck_assert(d.req.id == 4 && d.fd >= 0);
 	close(d.fd);
 
-	/* A worker that waits before it reaches a device stalls its process: the process's
-	 * requests are refused at once while the worker waits. */
+	/* A worker that waits before it reaches a device stalls its process. While that worker
+	 * waits on it, the process's mapped files are reached by their paths, one at a time. */
 	ck_assert_int_eq(submit(&p, 5, 40, STALL_EARLY, &f), 0);
 	d = next_done(&p);
 	ck_assert(d.req.id == 5 && d.fd == -ETIMEDOUT && d.file.dev_minor == 0);
-	ck_assert_int_eq(submit(&p, 6, 40, ANSWER, &f), -ETIMEDOUT);
+	ck_assert_int_eq(submit(&p, 6, 40, ANSWER, &f), 0);
+	ck_assert_int_eq(submit(&p, 60, 40, ANSWER, &f), -ETIMEDOUT); /* one at a time */
+	ck_assert(f.flags & EMBER_BROKER_STALLED);
+	d = next_done(&p);
+	ck_assert(d.req.id == 6 && d.fd >= 0 && d.file.ino == 1);
+	close(d.fd);
+
+	/* One by path waits too (the kernel's maps wait on the lock): the process's requests are
+	 * refused at once. */
+	ck_assert_int_eq(submit(&p, 7, 40, STALL_EARLY, &f), 0);
+	d = next_done(&p);
+	ck_assert_int_eq(d.fd, -ETIMEDOUT);
+	ck_assert_int_eq(submit(&p, 8, 40, ANSWER, &f), -ETIMEDOUT);
 	ck_assert(f.flags & EMBER_BROKER_STALLED);
 
 	/* The last worker stalls too: with none free, requests are refused. */
-	ck_assert_int_eq(submit(&p, 7, 50, STALL, &f), 0);
+	ck_assert_int_eq(submit(&p, 9, 50, STALL, &f), 0);
 	d = next_done(&p);
 	ck_assert_int_eq(d.fd, -ETIMEDOUT);
-	ck_assert_uint_eq(ember_pool_stuck(&p), 3);
-	ck_assert_int_eq(submit(&p, 8, 60, ANSWER, &f), -EBUSY);
+	ck_assert_uint_eq(ember_pool_stuck(&p), 4);
+	ck_assert_int_eq(submit(&p, 10, 60, ANSWER, &f), -EBUSY);
 	ck_assert(f.flags & EMBER_BROKER_STALLED);
 
 	/* They come back: the stalls are over, device 0:20 and process 40 are served again. */
@@ -162,16 +176,16 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	read_late(&p);
 	close(writer);
 	ck_assert_uint_eq(ember_pool_stuck(&p), 0);
-	ck_assert_uint_eq(p.late, 3);
-	ck_assert_int_eq(submit(&p, 9, 20, ANSWER, &f), 0);
+	ck_assert_uint_eq(p.late, 4);
+	ck_assert_int_eq(submit(&p, 11, 20, ANSWER, &f), 0);
 	d = next_done(&p);
-	ck_assert(d.req.id == 9 && d.fd >= 0);
+	ck_assert(d.req.id == 11 && d.fd >= 0);
 	close(d.fd);
-	ck_assert_int_eq(submit(&p, 10, 40, ANSWER, &f), 0);
+	ck_assert_int_eq(submit(&p, 12, 40, ANSWER, &f), 0);
 	d = next_done(&p);
-	ck_assert(d.req.id == 10 && d.fd >= 0);
+	ck_assert(d.req.id == 12 && d.fd >= 0 && d.file.ino == 0);
 	close(d.fd);
-	ck_assert_uint_eq(p.abandoned, 3);
+	ck_assert_uint_eq(p.abandoned, 4);
 	ember_pool_stop(&p);
 	ember_procs_free(&procs);
 	unlink(fifo);
