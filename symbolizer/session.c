@@ -780,9 +780,10 @@ int ember_session_run(const struct ember_session_opts *o)
 	/* Readers are processes of their own: forked before the sandbox forbids it. */
 	if (!err &&
 	    (readers_err = ember_readers_start(&s->readers, EMBER_READERS, confine_reader, NULL)))
-		log_warn("cannot start the reader processes (%s): files on FUSE, NFS and the "
-		         "like are read directly, and a stalled one can stall the symbolizer",
-		         strerror(-readers_err));
+		log_warn_errno(
+		    readers_err,
+		    "cannot start the reader processes (%m): files on FUSE, NFS and the "
+		    "like are read directly, and a stalled one can stall the symbolizer");
 	else if (!err)
 		s->broker.readers = &s->readers;
 	if (!err && o->enter_sandbox)
