@@ -68,7 +68,12 @@ int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint
 	return job->in_line && !major ? -EREMOTE : 0;
 }
 
-/* In line, a name is looked up only in the kernel's cache: no file system is asked. */
+/*
+ * In line, a name is looked up only in the kernel's cache: no file system is asked, and no
+ * lookup waits behind another's of the same name (d_alloc_parallel waits uninterruptibly: a
+ * process looking up its own /proc/PID/map_files entry while its memory-map lock is stalled
+ * would keep the collector from ever exiting). A worker, a process of its own, looks it up.
+ */
 static uint64_t cached_only(const struct ember_broker_job *job, uint64_t resolve)
 {
 	return job->in_line ? resolve | RESOLVE_CACHED : resolve;
@@ -93,8 +98,7 @@ static int walk_error(const struct ember_broker_job *job)
 static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t want_ino,
                         mode_t want_mode, struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-	                       .resolve = resolve ? cached_only(job, resolve) : 0};
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = cached_only(job, resolve)};
 	_cleanup_close_ int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	struct ember_broker_file *f = &job->file;
 	char self[32];
