@@ -302,23 +302,32 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 	uint64_t start = ember_monotonic_ns(), done = 0;
 	struct cmsghdr *c;
 	char name[96];
-	int d = find_dev(rs, of, false);
+	unsigned int nfree = 0;
+	bool waited_on = false;
+	int d;
 
-	if (d >= 0 && rs->devs[d].stalled) {
-		if (start < rs->devs[d].retry_ns) {
-			rs->devs[d].refused++;
-			rs->refused++;
-			return -ETIMEDOUT;
-		}
-		/* After the back-off this read tries again. */
-	}
 	for (unsigned int i = 0; i < rs->n; i++)
 		if (rs->readers[i].sock >= 0 && rs->readers[i].stuck)
 			drain(rs, &rs->readers[i]);
-	for (unsigned int i = 0; i < rs->n && !r; i++)
-		if (rs->readers[i].sock >= 0 && !rs->readers[i].stuck)
-			r = &rs->readers[i];
-	if (!r) {
+	d = find_dev(rs, of, false);
+	for (unsigned int i = 0; i < rs->n; i++) {
+		struct ember_reader *ri = &rs->readers[i];
+
+		if (ri->sock >= 0 && !ri->stuck && nfree++ == 0)
+			r = ri;
+		waited_on |= ri->sock >= 0 && ri->stuck && d >= 0 && ri->dev == d;
+	}
+	/* A stalled device or process is read again after its back-off, but not while a
+	 * reader still waits on it: that one is its probe (its answer ends the stall), and
+	 * each retry would leave one more reader waiting. */
+	if (d >= 0 && rs->devs[d].stalled && (start < rs->devs[d].retry_ns || waited_on)) {
+		rs->devs[d].refused++;
+		rs->refused++;
+		return -ETIMEDOUT;
+	}
+	/* The last free reader is kept for processes' maps and memory: every file system that
+	 * stalls could take one otherwise, and then no process would be named any more. */
+	if (!r || (nfree < 2 && (of->major || of->minor))) {
 		rs->refused++;
 		return -EBUSY;
 	}

@@ -13,9 +13,10 @@
  * request the kernel will not let it leave; as a process of its own it keeps
  * nobody from exiting) and its device counts as stalled: later reads from it
  * are refused at once until a back-off passes (2 s doubling to a minute),
- * then one read tries again. A reader that comes back is used again and
- * shows its device answers. With every reader stuck, reads that need one are
- * refused.
+ * then one read tries again, unless a reader still waits on it: that one is
+ * its probe. A reader that comes back is used again and shows its device
+ * answers. The last free reader is kept for processes' maps and memory; with
+ * every reader stuck, reads that need one are refused.
  *
  * Readers are forked after the handshake, before the symbolizer enters its
  * sandbox, and enter a smaller one of their own (seccomp group "reader":

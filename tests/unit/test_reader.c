@@ -2,9 +2,10 @@
 /*
  * The symbolizer's readers: copies of descriptors into sealed memfds, made by
  * reader processes under the "reader" seccomp group; a read past its deadline
- * is given up and its device refused at once afterwards while others are read;
- * with every reader stuck, reads are refused; readers that come back are used
- * again and their device answers. A pipe that never delivers stands for a file
+ * is given up and its device refused at once afterwards (while its reader waits,
+ * even past its back-off) while others are read; the last free reader is kept for
+ * processes; with every reader stuck, reads are refused; readers that come back are
+ * used again and their device answers. A pipe that never delivers stands for a file
  * system that does not answer.
  */
 #include <errno.h>
@@ -68,12 +69,13 @@ START_TEST(copies_deadlines_and_stalled_devices)
 {
 	struct ember_readers rs;
 	struct ember_read_of of20 = {0, 0, 20, 0x65735546}, of40 = {0, 0, 40, 0};
+	struct ember_read_of proc7 = {7, 0, 0, 0}, proc8 = {8, 0, 0, 0};
 	struct ember_profile prof;
-	int file = file_with("mapped bytes"), stuck[2], stuck2[2], r;
+	int file = file_with("mapped bytes"), stuck[2], stuck2[2], stuck3[2], r;
 	char buf[16] = "";
 	uint64_t t0;
 
-	ck_assert_int_eq(ember_readers_start(&rs, 2, reader_filter, NULL), 0);
+	ck_assert_int_eq(ember_readers_start(&rs, 3, reader_filter, NULL), 0);
 	rs.deadline_ns = 300 * MS;
 	copy_is(&rs, file, 10, "mapped bytes");
 	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &of40), 5);
@@ -91,40 +93,54 @@ START_TEST(copies_deadlines_and_stalled_devices)
 	ck_assert_uint_ge(now_ns() - t0, 300 * MS);
 	ck_assert_uint_lt(now_ns() - t0, 2000 * MS);
 	ck_assert_uint_eq(rs.given_up, 1);
-	/* Its device is refused at once; another one is read by the other reader. */
+	/* Its device is refused at once, after its back-off too while its reader still waits
+	 * (that one is its probe); another device is read by another reader. */
 	t0 = now_ns();
 	ck_assert_int_eq(ember_readers_copy(&rs, file, &of20, 1 << 20), -ETIMEDOUT);
+	for (int i = 0; i < EMBER_READ_MAX_DEVICES; i++)
+		rs.devs[i].retry_ns = 0;
+	ck_assert_int_eq(ember_readers_copy(&rs, file, &of20, 1 << 20), -ETIMEDOUT);
 	ck_assert_uint_lt(now_ns() - t0, 100 * MS);
+	ck_assert_uint_eq(rs.abandoned, 1);
 	copy_is(&rs, file, 30, "mapped bytes");
 
-	/* The second reader stalls too: no reader left, reads are refused. */
+	/* A second device stalls: the last free reader is kept for processes' maps and memory. */
 	ck_assert_int_eq(pipe(stuck2), 0);
 	ck_assert_int_eq(ember_readers_copy(&rs, stuck2[0], &of40, 1 << 20), -ETIMEDOUT);
 	ck_assert_int_eq(ember_readers_copy(&rs, file, &(struct ember_read_of){0, 0, 50, 0}, 64),
 	                 -EBUSY);
-	ck_assert_uint_eq(rs.abandoned, 2);
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &proc7), 5);
+
+	/* A process's memory stalls the last one: no reader left, reads are refused. */
+	ck_assert_int_eq(pipe(stuck3), 0);
+	ck_assert_int_eq(ember_readers_copy(&rs, stuck3[0], &proc8, 1 << 20), -ETIMEDOUT);
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &proc7), -EBUSY);
+	ck_assert_uint_eq(rs.abandoned, 3);
 
 	/* They deliver: the readers come back, and 0:20 is read again. */
 	ck_assert_int_eq(write(stuck[1], "x", 1), 1);
 	close(stuck[1]);
 	close(stuck2[1]);
+	close(stuck3[1]);
 	usleep(200000);
 	copy_is(&rs, file, 50, "mapped bytes");
 	copy_is(&rs, file, 20, "mapped bytes");
-	ck_assert_uint_eq(rs.late, 2);
+	ck_assert_uint_eq(rs.late, 3);
 
 	ck_assert_int_eq(ember_profile_init(&prof), 0);
 	ember_readers_note_stall(&rs, 0, 20, 0x65735546); /* the broker refused one there */
 	ember_readers_report_stats(&rs, &prof);
 	r = (int)ember_profile_stat_get(&prof, "broker.stalled_fs.0:20.fuse");
-	ck_assert_int_eq(r, 3); /* given up, refused, and the broker's refusal */
+	ck_assert_int_eq(r, 4); /* given up, refused twice, and the broker's refusal */
 	ck_assert_uint_eq(ember_profile_stat_get(&prof, "broker.stalled_fs.0:40.unknown"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&prof, "broker.stalled_fs"), 2);
-	ck_assert_uint_eq(ember_profile_stat_get(&prof, "symbolizer.stalled_reads"), 4);
+	/* 3 given up, 2 refused stalled, 2 refused for want of a reader */
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "symbolizer.stalled_reads"), 7);
 	ember_profile_free(&prof);
 	ember_readers_stop(&rs);
 	close(stuck[0]);
 	close(stuck2[0]);
+	close(stuck3[0]);
 	close(file);
 }
 END_TEST
