@@ -312,14 +312,16 @@ def test_daemons():
                 fs.stall(*ops)
                 if lock:
                     app.lock_case()
-                # Intervals keep coming on time: one every 2 s, none later than 1.5 s.
+                # Intervals keep coming: one every 2 s. The symbolizer waits for what it
+                # asks in turn, so the interval during which a stall begins may be late by
+                # the deadlines in its way: the broker's open (1 s), then the read (1 s).
                 t0 = time.time()
-                time.sleep(8)
+                time.sleep(9)
                 times = sorted(os.stat(os.path.join(out, f)).st_mtime for f in files())
                 times = [t0] + [t for t in times if t > t0]
                 gaps = [round(b - a, 1) for a, b in zip(times, times[1:])]
                 log(f"  {' '.join(ops)}{' + lock' if lock else ''}: intervals {gaps} s apart")
-                assert len(gaps) >= 3 and max(gaps) < 3.5, gaps
+                assert len(gaps) >= 3 and max(gaps) < 4.5, gaps
             last = os.path.join(out, files()[-1])
             stats = pprof_comments(last)
             rows = read_folded(last.replace(".pb.gz", ".folded"))
