@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """bench/symbolize/plt_names.py: the names ember gives the PLT entries of real
-libraries, compared with objdump's labels (foo@plt, from the relocations).
+libraries, compared with objdump's labels (foo@plt, from the relocations;
+demangled, objdump -C, as ember demangles them: std::terminate()@plt).
 
 For every entry objdump labels in .plt, .plt.sec and .plt.got, the driver is
 asked for the first and the last byte of the entry; an answer agrees when it
@@ -28,7 +29,7 @@ LIBS = ["/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/lib/x86_64-linux-gnu
 
 def plt_entries(path):
     """[(start, end, label)] of the PLT entries objdump labels, header excluded."""
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.sec",
+    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.sec",
                           "-j", ".plt.got", path], capture_output=True, text=True).stdout
     entries, cur = [], None
     for line in out.splitlines():

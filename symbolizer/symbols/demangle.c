@@ -529,16 +529,12 @@ static int cxx(const char *name, struct out *o)
 	return 1;
 }
 
-int ember_demangle(const char *name, char *buf, size_t size)
+static int demangle_name(const char *name, size_t len, char *buf, size_t size)
 {
 	struct out o = {buf, size, 0, false};
-	size_t len = strnlen(name, EMBER_DEMANGLE_MAX_INPUT + 1);
 	int r;
 
-	if (!size)
-		return -ENOSPC;
-	buf[0] = '\0';
-	if (len > EMBER_DEMANGLE_MAX_INPUT || len < 3 || name[0] != '_')
+	if (len < 3 || name[0] != '_')
 		return 0;
 	r = rust_legacy(name, &o);
 	if (!r) {
@@ -552,4 +548,37 @@ int ember_demangle(const char *name, char *buf, size_t size)
 	if (r && o.full)
 		return -ENOSPC;
 	return r;
+}
+
+/*
+ * ember's own name of a PLT entry, "target@plt", is demangled as objdump -C
+ * prints it: the target, then the suffix ("std::terminate()@plt").
+ */
+int ember_demangle(const char *name, char *buf, size_t size)
+{
+	static const char plt[] = "@plt";
+	size_t len = strnlen(name, EMBER_DEMANGLE_MAX_INPUT + 1), n;
+	char stem[EMBER_DEMANGLE_MAX_INPUT + 1];
+	int r;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	if (len > EMBER_DEMANGLE_MAX_INPUT)
+		return 0;
+	if (len < sizeof(plt) || memcmp(name + len - (sizeof(plt) - 1), plt, sizeof(plt) - 1))
+		return demangle_name(name, len, buf, size);
+	len -= sizeof(plt) - 1;
+	memcpy(stem, name, len);
+	stem[len] = '\0';
+	r = demangle_name(stem, len, buf, size);
+	if (r != 1)
+		return r;
+	n = strlen(buf);
+	if (n + sizeof(plt) > size) {
+		buf[0] = '\0';
+		return -ENOSPC;
+	}
+	memcpy(buf + n, plt, sizeof(plt));
+	return 1;
 }

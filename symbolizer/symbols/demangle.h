@@ -24,7 +24,8 @@
 #define EMBER_DEMANGLE_MAX_CXX_REFS 32
 
 /*
- * Writes the readable form of name into out (size bytes). Returns 1 when
+ * Writes the readable form of name into out (size bytes); a PLT entry's
+ * "target@plt" becomes the readable target followed by "@plt". Returns 1 when
  * demangled, 0 when name is not mangled or cannot be decoded (out then holds
  * nothing useful), -ENOSPC when out is too small.
  */

@@ -225,8 +225,9 @@ def section_range(path, name):
 
 
 def objdump_plt_labels(path):
-    """[(address, label)] of the PLT entries as objdump names them, sorted."""
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.sec",
+    """[(address, label)] of the PLT entries as objdump -C names them (demangled, as
+    ember names them: std::terminate()@plt), sorted."""
+    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.sec",
                           "-j", ".plt.got", path], capture_output=True, text=True).stdout
     return sorted((int(m.group(1), 16), m.group(2))
                   for m in re.finditer(r"^([0-9a-f]+) <(.+)>:$", out, re.M))

@@ -53,6 +53,26 @@ START_TEST(rust_v0_names)
 }
 END_TEST
 
+/* The PLT entries ember names target@plt, as objdump -C prints them. */
+START_TEST(plt_entries_are_demangled_before_their_suffix)
+{
+	char small[16];
+
+	expect("_ZSt9terminatev@plt", "std::terminate()@plt");
+	expect("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE@plt",
+	       "core::fmt::Formatter::pad@plt");
+	expect("_RNvNtCs1234_7mycrate3foo3bar@plt", "mycrate::foo::bar@plt");
+	refuse("memcpy@plt");
+	refuse("@plt");
+	refuse("_Z@plt");
+	refuse("_ZSt9terminatev@plt@plt");
+	/* Room for the name but not for the suffix. */
+	ck_assert_int_eq(ember_demangle("_ZN3foo3barEv@plt", small, 13), -ENOSPC);
+	ck_assert_int_eq(ember_demangle("_ZN3foo3barEv@plt", small, 15), 1);
+	ck_assert_str_eq(small, "foo::bar()@plt");
+}
+END_TEST
+
 START_TEST(plain_and_hostile_names_are_left_alone)
 {
 	char small[4];
@@ -162,6 +182,7 @@ static Suite *demangle_suite(void)
 	tcase_add_test(tc, cxx_names);
 	tcase_add_test(tc, rust_legacy_names_lose_their_hash);
 	tcase_add_test(tc, rust_v0_names);
+	tcase_add_test(tc, plt_entries_are_demangled_before_their_suffix);
 	tcase_add_test(tc, plain_and_hostile_names_are_left_alone);
 	suite_add_tcase(s, tc);
 	/* Hostile names that once took minutes or gigabytes: a tight CPU clock. */
