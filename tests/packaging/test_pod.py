@@ -167,6 +167,14 @@ def test_kube_play():
 
 
 def test_pod_with_host_pid_names_a_host_workload():
+    try:
+        pod_with_host_pid()
+    except Exception:
+        containers_report(["ember-collector", "ember-symbolizer"])
+        raise
+
+
+def pod_with_host_pid():
     from otlp_receiver import HttpReceiver, resource_attrs
     gw = gateway()
     rx = HttpReceiver(host=gw)
@@ -205,7 +213,10 @@ def test_pod_with_host_pid_names_a_host_workload():
                         usage[s["name"]].append((time.monotonic(), go_seconds(s["cpu_time"]),
                                                  podman_pod.quantity_bytes(mem.replace("B", "").replace("k", "K"))))
             done.wait(1)
-    t = threading.Thread(target=sample)
+    # A daemon thread, stopped by cleanup() too: a failure below must not leave
+    # it sampling forever (the interpreter would wait for it at exit).
+    t = threading.Thread(target=sample, daemon=True)
+    state["sampler"] = done
     t.start()
     exe = os.path.join(WORK, "split")
     run(["gcc", "-O2", "-g", "-pthread", "-o", exe, os.path.join(SRC, "tests", "workloads", "split.c")])
@@ -248,7 +259,23 @@ def test_pod_with_host_pid_names_a_host_workload():
         assert mib < limit, f"{name} near its memory limit"
 
 
+def containers_report(names):
+    """What became of each container (state, exit code, OOM kill) and the end of
+    its log: the first thing to read when a pod test fails."""
+    for name in names:
+        r = subprocess.run(["podman", "inspect", "--format",
+                            "{{.State.Status}} exit {{.State.ExitCode}} oom-killed {{.State.OOMKilled}}", name],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            continue
+        logs = subprocess.run(["podman", "logs", "--tail", "15", name], capture_output=True, text=True)
+        log(f"  {name}: {r.stdout.strip()}\n    " +
+            (logs.stdout + logs.stderr).strip().replace("\n", "\n    "))
+
+
 def cleanup():
+    if "sampler" in state:
+        state["sampler"].set()
     if "kube" in state:
         subprocess.run(["podman", "kube", "play", "--down", state["kube"]], capture_output=True)
     if "pod" in state:
