@@ -353,7 +353,7 @@ int ember_plt_entries(Elf *elf, uint16_t machine, const struct ember_plt_sink *s
 	struct plt_reader p = {.elf = elf, .machine = machine, .sink = sink};
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
-	bool any_plt = false, plt_got = false;
+	bool any_plt = false, dyn_slots = false;
 	int err = 0;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
@@ -366,13 +366,14 @@ int ember_plt_entries(Elf *elf, uint16_t machine, const struct ember_plt_sink *s
 		    (sh.sh_flags & SHF_EXECINSTR) &&
 		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && is_plt_name(name)) {
 			any_plt = true;
-			plt_got |= !strcmp(name, ".plt.got");
+			dyn_slots |= !strcmp(name, ".plt.got") || !strcmp(name, ".iplt");
 		}
 	}
 	if (!any_plt)
 		return 0;
 	/* Relocations first: each PLT entry is named after the slot it jumps through.
-	 * .rela.plt fills the jump slots; the GOT slots of .plt.got are in .rela.dyn. */
+	 * .rela.plt fills the jump slots; the GOT slots of .plt.got are in .rela.dyn,
+	 * and so are those of .iplt (lld: an IFUNC's IRELATIVE slot). */
 	scn = NULL;
 	while ((scn = elf_nextscn(elf, scn)) && !err) {
 		GElf_Shdr sh;
@@ -383,7 +384,7 @@ int ember_plt_entries(Elf *elf, uint16_t machine, const struct ember_plt_sink *s
 		    !(sh.sh_flags & SHF_ALLOC) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
 			continue;
 		jmprel = !strcmp(name, ".rela.plt") || !strcmp(name, ".rel.plt");
-		if (jmprel || plt_got)
+		if (jmprel || dyn_slots)
 			err = read_reloc_section(&p, scn, &sh, jmprel);
 	}
 	if (p.r.nslot > 1)

@@ -194,17 +194,22 @@ static uint32_t a64_ldr_x17(uint64_t target)
 
 START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
 {
-	enum { PLT = 0x10000, GOT = 0x20000 };
-	static const char dynstr[] = "\0alpha\0beta";
-	Elf64_Sym dynsym[3] = {{0}};
-	Elf64_Rela rela[2];
-	uint32_t plt[8 + 2 * 4];
+	enum { PLT = 0x10000, IPLT = 0x10100, GAMMA = 0x11000, GOT = 0x20000 };
+	static const char dynstr[] = "\0alpha\0beta\0gamma";
+	Elf64_Sym dynsym[4] = {{0}};
+	Elf64_Rela rela[2], irela;
+	uint32_t plt[8 + 2 * 4], iplt[4];
 	struct mini_section secs[] = {
 	    {".dynsym", SHT_DYNSYM, SHF_ALLOC, 0x400, dynsym, sizeof(dynsym), 2, 1,
 	     sizeof(Elf64_Sym)},
 	    {".dynstr", SHT_STRTAB, SHF_ALLOC, 0x500, dynstr, sizeof(dynstr), 0, 0, 0},
 	    {".rela.plt", SHT_RELA, SHF_ALLOC, 0x600, rela, sizeof(rela), 1, 0, sizeof(Elf64_Rela)},
 	    {".plt", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, PLT, plt, sizeof(plt), 0, 0, 16},
+	    /* As lld lays out an IFUNC called through the PLT: its entry in .iplt,
+	     * its IRELATIVE relocation in .rela.dyn. */
+	    {".rela.dyn", SHT_RELA, SHF_ALLOC, 0x700, &irela, sizeof(irela), 1, 0,
+	     sizeof(Elf64_Rela)},
+	    {".iplt", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, IPLT, iplt, sizeof(iplt), 0, 0, 16},
 	};
 	Elf64_Phdr ph = {
 	    .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_memsz = 0x30000, .p_filesz = 0x30000};
@@ -217,6 +222,16 @@ START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
 	dynsym[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
 	dynsym[2].st_name = 7;
 	dynsym[2].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+	dynsym[3].st_name = 12; /* an IFUNC: gamma's resolver is at GAMMA */
+	dynsym[3].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_GNU_IFUNC);
+	dynsym[3].st_shndx = 4;
+	dynsym[3].st_value = GAMMA;
+	dynsym[3].st_size = 8;
+	irela = (Elf64_Rela){GOT + 0x28, ELF64_R_INFO(0, 1032 /* IRELATIVE */), GAMMA};
+	iplt[0] = a64_adrp_x16(IPLT, GOT + 0x28);
+	iplt[1] = a64_ldr_x17(GOT + 0x28);
+	iplt[2] = 0x91000210u | (uint32_t)((GOT + 0x28) & 0xfff) << 10;
+	iplt[3] = 0xd61f0220u;
 	/* beta's slot first: the entries are found by their slot, not their order. */
 	rela[0] = (Elf64_Rela){GOT + 0x18, ELF64_R_INFO(2, 1026 /* JUMP_SLOT */), 0};
 	rela[1] = (Elf64_Rela){GOT + 0x20, ELF64_R_INFO(1, 1026), 0};
@@ -234,7 +249,7 @@ START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
 		plt[10 + 4 * e] = 0x91000210u | (uint32_t)(slot & 0xfff) << 10; /* add x16 */
 		plt[11 + 4 * e] = 0xd61f0220u;                                  /* br x17 */
 	}
-	mini_elf(secs, 4, &ph, 1, &img, &len);
+	mini_elf(secs, 6, &ph, 1, &img, &len);
 	((Elf64_Ehdr *)img)->e_machine = EM_AARCH64;
 	ck_assert_int_eq(ember_elf_syms_load_mem(img, len, &s), 0);
 	sym = ember_elf_syms_lookup(&s, PLT + 8);
@@ -250,6 +265,10 @@ START_TEST(aarch64_plt_entries_are_named_from_adrp_and_ldr)
 	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "beta@plt");
 	ck_assert(sym->flags & EMBER_ELF_SYM_PLT);
 	ck_assert_ptr_null(ember_elf_syms_lookup(&s, PLT + 64));
+	sym = ember_elf_syms_lookup(&s, IPLT + 8);
+	ck_assert_ptr_nonnull(sym);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "gamma@plt");
+	ck_assert_uint_eq(sym->addr, IPLT);
 	ember_elf_syms_free(&s);
 	free(img);
 }
