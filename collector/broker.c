@@ -59,32 +59,10 @@ int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint
 	__atomic_store_n(&p->dev_minor, minor, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < p->nrefuse && i < EMBER_BROKER_MAX_STALLS; i++)
 		if (p->refuse[i].major == major && p->refuse[i].minor == minor) {
-			if (job->in_line)
-				return -EREMOTE;
 			job->file.flags |= EMBER_BROKER_STALLED;
 			return -ETIMEDOUT;
 		}
-	/* Major 0: tmpfs, overlayfs, btrfs, but also FUSE, NFS, CIFS, ... */
-	return job->in_line && !major ? -EREMOTE : 0;
-}
-
-/*
- * In line, a name is looked up only in the kernel's cache: no file system is asked, and no
- * lookup waits behind another's of the same name (d_alloc_parallel waits uninterruptibly: a
- * process looking up its own /proc/PID/map_files entry while its memory-map lock is stalled
- * would keep the collector from ever exiting). A worker, a process of its own, looks it up.
- */
-static uint64_t cached_only(const struct ember_broker_job *job, uint64_t resolve)
-{
-	return job->in_line ? resolve | RESOLVE_CACHED : resolve;
-}
-
-/* What -EAGAIN of RESOLVE_CACHED means: a worker looks the name up. */
-static int walk_error(const struct ember_broker_job *job)
-{
-	int err = neg_errno();
-
-	return job->in_line && err == -EAGAIN ? -EREMOTE : err;
+	return 0;
 }
 
 /*
@@ -92,13 +70,13 @@ static int walk_error(const struct ember_broker_job *job)
  * it is a regular file, of inode want_ino if not 0, with the mode bits want_mode: a device,
  * FIFO or socket that a process mounts or links where a file should be is never opened.
  * The checks use the attributes the kernel has cached (AT_STATX_DONT_SYNC): they ask the
- * file system nothing, so the device is known before anything can wait on it. statfs
- * and the open itself may wait (FUSE, NFS): in line they are made on local file systems only.
+ * file system nothing, so the device is known (and a stalled one refused) before statfs
+ * and the open itself, which may wait (FUSE, NFS).
  */
 static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t want_ino,
                         mode_t want_mode, struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = cached_only(job, resolve)};
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
 	_cleanup_close_ int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	struct ember_broker_file *f = &job->file;
 	char self[32];
@@ -107,7 +85,7 @@ static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t wan
 	int err;
 
 	if (pathfd < 0)
-		return walk_error(job);
+		return neg_errno();
 	if (statx(pathfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
 	          STATX_TYPE | STATX_MODE | STATX_INO, &stx) < 0)
 		return neg_errno();
@@ -126,11 +104,8 @@ static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t wan
 	f->fs_magic = (uint32_t)sfs.f_type;
 	if (job->progress)
 		__atomic_store_n(&job->progress->fs_magic, f->fs_magic, __ATOMIC_RELAXED);
-	if (!ember_fs_is_local(f->fs_magic)) {
-		if (job->in_line)
-			return -EREMOTE;
+	if (!ember_fs_is_local(f->fs_magic))
 		f->flags |= EMBER_BROKER_REMOTE;
-	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
 	return open_ro(self);
 }
@@ -272,8 +247,7 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 static int open_debug_file(const struct ember_broker *b, const struct ember_msg_broker_req *req,
                            struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-	                       .resolve = cached_only(job, 0)};
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC};
 	_cleanup_close_ int dirfd =
 	    (int)syscall(SYS_openat2, AT_FDCWD, b->debug_root, &how, sizeof(how));
 	char rel[BUILD_ID_MAX_HEX + 32];
@@ -281,7 +255,7 @@ static int open_debug_file(const struct ember_broker *b, const struct ember_msg_
 	int err;
 
 	if (dirfd < 0)
-		return walk_error(job);
+		return neg_errno();
 	/* The walk below looks names up on the debug tree's file system. */
 	if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
 		return neg_errno();
@@ -340,8 +314,8 @@ static int open_debuglink(const struct ember_broker *b, const struct ember_msg_b
 			             req->arg);
 		if (n > 0 && (size_t)n < sizeof(cand))
 			fd = open_in_root(rootfd, cand, job);
-		/* A stall, or a worker must look: the search ends; otherwise the next candidate. */
-		if (fd == -ETIMEDOUT || fd == -EREMOTE)
+		/* A stall ends the search; otherwise the next candidate. */
+		if (fd == -ETIMEDOUT)
 			err = fd;
 	}
 	return err ? err : fd;

@@ -10,7 +10,7 @@
  * system that stopped answering. Requests that can (they read a process's
  * memory map, whose lock a process can hold for ever, or open one of its
  * files, which may sit on FUSE or NFS) are marked in the table: with a pool
- * of workers (broker_pool.h) they are handed to it, in line otherwise (tests).
+ * of workers (broker_pool.h) they are handed to it, opened here otherwise (tests).
  * Such an open says how far it got in an ember_broker_progress the collector
  * reads when it misses its deadline, and refuses the devices listed there as
  * stalled.
@@ -55,9 +55,6 @@ struct ember_broker_file {
 struct ember_broker_job {
 	/* Where it says how far it got and finds the stalled devices; NULL: nobody watches. */
 	struct ember_broker_progress *progress;
-	/* In the collector's loop: give up with -EREMOTE before anything could wait (a device
-	 * that is not a local disk's, a stalled one, a name not in the kernel's cache). */
-	bool in_line;
 	/* The process's memory-map lock is stalled: a mapped file is opened by the path the
 	 * kernel's maps give, inside the process's root, if it is still the mapped inode. */
 	bool by_path;
@@ -101,10 +98,9 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
                         uint64_t now_ns, struct ember_broker_file *file);
 
 /*
- * The open itself, for a request ember_broker_handle checked, by a worker or in
- * the collector's loop (job->in_line). Returns a descriptor or a negative errno:
- * -ETIMEDOUT with EMBER_BROKER_STALLED when it reached a device listed as
- * stalled; in line, -EREMOTE when a worker must make it.
+ * The open itself, for a request ember_broker_handle checked, by a worker. Returns
+ * a descriptor or a negative errno: -ETIMEDOUT with EMBER_BROKER_STALLED when it
+ * reached a device listed as stalled.
  */
 int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broker_req *req,
                       struct ember_broker_job *job);
@@ -112,9 +108,7 @@ int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broke
 /*
  * An open reached a file system on device major:minor: says so in the job's
  * progress (the collector names it if the open misses its deadline). Returns
- * 0, -ETIMEDOUT (EMBER_BROKER_STALLED) for a device listed as stalled, and in
- * line -EREMOTE for anything but a block device's (a local disk's) or a
- * stalled one: a worker must make the open.
+ * 0, or -ETIMEDOUT (EMBER_BROKER_STALLED) for a device listed as stalled.
  */
 int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor);
 

@@ -22,8 +22,7 @@
 #include "shared/fs_class.h"
 #include "shared/log.h"
 
-#define SEC               1e9
-#define EMBER_GUARD_TAKEN UINT64_MAX
+#define SEC 1e9
 
 /* ---- a worker process ---------------------------------------------------------------- */
 
@@ -149,8 +148,7 @@ void ember_pool_stop(struct ember_pool *p)
 		log_info("broker: %" PRIu64 " opens missed their deadline; %" PRIu64
 		         " requests were refused for stalled file systems or processes",
 		         p->abandoned, p->refused_stalled + p->refused_busy);
-	log_debug("broker: %" PRIu64 " opens that may wait made in line, %" PRIu64 " by workers",
-	          p->in_line, p->by_worker);
+	log_debug("broker: %" PRIu64 " opens that may wait made by workers", p->by_worker);
 }
 
 unsigned int ember_pool_stuck(const struct ember_pool *p)
@@ -221,8 +219,8 @@ static bool waited_on(const struct ember_pool *p, int i)
 	return false;
 }
 
-/* A free entry; when none is, the oldest that no worker waits on (one a loop thread
- * left, whose process may be gone: only a probe would end it). */
+/* A free entry; when none is, the oldest that no worker waits on (its worker exited
+ * without an answer: only a probe would end it). */
 static int free_stall(struct ember_pool *p)
 {
 	int oldest = -1;
@@ -524,82 +522,4 @@ int ember_pool_timeout_ms(const struct ember_pool *p, uint64_t now_ns)
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now_ns ? 0 : (int)((next - now_ns) / 1000000u) + 1;
-}
-
-/* ---- in line, watched by the main thread -------------------------------------------------- */
-
-/*
- * The loop thread's own open. If the main thread took the open over meanwhile,
- * another thread runs the loop now: this one touches nothing more and ends (its
- * stack, where the main thread reads the open's progress, stays mapped).
- */
-static int open_in_line(struct ember_pool *p, const struct ember_broker *b,
-                        const struct ember_msg_broker_req *req, uint64_t peer_gen,
-                        struct ember_broker_file *file)
-{
-	struct ember_pool_guard *g = &p->guard;
-	struct ember_broker_progress pg = {0};
-	struct ember_broker_job job = {.progress = &pg, .in_line = true};
-	uint64_t seq = ++g->seq;
-	int fd;
-
-	refuse_list(p, &pg, -1);
-	g->progress = &pg;
-	g->req = *req;
-	g->peer_gen = peer_gen;
-	__atomic_store_n(&g->entered_ns, ember_monotonic_ns(), __ATOMIC_RELAXED);
-	__atomic_store_n(&g->active, seq, __ATOMIC_RELEASE);
-	fd = ember_broker_open(b, req, &job);
-	if (!__atomic_compare_exchange_n(&g->active, &seq, 0, false, __ATOMIC_ACQ_REL,
-	                                 __ATOMIC_ACQUIRE)) {
-		if (fd >= 0)
-			close(fd);
-		__atomic_fetch_sub(&g->stuck, 1, __ATOMIC_RELAXED);
-		syscall(SYS_exit, 0);
-	}
-	*file = job.file;
-	return fd;
-}
-
-int ember_pool_open(struct ember_pool *p, const struct ember_broker *b,
-                    const struct ember_msg_broker_req *req, uint64_t peer_gen, uint64_t now_ns,
-                    struct ember_broker_file *file)
-{
-	int fd;
-
-	/* Not in line for a stalled process (a worker probes it), nor past the stuck limit. */
-	if (p->guard.armed &&
-	    __atomic_load_n(&p->guard.stuck, __ATOMIC_RELAXED) < EMBER_POOL_MAX_LOOP_STUCK &&
-	    (!req->pid || find_stall(p, req->pid, 0, 0) < 0)) {
-		fd = open_in_line(p, b, req, peer_gen, file);
-		if (fd != -EREMOTE) {
-			p->in_line++;
-			return fd;
-		}
-		memset(file, 0, sizeof(*file));
-	}
-	fd = ember_pool_submit(p, req, peer_gen, now_ns, file);
-	return fd ? fd : -EINPROGRESS;
-}
-
-int ember_pool_watch(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done)
-{
-	struct ember_pool_guard *g = &p->guard;
-	uint64_t seq = __atomic_load_n(&g->active, __ATOMIC_ACQUIRE);
-	int s;
-
-	if (!seq || seq == EMBER_GUARD_TAKEN ||
-	    now_ns < __atomic_load_n(&g->entered_ns, __ATOMIC_RELAXED) + p->deadline_ns ||
-	    !__atomic_compare_exchange_n(&g->active, &seq, EMBER_GUARD_TAKEN, false,
-	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return 0;
-	/* The loop thread waits in the open: its request and progress are ours to read. */
-	__atomic_fetch_add(&g->stuck, 1, __ATOMIC_RELAXED);
-	s = mark_stall(p, &g->req, __atomic_load_n(&g->progress->dev_major, __ATOMIC_RELAXED),
-	               __atomic_load_n(&g->progress->dev_minor, __ATOMIC_RELAXED),
-	               __atomic_load_n(&g->progress->fs_magic, __ATOMIC_RELAXED), -1, now_ns,
-	               "the loop moved to a new thread");
-	missed(done, &g->req, g->peer_gen, s >= 0 ? &p->stalls[s] : NULL);
-	__atomic_store_n(&g->active, 0, __ATOMIC_RELEASE);
-	return 1;
 }

@@ -7,15 +7,11 @@
  * answering (FUSE, NFS, CIFS, 9p, ...; a FUSE request its daemon never answers
  * cannot even be killed).
  *
- * In line: the loop opens a file itself when it sits on a local disk (a block
- * device's file system of a local type, names found in the kernel's cache):
- * that costs nothing. Only the process's lock can still hold it there, and
- * only killably: the collector's main thread watches the loop thread
- * (ember_pool_watch) and, when an open in line passes its deadline, answers
- * it, marks the process stalled and starts a new loop thread; the old one
- * ends when its open does.
- *
- * Everything else goes to workers: a few helper processes, forked at
+ * Even an open on a local disk can wait: the lookup of a process's
+ * /proc/PID/map_files entry takes its memory-map lock, and a second lookup of
+ * the same name waits for the first one uninterruptibly (d_alloc_parallel), so
+ * the process itself, looking up its own entry, could keep the collector from
+ * ever exiting. Every such open therefore goes to workers: a few helper processes, forked at
  * start-up before the eBPF programs are loaded, keeping only
  * CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_CHECKPOINT_RESTORE and the
  * "worker" group of seccomp/collector.policy. A stuck worker is a process of
@@ -26,8 +22,8 @@
  * what it waited on is marked stalled: the device it had reached, or else the
  * process. Later requests for it are refused at once. The worker left waiting
  * is the stall's probe: when it comes back, the stall is over. A stall no
- * worker waits on (the loop thread's) is probed after a back-off by one
- * request, made by a worker. When no worker is free, requests that need one
+ * worker waits on any more (it exited without an answer) is probed after a
+ * back-off by one request. When no worker is free, requests that need one
  * are refused. Workers' answers are checked as messages of the control
  * protocol; what they report is used as numbers only.
  */
@@ -41,7 +37,6 @@
 #include "collector/broker.h"
 
 #define EMBER_POOL_WORKERS        4
-#define EMBER_POOL_MAX_LOOP_STUCK 2 /* loop threads left waiting before opens stop in line */
 #define EMBER_POOL_DEADLINE_NS    (1000ull * 1000000ull)
 #define EMBER_POOL_BACKOFF_NS     (2000ull * 1000000ull)
 #define EMBER_POOL_BACKOFF_MAX_NS (60000ull * 1000000ull)
@@ -76,32 +71,19 @@ struct ember_stall {
 	uint64_t refused;
 };
 
-/* The loop thread's open in line, as the main thread sees it. */
-struct ember_pool_guard {
-	uint64_t active;     /* (atomic) the open's number; 0: none; EMBER_GUARD_TAKEN */
-	uint64_t entered_ns; /* (atomic) when it began */
-	uint64_t seq;
-	bool armed; /* the main thread watches: opens may be made in line */
-	struct ember_broker_progress *progress; /* the open's, on the loop thread's stack */
-	struct ember_msg_broker_req req;
-	uint64_t peer_gen;
-	uint32_t stuck; /* (atomic) loop threads left waiting, not yet back */
-};
-
-#define EMBER_POOL_MAX_STALLS (EMBER_POOL_WORKERS + EMBER_POOL_MAX_LOOP_STUCK)
+#define EMBER_POOL_MAX_STALLS (2 * EMBER_POOL_WORKERS)
 
 struct ember_pool {
 	struct ember_worker workers[EMBER_POOL_WORKERS];
 	unsigned int nworkers;
 	struct ember_broker_progress *progress; /* one per worker, shared with it */
 	struct ember_stall stalls[EMBER_POOL_MAX_STALLS];
-	struct ember_pool_guard guard;
 	uint64_t deadline_ns;
 	uint32_t next_job;
 	/* worker: the open a worker makes (ember_broker_open; tests put their own) */
 	int (*open)(const struct ember_broker *b, const struct ember_msg_broker_req *req,
 	            struct ember_broker_job *job);
-	uint64_t in_line, by_worker, abandoned, refused_stalled, refused_busy, late;
+	uint64_t by_worker, abandoned, refused_stalled, refused_busy, late;
 };
 
 /* An open that ended (answered, or past its deadline): the reply the symbolizer waits for. */
@@ -123,17 +105,12 @@ int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int 
 void ember_pool_stop(struct ember_pool *p);
 
 /*
- * Opens a request ember_broker_handle left to the pool (-EINPROGRESS): in line
- * when it can, else by a worker. Returns a descriptor or a negative errno to
- * answer now (-ETIMEDOUT with EMBER_BROKER_STALLED in file->flags: a stalled
- * process; -EBUSY: no worker free), or -EINPROGRESS: the answer comes from
- * ember_pool_on_readable or ember_pool_expire.
+ * Hands a request ember_broker_handle left to the pool (-EINPROGRESS) to a free
+ * worker. Returns 0 (the answer comes from ember_pool_on_readable or
+ * ember_pool_expire) or a negative errno to answer now: -ETIMEDOUT with
+ * EMBER_BROKER_STALLED in file->flags for a stalled process, -EBUSY when no
+ * worker is free.
  */
-int ember_pool_open(struct ember_pool *p, const struct ember_broker *b,
-                    const struct ember_msg_broker_req *req, uint64_t peer_gen, uint64_t now_ns,
-                    struct ember_broker_file *file);
-
-/* Hands a request to a free worker: 0, or a negative errno to answer now (as above). */
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file);
 
@@ -144,13 +121,6 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 
 /* Returns 1 with *done filled (-ETIMEDOUT) for one worker past its deadline; 0 when none is. */
 int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done);
-
-/*
- * The main thread's watch over the loop thread: 1 with *done filled when the
- * loop thread's open in line passed its deadline. The caller then answers it
- * and starts a new loop thread; the old one ends itself when its open returns.
- */
-int ember_pool_watch(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done);
 
 /* Milliseconds until the next deadline of a worker (for epoll_wait), -1 when none runs. */
 int ember_pool_timeout_ms(const struct ember_pool *p, uint64_t now_ns);

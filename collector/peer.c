@@ -138,13 +138,12 @@ static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const 
 	struct ember_broker_file file;
 	int fd = ember_broker_handle(c->broker, &in->broker_req, c->now_ns, &file);
 
-	/* It may wait: made in line if nothing can, else by a worker, whose answer comes
-	 * when it is done or its deadline passed. */
+	/* It may wait: a worker makes it, whose answer comes when it is done or its deadline
+	 * passed. */
 	if (fd == -EINPROGRESS) {
-		fd = p->pool ? ember_pool_open(p->pool, c->broker, &in->broker_req, p->gen,
-		                               c->now_ns, &file)
+		fd = p->pool ? ember_pool_submit(p->pool, &in->broker_req, p->gen, c->now_ns, &file)
 		             : -EIO;
-		if (fd == -EINPROGRESS)
+		if (!fd)
 			return 0;
 		fd = ember_broker_complete(c->broker, &in->broker_req, fd, c->now_ns);
 	}

@@ -6,7 +6,6 @@
 #include <linux/capability.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,10 +58,6 @@ struct recorder {
 	bool stopping, finished, failed, progress_drawn, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
 	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
-	/* The main thread watches the thread that runs the loop (supervise). */
-	pthread_mutex_t lock;
-	pthread_cond_t loop_ended;
-	bool loop_done;
 };
 
 /* The progress line is redrawn in place; log lines first erase it. */
@@ -359,11 +354,6 @@ static void on_listen(struct recorder *r)
  * descriptors need no capability. Then only the system calls of
  * seccomp/collector.policy remain.
  */
-static void *no_op(void *arg)
-{
-	return arg;
-}
-
 static int confine(struct recorder *r)
 {
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
@@ -373,14 +363,9 @@ static int confine(struct recorder *r)
 	                                      {"child", (uint64_t)r->child}};
 	int err = ember_caps_limit(keep);
 
-	pthread_t warm;
-
 	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
 	if (err && err != -EPERM)
 		return err;
-	/* glibc installs its own signal handlers at the first pthread_create: before the filter. */
-	if (!pthread_create(&warm, NULL, no_op, NULL))
-		pthread_join(warm, NULL);
 	return ember_policy_load(&ember_collector_policy,
 	                         EMBER_POLICY_BASE |
 	                             (r->child ? EMBER_POLICY_RECORD : EMBER_POLICY_DAEMON),
@@ -614,79 +599,6 @@ static void run_loop(struct recorder *r)
 	}
 }
 
-static void *loop_thread(void *arg)
-{
-	struct recorder *r = arg;
-
-	run_loop(r);
-	pthread_mutex_lock(&r->lock);
-	r->loop_done = true;
-	pthread_cond_signal(&r->loop_ended);
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
-}
-
-static int start_loop_thread(struct recorder *r)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-	int err;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &attr, loop_thread, r);
-	pthread_attr_destroy(&attr);
-	if (err)
-		log_error("cannot start the loop thread: %s; opens that may wait all go to "
-		          "workers now",
-		          strerror(err));
-	return -err;
-}
-
-/*
- * The loop runs in a thread of its own while the main thread watches it: an open
- * the loop makes in line (broker_pool.h) that passes its deadline (the process's
- * memory-map lock is held) is answered from here and the loop goes on in a new
- * thread. Without a thread the loop runs here, and nothing is opened in line.
- */
-static void supervise(struct recorder *r)
-{
-	struct ember_pool_done done;
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->loop_ended, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&r->lock, NULL);
-	r->pool.guard.armed = true;
-	pthread_mutex_lock(&r->lock);
-	if (start_loop_thread(r))
-		goto here;
-	while (!r->loop_done) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&r->loop_ended, &r->lock, &ts);
-		if (r->loop_done || !ember_pool_watch(&r->pool, ember_monotonic_ns(), &done))
-			continue;
-		deliver(r, &done, ember_monotonic_ns());
-		if (start_loop_thread(r))
-			goto here;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return;
-here:
-	pthread_mutex_unlock(&r->lock);
-	r->pool.guard.armed = false;
-	run_loop(r);
-}
-
 int ember_record_run(struct ember_record_opts *o)
 {
 	struct recorder r = {
@@ -709,7 +621,7 @@ int ember_record_run(struct ember_record_opts *o)
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	draw_progress(&r, r.start_ns);
-	supervise(&r);
+	run_loop(&r);
 	if (r.progress_drawn) {
 		draw_progress(&r, ember_monotonic_ns());
 		if (write(STDERR_FILENO, "\n", 1) < 0)
