@@ -13,11 +13,15 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_RECORDS_VERSION 4
+#include "python.h"
+
+#define EMBER_RECORDS_VERSION 5
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
-#define EMBER_MAX_USTACK 128
+#define EMBER_MAX_USTACK 128 /* native user frames */
+/* User words: native frames, two per Python frame, and one two-word marker (python.h). */
+#define EMBER_MAX_USTACK_WORDS (EMBER_MAX_USTACK + 2 * EMBER_PY_MAX_FRAMES + 2)
 /*
  * A sample whose user stack leads where no unwind table is loaded yet (the
  * first samples of a process) carries the top of that stack, up to this
@@ -53,6 +57,7 @@ enum ember_drop_reason {
 #define EMBER_STACK_USER_FP         0x40  /* a frame was found through the frame pointer */
 #define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
 #define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
+#define EMBER_STACK_PYTHON          0x200 /* Python frames (python.h) among the user words */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {
@@ -75,9 +80,10 @@ enum ember_event_kind {
  * One CPU sample, or one off-CPU sample: a wait that ended, with the stacks
  * the thread waited in, stamped with the time and CPU where it ran again.
  * Followed by kstack_len kernel addresses (leaf first), then ustack_len user
- * addresses (leaf first), then, with EMBER_STACK_COPY in stack_flags (CPU
- * samples only), a struct ember_stack_copy and its bytes: the size is
- * ember_sample_size().
+ * words (leaf first): native addresses and, when stack_flags has
+ * EMBER_STACK_PYTHON, two-word Python frames; then, with EMBER_STACK_COPY in
+ * stack_flags (CPU samples only), a struct ember_stack_copy and its bytes:
+ * the size is ember_sample_size().
  */
 struct ember_sample_event {
 	__u32 kind; /* EMBER_EV_SAMPLE or EMBER_EV_OFF_CPU */
@@ -98,7 +104,7 @@ struct ember_sample_event {
 
 /* A sample's most bytes without a stack copy. */
 #define EMBER_MAX_SAMPLE_BYTES                                                                     \
-	(sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK))
+	(sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS))
 
 /*
  * The user stack above the frame where unwinding found no table: the last
@@ -123,7 +129,7 @@ static inline __u64 ember_sample_size(const struct ember_sample_event *s, __u64 
 	__u64 size = sizeof(*s) + 8ull * ((__u64)s->kstack_len + s->ustack_len);
 	const struct ember_stack_copy *c;
 
-	if (s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK)
+	if (s->kstack_len > EMBER_MAX_KSTACK || s->ustack_len > EMBER_MAX_USTACK_WORDS)
 		return 0;
 	if (!(s->stack_flags & EMBER_STACK_COPY))
 		return size;

@@ -3,7 +3,8 @@
  * CPU sampler: runs on a cpu-clock perf event on every CPU and sends one
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
  * user space through a BPF ring buffer. Kernel stacks come from
- * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h).
+ * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h),
+ * with Python frames among them (python.bpf.h).
  * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) live in
  * this object too, to share the ring, the filter and the unwinder's maps.
  */
@@ -69,8 +70,8 @@ static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u
 		ulen = unwind_user(ctx, tgid, (__u32)klen, &s->hdr.stack_flags, &copy_bytes);
 	else
 		ulen = unwind_user_in_kernel(ctx, tgid, slot, (__u32)klen, &s->hdr.stack_flags);
-	if (ulen > EMBER_MAX_USTACK)
-		ulen = EMBER_MAX_USTACK;
+	if (ulen > EMBER_MAX_USTACK_WORDS)
+		ulen = EMBER_MAX_USTACK_WORDS;
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 	size = sizeof(s->hdr) + (klen + ulen) * 8;

@@ -10,16 +10,28 @@
 #ifndef EMBER_BPF_SCRATCH_BPF_H
 #define EMBER_BPF_SCRATCH_BPF_H
 
+#include "python.h"
 #include "records.h"
 
 struct sample_scratch {
 	struct ember_sample_event hdr;
-	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS];
 	/* A stack copy (stack_copy.bpf.h) follows the frames, however many there are:
 	 * the room it needs after the most frames, and what a page-at-a-time read of
 	 * it may seem to reach to the verifier. */
 	__u8 copy[sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY];
 	__u8 slack[4096];
+	/* The user unwinder's counters: user words written (native frames and Python
+	 * frames) and native frames. Kept here, not on the stack, like the Python walker's
+	 * state below: the verifier then does not track them as constants, which would
+	 * multiply the states it explores through the unwinder's loop. */
+	__u32 uw_words, uw_native;
+	/* The Python walker's state, its copy of the process's row and its read windows
+	 * (python.bpf.h). */
+	struct ember_py_walk pyw;
+	struct ember_py_proc py;
+	__u8 py_frame[EMBER_PY_WINDOW];
+	__u8 py_code[EMBER_PY_WINDOW];
 };
 
 #define SCRATCH_CPU     0

@@ -115,8 +115,10 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 		return COPY_ERR_BUDGET;
 	if (len > EMBER_MAX_STACK_COPY)
 		len = EMBER_MAX_STACK_COPY;
-	/* After the frames: at most EMBER_MAX_KSTACK + EMBER_MAX_USTACK of them. */
-	at = sizeof(s->hdr) + 8 * (nframes & 0xff);
+	/* After the frames: at most EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS of them. */
+	if (nframes > EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS)
+		return COPY_ERR_READ;
+	at = sizeof(s->hdr) + 8 * (__u64)nframes;
 	c = (struct ember_stack_copy *)((void *)s + at);
 	bytes = (void *)(c + 1);
 	/*

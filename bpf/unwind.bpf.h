@@ -89,9 +89,8 @@ struct {
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u32 tgid;
-	__u32 slot; /* frames go to scratch[slot].frames[base + n] */
+	__u32 slot; /* words go to scratch[slot].frames[base + uw_words] */
 	__u32 base;
-	__u32 n;
 	__u32 stop;  /* enum ember_unwind_stop */
 	__u32 flags; /* EMBER_STACK_* to add to the sample */
 	__u8 exact;  /* pc is where execution stopped, not a return address */
@@ -99,6 +98,8 @@ struct ember_uw_state {
 	__u8 budget_spent;
 	__u32 copied; /* bytes of the stack copy that follows the frames */
 };
+
+#include "python.bpf.h"
 
 static __always_inline int read_user_u64(__u64 *out, __u64 addr)
 {
@@ -355,14 +356,18 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __u32 exact,
                                                    __u32 flag)
 {
+	struct sample_scratch *s;
 	long copied;
 
 	if (!st)
 		return 1;
 	st->flags |= flag;
 	if (st->copy) {
+		s = bpf_map_lookup_elem(&scratch, &st->slot);
 		st->copy = 0;
-		copied = ember_copy_user_stack(st->base + st->n, st->pc, st->sp, st->fp, exact);
+		copied =
+		    s ? ember_copy_user_stack(st->base + s->uw_words, st->pc, st->sp, st->fp, exact)
+		      : COPY_ERR_READ;
 		if (copied > 0) {
 			st->copied = copied;
 			st->flags |= EMBER_STACK_COPY;
@@ -390,22 +395,33 @@ static long unwind_step(__u64 i, void *ctx)
 	__u64 pc, addr;
 	__u8 exact;
 
-	if (st->n >= EMBER_MAX_USTACK) {
+	s = bpf_map_lookup_elem(&scratch, &st->slot);
+	if (!s) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
 		return 1;
 	}
-	s = bpf_map_lookup_elem(&scratch, &st->slot);
-	idx = st->base + st->n;
-	if (!s || idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK) {
+	if (s->pyw.pending)
+		return py_step(st, s);
+	/* No user pc has the top bit set: one that does is garbage (and would pass for a
+	 * Python frame's tag). */
+	if (st->pc >> 63) {
+		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
+		return 1;
+	}
+	/* A return address points after its call: look up the call itself. */
+	exact = st->exact;
+	pc = exact ? st->pc : st->pc - 1;
+	if (py_before_native(st, s, pc))
+		return 0;
+	s->pyw.at_pc = 0;
+	idx = st->base + s->uw_words;
+	if (s->uw_native >= EMBER_MAX_USTACK || idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
 		return 1;
 	}
 	s->frames[idx] = st->pc;
-	st->n++;
-
-	/* A return address points after its call: look up the call itself. */
-	exact = st->exact;
-	pc = exact ? st->pc : st->pc - 1;
+	s->uw_words++;
+	s->uw_native++;
 	st->exact = 0;
 	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
 	if (!proc)
@@ -483,18 +499,24 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 }
 
 /*
- * Walks from the registers in st (if have_regs); returns the frames written
+ * Walks from the registers in st (if have_regs); returns the words written
  * and sets *copy_bytes to the size of the stack copy written after them.
  */
 static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_regs,
                                          __u32 *stack_flags, __u32 *copy_bytes)
 {
+	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &st->slot);
+
 	*copy_bytes = 0;
-	if (!have_regs) {
+	if (!have_regs || !s) {
 		*stack_flags |= (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
 		return 0;
 	}
-	bpf_loop(EMBER_MAX_USTACK + 1, unwind_step, st, 0);
+	s->uw_words = s->uw_native = 0;
+	py_walk_init(s, st->tgid);
+	/* Each step records a native frame, a Python frame, or passes a shim frame
+	 * (at most one per native frame). */
+	bpf_loop(2 * EMBER_MAX_USTACK + EMBER_PY_MAX_FRAMES + 2, unwind_step, st, 0);
 	/* For a reader that ignores the copy, the stack ends where it starts. */
 	if (st->copied) {
 		*copy_bytes = st->copied;
@@ -509,7 +531,7 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
 	if (st->budget_spent && st->stop != EMBER_UNWIND_STOP_DEPTH)
 		st->stop = EMBER_UNWIND_STOP_COPY_BUDGET;
 	*stack_flags |= st->flags | (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
-	return st->n;
+	return s->uw_words;
 }
 
 /*

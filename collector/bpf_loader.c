@@ -165,6 +165,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
 	b->unwind_procs_fd = bpf_map__fd(b->sampler->maps.unwind_procs);
+	b->py_procs_fd = bpf_map__fd(b->sampler->maps.py_procs);
 	for (size_t i = 0; i < o->npids; i++) {
 		__u32 pid = (__u32)o->pids[i];
 		__u8 one = 1;

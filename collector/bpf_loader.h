@@ -43,6 +43,7 @@ struct ember_bpf {
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
 	int unwind_procs_fd;
+	int py_procs_fd; /* the Python walker's rows (bpf/python.bpf.h) */
 };
 
 /*

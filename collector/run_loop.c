@@ -505,6 +505,7 @@ static int setup(struct recorder *r)
 		                        r->bpf.unwind_blocks_fd, r->bpf.unwind_procs_fd, 0);
 	if (err)
 		return err;
+	r->tables.py_procs_fd = r->bpf.py_procs_fd;
 	r->peer.tables = &r->tables;
 	r->start_ns = ember_monotonic_ns();
 	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;

@@ -17,6 +17,7 @@ int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int 
 	t->tables_fd = tables_fd;
 	t->blocks_fd = blocks_fd;
 	t->procs_fd = procs_fd;
+	t->py_procs_fd = -1;
 	t->max_rows = max_rows ? max_rows : EMBER_TABLES_MAX_ROWS;
 	t->slot_rows = calloc(EMBER_UNWIND_MAX_TABLES, sizeof(*t->slot_rows));
 	return t->slot_rows ? 0 : -ENOMEM;
@@ -174,6 +175,53 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	return 0;
 }
 
+static bool py_fits(unsigned int off, unsigned int width, unsigned int window)
+{
+	return off + width <= window;
+}
+
+/* Every offset stays inside the window the walker reads it from; ranges are user addresses. */
+static bool py_row_ok(const struct ember_py_proc *r)
+{
+	static const uint8_t zero[sizeof(r->reserved)];
+	unsigned int instr = r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8;
+
+	for (int i = 0; i < 2; i++)
+		if (r->eval_end[i] ? r->eval_start[i] >= r->eval_end[i] ||
+		                         r->eval_end[i] > EMBER_PY_USER_LIMIT ||
+		                         r->eval_end[i] - r->eval_start[i] > EMBER_PY_MAX_EVAL
+		                   : r->eval_start[i] || !i)
+			return false;
+	return r->tss_key && r->tss_key < EMBER_PY_USER_LIMIT && !(r->tss_key % 4) &&
+	       r->tsd_offset <= EMBER_PY_MAX_TSD && r->tstate_frame <= EMBER_PY_MAX_TSTATE &&
+	       r->cframe_frame <= EMBER_PY_MAX_TSTATE && r->code_units <= EMBER_PY_MAX_CODE &&
+	       r->chain && r->chain < EMBER_PY_CHAIN_MAX && r->entry && r->entry < EMBER_PY_ENTRY_MAX &&
+	       r->instr && r->instr < EMBER_PY_INSTR_MAX && r->frame_read <= EMBER_PY_WINDOW &&
+	       r->code_read <= EMBER_PY_WINDOW && py_fits(r->frame_code, 8, r->frame_read) &&
+	       py_fits(r->frame_back, 8, r->frame_read) &&
+	       py_fits(r->frame_instr, instr, r->frame_read) &&
+	       py_fits(r->frame_entry, 1, r->frame_read) &&
+	       py_fits(r->code_argcount, 4, r->code_read) &&
+	       py_fits(r->code_firstlineno, 4, r->code_read) &&
+	       py_fits(r->code_name, 8, r->code_read) && py_fits(r->code_filename, 8, r->code_read) &&
+	       !memcmp(r->reserved, zero, sizeof(zero));
+}
+
+static int on_py_proc(struct ember_tables *t, const struct ember_msg_py_proc *m)
+{
+	if (!m->pid || m->pid > (1u << 22) || t->py_procs_fd < 0)
+		return -EPROTO;
+	if (m->op == EMBER_PY_PROC_REMOVE) {
+		bpf_map_delete_elem(t->py_procs_fd, &m->pid);
+		return 0;
+	}
+	if (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))
+		return -EPROTO;
+	if (bpf_map_update_elem(t->py_procs_fd, &m->pid, &m->row, BPF_ANY))
+		failed(t, "Python process", neg_errno());
+	return 0;
+}
+
 int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 {
 	switch (m->hdr.type) {
@@ -183,6 +231,8 @@ int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 		return on_rows(t, &m->unwind_rows);
 	case EMBER_MSG_UNWIND_PROC:
 		return on_proc(t, &m->unwind_proc);
+	case EMBER_MSG_PY_PROC:
+		return on_py_proc(t, &m->py_proc);
 	default:
 		return -EPROTO;
 	}
@@ -201,10 +251,14 @@ void ember_tables_reset(struct ember_tables *t)
 		if (t->slot_rows[slot])
 			drop_slot(t, slot, t->slot_rows[slot]);
 	/* Deleting the first key each time walks the whole map without a cursor. */
-	while (t->procs_fd >= 0 && !bpf_map_get_next_key(t->procs_fd, NULL, &next)) {
-		pid = next;
-		if (bpf_map_delete_elem(t->procs_fd, &pid))
-			break;
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? t->py_procs_fd : t->procs_fd;
+
+		while (fd >= 0 && !bpf_map_get_next_key(fd, NULL, &next)) {
+			pid = next;
+			if (bpf_map_delete_elem(fd, &pid))
+				break;
+		}
 	}
 }
 

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Loads the unwind tables and process mappings the symbolizer sends into
- * the unwinder's BPF maps. Nothing here parses a binary: it checks that
- * every field and row is within the bounds bpf/unwind_table.h gives and
- * that tables arrive in order, then copies them. A wrong but well-formed
+ * the unwinder's BPF maps, and the rows of Python processes into the Python
+ * walker's map. Nothing here parses a binary: it checks that every field
+ * and row is within the bounds bpf/unwind_table.h and bpf/python.h give
+ * and that tables arrive in order, then copies them. A wrong but well-formed
  * table can only make wrong stacks; a malformed message ends the connection.
  *
  * bpf() commands used after start-up, on maps created at load: only
  * MAP_UPDATE_ELEM and MAP_DELETE_ELEM (blocks of rows, table slots,
- * processes) and MAP_GET_NEXT_KEY (forgetting every process). No map is
+ * processes, Python rows) and MAP_GET_NEXT_KEY (forgetting every process). No map is
  * created at run time, so no capability is needed.
  */
 #ifndef EMBER_COLLECTOR_TABLE_LOADER_H
@@ -23,6 +24,7 @@
 
 struct ember_tables {
 	int tables_fd, blocks_fd, procs_fd;
+	int py_procs_fd; /* -1 (set after init) until the Python walker's map is known */
 	/* The table being created: in use only once COMMIT sets its slot's block count. */
 	bool building, build_failed;
 	uint32_t build_slot, build_rows, build_next, build_last_pc;
@@ -38,7 +40,7 @@ int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int 
 void ember_tables_free(struct ember_tables *t);
 
 /*
- * Handles one UNWIND_* message (already size-checked). Returns 0 (also when
+ * Handles one UNWIND_* or PY_PROC message (already size-checked). Returns 0 (also when
  * the kernel refused memory: counted and logged), or -EPROTO for a message
  * out of bounds or out of order.
  */

@@ -24,6 +24,7 @@ static const struct {
     [EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
     [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
     [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
+    [EMBER_MSG_PY_PROC] = {"PY_PROC", sizeof(struct ember_msg_py_proc)},
 };
 _Static_assert(sizeof(struct ember_msg_unwind_rows) <= EMBER_MSG_MAX, "fits a message");
 _Static_assert(sizeof(struct ember_msg_unwind_proc) <= EMBER_MSG_MAX, "fits a message");

@@ -14,8 +14,9 @@
  *   S->C UNWIND_TABLE CREATE, UNWIND_ROWS..., UNWIND_TABLE COMMIT   a file's
  *        unwind table, in order; UNWIND_TABLE DROP when no process maps it
  *   S->C UNWIND_PROC...             a process's executable mappings and tables
- * The collector does not answer unwind messages; it checks every field and
- * row, and ends the connection on one that is out of bounds.
+ *   S->C PY_PROC                    a Python process's row for the frame walker
+ * The collector does not answer unwind and Python messages; it checks every
+ * field and row, and ends the connection on one that is out of bounds.
  */
 #ifndef EMBER_IPC_PROTO_H
 #define EMBER_IPC_PROTO_H
@@ -49,6 +50,7 @@ enum ember_msg_type {
 	EMBER_MSG_UNWIND_TABLE = 8,
 	EMBER_MSG_UNWIND_ROWS = 9,
 	EMBER_MSG_UNWIND_PROC = 10,
+	EMBER_MSG_PY_PROC = 11,
 	EMBER_MSG_TYPE_MAX,
 };
 
@@ -197,6 +199,19 @@ struct ember_msg_unwind_proc {
 	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS_PER_MSG];
 };
 
+enum ember_py_proc_op {
+	EMBER_PY_PROC_SET = 1,    /* load row for pid (replacing its row) */
+	EMBER_PY_PROC_REMOVE = 2, /* pid is no Python process (any more) */
+};
+
+/* A Python process's row (bpf/python.h), checked field by field before it is loaded. */
+struct ember_msg_py_proc {
+	struct ember_msg_hdr hdr;
+	uint32_t pid;
+	uint32_t op; /* enum ember_py_proc_op */
+	struct ember_py_proc row;
+};
+
 union ember_msg {
 	struct ember_msg_hdr hdr;
 	struct ember_msg_hello hello;
@@ -209,6 +224,7 @@ union ember_msg {
 	struct ember_msg_unwind_table unwind_table;
 	struct ember_msg_unwind_rows unwind_rows;
 	struct ember_msg_unwind_proc unwind_proc;
+	struct ember_msg_py_proc py_proc;
 	unsigned char bytes[EMBER_MSG_MAX];
 };
 

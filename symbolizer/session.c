@@ -14,6 +14,7 @@
 #include "symbolizer/broker_client.h"
 #include "ipc/ring.h"
 #include "symbolizer/formats/out_otlp.h"
+#include "symbolizer/interp/python.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/record_decode.h"
 #include "symbolizer/sandbox.h"
@@ -39,7 +40,7 @@ struct copy_result {
 /* A sample with the callers its stack copy gave appended: what symbolization reads. */
 struct merged_sample {
 	struct ember_sample_event hdr;
-	uint64_t frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK];
+	uint64_t frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS];
 };
 
 struct session {
@@ -55,6 +56,7 @@ struct session {
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
 	struct ember_readers readers; /* reads that may wait */
+	struct ember_python python;
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
 	/* A third, ahead of both, for exec records: see scan_execs(). */
@@ -183,7 +185,7 @@ static int add_sample(struct session *s, const struct ember_sample_event *sample
 		    sizeof(struct ember_rec_hdr) + sizeof(*sample) + 8 * n;
 		return ember_symbolizer_add_sample(&s->sym, sample, frames, now_ns);
 	}
-	extra = EMBER_MAX_USTACK - (uint32_t)sample->ustack_len;
+	extra = EMBER_MAX_USTACK_WORDS - (uint32_t)sample->ustack_len; /* decoding checked it */
 	if (r->n < extra)
 		extra = r->n;
 	m->hdr = *sample;
@@ -239,6 +241,8 @@ static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_
 	struct session *s = ctx;
 	struct ember_process *p;
 
+	/* An interpreter among the files: the eBPF walker gets its row before the next samples. */
+	ember_python_on_maps(&s->python, pid, maps, now_ns);
 	if (!maps->count || !(p = ember_processes_get(&s->sym.procs, pid, now_ns)))
 		return;
 	ember_maps_free(&p->maps);
@@ -294,6 +298,11 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		copy = ember_sample_stack_copy(sample, &stack);
 		if (ember_unwind_on_sample(&s->unwind, sample, copy, stack, now_ns, &s->copy_stack))
 			keep_copy_result(s, s->ahead.tail);
+		/* Code objects are read while the process lives, not when symbolization gets there.
+		 */
+		if (sample->stack_flags & EMBER_STACK_PYTHON)
+			ember_python_warm(&s->python, sample->tgid, frames + sample->kstack_len,
+			                  sample->ustack_len, now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
 	           !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
 		if (ev->kind == EMBER_EV_RUNNING)
@@ -302,6 +311,8 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 			ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, now_ns);
 		else
 			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
+		if (ev->kind == EMBER_EV_EXIT)
+			ember_python_on_exit_ahead(&s->python, ev->tgid);
 		/* Both leave work for later: a reload after exec, the loads of running processes.
 		 */
 		due = ev->kind == EMBER_EV_EXEC ? now_ns + EMBER_UNWIND_EXEC_RELOAD_NS : now_ns;
@@ -754,6 +765,9 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
+	if (!err)
+		err = ember_python_init(&s->python, &s->broker);
+	s->sym.python = &s->python;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;
@@ -810,6 +824,7 @@ out:
 	ember_readers_stop(&s->readers);
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
+	ember_python_free(&s->python);
 	ember_profile_free(&s->profile);
 	ember_profile_free(&s->total);
 	if (s->ring.hdr)

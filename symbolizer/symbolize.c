@@ -364,6 +364,46 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
 }
 
+/*
+ * A Python frame (words w0, w1): named by its code object, its line in the
+ * function's file; an unnamed one stays a frame of its kind, [unknown].
+ */
+static int python_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0, uint64_t w1,
+                           uint64_t now_ns, uint32_t *out)
+{
+	struct ember_function fn = {0};
+	struct ember_line line = {0};
+	struct ember_py_frame f = {0};
+	const char *marker;
+	int err;
+
+	if ((w0 >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG_MARKER) {
+		marker = s->python ? ember_python_marker(s->python, w0) : "[python frames stopped]";
+		/* Markers of every reason share the addresses above the unwinder's. */
+		return named_location(s, EMBER_NONE, EMBER_FRAME_UNKNOWN,
+		                      UINT64_MAX - 256 - (w0 & 0xff), marker, out);
+	}
+	if (s->python)
+		ember_python_frame(s->python, pid, w0, w1, now_ns, &f);
+	if (!ember_profile_find_location(s->profile, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, out))
+		return 0;
+	if (!f.name)
+		return named_location(s, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, "[unknown]", out);
+	err = ember_profile_intern_cstr(s->profile, f.name, &fn.name);
+	if (!err)
+		err = intern_opt(s->profile, f.file, &fn.filename);
+	if (err)
+		return err;
+	fn.system_name = fn.name;
+	fn.start_line = f.firstlineno;
+	err = ember_profile_add_function(s->profile, &fn, &line.function);
+	if (err)
+		return err;
+	line.line = f.line;
+	return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, &line,
+	                                  1, out);
+}
+
 static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t *out)
 {
 	uint64_t addr = UINT64_MAX - reason; /* no real frame has this address */
@@ -521,8 +561,19 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		if (err)
 			return err;
 	}
-	for (uint32_t i = 0; i < un; i++) {
-		err = user_location(s, proc, frames[kn + i], i > 0, now_ns, &s->stack_buf[depth++]);
+	for (uint32_t i = 0, native = 0; i < un; i++) {
+		const uint64_t *w = &frames[kn + i];
+
+		/* Two words: a Python frame or marker; only walker samples have them. */
+		if ((sample->stack_flags & EMBER_STACK_PYTHON) && ember_python_is_tagged(w[0]) &&
+		    i + 1 < un) {
+			err = python_location(s, sample->tgid, w[0], w[1], now_ns,
+			                      &s->stack_buf[depth++]);
+			i++;
+		} else {
+			err = user_location(s, proc, w[0], native++ > 0, now_ns,
+			                    &s->stack_buf[depth++]);
+		}
 		if (err)
 			return err;
 	}
@@ -576,6 +627,8 @@ void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t
 		p->comm[0] = '\0';
 		ember_process_forget_facts(p);
 	}
+	if (s->python)
+		ember_python_on_exec(s->python, pid);
 }
 
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
@@ -584,6 +637,8 @@ void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
 
 	if (p)
 		p->exited = true;
+	if (s->python)
+		ember_python_on_exit(s->python, pid);
 }
 
 uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
@@ -622,6 +677,24 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	if (p->off_cpu) {
 		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);
 		ember_profile_stat_set(p, "off_cpu.recorded_ns", s->off_cpu_ns);
+	}
+	if (s->python) {
+		const struct ember_python_stats *ps = &s->python->stats;
+
+		ember_profile_stat_set(p, "python.processes", ps->processes);
+		ember_profile_stat_set(p, "python.processes_unsupported", ps->unsupported);
+		ember_profile_stat_set(p, "python.rows_sent", ps->rows_sent);
+		ember_profile_stat_set(p, "python.frames", ps->frames);
+		ember_profile_stat_set(p, "python.frames_named", ps->frames_named);
+		ember_profile_stat_set(p, "python.frames_stale", ps->frames_stale);
+		ember_profile_stat_set(p, "python.frames_unreadable", ps->frames_unreadable);
+		ember_profile_stat_set(p, "python.frames_no_line", ps->frames_no_line);
+		ember_profile_stat_set(p, "python.markers_truncated", ps->markers_truncated);
+		ember_profile_stat_set(p, "python.markers_unreadable", ps->markers_unreadable);
+		ember_profile_stat_set(p, "python.code_reads", ps->code_reads);
+		ember_profile_stat_set(p, "python.code_read_errors", ps->code_read_errors);
+		ember_profile_stat_set(p, "python.cache_evictions", ps->cache_evictions);
+		ember_profile_stat_set(p, "python.files_read", ps->files_read);
 	}
 	if (s->want_process_facts) {
 		ember_profile_stat_set(p, "process_facts.requests", s->facts_requests);

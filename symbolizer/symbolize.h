@@ -2,7 +2,8 @@
 /*
  * Turns one sample record (pid, kernel and user addresses) into a stack of
  * symbolized locations in the profile: user addresses through the process's
- * mappings and the mapped file's symbols, kernel addresses through kallsyms.
+ * mappings and the mapped file's symbols, kernel addresses through kallsyms,
+ * Python frames (bpf/python.h) through the interpreter's code objects.
  * A frame that cannot be named is kept as module+0xoffset or [unknown].
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLIZE_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "symbolizer/broker_client.h"
+#include "symbolizer/interp/python.h"
 #include "symbolizer/symbols/kallsyms.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/process_table.h"
@@ -26,13 +28,14 @@ struct ember_symbolizer {
 	struct ember_objcache objs;
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
+	struct ember_python *python; /* CPython frames; NULL: shown as [unknown] */
 	bool ksyms_tried;
 	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	/* Ask the broker for each process's executable and cgroup (for OTLP resources). */
 	bool want_process_facts;
-	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK + 1]; /* + an unwind marker */
+	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/param.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -793,8 +794,9 @@ static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event 
 {
 	struct ember_stack_regs regs = {copy->pc, copy->sp, copy->fp,
 	                                copy->flags & EMBER_COPY_EXACT_PC};
-	struct ember_stack_walk w = {.frames = out->frames,
-	                             .max = EMBER_MAX_USTACK - s->ustack_len};
+	/* The frames the record has room for after its own words (Python frames take two). */
+	uint32_t room = EMBER_MAX_USTACK_WORDS - MIN(s->ustack_len, EMBER_MAX_USTACK_WORDS);
+	struct ember_stack_walk w = {.frames = out->frames, .max = MIN(room, EMBER_MAX_USTACK)};
 	struct copy_walk cw = {u, NULL, now_ns};
 
 	for (int attempt = 0; attempt < 2; attempt++) {

@@ -55,7 +55,7 @@ START_TEST(sample_lengths_must_agree)
 	ck_assert_int_eq(ember_decode_sample(buf + 1, len, &s, &frames), -EBADMSG);
 	len = make_sample(EMBER_MAX_KSTACK + 1, 0);
 	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
-	len = make_sample(0, EMBER_MAX_USTACK + 1);
+	len = make_sample(0, EMBER_MAX_USTACK_WORDS + 1);
 	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
 	len = make_sample(1, 1);
 	((struct ember_sample_event *)buf)->kind = EMBER_EV_EXEC;

@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/python.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "ipc/proto.h"
+#include "shared/log.h"
+#include "symbolizer/interp/python_lines.h"
+
+#define PAGE_MASK_4K (~(uint64_t)4095)
+
+struct file_key {
+	uint64_t dev, ino;
+};
+
+struct py_file {
+	struct file_key key;
+	int error; /* the file could not be opened or read: retried after EMBER_PY_FILE_RETRY_NS */
+	uint64_t read_ns;
+	struct ember_py_elf elf;
+};
+
+struct py_process {
+	uint32_t pid;
+	bool row_sent;
+	bool gone;       /* exited: no memory to read, no row */
+	bool counted;    /* in the statistics */
+	bool warned;     /* said once why it cannot be walked */
+	struct ember_py_proc row;
+	struct ember_py_layout layout;
+	struct ember_py_types types;
+	int mem_fd; /* -1 until needed; the broker's /proc/PID/mem */
+	int mem_error;
+	uint64_t mem_retry_ns;
+	uint32_t cached; /* code objects of this process in the cache */
+};
+
+struct code_key {
+	uint32_t pid;
+	uint32_t checksum;
+	uint64_t addr;
+};
+
+/* A code object read, or the failure to read it (then name is NULL). */
+struct py_code {
+	struct code_key key;
+	int error;  /* -ESTALE: the object there now is another one; else why it was not read */
+	bool used; /* since the clock hand last passed */
+	uint8_t lines;
+	uint8_t lasti_units;
+	int32_t firstlineno;
+	uint64_t nunits;
+	char *name, *file;
+	uint8_t *linetable;
+	size_t linetable_len, bytes;
+	/* The last offset resolved and its line: samples repeat offsets. */
+	int64_t last_offset;
+	int32_t last_line;
+	int last_line_error;
+};
+
+static bool file_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct py_file *f = ember_slots_at(ctx, slot);
+
+	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
+}
+
+static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct py_process *p = ember_slots_at(ctx, slot);
+
+	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
+}
+
+static bool code_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct py_code *c = ember_slots_at(ctx, slot);
+
+	return len == sizeof(c->key) && !memcmp(&c->key, key, len);
+}
+
+int ember_python_init(struct ember_python *py, struct ember_broker_client *broker)
+{
+	int err;
+
+	memset(py, 0, sizeof(*py));
+	py->broker = broker;
+	err = ember_hash_key_init(&py->hash_key);
+	if (!err)
+		err = ember_slots_init(&py->files, sizeof(struct py_file), EMBER_PY_MAX_FILES, file_eq);
+	if (!err)
+		err = ember_slots_init(&py->procs, sizeof(struct py_process), EMBER_PY_MAX_TRACKED,
+		                       proc_eq);
+	if (!err)
+		err = ember_slots_init(&py->cache, sizeof(struct py_code), EMBER_PY_CACHE_ENTRIES,
+		                       code_eq);
+	return err;
+}
+
+static void drop_code(struct ember_python *py, uint32_t slot)
+{
+	struct py_code *c = ember_slots_at(&py->cache, slot);
+	struct py_process *p;
+	uint32_t ps;
+
+	if (!ember_slots_find(&py->procs, &c->key.pid, sizeof(c->key.pid), &ps) &&
+	    (p = ember_slots_at(&py->procs, ps))->cached)
+		p->cached--;
+	py->cache_bytes -= c->bytes;
+	free(c->name);
+	free(c->file);
+	free(c->linetable);
+	ember_slots_remove(&py->cache, slot, &c->key, sizeof(c->key));
+}
+
+static void drop_process_code(struct ember_python *py, struct py_process *p)
+{
+	for (uint32_t s = 0; p->cached && s < ember_slots_end(&py->cache); s++) {
+		struct py_code *c = ember_slots_get(&py->cache, s);
+
+		if (c && c->key.pid == p->pid)
+			drop_code(py, s);
+	}
+}
+
+static void close_process(struct py_process *p)
+{
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	p->mem_fd = -1;
+}
+
+void ember_python_free(struct ember_python *py)
+{
+	for (uint32_t s = 0; s < ember_slots_end(&py->cache); s++)
+		if (ember_slots_get(&py->cache, s))
+			drop_code(py, s);
+	for (uint32_t s = 0; s < ember_slots_end(&py->procs); s++) {
+		struct py_process *p = ember_slots_get(&py->procs, s);
+
+		if (p)
+			close_process(p);
+	}
+	ember_slots_free(&py->files);
+	ember_slots_free(&py->procs);
+	ember_slots_free(&py->cache);
+}
+
+/* ---- detection ---- */
+
+static const char *basename_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Files worth a look: the executable (the lowest file mapping), *python*, the C library. */
+static bool candidate(const struct ember_maps *maps, const struct ember_map_entry *e, bool first)
+{
+	const char *base = basename_of(ember_maps_path(maps, e));
+
+	return first || strstr(base, "python") || !strncmp(base, "libc.so", 7) ||
+	       !strncmp(base, "libc-", 5) || !strncmp(base, "libpthread", 10);
+}
+
+static const struct py_file *file_facts(struct ember_python *py, uint32_t pid,
+                                        const struct ember_maps *maps,
+                                        const struct ember_map_entry *e, uint64_t now_ns)
+{
+	struct file_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
+	struct py_file *f;
+	uint32_t slot;
+	int fd, r = ember_slots_add(&py->files, &key, sizeof(key), &slot);
+
+	if (r == -ENOSPC) {
+		/* Full: start over (files are read again as processes need them). */
+		for (uint32_t s = 0; s < ember_slots_end(&py->files); s++) {
+			f = ember_slots_get(&py->files, s);
+			if (f)
+				ember_slots_remove(&py->files, s, &f->key, sizeof(f->key));
+		}
+		r = ember_slots_add(&py->files, &key, sizeof(key), &slot);
+	}
+	if (r < 0)
+		return NULL;
+	f = ember_slots_at(&py->files, slot);
+	if (!r && (!f->error || now_ns - f->read_ns < EMBER_PY_FILE_RETRY_NS))
+		return f;
+	f->key = key;
+	f->read_ns = now_ns;
+	fd = ember_broker_request(py->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
+	f->error = fd < 0 ? fd : ember_py_elf_read(fd, ember_maps_path(maps, e), &f->elf);
+	if (fd >= 0)
+		close(fd);
+	py->stats.files_read++;
+	if (f->error) {
+		py->stats.file_errors++;
+		memset(&f->elf, 0, sizeof(f->elf));
+	}
+	return f;
+}
+
+/* What to add to the file's ELF addresses in this mapping of it. */
+static bool file_bias(const struct ember_py_elf *elf, const struct ember_map_entry *e,
+                      uint64_t *bias)
+{
+	for (uint32_t i = 0; i < elf->nsegs; i++) {
+		const struct ember_py_segment *s = &elf->segs[i];
+
+		if (e->offset >= (s->offset & PAGE_MASK_4K) && e->offset < s->offset + s->filesz) {
+			*bias = e->start - (s->vaddr + (e->offset - s->offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+static void send_row(struct ember_python *py, struct py_process *p, uint32_t op)
+{
+	union ember_msg m;
+
+	if (py->disabled)
+		return;
+	ember_msg_init(&m, EMBER_MSG_PY_PROC, 0);
+	m.py_proc.pid = p->pid;
+	m.py_proc.op = op;
+	if (op == EMBER_PY_PROC_SET)
+		m.py_proc.row = p->row;
+	if (ember_broker_client_send(py->broker, &m)) {
+		py->disabled = true;
+		return;
+	}
+	if (op == EMBER_PY_PROC_SET)
+		py->stats.rows_sent++;
+	else
+		py->stats.rows_removed++;
+}
+
+static void fill_row(struct ember_py_proc *r, const struct ember_py_elf *elf, uint64_t bias,
+                     uint16_t tsd_offset)
+{
+	const struct ember_py_layout *l = &elf->layout;
+
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 2; i++)
+		if (elf->eval[i][1]) {
+			r->eval_start[i] = elf->eval[i][0] + bias;
+			r->eval_end[i] = elf->eval[i][1] + bias;
+		}
+	r->tss_key = elf->tss_key + bias;
+	r->tsd_offset = tsd_offset;
+	r->tstate_frame = l->tstate_frame;
+	r->cframe_frame = l->cframe_frame;
+	r->code_units = l->code_units;
+	r->chain = l->chain;
+	r->entry = l->entry;
+	r->instr = l->instr;
+	r->entry_owner = l->entry_owner;
+	r->frame_read = l->frame_read;
+	r->frame_code = l->frame_code;
+	r->frame_back = l->frame_back;
+	r->frame_instr = l->frame_instr;
+	r->frame_entry = l->frame_entry;
+	r->code_read = l->code_read;
+	r->code_argcount = l->code_argcount;
+	r->code_firstlineno = l->code_firstlineno;
+	r->code_name = l->code_name;
+	r->code_filename = l->code_filename;
+	r->version = l->minor;
+}
+
+static struct py_process *get_process(struct ember_python *py, uint32_t pid, bool create)
+{
+	struct py_process *p;
+	uint32_t slot;
+	int r = create ? ember_slots_add(&py->procs, &pid, sizeof(pid), &slot)
+	               : ember_slots_find(&py->procs, &pid, sizeof(pid), &slot);
+
+	if (r < 0)
+		return NULL;
+	p = ember_slots_at(&py->procs, slot);
+	if (r == 1) {
+		p->pid = pid;
+		p->mem_fd = -1;
+	}
+	return p;
+}
+
+static void forget_process(struct ember_python *py, uint32_t pid)
+{
+	uint32_t slot;
+	struct py_process *p;
+
+	if (ember_slots_find(&py->procs, &pid, sizeof(pid), &slot))
+		return;
+	p = ember_slots_at(&py->procs, slot);
+	drop_process_code(py, p);
+	close_process(p);
+	ember_slots_remove(&py->procs, slot, &pid, sizeof(pid));
+}
+
+void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct ember_maps *maps,
+                          uint64_t now_ns)
+{
+	const struct py_file *python = NULL, *libc = NULL;
+	const struct ember_map_entry *python_map = NULL;
+	struct ember_py_proc row;
+	struct py_process *p;
+	uint64_t bias;
+	bool first = true;
+
+	for (size_t i = 0; i < maps->count; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		const struct py_file *f;
+
+		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted)
+			continue;
+		if ((e->perms & EMBER_MAP_X) && candidate(maps, e, first) &&
+		    (f = file_facts(py, pid, maps, e, now_ns))) {
+			if (!python && f->elf.kind != EMBER_PY_ELF_OTHER) {
+				python = f;
+				python_map = e;
+			}
+			if (!libc && f->elf.has_tsd)
+				libc = f;
+		}
+		first = false;
+	}
+	p = get_process(py, pid, python != NULL);
+	if (!python) {
+		if (p && p->row_sent)
+			send_row(py, p, EMBER_PY_PROC_REMOVE);
+		if (p)
+			p->row_sent = false;
+		return;
+	}
+	if (!p)
+		return;
+	if (!p->counted) {
+		p->counted = true;
+		py->stats.processes++;
+	}
+	p->gone = false;
+	if (python->elf.kind != EMBER_PY_ELF_PYTHON || !libc ||
+	    !file_bias(&python->elf, python_map, &bias)) {
+		if (!p->warned) {
+			p->warned = true;
+			py->stats.unsupported++;
+			log_info("pid %u runs Python, but ember cannot read its frames: %s", pid,
+			         python->elf.kind != EMBER_PY_ELF_PYTHON ? python->elf.why
+			         : !libc ? "it uses a C library other than glibc"
+			                 : "its interpreter is mapped in an unexpected way");
+		}
+		if (p->row_sent)
+			send_row(py, p, EMBER_PY_PROC_REMOVE);
+		p->row_sent = false;
+		return;
+	}
+	p->layout = python->elf.layout;
+	p->types = (struct ember_py_types){python->elf.code_type + bias, python->elf.str_type + bias,
+	                                   python->elf.bytes_type + bias};
+	fill_row(&row, &python->elf, bias, libc->elf.tsd_offset);
+	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
+		p->row = row;
+		p->row_sent = true;
+		send_row(py, p, EMBER_PY_PROC_SET);
+		log_debug("pid %u: CPython 3.%u, interpreter loop at %#llx", pid, p->layout.minor,
+		          (unsigned long long)row.eval_start[0]);
+	}
+}
+
+void ember_python_on_exit_ahead(struct ember_python *py, uint32_t pid)
+{
+	struct py_process *p = get_process(py, pid, false);
+
+	if (!p)
+		return;
+	if (p->row_sent)
+		send_row(py, p, EMBER_PY_PROC_REMOVE);
+	p->row_sent = false;
+	p->gone = true;
+	close_process(p);
+}
+
+void ember_python_on_exec(struct ember_python *py, uint32_t pid)
+{
+	struct py_process *p = get_process(py, pid, false);
+
+	if (p) {
+		drop_process_code(py, p);
+		close_process(p);
+		p->mem_error = 0;
+	}
+}
+
+void ember_python_on_exit(struct ember_python *py, uint32_t pid)
+{
+	forget_process(py, pid);
+}
+
+/* ---- code objects ---- */
+
+static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct py_process *p = ctx;
+	ssize_t n;
+
+	if (addr >= EMBER_PY_USER_LIMIT || len > EMBER_PY_MAX_LINETABLE * 4)
+		return -EFAULT;
+	n = pread(p->mem_fd, buf, len, (off_t)addr);
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int open_mem(struct ember_python *py, struct py_process *p, uint64_t now_ns)
+{
+	int fd;
+
+	if (p->mem_fd >= 0)
+		return 0;
+	if (p->gone)
+		return -ESRCH;
+	if (p->mem_error && now_ns < p->mem_retry_ns)
+		return p->mem_error;
+	fd = ember_broker_request(py->broker, EMBER_BROKER_MEM, p->pid, 0, NULL);
+	if (fd < 0) {
+		p->mem_error = fd;
+		p->mem_retry_ns = now_ns + EMBER_PY_MEM_RETRY_NS;
+		return fd;
+	}
+	p->mem_fd = fd;
+	p->mem_error = 0;
+	return 0;
+}
+
+/* Makes room: entries not used since the hand last passed them go first. */
+static void evict(struct ember_python *py)
+{
+	uint32_t end = ember_slots_end(&py->cache);
+
+	for (uint32_t steps = 0; end && steps < 2 * end + 1 &&
+	                         (py->cache.count >= EMBER_PY_CACHE_ENTRIES ||
+	                          py->cache_bytes > EMBER_PY_CACHE_BYTES);
+	     steps++) {
+		uint32_t s = py->clock_hand++ % end;
+		struct py_code *c = ember_slots_get(&py->cache, s);
+
+		if (!c)
+			continue;
+		if (c->used) {
+			c->used = false;
+			continue;
+		}
+		drop_code(py, s);
+		py->stats.cache_evictions++;
+	}
+}
+
+/* The cached code object of (pid, addr, checksum), read on a miss; NULL without memory. */
+static struct py_code *code_of(struct ember_python *py, struct py_process *p, uint64_t addr,
+                               uint32_t checksum, uint64_t now_ns)
+{
+	struct code_key key = {p->pid, checksum, addr};
+	struct ember_py_code code;
+	struct py_code *c;
+	uint32_t slot;
+	int r, err;
+
+	if (!ember_slots_find(&py->cache, &key, sizeof(key), &slot)) {
+		c = ember_slots_at(&py->cache, slot);
+		c->used = true;
+		return c;
+	}
+	if (!p->layout.major)
+		return NULL;
+	/* Not in the cache: read it, if the process can be read now. */
+	err = open_mem(py, p, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL; /* the broker is busy: another sample tries again */
+	py->stats.code_reads++;
+	if (!err)
+		err = ember_py_read_code(&p->layout, &p->types, read_mem, p, addr, &code);
+	if (err) {
+		py->stats.code_read_errors++;
+		memset(&code, 0, sizeof(code));
+	} else if (checksum && code.checksum != checksum) {
+		/* Freed and reused since the sample: remembered as unnamed, never misnamed. */
+		ember_py_code_free(&code);
+		err = -ESTALE;
+	}
+	evict(py);
+	r = ember_slots_add(&py->cache, &key, sizeof(key), &slot);
+	if (r < 0) {
+		ember_py_code_free(&code);
+		return NULL;
+	}
+	c = ember_slots_at(&py->cache, slot);
+	*c = (struct py_code){
+	    .key = key,
+	    .error = err,
+	    .used = true,
+	    .lines = p->layout.lines,
+	    .lasti_units = p->layout.lasti_units,
+	    .firstlineno = code.firstlineno,
+	    .nunits = code.nunits,
+	    .name = code.name,
+	    .file = code.file,
+	    .linetable = code.linetable,
+	    .linetable_len = code.linetable_error ? 0 : code.linetable_len,
+	    .bytes = sizeof(*c) + code.linetable_len + (code.name ? strlen(code.name) : 0) +
+	             (code.file ? strlen(code.file) : 0),
+	    .last_offset = INT64_MIN,
+	    .last_line_error = code.linetable_error ? code.linetable_error : -ENOENT,
+	};
+	if (code.linetable_error) {
+		free(code.linetable);
+		c->linetable = NULL;
+	}
+	py->cache_bytes += c->bytes;
+	p->cached++;
+	return c;
+}
+
+static uint64_t frame_key(struct ember_python *py, uint32_t pid, uint64_t w0, uint64_t w1)
+{
+	uint64_t k[3] = {pid, w0, w1};
+
+	return ember_hash(&py->hash_key, k, sizeof(k));
+}
+
+void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint64_t w1,
+                        uint64_t now_ns, struct ember_py_frame *out)
+{
+	struct py_process *p = get_process(py, pid, false);
+	uint64_t addr = w0 & EMBER_PY_ADDR_MASK;
+	uint32_t checksum = (uint32_t)w1;
+	int64_t offset = (int32_t)(w1 >> 32);
+	struct py_code *c = p ? code_of(py, p, addr, checksum, now_ns) : NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->key = frame_key(py, pid, w0, w1);
+	py->stats.frames++;
+	if (!c || !c->name) {
+		if (c && c->error == -ESTALE)
+			py->stats.frames_stale++;
+		else
+			py->stats.frames_unreadable++;
+		return;
+	}
+	py->stats.frames_named++;
+	out->name = c->name;
+	out->file = c->file;
+	out->firstlineno = c->firstlineno;
+	if (c->lasti_units)
+		offset *= 2;
+	if (offset != c->last_offset) {
+		c->last_offset = offset;
+		if (c->nunits && offset >= (int64_t)(2 * c->nunits))
+			c->last_line_error = -ERANGE;
+		else
+			c->last_line_error = c->linetable
+			                         ? ember_py_line(c->lines, c->linetable, c->linetable_len,
+			                                         c->firstlineno, offset, &c->last_line)
+			                         : -ENOENT;
+	}
+	if (c->last_line_error)
+		py->stats.frames_no_line++;
+	else
+		out->line = c->last_line > 0 ? c->last_line : 0;
+}
+
+void ember_python_warm(struct ember_python *py, uint32_t pid, const uint64_t *words, uint32_t n,
+                       uint64_t now_ns)
+{
+	struct py_process *p = get_process(py, pid, false);
+
+	for (uint32_t i = 0; p && i + 1 < n; i++) {
+		if ((words[i] >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG)
+			code_of(py, p, words[i] & EMBER_PY_ADDR_MASK, (uint32_t)words[i + 1], now_ns);
+		if (ember_python_is_tagged(words[i]))
+			i++;
+	}
+}
+
+const char *ember_python_marker(struct ember_python *py, uint64_t w0)
+{
+	switch (w0 & 0xff) {
+	case EMBER_PY_MARK_TRUNCATED:
+		py->stats.markers_truncated++;
+		return "[python frames truncated]";
+	case EMBER_PY_MARK_UNREADABLE:
+		py->stats.markers_unreadable++;
+		return "[python frame not readable]";
+	default:
+		return "[python frames stopped]";
+	}
+}
