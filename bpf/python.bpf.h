@@ -34,7 +34,6 @@ enum py_walk_state {
 	PY_ON,        /* the cursor is valid */
 };
 
-
 static __always_inline __u64 py_u64(const __u8 *win, __u32 off)
 {
 	if (off > EMBER_PY_WINDOW - 8)
@@ -117,8 +116,8 @@ static __always_inline bool py_before_native(struct ember_uw_state *st, struct s
 }
 
 /* Ends the Python part with a marker; native unwinding goes on. */
-static __always_inline long py_stop(struct ember_uw_state *st, struct sample_scratch *s,
-                                    __u64 idx, __u32 reason)
+static __always_inline long py_stop(struct ember_uw_state *st, struct sample_scratch *s, __u64 idx,
+                                    __u32 reason)
 {
 	if (py_push(s, idx, EMBER_PY_TAG_MARKER << EMBER_PY_TAG_SHIFT | reason, 0))
 		s->uw_words += 2;
@@ -145,7 +144,8 @@ static __always_inline long py_step(struct ember_uw_state *st, struct sample_scr
 	if (fr > EMBER_PY_WINDOW || bpf_probe_read_user(s->py_frame, fr, (const void *)frame))
 		return py_stop(st, s, idx, EMBER_PY_MARK_UNREADABLE);
 	back = py_u64(s->py_frame, p->frame_back);
-	if (p->entry == EMBER_PY_ENTRY_OWNER && py_u8(s->py_frame, p->frame_entry) >= p->entry_owner) {
+	if (p->entry == EMBER_PY_ENTRY_OWNER &&
+	    py_u8(s->py_frame, p->frame_entry) >= p->entry_owner) {
 		/* The shim at the bottom of one call of the loop: the next call resumes below. */
 		s->pyw.cursor = back;
 		s->pyw.pending = 0;
@@ -153,11 +153,11 @@ static __always_inline long py_step(struct ember_uw_state *st, struct sample_scr
 	}
 	/* 3.14 tags the code reference in its low bits; objects are 8-aligned. */
 	code = py_u64(s->py_frame, p->frame_code) & ~7ull;
-	if (code && cr <= EMBER_PY_WINDOW && !bpf_probe_read_user(s->py_code, cr, (const void *)code))
-		csum = ember_py_checksum(py_u32(s->py_code, p->code_argcount),
-		                         py_u32(s->py_code, p->code_firstlineno),
-		                         py_u64(s->py_code, p->code_name),
-		                         py_u64(s->py_code, p->code_filename));
+	if (code && cr <= EMBER_PY_WINDOW &&
+	    !bpf_probe_read_user(s->py_code, cr, (const void *)code))
+		csum = ember_py_checksum(
+		    py_u32(s->py_code, p->code_argcount), py_u32(s->py_code, p->code_firstlineno),
+		    py_u64(s->py_code, p->code_name), py_u64(s->py_code, p->code_filename));
 	if (p->instr == EMBER_PY_INSTR_LASTI) {
 		off = py_u32(s->py_frame, p->frame_instr);
 	} else {

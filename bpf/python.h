@@ -36,10 +36,10 @@
 #define EMBER_PY_MAX_FRAMES   128 /* Python frames recorded per sample */
 #define EMBER_PY_WINDOW       128 /* bytes of a frame or a code object read at once */
 #define EMBER_PY_MAX_PROCS    8192
-#define EMBER_PY_MAX_EVAL     (64u << 20) /* bytes of one part of the interpreter loop */
-#define EMBER_PY_MAX_TSD      4096        /* thread pointer offset of the key slots */
-#define EMBER_PY_MAX_TSTATE   4096        /* offsets inside the thread state and _PyCFrame */
-#define EMBER_PY_MAX_CODE     4096        /* offset of the first code unit */
+#define EMBER_PY_MAX_EVAL     (64u << 20)  /* bytes of one part of the interpreter loop */
+#define EMBER_PY_MAX_TSD      4096         /* thread pointer offset of the key slots */
+#define EMBER_PY_MAX_TSTATE   4096         /* offsets inside the thread state and _PyCFrame */
+#define EMBER_PY_MAX_CODE     4096         /* offset of the first code unit */
 #define EMBER_PY_USER_LIMIT   (1ull << 56) /* no user address is this high */
 #define EMBER_PY_MAX_TSS_KEYS 32           /* glibc's first-level key slots */
 
@@ -101,11 +101,11 @@ struct ember_py_proc {
 
 /* The walker's state during one sample (in the per-CPU scratch of sampler.bpf.c). */
 struct ember_py_walk {
-	__u64 cursor;  /* the next frame to record */
-	__u16 frames;  /* Python frames recorded */
-	__u8 state;    /* python.bpf.h's enum py_walk_state */
-	__u8 pending;  /* recording the frames of one call of the interpreter loop */
-	__u8 at_pc;    /* the current native pc's Python frames are done: record it */
+	__u64 cursor; /* the next frame to record */
+	__u16 frames; /* Python frames recorded */
+	__u8 state;   /* python.bpf.h's enum py_walk_state */
+	__u8 pending; /* recording the frames of one call of the interpreter loop */
+	__u8 at_pc;   /* the current native pc's Python frames are done: record it */
 	__u8 reserved[3];
 };
 

@@ -195,21 +195,23 @@ static bool py_row_ok(const struct ember_py_proc *r)
 	return r->tss_key && r->tss_key < EMBER_PY_USER_LIMIT && !(r->tss_key % 4) &&
 	       r->tsd_offset <= EMBER_PY_MAX_TSD && r->tstate_frame <= EMBER_PY_MAX_TSTATE &&
 	       r->cframe_frame <= EMBER_PY_MAX_TSTATE && r->code_units <= EMBER_PY_MAX_CODE &&
-	       r->chain && r->chain < EMBER_PY_CHAIN_MAX && r->entry && r->entry < EMBER_PY_ENTRY_MAX &&
-	       r->instr && r->instr < EMBER_PY_INSTR_MAX && r->frame_read <= EMBER_PY_WINDOW &&
-	       r->code_read <= EMBER_PY_WINDOW && py_fits(r->frame_code, 8, r->frame_read) &&
+	       r->chain && r->chain < EMBER_PY_CHAIN_MAX && r->entry &&
+	       r->entry < EMBER_PY_ENTRY_MAX && r->instr && r->instr < EMBER_PY_INSTR_MAX &&
+	       r->frame_read <= EMBER_PY_WINDOW && r->code_read <= EMBER_PY_WINDOW &&
+	       py_fits(r->frame_code, 8, r->frame_read) &&
 	       py_fits(r->frame_back, 8, r->frame_read) &&
 	       py_fits(r->frame_instr, instr, r->frame_read) &&
 	       py_fits(r->frame_entry, 1, r->frame_read) &&
 	       py_fits(r->code_argcount, 4, r->code_read) &&
 	       py_fits(r->code_firstlineno, 4, r->code_read) &&
-	       py_fits(r->code_name, 8, r->code_read) && py_fits(r->code_filename, 8, r->code_read) &&
+	       py_fits(r->code_name, 8, r->code_read) &&
+	       py_fits(r->code_filename, 8, r->code_read) &&
 	       !memcmp(r->reserved, zero, sizeof(zero));
 }
 
 static int on_py_proc(struct ember_tables *t, const struct ember_msg_py_proc *m)
 {
-	if (!m->pid || m->pid > (1u << 22) || t->py_procs_fd < 0)
+	if (!m->pid || m->pid > (1u << 22))
 		return -EPROTO;
 	if (m->op == EMBER_PY_PROC_REMOVE) {
 		bpf_map_delete_elem(t->py_procs_fd, &m->pid);

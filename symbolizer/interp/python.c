@@ -27,9 +27,9 @@ struct py_file {
 struct py_process {
 	uint32_t pid;
 	bool row_sent;
-	bool gone;       /* exited: no memory to read, no row */
-	bool counted;    /* in the statistics */
-	bool warned;     /* said once why it cannot be walked */
+	bool gone;    /* exited: no memory to read, no row */
+	bool counted; /* in the statistics */
+	bool warned;  /* said once why it cannot be walked */
 	struct ember_py_proc row;
 	struct ember_py_layout layout;
 	struct ember_py_types types;
@@ -48,7 +48,7 @@ struct code_key {
 /* A code object read, or the failure to read it (then name is NULL). */
 struct py_code {
 	struct code_key key;
-	int error;  /* -ESTALE: the object there now is another one; else why it was not read */
+	int error; /* -ESTALE: the object there now is another one; else why it was not read */
 	bool used; /* since the clock hand last passed */
 	uint8_t lines;
 	uint8_t lasti_units;
@@ -92,7 +92,8 @@ int ember_python_init(struct ember_python *py, struct ember_broker_client *broke
 	py->broker = broker;
 	err = ember_hash_key_init(&py->hash_key);
 	if (!err)
-		err = ember_slots_init(&py->files, sizeof(struct py_file), EMBER_PY_MAX_FILES, file_eq);
+		err = ember_slots_init(&py->files, sizeof(struct py_file), EMBER_PY_MAX_FILES,
+		                       file_eq);
 	if (!err)
 		err = ember_slots_init(&py->procs, sizeof(struct py_process), EMBER_PY_MAX_TRACKED,
 		                       proc_eq);
@@ -363,8 +364,9 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 		return;
 	}
 	p->layout = python->elf.layout;
-	p->types = (struct ember_py_types){python->elf.code_type + bias, python->elf.str_type + bias,
-	                                   python->elf.bytes_type + bias};
+	p->types =
+	    (struct ember_py_types){python->elf.code_type + bias, python->elf.str_type + bias,
+	                            python->elf.bytes_type + bias};
 	fill_row(&row, &python->elf, bias, libc->elf.tsd_offset);
 	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
 		p->row = row;
@@ -443,9 +445,9 @@ static void evict(struct ember_python *py)
 {
 	uint32_t end = ember_slots_end(&py->cache);
 
-	for (uint32_t steps = 0; end && steps < 2 * end + 1 &&
-	                         (py->cache.count >= EMBER_PY_CACHE_ENTRIES ||
-	                          py->cache_bytes > EMBER_PY_CACHE_BYTES);
+	for (uint32_t steps = 0;
+	     end && steps < 2 * end + 1 &&
+	     (py->cache.count >= EMBER_PY_CACHE_ENTRIES || py->cache_bytes > EMBER_PY_CACHE_BYTES);
 	     steps++) {
 		uint32_t s = py->clock_hand++ % end;
 		struct py_code *c = ember_slots_get(&py->cache, s);
@@ -563,10 +565,10 @@ void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint
 		if (c->nunits && offset >= (int64_t)(2 * c->nunits))
 			c->last_line_error = -ERANGE;
 		else
-			c->last_line_error = c->linetable
-			                         ? ember_py_line(c->lines, c->linetable, c->linetable_len,
-			                                         c->firstlineno, offset, &c->last_line)
-			                         : -ENOENT;
+			c->last_line_error =
+			    c->linetable ? ember_py_line(c->lines, c->linetable, c->linetable_len,
+			                                 c->firstlineno, offset, &c->last_line)
+					 : -ENOENT;
 	}
 	if (c->last_line_error)
 		py->stats.frames_no_line++;
@@ -581,7 +583,8 @@ void ember_python_warm(struct ember_python *py, uint32_t pid, const uint64_t *wo
 
 	for (uint32_t i = 0; p && i + 1 < n; i++) {
 		if ((words[i] >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG)
-			code_of(py, p, words[i] & EMBER_PY_ADDR_MASK, (uint32_t)words[i + 1], now_ns);
+			code_of(py, p, words[i] & EMBER_PY_ADDR_MASK, (uint32_t)words[i + 1],
+			        now_ns);
 		if (ember_python_is_tagged(words[i]))
 			i++;
 	}

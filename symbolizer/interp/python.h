@@ -35,12 +35,12 @@
 #include "symbolizer/interp/python_elf.h"
 #include "symbolizer/process/maps_parser.h"
 
-#define EMBER_PY_MAX_FILES          4096
-#define EMBER_PY_MAX_TRACKED        EMBER_PY_MAX_PROCS
-#define EMBER_PY_CACHE_ENTRIES      65536
-#define EMBER_PY_CACHE_BYTES        (32u << 20)
-#define EMBER_PY_FILE_RETRY_NS      (30ull * 1000000000ull) /* a file that could not be opened */
-#define EMBER_PY_MEM_RETRY_NS       (1000ull * 1000000ull)  /* a process whose memory was refused */
+#define EMBER_PY_MAX_FILES     4096
+#define EMBER_PY_MAX_TRACKED   EMBER_PY_MAX_PROCS
+#define EMBER_PY_CACHE_ENTRIES 65536
+#define EMBER_PY_CACHE_BYTES   (32u << 20)
+#define EMBER_PY_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
+#define EMBER_PY_MEM_RETRY_NS  (1000ull * 1000000ull)  /* a process whose memory was refused */
 
 /* Counters for the profile's statistics (python.*). */
 struct ember_python_stats {

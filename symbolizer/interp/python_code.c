@@ -64,8 +64,7 @@ static size_t put_utf8(char *out, uint32_t cp)
 }
 
 int ember_py_read_str(const struct ember_py_layout *l, const struct ember_py_types *types,
-                      ember_py_read_fn read, void *ctx, uint64_t addr, size_t max_chars,
-                      char **out)
+                      ember_py_read_fn read, void *ctx, uint64_t addr, size_t max_chars, char **out)
 {
 	uint8_t hdr[HEADER_MAX], *data;
 	size_t hdr_len = l->str_compact_data, n, width, at = 0;
@@ -97,8 +96,8 @@ int ember_py_read_str(const struct ember_py_layout *l, const struct ember_py_typ
 		free(s);
 		return -ENOMEM;
 	}
-	if (n && read(ctx, addr + ((state >> 6) & 1 ? l->str_ascii_data : l->str_compact_data), data,
-	              n * width)) {
+	if (n && read(ctx, addr + ((state >> 6) & 1 ? l->str_ascii_data : l->str_compact_data),
+	              data, n * width)) {
 		free(data);
 		free(s);
 		return -EFAULT;
@@ -168,8 +167,9 @@ int ember_py_read_code(const struct ember_py_layout *l, const struct ember_py_ty
 	if (err)
 		return err;
 	out->firstlineno = (int32_t)u32_at(code, l->code_firstlineno);
-	out->checksum = ember_py_checksum(u32_at(code, l->code_argcount), (uint32_t)out->firstlineno,
-	                                  u64_at(code, l->code_name), u64_at(code, l->code_filename));
+	out->checksum =
+	    ember_py_checksum(u32_at(code, l->code_argcount), (uint32_t)out->firstlineno,
+	                      u64_at(code, l->code_name), u64_at(code, l->code_filename));
 	if (l->code_nunits) {
 		out->nunits = u64_at(code, l->code_nunits);
 		if (out->nunits > EMBER_PY_MAX_UNITS)
@@ -185,9 +185,9 @@ int ember_py_read_code(const struct ember_py_layout *l, const struct ember_py_ty
 		return err == -EFAULT || err == -ENOMEM ? err : -EBADMSG;
 	}
 	/* Without its line table a frame keeps its name: lines stay unknown. */
-	out->linetable_error = read_bytes(l, types, read, ctx, u64_at(code, l->code_linetable),
-	                                  EMBER_PY_MAX_LINETABLE, &out->linetable,
-	                                  &out->linetable_len);
+	out->linetable_error =
+	    read_bytes(l, types, read, ctx, u64_at(code, l->code_linetable), EMBER_PY_MAX_LINETABLE,
+	               &out->linetable, &out->linetable_len);
 	return 0;
 }
 

@@ -16,8 +16,8 @@
 
 #include "symbolizer/interp/python_layout.h"
 
-#define EMBER_PY_MAX_NAME      1024      /* characters of a function name */
-#define EMBER_PY_MAX_FILE      4096      /* characters of a file name */
+#define EMBER_PY_MAX_NAME      1024 /* characters of a function name */
+#define EMBER_PY_MAX_FILE      4096 /* characters of a file name */
 #define EMBER_PY_MAX_LINETABLE (64u << 10)
 #define EMBER_PY_MAX_UNITS     (1u << 24) /* code units of one code object */
 

@@ -92,10 +92,12 @@ static void scan_symbols(struct file *f)
 		Elf_Data *d;
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_SYMBOLS; i++, seen++) {
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_SYMBOLS;
+		     i++, seen++) {
 			const char *name;
 			GElf_Sym s;
 
@@ -128,7 +130,8 @@ int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uin
 		/* mov r32, [rip + disp]: the key itself (a static build, or 3.6's int). */
 		if (p[0] == 0x8b && (p[1] & 0xc7) == 0x05) {
 			target = vaddr + i + 6 + (int64_t)disp32(p + 2);
-			if (!runtime_size || (target >= runtime && target - runtime <= runtime_size - 4)) {
+			if (!runtime_size ||
+			    (target >= runtime && target - runtime <= runtime_size - 4)) {
 				*key = target;
 				return 0;
 			}
@@ -380,9 +383,10 @@ static void python_facts(struct file *f, const char *path, Dwarf_CFI *cfi, struc
 		          ? ember_py_layout_from_debug(buf, n, &out->layout)
 		          : -ENOENT;
 		if (err) {
-			out->why = err == -ENOTSUP ? "a free-threaded build or a layout the walker cannot "
-			                             "read"
-			                           : "its _Py_DebugOffsets are missing or malformed";
+			out->why = err == -ENOTSUP
+			               ? "a free-threaded build or a layout the walker cannot "
+			                 "read"
+			               : "its _Py_DebugOffsets are missing or malformed";
 			return;
 		}
 	} else if (major != 3 || ember_py_layout_for(major, minor, &out->layout)) {
@@ -419,7 +423,8 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 
 	memset(out, 0, sizeof(*out));
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64 || elf_getphdrnum(elf, &nph))
+	    gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
+	    elf_getphdrnum(elf, &nph))
 		return -ENOEXEC;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -446,8 +451,8 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 		out->has_tsd = !read_at(f, f->syms[W_GETSPECIFIC].addr, code, sizeof(code)) &&
 		               !ember_py_decode_tsd(code, sizeof(code), &out->tsd_offset);
 	}
-	if (f->syms[W_EVAL].addr && (f->syms[W_RUNTIME].addr || f->syms[W_TLS_KEY].addr ||
-	                             f->syms[W_GILSTATE].addr)) {
+	if (f->syms[W_EVAL].addr &&
+	    (f->syms[W_RUNTIME].addr || f->syms[W_TLS_KEY].addr || f->syms[W_GILSTATE].addr)) {
 		cfi = dwarf_getcfi_elf(elf);
 		python_facts(f, path, cfi, out);
 		if (cfi)

@@ -9,54 +9,147 @@
  * 3.10.13, 3.11.7 and 3.12.1 (x86-64) and checked against Debian's 3.11.2.
  * Struct layouts do not change within a minor version.
  */
-#define OBJECTS_311                                                                              \
-	.ob_type = 8, .bytes_size = 16, .bytes_data = 32, .str_length = 16, .str_state = 32,      \
+#define OBJECTS_311                                                                                \
+	.ob_type = 8, .bytes_size = 16, .bytes_data = 32, .str_length = 16, .str_state = 32,       \
 	.str_ascii_data = 48, .str_compact_data = 72
-#define OBJECTS_312                                                                              \
-	.ob_type = 8, .bytes_size = 16, .bytes_data = 32, .str_length = 16, .str_state = 32,      \
+#define OBJECTS_312                                                                                \
+	.ob_type = 8, .bytes_size = 16, .bytes_data = 32, .str_length = 16, .str_state = 32,       \
 	.str_ascii_data = 40, .str_compact_data = 56
 /* <= 3.10: one PyFrameObject per call of the loop; tstate->frame, f_back, f_code. */
-#define FRAME_OBJECT                                                                             \
+#define FRAME_OBJECT                                                                               \
 	.chain = EMBER_PY_CHAIN_FRAME_OBJECT, .entry = EMBER_PY_ENTRY_ONE,                         \
 	.instr = EMBER_PY_INSTR_LASTI, .tstate_frame = 24, .frame_back = 24, .frame_code = 32
 
 static const struct ember_py_layout table[] = {
-    {.major = 3, .minor = 6, FRAME_OBJECT, .frame_instr = 120, .frame_read = 124,
-     .code_argcount = 16, .code_firstlineno = 36, .code_filename = 96, .code_name = 104,
-     .code_linetable = 112, .code_read = 112, .code_size = 144, .lines = EMBER_PY_LINES_LNOTAB,
-     .runtime_tss = 0, OBJECTS_311},
-    {.major = 3, .minor = 7, FRAME_OBJECT, .frame_instr = 104, .frame_read = 108,
-     .code_argcount = 16, .code_firstlineno = 36, .code_filename = 96, .code_name = 104,
-     .code_linetable = 112, .code_read = 112, .code_size = 144, .lines = EMBER_PY_LINES_LNOTAB,
-     .runtime_tss = 1504, OBJECTS_311},
-    {.major = 3, .minor = 8, FRAME_OBJECT, .frame_instr = 104, .frame_read = 108,
-     .code_argcount = 16, .code_firstlineno = 40, .code_filename = 104, .code_name = 112,
-     .code_linetable = 120, .code_read = 120, .code_size = 176, .lines = EMBER_PY_LINES_LNOTAB,
-     .runtime_tss = 1392, OBJECTS_311},
-    {.major = 3, .minor = 9, FRAME_OBJECT, .frame_instr = 104, .frame_read = 108,
-     .code_argcount = 16, .code_firstlineno = 40, .code_filename = 104, .code_name = 112,
-     .code_linetable = 120, .code_read = 120, .code_size = 176, .lines = EMBER_PY_LINES_LNOTAB,
-     .runtime_tss = 584, OBJECTS_311},
-    {.major = 3, .minor = 10, FRAME_OBJECT, .frame_instr = 96, .frame_read = 100,
-     .code_argcount = 16, .code_firstlineno = 40, .code_filename = 104, .code_name = 112,
-     .code_linetable = 120, .code_read = 120, .code_size = 176,
-     .lines = EMBER_PY_LINES_LINETABLE, .lasti_units = 1, .runtime_tss = 584, OBJECTS_311},
+    {.major = 3,
+     .minor = 6,
+     FRAME_OBJECT,
+     .frame_instr = 120,
+     .frame_read = 124,
+     .code_argcount = 16,
+     .code_firstlineno = 36,
+     .code_filename = 96,
+     .code_name = 104,
+     .code_linetable = 112,
+     .code_read = 112,
+     .code_size = 144,
+     .lines = EMBER_PY_LINES_LNOTAB,
+     .runtime_tss = 0,
+     OBJECTS_311},
+    {.major = 3,
+     .minor = 7,
+     FRAME_OBJECT,
+     .frame_instr = 104,
+     .frame_read = 108,
+     .code_argcount = 16,
+     .code_firstlineno = 36,
+     .code_filename = 96,
+     .code_name = 104,
+     .code_linetable = 112,
+     .code_read = 112,
+     .code_size = 144,
+     .lines = EMBER_PY_LINES_LNOTAB,
+     .runtime_tss = 1504,
+     OBJECTS_311},
+    {.major = 3,
+     .minor = 8,
+     FRAME_OBJECT,
+     .frame_instr = 104,
+     .frame_read = 108,
+     .code_argcount = 16,
+     .code_firstlineno = 40,
+     .code_filename = 104,
+     .code_name = 112,
+     .code_linetable = 120,
+     .code_read = 120,
+     .code_size = 176,
+     .lines = EMBER_PY_LINES_LNOTAB,
+     .runtime_tss = 1392,
+     OBJECTS_311},
+    {.major = 3,
+     .minor = 9,
+     FRAME_OBJECT,
+     .frame_instr = 104,
+     .frame_read = 108,
+     .code_argcount = 16,
+     .code_firstlineno = 40,
+     .code_filename = 104,
+     .code_name = 112,
+     .code_linetable = 120,
+     .code_read = 120,
+     .code_size = 176,
+     .lines = EMBER_PY_LINES_LNOTAB,
+     .runtime_tss = 584,
+     OBJECTS_311},
+    {.major = 3,
+     .minor = 10,
+     FRAME_OBJECT,
+     .frame_instr = 96,
+     .frame_read = 100,
+     .code_argcount = 16,
+     .code_firstlineno = 40,
+     .code_filename = 104,
+     .code_name = 112,
+     .code_linetable = 120,
+     .code_read = 120,
+     .code_size = 176,
+     .lines = EMBER_PY_LINES_LINETABLE,
+     .lasti_units = 1,
+     .runtime_tss = 584,
+     OBJECTS_311},
     /* 3.11: tstate->cframe->current_frame; the first frame of a call has is_entry set. */
-    {.major = 3, .minor = 11, .chain = EMBER_PY_CHAIN_CFRAME, .entry = EMBER_PY_ENTRY_FLAG,
-     .instr = EMBER_PY_INSTR_POINTER, .tstate_frame = 56, .cframe_frame = 8, .frame_code = 32,
-     .frame_back = 48, .frame_instr = 56, .frame_entry = 68, .frame_read = 72,
-     .code_argcount = 56, .code_firstlineno = 72, .code_filename = 112, .code_name = 120,
-     .code_read = 128, .code_qualname = 128, .code_linetable = 136, .code_units = 184,
-     .code_size = 192, .code_nunits = 16, .lines = EMBER_PY_LINES_LOCATIONS,
-     .runtime_tss = 592, OBJECTS_311},
+    {.major = 3,
+     .minor = 11,
+     .chain = EMBER_PY_CHAIN_CFRAME,
+     .entry = EMBER_PY_ENTRY_FLAG,
+     .instr = EMBER_PY_INSTR_POINTER,
+     .tstate_frame = 56,
+     .cframe_frame = 8,
+     .frame_code = 32,
+     .frame_back = 48,
+     .frame_instr = 56,
+     .frame_entry = 68,
+     .frame_read = 72,
+     .code_argcount = 56,
+     .code_firstlineno = 72,
+     .code_filename = 112,
+     .code_name = 120,
+     .code_read = 128,
+     .code_qualname = 128,
+     .code_linetable = 136,
+     .code_units = 184,
+     .code_size = 192,
+     .code_nunits = 16,
+     .lines = EMBER_PY_LINES_LOCATIONS,
+     .runtime_tss = 592,
+     OBJECTS_311},
     /* 3.12: a shim frame (owner FRAME_OWNED_BY_CSTACK, 3) ends each call of the loop. */
-    {.major = 3, .minor = 12, .chain = EMBER_PY_CHAIN_CFRAME, .entry = EMBER_PY_ENTRY_OWNER,
-     .entry_owner = 3, .instr = EMBER_PY_INSTR_POINTER, .tstate_frame = 56, .cframe_frame = 0,
-     .frame_code = 0, .frame_back = 8, .frame_instr = 56, .frame_entry = 70, .frame_read = 72,
-     .code_argcount = 52, .code_firstlineno = 68, .code_filename = 112, .code_name = 120,
-     .code_read = 128, .code_qualname = 128, .code_linetable = 136, .code_units = 192,
-     .code_size = 200, .code_nunits = 16, .lines = EMBER_PY_LINES_LOCATIONS,
-     .runtime_tss = 1544, OBJECTS_312},
+    {.major = 3,
+     .minor = 12,
+     .chain = EMBER_PY_CHAIN_CFRAME,
+     .entry = EMBER_PY_ENTRY_OWNER,
+     .entry_owner = 3,
+     .instr = EMBER_PY_INSTR_POINTER,
+     .tstate_frame = 56,
+     .cframe_frame = 0,
+     .frame_code = 0,
+     .frame_back = 8,
+     .frame_instr = 56,
+     .frame_entry = 70,
+     .frame_read = 72,
+     .code_argcount = 52,
+     .code_firstlineno = 68,
+     .code_filename = 112,
+     .code_name = 120,
+     .code_read = 128,
+     .code_qualname = 128,
+     .code_linetable = 136,
+     .code_units = 192,
+     .code_size = 200,
+     .code_nunits = 16,
+     .lines = EMBER_PY_LINES_LOCATIONS,
+     .runtime_tss = 1544,
+     OBJECTS_312},
 };
 
 int ember_py_layout_for(unsigned int major, unsigned int minor, struct ember_py_layout *out)
@@ -108,10 +201,10 @@ static const struct {
 	size_t size;
 	uint16_t at[D_FIELDS];
 } descriptions[] = {
-    {13, 584, {8, 16, 184, 224, 232, 240, 248, 264, 272, 280, 288, 296, 304, 312, 320, 344, 352,
-               360, 520, 528, 544, 552, 560}},
-    {14, 760, {8, 16, 208, 248, 256, 264, 272, 288, 312, 320, 328, 336, 344, 352, 360, 384, 400,
-               408, 600, 608, 624, 632, 640}},
+    {13, 584, {8,   16,  184, 224, 232, 240, 248, 264, 272, 280, 288, 296,
+               304, 312, 320, 344, 352, 360, 520, 528, 544, 552, 560}},
+    {14, 760, {8,   16,  208, 248, 256, 264, 272, 288, 312, 320, 328, 336,
+               344, 352, 360, 384, 400, 408, 600, 608, 624, 632, 640}},
 };
 
 #define DEBUG_MAX_OFFSET 4096 /* no field of these structs lies further in */
@@ -173,7 +266,8 @@ int ember_py_layout_from_debug(const uint8_t *buf, size_t len, struct ember_py_l
 	err = err ?: window_field(v[D_FRAME_INSTR_PTR], 8, &out->frame_instr, &out->frame_read);
 	err = err ?: window_field(v[D_FRAME_OWNER], 1, &out->frame_entry, &out->frame_read);
 	err = err ?: window_field(v[D_CODE_ARGCOUNT], 4, &out->code_argcount, &out->code_read);
-	err = err ?: window_field(v[D_CODE_FIRSTLINENO], 4, &out->code_firstlineno, &out->code_read);
+	err =
+	    err ?: window_field(v[D_CODE_FIRSTLINENO], 4, &out->code_firstlineno, &out->code_read);
 	err = err ?: window_field(v[D_CODE_NAME], 8, &out->code_name, &out->code_read);
 	err = err ?: window_field(v[D_CODE_FILENAME], 8, &out->code_filename, &out->code_read);
 	if (err)

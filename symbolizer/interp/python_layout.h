@@ -22,9 +22,9 @@
 
 /* How a code object maps instruction offsets to lines. */
 enum ember_py_lines {
-	EMBER_PY_LINES_LNOTAB = 1,  /* <= 3.9: co_lnotab, (byte delta, line delta) pairs */
-	EMBER_PY_LINES_LINETABLE,   /* 3.10: co_linetable, (byte delta, line delta or -128) pairs */
-	EMBER_PY_LINES_LOCATIONS,   /* 3.11+: co_linetable, the location table */
+	EMBER_PY_LINES_LNOTAB = 1, /* <= 3.9: co_lnotab, (byte delta, line delta) pairs */
+	EMBER_PY_LINES_LINETABLE,  /* 3.10: co_linetable, (byte delta, line delta or -128) pairs */
+	EMBER_PY_LINES_LOCATIONS,  /* 3.11+: co_linetable, the location table */
 };
 
 struct ember_py_layout {
@@ -39,10 +39,10 @@ struct ember_py_layout {
 	uint16_t code_size;     /* bytes of a code object read at once */
 	uint16_t code_qualname; /* 0: none (<= 3.10) */
 	uint16_t code_linetable;
-	uint16_t code_nunits;   /* 3.11+: ob_size, the number of code units */
-	uint8_t lines;          /* enum ember_py_lines */
-	uint8_t lasti_units;    /* 3.10: f_lasti counts code units, not bytes */
-	uint16_t runtime_tss;   /* offset in _PyRuntime of the thread-state key (Py_tss_t); 0 none */
+	uint16_t code_nunits; /* 3.11+: ob_size, the number of code units */
+	uint8_t lines;        /* enum ember_py_lines */
+	uint8_t lasti_units;  /* 3.10: f_lasti counts code units, not bytes */
+	uint16_t runtime_tss; /* offset in _PyRuntime of the thread-state key (Py_tss_t); 0 none */
 	uint16_t ob_type;
 	uint16_t bytes_size, bytes_data;
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;

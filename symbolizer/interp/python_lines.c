@@ -28,8 +28,7 @@ static int lnotab_line(const uint8_t *t, size_t len, int64_t line, int64_t offse
 }
 
 /* 3.10: (byte delta, signed line delta) pairs, each a range; -128: no line. */
-static int linetable_line(const uint8_t *t, size_t len, int64_t line, int64_t offset,
-                          int32_t *out)
+static int linetable_line(const uint8_t *t, size_t len, int64_t line, int64_t offset, int32_t *out)
 {
 	int64_t start, end = 0;
 
@@ -92,8 +91,7 @@ enum {
 
 /* 3.11+: entries of 1-8 code units, each a header byte (bit 7, 4-bit kind,
  * length - 1) and the kind's bytes. */
-static int locations_line(const uint8_t *t, size_t len, int64_t line, int64_t offset,
-                          int32_t *out)
+static int locations_line(const uint8_t *t, size_t len, int64_t line, int64_t offset, int32_t *out)
 {
 	int64_t addr = 0;
 	size_t i = 0;

@@ -59,6 +59,99 @@ static int handle(struct ember_tables *t, union ember_msg m)
 	return ember_tables_handle(t, &m);
 }
 
+/* A well-formed row, as the symbolizer builds it for CPython 3.12. */
+static union ember_msg py_msg(uint32_t pid, uint32_t op)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_PY_PROC, 0);
+	m.py_proc.pid = pid;
+	m.py_proc.op = op;
+	m.py_proc.row = (struct ember_py_proc){
+	    .eval_start = {0x7f0000010000, 0x7f000000f000},
+	    .eval_end = {0x7f0000020000, 0x7f000000f100},
+	    .tss_key = 0x7f0000400000 + 1548,
+	    .tsd_offset = 0x318,
+	    .tstate_frame = 56,
+	    .cframe_frame = 0,
+	    .code_units = 192,
+	    .chain = EMBER_PY_CHAIN_CFRAME,
+	    .entry = EMBER_PY_ENTRY_OWNER,
+	    .instr = EMBER_PY_INSTR_POINTER,
+	    .entry_owner = 3,
+	    .frame_read = 72,
+	    .frame_code = 0,
+	    .frame_back = 8,
+	    .frame_instr = 56,
+	    .frame_entry = 70,
+	    .code_read = 128,
+	    .code_argcount = 52,
+	    .code_firstlineno = 68,
+	    .code_name = 120,
+	    .code_filename = 112,
+	    .version = 12,
+	};
+	return m;
+}
+
+/* Each field out of bounds, one at a time: the collector refuses the row. */
+static void check_py_validation(struct ember_tables *t)
+{
+	struct ember_py_proc *r;
+	union ember_msg m;
+
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		m = py_msg(42, EMBER_PY_PROC_SET);                                                 \
+		r = &m.py_proc.row;                                                                \
+		change;                                                                            \
+		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
+	} while (0)
+	(void)r;
+	ck_assert_int_eq(handle(t, py_msg(42, EMBER_PY_PROC_SET)), 0);
+	REFUSED(m.py_proc.pid = 0);
+	REFUSED(m.py_proc.pid = 1u << 23);
+	REFUSED(m.py_proc.op = 3);
+	REFUSED(r->eval_end[0] = 0);                /* no interpreter loop */
+	REFUSED(r->eval_end[0] = r->eval_start[0]); /* empty */
+	REFUSED(r->eval_end[0] = r->eval_start[0] + EMBER_PY_MAX_EVAL + 1);
+	REFUSED(r->eval_end[1] = 0); /* a start without an end */
+	REFUSED(r->eval_start[1] = 1ull << 60; r->eval_end[1] = (1ull << 60) + 10);
+	REFUSED(r->tss_key = 0);
+	REFUSED(r->tss_key = 0xffff800000001000ull); /* the kernel's */
+	REFUSED(r->tss_key += 2);                    /* misaligned */
+	REFUSED(r->tsd_offset = EMBER_PY_MAX_TSD + 1);
+	REFUSED(r->tstate_frame = EMBER_PY_MAX_TSTATE + 1);
+	REFUSED(r->cframe_frame = EMBER_PY_MAX_TSTATE + 1);
+	REFUSED(r->code_units = EMBER_PY_MAX_CODE + 1);
+	REFUSED(r->chain = 0);
+	REFUSED(r->chain = EMBER_PY_CHAIN_MAX);
+	REFUSED(r->entry = EMBER_PY_ENTRY_MAX);
+	REFUSED(r->instr = 0);
+	REFUSED(r->frame_read = EMBER_PY_WINDOW + 1);
+	REFUSED(r->code_read = EMBER_PY_WINDOW + 8);
+	REFUSED(r->frame_code = 65); /* 8 bytes past the 72 read */
+	REFUSED(r->frame_back = 70);
+	REFUSED(r->frame_instr = 66);
+	REFUSED(r->frame_entry = 72);
+	REFUSED(r->code_argcount = 125);
+	REFUSED(r->code_firstlineno = 126);
+	REFUSED(r->code_name = 121);
+	REFUSED(r->code_filename = 255);
+	REFUSED(r->reserved[3] = 1);
+#undef REFUSED
+	/* f_lasti is an int: 4 bytes at the end of the window fit. */
+	m = py_msg(42, EMBER_PY_PROC_SET);
+	m.py_proc.row.instr = EMBER_PY_INSTR_LASTI;
+	m.py_proc.row.frame_instr = 68;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+	/* No cold part is fine. */
+	m = py_msg(43, EMBER_PY_PROC_SET);
+	m.py_proc.row.eval_start[1] = m.py_proc.row.eval_end[1] = 0;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+	ck_assert_int_eq(handle(t, py_msg(43, EMBER_PY_PROC_REMOVE)), 0);
+}
+
 /* The checks do not depend on the maps: run them without (fds -1) and, as root, with. */
 static void check_validation(struct ember_tables *t)
 {
@@ -129,6 +222,7 @@ START_TEST(validation_without_maps)
 
 	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, 0), 0);
 	check_validation(&t);
+	check_py_validation(&t);
 	ember_tables_free(&t);
 }
 END_TEST
@@ -141,7 +235,8 @@ START_TEST(loads_and_forgets_with_maps)
 	struct ember_unwind_proc proc;
 	struct ember_tables t;
 	uint32_t slot = 7, pid = 42, nblocks;
-	int tables, blocks, procs;
+	struct ember_py_proc py_row;
+	int tables, blocks, procs, py_procs;
 
 	if (geteuid() != 0) {
 		/* Creating maps needs CAP_BPF; the checks above ran without it. */
@@ -160,9 +255,18 @@ START_TEST(loads_and_forgets_with_maps)
 	                       64, &hash_opts);
 	ck_assert_int_ge(tables, 0);
 	ck_assert_int_ge(blocks, 0);
+	py_procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py", 4, sizeof(struct ember_py_proc), 64,
+	                          &hash_opts);
 	ck_assert_int_ge(procs, 0);
+	ck_assert_int_ge(py_procs, 0);
 	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, procs, 0), 0);
+	t.py_procs_fd = py_procs;
 	check_validation(&t);
+	check_py_validation(&t);
+	/* The last row accepted for 42 is loaded; 43 was removed. */
+	ck_assert_int_eq(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
+	ck_assert_uint_eq(py_row.frame_instr, 68);
+	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &(uint32_t){43}, &py_row), 0);
 	ck_assert_uint_eq(t.tables_loaded, 1);
 	ck_assert_uint_eq(t.failures, 0);
 	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
@@ -210,8 +314,10 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
 	ck_assert_uint_eq(t.rows_loaded, 0);
 	ember_tables_free(&t);
+	close(py_procs);
 	close(tables);
 	close(blocks);
 	close(procs);
