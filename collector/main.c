@@ -225,6 +225,7 @@ static const struct cli_option {
 	 ".html flame graph, .pb.gz pprof, .folded folded\nstacks, .otlp OTLP (repeatable);\ndefault " DEFAULT_OUTPUT},
 	{"otlp", 0, ARG, "URL", RECORD, .store = STORE(o.otlp_url), .help = "ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; with\n"
 	 "--interval, --service-name, --otlp-header, --otlp-ca, ...\n(see README.md, \"Shipping profiles\")"},
+	{"interpreters", 0, ARG, "LIST", RECORD, opt_pass, .help = "python (default: Python frames) or none"},
 	{"user", 0, ARG, "NAME", BOTH, .store = STORE(user), .help = "user the symbolizer runs as; default " DEFAULT_USER,
 	 .daemon_help = "user (and group) the symbolizer runs as; default " DEFAULT_DAEMON_USER},
 	{"runtime-dir", 0, ARG, "DIR", DAEMON, .store = STORE(runtime_dir), .help = "where the socket lives; default " EMBER_RUNTIME_DIR},

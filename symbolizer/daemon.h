@@ -30,6 +30,7 @@ struct ember_daemon_opts {
 	struct ember_sandbox_opts sandbox;
 	size_t objcache_bytes;
 	enum ember_view view;               /* of the folded and HTML files */
+	bool no_python;
 	struct ember_session_export export; /* OTLP: the exporter, if any, and resources */
 };
 

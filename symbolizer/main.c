@@ -57,6 +57,7 @@ static void usage(FILE *f)
 	    "                        folded files hold and HTML files show first; default cpu\n"
 	    "  --user NAME           user to become when started as root\n"
 	    "  --log-level LEVEL     error, warning, info or debug; default info\n"
+	    "  --interpreters LIST   interpreters whose frames are read: python (default) or none\n"
 	    "\n"
 	    "Shipping profiles (both modes; also OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,\n"
 	    "OTEL_RESOURCE_ATTRIBUTES; options win):\n"
@@ -268,6 +269,7 @@ enum {
 	OPT_OTLP_DEADLINE,
 	OPT_SERVICE,
 	OPT_VIEW,
+	OPT_INTERPRETERS,
 };
 
 static int parse_export_option(int c, const char *arg, struct export_args *a)
@@ -332,6 +334,7 @@ static const struct option longopts[] = {
     {"otlp-deadline", required_argument, NULL, OPT_OTLP_DEADLINE},
     {"service-name", required_argument, NULL, OPT_SERVICE},
     {"view", required_argument, NULL, OPT_VIEW},
+    {"interpreters", required_argument, NULL, OPT_INTERPRETERS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -415,6 +418,11 @@ static int parse_option(struct cli *c, int opt, const char *arg)
 		if (ember_view_parse(arg, &c->so.view))
 			return -EINVAL;
 		c->d.view = c->so.view;
+		return 0;
+	case OPT_INTERPRETERS:
+		if (strcmp(arg, "python") && strcmp(arg, "none"))
+			return -EINVAL;
+		c->so.no_python = c->d.no_python = !strcmp(arg, "none");
 		return 0;
 	default:
 		return parse_export_option(opt, arg, &c->xa);

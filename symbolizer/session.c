@@ -767,7 +767,8 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
 		err = ember_python_init(&s->python, &s->broker);
-	s->sym.python = &s->python;
+	s->python.off = o->no_python;
+	s->sym.python = o->no_python ? NULL : &s->python;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;

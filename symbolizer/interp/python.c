@@ -316,7 +316,7 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 	uint64_t bias;
 	bool first = true;
 
-	for (size_t i = 0; i < maps->count; i++) {
+	for (size_t i = 0; i < maps->count && !py->off; i++) {
 		const struct ember_map_entry *e = &maps->entries[i];
 		const struct py_file *f;
 

@@ -60,6 +60,7 @@ struct ember_python {
 	uint32_t clock_hand;      /* eviction: the next slot looked at */
 	uint64_t cache_bytes;
 	bool disabled; /* the collector went away: no rows can be sent */
+	bool off;      /* --interpreters none: nothing is detected */
 	struct ember_python_stats stats;
 };
 

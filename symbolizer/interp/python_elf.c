@@ -28,6 +28,7 @@ enum wanted {
 	W_STR_TYPE,
 	W_BYTES_TYPE,
 	W_GETSPECIFIC,
+	W_EVAL_EX, /* Python 2's loop: named, to say it is not supported */
 	W_COUNT,
 };
 
@@ -43,6 +44,7 @@ static const char *const wanted_names[W_COUNT] = {
     [W_STR_TYPE] = "PyUnicode_Type",
     [W_BYTES_TYPE] = "PyBytes_Type",
     [W_GETSPECIFIC] = "pthread_getspecific",
+    [W_EVAL_EX] = "PyEval_EvalFrameEx",
 };
 
 struct sym {
@@ -457,6 +459,9 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 		python_facts(f, path, cfi, out);
 		if (cfi)
 			dwarf_cfi_end(cfi);
+	} else if (f->syms[W_EVAL_EX].addr && f->syms[W_GET_VERSION].addr) {
+		out->kind = EMBER_PY_ELF_UNSUPPORTED;
+		out->why = "Python 2 (ember reads CPython 3.6 and later)";
 	}
 	free(f);
 	return 0;

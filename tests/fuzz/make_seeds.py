@@ -353,11 +353,81 @@ def stack_unwind_seeds():
           stack)
 
 
+PY_ELF_SEED = r"""
+/* Looks like CPython 3.12 to the symbolizer, and carries glibc's pthread_getspecific. */
+const unsigned long Py_Version = 0x030c01f0;
+unsigned char _PyRuntime[2048] __attribute__((aligned(64))) = {1};
+unsigned char PyCode_Type[64] = {1}, PyUnicode_Type[64] = {1}, PyBytes_Type[64] = {1};
+volatile unsigned long sink;
+void _PyEval_EvalFrameDefault(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+__asm__(".globl PyGILState_GetThisThreadState\n.type PyGILState_GetThisThreadState,@function\n"
+        "PyGILState_GetThisThreadState:\n\tmovl _PyRuntime+1548(%rip), %edi\n\tret\n"
+        ".size PyGILState_GetThisThreadState, .-PyGILState_GetThisThreadState\n"
+        ".globl pthread_getspecific\n.type pthread_getspecific,@function\npthread_getspecific:\n"
+        ".byte 0x83,0xff,0x1f,0x77,0x3b,0x89,0xf8,0x48,0x83,0xc0,0x31,0x48,0xc1,0xe0,0x04\n"
+        ".byte 0x64,0x48,0x03,0x04,0x25,0x10,0x00,0x00,0x00,0x48,0x8b,0x50,0x08,0xc3\n"
+        ".size pthread_getspecific, .-pthread_getspecific\n");
+void _start(void) { _PyEval_EvalFrameDefault(3); }
+"""
+
+
+def python_seeds():
+    """Inputs of fuzz_python_lines.c, fuzz_python_code.c and fuzz_python_elf.c."""
+    # Line tables: format byte, then the table. lnotab pairs, 3.10 pairs with a -128,
+    # 3.11+ entries of every kind (short, one-line, no-columns, long, none).
+    write("python_lines", "lnotab", bytes([0]) + bytes([0, 1, 6, 1, 8, 0xff, 10, 2]))
+    write("python_lines", "linetable-310", bytes([1]) + bytes([6, 1, 4, 0x80, 8, 2, 0, 127, 2, 1]))
+    loc = bytes([0x80 | 0 << 3 | 1, 0x05,                 # short form, 2 units
+                 0x80 | 11 << 3 | 0, 4, 9,                # one line, +1
+                 0x80 | 13 << 3 | 2, 0x06,                # no columns, +3
+                 0x80 | 14 << 3 | 3, 0x41, 0x01, 2, 5, 9,  # long: +32, end +0, cols
+                 0x80 | 15 << 3 | 0])                     # no location
+    write("python_lines", "locations", bytes([2]) + loc)
+    # Memory for the code reader, laid out as 3.12 (first byte 6: 3.6 + 6): types at
+    # +8, +16, +24; a code object at +64; its strings and line table after.
+    base, mem = 0x10000, bytearray(1024)
+    code, name, fname, table = 64, 512, 640, 768
+    def put(at, fmt, *v):
+        struct.pack_into(fmt, mem, at, *v)
+    put(code + 8, "<Q", base + 8)
+    put(code + 52, "<I", 2)
+    put(code + 68, "<I", 40)
+    put(code + 112, "<Q", base + fname)
+    put(code + 120, "<Q", base + name)
+    put(code + 128, "<Q", base + name)
+    put(code + 136, "<Q", base + table)
+    put(code + 16, "<Q", 8)
+    for at, text in ((name, b"Server.handle"), (fname, b"/srv/app.py")):
+        put(at + 8, "<Q", base + 16)
+        put(at + 16, "<Q", len(text))
+        put(at + 32, "<I", 1 << 2 | 1 << 5 | 1 << 6)
+        mem[at + 40:at + 40 + len(text)] = text
+    put(table + 8, "<Q", base + 24)
+    put(table + 16, "<Q", len(loc))
+    mem[table + 32:table + 32 + len(loc)] = loc
+    mem[0] = 6
+    write("python_code", "code-312", bytes(mem))
+    mem[0] = 2  # the same bytes read as 3.8
+    write("python_code", "code-as-38", bytes(mem))
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "py.c"), os.path.join(d, "py")
+        with open(src, "w") as f:
+            f.write(PY_ELF_SEED)
+        subprocess.run(["gcc", "-O2", "-nostdlib", "-static", "-o", exe, src], check=True)
+        with open(exe, "rb") as f:
+            write("python_elf", "fake-312", f.read())
+
+
 if __name__ == "__main__":
     gopclntab_seeds()
     elf_seeds()
     text_seeds()
     stack_unwind_seeds()
+    python_seeds()
     for root, _, files in os.walk(SEEDS):
         for f in sorted(files):
             p = os.path.join(root, f)

@@ -352,6 +352,28 @@ def test_process_started_after_ember():
                 ["main", "run_main_split", "run_split", "handle_request"])
 
 
+def test_python2_is_named_unsupported():
+    """A CPython 2 (pyenv's 2.7, when present) keeps its native frames and is counted as
+    a Python ember cannot read, with the reason logged."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    exes = glob.glob(os.path.join(root, "versions", "2.*", "bin", "python2.*"))
+    if not exes:
+        log("  no CPython 2 under ~/.pyenv/versions: nothing to check")
+        return
+    wl = start([exes[0], "-c", "while True: sum(range(1000))"])
+    try:
+        time.sleep(0.5)
+        outs = record("python2", [wl.pid], 3, extra=("--log-level", "info"))
+    finally:
+        kill(wl)
+    stats = profile_stats(outs["pb.gz"])
+    rows = read_folded(outs["folded"])
+    native = sum(n for frames, n in rows if "PyEval_EvalFrameEx" in frames)
+    log(f"  {exes[0]}: {native} samples through PyEval_EvalFrameEx, "
+        f"unsupported={stats.get('python.processes_unsupported')}")
+    assert native > 100 and stats.get("python.processes_unsupported") == 1
+
+
 def test_hostile_fake_interpreters():
     """A program that looks like CPython 3.12 to ember (its symbols, its key, its layout)
     but whose thread state leads to garbage, cycles, unmapped memory and forged objects."""
@@ -390,4 +412,4 @@ if __name__ == "__main__":
     run_tests([test_known_split_every_version, test_two_threads_with_different_splits,
                test_asyncio_generator_and_c_extension, test_recursion_500_deep_is_cut_with_a_marker,
                test_process_in_its_own_mount_and_pid_namespace, test_process_started_after_ember,
-               test_hostile_fake_interpreters])
+               test_python2_is_named_unsupported, test_hostile_fake_interpreters])

@@ -137,23 +137,24 @@ static void setup(void)
 	} else if (!strcmp(mode, "forged")) {
 		/* Eight frames, each with a code object lying differently. */
 		for (int i = 0; i < 8; i++) {
-			uint8_t *code = codes + 256 * i, *name = strs + 512 * i, *file = strs + 4096;
+			uint8_t *code = codes + 256 * i, *name = strs + 512 * i,
+				*file = strs + 4096;
 
 			code_at(code, name, file, strs + 6144);
 			frame_at(frames + 128 * i, code, i < 7 ? frames + 128 * (i + 1) : NULL);
 		}
 		str_at(strs + 4096, "/forged.py", 10, ascii);
-		str_at(strs, "huge", 1ull << 40, ascii);                     /* length */
-		str_at(strs + 512, "neg", (uint64_t)-1, ascii);              /* negative */
-		str_at(strs + 1024, "legacy", 6, 1u << 2);                   /* not compact */
-		str_at(strs + 1536, "kind3", 5, 3u << 2 | 1u << 5);          /* no such kind */
-		str_at(strs + 2048, "\xff\xfe", 2, ascii);                   /* "ascii" */
-		put64(strs + 2560 + CODE_TYPE, (uint64_t)PyBytes_Type);      /* not a str */
-		str_at(strs + 3072, "forged_name", 11, ascii);               /* fine, but: */
-		put64(strs + 6144 + CODE_TYPE, (uint64_t)PyBytes_Type);      /* a garbage table */
+		str_at(strs, "huge", 1ull << 40, ascii);                /* length */
+		str_at(strs + 512, "neg", (uint64_t)-1, ascii);         /* negative */
+		str_at(strs + 1024, "legacy", 6, 1u << 2);              /* not compact */
+		str_at(strs + 1536, "kind3", 5, 3u << 2 | 1u << 5);     /* no such kind */
+		str_at(strs + 2048, "\xff\xfe", 2, ascii);              /* "ascii" */
+		put64(strs + 2560 + CODE_TYPE, (uint64_t)PyBytes_Type); /* not a str */
+		str_at(strs + 3072, "forged_name", 11, ascii);          /* fine, but: */
+		put64(strs + 6144 + CODE_TYPE, (uint64_t)PyBytes_Type); /* a garbage table */
 		put64(strs + 6144 + BYTES_SIZE, 64);
 		memset(strs + 6144 + 32, 0x7f, 64);
-		put64(codes + 256 * 7 + CODE_TYPE, 0x1234);                  /* not a code object */
+		put64(codes + 256 * 7 + CODE_TYPE, 0x1234); /* not a code object */
 	}
 	put64(cframe, (uint64_t)frames);
 }
