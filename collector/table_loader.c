@@ -175,52 +175,53 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	return 0;
 }
 
-static bool py_fits(unsigned int off, unsigned int width, unsigned int window)
-{
-	return off + width <= window;
-}
-
-/* Every offset stays inside the window the walker reads it from; ranges are user addresses. */
+/* Every offset lies inside what the walker reads; ranges are user addresses; enums known. */
 static bool py_row_ok(const struct ember_py_proc *r)
 {
 	static const uint8_t zero[sizeof(r->reserved)];
-	unsigned int instr = r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8;
+	const uint64_t f[][3] = {
+	    /* offset, bytes used there, bytes it may reach */
+	    {r->frame_code, 8, r->frame_read},
+	    {r->frame_back, 8, r->frame_read},
+	    {r->frame_instr, r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8, r->frame_read},
+	    {r->frame_entry, 1, r->frame_read},
+	    {r->code_argcount, 4, r->code_read},
+	    {r->code_firstlineno, 4, r->code_read},
+	    {r->code_name, 8, r->code_read},
+	    {r->code_filename, 8, r->code_read},
+	    {r->frame_read, 0, EMBER_PY_WINDOW},
+	    {r->code_read, 0, EMBER_PY_WINDOW},
+	    {r->tsd_offset, 0, EMBER_PY_MAX_TSD},
+	    {r->tstate_frame, 0, EMBER_PY_MAX_TSTATE},
+	    {r->cframe_frame, 0, EMBER_PY_MAX_TSTATE},
+	    {r->code_units, 0, EMBER_PY_MAX_CODE},
+	    {r->tss_key, 4, EMBER_PY_USER_LIMIT}};
 
+	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
+		if (f[i][0] + f[i][1] > f[i][2])
+			return false;
 	for (int i = 0; i < 2; i++)
 		if (r->eval_end[i] ? r->eval_start[i] >= r->eval_end[i] ||
 		                         r->eval_end[i] > EMBER_PY_USER_LIMIT ||
 		                         r->eval_end[i] - r->eval_start[i] > EMBER_PY_MAX_EVAL
 		                   : r->eval_start[i] || !i)
 			return false;
-	return r->tss_key && r->tss_key < EMBER_PY_USER_LIMIT && !(r->tss_key % 4) &&
-	       r->tsd_offset <= EMBER_PY_MAX_TSD && r->tstate_frame <= EMBER_PY_MAX_TSTATE &&
-	       r->cframe_frame <= EMBER_PY_MAX_TSTATE && r->code_units <= EMBER_PY_MAX_CODE &&
-	       r->chain && r->chain < EMBER_PY_CHAIN_MAX && r->entry &&
-	       r->entry < EMBER_PY_ENTRY_MAX && r->instr && r->instr < EMBER_PY_INSTR_MAX &&
-	       r->frame_read <= EMBER_PY_WINDOW && r->code_read <= EMBER_PY_WINDOW &&
-	       py_fits(r->frame_code, 8, r->frame_read) &&
-	       py_fits(r->frame_back, 8, r->frame_read) &&
-	       py_fits(r->frame_instr, instr, r->frame_read) &&
-	       py_fits(r->frame_entry, 1, r->frame_read) &&
-	       py_fits(r->code_argcount, 4, r->code_read) &&
-	       py_fits(r->code_firstlineno, 4, r->code_read) &&
-	       py_fits(r->code_name, 8, r->code_read) &&
-	       py_fits(r->code_filename, 8, r->code_read) &&
+	return r->tss_key && !(r->tss_key % 4) && r->chain - 1u < EMBER_PY_CHAIN_MAX - 1u &&
+	       r->entry - 1u < EMBER_PY_ENTRY_MAX - 1u && r->instr - 1u < EMBER_PY_INSTR_MAX - 1u &&
 	       !memcmp(r->reserved, zero, sizeof(zero));
 }
 
 static int on_py_proc(struct ember_tables *t, const struct ember_msg_py_proc *m)
 {
-	if (!m->pid || m->pid > (1u << 22))
+	bool remove = m->op == EMBER_PY_PROC_REMOVE;
+
+	if (!m->pid || m->pid > (1u << 22) ||
+	    (!remove && (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))))
 		return -EPROTO;
-	if (m->op == EMBER_PY_PROC_REMOVE) {
+	if (remove)
 		bpf_map_delete_elem(t->py_procs_fd, &m->pid);
-		return 0;
-	}
-	if (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))
-		return -EPROTO;
-	if (bpf_map_update_elem(t->py_procs_fd, &m->pid, &m->row, BPF_ANY))
-		failed(t, "Python process", neg_errno());
+	else if (bpf_map_update_elem(t->py_procs_fd, &m->pid, &m->row, BPF_ANY))
+		failed(t, "Python process row", neg_errno());
 	return 0;
 }
 
@@ -242,7 +243,7 @@ int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 
 void ember_tables_reset(struct ember_tables *t)
 {
-	uint32_t pid, next;
+	uint32_t next;
 
 	/* A table cut off before its COMMIT: its blocks would otherwise stay in the map. */
 	if (t->building)
@@ -253,15 +254,10 @@ void ember_tables_reset(struct ember_tables *t)
 		if (t->slot_rows[slot])
 			drop_slot(t, slot, t->slot_rows[slot]);
 	/* Deleting the first key each time walks the whole map without a cursor. */
-	for (int i = 0; i < 2; i++) {
-		int fd = i ? t->py_procs_fd : t->procs_fd;
-
-		while (fd >= 0 && !bpf_map_get_next_key(fd, NULL, &next)) {
-			pid = next;
-			if (bpf_map_delete_elem(fd, &pid))
-				break;
-		}
-	}
+	for (int i = 0, fd = t->procs_fd; i < 2; i++, fd = t->py_procs_fd)
+		while (fd >= 0 && !bpf_map_get_next_key(fd, NULL, &next) &&
+		       !bpf_map_delete_elem(fd, &next))
+			;
 }
 
 void ember_tables_free(struct ember_tables *t)

@@ -120,7 +120,7 @@ def profile_stats(pprof):
     r = subprocess.run(["go", "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: ([\w.]+)=(\d+)", r.stdout)}
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: #?([\w.]+)=(\d+)", r.stdout)}
 
 
 def record(name, pids, seconds, extra=()):
@@ -371,7 +371,8 @@ def test_python2_is_named_unsupported():
     """A CPython 2 (pyenv's 2.7, when present) keeps its native frames and is counted as
     a Python ember cannot read, with the reason logged."""
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    exes = glob.glob(os.path.join(root, "versions", "2.*", "bin", "python2.*"))
+    exes = [p for p in glob.glob(os.path.join(root, "versions", "2.*", "bin", "python2.*"))
+            if re.search(r"python2\.\d+$", p)]
     if not exes:
         log("  no CPython 2 under ~/.pyenv/versions: nothing to check")
         return

@@ -190,7 +190,9 @@ def run_main_split():
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
-    threading.Timer(seconds, STOP.set).start()
+    timer = threading.Timer(seconds, STOP.set)
+    timer.daemon = True  # a stop by SIGTERM does not wait for it
+    timer.start()
     {"split": run_main_split, "threads": run_threads, "asyncio": run_asyncio,
      "generator": run_generator, "recursion": run_recursion, "cext": run_cext}[mode]()
     path = os.environ.get("EMBER_TRUTH_FILE")
