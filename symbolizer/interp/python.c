@@ -309,7 +309,10 @@ static void forget_process(struct ember_python *py, uint32_t pid)
 void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct ember_maps *maps,
                           uint64_t now_ns)
 {
-	const struct py_file *python = NULL, *libc = NULL;
+	/* Copies: a later file_facts can move the cache's slots, or empty it when full. */
+	struct ember_py_elf python = {0};
+	bool have_python = false, have_libc = false;
+	uint16_t tsd_offset = 0;
 	const struct ember_map_entry *python_map = NULL;
 	struct ember_py_proc row;
 	struct py_process *p;
@@ -324,17 +327,20 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 			continue;
 		if ((e->perms & EMBER_MAP_X) && candidate(maps, e, first) &&
 		    (f = file_facts(py, pid, maps, e, now_ns))) {
-			if (!python && f->elf.kind != EMBER_PY_ELF_OTHER) {
-				python = f;
+			if (!have_python && f->elf.kind != EMBER_PY_ELF_OTHER) {
+				python = f->elf;
+				have_python = true;
 				python_map = e;
 			}
-			if (!libc && f->elf.has_tsd)
-				libc = f;
+			if (!have_libc && f->elf.has_tsd) {
+				tsd_offset = f->elf.tsd_offset;
+				have_libc = true;
+			}
 		}
 		first = false;
 	}
-	p = get_process(py, pid, python != NULL);
-	if (!python) {
+	p = get_process(py, pid, have_python);
+	if (!have_python) {
 		if (p && p->row_sent)
 			send_row(py, p, EMBER_PY_PROC_REMOVE);
 		if (p)
@@ -348,26 +354,25 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 		py->stats.processes++;
 	}
 	p->gone = false;
-	if (python->elf.kind != EMBER_PY_ELF_PYTHON || !libc ||
-	    !file_bias(&python->elf, python_map, &bias)) {
+	if (python.kind != EMBER_PY_ELF_PYTHON || !have_libc ||
+	    !file_bias(&python, python_map, &bias)) {
 		if (!p->warned) {
 			p->warned = true;
 			py->stats.unsupported++;
 			log_info("pid %u runs Python, but ember cannot read its frames: %s", pid,
-			         python->elf.kind != EMBER_PY_ELF_PYTHON ? python->elf.why
-			         : !libc ? "it uses a C library other than glibc"
-			                 : "its interpreter is mapped in an unexpected way");
+			         python.kind != EMBER_PY_ELF_PYTHON ? python.why
+			         : !have_libc ? "it uses a C library other than glibc"
+			                      : "its interpreter is mapped in an unexpected way");
 		}
 		if (p->row_sent)
 			send_row(py, p, EMBER_PY_PROC_REMOVE);
 		p->row_sent = false;
 		return;
 	}
-	p->layout = python->elf.layout;
-	p->types =
-	    (struct ember_py_types){python->elf.code_type + bias, python->elf.str_type + bias,
-	                            python->elf.bytes_type + bias};
-	fill_row(&row, &python->elf, bias, libc->elf.tsd_offset);
+	p->layout = python.layout;
+	p->types = (struct ember_py_types){python.code_type + bias, python.str_type + bias,
+	                                   python.bytes_type + bias};
+	fill_row(&row, &python, bias, tsd_offset);
 	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
 		p->row = row;
 		p->row_sent = true;
