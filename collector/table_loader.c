@@ -175,32 +175,34 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	return 0;
 }
 
-/* Every offset lies inside what the walker reads; ranges are user addresses; enums known. */
+/*
+ * Every offset {at, bytes used there, limit} stays inside the window the walker reads;
+ * the loop's ranges are user addresses; enums are known.
+ */
 static bool py_row_ok(const struct ember_py_proc *r)
 {
 	static const uint8_t zero[sizeof(r->reserved)];
-	const uint64_t f[][3] = {
-	    /* offset, bytes used there, bytes it may reach */
-	    {r->frame_code, 8, r->frame_read},
-	    {r->frame_back, 8, r->frame_read},
-	    {r->frame_instr, r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8, r->frame_read},
-	    {r->frame_entry, 1, r->frame_read},
-	    {r->code_argcount, 4, r->code_read},
-	    {r->code_firstlineno, 4, r->code_read},
-	    {r->code_name, 8, r->code_read},
-	    {r->code_filename, 8, r->code_read},
-	    {r->frame_read, 0, EMBER_PY_WINDOW},
-	    {r->code_read, 0, EMBER_PY_WINDOW},
-	    {r->tsd_offset, 0, EMBER_PY_MAX_TSD},
-	    {r->tstate_frame, 0, EMBER_PY_MAX_TSTATE},
-	    {r->cframe_frame, 0, EMBER_PY_MAX_TSTATE},
-	    {r->code_units, 0, EMBER_PY_MAX_CODE},
-	    {r->tss_key, 4, EMBER_PY_USER_LIMIT}};
+	const uint64_t fr = r->frame_read, co = r->code_read,
+		       f[][3] = {{r->frame_code, 8, fr},
+	                         {r->frame_back, 8, fr},
+	                         {r->frame_entry, 1, fr},
+	                         {r->frame_instr, r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8, fr},
+	                         {r->code_argcount, 4, co},
+	                         {r->code_firstlineno, 4, co},
+	                         {r->code_name, 8, co},
+	                         {r->code_filename, 8, co},
+	                         {fr, 0, EMBER_PY_WINDOW},
+	                         {co, 0, EMBER_PY_WINDOW},
+	                         {r->tsd_offset, 0, EMBER_PY_MAX_TSD},
+	                         {r->tstate_frame, 0, EMBER_PY_MAX_TSTATE},
+	                         {r->cframe_frame, 0, EMBER_PY_MAX_TSTATE},
+	                         {r->code_units, 0, EMBER_PY_MAX_CODE},
+	                         {r->tss_key, 4, EMBER_PY_USER_LIMIT}};
 
 	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
 		if (f[i][0] + f[i][1] > f[i][2])
 			return false;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) /* the loop itself, then its cold part (optional) */
 		if (r->eval_end[i] ? r->eval_start[i] >= r->eval_end[i] ||
 		                         r->eval_end[i] > EMBER_PY_USER_LIMIT ||
 		                         r->eval_end[i] - r->eval_start[i] > EMBER_PY_MAX_EVAL
@@ -213,12 +215,10 @@ static bool py_row_ok(const struct ember_py_proc *r)
 
 static int on_py_proc(struct ember_tables *t, const struct ember_msg_py_proc *m)
 {
-	bool remove = m->op == EMBER_PY_PROC_REMOVE;
-
 	if (!m->pid || m->pid > (1u << 22) ||
-	    (!remove && (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))))
+	    (m->op != EMBER_PY_PROC_REMOVE && (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))))
 		return -EPROTO;
-	if (remove)
+	if (m->op == EMBER_PY_PROC_REMOVE)
 		bpf_map_delete_elem(t->py_procs_fd, &m->pid);
 	else if (bpf_map_update_elem(t->py_procs_fd, &m->pid, &m->row, BPF_ANY))
 		failed(t, "Python process row", neg_errno());
