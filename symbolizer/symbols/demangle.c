@@ -550,35 +550,50 @@ static int demangle_name(const char *name, size_t len, char *buf, size_t size)
 	return r;
 }
 
+static const char plt_suffix[] = "@plt";
+
 /*
- * ember's own name of a PLT entry, "target@plt", is demangled as objdump -C
- * prints it: the target, then the suffix ("std::terminate()@plt").
+ * ember's own name of a PLT entry, "target@plt" (len bytes), demangled as
+ * objdump -C prints it: the target, then the suffix ("std::terminate()@plt").
+ * Apart from ember_demangle, whose every call would otherwise set up (and
+ * probe) this buffer.
  */
-int ember_demangle(const char *name, char *buf, size_t size)
+static __attribute__((noinline)) int demangle_plt_name(const char *name, size_t len, char *buf,
+                                                       size_t size)
 {
-	static const char plt[] = "@plt";
-	size_t len = strnlen(name, EMBER_DEMANGLE_MAX_INPUT + 1), n;
 	char stem[EMBER_DEMANGLE_MAX_INPUT + 1];
+	size_t n;
 	int r;
 
-	if (!size)
-		return -ENOSPC;
-	buf[0] = '\0';
-	if (len > EMBER_DEMANGLE_MAX_INPUT)
-		return 0;
-	if (len < sizeof(plt) || memcmp(name + len - (sizeof(plt) - 1), plt, sizeof(plt) - 1))
-		return demangle_name(name, len, buf, size);
-	len -= sizeof(plt) - 1;
+	len -= sizeof(plt_suffix) - 1;
 	memcpy(stem, name, len);
 	stem[len] = '\0';
 	r = demangle_name(stem, len, buf, size);
 	if (r != 1)
 		return r;
 	n = strlen(buf);
-	if (n + sizeof(plt) > size) {
+	if (n + sizeof(plt_suffix) > size) {
 		buf[0] = '\0';
 		return -ENOSPC;
 	}
-	memcpy(buf + n, plt, sizeof(plt));
+	memcpy(buf + n, plt_suffix, sizeof(plt_suffix));
 	return 1;
+}
+
+int ember_demangle(const char *name, char *buf, size_t size)
+{
+	size_t len;
+
+	if (!size)
+		return -ENOSPC;
+	buf[0] = '\0';
+	if (name[0] != '_') /* every mangled name, and every mangled PLT target */
+		return 0;
+	len = strnlen(name, EMBER_DEMANGLE_MAX_INPUT + 1);
+	if (len > EMBER_DEMANGLE_MAX_INPUT)
+		return 0;
+	if (len >= sizeof(plt_suffix) &&
+	    !memcmp(name + len - (sizeof(plt_suffix) - 1), plt_suffix, sizeof(plt_suffix) - 1))
+		return demangle_plt_name(name, len, buf, size);
+	return demangle_name(name, len, buf, size);
 }

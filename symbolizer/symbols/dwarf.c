@@ -48,8 +48,9 @@ struct unit_range {
 };
 
 /*
- * Relative source file names joined with their unit's DW_AT_comp_dir, by the
- * address of libdw's string (stable while the handle lives): open addressing.
+ * Relative source file names joined with their unit's DW_AT_comp_dir (or
+ * NULL: kept as they are), by the address of libdw's string (stable while
+ * the handle lives): open addressing.
  */
 struct path_slot {
 	const char *relative;
@@ -269,42 +270,43 @@ static int paths_grow(struct ember_dwarf *d)
  */
 static const char *absolute(struct ember_dwarf *d, const struct unit *u, const char *name)
 {
-	const char *key = name;
-	size_t h, dir_len, name_len;
-	char *joined;
+	size_t h, dir_len, name_len = 0;
+	char *joined = NULL;
 
 	if (!name || name[0] == '/' || !u->comp_dir || !u->comp_dir[0])
 		return name;
-	dir_len = strnlen(u->comp_dir, EMBER_DWARF_MAX_PATH);
-	while (dir_len > 1 && u->comp_dir[dir_len - 1] == '/')
-		dir_len--;
-	if (u->comp_dir[0] != '/' && !strncmp(name, u->comp_dir, dir_len) && name[dir_len] == '/')
-		return name;
-	if (dir_len == 1 && u->comp_dir[0] == '/')
-		dir_len = 0; /* "/" gets its slash back below */
+	/* Asked at every address looked up: the answer is kept, joined or not
+	 * (NULL: the name as it is). */
 	if (d->paths_cap)
 		for (h = path_hash(name, d->paths_cap); d->paths[h].relative;
 		     h = (h + 1) & (d->paths_cap - 1))
 			if (d->paths[h].relative == name)
-				return d->paths[h].joined;
+				return d->paths[h].joined ? d->paths[h].joined : name;
 	if (d->npaths == EMBER_DWARF_MAX_PATHS ||
 	    (2 * (d->npaths + 1) > d->paths_cap && paths_grow(d)))
 		return name;
-	name_len = strnlen(name, EMBER_DWARF_MAX_PATH);
-	joined = malloc(dir_len + 1 + name_len + 1);
-	if (!joined)
-		return key;
-	memcpy(joined, u->comp_dir, dir_len);
-	joined[dir_len] = '/';
-	memcpy(joined + dir_len + 1, name, name_len);
-	joined[dir_len + 1 + name_len] = '\0';
-	for (h = path_hash(key, d->paths_cap); d->paths[h].relative;
+	dir_len = strnlen(u->comp_dir, EMBER_DWARF_MAX_PATH);
+	while (dir_len > 1 && u->comp_dir[dir_len - 1] == '/')
+		dir_len--;
+	if (u->comp_dir[0] == '/' || strncmp(name, u->comp_dir, dir_len) || name[dir_len] != '/') {
+		if (dir_len == 1 && u->comp_dir[0] == '/')
+			dir_len = 0; /* "/" gets its slash back below */
+		name_len = strnlen(name, EMBER_DWARF_MAX_PATH);
+		joined = malloc(dir_len + 1 + name_len + 1);
+		if (!joined)
+			return name;
+		memcpy(joined, u->comp_dir, dir_len);
+		joined[dir_len] = '/';
+		memcpy(joined + dir_len + 1, name, name_len);
+		joined[dir_len + 1 + name_len] = '\0';
+		d->bytes += dir_len + name_len + 2;
+	}
+	for (h = path_hash(name, d->paths_cap); d->paths[h].relative;
 	     h = (h + 1) & (d->paths_cap - 1))
 		;
-	d->paths[h] = (struct path_slot){key, joined};
+	d->paths[h] = (struct path_slot){name, joined};
 	d->npaths++;
-	d->bytes += dir_len + name_len + 2;
-	return joined;
+	return joined ? joined : name;
 }
 
 static const char *unit_file(const struct unit *u, Dwarf_Word idx)
