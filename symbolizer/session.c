@@ -328,8 +328,9 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
  * longer be read, and neither its stack copies unwound nor its addresses
  * symbolized. A third cursor meets each exec as soon as it is in the ring
  * and loads the new program first; the cursor ahead, reaching the exec
- * later, finds its mappings read after it and keeps them. Samples are
- * skipped unread (a buffer that only a process event fits).
+ * later, finds its mappings read after it and keeps them. Called between
+ * any two records either cursor reads; samples are skipped unread (a buffer
+ * that only a process event fits).
  */
 static void scan_execs(struct session *s)
 {
@@ -399,8 +400,11 @@ static int drain_ring(struct session *s, uint64_t until)
 	 * moves on every RELEASE_EVERY records. */
 	while (s->ring.tail < (until && until < s->ahead.tail ? until : s->ahead.tail)) {
 		uint16_t type;
-		int len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
+		int len;
 
+		/* Symbolizing a record may take a while too (a binary parsed): execs first. */
+		scan_execs(s);
+		len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 		if (len == -EAGAIN)
 			break;
 		if (len == -EBADMSG) {

@@ -228,7 +228,7 @@ class Recording:
         self.map_bytes = max(self.map_bytes, bpf_map_bytes(self.proc.pid))
 
     def stop(self):
-        self.proc.send_signal(2)
+        os.kill(self.proc.pid, 2)  # not Popen.send_signal: it may reap, and wait4 needs the child
         if self.tool.startswith("perf"):
             cpu = wait_cpu(self.proc)
             samples, post = perf_samples(self.out)
@@ -237,7 +237,8 @@ class Recording:
         self.err.append(self.proc.stderr.read())
         cpu = wait_cpu(self.proc)
         if not os.path.exists(self.pprof):
-            sys.exit(f"{self.tag}: ember wrote no profile:\n" + "".join(self.err))
+            print(f"{self.tag}: ember wrote no profile:\n" + "".join(self.err), flush=True)
+            return [], cpu, float("nan"), None
         stats = profile_stats(self.pprof)
         samples = ember_samples(self.out)
         n = sum(s[3] for s in samples)
