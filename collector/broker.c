@@ -50,6 +50,7 @@ static int open_ro(const char *path)
 int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
 {
 	struct ember_broker_progress *p = job->progress;
+	bool refused;
 
 	job->file.dev_major = major;
 	job->file.dev_minor = minor;
@@ -57,12 +58,13 @@ int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint
 		return 0;
 	__atomic_store_n(&p->dev_major, major, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->dev_minor, minor, __ATOMIC_RELAXED);
+	refused = p->block_only && !major;
+
 	for (uint32_t i = 0; i < p->nrefuse && i < EMBER_BROKER_MAX_STALLS; i++)
-		if (p->refuse[i].major == major && p->refuse[i].minor == minor) {
-			job->file.flags |= EMBER_BROKER_STALLED;
-			return -ETIMEDOUT;
-		}
-	return 0;
+		refused |= p->refuse[i].major == major && p->refuse[i].minor == minor;
+	if (refused)
+		job->file.flags |= EMBER_BROKER_STALLED;
+	return refused ? -ETIMEDOUT : 0;
 }
 
 /*
@@ -224,6 +226,10 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path)), fd;
 
 	(void)b;
+	/* A stalled device (or, for the last worker, one that can stall) is refused before
+	 * anything is looked up on it. */
+	if (!err)
+		err = ember_broker_reach_device(job, dev[0], dev[1]);
 	if (err)
 		return err;
 	if (!job->by_path) {

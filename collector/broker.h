@@ -38,6 +38,9 @@ struct ember_broker_progress {
 	struct {
 		uint32_t major, minor;
 	} refuse[EMBER_BROKER_MAX_STALLS]; /* devices that stalled: not to be touched */
+	/* The last free worker: it touches no file system but a block device's (major 0 is
+	 * FUSE, NFS, CIFS, ... but also tmpfs, overlayfs, btrfs): stalls cannot take them all. */
+	uint32_t block_only;
 	/* Written by the worker: the job it works on (the request's sequence number), and the
 	 * device and file system it has reached (0:0 while it waits on the process). */
 	volatile uint32_t job, dev_major, dev_minor, fs_magic;

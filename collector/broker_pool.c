@@ -374,6 +374,7 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 			probe = i;
 	w = &p->workers[wi];
 	refuse_list(p, &p->progress[wi], probe);
+	p->progress[wi].block_only = idle < 2;
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
 	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
 	       sizeof(*req) - sizeof(req->hdr));

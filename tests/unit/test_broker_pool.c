@@ -162,12 +162,18 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	ck_assert_int_eq(submit(&p, 8, 40, ANSWER, &f), -ETIMEDOUT);
 	ck_assert(f.flags & EMBER_BROKER_STALLED);
 
-	/* The last worker stalls too: with none free, requests are refused. */
+	/* The last free worker touches no file system that can stall (device major 0) ... */
 	ck_assert_int_eq(submit(&p, 9, 50, STALL, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 9 && d.fd == -ETIMEDOUT && d.file.flags == EMBER_BROKER_STALLED);
+	ck_assert_uint_eq(ember_pool_stuck(&p), 3);
+
+	/* ... but a process can still hold it: with no worker free, requests are refused. */
+	ck_assert_int_eq(submit(&p, 10, 60, STALL_EARLY, &f), 0);
 	d = next_done(&p);
 	ck_assert_int_eq(d.fd, -ETIMEDOUT);
 	ck_assert_uint_eq(ember_pool_stuck(&p), 4);
-	ck_assert_int_eq(submit(&p, 10, 60, ANSWER, &f), -EBUSY);
+	ck_assert_int_eq(submit(&p, 11, 70, ANSWER, &f), -EBUSY);
 	ck_assert(f.flags & EMBER_BROKER_STALLED);
 
 	/* They come back: the stalls are over, device 0:20 and process 40 are served again. */
@@ -177,13 +183,13 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	close(writer);
 	ck_assert_uint_eq(ember_pool_stuck(&p), 0);
 	ck_assert_uint_eq(p.late, 4);
-	ck_assert_int_eq(submit(&p, 11, 20, ANSWER, &f), 0);
+	ck_assert_int_eq(submit(&p, 12, 20, ANSWER, &f), 0);
 	d = next_done(&p);
-	ck_assert(d.req.id == 11 && d.fd >= 0);
+	ck_assert(d.req.id == 12 && d.fd >= 0);
 	close(d.fd);
-	ck_assert_int_eq(submit(&p, 12, 40, ANSWER, &f), 0);
+	ck_assert_int_eq(submit(&p, 13, 40, ANSWER, &f), 0);
 	d = next_done(&p);
-	ck_assert(d.req.id == 12 && d.fd >= 0 && d.file.ino == 0);
+	ck_assert(d.req.id == 13 && d.fd >= 0 && d.file.ino == 0);
 	close(d.fd);
 	ck_assert_uint_eq(p.abandoned, 4);
 	ember_pool_stop(&p);
