@@ -392,6 +392,7 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	w->job = p->next_job;
 	w->peer_gen = peer_gen;
 	w->deadline_ns = now_ns + p->deadline_ns;
+	w->extended = 0;
 	w->probe = probe;
 	w->by_path = flags & EMBER_BROKER_JOB_BY_PATH;
 	return 0;
@@ -484,6 +485,29 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 	return 1;
 }
 
+/*
+ * Whether worker pid waits for the CPU rather than for a file system or a process (state R
+ * in its /proc/PID/stat, after the last ')': the collector's own child, not a profiled
+ * process): on a loaded host a deadline passes for a worker nobody stalled.
+ */
+static bool starved(pid_t pid)
+{
+	char path[40], buf[256];
+	const char *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' && state[2] == 'R';
+}
+
 int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_done *done)
 {
 	for (unsigned int i = 0; i < p->nworkers; i++) {
@@ -494,6 +518,11 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 
 		if (w->state != EMBER_WORKER_BUSY || now_ns < w->deadline_ns)
 			continue;
+		if (w->extended < EMBER_POOL_MAX_EXTENSIONS && starved(w->pid)) {
+			w->extended++;
+			w->deadline_ns = now_ns + p->deadline_ns / 4;
+			continue;
+		}
 		/* What it reached, if the worker is still on this job (its numbers, untrusted). */
 		ours = __atomic_load_n(&pg->job, __ATOMIC_ACQUIRE) == w->job;
 		s = mark_stall(p, &w->req,

@@ -18,7 +18,8 @@
  * its own: it keeps nobody from exiting, and dies with the collector (or,
  * if the kernel will not let it, when its request ends).
  *
- * Each open has a deadline. One that misses it is answered -ETIMEDOUT and
+ * Each open has a deadline (moved on a little while the worker only waits for the
+ * CPU, as on a loaded host). One that misses it is answered -ETIMEDOUT and
  * what it waited on is marked stalled: the device it had reached, or else the
  * process. Later requests for it are refused at once. The worker left waiting
  * is the stall's probe: when it comes back, the stall is over. A stall no
@@ -36,9 +37,11 @@
 
 #include "collector/broker.h"
 
-#define EMBER_POOL_WORKERS        4
-#define EMBER_POOL_DEADLINE_NS    (1000ull * 1000000ull)
-#define EMBER_POOL_BACKOFF_NS     (2000ull * 1000000ull)
+#define EMBER_POOL_WORKERS     4
+#define EMBER_POOL_DEADLINE_NS (1000ull * 1000000ull)
+#define EMBER_POOL_BACKOFF_NS  (2000ull * 1000000ull)
+/* A worker that waits for the CPU at its deadline gets another quarter, up to 8 times. */
+#define EMBER_POOL_MAX_EXTENSIONS 8
 #define EMBER_POOL_BACKOFF_MAX_NS (60000ull * 1000000ull)
 
 enum ember_worker_state {
@@ -56,8 +59,9 @@ struct ember_worker {
 	uint32_t job;                    /* its sequence number */
 	uint64_t peer_gen;               /* the connection that asked */
 	uint64_t deadline_ns;
-	int stall;    /* STUCK: the stall it waits on; -1 */
-	int probe;    /* BUSY: the stall it may probe; -1 */
+	unsigned int extended; /* times its deadline moved on: it waited for the CPU */
+	int stall;             /* STUCK: the stall it waits on; -1 */
+	int probe;             /* BUSY: the stall it may probe; -1 */
 	bool by_path; /* the job reaches a mapped file by its path (EMBER_BROKER_JOB_BY_PATH) */
 };
 

@@ -5,7 +5,8 @@
  * process) is refused at once afterwards while other devices are served; with
  * every worker stuck, requests are refused; a worker that comes back ends the
  * stall. The workers here are real processes in their seccomp group; their open
- * reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes.
+ * reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes
+ * (a stall) or spins past the deadline (a loaded host: no stall).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@
 
 #define MS 1000000ull
 
-enum { ANSWER = 1, STALL = 2, STALL_EARLY = 3 };
+enum { ANSWER = 1, STALL = 2, STALL_EARLY = 3, SPIN = 4 };
 
 static char fifo[64];
 
@@ -40,6 +41,14 @@ static int test_open(const struct ember_broker *b, const struct ember_msg_broker
 		return err;
 	if (req->addr == STALL && (fd = open(fifo, O_RDONLY | O_CLOEXEC)) >= 0)
 		close(fd);
+	if (req->addr == SPIN) { /* busy past the deadline, but only on the CPU */
+		struct timespec t0, t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 500);
+	}
 	job->file.ino = job->by_path; /* the reply says how it was asked */
 	return open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -118,6 +127,15 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	ck_assert_int_eq(submit(&p, 1, 10, ANSWER, &f), 0);
 	d = next_done(&p);
 	ck_assert(d.req.id == 1 && d.fd >= 0 && d.file.dev_minor == 10);
+	close(d.fd);
+
+	/* A worker that only runs (or waits for the CPU) past the deadline is given time. */
+	t0 = now_ns();
+	ck_assert_int_eq(submit(&p, 100, 10, SPIN, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 100 && d.fd >= 0);
+	ck_assert_uint_ge(now_ns() - t0, 400 * MS);
+	ck_assert_uint_eq(p.abandoned, 0);
 	close(d.fd);
 
 	/* Past the deadline: -ETIMEDOUT, flagged, naming the device; the worker stays stuck. */
