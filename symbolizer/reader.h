@@ -6,8 +6,9 @@
  * memory map and its memory (their lock can be held by a thread that waits
  * for such a file system) are not read by the symbolizer itself: a reader
  * process copies the descriptor's bytes into a memfd (or reads a few of
- * them), and the symbolizer waits for it until a deadline: 1 s, and one more
- * second for every 16 MiB that arrives.
+ * them), and the symbolizer waits for it until a deadline: 1 s from when the
+ * reader says it began (a reader that waits for the CPU on a loaded host is
+ * given up to 4 s to begin), and one more second for every 16 MiB that arrives.
  *
  * A reader that misses its deadline is left waiting (it may sit in a FUSE
  * request the kernel will not let it leave; as a process of its own it keeps
