@@ -47,24 +47,28 @@ static int open_ro(const char *path)
 	return fd < 0 ? neg_errno() : fd;
 }
 
-int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
+/* -ETIMEDOUT (EMBER_BROKER_STALLED) for a device this job must not touch, else 0. */
+static int device_refused(struct ember_broker_job *job, uint32_t major, uint32_t minor)
 {
-	struct ember_broker_progress *p = job->progress;
-	bool refused;
+	const struct ember_broker_progress *p = job->progress;
+	bool refused = p && p->block_only && !major;
 
-	job->file.dev_major = major;
-	job->file.dev_minor = minor;
-	if (!p)
-		return 0;
-	__atomic_store_n(&p->dev_major, major, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->dev_minor, minor, __ATOMIC_RELAXED);
-	refused = p->block_only && !major;
-
-	for (uint32_t i = 0; i < p->nrefuse && i < EMBER_BROKER_MAX_STALLS; i++)
+	for (uint32_t i = 0; p && i < p->nrefuse && i < EMBER_BROKER_MAX_STALLS; i++)
 		refused |= p->refuse[i].major == major && p->refuse[i].minor == minor;
 	if (refused)
 		job->file.flags |= EMBER_BROKER_STALLED;
 	return refused ? -ETIMEDOUT : 0;
+}
+
+int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint32_t minor)
+{
+	job->file.dev_major = major;
+	job->file.dev_minor = minor;
+	if (job->progress) {
+		__atomic_store_n(&job->progress->dev_major, major, __ATOMIC_RELAXED);
+		__atomic_store_n(&job->progress->dev_minor, minor, __ATOMIC_RELAXED);
+	}
+	return device_refused(job, major, minor);
 }
 
 /*
@@ -227,9 +231,11 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 
 	(void)b;
 	/* A stalled device (or, for the last worker, one that can stall) is refused before
-	 * anything is looked up on it. */
+	 * anything is looked up. map_files waits on the process's lock, not on the device: the
+	 * device is reached (named if the open misses its deadline) only by a walk of the path. */
 	if (!err)
-		err = ember_broker_reach_device(job, dev[0], dev[1]);
+		err = job->by_path ? ember_broker_reach_device(job, dev[0], dev[1])
+		                   : device_refused(job, dev[0], dev[1]);
 	if (err)
 		return err;
 	if (!job->by_path) {
