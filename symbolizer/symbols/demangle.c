@@ -223,6 +223,19 @@ static void v0_ident(struct v0 *d, bool print)
 static void v0_path(struct v0 *d);
 static void v0_type(struct v0 *d);
 
+/* Parses what parse reads without printing it. */
+static void v0_silently(struct v0 *d, void (*parse)(struct v0 *))
+{
+	struct out *real = d->o, scratch = {0};
+	char tmp[512];
+
+	scratch.buf = tmp;
+	scratch.size = sizeof(tmp);
+	d->o = &scratch;
+	parse(d);
+	d->o = real;
+}
+
 static bool v0_enter(struct v0 *d)
 {
 	if (d->bad || ++d->depth > EMBER_DEMANGLE_MAX_DEPTH ||
@@ -263,17 +276,7 @@ static void v0_const(struct v0 *d)
 		v0_backref(d, v0_const);
 		return;
 	}
-	{
-		/* The constant's type is not shown. */
-		struct out *real = d->o, scratch = {0};
-		char tmp[256];
-
-		scratch.buf = tmp;
-		scratch.size = sizeof(tmp);
-		d->o = &scratch;
-		v0_type(d);
-		d->o = real;
-	}
+	v0_silently(d, v0_type); /* the constant's type is not shown */
 	if (d->bad)
 		return;
 	if (v0_eat(d, 'n'))
@@ -388,19 +391,6 @@ static void v0_type(struct v0 *d)
 	d->depth--;
 }
 
-/* Parses a path without printing it (impl paths are context only). */
-static void v0_skip_path(struct v0 *d)
-{
-	struct out *real = d->o, scratch = {0};
-	char tmp[512];
-
-	scratch.buf = tmp;
-	scratch.size = sizeof(tmp);
-	d->o = &scratch;
-	v0_path(d);
-	d->o = real;
-}
-
 static void v0_path(struct v0 *d)
 {
 	char c, ns;
@@ -437,14 +427,14 @@ static void v0_path(struct v0 *d)
 	case 'M':
 		/* The impl path is context only; print the self type. */
 		v0_disambiguator(d);
-		v0_skip_path(d);
+		v0_silently(d, v0_path);
 		puts_(d->o, "<");
 		v0_type(d);
 		puts_(d->o, ">");
 		break;
 	case 'X': /* a trait impl: <Type as Trait>, as 'Y' once the impl path is skipped */
 		v0_disambiguator(d);
-		v0_skip_path(d);
+		v0_silently(d, v0_path); /* the impl path is context only */
 		__attribute__((fallthrough));
 	case 'Y':
 		puts_(d->o, "<");
