@@ -490,6 +490,29 @@ static bool common_file(const struct ember_maps *maps, const struct ember_map_en
 	       !strncmp(base, "ld-linux", 8) || !strncmp(base, "libm.so", 7);
 }
 
+/* Doubles the time before p's maps are read again, up to EMBER_UNWIND_RELOAD_MAX_NS. */
+static void back_off(struct ember_unwind_process *p)
+{
+	p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS ? EMBER_UNWIND_RELOAD_MAX_NS
+	                                                               : p->backoff_ns * 2;
+}
+
+/* Sends pid's mapping list to the collector and keeps it, unless it is the one sent last
+ * (a reload that found nothing new). */
+static void keep_mappings(struct ember_unwind *u, struct ember_unwind_process *p, uint32_t pid,
+                          const struct ember_unwind_mapping *maps, uint32_t n)
+{
+	if (p->nmaps && n == p->nmaps && !memcmp(p->maps, maps, n * sizeof(*maps)))
+		return;
+	if (!u->hold_back_procs)
+		send_proc(u, pid, maps, n);
+	free(p->maps);
+	p->maps = n ? malloc(n * sizeof(*maps)) : NULL;
+	p->nmaps = p->maps ? n : 0;
+	if (p->maps)
+		memcpy(p->maps, maps, n * sizeof(*maps));
+}
+
 /*
  * Loads pid's mappings and their tables. force: even if loaded recently.
  * common_only: only the files nearly every process maps. share: a program
@@ -519,9 +542,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
 	read_ns = ember_monotonic_ns();
 	if (ember_process_fetch_maps(u->broker, pid, &pm)) {
-		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
-		                    ? EMBER_UNWIND_RELOAD_MAX_NS
-		                    : p->backoff_ns * 2;
+		back_off(p);
 		return;
 	}
 	files = malloc(EMBER_UNWIND_MAX_MAPPINGS * sizeof(*files));
@@ -556,16 +577,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	ember_maps_free(&pm);
 	if (!files)
 		return;
-	/* The same list again (a reload that found nothing new) is not sent again. */
-	if (!p->nmaps || n != p->nmaps || memcmp(p->maps, maps, n * sizeof(*maps))) {
-		if (!u->hold_back_procs)
-			send_proc(u, pid, maps, n);
-		free(p->maps);
-		p->maps = n ? malloc(n * sizeof(*maps)) : NULL;
-		p->nmaps = p->maps ? n : 0;
-		if (p->maps)
-			memcpy(p->maps, maps, n * sizeof(*maps));
-	}
+	keep_mappings(u, p, pid, maps, n);
 	p->maps_read_ns = read_ns;
 	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
 	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
@@ -577,9 +589,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	p->nfiles = nfiles;
 	/* Reloads that find nothing new (a pc in no mapping is often a wrong frame) back off. */
 	if (!force && digest == p->maps_digest)
-		p->backoff_ns = p->backoff_ns * 2 > EMBER_UNWIND_RELOAD_MAX_NS
-		                    ? EMBER_UNWIND_RELOAD_MAX_NS
-		                    : p->backoff_ns * 2;
+		back_off(p);
 	else
 		p->backoff_ns = EMBER_UNWIND_RELOAD_MIN_NS;
 	p->maps_digest = digest;
