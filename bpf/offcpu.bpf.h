@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * Off-CPU time, for sampler.bpf.c (one object, so that these programs share
- * its ring buffer and send_sample, the PID filter, drop counters and the
+ * its ring buffer and send_sample, the selection, drop counters and the
  * unwinder's maps).
  *
  * At sched_switch a thread leaving the CPU is remembered: when, in which
@@ -28,7 +28,7 @@
 
 #include "records.h"
 #include "scratch.bpf.h"
-#include "shared.bpf.h"
+#include "select.bpf.h"
 #include "unwind.bpf.h"
 
 /* Set by the collector before load. */
@@ -102,7 +102,7 @@ int BPF_PROG(ember_off_cpu_switch, bool preempt, struct task_struct *prev, struc
 		bpf_map_delete_elem(&off_cpu_waits, &tid);
 		return 0;
 	}
-	if (!pid_wanted(tgid))
+	if (!selected(tgid)) /* current is still prev here */
 		return 0;
 	fresh.start_ns = bpf_ktime_get_ns();
 	/* A preempted task stays runnable whatever state it was about to enter. */

@@ -14,7 +14,15 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#include "shared.bpf.h"
+#include "select.bpf.h"
+
+/* Chosen cgroup paths (-> 1), watched by ember_cgroup_mkdir. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EMBER_SELECT_MAX_CGROUPS);
+	__type(key, struct ember_cgroup_path);
+	__type(value, __u8);
+} cgroup_paths SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -25,7 +33,7 @@ static __always_inline int send_event(__u32 kind, __u32 tgid)
 {
 	struct ember_proc_event ev = {};
 
-	if (!pid_wanted(tgid))
+	if (!selected(tgid))
 		return 0;
 	ev.kind = kind;
 	ev.tgid = tgid;
@@ -52,7 +60,7 @@ int ember_running(struct bpf_iter__task *ctx)
 	    (BPF_CORE_READ(task, flags) & PF_KTHREAD_FLAG) || !BPF_CORE_READ(task, mm))
 		return 0;
 	ev.tgid = BPF_CORE_READ(task, tgid);
-	if (!pid_wanted(ev.tgid))
+	if (!task_selected(task, ev.tgid))
 		return 0;
 	ev.kind = EMBER_EV_RUNNING;
 	ev.time_ns = bpf_ktime_get_ns();
@@ -85,5 +93,41 @@ int ember_exit(void *ctx)
 	 * process would be sampled, and its files brokered, in its place. */
 	if (filter_pids)
 		bpf_map_delete_elem(&pid_filter, &tgid);
+	return 0;
+}
+
+/* Loaded only for a command: a process it (or any of its descendants) starts is its own. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ember_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+	__u8 one = 1;
+
+	/* Runs before the child is first scheduled: it is sampled from its first instruction. */
+	if (child_tgid != parent_tgid && bpf_map_lookup_elem(&pid_filter, &parent_tgid))
+		bpf_map_update_elem(&pid_filter, &child_tgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* Loaded only with chosen cgroups: one created at a chosen path is selected before any task
+ * enters it (systemd creates a service's cgroup anew at every start). */
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(ember_cgroup_mkdir, struct cgroup *cgrp, const char *path)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ember_cgroup_path key;
+	__u64 id;
+	__u8 one = 1;
+
+	/* Only the v2 hierarchy, whose ids the sampler compares (v1 hierarchies number their own).
+	 */
+	if (BPF_CORE_READ(cgrp, root) != BPF_CORE_READ(task, cgroups, dfl_cgrp, root))
+		return 0;
+	__builtin_memset(&key, 0, sizeof(key));
+	if (bpf_probe_read_kernel_str(key.path, sizeof(key.path), path) <= 0 ||
+	    !bpf_map_lookup_elem(&cgroup_paths, &key))
+		return 0;
+	id = BPF_CORE_READ(cgrp, kn, id);
+	bpf_map_update_elem(&cgroup_filter, &id, &one, BPF_ANY);
 	return 0;
 }

@@ -33,6 +33,21 @@
 #define EMBER_MAX_STACK_COPY   (16u << 10)
 #define EMBER_STACK_COPY_BURST (256u << 10)
 
+/*
+ * What to sample (select.bpf.h): processes by PID, at most EMBER_SELECT_MAX_PIDS at once (a
+ * command and the processes it starts); cgroups by id (those chosen, and those created again
+ * later at a chosen path: a restarted service); chosen cgroup paths, relative to the cgroup v2
+ * root as the kernel names them ("/system.slice/nginx.service"), NUL-padded.
+ */
+#define EMBER_SELECT_MAX_PIDS       8192
+#define EMBER_SELECT_MAX_CGROUP_IDS 4096
+#define EMBER_SELECT_MAX_CGROUPS    64
+#define EMBER_CGROUP_PATH_LEN       256
+
+struct ember_cgroup_path {
+	char path[EMBER_CGROUP_PATH_LEN];
+};
+
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum ember_drop_reason {
 	EMBER_DROP_RINGBUF_FULL = 0, /* bpf_ringbuf_output failed */

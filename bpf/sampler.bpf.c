@@ -6,7 +6,8 @@
  * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h),
  * with Python frames among them (python.bpf.h).
  * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) live in
- * this object too, to share the ring, the filter and the unwinder's maps.
+ * this object too, to share the ring, the selection (select.bpf.h) and the
+ * unwinder's maps.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -29,7 +30,7 @@ struct {
 	__uint(max_entries, SAMPLES_RING_BYTES);
 } samples SEC(".maps");
 
-#include "shared.bpf.h"
+#include "select.bpf.h"
 #include "scratch.bpf.h"
 #include "unwind.bpf.h"
 
@@ -99,7 +100,7 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, slot = SCRATCH_CPU;
 	struct sample_scratch *s;
 
-	if ((tgid == 0 && !include_idle) || !pid_wanted(tgid))
+	if ((tgid == 0 && !include_idle) || !selected(tgid))
 		return 0;
 	s = bpf_map_lookup_elem(&scratch, &slot);
 	if (!s) {

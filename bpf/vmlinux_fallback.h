@@ -158,6 +158,30 @@ struct sched_entity {
 	unsigned long long sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
+/* cgroup v2 ids and hierarchies (the selection, select.bpf.h and proc.bpf.c). */
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup_root;
+
+struct cgroup;
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+	struct cgroup_subsys_state *parent;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct cgroup_subsys_state self;
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
@@ -170,6 +194,7 @@ struct task_struct {
 	struct thread_struct thread;
 	struct sched_entity se;
 	unsigned int in_execve : 1;
+	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 struct vm_area_struct;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (!b->sampler)
 		return neg_errno();
 	b->sampler->rodata->filter_pids = o->npids > 0;
+	b->sampler->rodata->filter_cgroups = o->selection && o->selection->ncgroups > 0;
 	b->sampler->rodata->off_cpu_min_ns = o->off_cpu_min_ns;
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch,
 	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
@@ -166,36 +168,80 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
 	b->unwind_procs_fd = bpf_map__fd(b->sampler->maps.unwind_procs);
 	b->py_procs_fd = bpf_map__fd(b->sampler->maps.py_procs);
-	for (size_t i = 0; i < o->npids; i++) {
-		__u32 pid = (__u32)o->pids[i];
-		__u8 one = 1;
-
-		err = bpf_map__update_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), &one,
-		                           sizeof(one), BPF_ANY);
-		if (err)
-			return err;
-	}
 	return 0;
 }
 
-/* Process events share the sampler's PID filter (with -p, others' execs are not ours)
- * and drop counters (bpf/shared.bpf.h). */
+/* Process events share the sampler's selection (with -p, others' execs are not ours) and drop
+ * counters (bpf/shared.bpf.h, select.bpf.h). */
 static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
-	int err;
+	struct bpf_map *const shared[][2] = {
+	    {b->proc->maps.pid_filter, b->sampler->maps.pid_filter},
+	    {b->proc->maps.cgroup_filter, b->sampler->maps.cgroup_filter},
+	    {b->proc->maps.cgroup_verdicts, b->sampler->maps.cgroup_verdicts},
+	    {b->proc->maps.drops, b->sampler->maps.drops}};
+	int err = 0;
 
-	b->proc = proc_bpf__open();
-	if (!b->proc)
-		return neg_errno();
-	b->proc->rodata->filter_pids = o->npids > 0;
-	err = bpf_map__reuse_fd(b->proc->maps.pid_filter, bpf_map__fd(b->sampler->maps.pid_filter));
-	if (!err)
-		err = bpf_map__reuse_fd(b->proc->maps.drops, bpf_map__fd(b->sampler->maps.drops));
-	if (!err)
-		err = proc_bpf__load(b->proc);
-	if (!err)
-		err = proc_bpf__attach(b->proc);
+	b->proc->rodata->filter_pids = b->sampler->rodata->filter_pids;
+	b->proc->rodata->filter_cgroups = b->sampler->rodata->filter_cgroups;
+	bpf_program__set_autoload(b->proc->progs.ember_fork, o->follow_forks);
+	bpf_program__set_autoload(b->proc->progs.ember_cgroup_mkdir,
+	                          b->sampler->rodata->filter_cgroups);
+	for (size_t i = 0; i < ARRAY_SIZE(shared) && !err; i++)
+		err = bpf_map__reuse_fd(shared[i][0], bpf_map__fd(shared[i][1]));
+	return err ? err : proc_bpf__load(b->proc);
+}
+
+/* The chosen cgroups' ids, for select.bpf.h; a verdict kept for one (judged in between) goes. */
+static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
+{
+	__u8 one = 1;
+	int err = 0;
+
+	for (size_t i = 0; s && i < s->ncgroups && !err; i++) {
+		if (!s->cgroup_ids[i])
+			continue;
+		err = bpf_map__update_elem(b->sampler->maps.cgroup_filter, &s->cgroup_ids[i],
+		                           sizeof(s->cgroup_ids[i]), &one, sizeof(one), BPF_ANY);
+		bpf_map__delete_elem(b->sampler->maps.cgroup_verdicts, &s->cgroup_ids[i],
+		                     sizeof(s->cgroup_ids[i]), 0);
+	}
 	return err;
+}
+
+/* Fills the maps select.bpf.h and ember_cgroup_mkdir read, before any program that reads them
+ * runs: a cgroup judged before its id is in cgroup_filter would keep its verdict. */
+static int fill_selection(struct ember_bpf *b, const struct ember_bpf_opts *o)
+{
+	const struct ember_selection *s = o->selection;
+	__u8 one = 1;
+	int err = 0;
+
+	for (size_t i = 0; i < o->npids && !err; i++) {
+		__u32 pid = (__u32)o->pids[i];
+
+		err = bpf_map__update_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), &one,
+		                           sizeof(one), BPF_ANY);
+	}
+	for (size_t i = 0; s && i < s->ncgroups && !err; i++)
+		err = bpf_map__update_elem(b->proc->maps.cgroup_paths, &s->cgroup_paths[i],
+		                           sizeof(s->cgroup_paths[i]), &one, sizeof(one), BPF_ANY);
+	return err ? err : fill_cgroups(b, s);
+}
+
+/* A chosen process that ended before ember_exit was attached left no exit to take its PID out of
+ * the filter: were the PID reused, another process would be sampled and brokered. */
+static void forget_ended(struct ember_bpf *b, const struct ember_bpf_opts *o)
+{
+	for (size_t i = 0; i < o->npids; i++) {
+		struct pollfd ended = {(int)syscall(SYS_pidfd_open, o->pids[i], 0), POLLIN, 0};
+		__u32 pid = (__u32)o->pids[i];
+
+		if (ended.fd < 0 || poll(&ended, 1, 0) > 0) /* readable once it has exited */
+			bpf_map__delete_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), 0);
+		if (ended.fd >= 0)
+			close(ended.fd);
+	}
 }
 
 int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
@@ -218,17 +264,27 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		b->perf_fds[i] = -1;
 
 	err = load_sampler(b, o);
-	/* Only the off-CPU programs attach by name: sched_switch and sched_exit_tp. */
-	if (!err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
-		err = sampler_bpf__attach(b->sampler);
-	if (err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF)
-		log_error("--off-cpu needs the sched_exit_tp tracepoint (Linux 6.16 or later)");
 	if (err) {
 		log_error_errno(err, "cannot load the sampler eBPF program: %m; run `ember check` "
 		                     "to see what the kernel or your privileges lack");
 		goto fail;
 	}
-	err = load_proc(b, o);
+	b->proc = proc_bpf__open();
+	err = b->proc ? load_proc(b, o) : neg_errno();
+	if (!err)
+		err = fill_selection(b, o);
+	if (!err && !(err = proc_bpf__attach(b->proc)))
+		forget_ended(b, o);
+	/* A chosen cgroup made before ember_cgroup_mkdir was attached: found now. */
+	if (!err && o->selection && ember_select_ids(o->selection) < o->selection->ncgroups)
+		err = fill_cgroups(b, o->selection);
+	/* Only the off-CPU programs attach by name: sched_switch and sched_exit_tp. */
+	if (!err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF &&
+	    (err = sampler_bpf__attach(b->sampler))) {
+		log_error_errno(err, "--off-cpu needs the sched_exit_tp tracepoint (Linux 6.16 or "
+		                     "later): %m");
+		goto fail;
+	}
 	if (err) {
 		log_error_errno(
 		    err, "cannot load the process-event eBPF program: %m; run `ember check`");

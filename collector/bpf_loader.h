@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/records.h"
+#include "collector/selection.h"
 #include "ipc/proto.h"
 
 struct sampler_bpf;
@@ -24,7 +25,9 @@ struct ember_bpf_opts {
 	unsigned int sample_hz;
 	uint64_t off_cpu_min_ns; /* EMBER_OFF_CPU_OFF: the off-CPU programs are not loaded */
 	const pid_t *pids;       /* sample only these processes when npids > 0 */
-	size_t npids;
+	size_t npids;            /* ... or these cgroups', when the selection has some: */
+	struct ember_selection *selection; /* ids of cgroups made since are filled in */
+	bool follow_forks;                 /* the processes the chosen ones start are chosen too */
 	ring_buffer_sample_fn on_sample;
 	ring_buffer_sample_fn on_proc_event;
 	void *cb_ctx;

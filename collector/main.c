@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "ipc/proto.h"
 #include "ipc/ring.h"
 #include "collector/run_loop.h"
+#include "collector/selection.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
@@ -86,7 +88,7 @@ struct cli {
 	const char *cmd;
 	bool daemon;
 	struct ember_record_opts o;
-	const char *user, *runtime_dir;
+	const char *user, *runtime_dir, *run_as;
 	const char *pass[MAX_PASS + 1]; /* export settings for the symbolizer, which checks them */
 	size_t npass;
 	char socket_path[4096];
@@ -124,7 +126,22 @@ static int opt_pid(struct cli *c, const char *arg)
 	if (c->o.npids == EMBER_MAX_PIDS)
 		return usage_error(c->cmd, "too many -p (the limit is %s)", STR(EMBER_MAX_PIDS));
 	c->o.pids[c->o.npids++] = (pid_t)v;
+	ember_select_note(&c->o.selection, "pid", arg, NULL, NULL);
 	return 0;
+}
+
+/* --cgroup, --unit, --container, --pod: a cgroup v2 subtree, filtered in eBPF. */
+static int opt_select(struct cli *c, const char *arg)
+{
+	int err = ember_select_cgroup(&c->o.selection, c->option, arg);
+
+	if (err == -EINVAL)
+		return usage_error(
+		    c->cmd,
+		    "bad '%s': give a cgroup path, a unit name, a container id (hex) "
+		    "or a pod uid",
+		    arg);
+	return err ? EMBER_EXIT_FAILURE : 0;
 }
 
 static int opt_output(struct cli *c, const char *arg)
@@ -218,6 +235,12 @@ static const struct cli_option {
 	{"frequency", 'F', ARG, "HZ", BOTH, opt_frequency, .help = "samples per second per CPU (1-" STR(MAX_HZ) "); default " STR(DEFAULT_HZ)},
 	{"pid", 'p', ARG, "PID", BOTH, opt_pid, .help = "record only this process (repeatable)",
 	 .daemon_help = "sample only this process (repeatable)"},
+	{"cgroup", 0, ARG, "PATH", BOTH, opt_select, .help = "record only that cgroup v2 subtree (repeatable, as the\n"
+	 "next three): its processes, new ones too, filtered in eBPF"},
+	{"unit", 0, ARG, "NAME", BOTH, opt_select, .help = "a systemd unit's (nginx.service), across restarts"},
+	{"container", 0, ARG, "ID", BOTH, opt_select, .help = "a container's (docker, podman, containerd, CRI-O):\nits id, or a unique prefix of it"},
+	{"pod", 0, ARG, "UID", BOTH, opt_select, .help = "a Kubernetes pod's (its metadata.uid)"},
+	{"run-as", 0, ARG, "USER", RECORD, .store = STORE(run_as), .help = "run COMMAND as USER; default: the user of sudo"},
 	{"off-cpu", 0, optional_argument, "MIN", BOTH, opt_off_cpu, .help = "also record where threads wait (waits of MIN, default 1ms)",
 	 .daemon_help = "also record off-CPU waits (of MIN, default 1ms)"},
 	{"view", 0, ARG, "VIEW", RECORD, opt_pass, .help = "cpu, off-cpu or both: .folded content, first .html view"},
@@ -284,9 +307,11 @@ static void usage(FILE *f, bool daemon)
 		    EMBER_SOCKET_NAME);
 	else
 		fprintf(f, "usage: ember record [-d SECONDS] [-F HZ] [-p PID]... [-o FILE]... "
-		           "[OPTIONS]\n\n"
-		           "Samples the CPUs (all processes, or those given with -p) and writes a "
-		           "profile\nwhen the duration ends or on Ctrl-C.\n\n");
+		           "[OPTIONS] [-- COMMAND [ARGS...]]\n\n"
+		           "Samples the CPUs (all processes, or those chosen) and writes a profile "
+		           "when the\nduration ends, on Ctrl-C, or when COMMAND (which it starts, "
+		           "and samples with\neverything it starts) exits; ember then exits as "
+		           "COMMAND did.\n\n");
 	usage_options(f, daemon ? DAEMON : RECORD);
 }
 
@@ -340,9 +365,42 @@ static int parse(struct cli *c, int argc, char **argv)
 		else if (!op->parse) /* --no-progress, the one flag */
 			c->o.progress = false;
 	}
-	if (optind < argc)
+	if (optind < argc && c->daemon)
 		return usage_error(c->cmd, "unexpected argument '%s'", argv[optind]);
+	if (optind < argc)
+		c->o.command.argv = argv + optind;
 	return -1;
+}
+
+/* Who runs the command: --run-as USER, else whoever ran sudo, else ember's own user. */
+static int command_user(struct ember_command *c, const char *run_as)
+{
+	const char *sudo_uid = getenv("SUDO_UID");
+	struct passwd *pw;
+	uint64_t uid;
+
+	if (run_as)
+		pw = getpwnam(run_as);
+	else if (getuid() == 0 && sudo_uid && !ember_parse_u64(sudo_uid, 0, INT_MAX, &uid))
+		pw = getpwuid((uid_t)uid);
+	else
+		return 0;
+	if (!pw || !(c->user = strdup(pw->pw_name)) || !(c->home = strdup(pw->pw_dir)))
+		return -ENOENT;
+	c->uid = pw->pw_uid;
+	c->gid = pw->pw_gid; /* SUDO_GID is the same, the user's primary group */
+	return 0;
+}
+
+/* The profile says which command ran: "command ARGV...", titled and serviced by its name. */
+static void note_command(struct ember_selection *s, char *const *argv)
+{
+	char line[EMBER_SELECTION_LEN] = "";
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+
+	for (size_t n = 0; *argv && n < sizeof(line); argv++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", n ? " " : "", *argv);
+	ember_select_note(s, "command", line, name, name);
 }
 
 /* Checks what the options say together and against this host. Returns -1 or an exit code. */
@@ -352,6 +410,18 @@ static int validate(struct cli *c)
 	struct passwd *pw;
 	long max_rate;
 
+	if (o->command.argv) {
+		if (command_user(&o->command, c->run_as))
+			return usage_error(c->cmd,
+			                   c->run_as ? "no user '%s' for --run-as"
+			                             : "no user of SUDO_UID %s: give --run-as USER",
+			                   c->run_as ? c->run_as : getenv("SUDO_UID"));
+		note_command(&o->selection, o->command.argv);
+	} else if (c->run_as) {
+		return usage_error(c->cmd,
+		                   "%s needs a command: ember record --run-as USER -- COMMAND",
+		                   "--run-as");
+	}
 	if (!ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) &&
 	    o->sample_hz > max_rate)
 		return usage_error(c->cmd,
@@ -406,6 +476,7 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	c.cmd = daemon ? "ember-collector" : "ember record";
 	c.user = daemon ? DEFAULT_DAEMON_USER : DEFAULT_USER;
 	c.runtime_dir = EMBER_RUNTIME_DIR;
+	c.o.command.pidfd = c.o.command.gate = -1;
 	c.o.sample_hz = DEFAULT_HZ;
 	c.o.off_cpu_min_ns = EMBER_OFF_CPU_OFF;
 	c.o.progress = !daemon && isatty(STDERR_FILENO);

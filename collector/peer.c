@@ -9,6 +9,7 @@
 
 #include "bpf/records.h"
 #include "shared/log.h"
+#include "shared/str.h"
 
 #define MAX_MESSAGES_PER_WAKEUP 64
 
@@ -101,6 +102,12 @@ static int on_hello(struct ember_peer *p, const struct peer_call *c, const union
 	out.welcome.ring_size = p->ring.size;
 	out.welcome.flags = p->config.chosen_pids ? EMBER_WELCOME_CHOSEN_PIDS : 0;
 	out.welcome.off_cpu_min_ns = p->config.off_cpu_min_ns;
+	ember_strlcpy(out.welcome.selection, p->config.selection ? p->config.selection : "",
+	              sizeof(out.welcome.selection));
+	ember_strlcpy(out.welcome.title, p->config.title ? p->config.title : "",
+	              sizeof(out.welcome.title));
+	ember_strlcpy(out.welcome.service, p->config.service ? p->config.service : "",
+	              sizeof(out.welcome.service));
 	fds[0] = p->ring.data_fd;
 	fds[1] = p->ring.pos_fd;
 	fds[2] = p->ring.event_fd;

@@ -24,6 +24,8 @@ struct ember_peer_config {
 	int64_t monotonic_to_realtime_ns;
 	uint64_t start_time_ns;
 	bool chosen_pids; /* -p: only some processes are sampled */
+	/* What was chosen (for the profile): description, title, default service.name. */
+	const char *selection, *title, *service;
 	uint64_t off_cpu_min_ns;
 };
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/param.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -39,7 +40,16 @@
 #define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
 
-enum event_tag { TAG_BPF = 1, TAG_SIGNAL, TAG_TIMER, TAG_PEER, TAG_CHILD, TAG_LISTEN, TAG_WORKER };
+enum event_tag {
+	TAG_BPF = 1,
+	TAG_SIGNAL,
+	TAG_TIMER,
+	TAG_PEER,
+	TAG_CHILD,
+	TAG_LISTEN,
+	TAG_WORKER,
+	TAG_COMMAND
+};
 
 struct recorder {
 	struct ember_record_opts *opts;
@@ -52,6 +62,9 @@ struct recorder {
 	struct ember_tables tables;
 	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
 	pid_t child;
+	pid_t command;      /* while it runs */
+	int command_status; /* how it ended (wait status) */
+	int command_signals;
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
 	uint64_t ticks;
 	/* listed: the processes already running were listed to the connected symbolizer */
@@ -171,7 +184,7 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 {
 	uint64_t drops[EMBER_DROP_MAX], expirations;
 
-	if (read(r->timerfd, &expirations, sizeof(expirations)) < 0)
+	if (read(r->timerfd, &expirations, sizeof(expirations)) < 0 || r->finished)
 		return;
 	r->ticks++;
 	if (!r->stopping) {
@@ -195,6 +208,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			ember_ring_notify(&r->peer.ring);
 		if (r->ticks % (1000 / TICK_MS) == 0)
 			ember_bpf_refresh_cpus(&r->bpf);
+		if (r->opts->duration_ms && now_ns >= r->stop_ns && r->command)
+			log_info("the duration is over; ember exits when the command does");
 		if (r->opts->duration_ms && now_ns >= r->stop_ns)
 			begin_stop(r, "duration reached");
 	} else if (now_ns > r->flush_deadline_ns) {
@@ -214,6 +229,16 @@ static void on_signal(struct recorder *r)
 		return;
 	if (si.ssi_signo == SIGHUP && r->opts->socket_path)
 		return; /* the daemon keeps no files to reopen */
+	if (r->command > 0) {
+		/* Signals are the command's: ember stops when it exits. The terminal's (Ctrl-C)
+		 * reached it already (one process group); others are passed on; a third kills it.
+		 */
+		if (++r->command_signals >= 3)
+			kill(r->command, SIGKILL);
+		else if (si.ssi_code != SI_KERNEL)
+			kill(r->command, (int)si.ssi_signo);
+		return;
+	}
 	if (!r->stopping) {
 		begin_stop(r, "signal");
 		return;
@@ -314,6 +339,15 @@ static void on_child_exit(struct recorder *r)
 	r->finished = true;
 }
 
+static void on_command_exit(struct recorder *r)
+{
+	if (waitpid(r->command, &r->command_status, WNOHANG) <= 0)
+		return;
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->opts->command.pidfd, NULL);
+	r->command = 0;
+	begin_stop(r, "the command exited");
+}
+
 /* Daemon: a symbolizer connects. One at a time, and only of the configured uid and gid. */
 static void on_listen(struct recorder *r)
 {
@@ -359,8 +393,12 @@ static int confine(struct recorder *r)
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
 	                EMBER_CAP(CAP_SYSLOG) | EMBER_CAP(CAP_PERFMON) |
 	                EMBER_CAP(CAP_CHECKPOINT_RESTORE) | (r->child ? EMBER_CAP(CAP_KILL) : 0);
-	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()},
-	                                      {"child", (uint64_t)r->child}};
+	/* Without a command, $command is ember itself: never 0, which would be its process group.
+	 */
+	struct ember_policy_param params[] = {
+	    {"pid", (uint64_t)getpid()},
+	    {"child", (uint64_t)r->child},
+	    {"command", (uint64_t)(r->command ? r->command : getpid())}};
 	int err = ember_caps_limit(keep);
 
 	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
@@ -427,12 +465,14 @@ static int start_child(struct recorder *r)
 	return await_symbolizer(r);
 }
 
-/* Raises the soft limit on open descriptors to the hard one, and returns it. */
-static rlim_t raise_fd_limit(void)
+/* Raises the soft limit on open descriptors to the hard one, and returns it (before: the
+ * limits it had, which a command gets). */
+static rlim_t raise_fd_limit(struct rlimit *before)
 {
 	struct rlimit nofile = {2 * PROCS_CAPACITY, 2 * PROCS_CAPACITY};
 
 	if (!getrlimit(RLIMIT_NOFILE, &nofile)) {
+		*before = nofile;
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
@@ -453,12 +493,15 @@ static int setup(struct recorder *r)
 	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
 	    .start_time_ns = ember_realtime_ns(),
 	    .chosen_pids = o->npids > 0,
+	    .selection = o->selection.text,
+	    .title = o->selection.title,
+	    .service = o->selection.service,
 	};
 	struct ember_bpf_opts bo = {
 	    .sample_hz = o->sample_hz,
 	    .off_cpu_min_ns = o->off_cpu_min_ns,
 	    .pids = o->pids,
-	    .npids = o->npids,
+	    .selection = &o->selection,
 	    .on_sample = ember_drain_on_sample,
 	    .on_proc_event = ember_drain_on_proc_event,
 	    .cb_ctx = &r->drain,
@@ -468,7 +511,8 @@ static int setup(struct recorder *r)
 
 	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
 	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
-	err = ember_procs_init(&r->procs, MIN(PROCS_CAPACITY, raise_fd_limit() / 2));
+	err = ember_procs_init(&r->procs,
+	                       MIN(PROCS_CAPACITY, raise_fd_limit(&o->command.nofile) / 2));
 	if (err)
 		return err;
 	ember_drain_init(&r->drain, &r->procs);
@@ -497,7 +541,18 @@ static int setup(struct recorder *r)
 	} else if ((err = start_child(r))) {
 		return err;
 	}
-
+	if (o->command.argv) {
+		/* Forked before the programs load and the filter goes on: it inherits neither. */
+		err = ember_command_start(&o->command);
+		if (err)
+			return err;
+		r->command = o->pids[o->npids++] = o->command.pid;
+		bo.follow_forks = true;
+		/* No core file of the collector when it dies of the command's signal. */
+		prctl(PR_SET_DUMPABLE, 0);
+		setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});
+	}
+	bo.npids = o->npids;
 	err = ember_bpf_start(&r->bpf, &bo);
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
@@ -519,17 +574,32 @@ static int setup(struct recorder *r)
 	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
 	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
 	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
-	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))))
+	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))) ||
+	    (r->command && (err = epoll_add(r->epfd, o->command.pidfd, TAG_COMMAND))))
 		return err;
 	for (unsigned int i = 0; i < r->pool.nworkers; i++)
 		if ((err = epoll_add(r->epfd, r->pool.workers[i].sock, TAG_WORKER | i << 8)))
 			return err;
 	err = confine(r);
-	return err ? log_error_errno(err, "cannot confine the collector: %m") : 0;
+	if (err)
+		return log_error_errno(err, "cannot confine the collector: %m");
+	ember_command_release(&o->command, true); /* sampling is ready: run it */
+	return 0;
 }
 
 static void teardown(struct recorder *r)
 {
+	/* A command that never passed its gate exits now, unrun; one that did (the recording
+	 * failed) is not waited for: it goes on, unprofiled. */
+	bool started = r->opts->command.gate < 0;
+
+	ember_command_release(&r->opts->command, false);
+	if (r->command > 0 && !started && waitpid(r->command, &r->command_status, 0) > 0)
+		r->command = 0;
+	else if (r->command > 0)
+		log_warn("the command (PID %d) goes on, unprofiled", (int)r->command);
+	if (r->opts->command.pidfd >= 0)
+		close(r->opts->command.pidfd);
 	if (r->child > 0) {
 		struct pollfd exited = {.fd = r->child_pidfd, .events = POLLIN};
 		int status;
@@ -557,7 +627,8 @@ static void teardown(struct recorder *r)
 
 static void run_loop(struct recorder *r)
 {
-	while (!r->finished) {
+	/* With a command, ember lives as long as it does (a duration ends only the recording). */
+	while (!r->finished || r->command > 0) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(r->epfd, evs, 8,
 		                   ember_pool_timeout_ms(&r->pool, ember_monotonic_ns()));
@@ -568,7 +639,7 @@ static void run_loop(struct recorder *r)
 			r->failed = true;
 			return;
 		}
-		for (int i = 0; i < n && !r->finished; i++) {
+		for (int i = 0; i < n && (!r->finished || r->command > 0); i++) {
 			switch (evs[i].data.u32 & 0xff) {
 			case TAG_WORKER:
 				on_worker(r, evs[i].data.u32 >> 8, now);
@@ -593,11 +664,30 @@ static void run_loop(struct recorder *r)
 			case TAG_LISTEN:
 				on_listen(r);
 				break;
+			case TAG_COMMAND:
+				on_command_exit(r);
+				break;
 			}
 		}
 		if (!r->finished)
 			expire_workers(r, ember_monotonic_ns());
 	}
+}
+
+/* `ember record -- COMMAND` ends as its command did: its exit status, or its signal. */
+static int exit_as(int status)
+{
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	sigset_t set;
+
+	if (!sig)
+		return WEXITSTATUS(status);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig; /* a signal that does not end processes by default */
 }
 
 int ember_record_run(struct ember_record_opts *o)
@@ -638,7 +728,9 @@ int ember_record_run(struct ember_record_opts *o)
 	         ember_drain_lost_samples(r.drain.lost));
 	for (size_t i = 0; i < o->noutputs; i++)
 		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
-	if (r.undelivered)
+	if (r.undelivered) {
 		log_error("not every profile reached %s (see above)", o->otlp_url);
-	return r.undelivered ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+		return EMBER_EXIT_FAILURE;
+	}
+	return o->command.argv ? exit_as(r.command_status) : EMBER_EXIT_OK;
 }

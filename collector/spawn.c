@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -112,4 +114,60 @@ int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *p
 	if (*pidfd_out < 0)
 		return neg_errno();
 	return 0;
+}
+
+/* In the command's child: becomes its user, waits at the gate, runs the command. */
+static void run_command(const struct ember_command *c, int gate)
+{
+	const char *name = strrchr(c->argv[0], '/') ? strrchr(c->argv[0], '/') + 1 : c->argv[0];
+	sigset_t none;
+	char go;
+
+	/* Its samples before the exec are the command's, and named so. */
+	prctl(PR_SET_NAME, name);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (c->nofile.rlim_max)
+		setrlimit(RLIMIT_NOFILE, &c->nofile);
+	if (c->user && (initgroups(c->user, c->gid) || setgid(c->gid) || setuid(c->uid) ||
+	                setenv("HOME", c->home, 1) || setenv("USER", c->user, 1) ||
+	                setenv("LOGNAME", c->user, 1))) {
+		log_error("cannot run the command as %s: %s", c->user, strerror(errno));
+		_exit(126);
+	}
+	/* End of file: the recording could not start, and the command must not run unprofiled. */
+	if (read(gate, &go, 1) != 1)
+		_exit(126);
+	close(gate);
+	execvp(c->argv[0], c->argv);
+	log_error("cannot run %s: %s", c->argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+int ember_command_start(struct ember_command *c)
+{
+	int gate[2];
+
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return neg_errno();
+	c->pid = fork();
+	if (c->pid == 0)
+		run_command(c, gate[0]);
+	close(gate[0]);
+	c->gate = gate[1];
+	if (c->pid < 0)
+		return neg_errno();
+	c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	return c->pidfd < 0 ? neg_errno() : 0;
+}
+
+void ember_command_release(struct ember_command *c, bool go)
+{
+	if (c->gate < 0)
+		return;
+	if (go && write(c->gate, "g", 1) != 1)
+		log_warn("cannot start the command: %s", strerror(errno));
+	close(c->gate);
+	c->gate = -1;
 }

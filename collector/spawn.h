@@ -4,14 +4,38 @@
  * (exec) that inherits only its end of the control socket and the output
  * files the collector opened for it, and drops to the configured user
  * before it reads any record.
+ *
+ * Starts the command of `ember record -- COMMAND` too: forked early, it
+ * becomes its user (the one who ran sudo, or --run-as) and then waits at a
+ * gate until sampling is ready, so that it is sampled from its first
+ * instruction; it runs in ember's process group, where the terminal's Ctrl-C
+ * reaches it.
  */
 #ifndef EMBER_COLLECTOR_SPAWN_H
 #define EMBER_COLLECTOR_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 struct ember_record_opts;
+
+struct ember_command {
+	char *const *argv;
+	uid_t uid;
+	gid_t gid;
+	const char *user, *home; /* NULL: it runs as ember does; else it becomes user */
+	struct rlimit nofile;    /* what it gets (ember raises its own) */
+	pid_t pid;
+	int pidfd;
+	int gate; /* write end: a byte lets it run, closing it makes it exit unrun (126) */
+};
+
+/* Forks the command, stopped at its gate. Returns 0 or a negative errno. */
+int ember_command_start(struct ember_command *c);
+/* Opens the gate (go) or closes it without a word (the command then exits 126). */
+void ember_command_release(struct ember_command *c, bool go);
 
 /* The path of ember-symbolizer: beside this program, else the libexec dir. */
 int ember_symbolizer_path(char *buf, size_t size);

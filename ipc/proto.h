@@ -36,6 +36,10 @@
 #define EMBER_RECORDS_PER_S(hz, off_cpu_min_ns)                                                    \
 	((hz) + ((off_cpu_min_ns) != EMBER_OFF_CPU_OFF ? EMBER_OFF_CPU_RATE / 4 : 0))
 
+/* What a profile says was selected (struct ember_msg_welcome). */
+#define EMBER_SELECTION_LEN 256
+#define EMBER_TITLE_LEN     64
+
 /* `-o` files of one recording: `ember record` hands them on to the symbolizer's command line. */
 #define EMBER_MAX_OUTPUTS 16
 
@@ -81,6 +85,10 @@ struct ember_msg_welcome {
 	uint32_t reserved;
 	uint64_t
 	    off_cpu_min_ns; /* off-CPU samples: waits of at least this; EMBER_OFF_CPU_OFF: none */
+	/* What was chosen to sample, NUL-terminated; all "" for the whole host. */
+	char selection[EMBER_SELECTION_LEN]; /* e.g. "unit nginx.service, pid 42" */
+	char title[EMBER_TITLE_LEN];         /* the profile's headline: a command's or unit's name */
+	char service[EMBER_TITLE_LEN];       /* service.name unless configured: "nginx" */
 };
 
 /* Only the processes chosen with -p are sampled (else every process on the host). */

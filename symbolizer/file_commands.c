@@ -171,6 +171,8 @@ static int print_stats(const struct ember_profile *p, FILE *out)
 
 	if (p->host[0])
 		fprintf(out, "%-40s %s\n", "host", p->host);
+	if (p->selection[0])
+		fprintf(out, "%-40s %s\n", "selection", p->selection);
 	if (p->start_ns) {
 		utc_time(p->start_ns / 1000000000ull, when, sizeof(when));
 		fprintf(out, "%-40s %s\n", "start", when);

@@ -20,6 +20,7 @@
 #include "symbolizer/sandbox.h"
 #include "shared/clock.h"
 #include "shared/log.h"
+#include "shared/str.h"
 #include "symbolizer/symbolize.h"
 #include "symbolizer/unwind/unwind_tables.h"
 
@@ -130,6 +131,18 @@ static int handshake(struct session *s)
 	s->profile.scope = s->total.scope = (m.welcome.flags & EMBER_WELCOME_CHOSEN_PIDS)
 	                                        ? EMBER_SCOPE_PROCESSES
 	                                        : EMBER_SCOPE_SYSTEM;
+	/* What the collector was told to sample (its strings, cut at their fields' ends). */
+	m.welcome.selection[sizeof(m.welcome.selection) - 1] = '\0';
+	m.welcome.title[sizeof(m.welcome.title) - 1] = '\0';
+	m.welcome.service[sizeof(m.welcome.service) - 1] = '\0';
+	for (struct ember_profile *p = &s->profile; p; p = p == &s->profile ? &s->total : NULL) {
+		ember_strlcpy(p->selection, m.welcome.selection, sizeof(p->selection));
+		ember_strlcpy(p->title, m.welcome.title, sizeof(p->title));
+		if (p->title[0])
+			p->scope = EMBER_SCOPE_TITLED;
+		if (!p->service_name[0]) /* --service-name and OTEL_SERVICE_NAME come first */
+			ember_strlcpy(p->service_name, m.welcome.service, sizeof(p->service_name));
+	}
 	s->off_cpu_min_ns = m.welcome.off_cpu_min_ns;
 	s->profile.off_cpu = s->total.off_cpu = s->off_cpu_min_ns != EMBER_OFF_CPU_OFF;
 	return 0;

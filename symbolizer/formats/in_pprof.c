@@ -427,6 +427,10 @@ static int read_comments(struct reader *r)
 			ember_strlcpy(r->p->host, eq + 1, sizeof(r->p->host));
 			continue;
 		}
+		if (!strcmp(name, "selection")) {
+			ember_strlcpy(r->p->selection, eq + 1, sizeof(r->p->selection));
+			continue;
+		}
 		if (ember_parse_u64(eq + 1, 0, UINT64_MAX, &v))
 			continue;
 		if (ember_profile_stat_set(r->p, name, v))

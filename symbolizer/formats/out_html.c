@@ -98,6 +98,10 @@ static void put_metadata(FILE *out, const struct ember_profile *p, uint64_t lost
 {
 	fputs("{\"version\":1,\"host\":", out);
 	put_json_str(out, p->host);
+	fputs(",\"selection\":", out);
+	put_json_str(out, p->selection);
+	fputs(",\"title\":", out);
+	put_json_str(out, p->title);
 	put_key_u64(out, "start_ms", p->start_ns / 1000000);
 	put_key_u64(out, "end_ms", p->end_ns / 1000000);
 	put_key_u64(out, "hz", p->sample_hz);

@@ -232,9 +232,11 @@ static int build_mappings(struct pprof_build *b)
 	if (!ALLOC(b->mappings, n + 1) || !ALLOC(b->mapping_ptrs, n + 1) ||
 	    !ALLOC(b->mapping_ids, n))
 		return -ENOMEM;
-	if (p->scope == EMBER_SCOPE_SYSTEM) {
+	if (p->scope == EMBER_SCOPE_SYSTEM || p->scope == EMBER_SCOPE_TITLED) {
 		Ember__Pprof__Mapping *pm = &b->mappings[at];
-		int64_t name = strtab_add(&b->strs, EMBER_PPROF_SYSTEM_MAPPING);
+		int64_t name = strtab_add(&b->strs, p->scope == EMBER_SCOPE_TITLED
+		                                        ? p->title
+		                                        : EMBER_PPROF_SYSTEM_MAPPING);
 
 		if (name < 0)
 			return -ENOMEM;
@@ -445,7 +447,7 @@ static int build_comments(struct pprof_build *b)
 	char text[512];
 	int err = 0;
 
-	if (!ALLOC(b->comments, p->stats.len + 2))
+	if (!ALLOC(b->comments, p->stats.len + 3))
 		return -ENOMEM;
 	b->prof.comment = b->comments;
 	if (p->stats.len) {
@@ -454,6 +456,10 @@ static int build_comments(struct pprof_build *b)
 	}
 	if (!err && p->host[0]) {
 		snprintf(text, sizeof(text), "#host=%s", p->host);
+		err = add_comment(b, text);
+	}
+	if (!err && p->selection[0]) {
+		snprintf(text, sizeof(text), "#selection=%s", p->selection);
 		err = add_comment(b, text);
 	}
 	for (size_t i = 0; i < p->stats.len && !err; i++) {

@@ -125,6 +125,7 @@ enum ember_profile_scope {
 	EMBER_SCOPE_UNKNOWN = 0, /* read from a file: keep its mappings' order */
 	EMBER_SCOPE_SYSTEM,      /* every process on the host */
 	EMBER_SCOPE_PROCESSES,   /* the processes chosen with -p */
+	EMBER_SCOPE_TITLED,      /* a command, unit, container, ... named by the title */
 };
 
 /* What a flame graph, top, diff or folded stacks show of a profile. */
@@ -173,6 +174,10 @@ struct ember_profile {
 	/* The view folded stacks hold and the flame graph opens with. */
 	enum ember_view view;
 	char host[256];
+	/* What was chosen to sample ("" for the whole host): "unit nginx.service", and the
+	 * name pprof headlines the profile with ("nginx.service"). */
+	char selection[256];
+	char title[64];
 	/* From configuration, for OTLP resources: service.name ("" for the
 	 * default) and extra resource attributes as "key=value\n" lines. */
 	char service_name[128];

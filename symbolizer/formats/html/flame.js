@@ -348,9 +348,12 @@
 
   /* ---- header, legend, table ------------------------------------------------------------- */
   function header() {
-    const what = isDiff ? 'ember differential flame graph' : 'ember flame graph';
+    const kind = isDiff ? 'ember differential flame graph' : 'ember flame graph';
+    /* A recording of a chosen command, unit, container, ... is named after it. */
+    const what = data.title ? data.title + ' \u2014 ' + kind : kind;
     document.getElementById('title').textContent = what + (data.host ? ': ' + data.host : '');
     document.title = data.host ? data.host + ' \u2014 ' + what : what;
+    if (data.selection) document.getElementById('title').title = 'recorded: ' + data.selection;
     const sub = document.getElementById('subtitle');
     const parts = [];
     if (data.start_ms) {

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Choosing what to profile, end to end with the real eBPF programs:
+`ember record -- COMMAND` (the command and every process it starts, from its
+first instruction, ember exiting as the command did, Ctrl-C) and `--cgroup`
+(a cgroup v2 subtree filtered in eBPF: a busy process outside it gives no
+sample, a child forked inside it after the start does, and so does a cgroup
+created at the chosen path after the start, as a restarted service's)."""
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
+                      read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
+                      workdir)
+
+require_root()
+WD = workdir()
+SPLIT = build_workload("split", WD)
+LEAVES = ["leaf_a", "leaf_b", "leaf_c"]
+
+
+def copy_as(name):
+    """The split workload under another name (its comm), to tell processes apart."""
+    path = os.path.join(WD, name)
+    if not os.path.exists(path):
+        with open(SPLIT, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(path, 0o755)
+    return path
+
+
+def comm_counts(rows):
+    counts = {}
+    for frames, n in rows:
+        counts[frames[0]] = counts.get(frames[0], 0) + n
+    return counts
+
+
+def record_command(*command, hz="997", extra=(), env=None):
+    folded = os.path.join(WD, "cmd.folded")
+    if os.path.exists(folded):
+        os.unlink(folded)
+    r = subprocess.run([EMBER, "record", "-F", hz, "--no-progress", "-o", folded, *extra, "--",
+                        *command], capture_output=True, text=True, timeout=180, env=env)
+    log(f"  ember record -- {' '.join(command)}: exit {r.returncode}")
+    return r, folded
+
+
+def test_command_and_its_children():
+    """sh starts two programs, one in the background: both are sampled, with the split each
+    measured, and nothing else is; ember exits with the command's status."""
+    truth = os.path.join(WD, "cmd.truth")
+    a, b = copy_as("split_one"), copy_as("split_two")
+    env = dict(os.environ, EMBER_TRUTH_FILE=truth)
+    r, folded = record_command("sh", "-c", f"{a} 6 & {b} 6; wait; exit 3", env=env)
+    assert r.returncode == 3, f"ember exited {r.returncode}, the command 3: {r.stderr}"
+    rows = read_folded(folded)
+    counts = comm_counts(rows)
+    log(f"  samples per command: {counts}")
+    assert set(counts) <= {"sh", "split_one", "split_two"}, f"other processes: {counts}"
+    assert counts.get("split_one", 0) > 100 and counts.get("split_two", 0) > 100, counts
+    want = truth_shares(truth)
+    # Shares among the samples that end in a leaf, as the truth is among the leaves' times
+    # (a sample taken before the symbolizer read a new process's mappings is not named).
+    mine = [(f, n) for f, n in rows if f[0] in ("split_one", "split_two")]
+    named = {leaf: sum(n for f, n in mine if f[-1] == leaf) for leaf in LEAVES}
+    total = sum(named.values())
+    log(f"  {total} of {sum(n for _, n in mine)} samples of split_one and split_two name a leaf")
+    assert total > 1000, f"too few samples: {total} (is the machine overloaded?)"
+    for leaf in LEAVES:
+        assert_close(leaf, 100.0 * named[leaf] / total, round(want[leaf], 1), 3)
+
+
+def test_command_from_its_first_instruction():
+    """A short command's samples match the CPU time it measured itself: none lost to start-up
+    (with sampling started after the exec, a third of a 0.3 s run would be missing)."""
+    truth = os.path.join(WD, "short.truth")
+    ratios = []
+    for _ in range(3):
+        if os.path.exists(truth):
+            os.unlink(truth)
+        r, folded = record_command(SPLIT, "0.3", env=dict(os.environ, EMBER_TRUTH_FILE=truth))
+        assert r.returncode == 0, r.stderr
+        rows = read_folded(folded)
+        leaf_samples = sum(n for f, n in rows if f[0] == "split" and f[-1] in LEAVES)
+        with open(truth) as f:
+            cpu_ns = sum(int(x.partition("=")[2]) for x in f.read().split())
+        samples = sum(n for f, n in rows if f[0] == "split")
+        expected = cpu_ns * 997 / 1e9
+        ratios.append(samples / expected)
+        log(f"  {samples} samples ({leaf_samples} named in the leaves), {expected:.0f} "
+            f"expected from {cpu_ns / 1e6:.0f} ms of CPU the leaves measured")
+    # Lost start-up would put every run below 0.9. (More samples than CPU time is the time
+    # outside the leaves, and on a loaded virtual machine steal time, which the wall-clock
+    # based cpu-clock counts and the thread's CPU clock does not.)
+    assert max(ratios) >= 0.9, f"samples/CPU time {ratios}: start-up lost?"
+
+
+def test_exit_status_signal_and_user():
+    r, _ = record_command("true", hz="99")
+    assert r.returncode == 0, r.stderr
+    r, _ = record_command("sh", "-c", "exit 7", hz="99")
+    assert r.returncode == 7, r.returncode
+    r, _ = record_command("sh", "-c", "kill -TERM $$", hz="99")
+    assert r.returncode == -signal.SIGTERM, f"not killed by SIGTERM: {r.returncode}"
+    r, _ = record_command("/nonexistent/program", hz="99")
+    assert r.returncode == 127 and "cannot run /nonexistent/program" in r.stderr, r.stderr
+    # --run-as: the command runs as that user (and the profile is still written by nobody).
+    r, folded = record_command("sh", "-c", 'test "$(id -u)" = 65534', hz="99",
+                               extra=("--run-as", "nobody"))
+    assert r.returncode == 0, f"the command did not run as nobody: {r.stderr}"
+    # As the user who ran sudo, when there is one.
+    env = dict(os.environ, SUDO_UID="65534", SUDO_GID="65534")
+    r, folded = record_command("sh", "-c", 'test "$(id -u):$(id -g)" = 65534:65534', hz="99",
+                               env=env)
+    assert r.returncode == 0, f"the command did not run as SUDO_UID: {r.stderr}"
+
+
+def test_ctrl_c_goes_to_the_command():
+    """Ctrl-C (SIGINT to the terminal's process group) ends the command; ember writes the
+    profile and exits as the command did."""
+    folded = os.path.join(WD, "int.folded")
+    truth = os.path.join(WD, "int.truth")
+    proc = subprocess.Popen([EMBER, "record", "-F", "499", "--no-progress", "-o", folded, "--",
+                             SPLIT, "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            env=dict(os.environ, EMBER_TRUTH_FILE=truth))
+    try:
+        time.sleep(3)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        kill(proc)
+    log(f"  ember exited {proc.returncode} after Ctrl-C")
+    assert os.path.exists(truth), "the command did not end by its SIGINT handler"
+    assert proc.returncode == 0, f"ember exited {proc.returncode} (split exits 0): {err}"
+    assert comm_counts(read_folded(folded)).get("split", 0) > 0, "no samples of the command"
+
+
+class Cgroup:
+    """A cgroup v2 directory made for a test, removed (its processes killed) at the end."""
+
+    def __init__(self, rel):
+        self.root = cgroup_root()
+        self.rel = rel
+        self.path = self.root + rel
+
+    def make(self):
+        os.makedirs(self.path, exist_ok=True)
+        return self
+
+    def enter(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def remove(self):
+        for d, _, _ in sorted(os.walk(self.path), key=lambda x: -len(x[0])):
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    for pid in f.read().split():
+                        os.kill(int(pid), signal.SIGKILL)
+                time.sleep(0.2)
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+def cgroup_root():
+    """Where the cgroup v2 hierarchy is mounted (at .../unified on a hybrid system)."""
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split()[4] for line in f if " - cgroup2 " in line]
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if root in mounts:
+            return root
+    skip_or_fail("no cgroup v2 hierarchy (/sys/fs/cgroup or /sys/fs/cgroup/unified)")
+
+
+def start_recording(args):
+    """Starts ember record; returns (process, lines of stderr so far, an event set once it
+    samples: its symbolizer connects after the programs are attached)."""
+    proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines, sampling = [], threading.Event()
+
+    def drain():
+        for line in proc.stderr:
+            lines.append(line)
+            if "connected" in line:
+                sampling.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, lines, sampling
+
+
+def test_cgroup_only_its_processes():
+    """--cgroup: a busy process inside, its twin outside; a child forked inside after the
+    recording started; a cgroup created at a chosen path after the start; CPU and off-CPU."""
+    top = Cgroup(f"/ember-it-{os.getpid()}").make()
+    later = Cgroup(top.rel + "-later")
+    inside, outside = copy_as("split_inside"), copy_as("split_outside")
+    child_name, later_name = copy_as("split_child"), copy_as("split_later")
+    procs = []
+    try:
+        sub = Cgroup(top.rel + "/svc").make()  # the subtree counts, not only the cgroup
+        p_in = start([inside, "30"])
+        sub.enter(p_in.pid)
+        p_out = start([outside, "30"])
+        # A shell inside that forks its child once the recording runs.
+        p_sh = subprocess.Popen(["sh", "-c", f"read go; exec {child_name} 30"],
+                                stdin=subprocess.PIPE, text=True)
+        sub.enter(p_sh.pid)
+        procs += [p_in, p_out, p_sh]
+        folded, pprof = os.path.join(WD, "cg.folded"), os.path.join(WD, "cg.pb.gz")
+        # Off-CPU too: its programs run before the first CPU sample and judge cgroups first.
+        rec, err, sampling = start_recording(
+            ["-F", "499", "-d", "6", "--no-progress", "-o", folded, "-o", pprof, "--off-cpu",
+             "--view",
+             "both", "--cgroup", top.rel, "--cgroup", later.path])
+        assert sampling.wait(timeout=120), "ember did not start: " + "".join(err)
+        p_sh.stdin.write("go\n")
+        p_sh.stdin.flush()
+        later.make()  # as systemd makes a service's cgroup again when it restarts
+        p_later = start([later_name, "30"])
+        later.enter(p_later.pid)
+        procs.append(p_later)
+        rec.wait(timeout=120)
+        time.sleep(0.2)
+        log("  " + "  ".join(err).rstrip())
+        assert rec.returncode == 0, "".join(err)
+        assert "no cgroup" in "".join(err), "a chosen cgroup not there yet is not reported"
+    finally:
+        for p in procs:
+            kill(p)
+        top.remove()
+        later.remove()
+    counts = comm_counts(read_folded(folded))  # microseconds on and off CPU
+    log(f"  microseconds on and off CPU per command: {counts}")
+    assert counts.get("split_outside", 0) == 0, f"a process outside the cgroup: {counts}"
+    assert counts.get("split_inside", 0) > 1000000, counts
+    assert counts.get("split_child", 0) > 500000, f"the child forked inside is missing: {counts}"
+    assert counts.get("split_later", 0) > 500000, f"the cgroup made later is missing: {counts}"
+    assert set(counts) <= {"split_inside", "split_child", "split_later", "sh"}, counts
+    # Of the host's processes, only the chosen ones had their unwind tables loaded.
+    stats = dict(c[1:].split("=", 1) for c in read_pprof(pprof)["comments"] if "=" in c)
+    loads = int(stats["unwind.process_loads"])
+    log(f"  unwind tables loaded for {loads} processes (the host runs {len(os.listdir('/proc'))} "
+        f"/proc entries)")
+    assert loads <= 20, f"unwind tables of {loads} processes: unselected ones listed?"
+
+
+def test_selection_in_the_profile():
+    """The profile says what was chosen: pprof's comment and headline name the command."""
+    pprof = os.path.join(WD, "sel.pb.gz")
+    r = subprocess.run([EMBER, "record", "-F", "99", "--no-progress", "-o", pprof, "--", SPLIT,
+                        "0.5"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    p = read_pprof(pprof)
+    log(f"  comments: {p['comments']}")
+    assert f"#selection=command {SPLIT} 0.5" in p["comments"], p["comments"]
+    first = p["mappings"].get(1, {}).get("file")
+    assert first == "split", f"the headline mapping is {first!r}, not the command's name"
+
+
+def test_cli_errors():
+    def expect(args, code, text):
+        r = subprocess.run([EMBER, "record", *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == code and text in r.stderr, (args, r.returncode, r.stderr)
+
+    expect(["--run-as", "nobody"], 2, "--run-as needs a command")
+    expect(["--run-as", "no-such-user-x", "--", "true"], 2, "no user 'no-such-user-x'")
+    expect(["--cgroup", "/a/../b", "--", "true"], 2, "bad '/a/../b'")
+    expect(["--container", "xyz"], 2, "bad 'xyz'")
+    expect(["--container", "abcdef0123"], 1, "no cgroup of container abcdef0123")
+
+
+if __name__ == "__main__":
+    run_tests([test_command_and_its_children, test_command_from_its_first_instruction,
+               test_exit_status_signal_and_user, test_ctrl_c_goes_to_the_command,
+               test_cgroup_only_its_processes, test_selection_in_the_profile, test_cli_errors])
