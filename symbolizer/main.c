@@ -24,6 +24,7 @@
 #include "ipc/endpoint.h"
 #include "symbolizer/formats/profile_writer.h"
 #include "symbolizer/sandbox.h"
+#include "symbolizer/symbols/sigbus_guard.h"
 #include "symbolizer/session.h"
 #include "shared/err.h"
 #include "shared/log.h"
@@ -507,6 +508,10 @@ int main(int argc, char **argv)
 	int code;
 
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
+	/* Before the sandbox, which forbids rt_sigaction: a file that shrinks while
+	 * libelf has it mapped must not kill the symbolizer. */
+	if (ember_sigbus_guard_install())
+		return log_error_errno(-errno, "cannot install the SIGBUS handler: %m"), 1;
 	if (argc > 1 && ember_command_known(argv[1])) {
 		ember_log_init("ember", EMBER_LOG_INFO);
 		return ember_command_run(argc - 1, argv + 1);

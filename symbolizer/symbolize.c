@@ -664,6 +664,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 	ember_profile_stat_set(p, "objcache.hits", s->objs.hits);
 	ember_profile_stat_set(p, "objcache.misses", s->objs.misses);
 	ember_profile_stat_set(p, "objcache.evictions", s->objs.evictions);
+	ember_profile_stat_set(p, "objcache.changed_files", s->objs.changed_files);
 	ember_profile_stat_set(p, "objcache.shared", s->objs.shared);
 	ember_profile_stat_set(p, "objcache.load_errors", s->objs.load_errors);
 	ember_profile_stat_set(p, "objcache.bytes", s->objs.bytes);

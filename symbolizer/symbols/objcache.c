@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbolizer/symbols/objcache.h"
+#include "symbolizer/symbols/sigbus_guard.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -107,11 +108,37 @@ static void touch(struct ember_objcache *c, struct ember_obj *o)
 	lru_push_head(c, o);
 }
 
+/* Drops the entries whose mapped files lost pages since the last look (sigbus_guard.h):
+ * they are read again, from the file as it is now, when next asked for. */
+static void drop_changed_files(struct ember_objcache *c)
+{
+	uintptr_t pages[EMBER_SIGBUS_GUARD_PAGES];
+	size_t n = ember_sigbus_guard_faults(&c->sigbus_seen, pages, EMBER_SIGBUS_GUARD_PAGES);
+	struct ember_obj *o = c->lru_head, *next;
+
+	for (; o; o = next) {
+		bool hit = n == SIZE_MAX; /* more faults than remembered: every file */
+
+		next = o->lru_next;
+		if (o->error)
+			continue;
+		for (size_t i = 0; !hit && i < n; i++)
+			hit = ember_objfile_maps(&o->file, pages[i]);
+		if (hit) {
+			c->changed_files++;
+			remove_entry(c, o);
+		}
+	}
+}
+
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
                                      uint64_t now_ns)
 {
 	struct ember_obj *o;
 	uint32_t slot;
+
+	if (ember_sigbus_guard_count() != c->sigbus_seen)
+		drop_changed_files(c);
 
 	if (ember_slots_find(&c->slots, key, sizeof(*key), &slot)) {
 		c->misses++;

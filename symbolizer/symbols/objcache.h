@@ -53,6 +53,8 @@ struct ember_objcache {
 	size_t max_bytes;
 	uint64_t hits, misses, evictions, load_errors, shared;
 	uint64_t retired_errors; /* parse errors of entries since evicted */
+	uint64_t sigbus_seen;    /* sigbus_guard's count when last looked at */
+	uint64_t changed_files;  /* entries dropped because their file shrank under them */
 };
 
 int ember_objcache_init(struct ember_objcache *c, size_t max_bytes);

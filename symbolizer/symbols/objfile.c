@@ -249,3 +249,17 @@ uint64_t ember_objfile_errors(const struct ember_objfile *o)
 	return o->lookup_errors + o->open_errors + ember_dwarf_errors(o->dwarf) +
 	       (o->has_go ? o->go.errors : 0);
 }
+
+static bool image_holds(Elf *elf, uintptr_t addr)
+{
+	size_t size = 0;
+	char *base = elf ? elf_rawfile(elf, &size) : NULL;
+
+	return base && addr - (uintptr_t)base < size;
+}
+
+bool ember_objfile_maps(const struct ember_objfile *o, uintptr_t addr)
+{
+	return image_holds(o->elf, addr) || image_holds(o->debug.elf, addr) ||
+	       image_holds(o->debug.alt_elf, addr);
+}

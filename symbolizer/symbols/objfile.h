@@ -62,5 +62,8 @@ enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vad
 size_t ember_objfile_bytes(const struct ember_objfile *o);
 /* Malformed pieces met so far (DWARF units, Go tables). */
 uint64_t ember_objfile_errors(const struct ember_objfile *o);
+/* Whether addr lies in a file image the object reads through a mapping (the file, its
+ * debug file, the dwz file): see sigbus_guard.h. */
+bool ember_objfile_maps(const struct ember_objfile *o, uintptr_t addr);
 
 #endif

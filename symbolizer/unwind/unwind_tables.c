@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbolizer/unwind/unwind_tables.h"
+#include "symbolizer/symbols/sigbus_guard.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -290,6 +291,7 @@ static int file_rows(struct ember_unwind_file *f, int fd, struct ember_unwind_ro
 {
 	const void *image = NULL;
 	size_t len = fd < 0 ? vdso_image(&image) : 0;
+	uint64_t faults = ember_sigbus_guard_count();
 	Elf *elf;
 	int err;
 
@@ -303,6 +305,10 @@ static int file_rows(struct ember_unwind_file *f, int fd, struct ember_unwind_ro
 		err = fd < 0 ? ember_cfi_from_elf(image, len, rows) : ember_cfi_from_fd(fd, rows);
 	if (!err && (!rows->count || rows->count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
+	/* The file shrank while it was read: the rows may hold its lost pages as
+	 * zeros (sigbus_guard.h). Tried again later, from the file as it is then. */
+	if (!err && ember_sigbus_guard_count() != faults)
+		err = -ESTALE;
 	if (!err)
 		err = pad_to_blocks(rows);
 	if (err)

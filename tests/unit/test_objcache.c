@@ -5,6 +5,11 @@
 
 #include "check_main.h"
 #include "symbolizer/symbols/objcache.h"
+#include "symbolizer/symbols/sigbus_guard.h"
+
+#include <libelf.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 static int open_ro(const char *path)
 {
@@ -78,6 +83,54 @@ START_TEST(same_content_is_shared)
 }
 END_TEST
 
+/* A file cut short while the cache has it mapped (a build rewriting its output in
+ * place): reading its lost pages does not kill the process, and the cache drops
+ * the entry so that it is read again from the file as it is now. */
+START_TEST(a_file_cut_short_under_the_cache_is_dropped)
+{
+	struct ember_objcache c;
+	struct ember_obj_key k = {7, 7};
+	char path[] = "/tmp/ember-test-objcache-XXXXXX";
+	int src = open_ro("/proc/self/exe"), dst = mkstemp(path);
+	struct stat st;
+	struct ember_obj *o;
+	const volatile char *image;
+	size_t size = 0, sum = 0;
+
+	ck_assert_int_ge(dst, 0);
+	unlink(path);
+	ck_assert_int_eq(fstat(src, &st), 0);
+	for (off_t at = 0; at < st.st_size;) {
+		char buf[65536];
+		ssize_t n = pread(src, buf, sizeof(buf), at);
+
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(pwrite(dst, buf, (size_t)n, at), n);
+		at += n;
+	}
+	ck_assert_int_eq(ember_sigbus_guard_install(), 0);
+	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
+	o = ember_objcache_load(&c, &k, dst, NULL, 0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(o->error, 0);
+	image = elf_rawfile(o->file.elf, &size);
+	ck_assert_uint_eq(size, (size_t)st.st_size);
+	ck_assert_uint_gt(size, 3 * 4096);
+
+	ck_assert_int_eq(ftruncate(dst, 4096), 0);
+	for (size_t at = 0; at < size; at += 4096)
+		sum += (unsigned char)image[at]; /* past 4096: zeros now, no SIGBUS */
+	(void)sum;
+	ck_assert_uint_ge(ember_sigbus_guard_count(), (size - 4096) / 4096 - 1);
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1));
+	ck_assert_uint_eq(c.changed_files, 1);
+	ck_assert_uint_eq(c.bytes, 0);
+	ember_objcache_free(&c);
+	close(src);
+	close(dst);
+}
+END_TEST
+
 START_TEST(failures_are_remembered_then_retried)
 {
 	struct ember_objcache c;
@@ -104,6 +157,7 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, hits_misses_and_lru_eviction);
 	tcase_add_test(tc, failures_are_remembered_then_retried);
 	tcase_add_test(tc, same_content_is_shared);
+	tcase_add_test(tc, a_file_cut_short_under_the_cache_is_dropped);
 	suite_add_tcase(s, tc);
 	return s;
 }
