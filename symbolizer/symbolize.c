@@ -337,8 +337,14 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	m.start = e->start;
 	m.limit = e->end;
 	m.file_offset = e->offset;
-	/* pprof re-reads a file whose mapping says no functions, and warns when it cannot. */
-	m.has_functions = obj || (e->kind == EMBER_MAP_FILE && e->deleted);
+	/*
+	 * pprof opens the file of a mapping that says it has no functions, to
+	 * symbolize it itself, and warns when it cannot. A file ember could not
+	 * read (gone, not ELF, on a file system that stalled) is no better read by
+	 * pprof later, which, without the build id, cannot even tell whether the
+	 * file at that path on its host is the one that ran: ember's names stand.
+	 */
+	m.has_functions = obj || e->kind == EMBER_MAP_FILE;
 	err = ember_profile_intern_cstr(
 	    s->profile, mapping_name(&proc->maps, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)

@@ -56,7 +56,7 @@ struct ember_mapping {
 	uint32_t go_build_id;  /* string, or 0 */
 	uint32_t file_hash;    /* string: OTel htlhash, or 0 */
 	/* Its addresses were named as far as they can be (an address was, or
-	 * the file was read, or it is gone): pprof need not open the file again. */
+	 * ember read or tried the file): pprof need not open the file again. */
 	bool has_functions;
 };
 
