@@ -21,7 +21,9 @@ Each tool is timed as a whole process, output written (to /dev/null):
         machine can tell apart (1 ms)
 --base-build-dir DIR adds the driver of another build (e.g. main before a
 change) as "ember (base)", timed in the same run, to show a slowdown as a
-ratio.
+ratio. --instructions also counts the instructions both drivers execute
+(valgrind's callgrind), cold (N addresses) and warm ((2N - N) / N per
+address): a comparison that the load of a shared machine does not blur.
 Agreement on the innermost frame: the line, the function name (compiler
 clone suffixes aside) and the source path as each peer prints it.
 Usage: sudo bench/symbolize/run.py [--build-dir build] [--base-build-dir DIR]
@@ -166,6 +168,18 @@ def measure(tools, n, files, args):
     return res
 
 
+def instructions(cmd, addr_file):
+    """Instructions cmd executes on addr_file, as callgrind counts them."""
+    with open(addr_file) as stdin:
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                           stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    m = re.search(r"refs:\s+([\d,]+)", r.stderr)
+    if not m:
+        die(f"callgrind counted nothing for {cmd[0]}: {r.stderr[-300:]}")
+    return int(m.group(1).replace(",", ""))
+
+
 def rate(n, seconds):
     return f"{n / seconds:>14,.0f}" if seconds else f"{'noise':>14}"
 
@@ -228,6 +242,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", default=os.path.join(SRC, "build"))
     ap.add_argument("--base-build-dir", help="also time this build's driver, as \"ember (base)\"")
+    ap.add_argument("--instructions", action="store_true",
+                    help="with --base-build-dir: count both drivers' instructions (valgrind)")
     ap.add_argument("--addresses", type=int, default=100000)
     ap.add_argument("--go-addresses", type=int, default=50000)
     ap.add_argument("--seconds", type=float, default=8)
@@ -243,6 +259,8 @@ def main():
     if args.base_build_dir:
         base_driver = os.path.join(args.base_build_dir, "bench", "symbolize",
                                    "ember-symbolize-bench")
+    if args.instructions and not (base_driver and shutil.which("valgrind")):
+        die("--instructions needs --base-build-dir and valgrind (apt-get install valgrind)")
     for d, b in ((driver, args.build_dir), (base_driver, args.base_build_dir)):
         if d and not os.path.exists(d):
             die(f"{d} is missing: build first (cmake --build {b})")
@@ -295,6 +313,16 @@ def main():
         for name, _ in tools[1:]:
             cold, warm = res[name]
             print(f"  ember / {name:<14} cold {ratio(cold, e_cold)}   warm {ratio(warm, e_warm)}")
+        if args.instructions:
+            counts = {}
+            for name, cmd in (tools[0], tools[-1]):
+                one, two = instructions(cmd, files[1]), instructions(cmd, files[2])
+                counts[name] = (one, (two - one) / n)
+                print(f"  {name:<22} instructions: cold {one:,} ({one / n:,.0f}/address), "
+                      f"warm {(two - one) / n:,.0f}/address")
+            (c, w), (bc, bw) = counts["ember"], counts["ember (base)"]
+            print(f"  ember's instructions against ember (base): cold {100 * (c / bc - 1):+.1f}%, "
+                  f"warm {100 * (w / bw - 1):+.1f}%")
         # Does ember give the same answers (first 5,000 addresses)? Names of one
         # address differ by policy (aliases, DW_AT_name or linkage name): lines do not.
         check = os.path.join(wd, "check.addrs")
