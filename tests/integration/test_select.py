@@ -7,6 +7,7 @@ first instruction, ember exiting as the command did, Ctrl-C) and `--cgroup`
 sample, a child forked inside it after the start does, and so does a cgroup
 created at the chosen path after the start, as a restarted service's)."""
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -251,6 +252,84 @@ def test_cgroup_only_its_processes():
     assert loads <= 20, f"unwind tables of {loads} processes: unselected ones listed?"
 
 
+def record_counts(args, seconds=4):
+    """Records seconds at 499 Hz with args; returns the samples per command."""
+    folded = os.path.join(WD, "named.folded")
+    rec, err, sampling = start_recording(["-F", "499", "-d", str(seconds), "--no-progress", "-o",
+                                          folded, *args])
+    rec.wait(timeout=120)
+    time.sleep(0.2)
+    assert rec.returncode == 0, "".join(err)
+    return comm_counts(read_folded(folded)), "".join(err)
+
+
+def test_unit_and_pod_by_name():
+    """--unit and --pod find their cgroup by name wherever it is in the hierarchy (here made by
+    hand in systemd's and the kubelet's layouts: systemd does not run on this test host)."""
+    tag = f"ember-it-{os.getpid()}"
+    uid = f"{os.getpid():08x}-1111-2222-3333-444455556666"
+    unit = Cgroup(f"/{tag}.slice/{tag}-app.service").make()
+    pod = Cgroup(f"/{tag}-kubepods/burstable/pod{uid}/c0ffee").make()
+    procs = []
+    try:
+        for cg, name in ((unit, "split_unit"), (pod, "split_pod")):
+            p = start([copy_as(name), "30"])
+            cg.enter(p.pid)
+            procs.append(p)
+        procs.append(start([copy_as("split_outside"), "30"]))
+        counts, err = record_counts(["--unit", f"{tag}-app"])
+        log(f"  --unit {tag}-app: {counts}")
+        assert f"cgroup /{tag}.slice/{tag}-app.service" in err, err
+        assert set(counts) == {"split_unit"}, counts
+        counts, err = record_counts(["--pod", uid])
+        log(f"  --pod {uid}: {counts}")
+        assert set(counts) == {"split_pod"}, counts
+    finally:
+        for p in procs:
+            kill(p)
+        Cgroup(f"/{tag}.slice").remove()
+        Cgroup(f"/{tag}-kubepods").remove()
+
+
+def test_container():
+    """--container with a podman container running the workload beside the same workload
+    outside it: only the container's samples."""
+    podman = shutil.which("podman")
+    if not podman:
+        skip_or_fail("podman is not installed (scripts/install-deps.sh installs it)")
+    root = os.path.join(WD, "image")
+    os.makedirs(root, exist_ok=True)
+    static = build_workload("split", root, cflags=("-O2", "-static", "-fno-omit-frame-pointer"))
+    os.rename(static, os.path.join(root, "split_box"))
+    image = f"localhost/ember-it-split:{os.getpid()}"
+    # This test host's quirks: no CAP_SYS_RESOURCE for podman's default limits, and crun
+    # refuses a hybrid cgroup layout that runc accepts.
+    conf = os.path.join(WD, "containers.conf")
+    with open(conf, "w") as f:
+        f.write('[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n'
+                '[engine]\nruntime = "runc"\n')
+    env = dict(os.environ, CONTAINERS_CONF=conf)
+    tar = subprocess.run(["tar", "-C", root, "-c", "split_box"], capture_output=True, check=True)
+    subprocess.run([podman, "import", "-q", "-", image], input=tar.stdout, check=True, env=env,
+                   capture_output=True, timeout=120)
+    twin = start([copy_as("split_twin"), "30"])
+    cid = None
+    try:
+        r = subprocess.run([podman, "run", "-d", "--rm", image, "/split_box", "30"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        cid = r.stdout.strip()
+        counts, err = record_counts(["--container", cid[:12]])
+        log(f"  --container {cid[:12]}: {counts}")
+        assert "sampling container" in err, err
+        assert set(counts) == {"split_box"} and counts["split_box"] > 100, counts
+    finally:
+        kill(twin)
+        if cid:
+            subprocess.run([podman, "rm", "-f", cid], capture_output=True, env=env, timeout=120)
+        subprocess.run([podman, "rmi", "-f", image], capture_output=True, env=env, timeout=120)
+
+
 def test_selection_in_the_profile():
     """The profile says what was chosen: pprof's comment and headline name the command."""
     pprof = os.path.join(WD, "sel.pb.gz")
@@ -279,4 +358,5 @@ def test_cli_errors():
 if __name__ == "__main__":
     run_tests([test_command_and_its_children, test_command_from_its_first_instruction,
                test_exit_status_signal_and_user, test_ctrl_c_goes_to_the_command,
-               test_cgroup_only_its_processes, test_selection_in_the_profile, test_cli_errors])
+               test_cgroup_only_its_processes, test_unit_and_pod_by_name, test_container,
+               test_selection_in_the_profile, test_cli_errors])
