@@ -10,6 +10,7 @@
 #include "ipc/proto.h"
 #include "shared/log.h"
 #include "symbolizer/interp/python_lines.h"
+#include "symbolizer/reader.h"
 
 #define PAGE_MASK_4K (~(uint64_t)4095)
 
@@ -34,6 +35,9 @@ struct py_process {
 	struct ember_py_layout layout;
 	struct ember_py_types types;
 	int mem_fd; /* -1 until needed; the broker's /proc/PID/mem */
+	/* Who reads it (reader.h): a read waits on the process's memory-map lock, or on a
+	 * file system behind a page. NULL: read directly. */
+	struct ember_readers *readers;
 	int mem_error;
 	uint64_t mem_retry_ns;
 	uint32_t cached; /* code objects of this process in the cache */
@@ -416,12 +420,22 @@ void ember_python_on_exit(struct ember_python *py, uint32_t pid)
 static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct py_process *p = ctx;
+	struct ember_read_of of = {p->pid, 0, 0, 0};
 	ssize_t n;
 
 	if (addr >= EMBER_PY_USER_LIMIT || len > EMBER_PY_MAX_LINETABLE * 4)
 		return -EFAULT;
-	n = pread(p->mem_fd, buf, len, (off_t)addr);
-	return n == (ssize_t)len ? 0 : -EFAULT;
+	if (!p->readers)
+		return pread(p->mem_fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
+	for (size_t done = 0; done < len; done += (size_t)n) {
+		size_t part = len - done < EMBER_READ_MAX_PREAD ? len - done : EMBER_READ_MAX_PREAD;
+
+		n = ember_readers_pread(p->readers, p->mem_fd, (char *)buf + done, part,
+		                        addr + done, &of);
+		if (n != (ssize_t)part)
+			return -EFAULT;
+	}
+	return 0;
 }
 
 static int open_mem(struct ember_python *py, struct py_process *p, uint64_t now_ns)
@@ -442,6 +456,7 @@ static int open_mem(struct ember_python *py, struct py_process *p, uint64_t now_
 	}
 	p->mem_fd = fd;
 	p->mem_error = 0;
+	p->readers = py->broker->readers;
 	return 0;
 }
 
