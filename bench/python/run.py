@@ -52,7 +52,7 @@ def newest_python():
             found.append(((int(m.group(1)), int(m.group(2))), exe))
     if found:
         return max(found)
-    return (3, 11), "/usr/bin/python3.11"
+    return (11, 2), "/usr/bin/python3.11"  # (minor, patch), as above
 
 
 def cpu_of(pid):
@@ -65,13 +65,25 @@ def cpu_of(pid):
         return None
 
 
-def ember_programs():
+def ember_programs(pid):
+    """Run time of the sampler programs the ember process pid holds (by their descriptors:
+    other ember instances on the same machine load programs of the same name)."""
+    ids = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^prog_id:\s*(\d+)", f.read(), re.M)
+            if m:
+                ids.add(int(m.group(1)))
+    except OSError:
+        return {}
     r = subprocess.run(["bpftool", "--json", "prog", "show"], capture_output=True, text=True)
     try:
         progs = json.loads(r.stdout)
     except ValueError:
         return {}
-    return {p["id"]: p.get("run_time_ns", 0) for p in progs if p.get("name") == "ember_sample"}
+    return {p["id"]: p.get("run_time_ns", 0) for p in progs
+            if p.get("name") == "ember_sample" and p["id"] in ids}
 
 
 def truth_of(path):
@@ -112,14 +124,13 @@ def shares(counts):
 def run_ember(args, exe, wd, tag, duration, python):
     proc, truth = start_workload(exe, wd, tag)
     folded = os.path.join(wd, f"{tag}.folded")
-    before = set(ember_programs())
     rec = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(duration),
                             "-F", str(args.hz), "-p", str(proc.pid), "-o", folded,
                             "--interpreters", "python" if python else "none"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bpf, sym_cpu, sym_pid = 0.0, 0.0, None
     while rec.poll() is None:
-        ours = {i: t for i, t in ember_programs().items() if i not in before}
+        ours = ember_programs(rec.pid)
         bpf = max(bpf, sum(ours.values()) / 1e9)  # read while the program is loaded
         if sym_pid is None:
             r = subprocess.run(["pgrep", "-P", str(rec.pid), "-f", "ember-symbolizer"],
@@ -187,7 +198,7 @@ def main():
     wd = tempfile.mkdtemp(prefix="ember-bench-python-")
     runs = [("ember python", lambda t, d: run_ember(args, exe, wd, t, d, True)),
             ("ember native", lambda t, d: run_ember(args, exe, wd, t, d, False))]
-    if version >= (3, 12):
+    if version >= (12, 0):
         runs.append(("perf -X perf", lambda t, d: run_perf(args, exe, wd, t, d)))
     else:
         print(f"no CPython 3.12+ ({exe} is 3.{version[0]}): no perf -X perf comparison")
@@ -205,7 +216,7 @@ def main():
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=False)
 
-    print(f"\n{exe} (3.{version[1] if len(version) > 1 else ''}), pysplit.py split, "
+    print(f"\n{exe} (3.{version[0]}.{version[1]}), pysplit.py split, "
           f"{args.hz} Hz, {args.duration} s and {args.short} s runs\n")
     print("| run | samples | eBPF per sample | symbolizer (perf: record + script) CPU per "
           "1000 samples | start-up CPU | worst share error vs truth |")
