@@ -331,16 +331,25 @@ def test_container():
 
 
 def test_selection_in_the_profile():
-    """The profile says what was chosen: pprof's comment and headline name the command."""
-    pprof = os.path.join(WD, "sel.pb.gz")
-    r = subprocess.run([EMBER, "record", "-F", "99", "--no-progress", "-o", pprof, "--", SPLIT,
-                        "0.5"], capture_output=True, text=True, timeout=120)
+    """The profile says what was chosen: pprof's comment and headline name the command, and
+    OTLP's resources have it as service.name (unless one is configured)."""
+    import otlp_receiver as rx
+    pprof, otlp = os.path.join(WD, "sel.pb.gz"), os.path.join(WD, "sel.otlp")
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_SERVICE_NAME"}
+    r = subprocess.run([EMBER, "record", "-F", "99", "--no-progress", "-o", pprof, "-o", otlp,
+                        "--", SPLIT, "0.5"], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     p = read_pprof(pprof)
-    log(f"  comments: {p['comments']}")
+    log(f"  comments: {[c for c in p['comments'] if not c.startswith('#') or 'selection' in c]}")
     assert f"#selection=command {SPLIT} 0.5" in p["comments"], p["comments"]
     first = p["mappings"].get(1, {}).get("file")
     assert first == "split", f"the headline mapping is {first!r}, not the command's name"
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    names = {rx.resource_attrs(rp).get("service.name") for rp in req.resource_profiles}
+    log(f"  OTLP service.name: {names}")
+    assert names == {"split"}, names
 
 
 def test_cli_errors():
