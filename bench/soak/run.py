@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/soak: ember's memory while processes come and go.
+
+A churn of short-lived processes (the life of a CI builder or a busy node):
+at least ten new processes a second, from 64 distinct short C programs (built
+here, each its own code, build id and options: -O0..-O2, with and without
+frame pointers, debug info, libm, threads, static), plus `python3 -c` and
+`sh -c`. Under that churn it runs, for --duration seconds:
+
+  daemons  ember-collector + ember-symbolizer (--interval 30s, -F 49), and
+  record   `ember record -F 49 -d DURATION`
+
+and samples every 10 s the resident memory (VmRSS) of the symbolizer and of
+the collector, the collector's BPF map memory (the kernel's memlock figure of
+each map its process holds, /proc/PID/fdinfo), and the symbolizer's own split of its memory by
+owner (the "memory:" line it logs after every interval; in record mode the
+last one, logged at the end). It prints the curve, the peak, and the growth
+over the second half of the run (least squares, MiB per hour).
+
+--check (the CI version, 3 minutes by default) fails when the symbolizer's
+peak exceeds --max-mib (default 48: the 64 MiB budget with a margin), when it
+grows by more than --max-growth-mib between the first and the last third of
+the run, or when the collector's memory or its BPF map memory grows.
+
+Usage: sudo bench/soak/run.py [--mode daemons|record] [--duration 1800] [--rate 12]
+                              [--check] [--build build] [--keep-logs DIR]
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("EMBER_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+BUILD = os.environ.get("EMBER_BUILD_DIR", os.path.join(SRC, "build"))
+SKIP = 77
+NOBODY = 65534
+
+PROGRAM = r"""
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static uint64_t churn%(n)d_leaf(uint64_t x)
+{
+	for (int i = 0; i < %(inner)d; i++)
+		x = x * 6364136223846793005ull + %(n)dull;
+	return x;
+}
+
+__attribute__((noinline)) uint64_t churn%(n)d_middle(uint64_t x)
+{
+	uint64_t y = churn%(n)d_leaf(x) ^ %(salt)dull;
+#if %(libm)d
+	y += (uint64_t)sqrt((double)(y & 0xffff));
+#endif
+	return y;
+}
+
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void *spin(void *arg)
+{
+	double until = *(double *)arg;
+	uint64_t x = %(n)d;
+	while (cpu_ms() < until)
+		x = churn%(n)d_middle(x);
+	sink = x;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	double until = argc > 1 ? atof(argv[1]) : 30;
+#if %(threads)d
+	pthread_t t;
+	pthread_create(&t, NULL, spin, &until);
+	pthread_join(t, NULL);
+#else
+	spin(&until);
+#endif
+	return 0;
+}
+"""
+
+OPTIONS = [
+    ["-O2", "-g"],
+    ["-O0", "-g"],
+    ["-O1"],
+    ["-O2", "-fno-omit-frame-pointer"],
+    ["-O2", "-g", "-fomit-frame-pointer"],
+    ["-Os", "-g1"],
+    ["-O2", "-gdwarf-4"],
+    ["-O2", "-s"],
+]
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def build_programs(wd, n):
+    """n distinct short programs: (path, CPU ms each run)."""
+    progs, procs = [], []
+    for i in range(n):
+        src = os.path.join(wd, f"churn{i}.c")
+        out = os.path.join(wd, f"churn{i}")
+        libm, threads = i % 3 == 0, i % 4 == 1
+        with open(src, "w") as f:
+            f.write(PROGRAM % {"n": i, "inner": 50 + 7 * i, "salt": i * 7919, "libm": int(libm),
+                               "threads": int(threads)})
+        cmd = ["gcc", *OPTIONS[i % len(OPTIONS)], "-o", out, src, "-pthread"]
+        if libm:
+            cmd.append("-lm")
+        if i % 16 == 7:
+            cmd.append("-static")
+        procs.append(subprocess.Popen(cmd))
+        progs.append((out, 15 + (i * 13) % 40))
+        if len(procs) >= 4:
+            for p in procs:
+                if p.wait():
+                    sys.exit("bench/soak: gcc failed")
+            procs = []
+    for p in procs:
+        if p.wait():
+            sys.exit("bench/soak: gcc failed")
+    return progs
+
+
+class Churn(threading.Thread):
+    """Starts `rate` processes a second: the C programs in turn, every 8th python3, every 8th sh."""
+
+    def __init__(self, progs, rate):
+        super().__init__(daemon=True)
+        self.progs, self.rate, self.stop, self.started = progs, rate, False, 0
+        self.by_kind = {"c": 0, "python3": 0, "sh": 0}
+
+    def command(self, k):
+        if k % 8 == 3:
+            self.by_kind["python3"] += 1
+            return ["python3", "-c", "sum(i * i for i in range(%d))" % (100000 + k % 50000)]
+        if k % 8 == 6:
+            self.by_kind["sh"] += 1
+            return ["sh", "-c", "i=0; while [ $i -lt %d ]; do i=$((i+1)); done" % (2000 + k % 1000)]
+        self.by_kind["c"] += 1
+        path, ms = self.progs[k % len(self.progs)]
+        return [path, str(ms)]
+
+    def run(self):
+        live, k, t0 = [], 0, time.monotonic()
+        while not self.stop:
+            live = [p for p in live if p.poll() is None]
+            if len(live) < 64:
+                live.append(subprocess.Popen(self.command(k), stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL))
+                self.started += 1
+            k += 1
+            delay = t0 + k / self.rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        for p in live:
+            p.wait()
+
+
+def status_kib(pid, field="VmRSS"):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def bpf_map_kib(pid):
+    """The kernel's memlock figure of each BPF map the process holds (/proc/PID/fdinfo;
+    since Linux 6.4 what the map really uses, elements of growing hash maps included)."""
+    total, seen = 0, set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if "map_id" in info and "memlock" in info and info["map_id"].strip() not in seen:
+            seen.add(info["map_id"].strip())
+            total += int(info["memlock"].split()[0])
+    return total // 1024
+
+
+MEMORY_LINE = re.compile(r"memory: (.*)$")
+
+
+def last_memory_line(path):
+    """The symbolizer's last "memory: owner N MiB, ..." log line, as {owner: MiB}."""
+    try:
+        with open(path, errors="replace") as f:
+            lines = [m.group(1) for m in map(MEMORY_LINE.search, f) if m]
+    except OSError:
+        return {}
+    if not lines:
+        return {}
+    split = {}
+    for part in lines[-1].split(","):
+        m = re.match(r"\s*([\w .-]+?)\s+([\d.]+)\s*MiB", part)
+        if m:
+            split[m.group(1)] = float(m.group(2))
+    return split
+
+
+def child_pid(parent, name):
+    try:
+        out = subprocess.run(["pgrep", "-P", str(parent), "-f", name], capture_output=True,
+                             text=True).stdout.split()
+        return int(out[0]) if out else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def start_daemons(wd, a, log_dir):
+    run_dir, out = os.path.join(wd, "run"), os.path.join(wd, "out")
+    os.makedirs(run_dir)
+    os.makedirs(out)
+    os.chown(out, NOBODY, NOBODY)
+    sock = os.path.join(run_dir, "collector.sock")
+    col_log = open(os.path.join(log_dir, "collector.log"), "w")
+    col = subprocess.Popen([os.path.join(a.build, "ember-collector"), "--user", "nobody",
+                            "--runtime-dir", run_dir, "-F", str(a.hz)],
+                           stdout=col_log, stderr=subprocess.STDOUT)
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        if col.poll() is not None:
+            sys.exit("bench/soak: ember-collector failed: see " + col_log.name)
+        time.sleep(0.1)
+    sym_log = open(os.path.join(log_dir, "symbolizer.log"), "w")
+    sym = subprocess.Popen([os.path.join(a.build, "ember-symbolizer"), "--connect", sock,
+                            "--output-dir", out, "--interval", f"{a.interval}s", "--format",
+                            "folded", "--format", "pprof", "--keep", "4", "--user", "nobody",
+                            *a.symbolizer_arg],
+                           stdout=sym_log, stderr=subprocess.STDOUT)
+    return col, sym, sym_log.name
+
+
+def start_record(wd, a, log_dir):
+    rec_log = open(os.path.join(log_dir, "record.log"), "w")
+    rec = subprocess.Popen([os.path.join(a.build, "ember"), "record", "-F", str(a.hz), "-d",
+                            str(a.duration), "--no-progress", "--log-level", "info",
+                            "-o", os.path.join(wd, "soak.pb.gz"), *a.symbolizer_arg],
+                           stdout=rec_log, stderr=subprocess.STDOUT)
+    sym = 0
+    for _ in range(100):
+        sym = child_pid(rec.pid, "ember-symbolizer")
+        if sym:
+            break
+        time.sleep(0.1)
+    if not sym:
+        sys.exit("bench/soak: ember record started no symbolizer: see " + rec_log.name)
+    return rec, sym, rec_log.name
+
+
+def slope_mib_per_hour(points):
+    """Least-squares slope of (seconds, MiB) points, in MiB per hour."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(t for t, _ in points) / n
+    my = sum(v for _, v in points) / n
+    var = sum((t - mx) ** 2 for t, _ in points)
+    return 3600.0 * sum((t - mx) * (v - my) for t, v in points) / var if var else 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["daemons", "record"], default="daemons")
+    ap.add_argument("--duration", type=int, default=0, help="seconds (default 1800; 180 with --check)")
+    ap.add_argument("--rate", type=float, default=12.0, help="new processes a second")
+    ap.add_argument("--programs", type=int, default=64)
+    ap.add_argument("--hz", type=int, default=49)
+    ap.add_argument("--interval", type=int, default=30)
+    ap.add_argument("--every", type=int, default=10, help="seconds between measurements")
+    ap.add_argument("--build", default=BUILD)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--max-mib", type=float, default=48.0)
+    ap.add_argument("--max-growth-mib", type=float, default=6.0)
+    ap.add_argument("--keep-logs", default="")
+    ap.add_argument("--symbolizer-arg", action="append", default=[],
+                    help="passed to ember-symbolizer (daemons) or ember record")
+    a = ap.parse_args()
+    a.duration = a.duration or (180 if a.check else 1800)
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        msg = "bench/soak: needs root and a kernel with BTF"
+        if os.environ.get("CI") == "true":
+            sys.exit(msg)
+        print("SKIP: " + msg)
+        sys.exit(SKIP)
+    for tool in ("gcc", "python3"):
+        if not shutil.which(tool):
+            sys.exit(f"bench/soak: needs {tool}")
+    wd = tempfile.mkdtemp(prefix="ember-soak-")
+    os.chmod(wd, 0o755)
+    log_dir = a.keep_logs or wd
+    os.makedirs(log_dir, exist_ok=True)
+    progs = build_programs(wd, a.programs)
+    churn = Churn(progs, a.rate)
+    rows, peak = [], {"sym": 0, "col": 0}
+    daemon = sym = None
+    try:
+        if a.mode == "daemons":
+            col, daemon, sym_log = start_daemons(wd, a, log_dir)
+            col_pid = col.pid
+            time.sleep(2)
+            sym_pid = daemon.pid
+        else:
+            col, sym_pid, sym_log = start_record(wd, a, log_dir)
+            col_pid = col.pid
+        churn.start()
+        t0 = time.monotonic()
+        next_at = t0
+        while time.monotonic() - t0 < a.duration:
+            if col.poll() is not None or (daemon and daemon.poll() is not None):
+                sys.exit(f"bench/soak: a daemon exited early: see the logs in {log_dir}")
+            sym_rss, col_rss = status_kib(sym_pid), status_kib(col_pid)
+            peak["sym"], peak["col"] = max(peak["sym"], sym_rss), max(peak["col"], col_rss)
+            if time.monotonic() >= next_at:
+                rows.append({"t": time.monotonic() - t0, "sym": sym_rss / 1024, "col": col_rss / 1024,
+                             "sym_peak": peak["sym"] / 1024,
+                             "bpf": bpf_map_kib(col_pid) / 1024, "split": last_memory_line(sym_log),
+                             "procs": churn.started})
+                r = rows[-1]
+                log(f"{r['t']:6.0f} s  symbolizer {r['sym']:6.1f} MiB  collector {r['col']:5.1f} MiB  "
+                    f"BPF maps {r['bpf']:6.1f} MiB  processes started {r['procs']}")
+                next_at += a.every
+            time.sleep(0.5)
+        churn.stop = True
+        churn.join()
+        if a.mode == "record":
+            rc = col.wait(timeout=120)
+            if rc:
+                sys.exit(f"bench/soak: ember record exited with {rc}: see {sym_log}")
+        rows.append({"t": time.monotonic() - t0, "sym": status_kib(sym_pid) / 1024 if daemon else 0,
+                     "col": 0, "sym_peak": peak["sym"] / 1024, "bpf": 0,
+                     "split": last_memory_line(sym_log), "procs": churn.started, "final": True})
+    finally:
+        churn.stop = True
+        for p in (daemon, col if a.mode == "daemons" else None):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    report(a, rows, peak, churn, log_dir)
+    if not a.keep_logs:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def report(a, rows, peak, churn, log_dir):
+    live = [r for r in rows if not r.get("final")]
+    elapsed = live[-1]["t"] if live else 0
+    log(f"\nbench/soak: {a.mode}, {a.duration} s, {a.hz} Hz, {churn.started} processes started "
+        f"({churn.started / max(elapsed, 1):.1f}/s: {churn.by_kind['c']} of {a.programs} C programs, "
+        f"{churn.by_kind['python3']} python3 -c, {churn.by_kind['sh']} sh -c)")
+    owners = []
+    for r in rows:
+        for k in r["split"]:
+            if k not in owners:
+                owners.append(k)
+    log(f"{'t (s)':>6} {'sym RSS':>8} {'col RSS':>8} {'BPF maps':>9}  " +
+        " ".join(f"{o[:10]:>10}" for o in owners))
+    for r in live:
+        log(f"{r['t']:6.0f} {r['sym']:8.1f} {r['col']:8.1f} {r['bpf']:9.1f}  " +
+            " ".join(f"{r['split'].get(o, 0):10.1f}" for o in owners))
+    if rows and rows[-1].get("final") and rows[-1]["split"]:
+        log("final split (MiB): " + ", ".join(f"{k} {v:.1f}" for k, v in rows[-1]["split"].items()))
+    half = [(r["t"], r["sym"]) for r in live if r["t"] >= elapsed / 2]
+    col_half = [(r["t"], r["col"]) for r in live if r["t"] >= elapsed / 2]
+    bpf_half = [(r["t"], r["bpf"]) for r in live if r["t"] >= elapsed / 2]
+    growth = slope_mib_per_hour(half)
+    log(f"symbolizer: peak {peak['sym'] / 1024:.1f} MiB, second half {growth:+.1f} MiB/hour; "
+        f"collector: peak {peak['col'] / 1024:.1f} MiB, second half {slope_mib_per_hour(col_half):+.1f} "
+        f"MiB/hour; BPF maps second half {slope_mib_per_hour(bpf_half):+.1f} MiB/hour")
+    if a.mode == "record" and rows[-1]["split"].get("profile") is not None:
+        log(f"record: peak {peak['sym'] / 1024:.1f} MiB beside a profile of "
+            f"{rows[-1]['split']['profile']:.1f} MiB")
+    log(f"logs: {log_dir}")
+    if not a.check:
+        return
+    failures = []
+    if peak["sym"] / 1024 > a.max_mib:
+        failures.append(f"symbolizer peak {peak['sym'] / 1024:.1f} MiB > {a.max_mib} MiB")
+    third = max(1, len(live) // 3)
+    first, last = live[third:2 * third], live[-third:]
+    if first and last:
+        grew = max(r["sym"] for r in last) - max(r["sym"] for r in first)
+        if grew > a.max_growth_mib:
+            failures.append(f"symbolizer grew {grew:.1f} MiB from the middle to the last third")
+        cgrew = max(r["col"] for r in last) - max(r["col"] for r in first)
+        if cgrew > 2.0:
+            failures.append(f"collector grew {cgrew:.1f} MiB from the middle to the last third")
+        bgrew = max(r["bpf"] for r in last) - max(r["bpf"] for r in first)
+        if bgrew > 1.0:
+            failures.append(f"BPF maps grew {bgrew:.1f} MiB from the middle to the last third")
+    if churn.started < 0.8 * a.rate * elapsed:
+        failures.append(f"the churn started only {churn.started} processes")
+    for f in failures:
+        log("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    log("PASS")
+
+
+if __name__ == "__main__":
+    main()
