@@ -15,6 +15,7 @@
 #include "proc.skel.h"
 #include "sampler.skel.h"
 #include "shared/err.h"
+#include "shared/fdio.h"
 #include "shared/log.h"
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -382,4 +383,22 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 		if ((err = sum_percpu(fd, i, b->ncpus, &out[i])))
 			return err;
 	return 0;
+}
+
+uint64_t ember_bpf_map_bytes(const struct ember_bpf *b)
+{
+	struct bpf_object *objs[] = {b->sampler ? b->sampler->obj : NULL,
+	                             b->proc ? b->proc->obj : NULL};
+	uint64_t total = 0, bytes;
+	struct bpf_map *m;
+	char path[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(objs) && objs[i]; i++)
+		bpf_object__for_each_map(m, objs[i])
+		{
+			snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", bpf_map__fd(m));
+			if (!ember_read_proc_number(path, "memlock:", &bytes))
+				total += bytes;
+		}
+	return total;
 }

@@ -244,6 +244,7 @@ static const struct cli_option {
 	{"off-cpu", 0, optional_argument, "MIN", BOTH, opt_off_cpu, .help = "also record where threads wait (waits of MIN, default 1ms)",
 	 .daemon_help = "also record off-CPU waits (of MIN, default 1ms)"},
 	{"view", 0, ARG, "VIEW", RECORD, opt_pass, .help = "cpu, off-cpu or both: .folded content, first .html view"},
+	{"memory-budget", 0, ARG, "BYTES", RECORD, opt_pass, .help = "the symbolizer's resident memory (64M, 1G); default 64M"},
 	{"output", 'o', ARG, "FILE", RECORD, opt_output, .help = "write FILE; its name sets the format:\n"
 	 ".html flame graph, .pb.gz pprof, .folded folded\nstacks, .otlp OTLP (repeatable);\ndefault " DEFAULT_OUTPUT},
 	{"otlp", 0, ARG, "URL", RECORD, .store = STORE(o.otlp_url), .help = "ship profiles live: http(s):// OTLP/HTTP, grpc(s):// gRPC; with\n"

@@ -34,10 +34,11 @@
 
 enum ember_rec_type {
 	EMBER_REC_PAD = 0,
-	EMBER_REC_SAMPLE = 1,       /* struct ember_sample + frames */
-	EMBER_REC_PROCESS_EXEC = 2, /* struct ember_proc_event: EXEC, or RUNNING at the start */
-	EMBER_REC_PROCESS_EXIT = 3, /* struct ember_proc_event */
-	EMBER_REC_LOST = 4,         /* struct ember_rec_lost */
+	EMBER_REC_SAMPLE = 1,           /* struct ember_sample + frames */
+	EMBER_REC_PROCESS_EXEC = 2,     /* struct ember_proc_event: EXEC, or RUNNING at the start */
+	EMBER_REC_PROCESS_EXIT = 3,     /* struct ember_proc_event */
+	EMBER_REC_LOST = 4,             /* struct ember_rec_lost */
+	EMBER_REC_COLLECTOR_MEMORY = 5, /* struct ember_rec_collector_memory */
 	EMBER_REC_TYPE_MAX,
 };
 
@@ -65,6 +66,14 @@ struct ember_rec_lost {
 	uint64_t count;
 	uint32_t reason;
 	uint32_t reserved;
+};
+
+/* The collector's own memory, every EMBER_COLLECTOR_MEMORY_EVERY_S, for the profiles' statistics.
+ */
+#define EMBER_COLLECTOR_MEMORY_EVERY_S 10
+struct ember_rec_collector_memory {
+	uint64_t rss_bytes;     /* resident */
+	uint64_t bpf_map_bytes; /* its BPF maps, as the kernel counts them (memlock) */
 };
 
 /* The producer-written header at the start of the data memfd. */

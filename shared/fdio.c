@@ -2,6 +2,10 @@
 #include "shared/fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,4 +72,24 @@ long ember_read_whole_fd(int fd, size_t max, char **out)
 	}
 	*out = buf;
 	return (long)len;
+}
+
+int ember_read_proc_number(const char *path, const char *key, uint64_t *out)
+{
+	char buf[1024], *at;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return neg_errno();
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? neg_errno() : -ENODATA;
+	buf[n] = '\0';
+	at = key ? strstr(buf, key) : buf;
+	if (!at)
+		return -ENOENT;
+	at += key ? strlen(key) : 0;
+	return sscanf(at, key ? "%" SCNu64 : "%*u %" SCNu64, out) == 1 ? 0 : -EBADMSG;
 }

@@ -7,6 +7,7 @@
 #define EMBER_SHARED_FDIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Reads everything in fd into a malloc'd buffer: from offset 0 (pread, so a
@@ -16,5 +17,12 @@
  * negative errno.
  */
 long ember_read_whole_fd(int fd, size_t max, char **out);
+
+/*
+ * The number after `key` in a small text file the kernel writes about this
+ * process (/proc/self/statm with key NULL: its second number, the resident
+ * pages; /proc/self/fdinfo/N with "memlock:"). Returns 0 or a negative errno.
+ */
+int ember_read_proc_number(const char *path, const char *key, uint64_t *out);
 
 #endif

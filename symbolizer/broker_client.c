@@ -9,6 +9,7 @@
 #include "shared/clock.h"
 #include "shared/log.h"
 #include "shared/str.h"
+#include "symbolizer/profile/profile.h"
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock)
 {
@@ -174,4 +175,11 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 		}
 		return copy_if_it_may_wait(c, what, pid, fd);
 	}
+}
+
+void ember_broker_client_report_stats(const struct ember_broker_client *c, struct ember_profile *p)
+{
+	ember_profile_stat_set(p, "broker.requests", c->requests);
+	ember_profile_stat_set(p, "broker.failures", c->failures);
+	ember_profile_stat_set(p, "broker.late_replies", c->late_replies);
 }

@@ -22,6 +22,7 @@
  * is not answering. */
 #define EMBER_BROKER_TIMEOUT_MS 5000
 
+/* Every field is broker_client.c's but flush_pending and flush, which the session reads. */
 struct ember_broker_client {
 	int sock;
 	uint32_t seq;
@@ -60,5 +61,9 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
  */
 int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, int *fds,
                              int max_fds, int *nfds, int timeout_ms);
+
+struct ember_profile;
+/* broker.* statistics into p. */
+void ember_broker_client_report_stats(const struct ember_broker_client *c, struct ember_profile *p);
 
 #endif

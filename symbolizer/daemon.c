@@ -85,6 +85,7 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 	    .objcache_bytes = o->objcache_bytes,
 	    .view = o->view,
 	    .no_python = o->no_python,
+	    .memory_budget = o->memory_budget,
 	    .enter_sandbox = enter_sandbox,
 	    .sandbox_ctx = o,
 	    .export = o->export,

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include "symbolizer/export/export_config.h"
 #include "ipc/endpoint.h"
 #include "symbolizer/formats/profile_writer.h"
+#include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/sandbox.h"
 #include "symbolizer/symbols/sigbus_guard.h"
 #include "symbolizer/session.h"
@@ -59,6 +59,10 @@ static void usage(FILE *f)
 	    "  --user NAME           user to become when started as root\n"
 	    "  --log-level LEVEL     error, warning, info or debug; default info\n"
 	    "  --interpreters LIST   interpreters whose frames are read: python (default) or none\n"
+	    "  --memory-budget BYTES resident memory to stay within (64M, 1G, ...; at least\n"
+	    "                        16M): caches shrink first, then files not yet read stay\n"
+	    "                        unsymbolized (counted); default 64M\n"
+	    "  --cache-bytes BYTES   parsed-file cache, measured; default 24M\n"
 	    "\n"
 	    "Shipping profiles (both modes; also OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,\n"
 	    "OTEL_RESOURCE_ATTRIBUTES; options win):\n"
@@ -253,6 +257,7 @@ enum {
 	OPT_OUTPUT_FD,
 	OPT_LOG_LEVEL,
 	OPT_CACHE,
+	OPT_MEMORY_BUDGET,
 	OPT_CONNECT,
 	OPT_OUTPUT_DIR,
 	OPT_FORMAT,
@@ -318,6 +323,7 @@ static const struct option longopts[] = {
     {"output-fd", required_argument, NULL, OPT_OUTPUT_FD},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"cache-bytes", required_argument, NULL, OPT_CACHE},
+    {"memory-budget", required_argument, NULL, OPT_MEMORY_BUDGET},
     {"connect", required_argument, NULL, OPT_CONNECT},
     {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
     {"format", required_argument, NULL, OPT_FORMAT},
@@ -386,9 +392,14 @@ static int parse_option(struct cli *c, int opt, const char *arg)
 		ember_log_set_level(level);
 		return 0;
 	case OPT_CACHE:
-		if (ember_parse_u64(arg, 1 << 20, 1ull << 40, &v))
+		if (ember_parse_size(arg, &v) || v < (1u << 20) || v > (1ull << 40))
 			return -EINVAL;
 		c->so.objcache_bytes = c->d.objcache_bytes = v;
+		return 0;
+	case OPT_MEMORY_BUDGET:
+		if (ember_parse_size(arg, &v) || v < (16u << 20) || v > (1ull << 40))
+			return -EINVAL;
+		c->so.memory_budget = c->d.memory_budget = v;
 		return 0;
 	case OPT_CONNECT:
 		c->d.socket_path = arg;
@@ -516,10 +527,7 @@ int main(int argc, char **argv)
 		ember_log_init("ember", EMBER_LOG_INFO);
 		return ember_command_run(argc - 1, argv + 1);
 	}
-	/* One malloc arena for all threads (the export thread's own arena would be
-	 * a heap glibc shrinks after reading /proc/sys/vm/overcommit_memory, which the
-	 * sandbox forbids); it also keeps the resident set small. */
-	mallopt(M_ARENA_MAX, 1);
+	ember_mem_tune();
 	if ((code = parse_args(&c, argc, argv)) >= 0)
 		return code;
 	return run(&c);

@@ -27,6 +27,9 @@ const struct ember_stack_copy *ember_sample_stack_copy(const struct ember_sample
 int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc_event **ev);
 /* A LOST payload. */
 int ember_decode_lost(const void *buf, size_t len, struct ember_rec_lost *out);
+/* A COLLECTOR_MEMORY payload (numbers only: any value is taken as the collector says). */
+int ember_decode_collector_memory(const void *buf, size_t len,
+                                  struct ember_rec_collector_memory *out);
 /* "bpf_ringbuf", "sample_ring", ... for a lost reason. */
 const char *ember_lost_reason_name(uint32_t reason);
 /*

@@ -15,6 +15,7 @@
 #include "ipc/ring.h"
 #include "symbolizer/formats/out_otlp.h"
 #include "symbolizer/interp/python.h"
+#include "symbolizer/memory/mem_owners.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/record_decode.h"
 #include "symbolizer/sandbox.h"
@@ -121,7 +122,7 @@ static int handshake(struct session *s)
 	s->event_fd = fds[2];
 	s->ahead = s->ring;
 	s->execs = s->ring;
-	s->sym.monotonic_to_realtime_ns = m.welcome.monotonic_to_realtime_ns;
+	ember_symbolizer_set_clock(&s->sym, m.welcome.monotonic_to_realtime_ns);
 	s->profile.sample_hz = m.welcome.sample_hz ? m.welcome.sample_hz : 1;
 	s->profile.period_ns = 1000000000ull / s->profile.sample_hz;
 	s->profile.start_ns = m.welcome.start_time_ns;
@@ -218,6 +219,7 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 {
 	const struct ember_sample_event *sample;
 	const struct ember_proc_event *ev;
+	struct ember_rec_collector_memory memory;
 	struct ember_rec_lost lost;
 	const uint64_t *frames;
 
@@ -236,12 +238,17 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 		if (ev->kind == EMBER_EV_EXEC)
 			ember_symbolizer_on_exec(&s->sym, ev->tgid, ev->time_ns);
 		else
-			ember_symbolizer_on_exit(&s->sym, ev->tgid);
+			ember_symbolizer_on_exit(&s->sym, ev->tgid, now_ns);
 		return 0;
 	case EMBER_REC_LOST:
 		if (ember_decode_lost(s->buf, len, &lost))
 			return -EBADMSG;
 		count_lost(s, lost.reason, lost.count);
+		return 0;
+	case EMBER_REC_COLLECTOR_MEMORY:
+		if (ember_decode_collector_memory(s->buf, len, &memory))
+			return -EBADMSG;
+		ember_symbolizer_collector_memory(&s->sym, memory.rss_bytes, memory.bpf_map_bytes);
 		return 0;
 	default:
 		return -EBADMSG;
@@ -252,19 +259,10 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_t now_ns)
 {
 	struct session *s = ctx;
-	struct ember_process *p;
 
 	/* An interpreter among the files: the eBPF walker gets its row before the next samples. */
 	ember_python_on_maps(&s->python, pid, maps, now_ns);
-	if (!maps->count || !(p = ember_processes_get(&s->sym.procs, pid, now_ns)))
-		return;
-	ember_maps_free(&p->maps);
-	p->maps = *maps;
-	memset(maps, 0, sizeof(*maps));
-	p->maps_loaded = true;
-	p->maps_stale = false;
-	p->maps_error = 0;
-	p->maps_loaded_ns = now_ns;
+	ember_symbolizer_adopt_maps(&s->sym, pid, maps, now_ns);
 }
 
 /* Keeps the stack unwound from the copy of the record ending at pos for symbolization. */
@@ -403,6 +401,12 @@ static int look_ahead(struct session *s, uint64_t until)
 	return 0;
 }
 
+/* Resident bytes the memory budget leaves out: the profile `ember record` keeps whole. */
+static size_t budget_exclude(const struct session *s)
+{
+	return s->opts->rotation ? 0 : ember_mem_owner_bytes(EMBER_MEM_PROFILE);
+}
+
 /* Reads records until the ring is empty or until position `until` (0: no limit). */
 static int drain_ring(struct session *s, uint64_t until)
 {
@@ -436,9 +440,11 @@ static int drain_ring(struct session *s, uint64_t until)
 			since_release = 0;
 			if (!ahead_err)
 				ahead_err = look_ahead(s, until);
+			ember_symbolizer_tick(&s->sym, ember_monotonic_ns(), budget_exclude(s));
 		}
 	}
 	ember_ring_release(&s->ring);
+	ember_symbolizer_tick(&s->sym, ember_monotonic_ns(), budget_exclude(s));
 	if (!err && ahead_err) {
 		log_error("the sample ring is corrupt: stopping");
 		err = ahead_err;
@@ -454,13 +460,10 @@ static struct ember_profile *file_profile(struct session *s)
 
 static void set_run_stats(struct session *s)
 {
-	struct ember_profile *p = file_profile(s), *current = s->sym.profile;
+	struct ember_profile *p = file_profile(s);
 
-	/* The symbolizer reports into its profile: point it at the one written. */
-	s->sym.profile = p;
-	ember_symbolizer_report_stats(&s->sym);
+	ember_symbolizer_report_stats(&s->sym, p);
 	ember_unwind_report_stats(&s->unwind, p);
-	s->sym.profile = current;
 	ember_readers_report_stats(&s->readers, p);
 	ember_profile_stat_set(p, "broker.stalled_refused", s->broker.stalled_refused);
 	ember_profile_stat_set(p, "broker.stalled_deadline", s->broker.stalled_deadline);
@@ -487,6 +490,8 @@ static void cut_interval(struct session *s)
 
 	p->end_ns = ember_realtime_ns();
 	if (p->samples.len) {
+		EMBER_MEM_SCOPE(EMBER_MEM_OUTPUT);
+
 		err = ember_otlp_encode(p, &buf, &len, NULL);
 		if (err)
 			log_error_errno(
@@ -503,6 +508,7 @@ static void cut_interval(struct session *s)
 	p->start_ns = p->end_ns;
 	p->end_ns = 0;
 	ember_symbolizer_profile_was_reset(&s->sym);
+	ember_symbolizer_release_memory(&s->sym);
 	/* Every cut, also one for the files, starts a full export interval. */
 	s->next_cut_ns = ember_monotonic_ns() + s->opts->export.interval_ns;
 }
@@ -546,6 +552,7 @@ static int finish_delivery(struct session *s)
 /* `ember record`: every output rewritten with everything so far. */
 static int write_outputs(struct session *s)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_OUTPUT);
 	int status = 0;
 
 	for (size_t i = 0; i < s->opts->noutputs; i++) {
@@ -564,13 +571,23 @@ static int write_outputs(struct session *s)
 static int write_interval(struct session *s)
 {
 	struct ember_profile *p = file_profile(s);
-	int status = ember_rotation_write(s->opts->rotation, p);
+	char memory[512];
+	int status;
 
+	{
+		EMBER_MEM_SCOPE(EMBER_MEM_OUTPUT);
+
+		status = ember_rotation_write(s->opts->rotation, p);
+	}
 	log_info("interval written: %" PRIu64 " samples, %" PRIu64 " lost", p->total_count,
 	         ember_profile_stat_get(p, "lost.samples"));
+	/* Everything the interval held goes, and the pages it used go back to the system. */
 	ember_profile_reset(p);
 	if (p == &s->profile)
 		ember_symbolizer_profile_was_reset(&s->sym);
+	ember_symbolizer_release_memory(&s->sym);
+	ember_symbolizer_memory_line(&s->sym, memory, sizeof(memory));
+	log_info("memory: %s", memory);
 	p->start_ns = p->end_ns;
 	if (s->opts->interval_ms)
 		s->interval_deadline_ns = ember_monotonic_ns() + s->opts->interval_ms * 1000000ull;
@@ -587,6 +604,12 @@ static int flush_outputs(struct session *s)
 	file_profile(s)->end_ns = ember_realtime_ns();
 	set_run_stats(s);
 	err = s->opts->rotation ? write_interval(s) : write_outputs(s);
+	if (!s->opts->rotation) {
+		char memory[512];
+
+		ember_symbolizer_memory_line(&s->sym, memory, sizeof(memory));
+		log_debug("memory: %s", memory);
+	}
 	/* When the files' next interval ends with the export's (the same --interval;
 	 * writing took a moment), its cut ships: no second, tiny batch just before. */
 	if (s->opts->export.exporter && s->interval_deadline_ns &&
@@ -766,6 +789,12 @@ static int confine_reader(void *ctx)
 int ember_session_run(const struct ember_session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
+	struct ember_symbolizer_opts so = {
+	    .objcache_bytes = o->objcache_bytes,
+	    .memory_budget = o->memory_budget,
+	    /* OTLP resources want each process's executable and container. */
+	    .want_process_facts = o->export.exporter != NULL,
+	};
 	char host[256] = "";
 	int err, readers_err;
 
@@ -775,11 +804,17 @@ int ember_session_run(const struct ember_session_opts *o)
 	s->event_fd = -1;
 	ember_broker_client_init(&s->broker, o->sock);
 	s->keep_total = o->export.exporter && (o->noutputs || o->rotation);
+	so.profile = &s->profile;
+	so.broker = &s->broker;
+	for (size_t i = 0; i < o->noutputs; i++)
+		so.want_process_facts |= o->outputs[i].format == EMBER_FORMAT_OTLP;
+	for (size_t i = 0; o->rotation && i < o->rotation->nformats; i++)
+		so.want_process_facts |= o->rotation->formats[i] == EMBER_FORMAT_OTLP;
 	err = ember_profile_init(&s->profile);
 	if (!err)
 		err = ember_profile_init(&s->total);
 	if (!err)
-		err = ember_symbolizer_init(&s->sym, &s->profile, &s->broker, o->objcache_bytes);
+		err = ember_symbolizer_init(&s->sym, &so);
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
@@ -795,12 +830,6 @@ int ember_session_run(const struct ember_session_opts *o)
 #endif
 	if (err)
 		goto out;
-	/* OTLP resources want each process's executable and container. */
-	s->sym.want_process_facts = o->export.exporter != NULL;
-	for (size_t i = 0; i < o->noutputs; i++)
-		s->sym.want_process_facts |= o->outputs[i].format == EMBER_FORMAT_OTLP;
-	for (size_t i = 0; o->rotation && i < o->rotation->nformats; i++)
-		s->sym.want_process_facts |= o->rotation->formats[i] == EMBER_FORMAT_OTLP;
 	gethostname(host, sizeof(host) - 1);
 	for (struct ember_profile *p = &s->profile; p; p = p == &s->profile ? &s->total : NULL) {
 		memcpy(p->host, host, sizeof(p->host));

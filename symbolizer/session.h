@@ -45,7 +45,8 @@ struct ember_session_opts {
 	int signal_fd; /* -1, or a signalfd for SIGTERM, SIGINT and SIGHUP */
 	size_t objcache_bytes;
 	enum ember_view view; /* what folded outputs hold and the flame graph opens with */
-	bool no_python; /* --interpreters none: no interpreter frames are read */
+	bool no_python;       /* --interpreters none: no interpreter frames are read */
+	size_t memory_budget; /* resident bytes the symbolizer keeps within; 0: the default */
 	/* Called after the handshake, before the first record is read; an error ends the session.
 	 */
 	int (*enter_sandbox)(void *ctx);

@@ -5,30 +5,33 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "symbolizer/record_decode.h"
 #include "symbolizer/symbols/demangle.h"
-#include "symbolizer/process/container.h"
 #include "shared/log.h"
 #include "symbolizer/unwind/unwind_tables.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
-int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
-                          struct ember_broker_client *broker, size_t objcache_bytes)
+int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symbolizer_opts *o)
 {
 	int err;
 
 	memset(s, 0, sizeof(*s));
-	s->profile = profile;
-	s->broker = broker;
+	s->profile = o->profile;
+	s->broker = o->broker;
+	s->want_process_facts = o->want_process_facts;
 	s->kernel_mapping = EMBER_NONE;
-	err = ember_objcache_init(&s->objs, objcache_bytes);
+	/* Without /proc/self/statm the budget cannot be kept, but symbols still can. */
+	err = ember_mem_budget_init(&s->budget, o->memory_budget);
+	if (err)
+		log_warn_errno(err, "cannot read this process's resident size (%m): the memory "
+		                    "budget is not kept");
+	err = ember_objcache_init(&s->objs, o->objcache_bytes);
 	if (!err)
-		err = ember_processes_init(&s->procs);
+		err = ember_processes_init(&s->procs, o->broker);
 	return err;
 }
 
@@ -37,6 +40,12 @@ void ember_symbolizer_free(struct ember_symbolizer *s)
 	ember_objcache_free(&s->objs);
 	ember_processes_free(&s->procs);
 	ember_kallsyms_free(&s->ksyms);
+	ember_mem_budget_free(&s->budget);
+}
+
+void ember_symbolizer_set_clock(struct ember_symbolizer *s, int64_t monotonic_to_realtime_ns)
+{
+	s->monotonic_to_realtime_ns = monotonic_to_realtime_ns;
 }
 
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
@@ -46,7 +55,6 @@ void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
 
 static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 {
-	struct ember_kallsyms fresh = {0};
 	bool first = !s->ksyms_tried;
 	int fd, err;
 
@@ -58,15 +66,16 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 			log_warn_errno(fd, "no kernel symbols (%m): kernel frames stay addresses");
 		return;
 	}
-	err = ember_kallsyms_load_fd(fd, &fresh);
+	/* Replaces the old table (modules and BPF programs come and go), which goes
+	 * first: the two are never in memory together. */
+	ember_kallsyms_free(&s->ksyms);
+	err = ember_kallsyms_load_fd(fd, &s->ksyms);
 	close(fd);
 	if (err) {
-		log_warn_errno(err, "cannot read kernel symbols: %m");
+		log_warn_errno(err, "cannot read kernel symbols: %m; kernel frames stay addresses "
+		                    "until the next try in a minute");
 		return;
 	}
-	/* Replaces the old table: modules and BPF programs come and go. */
-	ember_kallsyms_free(&s->ksyms);
-	s->ksyms = fresh;
 	if (first && s->ksyms.addresses_hidden)
 		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
 		         "stay addresses; `ember check` says how to change that");
@@ -151,20 +160,21 @@ static const char *in_memory_name(const char *path, char *buf, size_t size)
 	return buf;
 }
 
-static const char *mapping_name(const struct ember_maps *maps, const struct ember_map_entry *e,
+static const char *mapping_name(const struct ember_process *proc, const struct ember_map_entry *e,
                                 char *buf, size_t size)
 {
 	const char *in_memory;
 
 	switch (e->kind) {
 	case EMBER_MAP_FILE:
-		if (e->deleted && (in_memory = in_memory_name(ember_maps_path(maps, e), buf, size)))
+		if (e->deleted &&
+		    (in_memory = in_memory_name(ember_process_mapping_path(proc, e), buf, size)))
 			return in_memory;
-		return ember_maps_path(maps, e);
+		return ember_process_mapping_path(proc, e);
 	case EMBER_MAP_VDSO:
 	case EMBER_MAP_VSYSCALL:
 	case EMBER_MAP_OTHER:
-		return ember_maps_path(maps, e);
+		return ember_process_mapping_path(proc, e);
 	default:
 		return "[anon]";
 	}
@@ -192,34 +202,31 @@ static int open_by_debuglink(void *ctx, const char *name)
 	return ember_broker_request(d->broker, EMBER_BROKER_DEBUGLINK, d->pid, d->start, name);
 }
 
-/* The parsed file behind a mapping, asking the broker on a cache miss. */
+/* The parsed file behind a mapping, asking the broker on a cache miss (unless shedding). */
 static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
                                        const struct ember_map_entry *e, uint64_t now_ns)
 {
 	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
-	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
+	struct ember_obj *o = ember_objcache_get(&s->objs, &key, pid, now_ns);
 	struct debug_ctx ctx = {s->broker, pid, e->start};
 	struct ember_debug_opener op = {&ctx, open_by_build_id, open_by_debuglink};
 	int fd;
 
-	/* A file the broker could not open through one process (gone already, a
-	 * short-lived one) may well open through another that maps it. */
-	if (o && !(o->open_failed_pid && o->open_failed_pid != pid))
+	if (o || s->shedding)
 		return o;
 	fd = ember_broker_request(s->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
-	o = ember_objcache_load(&s->objs, &key, fd, &op, now_ns);
-	if (o && fd < 0)
-		o->open_failed_pid = pid;
+	o = ember_objcache_load(&s->objs, &key, fd, pid, &op, now_ns);
 	if (fd >= 0)
 		close(fd);
 	if (o && o->error)
 		log_debug_errno(o->error, "no symbols for inode %llu of pid %u: %m",
 		                (unsigned long long)e->inode, pid);
 	else if (o)
-		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s", pid,
+		log_debug("pid %u inode %llu: %zu symbols%s, debug info: %s, %zu bytes", pid,
 		          (unsigned long long)e->inode, o->file.syms.nsyms,
 		          o->file.has_go ? ", Go pclntab" : "",
-		          o->file.dwarf ? ember_debug_source_name(o->file.dwarf_source) : "none");
+		          o->file.dwarf ? ember_debug_source_name(o->file.dwarf_source) : "none",
+		          o->bytes);
 	return o;
 }
 
@@ -229,10 +236,13 @@ void ember_symbolizer_preload(struct ember_symbolizer *s, uint32_t pid,
 	struct ember_obj_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
 	struct debug_ctx ctx = {s->broker, pid, e->start};
 	struct ember_debug_opener op = {&ctx, open_by_build_id, open_by_debuglink};
-	struct ember_obj *o = ember_objcache_get(&s->objs, &key, now_ns);
+	struct ember_obj *o;
 
+	if (s->shedding)
+		return; /* over the memory budget: no file not yet read is read */
+	o = ember_objcache_get(&s->objs, &key, pid, now_ns);
 	if (!o || o->error)
-		ember_objcache_load(&s->objs, &key, fd, &op, now_ns);
+		ember_objcache_load(&s->objs, &key, fd, pid, &op, now_ns);
 }
 
 static int intern_opt(struct ember_profile *p, const char *s, uint32_t *out)
@@ -321,15 +331,17 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	uint32_t mapping;
 	int err;
 
-	e = ember_process_find_mapping(&s->procs, proc, s->broker, addr, now_ns);
+	e = ember_process_find_mapping(&s->procs, proc, addr, now_ns);
 	if (!e) {
 		stalled_frame(s, proc->maps_error);
 		s->unknown_frames++;
 		return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_UNKNOWN, addr,
 		                                  NULL, 0, out);
 	}
-	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted)
+	if (e->kind == EMBER_MAP_FILE && e->inode && !e->deleted) {
 		obj = mapped_object(s, proc->pid, e, now_ns);
+		s->shed_frames += !obj && s->shedding;
+	}
 	if (obj && obj->error) {
 		stalled_frame(s, obj->error);
 		obj = NULL;
@@ -346,7 +358,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	 */
 	m.has_functions = obj || e->kind == EMBER_MAP_FILE;
 	err = ember_profile_intern_cstr(
-	    s->profile, mapping_name(&proc->maps, e, name_buf, sizeof(name_buf)), &m.filename);
+	    s->profile, mapping_name(proc, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)
 		err = mapping_identity(s, obj, &m);
 	if (!err)
@@ -359,8 +371,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		return 0;
 	if (obj &&
 	    !ember_elf_offset_to_vaddr(&obj->file.syms, lookup - e->start + e->offset, &vaddr)) {
-		origin = ember_objfile_lookup(&obj->file, vaddr, &s->frames_buf);
-		ember_objcache_account(&s->objs, obj); /* DWARF units expand on demand */
+		origin = ember_objcache_lookup(&s->objs, obj, vaddr, &s->frames_buf);
 		if (origin != EMBER_SYM_NONE) {
 			s->frames_by_origin[origin]++;
 			return symbolized_location(s, mapping, kind, addr, &s->frames_buf, out);
@@ -420,96 +431,23 @@ static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t
 	                      ember_unwind_stop_marker(reason), out);
 }
 
-#define FACTS_RETRY_NS (1000ull * 1000000ull)
-
-/* The path of the executable the broker just opened (its reply gives the device and inode:
- * an fstat could wait on its file system), found among the process's mappings by identity. */
-static const char *exe_path_from_maps(const struct ember_process *proc,
-                                      const struct ember_broker_client *b)
-{
-	const struct ember_map_entry *by_inode = NULL;
-
-	if (!proc->maps_loaded || !b->last.ino)
-		return NULL;
-	for (size_t i = 0; i < proc->maps.count; i++) {
-		const struct ember_map_entry *e = &proc->maps.entries[i];
-
-		if (e->kind != EMBER_MAP_FILE || e->inode != b->last.ino)
-			continue;
-		if (e->dev_major == b->last.dev_major && e->dev_minor == b->last.dev_minor)
-			return ember_maps_path(&proc->maps, e);
-		/* Overlay file systems (containers) show the lower file's device in maps. */
-		if (!by_inode)
-			by_inode = e;
-	}
-	return by_inode ? ember_maps_path(&proc->maps, by_inode) : NULL;
-}
-
-static int proc_file(struct ember_symbolizer *s, struct ember_process *proc, const char *name)
-{
-	int fd = ember_broker_request(s->broker, EMBER_BROKER_PROC_FILE, proc->pid, 0, name);
-
-	s->facts_requests++;
-	if (fd < 0) {
-		s->facts_failures++;
-		if (fd == -EAGAIN)
-			proc->facts_retry_ns = 1;
-		log_debug_errno(fd, "%s of pid %u: %m", name, proc->pid);
-	}
-	return fd;
-}
-
-/* Asks the broker for the process's cgroup list and executable, once per program. */
-static void load_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
-                               uint64_t now_ns)
-{
-	const char *path;
-	char *text = NULL;
-	long len;
-	int fd;
-
-	proc->facts_loaded = true;
-	proc->facts_retry_ns = 0;
-	fd = proc_file(s, proc, "cgroup");
-	if (fd >= 0) {
-		len = ember_maps_read_fd(fd, &text);
-		close(fd);
-		if (len >= 0)
-			ember_container_id_from_cgroup(text, (size_t)len, proc->container_id);
-		free(text);
-	}
-	/* The maps tell the executable's path as the process sees it. */
-	if (!proc->maps_loaded || proc->maps_stale)
-		ember_process_find_mapping(&s->procs, proc, s->broker, 0, now_ns);
-	fd = proc_file(s, proc, "exe");
-	if (fd >= 0) {
-		path = exe_path_from_maps(proc, s->broker);
-		close(fd);
-		free(proc->exe_path);
-		proc->exe_path = path ? strdup(path) : NULL;
-	}
-	if (proc->facts_retry_ns) {
-		proc->facts_loaded = false;
-		proc->facts_retry_ns = now_ns + FACTS_RETRY_NS;
-	}
-}
-
 /* Makes sure the current profile knows the facts about the sample's process. */
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
                               uint64_t now_ns)
 {
 	struct ember_process_attrs pa = {.pid = proc->pid};
+	const char *exe_path, *container_id;
 	int err = 0;
 
-	if (!proc->facts_loaded && now_ns >= proc->facts_retry_ns)
-		load_process_facts(s, proc, now_ns);
-	/* Not before the facts are in (the broker may have asked to come back later). */
-	if (!proc->facts_loaded || ember_profile_find_process(s->profile, proc->pid))
+	if (ember_profile_find_process(s->profile, proc->pid))
 		return 0;
-	if (proc->exe_path)
-		err = ember_profile_intern_cstr(s->profile, proc->exe_path, &pa.exe_path);
-	if (!err && proc->container_id[0])
-		err = ember_profile_intern_cstr(s->profile, proc->container_id, &pa.container_id);
+	/* Not before the facts are in (the broker may have asked to come back later). */
+	if (!ember_process_facts(&s->procs, proc, now_ns, &exe_path, &container_id))
+		return 0;
+	if (exe_path)
+		err = ember_profile_intern_cstr(s->profile, exe_path, &pa.exe_path);
+	if (!err && container_id[0])
+		err = ember_profile_intern_cstr(s->profile, container_id, &pa.container_id);
 	return err ? err : ember_profile_set_process(s->profile, &pa);
 }
 
@@ -539,13 +477,6 @@ static uint32_t probe_frames(struct ember_symbolizer *s, const uint64_t *frames,
 	return n < kn ? n : 0;
 }
 
-static void learn_comm(struct ember_process *proc, const struct ember_sample_event *sample)
-{
-	if (sample->tid == sample->tgid || !proc->comm[0])
-		memcpy(proc->comm, sample->comm, sizeof(proc->comm));
-	proc->comm[sizeof(proc->comm) - 1] = '\0';
-}
-
 int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
                                 const uint64_t *frames, uint64_t now_ns)
 {
@@ -557,7 +488,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 
 	if (!proc)
 		return -ENOMEM;
-	learn_comm(proc, sample);
+	ember_process_learn_comm(proc, sample->comm, sample->tid == sample->tgid);
 	s->samples++;
 	s->sample_stalled = false;
 	if (sample->kind == EMBER_EV_OFF_CPU)
@@ -618,33 +549,95 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns)
 {
-	struct ember_process *p = ember_processes_find(&s->procs, pid);
-
-	if (p) {
-		/* Maps read since (the unwind tables' loader runs ahead) are the new program's.
-		 * Older ones are forgotten, not only marked stale: were the reload to fail (the
-		 * process is gone), they would name the old program's functions. */
-		if (p->maps_loaded_ns < exec_ns) {
-			ember_maps_free(&p->maps);
-			p->maps_loaded = false;
-			p->maps_stale = true;
-			p->maps_loaded_ns = 0;
-		}
-		p->comm[0] = '\0';
-		ember_process_forget_facts(p);
-	}
+	ember_processes_on_exec(&s->procs, pid, exec_ns);
 	if (s->python)
 		ember_python_on_exec(s->python, pid);
 }
 
-void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid)
+void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid, uint64_t now_ns)
 {
-	struct ember_process *p = ember_processes_find(&s->procs, pid);
-
-	if (p)
-		p->exited = true;
+	ember_processes_on_exit(&s->procs, pid, now_ns);
 	if (s->python)
 		ember_python_on_exit(s->python, pid);
+}
+
+void ember_symbolizer_adopt_maps(struct ember_symbolizer *s, uint32_t pid, struct ember_maps *maps,
+                                 uint64_t now_ns)
+{
+	ember_processes_adopt_maps(&s->procs, pid, maps, now_ns);
+}
+
+void ember_symbolizer_collector_memory(struct ember_symbolizer *s, uint64_t rss, uint64_t bpf_maps)
+{
+	s->budget.collector_rss = rss;
+	s->budget.collector_bpf_maps = bpf_maps;
+}
+
+/* Lets the caches grow back towards their maximum while there is room. */
+static void relax(struct ember_symbolizer *s, size_t rss)
+{
+	size_t limit = s->budget.limit, room = rss < limit ? limit - rss : 0;
+
+	/* Work resumes with an eighth of the budget free, so that it does not flap. */
+	if (s->shedding && room >= limit / 8) {
+		s->shedding = false;
+		log_info("memory: back within budget (%zu MiB resident): files are read again",
+		         rss >> 20);
+	}
+	if (room > limit / 8)
+		ember_objcache_set_limit(&s->objs, ember_objcache_limit(&s->objs) + room / 2);
+}
+
+/* Over budget: memory back to the system, then the caches, then the work. */
+static void keep_budget(struct ember_symbolizer *s, size_t exclude, uint64_t now_ns)
+{
+	size_t rss = ember_mem_rss(&s->budget), over = ember_mem_over(&s->budget, rss, exclude);
+	size_t cache;
+
+	if (!over) {
+		relax(s, rss > exclude ? rss - exclude : 0);
+		return;
+	}
+	s->budget_exceeded++;
+	ember_mem_release(&s->budget);
+	over = ember_mem_over(&s->budget, ember_mem_rss(&s->budget), exclude);
+	if (!over)
+		return;
+	cache = ember_objcache_bytes(&s->objs);
+	ember_objcache_set_limit(&s->objs, cache > over + EMBER_OBJCACHE_FLOOR_BYTES
+	                                       ? cache - over
+	                                       : EMBER_OBJCACHE_FLOOR_BYTES);
+	if (cache < over + EMBER_OBJCACHE_FLOOR_BYTES)
+		ember_processes_shrink(&s->procs, over + EMBER_OBJCACHE_FLOOR_BYTES - cache,
+		                       now_ns);
+	ember_mem_release(&s->budget);
+	rss = ember_mem_rss(&s->budget);
+	over = ember_mem_over(&s->budget, rss, exclude);
+	if (over && !s->shedding) {
+		s->shedding = true;
+		s->budget_shed_periods++;
+		log_warn(
+		    "memory: %zu MiB resident, %zu MiB over the budget with the caches shrunk: "
+		    "files not yet read stay unsymbolized until there is room (raise "
+		    "--memory-budget to avoid this)",
+		    rss >> 20, over >> 20);
+	}
+}
+
+void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t exclude)
+{
+	if (now_ns - s->last_budget_check_ns < EMBER_BUDGET_CHECK_NS)
+		return;
+	s->last_budget_check_ns = now_ns;
+	ember_processes_sweep(&s->procs, now_ns);
+	/* Cached files are mapped: what lookups read of them goes back each second. */
+	ember_objcache_release_pages(&s->objs);
+	keep_budget(s, exclude, now_ns);
+}
+
+void ember_symbolizer_release_memory(struct ember_symbolizer *s)
+{
+	ember_mem_release(&s->budget);
 }
 
 uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
@@ -652,35 +645,22 @@ uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
 	return ember_objcache_parse_errors(&s->objs);
 }
 
-void ember_symbolizer_report_stats(struct ember_symbolizer *s)
+void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_profile *p)
 {
-	struct ember_profile *p = s->profile;
+	struct ember_mem_split m;
 
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unknown_mapping", s->unknown_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_unsymbolized", s->unsymbolized_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_stalled", s->frames_stalled);
 	ember_profile_stat_set(p, "symbolizer.samples_stalled", s->samples_stalled);
+	ember_profile_stat_set(p, "symbolizer.frames_shed", s->shed_frames);
 	ember_profile_stat_set(p, "symbolizer.frames_symtab",
 	                       s->frames_by_origin[EMBER_SYM_SYMTAB]);
 	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);
 	ember_profile_stat_set(p, "symbolizer.frames_go", s->frames_by_origin[EMBER_SYM_GO]);
 	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);
 	ember_profile_stat_set(p, "symbolizer.parse_errors", ember_symbolizer_parse_errors(s));
-	ember_profile_stat_set(p, "objcache.hits", s->objs.hits);
-	ember_profile_stat_set(p, "objcache.misses", s->objs.misses);
-	ember_profile_stat_set(p, "objcache.evictions", s->objs.evictions);
-	ember_profile_stat_set(p, "objcache.changed_files", s->objs.changed_files);
-	ember_profile_stat_set(p, "objcache.shared", s->objs.shared);
-	ember_profile_stat_set(p, "objcache.load_errors", s->objs.load_errors);
-	ember_profile_stat_set(p, "objcache.bytes", s->objs.bytes);
-	ember_profile_stat_set(p, "objcache.max_bytes", s->objs.max_bytes);
-	ember_profile_stat_set(p, "kallsyms.bad_lines", s->ksyms.bad_lines);
-	ember_profile_stat_set(p, "maps.loads", s->procs.maps_loads);
-	ember_profile_stat_set(p, "maps.failures", s->procs.maps_failures);
-	ember_profile_stat_set(p, "broker.requests", s->broker->requests);
-	ember_profile_stat_set(p, "broker.failures", s->broker->failures);
-	ember_profile_stat_set(p, "broker.late_replies", s->broker->late_replies);
 	if (p->off_cpu) {
 		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);
 		ember_profile_stat_set(p, "off_cpu.recorded_ns", s->off_cpu_ns);
@@ -703,8 +683,20 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s)
 		ember_profile_stat_set(p, "python.cache_evictions", ps->cache_evictions);
 		ember_profile_stat_set(p, "python.files_read", ps->files_read);
 	}
-	if (s->want_process_facts) {
-		ember_profile_stat_set(p, "process_facts.requests", s->facts_requests);
-		ember_profile_stat_set(p, "process_facts.failures", s->facts_failures);
-	}
+	ember_profile_stat_set(p, "memory.budget_exceeded", s->budget_exceeded);
+	ember_profile_stat_set(p, "memory.shed_periods", s->budget_shed_periods);
+	ember_objcache_report_stats(&s->objs, p);
+	ember_kallsyms_report_stats(&s->ksyms, p);
+	ember_processes_report_stats(&s->procs, p, s->want_process_facts);
+	ember_broker_client_report_stats(s->broker, p);
+	ember_mem_measure(&s->budget, &m);
+	ember_mem_report_stats(&s->budget, &m, p);
+}
+
+void ember_symbolizer_memory_line(struct ember_symbolizer *s, char *buf, size_t size)
+{
+	struct ember_mem_split m;
+
+	ember_mem_measure(&s->budget, &m);
+	ember_mem_format(&s->budget, &m, buf, size);
 }

@@ -5,6 +5,18 @@
  * mappings and the mapped file's symbols, kernel addresses through kallsyms,
  * Python frames (bpf/python.h) through the interpreter's code objects.
  * A frame that cannot be named is kept as module+0xoffset or [unknown].
+ *
+ * The symbolizer owns the state symbolizing needs (the object cache, the
+ * process table, the kernel symbols) and keeps the whole process within its
+ * memory budget (symbolizer/memory/mem_budget.h): when the resident size
+ * passes it, freed memory is given back, then the object cache and the
+ * idlest processes shrink, and if that is not enough it sheds work (files
+ * not yet cached are not read: their frames stay unsymbolized, counted in
+ * symbolizer.frames_shed) until there is room again.
+ *
+ * Input: sample and process records from the collector (checked by
+ * record_decode.c) and everything the broker hands over (see process_table.h
+ * and objcache.h).
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLIZE_H
 #define EMBER_SYMBOLIZER_SYMBOLIZE_H
@@ -14,14 +26,27 @@
 
 #include "symbolizer/broker_client.h"
 #include "symbolizer/interp/python.h"
+#include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/symbols/kallsyms.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/process_table.h"
 #include "symbolizer/profile/profile.h"
 #include "bpf/records.h"
 
-#define EMBER_KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
+#define EMBER_KALLSYMS_RELOAD_NS   (60ull * 1000000000ull)
+#define EMBER_BUDGET_CHECK_NS      (1000ull * 1000000ull)
+#define EMBER_OBJCACHE_FLOOR_BYTES (2u << 20) /* the budget never shrinks the cache below */
 
+struct ember_symbolizer_opts {
+	struct ember_profile *profile; /* where samples go */
+	struct ember_broker_client *broker;
+	size_t objcache_bytes; /* 0: EMBER_OBJCACHE_DEFAULT_BYTES */
+	size_t memory_budget;  /* resident bytes; 0: EMBER_MEM_DEFAULT_BUDGET */
+	/* Ask the broker for each process's executable and cgroup (for OTLP resources). */
+	bool want_process_facts;
+};
+
+/* Every field is symbolize.c's: use the functions below. */
 struct ember_symbolizer {
 	struct ember_profile *profile;
 	struct ember_broker_client *broker;
@@ -29,28 +54,33 @@ struct ember_symbolizer {
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
 	struct ember_python *python; /* CPython frames; NULL: shown as [unknown] */
+	struct ember_mem_budget budget;
 	bool ksyms_tried;
 	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
-	/* Ask the broker for each process's executable and cgroup (for OTLP resources). */
 	bool want_process_facts;
+	bool shedding; /* over budget with the caches at their floor: no new files read */
+	uint64_t last_budget_check_ns;
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
-	uint64_t samples, frames, unknown_frames, unsymbolized_frames;
+	uint64_t samples, frames, unknown_frames, unsymbolized_frames, shed_frames;
 	/* Frames left unnamed, and samples with such frames, because a read stalled. */
 	uint64_t frames_stalled, samples_stalled;
 	bool sample_stalled;
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
-	uint64_t facts_requests, facts_failures;
 	uint64_t off_cpu_samples, off_cpu_ns;
+	uint64_t budget_exceeded, budget_shed_periods;
 };
 
-int ember_symbolizer_init(struct ember_symbolizer *s, struct ember_profile *profile,
-                          struct ember_broker_client *broker, size_t objcache_bytes);
+/* Opens /proc/self/statm for the budget: call before the sandbox. */
+int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symbolizer_opts *o);
 void ember_symbolizer_free(struct ember_symbolizer *s);
+
+/* The collector's clock: sample times are monotonic, profiles Unix time. */
+void ember_symbolizer_set_clock(struct ember_symbolizer *s, int64_t monotonic_to_realtime_ns);
 
 /*
  * Adds one CPU or off-CPU sample; frames holds kstack_len kernel then
@@ -63,18 +93,38 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
  * Parses the file mapping e of pid maps, open at fd, unless it is cached
  * already: the unwind tables' loader opens each file while its process
  * lives, and a short-lived process is gone by the time its samples are
- * symbolized (the broker serves only live processes).
+ * symbolized (the broker serves only live processes). Not while shedding work.
  */
 void ember_symbolizer_preload(struct ember_symbolizer *s, uint32_t pid,
                               const struct ember_map_entry *e, int fd, uint64_t now_ns);
-/* pid ran a new program at exec_ns (CLOCK_MONOTONIC). */
+/* The process records: pid ran a new program at exec_ns (CLOCK_MONOTONIC); pid exited.
+ * A process's state is freed shortly after its exit record. */
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns);
-void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid);
+void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid, uint64_t now_ns);
+/* Takes over the maps of pid someone else read (the unwind loader); leaves *maps empty. */
+void ember_symbolizer_adopt_maps(struct ember_symbolizer *s, uint32_t pid, struct ember_maps *maps,
+                                 uint64_t now_ns);
+/* The collector's own resident size and BPF map memory, as it reported them. */
+void ember_symbolizer_collector_memory(struct ember_symbolizer *s, uint64_t rss, uint64_t bpf_maps);
+
+/*
+ * Housekeeping, called often (it works at most once per
+ * EMBER_BUDGET_CHECK_NS): frees the state of processes that exited or went
+ * idle, and keeps the memory budget. exclude: resident bytes the budget
+ * does not cover (the whole-run profile of `ember record`, which the user
+ * asked to keep).
+ */
+void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t exclude);
 /* Call after ember_profile_reset: forgets ids of the old profile. */
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s);
+/* An interval was written: gives the memory it held back to the system. */
+void ember_symbolizer_release_memory(struct ember_symbolizer *s);
+
 /* Malformed files and pieces of files met so far. */
 uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s);
-/* Copies the counters into the profile's statistics. */
-void ember_symbolizer_report_stats(struct ember_symbolizer *s);
+/* The run's statistics (the symbolizer's and those of everything it owns) into p. */
+void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_profile *p);
+/* Where memory goes, as one line for the log ("rss 41.2 MiB (budget ...): objcache ..."). */
+void ember_symbolizer_memory_line(struct ember_symbolizer *s, char *buf, size_t size);
 
 #endif

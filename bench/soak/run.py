@@ -224,7 +224,11 @@ def last_memory_line(path):
     if not lines:
         return {}
     split = {}
-    for part in lines[-1].split(","):
+    head, _, owners = lines[-1].partition(":")
+    m = re.match(r"rss ([\d.]+) MiB", head)
+    if m:
+        split["rss"] = float(m.group(1))
+    for part in re.split(r"[,;]", owners):
         m = re.match(r"\s*([\w .-]+?)\s+([\d.]+)\s*MiB", part)
         if m:
             split[m.group(1)] = float(m.group(2))
@@ -311,6 +315,8 @@ def main():
                     help="passed to ember-symbolizer (daemons) or ember record")
     a = ap.parse_args()
     a.duration = a.duration or (180 if a.check else 1800)
+    # SIGTERM (a CI timeout) stops the churn and the daemons like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench/soak: terminated"))
     if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
         msg = "bench/soak: needs root and a kernel with BTF"
         if os.environ.get("CI") == "true":

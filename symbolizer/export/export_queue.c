@@ -12,6 +12,7 @@
 
 #include "symbolizer/export/otlp_transport.h"
 #include "symbolizer/formats/gzip.h"
+#include "symbolizer/memory/mem_owners.h"
 #include "shared/clock.h"
 #include "shared/log.h"
 
@@ -333,8 +334,11 @@ static void evict(struct ember_exporter *e, struct batch *victim)
 
 int ember_exporter_submit(struct ember_exporter *e, uint8_t *data, size_t len, uint64_t nsamples)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_EXPORT);
 	struct batch *b;
 
+	/* What waits in the queue is the queue's, whoever encoded it. */
+	ember_mem_give(data, EMBER_MEM_EXPORT);
 	pthread_mutex_lock(&e->lock);
 	e->st.submitted++;
 	if (len > e->cfg.queue_bytes) {

@@ -177,6 +177,43 @@ void ember_maps_free(struct ember_maps *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int ember_maps_keep_executable(struct ember_maps *m)
+{
+	struct ember_maps kept = {.bad_lines = m->bad_lines};
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->count; i++)
+		n += (m->entries[i].perms & EMBER_MAP_X) != 0;
+	ember_strtab_init(&kept.paths, EMBER_STRTAB_MAX_BYTES);
+	kept.entries = n ? malloc(n * sizeof(*kept.entries)) : NULL;
+	if (n && !kept.entries)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->count; i++) {
+		const struct ember_map_entry *e = &m->entries[i];
+		const char *path = ember_maps_path(m, e);
+
+		if (!(e->perms & EMBER_MAP_X))
+			continue;
+		kept.entries[kept.count] = *e;
+		if (ember_strtab_add(&kept.paths, path, strlen(path),
+		                     &kept.entries[kept.count].path_off)) {
+			ember_maps_free(&kept);
+			return -ENOMEM;
+		}
+		kept.count++;
+	}
+	/* Exact sizes: these are kept for as long as the process lives. */
+	ember_strtab_shrink(&kept.paths);
+	ember_maps_free(m);
+	*m = kept;
+	return 0;
+}
+
+size_t ember_maps_bytes(const struct ember_maps *m)
+{
+	return m->count * sizeof(*m->entries) + m->paths.len;
+}
+
 const struct ember_map_entry *ember_maps_find(const struct ember_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->count;

@@ -53,6 +53,14 @@ struct ember_maps {
 int ember_maps_parse(const char *text, size_t len, struct ember_maps *out);
 void ember_maps_free(struct ember_maps *m);
 
+/*
+ * Keeps only the executable mappings (the only ones a frame can be in), in
+ * arrays of exactly their size. Returns 0 or -ENOMEM (m is then unchanged).
+ */
+int ember_maps_keep_executable(struct ember_maps *m);
+/* Bytes the entries and paths take (at least; the arrays may have room to spare). */
+size_t ember_maps_bytes(const struct ember_maps *m);
+
 /* The entry containing addr, or NULL. */
 const struct ember_map_entry *ember_maps_find(const struct ember_maps *m, uint64_t addr);
 const char *ember_maps_path(const struct ember_maps *m, const struct ember_map_entry *e);

@@ -4,33 +4,39 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "shared/log.h"
+#include "symbolizer/memory/mem_owners.h"
+#include "symbolizer/profile/profile.h"
 
-/* The process in slot, or NULL for a free slot. */
 static struct ember_process *at(const struct ember_processes *t, uint32_t slot)
 {
-	struct ember_process **p = ember_slots_get(&t->slots, slot);
-
-	return p ? *p : NULL;
+	return *(struct ember_process **)ember_slots_at(&t->slots, slot);
 }
 
-static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+/* ctx is the slot table. */
+static bool pid_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 {
-	const struct ember_process *p = *(struct ember_process *const *)ember_slots_at(ctx, slot);
+	const struct ember_process *p = *(struct ember_process **)ember_slots_at(ctx, slot);
 
-	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
+	/* A slot just taken is filled in after the index lookup: it holds no process yet. */
+	return p && len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
 }
 
-int ember_processes_init(struct ember_processes *t)
+int ember_processes_init(struct ember_processes *t, struct ember_broker_client *broker)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+
 	memset(t, 0, sizeof(*t));
+	t->broker = broker;
 	return ember_slots_init(&t->slots, sizeof(struct ember_process *), EMBER_PROCESSES_MAX,
-	                        proc_eq);
+	                        pid_eq);
 }
 
-void ember_process_forget_facts(struct ember_process *p)
+static void forget_facts(struct ember_process *p)
 {
 	free(p->exe_path);
 	p->exe_path = NULL;
@@ -39,85 +45,149 @@ void ember_process_forget_facts(struct ember_process *p)
 	p->facts_retry_ns = 0;
 }
 
-static void destroy(struct ember_process *p)
+static void set_maps(struct ember_processes *t, struct ember_process *p, struct ember_maps *fresh)
 {
-	ember_process_forget_facts(p);
+	t->maps_bytes -= ember_maps_bytes(&p->maps);
 	ember_maps_free(&p->maps);
+	p->maps = *fresh;
+	memset(fresh, 0, sizeof(*fresh));
+	t->maps_bytes += ember_maps_bytes(&p->maps);
+}
+
+static void destroy(struct ember_processes *t, struct ember_process *p)
+{
+	struct ember_maps none = {0};
+
+	set_maps(t, p, &none);
+	forget_facts(p);
+	ember_slots_remove(&t->slots, p->slot, &p->pid, sizeof(p->pid));
 	free(p);
 }
 
 void ember_processes_free(struct ember_processes *t)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+
 	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
-		if (at(t, i))
-			destroy(at(t, i));
+		if (ember_slots_get(&t->slots, i) && at(t, i))
+			destroy(t, at(t, i));
 	ember_slots_free(&t->slots);
 	memset(t, 0, sizeof(*t));
-}
-
-static void remove_slot(struct ember_processes *t, uint32_t slot)
-{
-	struct ember_process *p = at(t, slot);
-
-	ember_slots_remove(&t->slots, slot, &p->pid, sizeof(p->pid));
-	destroy(p);
 }
 
 struct ember_process *ember_processes_find(struct ember_processes *t, uint32_t pid)
 {
 	uint32_t slot;
 
-	if (ember_slots_find(&t->slots, &pid, sizeof(pid), &slot))
-		return NULL;
-	return at(t, slot);
+	return ember_slots_find(&t->slots, &pid, sizeof(pid), &slot) ? NULL : at(t, slot);
 }
 
-/* Makes room for one more by forgetting the process seen longest ago. */
-static void evict_idlest(struct ember_processes *t)
+size_t ember_processes_count(const struct ember_processes *t)
 {
-	struct ember_process *idlest = NULL, *p;
+	return t->slots.count;
+}
 
-	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
-		if ((p = at(t, i)) && (!idlest || p->last_seen_ns < idlest->last_seen_ns))
-			idlest = p;
-	if (idlest) {
-		remove_slot(t, idlest->slot);
-		t->evictions++;
+/* The process seen longest ago, not counting those seen at or after `since`. */
+static struct ember_process *idlest(const struct ember_processes *t, uint64_t since)
+{
+	struct ember_process *best = NULL;
+
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++) {
+		struct ember_process *p = ember_slots_get(&t->slots, i) ? at(t, i) : NULL;
+
+		if (p && p->last_seen_ns < since && (!best || p->last_seen_ns < best->last_seen_ns))
+			best = p;
 	}
+	return best;
 }
 
-struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
+static struct ember_process *get(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
 {
-	struct ember_process *p = ember_processes_find(t, pid);
+	struct ember_process *p = ember_processes_find(t, pid), *old;
 	uint32_t slot;
 
-	if (p) {
-		p->last_seen_ns = now_ns;
+	if (p)
 		return p;
+	if (t->slots.count == EMBER_PROCESSES_MAX && (old = idlest(t, UINT64_MAX))) {
+		destroy(t, old);
+		t->evicted++;
 	}
-	if (t->slots.count == EMBER_PROCESSES_MAX)
-		evict_idlest(t);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	p->pid = pid;
+	p->last_seen_ns = now_ns;
 	if (ember_slots_add(&t->slots, &pid, sizeof(pid), &slot) < 0) {
 		free(p);
 		return NULL;
 	}
-	p->pid = pid;
 	p->slot = slot;
-	p->last_seen_ns = now_ns;
 	*(struct ember_process **)ember_slots_at(&t->slots, slot) = p;
 	return p;
 }
 
-void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns, uint64_t max_idle_ns)
+struct ember_process *ember_processes_get(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+	struct ember_process *p = get(t, pid, now_ns);
+
+	if (p)
+		p->last_seen_ns = now_ns;
+	return p;
+}
+
+void ember_processes_on_exec(struct ember_processes *t, uint32_t pid, uint64_t exec_ns)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+	struct ember_process *p = ember_processes_find(t, pid);
+
+	if (!p)
+		return;
+	/* A reused pid that execs lives again. */
+	p->exited_ns = 0;
+	/* Maps read since (the unwind tables' loader runs ahead) are the new program's.
+	 * Older ones are forgotten, not only marked stale: were the reload to fail (the
+	 * process is gone), they would name the old program's functions. */
+	if (p->maps_loaded_ns < exec_ns) {
+		struct ember_maps none = {0};
+
+		set_maps(t, p, &none);
+		p->maps_loaded = false;
+		p->maps_stale = true;
+		p->maps_loaded_ns = 0;
+	}
+	p->comm[0] = '\0';
+	forget_facts(p);
+}
+
+void ember_processes_on_exit(struct ember_processes *t, uint32_t pid, uint64_t now_ns)
+{
+	struct ember_process *p = ember_processes_find(t, pid);
+
+	if (p && !p->exited_ns)
+		p->exited_ns = now_ns ? now_ns : 1;
+}
+
+void ember_processes_adopt_maps(struct ember_processes *t, uint32_t pid, struct ember_maps *maps,
+                                uint64_t now_ns)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+	struct ember_maps kept = *maps;
 	struct ember_process *p;
 
-	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
-		if ((p = at(t, i)) && (p->exited || now_ns - p->last_seen_ns > max_idle_ns))
-			remove_slot(t, i);
+	memset(maps, 0, sizeof(*maps));
+	/* Copied into arrays of their own (of their exact size): the caller's are freed. */
+	if (!kept.count || ember_maps_keep_executable(&kept) || !kept.count ||
+	    !(p = get(t, pid, now_ns))) {
+		*maps = kept;
+		return;
+	}
+	set_maps(t, p, &kept);
+	p->maps_loaded = true;
+	p->maps_stale = false;
+	p->maps_error = 0;
+	p->maps_loaded_ns = now_ns;
+	t->maps_adopted++;
 }
 
 int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
@@ -138,8 +208,7 @@ int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
 	return err;
 }
 
-static int load_maps(struct ember_processes *t, struct ember_process *p,
-                     struct ember_broker_client *broker, uint64_t now_ns)
+static int load_maps(struct ember_processes *t, struct ember_process *p, uint64_t now_ns)
 {
 	struct ember_maps fresh;
 	int err;
@@ -147,7 +216,9 @@ static int load_maps(struct ember_processes *t, struct ember_process *p,
 	p->maps_loaded_ns = now_ns;
 	p->maps_stale = false;
 	t->maps_loads++;
-	err = ember_process_fetch_maps(broker, p->pid, &fresh);
+	err = ember_process_fetch_maps(t->broker, p->pid, &fresh);
+	if (!err && (err = ember_maps_keep_executable(&fresh)))
+		ember_maps_free(&fresh);
 	if (err) {
 		t->maps_failures++;
 		p->maps_error = err;
@@ -158,29 +229,186 @@ static int load_maps(struct ember_processes *t, struct ember_process *p,
 		ember_maps_free(&fresh);
 		return -ESRCH;
 	}
-	ember_maps_free(&p->maps);
-	p->maps = fresh;
+	set_maps(t, p, &fresh);
 	p->maps_loaded = true;
 	p->maps_error = 0;
 	return 0;
 }
 
 const struct ember_map_entry *ember_process_find_mapping(struct ember_processes *t,
-                                                         struct ember_process *p,
-                                                         struct ember_broker_client *broker,
-                                                         uint64_t addr, uint64_t now_ns)
+                                                         struct ember_process *p, uint64_t addr,
+                                                         uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
 	const struct ember_map_entry *e;
 	bool may_reload = now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS;
+	/* Gone, and the last read failed: asking again cannot help. */
+	bool gone = p->exited_ns && p->maps_error;
 
-	if ((!p->maps_loaded || p->maps_stale) && (may_reload || !p->maps_loaded_ns))
-		load_maps(t, p, broker, now_ns);
+	if ((!p->maps_loaded || p->maps_stale) && !gone && (may_reload || !p->maps_loaded_ns))
+		load_maps(t, p, now_ns);
 	e = ember_maps_find(&p->maps, addr);
-	if (!e && p->maps_loaded && may_reload && !p->exited &&
+	if (!e && p->maps_loaded && may_reload && !p->exited_ns &&
 	    now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS) {
 		/* A mapping created since we last looked (dlopen, JIT). */
-		if (!load_maps(t, p, broker, now_ns))
+		if (!load_maps(t, p, now_ns))
 			e = ember_maps_find(&p->maps, addr);
 	}
 	return e;
+}
+
+const char *ember_process_mapping_path(const struct ember_process *p,
+                                       const struct ember_map_entry *e)
+{
+	return ember_maps_path(&p->maps, e);
+}
+
+void ember_process_learn_comm(struct ember_process *p, const char *comm, bool main_thread)
+{
+	if (main_thread || !p->comm[0])
+		memcpy(p->comm, comm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = '\0';
+}
+
+/* The path of the executable the broker just opened (its reply gives the device and inode:
+ * an fstat could wait on its file system), found among the process's mappings by identity. */
+static const char *exe_path_from_maps(const struct ember_process *p,
+                                      const struct ember_broker_client *b)
+{
+	const struct ember_map_entry *by_inode = NULL;
+
+	if (!p->maps_loaded || !b->last.ino)
+		return NULL;
+	for (size_t i = 0; i < p->maps.count; i++) {
+		const struct ember_map_entry *e = &p->maps.entries[i];
+
+		if (e->kind != EMBER_MAP_FILE || e->inode != b->last.ino)
+			continue;
+		if (e->dev_major == b->last.dev_major && e->dev_minor == b->last.dev_minor)
+			return ember_maps_path(&p->maps, e);
+		/* Overlay file systems (containers) show the lower file's device in maps. */
+		if (!by_inode)
+			by_inode = e;
+	}
+	return by_inode ? ember_maps_path(&p->maps, by_inode) : NULL;
+}
+
+static int proc_file(struct ember_processes *t, struct ember_process *p, const char *name)
+{
+	int fd = ember_broker_request(t->broker, EMBER_BROKER_PROC_FILE, p->pid, 0, name);
+
+	t->facts_requests++;
+	if (fd < 0) {
+		t->facts_failures++;
+		if (fd == -EAGAIN)
+			p->facts_retry_ns = 1;
+		log_debug_errno(fd, "%s of pid %u: %m", name, p->pid);
+	}
+	return fd;
+}
+
+/* Asks the broker for the process's cgroup list and executable. */
+static void load_facts(struct ember_processes *t, struct ember_process *p, uint64_t now_ns)
+{
+	const char *path;
+	char *text = NULL;
+	long len;
+	int fd;
+
+	p->facts_loaded = true;
+	p->facts_retry_ns = 0;
+	fd = proc_file(t, p, "cgroup");
+	if (fd >= 0) {
+		len = ember_maps_read_fd(fd, &text);
+		close(fd);
+		if (len >= 0)
+			ember_container_id_from_cgroup(text, (size_t)len, p->container_id);
+		free(text);
+	}
+	/* The maps tell the executable's path as the process sees it. */
+	if (!p->maps_loaded || p->maps_stale)
+		ember_process_find_mapping(t, p, 0, now_ns);
+	fd = proc_file(t, p, "exe");
+	if (fd >= 0) {
+		path = exe_path_from_maps(p, t->broker);
+		close(fd);
+		free(p->exe_path);
+		p->exe_path = path ? strdup(path) : NULL;
+	}
+	if (p->facts_retry_ns) {
+		p->facts_loaded = false;
+		p->facts_retry_ns = now_ns + EMBER_PROCESS_FACTS_RETRY_NS;
+	}
+}
+
+bool ember_process_facts(struct ember_processes *t, struct ember_process *p, uint64_t now_ns,
+                         const char **exe_path, const char **container_id)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+
+	if (!p->facts_loaded && now_ns >= p->facts_retry_ns)
+		load_facts(t, p, now_ns);
+	*exe_path = p->exe_path;
+	*container_id = p->container_id;
+	return p->facts_loaded;
+}
+
+void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+
+	if (now_ns - t->last_sweep_ns < EMBER_PROCESSES_SWEEP_NS)
+		return;
+	t->last_sweep_ns = now_ns;
+	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++) {
+		struct ember_process *p = ember_slots_get(&t->slots, i) ? at(t, i) : NULL;
+
+		if (!p)
+			continue;
+		if (p->exited_ns && now_ns - p->exited_ns >= EMBER_PROCESS_EXIT_GRACE_NS) {
+			destroy(t, p);
+			t->freed_exited++;
+		} else if (now_ns - p->last_seen_ns >= EMBER_PROCESS_IDLE_NS) {
+			destroy(t, p);
+			t->freed_idle++;
+		}
+	}
+}
+
+static size_t process_bytes(const struct ember_process *p)
+{
+	return sizeof(*p) + ember_maps_bytes(&p->maps) +
+	       (p->exe_path ? strlen(p->exe_path) + 1 : 0);
+}
+
+size_t ember_processes_shrink(struct ember_processes *t, size_t bytes, uint64_t now_ns)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
+	size_t freed = 0;
+	struct ember_process *p;
+
+	/* Those sampled in the last second are being symbolized: they stay. */
+	while (freed < bytes && (p = idlest(t, now_ns - EMBER_PROCESSES_SWEEP_NS))) {
+		freed += process_bytes(p);
+		destroy(t, p);
+		t->shrunk++;
+	}
+	return freed;
+}
+
+void ember_processes_report_stats(const struct ember_processes *t, struct ember_profile *p,
+                                  bool with_facts)
+{
+	ember_profile_stat_set(p, "processes.live", t->slots.count);
+	ember_profile_stat_set(p, "processes.maps_bytes", t->maps_bytes);
+	ember_profile_stat_set(p, "processes.freed_after_exit", t->freed_exited);
+	ember_profile_stat_set(p, "processes.freed_idle", t->freed_idle);
+	ember_profile_stat_set(p, "processes.evicted", t->evicted + t->shrunk);
+	ember_profile_stat_set(p, "maps.loads", t->maps_loads);
+	ember_profile_stat_set(p, "maps.failures", t->maps_failures);
+	ember_profile_stat_set(p, "maps.adopted", t->maps_adopted);
+	if (with_facts) {
+		ember_profile_stat_set(p, "process_facts.requests", t->facts_requests);
+		ember_profile_stat_set(p, "process_facts.failures", t->facts_failures);
+	}
 }

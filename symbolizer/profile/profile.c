@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolizer/memory/mem_owners.h"
+
 static const char *const frame_kind_names[EMBER_FRAME_KIND_MAX] = {
     [EMBER_FRAME_UNKNOWN] = "unknown", [EMBER_FRAME_KERNEL] = "kernel",
     [EMBER_FRAME_NATIVE] = "native",   [EMBER_FRAME_GO] = "go",
@@ -164,6 +166,7 @@ static void profile_free_tables(struct ember_profile *p)
 
 int ember_profile_init(struct ember_profile *p)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	uint32_t empty;
 	int err;
 
@@ -179,12 +182,14 @@ int ember_profile_init(struct ember_profile *p)
 
 void ember_profile_free(struct ember_profile *p)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	profile_free_tables(p);
 	ember_strset_free(&p->strings);
 }
 
 int ember_profile_reset(struct ember_profile *p)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	uint32_t empty;
 
 	profile_free_tables(p);
@@ -195,6 +200,8 @@ int ember_profile_reset(struct ember_profile *p)
 
 int ember_profile_intern(struct ember_profile *p, const char *s, size_t len, uint32_t *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
+
 	return ember_strset_intern(&p->strings, s, len, out);
 }
 
@@ -236,6 +243,7 @@ static int dedup_insert(struct ember_profile *p, struct ember_index *ix, struct 
 
 int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mapping *m, uint32_t *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct mapping_key k = mapping_key_of(m);
 	int r = dedup_insert(p, &p->mapping_index, &p->mappings, &k, sizeof(k), mapping_eq, m, out);
 
@@ -247,6 +255,7 @@ int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mappin
 int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,
                                uint32_t *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct function_key k = function_key_of(f);
 	int r =
 	    dedup_insert(p, &p->function_index, &p->functions, &k, sizeof(k), function_eq, f, out);
@@ -267,6 +276,7 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
                                enum ember_frame_kind kind, uint64_t address,
                                const struct ember_line *lines, uint32_t nlines, uint32_t *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct location_key k = {address, mapping, (uint32_t)kind};
 	struct ember_location loc = {
 	    .mapping = mapping,
@@ -301,6 +311,7 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
                             uint32_t *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	size_t len = depth * sizeof(uint32_t);
 	uint64_t h = ember_hash(&p->hash_key, locations, len);
 	struct ember_stack s = {(uint32_t)p->stack_pool.len, depth};
@@ -326,6 +337,7 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
                              uint64_t count, uint64_t timestamp_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct ember_sample fresh = {.key = *key};
 	struct ember_sample *s;
 	uint32_t id;
@@ -398,6 +410,7 @@ uint64_t ember_profile_total(const struct ember_profile *p, enum ember_view v)
 
 int ember_profile_set_process(struct ember_profile *p, const struct ember_process_attrs *a)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	uint32_t id;
 	int r;
 
@@ -533,6 +546,7 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct merge_maps mm = {
 	    .strs = calloc(ember_profile_nstrings(src) + 1, sizeof(uint32_t)),
 	    .mappings = calloc(src->mappings.len + 1, sizeof(uint32_t)),
@@ -588,6 +602,7 @@ static struct ember_stat *stat_get_or_add(struct ember_profile *p, const char *n
 
 int ember_profile_stat_add(struct ember_profile *p, const char *name, uint64_t delta)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct ember_stat *st = stat_get_or_add(p, name);
 
 	if (!st)
@@ -598,6 +613,7 @@ int ember_profile_stat_add(struct ember_profile *p, const char *name, uint64_t d
 
 int ember_profile_stat_set(struct ember_profile *p, const char *name, uint64_t value)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct ember_stat *st = stat_get_or_add(p, name);
 
 	if (!st)

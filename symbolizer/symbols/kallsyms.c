@@ -10,12 +10,17 @@
 #include "shared/fdio.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
+#include "symbolizer/memory/mem_owners.h"
+#include "symbolizer/profile/profile.h"
 
-#define MAX_NAME 512
+#define MAX_NAME   512
+#define LOAD_CHUNK (16 * 1024)
 
 struct builder {
 	struct ember_kallsyms *k;
 	size_t cap;
+	bool all_zero; /* every address so far was 0 (hidden) */
+	int err;
 	/* The module name of the previous line, reused while it repeats. */
 	uint32_t last_module;
 	size_t last_module_len;
@@ -92,59 +97,124 @@ static int cmp_ksym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *out)
+static void begin(struct builder *b, struct ember_kallsyms *out)
 {
-	struct builder b = {.k = out};
-	const char *p = text, *end = text + len;
-	bool all_zero = true;
 	uint32_t empty;
-	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (len > EMBER_KALLSYMS_MAX_BYTES)
-		return -E2BIG;
+	memset(b, 0, sizeof(*b));
+	b->k = out;
+	b->all_zero = true;
 	ember_strtab_init(&out->names, EMBER_STRTAB_MAX_BYTES);
-	err = ember_strtab_add(&out->names, "", 0, &empty);
-	while (!err && p < end) {
+	b->err = ember_strtab_add(&out->names, "", 0, &empty);
+}
+
+/* Parses the whole lines in text; returns how many bytes they took. */
+static size_t feed(struct builder *b, const char *text, size_t len, bool last)
+{
+	const char *p = text, *end = text + len;
+
+	while (!b->err && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *line_end = nl ? nl : end;
 
+		if (!nl && !last)
+			break; /* the rest of the line comes with the next read */
 		if (line_end > p) {
-			err = parse_line(&b, p, line_end, &all_zero);
-			if (err == -EINVAL) {
-				out->bad_lines++;
-				err = 0;
+			b->err = parse_line(b, p, line_end, &b->all_zero);
+			if (b->err == -EINVAL) {
+				b->k->bad_lines++;
+				b->err = 0;
 			}
 		}
-		p = line_end + 1;
+		p = nl ? nl + 1 : end;
 	}
-	if (err) {
+	return (size_t)(p - text);
+}
+
+static int finish(struct builder *b)
+{
+	struct ember_kallsyms *out = b->k;
+	struct ember_ksym *exact;
+
+	if (b->err) {
 		ember_kallsyms_free(out);
-		return err;
+		return b->err;
 	}
-	out->addresses_hidden = all_zero && out->nsyms > 0;
+	out->addresses_hidden = b->all_zero && out->nsyms > 0;
 	if (out->addresses_hidden)
 		out->nsyms = 0;
 	if (out->nsyms > 1)
 		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
+	/* Kept for a minute or more: arrays of their exact size. */
+	if (!out->nsyms) {
+		free(out->syms);
+		out->syms = NULL;
+	} else if ((exact = realloc(out->syms, out->nsyms * sizeof(*out->syms)))) {
+		out->syms = exact;
+	}
+	ember_strtab_shrink(&out->names);
 	return 0;
+}
+
+int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *out)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_KALLSYMS);
+	struct builder b;
+
+	if (len > EMBER_KALLSYMS_MAX_BYTES) {
+		memset(out, 0, sizeof(*out));
+		return -E2BIG;
+	}
+	begin(&b, out);
+	feed(&b, text, len, true);
+	return finish(&b);
 }
 
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out)
 {
-	char *buf;
-	long len = ember_read_whole_fd(fd, EMBER_KALLSYMS_MAX_BYTES, &buf);
-	int err;
+	EMBER_MEM_SCOPE(EMBER_MEM_KALLSYMS);
+	/* Read and parsed a piece at a time: the text (12 MiB on a large kernel) is
+	 * never whole in memory, only the table. */
+	char buf[LOAD_CHUNK];
+	size_t have = 0, total = 0;
+	struct builder b;
 
-	if (len < 0)
-		return (int)len;
-	err = ember_kallsyms_parse(buf, (size_t)len, out);
-	free(buf);
-	return err;
+	begin(&b, out);
+	for (;;) {
+		/* From offset 0 whatever the descriptor's position (pread, as fdio.h reads). */
+		ssize_t n = pread(fd, buf + have, sizeof(buf) - have, (off_t)total);
+		size_t used;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			b.err = b.err ? b.err : neg_errno();
+			break;
+		}
+		total += (size_t)n;
+		if (total > EMBER_KALLSYMS_MAX_BYTES) {
+			b.err = -E2BIG;
+			break;
+		}
+		have += (size_t)n;
+		used = feed(&b, buf, have, n == 0);
+		if (n == 0 || b.err)
+			break;
+		/* A line longer than the buffer is no line of kallsyms. */
+		if (!used && have == sizeof(buf)) {
+			b.err = -EINVAL;
+			break;
+		}
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	return finish(&b);
 }
 
 void ember_kallsyms_free(struct ember_kallsyms *k)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_KALLSYMS);
 	free(k->syms);
 	ember_strtab_free(&k->names);
 	memset(k, 0, sizeof(*k));
@@ -158,4 +228,10 @@ const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, u
 	if (!lo || (lo == k->nsyms && addr - k->syms[lo - 1].addr > (1u << 20)))
 		return NULL;
 	return &k->syms[lo - 1];
+}
+
+void ember_kallsyms_report_stats(const struct ember_kallsyms *k, struct ember_profile *p)
+{
+	ember_profile_stat_set(p, "kallsyms.symbols", k->nsyms);
+	ember_profile_stat_set(p, "kallsyms.bad_lines", k->bad_lines);
 }

@@ -3,6 +3,8 @@
  * Kernel symbols from /proc/kallsyms text: text symbols sorted by address,
  * each with the module it belongs to ("" for vmlinux). When the kernel hides
  * addresses (kptr_restrict) every address reads 0 and nothing resolves.
+ * What a table holds is charged to the "kallsyms" owner
+ * (symbolizer/memory/mem_owners.h).
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLS_KALLSYMS_H
 #define EMBER_SYMBOLIZER_SYMBOLS_KALLSYMS_H
@@ -34,6 +36,10 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 /* Reads and parses a kallsyms file from fd. */
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out);
 void ember_kallsyms_free(struct ember_kallsyms *k);
+
+struct ember_profile;
+/* kallsyms.* statistics into p. */
+void ember_kallsyms_report_stats(const struct ember_kallsyms *k, struct ember_profile *p);
 
 /* The symbol containing addr, or NULL. */
 const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr);

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolizer/memory/mem_owners.h"
+#include "symbolizer/profile/profile.h"
+
 /* The entry in slot, or NULL for a free slot. */
 static struct ember_obj *at(const struct ember_objcache *c, uint32_t slot)
 {
@@ -38,6 +41,7 @@ int ember_objcache_init(struct ember_objcache *c, size_t max_bytes)
 {
 	memset(c, 0, sizeof(*c));
 	c->max_bytes = max_bytes ? max_bytes : EMBER_OBJCACHE_DEFAULT_BYTES;
+	c->limit = c->max_bytes;
 	ember_index_init(&c->id_index);
 	return ember_slots_init(&c->slots, sizeof(struct ember_obj *), EMBER_VEC_NO_MAX, key_eq);
 }
@@ -94,6 +98,8 @@ static void remove_entry(struct ember_objcache *c, struct ember_obj *o)
 
 void ember_objcache_free(struct ember_objcache *c)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_OBJCACHE);
+
 	for (uint32_t i = 0; i < ember_slots_end(&c->slots); i++)
 		if (at(c, i))
 			obj_destroy(at(c, i));
@@ -132,8 +138,9 @@ static void drop_changed_files(struct ember_objcache *c)
 }
 
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
-                                     uint64_t now_ns)
+                                     uint32_t pid, uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_OBJCACHE);
 	struct ember_obj *o;
 	uint32_t slot;
 
@@ -152,6 +159,12 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 		c->misses++;
 		return NULL;
 	}
+	/* A file the broker could not open through one process (gone already, a
+	 * short-lived one) may well open through another that maps it. */
+	if (o->open_failed_pid && o->open_failed_pid != pid) {
+		c->misses++;
+		return NULL;
+	}
 	c->hits++;
 	touch(c, o);
 	return o;
@@ -160,7 +173,7 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 /* Evicts least recently used entries, never keep, until extra bytes fit. */
 static void make_room(struct ember_objcache *c, size_t extra, const struct ember_obj *keep)
 {
-	while (c->lru_tail && c->bytes + extra > c->max_bytes) {
+	while (c->lru_tail && c->bytes + extra > c->limit) {
 		struct ember_obj *old = c->lru_tail;
 
 		if (old == keep) {
@@ -187,12 +200,25 @@ static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o
 	return o;
 }
 
-struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
-                                      int fd, const struct ember_debug_opener *op, uint64_t now_ns)
+/* What a new entry costs: measured when the allocator counts, else estimated. */
+static size_t measured(const struct ember_obj *o, size_t counted_before)
 {
+	size_t now = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE);
+
+	if (!ember_mem_counting())
+		return o->error ? sizeof(*o) : sizeof(*o) + ember_objfile_bytes(&o->file);
+	return now > counted_before + sizeof(*o) ? now - counted_before : sizeof(*o);
+}
+
+struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
+                                      int fd, uint32_t pid, const struct ember_debug_opener *op,
+                                      uint64_t now_ns)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_OBJCACHE);
 	struct ember_file_id id;
 	struct ember_obj *o;
 	uint32_t slot, stored;
+	size_t before;
 
 	/* Replace an entry of the same key (a failure being retried). */
 	if (!ember_slots_find(&c->slots, key, sizeof(*key), &slot))
@@ -201,6 +227,7 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	    !ember_index_find(&c->id_index, id_hash(c, id.hash), id.hash, sizeof(id.hash), hash_eq,
 	                      c, &slot))
 		return add_alias(c, at(c, slot), key);
+	before = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE);
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
@@ -209,12 +236,14 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	o->error = fd < 0 ? fd : ember_objfile_open(fd, op, &o->file);
 	if (o->error) {
 		o->failed_at_ns = now_ns;
+		o->open_failed_pid = fd < 0 ? pid : 0;
 		c->load_errors++;
 	} else if (o->file.has_id) {
 		memcpy(o->hash, o->file.id.hash, sizeof(o->hash));
 		o->has_hash = true;
 	}
-	o->bytes = o->error ? sizeof(*o) : sizeof(*o) + ember_objfile_bytes(&o->file);
+	o->bytes = measured(o, before);
+	o->touched = true; /* parsing read pages of the file */
 	make_room(c, o->bytes, NULL);
 	if (ember_slots_add(&c->slots, key, sizeof(*key), &slot) < 0) {
 		obj_destroy(o);
@@ -230,18 +259,99 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	return o;
 }
 
-void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o)
+/* Bytes the entry's file holds now: measured (the owner's count), else estimated. */
+static size_t held_now(const struct ember_obj *o)
 {
-	size_t now;
+	if (ember_mem_counting())
+		return ember_mem_owner_bytes(EMBER_MEM_OBJCACHE);
+	return sizeof(*o) + ember_objfile_bytes(&o->file);
+}
 
+/* The entry's size after it changed from `before` (a held_now() value). */
+static void recount(struct ember_objcache *c, struct ember_obj *o, size_t before)
+{
+	size_t now = held_now(o), bytes = o->bytes;
+
+	if (now >= before)
+		bytes += now - before;
+	else
+		bytes -= before - now < bytes - sizeof(*o) ? before - now : bytes - sizeof(*o);
+	c->bytes = c->bytes - o->bytes + bytes;
+	o->bytes = bytes;
+}
+
+enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct ember_obj *o,
+                                            uint64_t vaddr, struct ember_sym_frames *out)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_OBJCACHE);
+	enum ember_sym_origin origin;
+	size_t before;
+
+	out->n = 0;
 	if (o->error)
-		return;
-	now = sizeof(*o) + ember_objfile_bytes(&o->file);
-	if (now <= o->bytes)
-		return;
-	c->bytes += now - o->bytes;
-	o->bytes = now;
+		return EMBER_SYM_NONE;
+	/* One file may hold at most half the cache: past that, what lookups expanded
+	 * of its DWARF goes (before this lookup: the frames it returns point into it). */
+	if (o->bytes > c->limit / 2 && o->file.dwarf) {
+		before = held_now(o);
+		ember_objfile_reset_dwarf(&o->file);
+		recount(c, o, before);
+		c->dwarf_resets++;
+	}
+	before = held_now(o);
+	origin = ember_objfile_lookup(&o->file, vaddr, out);
+	o->touched = true; /* it read pages of the file: ember_objcache_release_pages */
+	recount(c, o, before);
+	/* Frames point into the entry: it stays, others make room. */
 	make_room(c, 0, o);
+	return origin;
+}
+
+void ember_objcache_release_pages(struct ember_objcache *c)
+{
+	for (struct ember_obj *o = c->lru_head; o; o = o->lru_next)
+		if (o->touched && !o->error) {
+			ember_objfile_release_pages(&o->file);
+			o->touched = false;
+		}
+}
+
+size_t ember_objcache_bytes(const struct ember_objcache *c)
+{
+	return c->bytes;
+}
+
+size_t ember_objcache_limit(const struct ember_objcache *c)
+{
+	return c->limit;
+}
+
+size_t ember_objcache_set_limit(struct ember_objcache *c, size_t bytes)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_OBJCACHE);
+	size_t held = c->bytes;
+	uint64_t evicted = c->evictions;
+
+	c->limit = bytes && bytes < c->max_bytes ? bytes : c->max_bytes;
+	make_room(c, 0, NULL);
+	c->shrinks += c->evictions - evicted;
+	return held - c->bytes;
+}
+
+void ember_objcache_report_stats(const struct ember_objcache *c, struct ember_profile *p)
+{
+	ember_profile_stat_set(p, "objcache.hits", c->hits);
+	ember_profile_stat_set(p, "objcache.misses", c->misses);
+	ember_profile_stat_set(p, "objcache.evictions", c->evictions);
+	ember_profile_stat_set(p, "objcache.evictions_for_budget", c->shrinks);
+	ember_profile_stat_set(p, "objcache.changed_files", c->changed_files);
+	ember_profile_stat_set(p, "objcache.shared", c->shared);
+	ember_profile_stat_set(p, "objcache.load_errors", c->load_errors);
+	ember_profile_stat_set(p, "objcache.bytes", c->bytes);
+	ember_profile_stat_set(p, "objcache.dwarf_resets", c->dwarf_resets);
+	ember_profile_stat_set(p, "objcache.max_bytes", c->max_bytes);
+	ember_profile_stat_set(p, "objcache.limit", c->limit);
+	ember_profile_stat_set(p, "objcache.entries", c->slots.count);
 }
 
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c)

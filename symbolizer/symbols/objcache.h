@@ -4,9 +4,20 @@
  * file. A mapping names its file by device and inode; the parsed data is
  * keyed by the file's content identity (htlhash), so copies of one binary
  * in several containers or paths are parsed once: each (device, inode) seen
- * becomes an alias of the entry. Entries are bounded in memory (least
- * recently used out) and failures are remembered for a while so a broken
- * file is not re-read for every sample.
+ * becomes an alias of the entry. Failures are remembered for a while so a
+ * broken file is not re-read for every sample.
+ *
+ * Bounded in bytes, least recently used out: each entry's size is measured
+ * (symbolizer/memory/mem_owners.h: everything allocated while it is parsed
+ * and looked up, libelf's and libdw's blocks included, is charged to the
+ * "objcache" owner and to the entry), or estimated where nothing measures
+ * (unit tests). A file may hold at most half the cache: past that, what
+ * lookups expanded of its DWARF is dropped and expanded again as needed.
+ * The pages of the files that reading them brings in are given back every
+ * second (ember_objcache_release_pages): the page cache keeps them. The memory budget may lower the
+ * limit below the configured maximum for a while (ember_objcache_set_limit).
+ *
+ * Hostile input: the files (see objfile.h).
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLS_OBJCACHE_H
 #define EMBER_SYMBOLIZER_SYMBOLS_OBJCACHE_H
@@ -38,23 +49,29 @@ struct ember_obj {
 	uint8_t hash[EMBER_FILE_HASH_BYTES];
 	int error; /* 0: loaded; else why loading failed */
 	uint64_t failed_at_ns;
+	/* Callers read keys, error and file; the rest is objcache.c's own. */
 	uint32_t open_failed_pid; /* the file could not be had through this process, else 0 */
 	struct ember_objfile file;
-	size_t bytes;
+	size_t bytes; /* measured while it was parsed and looked up (estimated in unit tests) */
+	bool touched; /* read since its file's pages were last given back */
 	struct ember_obj *lru_prev, *lru_next; /* most recently used at the head */
 	uint32_t slot;
 };
 
+/* Every field is objcache.c's: read it through the functions below. */
 struct ember_objcache {
 	struct ember_slots slots;    /* struct ember_obj *, by each of its keys */
 	struct ember_index id_index; /* htlhash -> slot */
 	struct ember_obj *lru_head, *lru_tail;
 	size_t bytes;
-	size_t max_bytes;
+	size_t max_bytes; /* configured */
+	size_t limit;     /* now: max_bytes, or less while the memory budget asks */
 	uint64_t hits, misses, evictions, load_errors, shared;
 	uint64_t retired_errors; /* parse errors of entries since evicted */
 	uint64_t sigbus_seen;    /* sigbus_guard's count when last looked at */
 	uint64_t changed_files;  /* entries dropped because their file shrank under them */
+	uint64_t shrinks;        /* entries evicted for the memory budget */
+	uint64_t dwarf_resets;   /* files whose expanded DWARF grew past half the cache */
 };
 
 int ember_objcache_init(struct ember_objcache *c, size_t max_bytes);
@@ -63,23 +80,50 @@ void ember_objcache_free(struct ember_objcache *c);
 /*
  * The cached entry for key, or NULL on a miss. A remembered failure younger
  * than EMBER_OBJCACHE_RETRY_NS (_STALL_RETRY_NS for a stall) is returned (check ->error); an older
- * one is dropped and reported as a miss so the caller tries again.
+ * one is dropped and reported as a miss so the caller tries again, and so is a file that
+ * could not be opened through another process than pid (it may well open through this one).
  */
 struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct ember_obj_key *key,
-                                     uint64_t now_ns);
+                                     uint32_t pid, uint64_t now_ns);
 
 /*
- * Parses the file open at fd (fd < 0: remember the failure -fd), or finds
- * the same content cached under another key, and caches the result. op
- * opens separate debug files (may be NULL). Returns the entry, or NULL when
- * out of memory.
+ * Parses the file open at fd (fd < 0: remember the failure -fd, which the
+ * broker gave for a mapping of pid), or finds the same content cached under
+ * another key, and caches the result. op opens separate debug files (may be
+ * NULL). Returns the entry, or NULL when out of memory.
  */
 struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct ember_obj_key *key,
-                                      int fd, const struct ember_debug_opener *op, uint64_t now_ns);
+                                      int fd, uint32_t pid, const struct ember_debug_opener *op,
+                                      uint64_t now_ns);
 
-/* Re-reads an entry's size after lookups grew it and evicts others to fit. */
-void ember_objcache_account(struct ember_objcache *c, struct ember_obj *o);
-/* Malformed inputs met so far: failed loads, and parse errors of entries cached or evicted. */
+/*
+ * The frames at vaddr of a loaded entry (ember_objfile_lookup). DWARF units
+ * expand on demand: what that costs is added to the entry, and others are
+ * evicted to fit.
+ */
+enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct ember_obj *o,
+                                            uint64_t vaddr, struct ember_sym_frames *out);
+
+/*
+ * Gives back the pages of the cached files that reading them brought in
+ * since the last call (objfile.h): a cached file costs its parsed tables,
+ * not its size.
+ */
+void ember_objcache_release_pages(struct ember_objcache *c);
+
+/* Bytes the entries hold now, and the most they may hold now. */
+size_t ember_objcache_bytes(const struct ember_objcache *c);
+size_t ember_objcache_limit(const struct ember_objcache *c);
+/*
+ * Holds the cache to at most bytes (at most the configured maximum; 0: the
+ * maximum again), evicting the least recently used. Returns the bytes freed.
+ */
+size_t ember_objcache_set_limit(struct ember_objcache *c, size_t bytes);
+/* Malformed files and pieces of files met so far, evicted entries' included. */
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c);
+
+struct ember_profile;
+/* objcache.* statistics into p. */
+void ember_objcache_report_stats(const struct ember_objcache *c, struct ember_profile *p);
 
 #endif

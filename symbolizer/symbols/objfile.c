@@ -6,6 +6,10 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "symbolizer/memory/mem_owners.h"
 
 /* The size a .zdebug section (GNU compression: "ZLIB", big-endian size) inflates to. */
 static uint64_t zdebug_size(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
@@ -155,6 +159,7 @@ int ember_objfile_open_mem(const void *data, size_t len, struct ember_objfile *o
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ELIBBAD;
 	out->has_id = !ember_file_id_mem(data, len, &out->id);
+	out->mem_image = true;
 	out->elf = elf_memory((char *)data, len);
 	if (!out->elf)
 		return -ENOEXEC;
@@ -236,6 +241,49 @@ enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vad
 	out->f[0].name = name;
 	out->n = 1;
 	return EMBER_SYM_SYMTAB;
+}
+
+/*
+ * Gives back the pages of elf's file that reading it brought in. Only a
+ * mapping libelf made (ELF_C_READ_MMAP maps PROT_READ, MAP_PRIVATE, so
+ * nothing in it was ever written: a page dropped comes back from the page
+ * cache as it was): its start is page-aligned and it is at least
+ * EMBER_MEM_MMAP_THRESHOLD long, which a heap block (libelf reads a file it
+ * cannot map into one) never is: glibc maps large blocks on their own, behind
+ * a header. Smaller files are left alone.
+ */
+static void release_pages(Elf *elf)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 0;
+	char *raw = elf ? elf_rawfile(elf, &len) : NULL;
+
+	if (raw && len >= EMBER_MEM_MMAP_THRESHOLD && !((uintptr_t)raw & (page - 1)))
+		madvise(raw, len, MADV_DONTNEED);
+}
+
+void ember_objfile_release_pages(const struct ember_objfile *o)
+{
+	/* MiniDebugInfo lives on the heap (debug.mem). */
+	if (!o->mem_image)
+		release_pages(o->elf);
+	if (!o->debug.mem)
+		release_pages(o->debug.elf);
+	release_pages(o->debug.alt_elf);
+}
+
+int ember_objfile_reset_dwarf(struct ember_objfile *o)
+{
+	Elf *elf = o->dwarf_source == EMBER_DEBUG_SELF ? o->elf : o->debug.elf;
+
+	if (!o->dwarf)
+		return -ENODATA;
+	ember_dwarf_close(o->dwarf);
+	o->dwarf = NULL;
+	if (o->debug.alt_dwarf)
+		dwarf_end(o->debug.alt_dwarf);
+	o->debug.alt_dwarf = NULL;
+	o->dwarf_resets++;
+	return open_dwarf(o, elf, o->debug.alt_elf, o->dwarf_source);
 }
 
 size_t ember_objfile_bytes(const struct ember_objfile *o)

@@ -30,6 +30,9 @@ struct ember_objfile {
 	struct ember_dwarf *dwarf;    /* NULL without usable DWARF */
 	enum ember_debug_source dwarf_source;
 	size_t dwarf_heap; /* libdw's inflated sections, estimated */
+	bool mem_image; /* elf is the caller's memory (ember_objfile_open_mem), not libelf's mapping
+	                 */
+	uint64_t dwarf_resets;
 	uint64_t lookup_errors;
 	uint64_t open_errors; /* pieces refused when the file was opened (over a cap) */
 };
@@ -57,6 +60,18 @@ void ember_objfile_close(struct ember_objfile *o);
  */
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
                                            struct ember_sym_frames *out);
+
+/*
+ * Gives back the resident pages of the files libelf mapped (what lookups
+ * read of them): they are read back from the page cache when needed.
+ */
+void ember_objfile_release_pages(const struct ember_objfile *o);
+/*
+ * Forgets what lookups expanded of the DWARF (its units, libdw's line
+ * tables and caches) and opens it afresh. Frames an earlier lookup returned
+ * are no longer valid. Returns 0 or a negative errno (the DWARF is then gone).
+ */
+int ember_objfile_reset_dwarf(struct ember_objfile *o);
 
 /* Memory held (grows as DWARF units are expanded). */
 size_t ember_objfile_bytes(const struct ember_objfile *o);

@@ -19,6 +19,7 @@
 #include "symbolizer/process/process_table.h"
 #include "shared/clock.h"
 #include "shared/log.h"
+#include "symbolizer/memory/mem_owners.h"
 
 #define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
 #define VDSO_MAX_BYTES (1u << 20)
@@ -94,6 +95,7 @@ static struct ember_unwind_process *proc_at(const struct ember_unwind *u, uint32
 
 int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	int err;
 
 	memset(u, 0, sizeof(*u));
@@ -108,6 +110,7 @@ int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker
 
 void ember_unwind_free(struct ember_unwind *u)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	struct ember_unwind_process *p;
 
 	for (uint32_t i = 0; i < ember_slots_end(&u->procs); i++)
@@ -603,6 +606,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	load_process(u, (uint32_t)getpid(), now_ns, true, true, false);
 }
 
@@ -618,6 +622,7 @@ static void queue_reload(struct ember_unwind *u, uint32_t pid, uint32_t attempt,
 
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns, uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	struct ember_unwind_process *p = find_proc(u, pid);
 
 	/* Read since (a sample of the new program came first, or the exec was met ahead of
@@ -645,6 +650,7 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	uint32_t slot;
 
 	if (ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
@@ -659,6 +665,7 @@ void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 
 void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	if (u->nrunning == u->running_cap) {
 		uint32_t cap = u->running_cap ? u->running_cap * 2 : 256;
 		struct ember_unwind_running *grown;
@@ -685,6 +692,7 @@ static int by_cpu(const void *a, const void *b)
 
 uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t deadline_ns)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	struct ember_unwind_process *p;
 
 	while (u->nreloads && u->reloads[u->reloads_head].due_ns <= now_ns &&
@@ -839,6 +847,7 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
                             const struct ember_stack_copy *copy, const uint8_t *stack,
                             uint64_t now_ns, struct ember_copy_stack *out)
 {
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
 	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS);
 

@@ -17,6 +17,9 @@
  * needed again, at most every EMBER_UNWIND_REBUILD_NS: a host whose tables
  * outgrow the cache leaves some copies incomplete rather than rebuild them
  * over and over). The copy is the profiled process's memory: hostile.
+ * What it holds (and the rows of a table while it is built) is charged to
+ * the "unwind" owner (symbolizer/memory/mem_owners.h); the maps it reads
+ * are handed over through on_maps and charged to their new owner.
  */
 #ifndef EMBER_SYMBOLIZER_UNWIND_UNWIND_TABLES_H
 #define EMBER_SYMBOLIZER_UNWIND_UNWIND_TABLES_H
@@ -117,10 +120,12 @@ typedef void (*ember_unwind_file_fn)(void *ctx, uint32_t pid, const struct ember
                                      int fd, uint64_t now_ns);
 
 struct ember_unwind {
-	struct ember_broker_client *broker;
+	/* The caller sets the callbacks and their context after ember_unwind_init (and, in
+	 * tests, hold_back_procs); the rest is unwind_tables.c's. */
 	ember_unwind_maps_fn on_maps;
 	ember_unwind_file_fn on_file;
-	void *on_maps_ctx;        /* of both */
+	void *on_maps_ctx; /* of both */
+	struct ember_broker_client *broker;
 	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
 	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;

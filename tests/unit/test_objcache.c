@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "self_elf.h"
+#include "symbolizer/profile/profile.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/symbols/sigbus_guard.h"
 
@@ -28,31 +30,31 @@ START_TEST(hits_misses_and_lru_eviction)
 	size_t a, b, cc;
 
 	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
-	ck_assert_ptr_null(ember_objcache_get(&c, &k1, 0));
-	o = ember_objcache_load(&c, &k1, fa, NULL, 0);
+	ck_assert_ptr_null(ember_objcache_get(&c, &k1, 1, 0));
+	o = ember_objcache_load(&c, &k1, fa, 1, NULL, 0);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(o->error, 0);
 	ck_assert_uint_gt(o->file.syms.nsyms, 0);
 	ck_assert(o->has_hash);
 	a = o->bytes;
-	ck_assert_ptr_eq(ember_objcache_get(&c, &k1, 1), o);
+	ck_assert_ptr_eq(ember_objcache_get(&c, &k1, 1, 1), o);
 	ck_assert_uint_eq(c.hits, 1);
 	ck_assert_uint_eq(c.misses, 1);
-	b = ember_objcache_load(&c, &k2, fb, NULL, 0)->bytes;
-	cc = ember_objcache_load(&c, &k3, fc, NULL, 0)->bytes;
+	b = ember_objcache_load(&c, &k2, fb, 1, NULL, 0)->bytes;
+	cc = ember_objcache_load(&c, &k3, fc, 1, NULL, 0)->bytes;
 	ck_assert_uint_eq(c.bytes, a + b + cc);
 	ember_objcache_free(&c);
 
 	/* Room for all but one: loading the third evicts the least recently used. */
 	ck_assert_int_eq(ember_objcache_init(&c, a + b + cc - 1), 0);
-	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k1, fa, NULL, 0));
-	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k2, fb, NULL, 0));
-	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k1, 0)); /* k1 now most recent */
-	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k3, fc, NULL, 0));
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k1, fa, 1, NULL, 0));
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k2, fb, 1, NULL, 0));
+	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k1, 1, 0)); /* k1 now most recent */
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k3, fc, 1, NULL, 0));
 	ck_assert_uint_eq(c.evictions, 1);
-	ck_assert_ptr_null(ember_objcache_get(&c, &k2, 0));
-	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k1, 0));
-	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k3, 0));
+	ck_assert_ptr_null(ember_objcache_get(&c, &k2, 1, 0));
+	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k1, 1, 0));
+	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k3, 1, 0));
 	ck_assert_uint_le(c.bytes, c.max_bytes);
 	ember_objcache_free(&c);
 	close(fa);
@@ -70,13 +72,13 @@ START_TEST(same_content_is_shared)
 	struct ember_obj *o1, *o2;
 
 	ck_assert_int_eq(ember_objcache_init(&c, 0), 0);
-	o1 = ember_objcache_load(&c, &k1, fd, NULL, 0);
-	o2 = ember_objcache_load(&c, &k2, fd, NULL, 0);
+	o1 = ember_objcache_load(&c, &k1, fd, 1, NULL, 0);
+	o2 = ember_objcache_load(&c, &k2, fd, 1, NULL, 0);
 	ck_assert_ptr_nonnull(o1);
 	ck_assert_ptr_eq(o1, o2);
 	ck_assert_uint_eq(c.shared, 1);
-	ck_assert_ptr_eq(ember_objcache_get(&c, &k2, 0), o1);
-	ck_assert_ptr_eq(ember_objcache_get(&c, &k1, 0), o1);
+	ck_assert_ptr_eq(ember_objcache_get(&c, &k2, 1, 0), o1);
+	ck_assert_ptr_eq(ember_objcache_get(&c, &k1, 1, 0), o1);
 	ck_assert_str_eq(o1->file.id.hash_hex, o2->file.id.hash_hex);
 	ember_objcache_free(&c);
 	close(fd);
@@ -110,7 +112,7 @@ START_TEST(a_file_cut_short_under_the_cache_is_dropped)
 	}
 	ck_assert_int_eq(ember_sigbus_guard_install(), 0);
 	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
-	o = ember_objcache_load(&c, &k, dst, NULL, 0);
+	o = ember_objcache_load(&c, &k, dst, 1, NULL, 0);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(o->error, 0);
 	image = elf_rawfile(o->file.elf, &size);
@@ -122,7 +124,7 @@ START_TEST(a_file_cut_short_under_the_cache_is_dropped)
 		sum += (unsigned char)image[at]; /* past 4096: zeros now, no SIGBUS */
 	(void)sum;
 	ck_assert_uint_ge(ember_sigbus_guard_count(), (size - 4096) / 4096 - 1);
-	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1));
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1, 1));
 	ck_assert_uint_eq(c.changed_files, 1);
 	ck_assert_uint_eq(c.bytes, 0);
 	ember_objcache_free(&c);
@@ -138,13 +140,95 @@ START_TEST(failures_are_remembered_then_retried)
 	struct ember_obj *o;
 
 	ck_assert_int_eq(ember_objcache_init(&c, 0), 0);
-	o = ember_objcache_load(&c, &k, -ENOENT, NULL, 1000);
+	o = ember_objcache_load(&c, &k, -ENOENT, 1, NULL, 1000);
 	ck_assert_int_eq(o->error, -ENOENT);
 	ck_assert_uint_eq(c.load_errors, 1);
-	o = ember_objcache_get(&c, &k, 2000);
+	o = ember_objcache_get(&c, &k, 1, 2000);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(o->error, -ENOENT);
-	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1000 + EMBER_OBJCACHE_RETRY_NS + 1));
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1, 1000 + EMBER_OBJCACHE_RETRY_NS + 1));
+	ember_objcache_free(&c);
+}
+END_TEST
+
+/* Functions of this program for lookups to land in. */
+__attribute__((noinline)) int objcache_test_a(int x)
+{
+	return x + 1;
+}
+
+__attribute__((noinline)) int objcache_test_b(int x)
+{
+	return x * 2;
+}
+
+START_TEST(a_file_past_half_the_cache_has_its_dwarf_reset)
+{
+	struct ember_objcache c;
+	struct ember_obj_key k = {1, 1};
+	struct ember_sym_frames fr;
+	int fd = open_ro("/proc/self/exe");
+	struct ember_obj *o;
+	uint64_t a, b;
+
+	ck_assert_int_eq(ember_objcache_init(&c, 1 << 20), 0);
+	o = ember_objcache_load(&c, &k, fd, 1, NULL, 0);
+	close(fd);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_ptr_nonnull(o->file.dwarf);
+	a = self_elf_addr_of(&o->file.syms, objcache_test_a);
+	b = self_elf_addr_of(&o->file.syms, objcache_test_b);
+	/* A tiny limit: half of it is soon passed, and the DWARF starts afresh. */
+	ember_objcache_set_limit(&c, 2 * o->bytes);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(ember_objcache_lookup(&c, o, i % 2 ? b : a, &fr), EMBER_SYM_DWARF);
+		ck_assert_str_eq(fr.f[fr.n - 1].name,
+		                 i % 2 ? "objcache_test_b" : "objcache_test_a");
+	}
+	ck_assert_uint_gt(c.dwarf_resets, 0);
+	/* Without the budget's limit the cache is its configured size again. */
+	ember_objcache_set_limit(&c, 0);
+	ck_assert_uint_eq(ember_objcache_limit(&c), 1 << 20);
+	ember_objcache_release_pages(&c);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
+	ember_objcache_free(&c);
+}
+END_TEST
+
+START_TEST(the_budget_shrinks_the_cache_and_counts_it)
+{
+	struct ember_objcache c;
+	struct ember_obj_key k1 = {1, 1}, k2 = {1, 2};
+	int fa = open_ro("/bin/true"), fb = open_ro("/bin/ls");
+	struct ember_profile p;
+
+	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k1, fa, 1, NULL, 0));
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k2, fb, 1, NULL, 0));
+	ck_assert_uint_gt(ember_objcache_set_limit(&c, ember_objcache_bytes(&c) - 1), 0);
+	ck_assert_ptr_null(ember_objcache_get(&c, &k1, 1, 0));
+	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k2, 1, 0));
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	ember_objcache_report_stats(&c, &p);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.evictions_for_budget"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.entries"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.limit"), ember_objcache_limit(&c));
+	ember_profile_free(&p);
+	ember_objcache_free(&c);
+	close(fa);
+	close(fb);
+}
+END_TEST
+
+START_TEST(a_file_not_had_through_one_process_is_asked_through_another)
+{
+	struct ember_objcache c;
+	struct ember_obj_key k = {1, 1};
+
+	ck_assert_int_eq(ember_objcache_init(&c, 0), 0);
+	ck_assert_ptr_nonnull(ember_objcache_load(&c, &k, -ESRCH, 10, NULL, 0));
+	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k, 10, 1));
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 11, 1));
 	ember_objcache_free(&c);
 }
 END_TEST
@@ -158,6 +242,9 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, failures_are_remembered_then_retried);
 	tcase_add_test(tc, same_content_is_shared);
 	tcase_add_test(tc, a_file_cut_short_under_the_cache_is_dropped);
+	tcase_add_test(tc, a_file_past_half_the_cache_has_its_dwarf_reset);
+	tcase_add_test(tc, the_budget_shrinks_the_cache_and_counts_it);
+	tcase_add_test(tc, a_file_not_had_through_one_process_is_asked_through_another);
 	suite_add_tcase(s, tc);
 	return s;
 }
