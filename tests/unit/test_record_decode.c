@@ -182,6 +182,16 @@ START_TEST(proc_events_and_lost)
 	ck_assert_uint_eq(out->cpu_ns, 12345);
 	((struct ember_proc_event *)buf)->kind = 77;
 	ck_assert_int_eq(ember_decode_proc_event(buf, sizeof(ev), &out), -EBADMSG);
+	{
+		struct ember_rec_collector_memory m = {.rss_bytes = 6 << 20,
+		                                       .bpf_map_bytes = 1 << 20},
+						  mo;
+
+		ck_assert_int_eq(ember_decode_collector_memory(&m, sizeof(m), &mo), 0);
+		ck_assert_uint_eq(mo.rss_bytes, 6 << 20);
+		ck_assert_uint_eq(mo.bpf_map_bytes, 1 << 20);
+		ck_assert_int_eq(ember_decode_collector_memory(&m, sizeof(m) - 1, &mo), -EBADMSG);
+	}
 	ck_assert_int_eq(ember_decode_lost(&lost, sizeof(lost), &got), 0);
 	ck_assert_uint_eq(got.count, 5);
 	ck_assert_str_eq(ember_lost_reason_name(got.reason), "sample_ring_full");
