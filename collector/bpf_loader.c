@@ -14,6 +14,7 @@
 
 #include "proc.skel.h"
 #include "sampler.skel.h"
+#include "shared/cleanup.h"
 #include "shared/err.h"
 #include "shared/fdio.h"
 #include "shared/log.h"
@@ -102,16 +103,11 @@ static int attach_cpu(struct ember_bpf *b, int cpu)
 
 int ember_bpf_refresh_cpus(struct ember_bpf *b)
 {
-	bool *online = calloc((size_t)b->ncpus, sizeof(*online));
-	int err;
+	_cleanup_free_ bool *online = calloc((size_t)b->ncpus, sizeof(*online));
+	int err = online ? read_online_cpus(online, b->ncpus) : -ENOMEM;
 
-	if (!online)
-		return -ENOMEM;
-	err = read_online_cpus(online, b->ncpus);
-	if (err) {
-		free(online);
+	if (err)
 		return err;
-	}
 	for (int cpu = 0; cpu < b->ncpus && b->enabled; cpu++) {
 		/* An event on a CPU that went offline does not come back by itself:
 		 * close it now and open a fresh one when the CPU returns. */
@@ -125,7 +121,6 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 		if (err && err != -ENODEV)
 			log_warn_errno(err, "cannot sample CPU %d: %m", cpu);
 	}
-	free(online);
 	return b->attached_cpus > 0 ? 0 : -ENODEV;
 }
 
@@ -387,18 +382,10 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 
 uint64_t ember_bpf_map_bytes(const struct ember_bpf *b)
 {
-	struct bpf_object *objs[] = {b->sampler ? b->sampler->obj : NULL,
-	                             b->proc ? b->proc->obj : NULL};
-	uint64_t total = 0, bytes;
+	uint64_t total = ember_fd_memlock(bpf_map__fd(b->proc->maps.proc_events));
 	struct bpf_map *m;
-	char path[64];
 
-	for (size_t i = 0; i < ARRAY_SIZE(objs) && objs[i]; i++)
-		bpf_object__for_each_map(m, objs[i])
-		{
-			snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", bpf_map__fd(m));
-			if (!ember_read_proc_number(path, "memlock:", &bytes))
-				total += bytes;
-		}
+	/* The process events' other maps are the sampler's (reused): counted once, there. */
+	bpf_object__for_each_map(m, b->sampler->obj) total += ember_fd_memlock(bpf_map__fd(m));
 	return total;
 }

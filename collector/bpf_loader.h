@@ -72,7 +72,7 @@ int ember_bpf_drain(struct ember_bpf *b);
 /* Passes one EMBER_EV_RUNNING event per running process (the -p ones with -p) to fn. */
 void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void *ctx);
 
-/* The memory of every map, as the kernel counts it (fdinfo's memlock). */
+/* The memory of every map, as the kernel counts it (fdinfo's memlock); after start. */
 uint64_t ember_bpf_map_bytes(const struct ember_bpf *b);
 
 /* Sums the per-CPU drop counters: out[EMBER_DROP_*]. */

@@ -10,6 +10,7 @@
 #include "sampler.skel.h"
 #include "seccomp/caps.h"
 #include "shared/err.h"
+#include "shared/fdio.h"
 
 #define MIN_KERNEL_MAJOR 5
 #define MIN_KERNEL_MINOR 17 /* bpf_loop, for the user-stack unwinder */
@@ -32,18 +33,6 @@ static void line(struct report *r, const char *what, const char *value, enum ver
 		r->failures++;
 	else if (v == WARN)
 		r->warnings++;
-}
-
-int ember_read_proc_long(const char *path, long *out)
-{
-	FILE *f = fopen(path, "re");
-	int ok;
-
-	if (!f)
-		return neg_errno();
-	ok = fscanf(f, "%ld", out) == 1;
-	fclose(f);
-	return ok ? 0 : -EINVAL;
 }
 
 static void check_kernel(struct report *r)
@@ -102,21 +91,21 @@ static void check_caps(struct report *r, uint64_t caps)
 static void check_sysctls(struct report *r, uint64_t caps)
 {
 	char value[32];
-	long v;
+	long long v;
 
-	if (ember_read_proc_long("/proc/sys/kernel/perf_event_paranoid", &v) == 0) {
+	if (ember_read_proc_number("/proc/sys/kernel/perf_event_paranoid", NULL, 0, &v) == 0) {
 		bool priv =
 		    ember_caps_has(caps, CAP_PERFMON) || ember_caps_has(caps, CAP_SYS_ADMIN);
 
-		snprintf(value, sizeof(value), "%ld", v);
+		snprintf(value, sizeof(value), "%lld", v);
 		line(r, "perf_event_paranoid", value, priv || v <= 0 ? OK : FAIL,
 		     priv || v <= 0 ? NULL
 		                    : "run as root, or: sysctl kernel.perf_event_paranoid=0");
 	}
-	if (ember_read_proc_long("/proc/sys/kernel/kptr_restrict", &v) == 0) {
+	if (ember_read_proc_number("/proc/sys/kernel/kptr_restrict", NULL, 0, &v) == 0) {
 		bool syslog = ember_caps_has(caps, CAP_SYSLOG);
 
-		snprintf(value, sizeof(value), "%ld", v);
+		snprintf(value, sizeof(value), "%lld", v);
 		if (v == 0 || (v == 1 && syslog))
 			line(r, "kptr_restrict", value, OK, NULL);
 		else
@@ -125,8 +114,8 @@ static void check_sysctls(struct report *r, uint64_t caps)
 			              "kernel.kptr_restrict=1 and run as root"
 			            : "kernel frames will show as addresses: run as root");
 	}
-	if (ember_read_proc_long("/proc/sys/kernel/yama/ptrace_scope", &v) == 0) {
-		snprintf(value, sizeof(value), "%ld", v);
+	if (ember_read_proc_number("/proc/sys/kernel/yama/ptrace_scope", NULL, 0, &v) == 0) {
+		snprintf(value, sizeof(value), "%lld", v);
 		line(r, "ptrace_scope", value, v >= 3 ? WARN : OK,
 		     v >= 3 ? "interpreter stacks need /proc/PID/mem: sysctl "
 		              "kernel.yama.ptrace_scope=2 (needs a reboot when 3)"
@@ -134,8 +123,9 @@ static void check_sysctls(struct report *r, uint64_t caps)
 	} else {
 		line(r, "ptrace_scope", "no Yama", OK, NULL);
 	}
-	if (ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &v) == 0) {
-		snprintf(value, sizeof(value), "%ld Hz", v);
+	if (ember_read_proc_number("/proc/sys/kernel/perf_event_max_sample_rate", NULL, 0, &v) ==
+	    0) {
+		snprintf(value, sizeof(value), "%lld Hz", v);
 		line(r, "max sample rate", value, v >= 100 ? OK : WARN,
 		     v >= 100 ? NULL : "the kernel throttled sampling; -F above this is refused");
 	}

@@ -6,9 +6,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Reads one number from a /proc or /sys file. Returns 0 or a negative errno. */
-int ember_read_proc_long(const char *path, long *out);
-
 /* Prints the report; returns an exit code: 0 when recording can work. */
 int ember_check_run(bool try_load);
 

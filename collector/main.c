@@ -24,6 +24,7 @@
 #include "collector/run_loop.h"
 #include "collector/selection.h"
 #include "shared/err.h"
+#include "shared/fdio.h"
 #include "shared/log.h"
 #include "shared/str.h"
 #include "collector/spawn.h"
@@ -409,7 +410,7 @@ static int validate(struct cli *c)
 {
 	struct ember_record_opts *o = &c->o;
 	struct passwd *pw;
-	long max_rate;
+	long long max_rate;
 
 	if (o->command.argv) {
 		if (command_user(&o->command, c->run_as))
@@ -423,7 +424,8 @@ static int validate(struct cli *c)
 		                   "%s needs a command: ember record --run-as USER -- COMMAND",
 		                   "--run-as");
 	}
-	if (!ember_read_proc_long("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) &&
+	if (!ember_read_proc_number("/proc/sys/kernel/perf_event_max_sample_rate", NULL, 0,
+	                            &max_rate) &&
 	    o->sample_hz > max_rate)
 		return usage_error(c->cmd,
 		                   "-F is above the kernel's limit "

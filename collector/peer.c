@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bpf/records.h"
+#include "shared/cleanup.h"
 #include "shared/log.h"
 #include "shared/str.h"
 
@@ -42,9 +43,7 @@ bool ember_peer_connected(const struct ember_peer *p)
 
 void ember_peer_detach(struct ember_peer *p, struct ember_drain *drain)
 {
-	if (p->sock >= 0)
-		close(p->sock);
-	p->sock = -1;
+	p->sock = ember_safe_close(p->sock);
 	if (drain->ring == &p->ring)
 		drain->ring = NULL;
 	if (p->ring.hdr)
@@ -135,8 +134,7 @@ int ember_peer_send_reply(struct ember_peer *p, uint32_t id, int fd,
 	out.broker_reply.dev_minor = f->dev_minor;
 	out.broker_reply.ino = f->ino;
 	err = send_msg(p, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
-	if (fd >= 0)
-		close(fd);
+	ember_closep(&fd);
 	return err;
 }
 

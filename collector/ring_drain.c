@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "shared/clock.h"
+#include "shared/fdio.h"
 
 void ember_drain_init(struct ember_drain *d, struct ember_procs *procs)
 {
@@ -118,4 +119,12 @@ uint64_t ember_drain_lost_samples(const uint64_t by_reason[EMBER_LOST_REASONS])
 		if (r != EMBER_LOST_PROC_EVENTS)
 			n += by_reason[r];
 	return n;
+}
+
+void ember_drain_report_memory(struct ember_drain *d, uint64_t bpf_map_bytes)
+{
+	struct ember_rec_collector_memory m = {ember_self_rss_bytes(), bpf_map_bytes};
+
+	if (d->ring)
+		ember_ring_write(d->ring, EMBER_REC_COLLECTOR_MEMORY, &m, sizeof(m));
 }

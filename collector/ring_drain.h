@@ -39,5 +39,7 @@ void ember_drain_account_bpf_drops(struct ember_drain *d, const uint64_t drops[E
 void ember_drain_flush_lost(struct ember_drain *d);
 /* The samples among counts by enum ember_lost_reason (lost or pending_lost). */
 uint64_t ember_drain_lost_samples(const uint64_t by_reason[EMBER_LOST_REASONS]);
+/* The collector's own resident memory and its BPF maps' into the ring (when there is one). */
+void ember_drain_report_memory(struct ember_drain *d, uint64_t bpf_map_bytes);
 
 #endif

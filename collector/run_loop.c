@@ -33,7 +33,6 @@
 #include "collector/table_loader.h"
 #include "shared/clock.h"
 #include "shared/err.h"
-#include "shared/fdio.h"
 #include "shared/log.h"
 
 #define TICK_MS              250
@@ -143,11 +142,8 @@ static int open_outputs(struct ember_record_opts *o)
 
 static void close_outputs(struct ember_record_opts *o)
 {
-	for (size_t i = 0; i < o->noutputs; i++) {
-		if (o->outputs[i].fd >= 0)
-			close(o->outputs[i].fd);
-		o->outputs[i].fd = -1;
-	}
+	for (size_t i = 0; i < o->noutputs; i++)
+		o->outputs[i].fd = ember_safe_close(o->outputs[i].fd);
 }
 
 static void begin_stop(struct recorder *r, const char *why)
@@ -181,17 +177,6 @@ static void drop_peer(struct recorder *r)
 	r->listed = false;
 }
 
-/* The collector's memory into the ring, for the symbolizer's statistics and log. */
-static void report_memory(struct recorder *r)
-{
-	struct ember_rec_collector_memory m = {.bpf_map_bytes = ember_bpf_map_bytes(&r->bpf)};
-
-	if (!ember_read_proc_number("/proc/self/statm", NULL, &m.rss_bytes))
-		m.rss_bytes *= (uint64_t)sysconf(_SC_PAGESIZE);
-	if (r->drain.ring)
-		ember_ring_write(r->drain.ring, EMBER_REC_COLLECTOR_MEMORY, &m, sizeof(m));
-}
-
 static void on_tick(struct recorder *r, uint64_t now_ns)
 {
 	uint64_t drops[EMBER_DROP_MAX], expirations;
@@ -221,7 +206,7 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		if (r->ticks % (1000 / TICK_MS) == 0)
 			ember_bpf_refresh_cpus(&r->bpf);
 		if (r->ticks % (EMBER_COLLECTOR_MEMORY_EVERY_S * 1000 / TICK_MS) == 1)
-			report_memory(r);
+			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
 		if (r->opts->duration_ms && now_ns >= r->stop_ns && r->command)
 			log_info("the duration is over; ember exits when the command does");
 		if (r->opts->duration_ms && now_ns >= r->stop_ns)

@@ -39,6 +39,13 @@ static inline void ember_closep(const int *fd)
 	}
 }
 
+/* systemd's safe_close: closes fd if it is one; returns -1 to store in its place. */
+static inline int ember_safe_close(int fd)
+{
+	ember_closep(&fd);
+	return -1;
+}
+
 static inline void ember_freep(void *p)
 {
 	free(*(void **)p);

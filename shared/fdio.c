@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <limits.h>
@@ -74,7 +73,7 @@ long ember_read_whole_fd(int fd, size_t max, char **out)
 	return (long)len;
 }
 
-int ember_read_proc_number(const char *path, const char *key, uint64_t *out)
+int ember_read_proc_number(const char *path, const char *key, int skip, long long *out)
 {
 	char buf[1024], *at;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -91,5 +90,27 @@ int ember_read_proc_number(const char *path, const char *key, uint64_t *out)
 	if (!at)
 		return -ENOENT;
 	at += key ? strlen(key) : 0;
-	return sscanf(at, key ? "%" SCNu64 : "%*u %" SCNu64, out) == 1 ? 0 : -EBADMSG;
+	for (; skip > 0 && at; skip--) /* past a number and the blanks after it */
+		at = strpbrk(at + strspn(at, " \t"), " \t\n");
+	return at && sscanf(at, "%lld", out) == 1 ? 0 : -EBADMSG;
+}
+
+uint64_t ember_self_rss_bytes(void)
+{
+	long long pages;
+
+	/* statm: size, then resident, in pages. */
+	if (ember_read_proc_number("/proc/self/statm", NULL, 1, &pages) || pages < 0)
+		return 0;
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+uint64_t ember_fd_memlock(int fd)
+{
+	char path[64];
+	long long bytes;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return ember_read_proc_number(path, "memlock:", 0, &bytes) || bytes < 0 ? 0
+	                                                                        : (uint64_t)bytes;
 }

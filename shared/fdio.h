@@ -19,10 +19,17 @@
 long ember_read_whole_fd(int fd, size_t max, char **out);
 
 /*
- * The number after `key` in a small text file the kernel writes about this
- * process (/proc/self/statm with key NULL: its second number, the resident
- * pages; /proc/self/fdinfo/N with "memlock:"). Returns 0 or a negative errno.
+ * A number in a small text file the kernel writes (/proc, /sys): the first
+ * after `key` (NULL: from the start), past `skip` others (/proc/self/statm's
+ * resident pages: skip 1). Returns 0 or a negative errno.
  */
-int ember_read_proc_number(const char *path, const char *key, uint64_t *out);
+int ember_read_proc_number(const char *path, const char *key, int skip, long long *out);
+
+/* This process's resident bytes (/proc/self/statm); 0 when it cannot be read. */
+uint64_t ember_self_rss_bytes(void);
+
+/* The memory the kernel charges to this process's descriptor fd (a BPF map's "memlock:"
+ * in /proc/self/fdinfo); 0 when it tells none. */
+uint64_t ember_fd_memlock(int fd);
 
 #endif
