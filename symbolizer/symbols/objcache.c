@@ -242,7 +242,7 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 		memcpy(o->hash, o->file.id.hash, sizeof(o->hash));
 		o->has_hash = true;
 	}
-	o->bytes = measured(o, before);
+	o->bytes = o->bytes_fresh = measured(o, before);
 	o->touched = true; /* parsing read pages of the file */
 	make_room(c, o->bytes, NULL);
 	if (ember_slots_add(&c->slots, key, sizeof(*key), &slot) < 0) {
@@ -291,11 +291,14 @@ enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct emb
 	if (o->error)
 		return EMBER_SYM_NONE;
 	/* One file may hold at most half the cache: past that, what lookups expanded
-	 * of its DWARF goes (before this lookup: the frames it returns point into it). */
-	if (o->bytes > c->limit / 2 && o->file.dwarf) {
+	 * of its DWARF goes (before this lookup: the frames it returns point into it),
+	 * once that is an eighth of the cache: a file whose tables alone take half
+	 * would otherwise open its DWARF again at every lookup. */
+	if (o->bytes > c->limit / 2 && o->file.dwarf && o->bytes > o->bytes_fresh + c->limit / 8) {
 		before = held_now(o);
 		ember_objfile_reset_dwarf(&o->file);
 		recount(c, o, before);
+		o->bytes_fresh = o->bytes;
 		c->dwarf_resets++;
 	}
 	before = held_now(o);

@@ -53,7 +53,9 @@ struct ember_obj {
 	uint32_t open_failed_pid; /* the file could not be had through this process, else 0 */
 	struct ember_objfile file;
 	size_t bytes; /* measured while it was parsed and looked up (estimated in unit tests) */
-	bool touched; /* read since its file's pages were last given back */
+	size_t
+	    bytes_fresh; /* bytes when its DWARF was last opened: what lookups add comes on top */
+	bool touched;    /* read since its file's pages were last given back */
 	struct ember_obj *lru_prev, *lru_next; /* most recently used at the head */
 	uint32_t slot;
 };

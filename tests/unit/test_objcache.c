@@ -6,6 +6,9 @@
 #include "check_main.h"
 #include "self_elf.h"
 #include "symbolizer/profile/profile.h"
+#include "symbolizer/process/maps_parser.h"
+#include "symbolizer/symbols/dwarf.h"
+#include "symbolizer/symbols/file_id.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/symbols/sigbus_guard.h"
 
@@ -168,8 +171,12 @@ START_TEST(a_file_past_half_the_cache_has_its_dwarf_reset)
 	struct ember_obj_key k = {1, 1};
 	struct ember_sym_frames fr;
 	int fd = open_ro("/proc/self/exe");
+	void *other_units[] = {(void *)ember_objcache_init, (void *)ember_objfile_open,
+	                       (void *)ember_profile_init,  (void *)ember_dwarf_bytes,
+	                       (void *)ember_file_id_fd,    (void *)ember_maps_find};
 	struct ember_obj *o;
 	uint64_t a, b;
+	size_t grown;
 
 	ck_assert_int_eq(ember_objcache_init(&c, 1 << 20), 0);
 	o = ember_objcache_load(&c, &k, fd, 1, NULL, 0);
@@ -178,14 +185,27 @@ START_TEST(a_file_past_half_the_cache_has_its_dwarf_reset)
 	ck_assert_ptr_nonnull(o->file.dwarf);
 	a = self_elf_addr_of(&o->file.syms, objcache_test_a);
 	b = self_elf_addr_of(&o->file.syms, objcache_test_b);
-	/* A tiny limit: half of it is soon passed, and the DWARF starts afresh. */
-	ember_objcache_set_limit(&c, 2 * o->bytes);
-	for (int i = 0; i < 4; i++) {
+	/* Past half the cache, but lookups have expanded less than an eighth of it since the
+	 * DWARF was opened: nothing to gain, no reset (each lookup would open it again). */
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
+	grown = o->bytes - o->bytes_fresh;
+	ck_assert_uint_gt(grown, 0);
+	ember_objcache_set_limit(&c, o->bytes + o->bytes / 2);
+	ck_assert_uint_lt(8 * grown, ember_objcache_limit(&c));
+	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(ember_objcache_lookup(&c, o, i % 2 ? b : a, &fr), EMBER_SYM_DWARF);
-		ck_assert_str_eq(fr.f[fr.n - 1].name,
-		                 i % 2 ? "objcache_test_b" : "objcache_test_a");
+	ck_assert_uint_eq(c.dwarf_resets, 0);
+	/* Lookups all over the program (other units) expand more than that: the DWARF
+	 * starts afresh, and names alike. */
+	for (int i = 0; i < 64 && !c.dwarf_resets; i++) {
+		ember_objcache_lookup(&c, o, self_elf_addr_of(&o->file.syms, other_units[i % 6]),
+		                      &fr);
+		ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
+		ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_a");
 	}
 	ck_assert_uint_gt(c.dwarf_resets, 0);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, b, &fr), EMBER_SYM_DWARF);
+	ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_b");
 	/* Without the budget's limit the cache is its configured size again. */
 	ember_objcache_set_limit(&c, 0);
 	ck_assert_uint_eq(ember_objcache_limit(&c), 1 << 20);
