@@ -104,8 +104,9 @@ int BPF_PROG(ember_fork, struct task_struct *parent, struct task_struct *child)
 	__u8 one = 1;
 
 	/* Runs before the child is first scheduled: it is sampled from its first instruction. */
-	if (child_tgid != parent_tgid && bpf_map_lookup_elem(&pid_filter, &parent_tgid))
-		bpf_map_update_elem(&pid_filter, &child_tgid, &one, BPF_ANY);
+	if (child_tgid != parent_tgid && bpf_map_lookup_elem(&pid_filter, &parent_tgid) &&
+	    bpf_map_update_elem(&pid_filter, &child_tgid, &one, BPF_ANY))
+		count_drop(EMBER_DROP_SELECT_FULL);
 	return 0;
 }
 

@@ -59,6 +59,8 @@ enum ember_drop_reason {
 	EMBER_DROP_OFF_CPU_SHORT,
 	EMBER_DROP_OFF_CPU_SAMPLED_OUT,
 	EMBER_DROP_OFF_CPU_UNTRACKED,
+	/* A process a command started that the full PID filter could not take (not sampled). */
+	EMBER_DROP_SELECT_FULL,
 	EMBER_DROP_MAX,
 };
 
