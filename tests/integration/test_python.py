@@ -11,8 +11,10 @@ with different splits, asyncio coroutines, a generator, recursion 500 deep
 (cut with a marker, counted), a C extension under its Python caller, a
 process in its own mount and PID namespaces, one started after ember, and
 hostile fake interpreters (garbage, cycles): marker or [unknown] frames, no
-crash, no stall."""
+crash, no stall; and a process whose memory-map lock waits on a file system that
+stopped answering: its Python frames unnamed, the run on time, the others named."""
 import collections
+import ctypes
 import glob
 import os
 import re
@@ -22,12 +24,13 @@ import sys
 import time
 
 import otlp_receiver as rx
-from emberlib import (EMBER, SRC, build_workload, ember, kill, log, read_folded, require_root,
-                      run_tests, skip_or_fail, start, workdir)
+from emberlib import (BUILD, EMBER, IN_CI, SRC, build_workload, ember, kill, log, read_folded,
+                      require_root, run_tests, skip_or_fail, start, workdir)
 
 require_root()
 WD = workdir()
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "pysplit.py")
+PYSTALL = os.path.join(SRC, "tests", "workloads", "pystall.py")
 HZ = 997
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 DEBIAN = "/usr/bin/python3.11"
@@ -424,8 +427,83 @@ def test_hostile_fake_interpreters():
             assert "[python frame not readable]" in names
 
 
+def test_stalled_python_process_costs_only_its_frames():
+    """A Python process whose memory-map lock waits on a file system that stopped answering
+    (tests/workloads/pystall.py: a thread reads a page of a file there through
+    /proc/self/mem, another waits to map memory) cannot have its memory read: the recording
+    still ends on time, another Python process keeps every name, and the stall is counted;
+    the stalled process keeps its native frames, its Python frames unnamed."""
+    stallfs = os.path.join(BUILD, "tests", "integration", "stallfs")
+    if not os.path.exists(stallfs) or not os.path.exists("/dev/fuse"):
+        assert not IN_CI, f"{stallfs} or /dev/fuse missing: install libfuse3-dev and fuse3"
+        log("  SKIP: no stallfs or no FUSE")
+        return
+    label, exe = interpreters()[0]
+    d = os.path.join(WD, "stall")
+    mnt, ctl, data = os.path.join(d, "mnt"), os.path.join(d, "ctl"), os.path.join(d, "data")
+    os.makedirs(mnt)
+    open(ctl, "w").close()
+    with open(data, "wb") as f:
+        f.write(b"\0" * (1 << 20))
+    libc = ctypes.CDLL(None, use_errno=True)
+    fs = subprocess.Popen([stallfs, mnt, ctl, "60", f"data.bin={data}"],
+                          preexec_fn=lambda: libc.prctl(1, signal.SIGKILL, 0, 0, 0))
+    stalled = other = dev = None
+    try:
+        deadline = time.time() + 10
+        while not os.path.ismount(mnt):
+            assert fs.poll() is None and time.time() < deadline, "stallfs did not mount"
+            time.sleep(0.05)
+        dev = os.stat(mnt).st_dev
+        stalled = subprocess.Popen([exe, PYSTALL, os.path.join(mnt, "data.bin")],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert stalled.stdout.readline().strip() == "ready", "pystall did not start"
+        other = start([exe, WORKLOAD, "split", "120"],
+                      env=dict(os.environ, EMBER_TRUTH_FILE=os.path.join(WD, "stall.truth")))
+        with open(ctl + ".new", "w") as f:
+            f.write("read\n")
+        os.replace(ctl + ".new", ctl)
+        stalled.stdin.write("go\n")
+        stalled.stdin.flush()
+        time.sleep(1.0)
+        t0 = time.time()
+        outs = record("stalled", [stalled.pid, other.pid], 6)
+        took = time.time() - t0
+        samples = decode_otlp(outs["otlp"])
+        stats = profile_stats(outs["pb.gz"])
+        mine = [s for s in samples if s[0] == stalled.pid]
+        theirs = [s for s in samples if s[0] == other.pid]
+        named = collections.Counter(f.name for *_, fr in mine for f in fr if f.kind == "cpython")
+        leaves = sum(n for *_, n, fr in theirs if innermost_leaf(fr))
+        whole = sum(n for *_, n, fr in theirs if innermost_leaf(fr) and
+                    follows(python_names(fr), ["<module>", "main", "run_split",
+                                               "handle_request", innermost_leaf(fr).name]))
+        stall = {k: v for k, v in stats.items() if "stall" in k and v}
+        log(f"  {label}: ember took {took:.1f}s; stalled process: "
+            f"{sum(n for *_, n, _ in mine)} samples, Python frames {dict(named.most_common(4))}; "
+            f"the other: {whole} of {leaves} leaf samples complete; {stall}")
+        assert took < 6 + 30, f"ember took {took:.1f}s"
+        assert leaves >= 100 and whole >= 0.99 * leaves, (whole, leaves)
+        assert not {"stalled_spin", "stalled_leaf"} & set(named), named
+        assert stats.get("symbolizer.stalled_reads", 0) + \
+            stats.get("broker.stalled_refused", 0) > 0, stall
+    finally:
+        # Every waiting request fails at once, then the mount goes (stat on it could wait).
+        if dev is not None:
+            conn = f"/sys/fs/fuse/connections/{os.minor(dev)}/abort"
+            if os.path.exists(conn):
+                with open(conn, "w") as f:
+                    f.write("1")
+            if libc.umount2(mnt.encode(), 1) != 0:  # MNT_FORCE aborts a FUSE connection too
+                libc.umount2(mnt.encode(), 2)  # MNT_DETACH
+        for p in (fs, stalled, other):
+            if p is not None:
+                kill(p)
+
+
 if __name__ == "__main__":
     run_tests([test_known_split_every_version, test_two_threads_with_different_splits,
                test_asyncio_generator_and_c_extension, test_recursion_500_deep_is_cut_with_a_marker,
                test_process_in_its_own_mount_and_pid_namespace, test_process_started_after_ember,
-               test_python2_is_named_unsupported, test_hostile_fake_interpreters])
+               test_python2_is_named_unsupported, test_hostile_fake_interpreters,
+               test_stalled_python_process_costs_only_its_frames])
