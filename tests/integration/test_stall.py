@@ -233,7 +233,12 @@ def test_lock_stall():
 
 
 def test_recovery():
-    stats, text, fs = run_case("recover", ["open", "read"], recover_after=3)
+    """The file system answers again 5 s into the run: the stall was met, and the file's
+    frames came back."""
+    stats, text, fs = run_case("recover", ["open", "read"], recover_after=5)
+    met = (stats.get("broker.stalled_deadline", 0) + stats.get("broker.stalled_refused", 0) +
+           stats.get("symbolizer.stalled_reads", 0))
+    assert met > 0, stall_stats(stats)
 
 
 def test_signals_end_a_run():
