@@ -467,7 +467,9 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	if (err)
 		return refuse(b, req, err);
-	if (h->may_wait && b->pooled)
+	/* A process's cgroup list waits on nothing; its executable is a file like any mapped. */
+	if (h->may_wait && b->pooled &&
+	    (req->what != EMBER_BROKER_PROC_FILE || !strcmp(req->arg, "exe")))
 		return -EINPROGRESS;
 	fd = ember_broker_open(b, req, &job);
 	*file = job.file;
