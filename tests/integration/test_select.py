@@ -330,6 +330,56 @@ def test_container():
         subprocess.run([podman, "rmi", "-f", image], capture_output=True, env=env, timeout=120)
 
 
+def test_daemon_takes_the_selection():
+    """ember-collector --cgroup (as its configuration file passes options): the intervals its
+    symbolizer writes hold only the chosen cgroup's samples, and say what was chosen."""
+    tag = f"ember-it-{os.getpid()}-daemon"
+    cg = Cgroup(f"/{tag}").make()
+    run_dir, out = os.path.join(WD, "daemon-run"), os.path.join(WD, "daemon-out")
+    os.makedirs(out, exist_ok=True)
+    os.chown(out, 65534, 65534)
+    procs = []
+    try:
+        inside = start([copy_as("split_daemon"), "60"])
+        cg.enter(inside.pid)
+        procs += [inside, start([copy_as("split_outside"), "60"])]
+        col = subprocess.Popen([os.path.join(os.path.dirname(EMBER), "ember-collector"), "--user",
+                                "nobody", "--runtime-dir", run_dir, "-F", "499", "--cgroup",
+                                f"/{tag}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(col)
+        sock = os.path.join(run_dir, "collector.sock")
+        for _ in range(600):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        sym = subprocess.Popen([os.path.join(os.path.dirname(EMBER), "ember-symbolizer"),
+                                "--connect", sock, "--output-dir", out, "--interval", "2s",
+                                "--user", "nobody", "--keep", "0"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(sym)
+        pb = []
+        for _ in range(600):
+            pb = sorted(f for f in os.listdir(out) if f.endswith(".pb.gz"))
+            if len(pb) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(pb) >= 2, f"no intervals in {out}: {os.listdir(out)}"
+        folded = sorted(f for f in os.listdir(out) if f.endswith(".folded"))
+        counts = comm_counts(read_folded(os.path.join(out, folded[1])))
+        comments = read_pprof(os.path.join(out, pb[1]))["comments"]
+        log(f"  daemon interval: {counts}; {[c for c in comments if 'selection' in c]}")
+        assert set(counts) == {"split_daemon"} and counts["split_daemon"] > 100, counts
+        assert f"#selection=cgroup /{tag}" in comments, comments
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill(p)
+        cg.remove()
+
+
 def test_selection_in_the_profile():
     """The profile says what was chosen: pprof's comment and headline name the command, and
     OTLP's resources have it as service.name (unless one is configured)."""
@@ -368,4 +418,5 @@ if __name__ == "__main__":
     run_tests([test_command_and_its_children, test_command_from_its_first_instruction,
                test_exit_status_signal_and_user, test_ctrl_c_goes_to_the_command,
                test_cgroup_only_its_processes, test_unit_and_pod_by_name, test_container,
+               test_daemon_takes_the_selection,
                test_selection_in_the_profile, test_cli_errors])
