@@ -16,7 +16,9 @@ at the same frequency:
                  (the interpreter has no frame pointers), then `perf script`
 
 Figures per run: samples of the workload; eBPF run time per sample
-(kernel.bpf_stats_enabled, ember's program only); symbolizer CPU (user +
+(kernel.bpf_stats_enabled, ember's program only; the program also runs, and
+returns early, on the CPU samples of every process -p did not choose: a run
+recording an idle process measures that cost, which is taken out); symbolizer CPU (user +
 system of ember-symbolizer, read from /proc while it runs); for perf, the CPU
 of perf record and perf script; and the attribution: each leaf's share
 against the workload's own truth. A short run (--short) beside each long one
@@ -82,7 +84,7 @@ def ember_programs(pid):
         progs = json.loads(r.stdout)
     except ValueError:
         return {}
-    return {p["id"]: p.get("run_time_ns", 0) for p in progs
+    return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in progs
             if p.get("name") == "ember_sample" and p["id"] in ids}
 
 
@@ -128,10 +130,12 @@ def run_ember(args, exe, wd, tag, duration, python):
                             "-F", str(args.hz), "-p", str(proc.pid), "-o", folded,
                             "--interpreters", "python" if python else "none"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    bpf, sym_cpu, sym_pid = 0.0, 0.0, None
+    bpf, calls, sym_cpu, sym_pid = 0.0, 0, 0.0, None
     while rec.poll() is None:
         ours = ember_programs(rec.pid)
-        bpf = max(bpf, sum(ours.values()) / 1e9)  # read while the program is loaded
+        # Read while the program is loaded.
+        bpf = max(bpf, sum(t for t, _ in ours.values()) / 1e9)
+        calls = max(calls, sum(n for _, n in ours.values()))
         if sym_pid is None:
             r = subprocess.run(["pgrep", "-P", str(rec.pid), "-f", "ember-symbolizer"],
                                capture_output=True, text=True)
@@ -151,8 +155,28 @@ def run_ember(args, exe, wd, tag, duration, python):
             leaf = next((x for x in reversed(frames) if x in LEAVES), None)
             if leaf:
                 counts[leaf] += int(n)
-    return {"samples": samples, "bpf": bpf, "cpu": sym_cpu, "shares": shares(counts),
-            "truth": truth_of(truth)}
+    return {"samples": samples, "bpf": bpf, "calls": calls, "cpu": sym_cpu,
+            "shares": shares(counts), "truth": truth_of(truth)}
+
+
+def filtered_call_ns(args, wd, duration):
+    """What ember_sample costs on a CPU sample of a process -p did not choose: ember records
+    an idle process, so that every call is one. The runs above subtract it for the calls
+    that were not the workload's samples."""
+    idle = subprocess.Popen(["sleep", str(duration + 30)])
+    rec = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(duration),
+                            "-F", str(args.hz), "-p", str(idle.pid), "-o",
+                            os.path.join(wd, "idle.folded")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bpf, calls = 0, 0
+    while rec.poll() is None:
+        ours = ember_programs(rec.pid)
+        bpf = max(bpf, sum(t for t, _ in ours.values()))
+        calls = max(calls, sum(n for _, n in ours.values()))
+        time.sleep(0.05)
+    idle.kill()
+    idle.wait()
+    return bpf / calls if calls else 0.0
 
 
 def run_perf(args, exe, wd, tag, duration):
@@ -181,8 +205,8 @@ def run_perf(args, exe, wd, tag, duration):
         leaf = next((s for s in syms for l in LEAVES if s.startswith(f"py::{l}:")), None)
         if leaf:
             counts[leaf[4:10]] += 1
-    return {"samples": samples, "bpf": 0.0, "cpu": cpu + post, "shares": shares(counts),
-            "truth": truth_of(truth)}
+    return {"samples": samples, "bpf": 0.0, "calls": 0, "cpu": cpu + post,
+            "shares": shares(counts), "truth": truth_of(truth)}
 
 
 def main():
@@ -202,9 +226,13 @@ def main():
         runs.append(("perf -X perf", lambda t, d: run_perf(args, exe, wd, t, d)))
     else:
         print(f"no CPython 3.12+ ({exe} is 3.{version[0]}): no perf -X perf comparison")
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_before = f.read().strip()
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
     results = {}
     try:
+        call0 = filtered_call_ns(args, wd, args.short)
+        print(f"ember_sample on a sample of a process not chosen: {call0:.0f} ns", flush=True)
         for name, fn in runs:
             for d in (args.duration, args.short):
                 r = fn(f"{name.replace(' ', '-')}-{d}", d)
@@ -214,7 +242,7 @@ def main():
                       " ".join(f"{k} {r['shares'].get(k, 0):.1f}% ({r['truth'].get(k, 0):.1f}%)"
                                for k in LEAVES), flush=True)
     finally:
-        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=False)
+        subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={stats_before}"], check=False)
 
     print(f"\n{exe} (3.{version[0]}.{version[1]}), pysplit.py split, "
           f"{args.hz} Hz, {args.duration} s and {args.short} s runs\n")
@@ -226,7 +254,9 @@ def main():
         lo, hi = results[(name, args.short)], results[(name, args.duration)]
         dn = hi["samples"] - lo["samples"]
         cpu1000 = 1000.0 * (hi["cpu"] - lo["cpu"]) / dn if dn > 0 else float("nan")
-        bpf_ns = 1e9 * hi["bpf"] / hi["samples"] if hi["samples"] else float("nan")
+        # The calls that were not the workload's samples cost what a filtered call costs.
+        own = 1e9 * hi["bpf"] - max(hi["calls"] - hi["samples"], 0) * call0
+        bpf_ns = own / hi["samples"] if hi["samples"] else float("nan")
         err = max(abs(hi["shares"].get(k, 0) - hi["truth"].get(k, 0)) for k in LEAVES) \
             if hi["shares"] else float("nan")
         per[name] = (bpf_ns, cpu1000)
