@@ -157,7 +157,11 @@ static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const 
 
 static int on_unwind(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
-	(void)c;
+	/* No mapping list for a process that exited (or was never seen here): its entry in
+	 * the unwinder's map would outlive it, as nothing deletes it any more. */
+	if (in->hdr.type == EMBER_MSG_UNWIND_PROC && in->unwind_proc.total &&
+	    ember_procs_check(c->broker->procs, in->unwind_proc.pid, c->now_ns, UINT64_MAX))
+		return 0;
 	return p->tables ? ember_tables_handle(p->tables, in) : -EPROTO;
 }
 
