@@ -360,9 +360,9 @@ static void set_rule(struct cfa_state *st, const struct cie *c, uint64_t reg, ui
 }
 
 /*
- * An instruction that sets a register's rule (op read, its operands next in
- * r). Returns 0 when done, 1 when it cannot be followed, -ENOENT when op is
- * not one of these.
+ * An instruction that sets a register's rule, other than the two whose
+ * register is in op (op read, its operands next in r). Returns 0 when done,
+ * 1 when it cannot be followed, -ENOENT when op is not one of these.
  */
 static int register_insn(uint8_t op, const struct cie *c, struct ember_bytes *r,
                          struct cfa_state *st, const struct cfa_state *initial)
@@ -370,17 +370,6 @@ static int register_insn(uint8_t op, const struct cie *c, struct ember_bytes *r,
 	uint64_t reg, len;
 	int64_t off;
 
-	switch (op & 0xc0) {
-	case 0x80: /* offset */
-		off = scaled(ember_bytes_uleb(r), c->data_align);
-		set_rule(st, c, op & 0x3f, RULE_OFFSET, off);
-		return 0;
-	case 0xc0: /* restore */
-		if (!initial)
-			return 1;
-		restore_rule(st, initial, op & 0x3f, c->ra_reg);
-		return 0;
-	}
 	switch (op) {
 	case 0x05: /* offset_extended */
 		reg = ember_bytes_uleb(r);
@@ -434,7 +423,8 @@ static int register_insn(uint8_t op, const struct cie *c, struct ember_bytes *r,
 	}
 }
 
-/* An instruction that defines the CFA; returns as register_insn does. */
+/* An instruction that defines the CFA (op one of those). Returns 0, or 1 when it cannot be
+ * followed. */
 static int cfa_insn(uint8_t op, const struct cie *c, struct ember_bytes *r, struct cfa_state *st)
 {
 	uint64_t len;
@@ -469,8 +459,28 @@ static int cfa_insn(uint8_t op, const struct cie *c, struct ember_bytes *r, stru
 		st->cfa_offset = scaled((uint64_t)ember_bytes_sleb(r), c->data_align);
 		return 0;
 	default:
-		return -ENOENT;
+		return 1;
 	}
+}
+
+/*
+ * An advance of delta in an FDE: the row in force so far ends here. Returns
+ * 0 to go on, 1 when the FDE ends, or a negative errno.
+ */
+static int advance(struct ember_cfi_builder *b, struct ember_cfi_fde *fde,
+                   const struct cfa_state *st, uint64_t *loc, uint64_t delta)
+{
+	int err;
+
+	if (delta > fde->end - *loc)
+		delta = fde->end - *loc;
+	if (delta) {
+		err = emit(b, fde, *loc, to_row(st, b));
+		if (err)
+			return err;
+		*loc += delta;
+	}
+	return *loc >= fde->end;
 }
 
 /*
@@ -489,19 +499,27 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 	while (r->p < r->end && !r->bad) {
 		uint8_t op = (uint8_t)ember_bytes_le(r, 1);
 		uint64_t delta, target;
+		int64_t off;
 
-		err = register_insn(op, c, r, st, initial);
-		if (err == -ENOENT)
-			err = cfa_insn(op, c, r, st);
-		if (err != -ENOENT) {
-			if (err)
-				return err;
-			continue;
-		}
-		switch ((op & 0xc0) == 0x40 ? 0x40 : op) {
+		/* The classes with an operand in the low bits, then the operations. */
+		switch (op & 0xc0 ? op & 0xc0 : op) {
 		case 0x40: /* advance_loc */
 			delta = (op & 0x3f) * c->code_align;
 			break;
+		case 0x80: /* offset: the common register rule */
+			off = scaled(ember_bytes_uleb(r), c->data_align);
+			set_rule(st, c, op & 0x3f, RULE_OFFSET, off);
+			continue;
+		case 0xc0: /* restore */
+			if (!initial)
+				return 1;
+			restore_rule(st, initial, op & 0x3f, c->ra_reg);
+			continue;
+		case 0x0c ... 0x0f: /* def_cfa, _register, _offset, _expression */
+		case 0x12 ... 0x13: /* def_cfa_sf, def_cfa_offset_sf */
+			if (cfa_insn(op, c, r, st))
+				return 1;
+			continue;
 		case 0x00: /* nop */
 			continue;
 		case 0x01: /* set_loc */
@@ -532,24 +550,19 @@ static int run_insns(struct ember_cfi_builder *b, const struct section *s, const
 		case 0x2e: /* GNU_args_size */
 			ember_bytes_uleb(r);
 			continue;
-		default:
-			return 1; /* an operation we do not know */
+		default: /* a register's rule, or an operation we do not know */
+			err = register_insn(op, c, r, st, initial);
+			if (err)
+				return err == -ENOENT ? 1 : err;
+			continue;
 		}
-		/* An advance: the row in force so far ends here. */
 		if (r->bad)
 			return 1;
 		if (!fde)
 			continue; /* an advance in a CIE has no row to end */
-		if (delta > fde->end - *loc)
-			delta = fde->end - *loc;
-		if (delta) {
-			err = emit(b, fde, *loc, to_row(st, b));
-			if (err)
-				return err;
-			*loc += delta;
-		}
-		if (*loc >= fde->end)
-			return 0;
+		err = advance(b, fde, st, loc, delta);
+		if (err)
+			return err < 0 ? err : 0;
 	}
 	return r->bad ? 1 : 0;
 }
