@@ -224,9 +224,9 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 {
 	char path[4096], link[80];
 	_cleanup_close_ int rootfd = -1;
-	uint64_t end = 0;
-	uint32_t dev[2];
-	ino_t ino = 0;
+	uint64_t end = 0, end2 = 0;
+	uint32_t dev[2], dev2[2];
+	ino_t ino = 0, ino2 = 0;
 	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path)), fd;
 
 	(void)b;
@@ -249,7 +249,13 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 	if (rootfd < 0)
 		return neg_errno();
 	fd = open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ino, 0, job);
-	if (fd >= 0 && (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1])) {
+	if (fd < 0)
+		return fd;
+	/* Still mapped there after the open: the mapping holds its inode, so no other file
+	 * (freed, its number reused) can be the one opened under that device and number. */
+	if (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1] ||
+	    find_mapping(req, &end2, &ino2, dev2, path, sizeof(path)) || end2 != end ||
+	    ino2 != ino || dev2[0] != dev[0] || dev2[1] != dev[1]) {
 		close(fd);
 		return -ESTALE;
 	}
