@@ -20,8 +20,9 @@
 struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */
 	struct ember_procs *procs;
-	uint64_t samples;   /* copied into the sample ring */
-	uint64_t malformed; /* records from the kernel of an impossible size */
+	int unwind_procs_fd; /* the unwinder's map of mapping lists: an exit deletes its entry */
+	uint64_t samples;    /* copied into the sample ring */
+	uint64_t malformed;  /* records from the kernel of an impossible size */
 	uint64_t pending_lost[EMBER_LOST_REASONS]; /* not yet reported in a LOST record */
 	uint64_t lost[EMBER_LOST_REASONS];         /* totals, for the progress line */
 	uint64_t bpf_drops_seen[EMBER_DROP_MAX];

@@ -553,6 +553,7 @@ static int setup(struct recorder *r)
 	}
 	bo.npids = o->npids;
 	err = ember_bpf_start(&r->bpf, &bo);
+	r->drain.unwind_procs_fd = r->bpf.unwind_procs_fd;
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
 		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
