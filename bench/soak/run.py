@@ -235,6 +235,25 @@ def last_memory_line(path):
     return split
 
 
+def profile_split(build, path):
+    """The memory.* statistics `ember record` wrote into its profile, as {owner: MiB}
+    (its log keeps the "memory:" line at debug level)."""
+    try:
+        out = subprocess.run([os.path.join(build, "ember"), "report", "--stats", path],
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    split = {}
+    for line in out.splitlines():
+        m = re.match(r"memory\.(\w+)\s+(\d+)$", line.strip())
+        if m and m.group(1) not in ("budget", "peak_rss", "releases", "budget_exceeded",
+                                    "shed_periods", "heap_in_use"):
+            name = {"collector_rss": "collector", "collector_bpf_maps": "BPF maps"}.get(
+                m.group(1), m.group(1))
+            split[name] = int(m.group(2)) / 1048576
+    return split
+
+
 def child_pid(parent, name):
     try:
         out = subprocess.run(["pgrep", "-P", str(parent), "-f", name], capture_output=True,
@@ -369,7 +388,9 @@ def main():
                 sys.exit(f"bench/soak: ember record exited with {rc}: see {sym_log}")
         rows.append({"t": time.monotonic() - t0, "sym": status_kib(sym_pid) / 1024 if daemon else 0,
                      "col": 0, "sym_peak": peak["sym"] / 1024, "bpf": 0,
-                     "split": last_memory_line(sym_log), "procs": churn.started, "final": True})
+                     "split": last_memory_line(sym_log) if daemon else
+                     profile_split(a.build, os.path.join(wd, "soak.pb.gz")),
+                     "procs": churn.started, "final": True})
     finally:
         churn.stop = True
         for p in (daemon, col if a.mode == "daemons" else None):
