@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -94,6 +95,34 @@ START_TEST(pipes_from_where_they_stand)
 }
 END_TEST
 
+/* A number after a key, past others, or none: what /proc/self/statm and fdinfo give. */
+START_TEST(numbers_of_small_kernel_files)
+{
+	char path[] = "/tmp/ember-test-num-XXXXXX";
+	static const char text[] = "pos:\t0\nflags:\t02\nmemlock:\t-12 34\n";
+	int fd = mkstemp(path);
+	long long v;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+	close(fd);
+	ck_assert_int_eq(ember_read_proc_number(path, "memlock:", 0, &v), 0);
+	ck_assert_int_eq(v, -12);
+	ck_assert_int_eq(ember_read_proc_number(path, "memlock:", 1, &v), 0);
+	ck_assert_int_eq(v, 34);
+	ck_assert_int_eq(ember_read_proc_number(path, "memlock:", 2, &v), -EBADMSG);
+	ck_assert_int_eq(ember_read_proc_number(path, "map_id:", 0, &v), -ENOENT);
+	ck_assert_int_eq(ember_read_proc_number(path, NULL, 0, &v), -EBADMSG); /* "pos:" */
+	unlink(path);
+	ck_assert_int_eq(ember_read_proc_number(path, NULL, 0, &v), -ENOENT);
+	/* This process: resident, and no memlock for a descriptor that is no BPF map. */
+	ck_assert_uint_gt(ember_self_rss_bytes(), 4096);
+	ck_assert_uint_lt(ember_self_rss_bytes(), 1ull << 32);
+	ck_assert_uint_eq(ember_fd_memlock(STDERR_FILENO), 0);
+	ck_assert_uint_eq(ember_fd_memlock(-1), 0);
+}
+END_TEST
+
 static Suite *fdio_suite(void)
 {
 	Suite *s = suite_create("fdio");
@@ -103,6 +132,7 @@ static Suite *fdio_suite(void)
 	tcase_add_test(tc, cap_is_exact);
 	tcase_add_test(tc, proc_files_that_say_size_0);
 	tcase_add_test(tc, pipes_from_where_they_stand);
+	tcase_add_test(tc, numbers_of_small_kernel_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
