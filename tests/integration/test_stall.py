@@ -25,7 +25,7 @@ import subprocess
 import time
 
 from emberlib import (BUILD, EMBER, CpuClock, SRC, build_workload, kill, log, pprof_comments,
-                      read_folded, require_root, run_tests, start, workdir)
+                      read_folded, require_root, run_tests, staged_for_others, start, workdir)
 
 require_root()
 WD = workdir()
@@ -305,7 +305,9 @@ def test_daemons():
     try:
         wait_for(lambda: os.path.exists(os.path.join(run, "collector.sock")), 30,
                  "the collector's socket")
-        sym = subprocess.Popen([SYMBOLIZER, "--connect", os.path.join(run, "collector.sock"),
+        # The symbolizer runs as nobody: a copy it can reach from a checkout in a 0700 home.
+        symbolizer, = staged_for_others(os.path.join(WD, "bin"), "ember-symbolizer")
+        sym = subprocess.Popen([symbolizer, "--connect", os.path.join(run, "collector.sock"),
                                 "--output-dir", out, "--interval", "2s", "--keep", "0",
                                 "--format", "folded", "--format", "pprof"],
                                stdout=logf, stderr=logf, preexec_fn=as_nobody)
