@@ -3,7 +3,8 @@
 # Usage: sudo scripts/install-deps.sh [--runtime-only | --packaging]
 #   (none)          what the build and scripts/test.sh need, including the fuzz
 #                   build's sanitizer and libFuzzer runtimes (libclang-rt-N-dev,
-#                   N = clang's release) and xz (the MiniDebugInfo test)
+#                   N = clang's release), xz (the MiniDebugInfo test) and podman
+#                   (test_select's --container case)
 #   --runtime-only  what the build needs
 #   --packaging     what the build, scripts/package.sh and scripts/test-packages.sh
 #                   need: debhelper, lintian, rpm, rpmlint, debootstrap,
@@ -17,7 +18,8 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   libsodium-dev libprotobuf-c-dev protobuf-c-compiler libseccomp-dev libcurl4-openssl-dev
   zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
-  procps util-linux chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev"
+  procps util-linux chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
+  podman runc uidmap"
 packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
   podman runc uidmap git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"
 export DEBIAN_FRONTEND=noninteractive
