@@ -143,6 +143,24 @@ def _fields(data):
             raise AssertionError(f"unexpected wire type {wire}")
 
 
+def _packed(wire, v):
+    """The integers of a repeated varint field, packed (wire type 2) or not."""
+    if wire == 0:
+        return [v]
+    out, j = [], 0
+    while j < len(v):
+        shift = x = 0
+        while True:
+            b = v[j]
+            j += 1
+            x |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        out.append(x)
+    return out
+
+
 def read_pprof(path):
     """A gzipped pprof profile as plain data: {"mappings": {id: {...}}, "locations": {id:
     {"address", "mapping", "names"}}, "samples": [(count, [location ids, leaf first])],
@@ -152,22 +170,6 @@ def read_pprof(path):
     for field, wire, v in _fields(data):
         top[field].append((wire, v))
     strings = [v.decode() for _, v in top[6]]
-
-    def packed(wire, v):
-        if wire == 0:
-            return [v]
-        out, j = [], 0
-        while j < len(v):
-            shift = x = 0
-            while True:
-                b = v[j]
-                j += 1
-                x |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
-            out.append(x)
-        return out
 
     def message(raw):
         m = collections.defaultdict(list)
@@ -195,10 +197,10 @@ def read_pprof(path):
     samples = []
     for _, raw in top[2]:
         m = message(raw)
-        ids = [x for w, v in m[1] for x in packed(w, v)]
-        values = [x for w, v in m[2] for x in packed(w, v)]
+        ids = [x for w, v in m[1] for x in _packed(w, v)]
+        values = [x for w, v in m[2] for x in _packed(w, v)]
         samples.append((values[0] if values else 0, ids))
-    comments = [strings[x] for w, v in top[13] for x in packed(w, v)]
+    comments = [strings[x] for w, v in top[13] for x in _packed(w, v)]
     return {"mappings": mappings, "locations": locations, "samples": samples,
             "comments": comments, "strings": strings}
 
@@ -240,52 +242,14 @@ def assert_close(name, got, want, tolerance):
 
 def pprof_comments(path):
     """The comments (our statistics, "#name=value") of a gzipped pprof profile."""
-    data = gzip.decompress(open(path, "rb").read())
-    strings, comment_ids, header, i = [], [], {}, 0
-
-    def varint():
-        nonlocal i
-        shift = value = 0
-        while True:
-            b = data[i]
-            i += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return value
-
-    while i < len(data):
-        key = varint()
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            v = varint()
-            if field == 13:
-                comment_ids.append(v)
-            elif field in (9, 10):
-                header[field] = v
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            n = varint()
-            chunk, i = data[i:i + n], i + n
-            if field == 6:
-                strings.append(chunk.decode())
-            elif field == 13:
-                j = 0
-                while j < len(chunk):
-                    shift = v = 0
-                    while True:
-                        b = chunk[j]
-                        j += 1
-                        v |= (b & 0x7F) << shift
-                        shift += 7
-                        if b < 0x80:
-                            break
-                    comment_ids.append(v)
-        else:
-            raise AssertionError(f"unexpected wire type {wire} in {path}")
+    strings, comment_ids, header = [], [], {}
+    for field, wire, v in _fields(gzip.decompress(open(path, "rb").read())):
+        if field == 6:
+            strings.append(v.decode())
+        elif field == 13:
+            comment_ids.extend(_packed(wire, v))
+        elif field in (9, 10) and wire == 0:
+            header[field] = v
     stats = {}
     for c in comment_ids:
         name, _, value = strings[c].removeprefix("#").partition("=")
