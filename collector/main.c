@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ember: the command users type. `record` and `check` run here, in the
- * collector role; the commands that only read files (report, diff, top) run
- * in ember-symbolizer, which links the parsers this program must not.
+ * ember: the command users type. `record` runs here, in the collector role;
+ * the commands that need no part of it (report, diff, top, check) run in
+ * ember-symbolizer, which links the parsers this program must not.
  * Built with EMBER_COLLECTOR_DAEMON this is ember-collector, the daemon.
  */
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector/check.h"
 #include "ipc/endpoint.h"
 #include "ipc/proto.h"
 #include "ipc/ring.h"
@@ -489,20 +488,11 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	return run(&c);
 }
 
-static int cmd_check(int argc, char **argv)
-{
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: ember check\n\nReports kernel version, BTF, capabilities and the "
-		       "sysctls that limit profiling, each with a verdict and what to do.\n");
-		return EMBER_EXIT_OK;
-	}
-	if (argc > 1)
-		return usage_error("ember check", "unexpected argument '%s'", argv[1]);
-	return ember_check_run(true);
-}
-
-/* Commands that only read files run in ember-symbolizer, which links the parsers. */
-static int cmd_file_tool(char **argv)
+/*
+ * Commands that need nothing of the collector run in ember-symbolizer: report, diff and top
+ * (it links the parsers this program must not), and check (no part of the trusted base).
+ */
+static int cmd_in_symbolizer(char **argv)
 {
 	char path[PATH_MAX];
 
@@ -533,10 +523,9 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1, false);
-	if (!strcmp(cmd, "report") || !strcmp(cmd, "diff") || !strcmp(cmd, "top"))
-		return cmd_file_tool(argv);
-	if (!strcmp(cmd, "check"))
-		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report") || !strcmp(cmd, "diff") || !strcmp(cmd, "top") ||
+	    !strcmp(cmd, "check"))
+		return cmd_in_symbolizer(argv);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("ember %s\n", EMBER_VERSION);
 		return EMBER_EXIT_OK;

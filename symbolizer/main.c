@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "symbolizer/file_commands.h"
+#include "symbolizer/host_check.h"
 #include "symbolizer/daemon.h"
 #include "symbolizer/export/export_queue.h"
 #include "symbolizer/export/export_config.h"
@@ -41,7 +42,7 @@ static void usage(FILE *f)
 	    "       ember-symbolizer --socket-fd=N --uid UID --gid GID [--output-fd "
 	    "N:FORMAT:PATH]...\n"
 	    "                                                        (started by `ember record`)\n"
-	    "       ember-symbolizer report|diff|top ARGS...          (`ember report`, ...)\n"
+	    "       ember-symbolizer report|diff|top|check ARGS...    (`ember report`, ...)\n"
 	    "\n"
 	    "As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
 	    "writes one file per format and interval into DIR (renamed into place when\n"
@@ -523,9 +524,10 @@ int main(int argc, char **argv)
 	 * libelf has it mapped must not kill the symbolizer. */
 	if (ember_sigbus_guard_install())
 		return log_error_errno(-errno, "cannot install the SIGBUS handler: %m"), 1;
-	if (argc > 1 && ember_command_known(argv[1])) {
+	if (argc > 1 && (ember_command_known(argv[1]) || !strcmp(argv[1], "check"))) {
 		ember_log_init("ember", EMBER_LOG_INFO);
-		return ember_command_run(argc - 1, argv + 1);
+		return strcmp(argv[1], "check") ? ember_command_run(argc - 1, argv + 1)
+		                                : ember_check_command(argc - 1, argv + 1);
 	}
 	ember_mem_tune();
 	if ((code = parse_args(&c, argc, argv)) >= 0)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "collector/check.h"
+#include "symbolizer/host_check.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -144,7 +144,7 @@ static void check_load(struct report *r)
 	}
 }
 
-int ember_check_run(bool try_load)
+static int check_all(void)
 {
 	struct report r = {0};
 	uint64_t caps = ember_caps_effective();
@@ -154,7 +154,7 @@ int ember_check_run(bool try_load)
 	check_btf(&r);
 	check_caps(&r, caps);
 	check_sysctls(&r, caps);
-	if (try_load && (ember_caps_has(caps, CAP_BPF) || ember_caps_has(caps, CAP_SYS_ADMIN)))
+	if (ember_caps_has(caps, CAP_BPF) || ember_caps_has(caps, CAP_SYS_ADMIN))
 		check_load(&r);
 	if (r.failures)
 		printf("%d problem%s: `ember record` will not work until %s fixed.\n", r.failures,
@@ -164,4 +164,20 @@ int ember_check_run(bool try_load)
 	else
 		printf("ready.\n");
 	return r.failures ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
+}
+
+int ember_check_command(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: ember check\n\nReports kernel version, BTF, capabilities and the "
+		       "sysctls that limit profiling, each with a verdict and what to do.\n");
+		return EMBER_EXIT_OK;
+	}
+	if (argc > 1) {
+		fprintf(stderr,
+		        "ember check: unexpected argument '%s'\nTry 'ember check --help'.\n",
+		        argv[1]);
+		return EMBER_EXIT_USAGE;
+	}
+	return check_all();
 }
