@@ -125,7 +125,7 @@ int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int 
 		}
 		fcntl(sv[0], F_SETFL, O_NONBLOCK);
 		w->sock = sv[0];
-		w->stall = w->probe = -1;
+		w->stall = -1;
 		p->nworkers++;
 	}
 	b->pooled = true;
@@ -193,92 +193,49 @@ static int find_stall(const struct ember_pool *p, uint32_t pid, uint32_t major, 
 	return -1;
 }
 
-static void end_stall(struct ember_pool *p, int idx, uint64_t now_ns)
+/* The stall's probe came back (`how`), or exited: the next request that needs it is the next
+ * probe (left waiting, should it still not answer). */
+static void end_stall(struct ember_pool *p, int idx, uint64_t now_ns, const char *how)
 {
 	struct ember_stall *s = &p->stalls[idx];
 	char name[96];
 
-	log_info(
-	    "broker: %s answers again after %.1f s; %" PRIu64 " requests were refused meanwhile",
-	    stall_name(s, name, sizeof(name)), (double)(now_ns - s->since_ns) / SEC, s->refused);
-	for (unsigned int i = 0; i < p->nworkers; i++) {
+	log_info("broker: %s %s after %.1f s; %" PRIu64 " requests were refused meanwhile",
+	         stall_name(s, name, sizeof(name)), how, (double)(now_ns - s->since_ns) / SEC,
+	         s->refused);
+	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].stall == idx)
 			p->workers[i].stall = -1;
-		if (p->workers[i].probe == idx)
-			p->workers[i].probe = -1;
-	}
 	memset(s, 0, sizeof(*s));
 }
 
-/* Whether a worker waits on stall i (stuck on it, or probing it). */
-static bool waited_on(const struct ember_pool *p, int i)
-{
-	for (unsigned int w = 0; w < p->nworkers; w++)
-		if (p->workers[w].stall == i || p->workers[w].probe == i)
-			return true;
-	return false;
-}
-
-/* A free entry; when none is, the oldest that no worker waits on (its worker exited
- * without an answer: only a probe would end it). */
-static int free_stall(struct ember_pool *p)
-{
-	int oldest = -1;
-
-	for (int i = 0; i < EMBER_POOL_MAX_STALLS; i++) {
-		if (!p->stalls[i].used)
-			return i;
-		if (!waited_on(p, i) &&
-		    (oldest < 0 || p->stalls[i].since_ns < p->stalls[oldest].since_ns))
-			oldest = i;
-	}
-	if (oldest >= 0)
-		memset(&p->stalls[oldest], 0, sizeof(p->stalls[oldest]));
-	return oldest;
-}
-
 /*
- * An open of req (the probe of stall `probe`, or -1) missed its deadline after it
- * reached major:minor (0:0: it still waited on the process): marks what it waits on.
+ * An open of req missed its deadline after it reached major:minor (0:0: it still waited on
+ * the process): marks what it waits on. A stall lasts only while a worker waits on it, so
+ * there are never more stalls than workers.
  */
 static int mark_stall(struct ember_pool *p, const struct ember_msg_broker_req *req, uint32_t major,
-                      uint32_t minor, uint32_t magic, int probe, uint64_t now_ns, const char *who)
+                      uint32_t minor, uint32_t magic, uint64_t now_ns)
 {
 	int i = find_stall(p, req->pid, major, minor);
-	struct ember_stall *s;
 	char name[96];
 
-	if (probe >= 0)
-		p->stalls[probe].probing = false;
 	p->abandoned++;
-	if (i >= 0) {
-		s = &p->stalls[i];
-		if (i == probe) {
-			s->backoff_ns = s->backoff_ns * 2 > EMBER_POOL_BACKOFF_MAX_NS
-			                    ? EMBER_POOL_BACKOFF_MAX_NS
-			                    : s->backoff_ns * 2;
-			s->retry_ns = now_ns + s->backoff_ns;
-			log_info("broker: %s still does not answer; next try in %.0f s",
-			         stall_name(s, name, sizeof(name)), (double)s->backoff_ns / SEC);
-		}
+	for (int f = 0; i < 0 && f < EMBER_POOL_MAX_STALLS; f++)
+		if (!p->stalls[f].used)
+			i = f;
+	if (i < 0 || p->stalls[i].used)
 		return i;
-	}
-	i = free_stall(p);
-	if (i < 0)
-		return -1;
-	s = &p->stalls[i];
-	*s = (struct ember_stall){.used = true,
-	                          .pid = req->pid,
-	                          .dev_major = major,
-	                          .dev_minor = minor,
-	                          .fs_magic = magic,
-	                          .since_ns = now_ns,
-	                          .retry_ns = now_ns + EMBER_POOL_BACKOFF_NS,
-	                          .backoff_ns = EMBER_POOL_BACKOFF_NS};
+	p->stalls[i] = (struct ember_stall){.used = true,
+	                                    .pid = req->pid,
+	                                    .dev_major = major,
+	                                    .dev_minor = minor,
+	                                    .fs_magic = magic,
+	                                    .since_ns = now_ns};
 	log_warn("broker: %s did not answer within %.1f s (%s for pid %" PRIu32
-	         ", %s): requests that need it are refused until it does",
-	         stall_name(s, name, sizeof(name)), (double)p->deadline_ns / SEC,
-	         ember_broker_what_name(req->what), req->pid, who);
+	         ", a worker waits): requests that need it are refused until it does",
+	         stall_name(&p->stalls[i], name, sizeof(name)), (double)p->deadline_ns / SEC,
+	         ember_broker_what_name(req->what), req->pid);
 	return i;
 }
 
@@ -298,14 +255,14 @@ static void missed(struct ember_pool_done *done, const struct ember_msg_broker_r
 	}
 }
 
-/* The devices a job must not touch: every stalled one but `probe`. */
-static void refuse_list(const struct ember_pool *p, struct ember_broker_progress *pg, int probe)
+/* The devices a job must not touch: every stalled one. */
+static void refuse_list(const struct ember_pool *p, struct ember_broker_progress *pg)
 {
 	pg->nrefuse = 0;
 	for (int i = 0; i < EMBER_POOL_MAX_STALLS && pg->nrefuse < EMBER_BROKER_MAX_STALLS; i++) {
 		const struct ember_stall *s = &p->stalls[i];
 
-		if (s->used && is_device(s) && i != probe) {
+		if (s->used && is_device(s)) {
 			pg->refuse[pg->nrefuse].major = s->dev_major;
 			pg->refuse[pg->nrefuse].minor = s->dev_minor;
 			pg->nrefuse++;
@@ -316,7 +273,7 @@ static void refuse_list(const struct ember_pool *p, struct ember_broker_progress
 /* ---- workers -------------------------------------------------------------------------- */
 
 /* Whether a worker works on a request of pid, or waits on one made by path (then even the
- * process's maps wait on its lock: older kernels). A probe that waits takes no other. */
+ * process's maps wait on its lock: older kernels). */
 static bool busy_with(const struct ember_pool *p, uint32_t pid)
 {
 	for (unsigned int i = 0; i < p->nworkers; i++) {
@@ -329,17 +286,11 @@ static bool busy_with(const struct ember_pool *p, uint32_t pid)
 	return false;
 }
 
-static bool due(const struct ember_pool *p, int i, uint64_t now_ns)
-{
-	return p->stalls[i].used && !p->stalls[i].probing && now_ns >= p->stalls[i].retry_ns &&
-	       !waited_on(p, i);
-}
-
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
 {
 	unsigned int idle = 0, wi = 0;
-	int probe = -1, ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
+	int ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
 	uint32_t flags = 0;
 	struct ember_worker *w;
 	union ember_msg m;
@@ -347,10 +298,9 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].state == EMBER_WORKER_IDLE && idle++ == 0)
 			wi = i;
-	/* A stalled process: one request of it at a time, made by a worker. Its lock stays out
-	 * of the way (a mapped file is reached by its path, checked against the kernel's maps),
-	 * but after the back-off one request takes it again: its probe. A worker stuck on a
-	 * stall is its probe already: it ends the stall when it comes back. */
+	/* A stalled process: one request of it at a time, made by a worker, its lock out of
+	 * the way (a mapped file is reached by its path, checked against the kernel's maps).
+	 * The worker stuck on the stall is its probe: it ends the stall when it comes back. */
 	if (ps >= 0) {
 		if (busy_with(p, req->pid) || idle < 2) {
 			p->stalls[ps].refused++;
@@ -358,10 +308,7 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 			file->flags |= EMBER_BROKER_STALLED;
 			return -ETIMEDOUT;
 		}
-		if (due(p, ps, now_ns))
-			probe = ps;
-		else
-			flags = EMBER_BROKER_JOB_BY_PATH;
+		flags = EMBER_BROKER_JOB_BY_PATH;
 	}
 	if (!idle) {
 		p->refused_busy++;
@@ -369,11 +316,8 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 			file->flags |= EMBER_BROKER_STALLED;
 		return -EBUSY;
 	}
-	for (int i = 0; i < EMBER_POOL_MAX_STALLS && probe < 0 && idle >= 2; i++)
-		if (is_device(&p->stalls[i]) && due(p, i, now_ns))
-			probe = i;
 	w = &p->workers[wi];
-	refuse_list(p, &p->progress[wi], probe);
+	refuse_list(p, &p->progress[wi]);
 	p->progress[wi].block_only = idle < 2;
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
 	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
@@ -384,8 +328,6 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 		w->state = EMBER_WORKER_GONE;
 		return -EIO;
 	}
-	if (probe >= 0)
-		p->stalls[probe].probing = true;
 	p->by_worker++;
 	w->state = EMBER_WORKER_BUSY;
 	w->req = *req;
@@ -393,35 +335,18 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	w->peer_gen = peer_gen;
 	w->deadline_ns = now_ns + p->deadline_ns;
 	w->extended = 0;
-	w->probe = probe;
 	w->by_path = flags & EMBER_BROKER_JOB_BY_PATH;
 	return 0;
 }
 
-/* w's open got an answer: the stall it probed, if it reached it, is over. */
-static void end_probe(struct ember_pool *p, struct ember_worker *w,
-                      const struct ember_broker_file *f, uint64_t now_ns)
-{
-	struct ember_stall *s;
-
-	if (w->probe < 0)
-		return;
-	s = &p->stalls[w->probe];
-	if (is_device(s) ? s->dev_major == f->dev_major && s->dev_minor == f->dev_minor
-	                 : s->pid == w->req.pid)
-		end_stall(p, w->probe, now_ns);
-	else
-		s->probing = false;
-	w->probe = -1;
-}
-
-static int worker_gone(struct ember_pool *p, struct ember_worker *w, struct ember_pool_done *done)
+static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t now_ns,
+                       struct ember_pool_done *done)
 {
 	bool busy = w->state == EMBER_WORKER_BUSY;
 
 	log_warn("broker: worker %d exited or broke the protocol", (int)w->pid);
-	if (w->probe >= 0)
-		p->stalls[w->probe].probing = false;
+	if (w->stall >= 0)
+		end_stall(p, w->stall, now_ns, "is tried again (its worker exited)");
 	close(w->sock);
 	w->sock = -1;
 	w->state = EMBER_WORKER_GONE;
@@ -452,7 +377,7 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK)) {
 		if (nfds)
 			close(fd);
-		return worker_gone(p, w, done);
+		return worker_gone(p, w, now_ns, done);
 	}
 	f = (struct ember_broker_file){m.broker_reply.flags, m.broker_reply.fs_magic,
 	                               m.broker_reply.dev_major, m.broker_reply.dev_minor,
@@ -463,12 +388,11 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 			close(fd);
 		p->late++;
 		if (w->stall >= 0)
-			end_stall(p, w->stall, now_ns);
+			end_stall(p, w->stall, now_ns, "answers again");
 		w->stall = -1;
 		w->state = EMBER_WORKER_IDLE;
 		return 0;
 	}
-	end_probe(p, w, &f, now_ns);
 	if (f.flags & EMBER_BROKER_STALLED) {
 		int s = find_stall(p, w->req.pid, f.dev_major, f.dev_minor);
 
@@ -528,11 +452,9 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 		s = mark_stall(p, &w->req,
 		               ours ? __atomic_load_n(&pg->dev_major, __ATOMIC_RELAXED) : 0,
 		               ours ? __atomic_load_n(&pg->dev_minor, __ATOMIC_RELAXED) : 0,
-		               ours ? __atomic_load_n(&pg->fs_magic, __ATOMIC_RELAXED) : 0,
-		               w->probe, now_ns, "a worker waits");
+		               ours ? __atomic_load_n(&pg->fs_magic, __ATOMIC_RELAXED) : 0, now_ns);
 		w->state = EMBER_WORKER_STUCK;
 		w->stall = s;
-		w->probe = -1;
 		if (ember_pool_stuck(p) == p->nworkers)
 			log_warn("broker: every worker waits on a stalled file system or process: "
 			         "requests that need one are refused until one comes back");

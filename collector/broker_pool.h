@@ -22,10 +22,10 @@
  * CPU, as on a loaded host). One that misses it is answered -ETIMEDOUT and
  * what it waited on is marked stalled: the device it had reached, or else the
  * process. Later requests for it are refused at once. The worker left waiting
- * is the stall's probe: when it comes back, the stall is over. A stall no
- * worker waits on any more (it exited without an answer) is probed after a
- * back-off by one request. When no worker is free, requests that need one
- * are refused. Workers' answers are checked as messages of the control
+ * is the stall's probe: when it comes back, the stall is over; should it exit
+ * without an answer, the stall ends with it and the next request that needs
+ * it is the next probe. When no worker is free, requests that need one are
+ * refused. Workers' answers are checked as messages of the control
  * protocol; what they report is used as numbers only.
  */
 #ifndef EMBER_COLLECTOR_BROKER_POOL_H
@@ -39,10 +39,8 @@
 
 #define EMBER_POOL_WORKERS     4
 #define EMBER_POOL_DEADLINE_NS (1000ull * 1000000ull)
-#define EMBER_POOL_BACKOFF_NS  (2000ull * 1000000ull)
 /* A worker that waits for the CPU at its deadline gets another quarter, up to 8 times. */
 #define EMBER_POOL_MAX_EXTENSIONS 8
-#define EMBER_POOL_BACKOFF_MAX_NS (60000ull * 1000000ull)
 
 enum ember_worker_state {
 	EMBER_WORKER_IDLE = 0,
@@ -60,8 +58,7 @@ struct ember_worker {
 	uint64_t peer_gen;               /* the connection that asked */
 	uint64_t deadline_ns;
 	unsigned int extended; /* times its deadline moved on: it waited for the CPU */
-	int stall;             /* STUCK: the stall it waits on; -1 */
-	int probe;             /* BUSY: the stall it may probe; -1 */
+	int stall;             /* STUCK: the stall it waits on (its probe); -1 */
 	bool by_path; /* the job reaches a mapped file by its path (EMBER_BROKER_JOB_BY_PATH) */
 };
 
@@ -70,8 +67,7 @@ struct ember_stall {
 	bool used;
 	uint32_t pid;
 	uint32_t dev_major, dev_minor, fs_magic;
-	uint64_t since_ns, retry_ns, backoff_ns;
-	bool probing;
+	uint64_t since_ns;
 	uint64_t refused;
 };
 

@@ -4,16 +4,18 @@
  * -ETIMEDOUT and its worker left waiting; the device it had reached (or its
  * process) is refused at once afterwards while other devices are served; with
  * every worker stuck, requests are refused; a worker that comes back ends the
- * stall. The workers here are real processes in their seccomp group; their open
- * reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes
- * (a stall) or spins past the deadline (a loaded host: no stall).
+ * stall, and so does one that exits. The workers here are real processes in their seccomp group;
+ * their open reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes (a
+ * stall) or spins past the deadline (a loaded host: no stall).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,6 +212,27 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 	ck_assert(d.req.id == 13 && d.fd >= 0 && d.file.ino == 0);
 	close(d.fd);
 	ck_assert_uint_eq(p.abandoned, 4);
+
+	/* A stuck worker that exits (killed) ends its stall with it: the next request for that
+	 * device is served (were it still stalled, its worker would be the next probe). */
+	ck_assert_int_eq(submit(&p, 14, 80, STALL, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 14 && d.fd == -ETIMEDOUT);
+	ck_assert_int_eq(submit(&p, 15, 80, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 15 && d.fd == -ETIMEDOUT && d.file.flags == EMBER_BROKER_STALLED);
+	for (unsigned int i = 0; i < p.nworkers; i++)
+		if (p.workers[i].state == EMBER_WORKER_STUCK) {
+			ck_assert_int_eq(kill(p.workers[i].pid, SIGKILL), 0);
+			ck_assert_int_eq(waitpid(p.workers[i].pid, NULL, 0), p.workers[i].pid);
+			ck_assert_int_eq(ember_pool_on_readable(&p, i, now_ns(), &d), 0);
+			ck_assert_int_eq(p.workers[i].state, EMBER_WORKER_GONE);
+		}
+	ck_assert_uint_eq(ember_pool_stuck(&p), 0);
+	ck_assert_int_eq(submit(&p, 16, 80, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 16 && d.fd >= 0);
+	close(d.fd);
 	ember_pool_stop(&p);
 	ember_procs_free(&procs);
 	unlink(fifo);
