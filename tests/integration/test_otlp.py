@@ -453,14 +453,20 @@ def test_full_queue_drops_the_oldest_and_memory_stays_flat():
                       "-p", str(wl.pid), "--interval", "1s", "--otlp-queue-size", "48k",
                       "--otlp-deadline", "1s", "--otlp", f"http://127.0.0.1:{port}"])
         sym = None
-        for _ in range(50):
+        for _ in range(200):
             out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "ember-symbolizer"],
                                  capture_output=True, text=True).stdout.split()
             if out:
                 sym = int(out[0])
                 break
+            if proc.poll() is not None:
+                break
             time.sleep(0.1)
-        assert sym, "no symbolizer"
+        if not sym:
+            # Say why: ember ended early, or its symbolizer never showed within 20 s.
+            proc.kill()
+            _, err = proc.communicate(timeout=60)
+            raise AssertionError(f"no symbolizer child (ember exit {proc.returncode}): {err[-2000:]}")
         time.sleep(3)
         early = vm_rss_kb(sym)
         time.sleep(4.5)
