@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ember: the command users type. `record` runs here, in the collector role;
- * the commands that need no part of it (report, diff, top, check) run in
+ * every other command (report, diff, top, check, version, help) in
  * ember-symbolizer, which links the parsers this program must not.
  * Built with EMBER_COLLECTOR_DAEMON this is ember-collector, the daemon.
  */
@@ -44,21 +44,6 @@ static const struct {
     {".html", "html"},
     {".otlp", "otlp"},
 };
-
-static void usage_main(FILE *f)
-{
-	fprintf(f, "usage: ember COMMAND [OPTIONS]\n"
-	           "\n"
-	           "commands:\n"
-	           "  record   sample every CPU and write a profile (needs root)\n"
-	           "  report   convert a profile (.pb.gz, .folded); --stats prints its counters\n"
-	           "  diff     differential flame graph of two profiles\n"
-	           "  top      table of the functions with the most samples\n"
-	           "  check    tell whether this host and user can record, and what to fix\n"
-	           "  version  print the version\n"
-	           "\n"
-	           "`ember COMMAND --help` describes a command.\n");
-}
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
@@ -489,8 +474,9 @@ static int cmd_record(int argc, char **argv, bool daemon)
 }
 
 /*
- * Commands that need nothing of the collector run in ember-symbolizer: report, diff and top
- * (it links the parsers this program must not), and check (no part of the trusted base).
+ * Every command but record needs nothing of the collector: ember-symbolizer, run under the
+ * name ember, is the rest of the front end (report, diff and top parse untrusted files, which
+ * this program must not; check, version and help).
  */
 static int cmd_in_symbolizer(char **argv)
 {
@@ -501,7 +487,7 @@ static int cmd_in_symbolizer(char **argv)
 		          EMBER_LIBEXECDIR);
 		return EMBER_EXIT_FAILURE;
 	}
-	argv[0] = "ember-symbolizer";
+	argv[0] = "ember";
 	execv(path, argv);
 	log_error_errno(errno, "cannot run %s: %m", path);
 	return EMBER_EXIT_FAILURE;
@@ -509,32 +495,12 @@ static int cmd_in_symbolizer(char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *cmd;
-
 #ifdef EMBER_COLLECTOR_DAEMON
 	ember_log_init("ember-collector", EMBER_LOG_INFO);
 	return cmd_record(argc, argv, true);
 #endif
 	ember_log_init("ember", EMBER_LOG_INFO);
-	if (argc < 2) {
-		usage_main(stderr);
-		return EMBER_EXIT_USAGE;
-	}
-	cmd = argv[1];
-	if (!strcmp(cmd, "record"))
+	if (argc > 1 && !strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1, false);
-	if (!strcmp(cmd, "report") || !strcmp(cmd, "diff") || !strcmp(cmd, "top") ||
-	    !strcmp(cmd, "check"))
-		return cmd_in_symbolizer(argv);
-	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("ember %s\n", EMBER_VERSION);
-		return EMBER_EXIT_OK;
-	}
-	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
-		usage_main(stdout);
-		return EMBER_EXIT_OK;
-	}
-	fprintf(stderr, "ember: unknown command '%s'\n", cmd);
-	usage_main(stderr);
-	return EMBER_EXIT_USAGE;
+	return cmd_in_symbolizer(argv);
 }

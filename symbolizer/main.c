@@ -43,6 +43,7 @@ static void usage(FILE *f)
 	    "N:FORMAT:PATH]...\n"
 	    "                                                        (started by `ember record`)\n"
 	    "       ember-symbolizer report|diff|top|check ARGS...    (`ember report`, ...)\n"
+	    "       (named ember: every command of ember but record, which ember execs it with)\n"
 	    "\n"
 	    "As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
 	    "writes one file per format and interval into DIR (renamed into place when\n"
@@ -77,6 +78,48 @@ static void usage(FILE *f)
 	    "  --otlp-queue-size BYTES    delivery queue bound (default 8M)\n"
 	    "  --otlp-deadline DURATION   how long the end waits for delivery (default 30s)\n",
 	    EMBER_RUNTIME_DIR, EMBER_SOCKET_NAME, DEFAULT_KEEP);
+}
+
+static void usage_ember(FILE *f)
+{
+	fprintf(f, "usage: ember COMMAND [OPTIONS]\n"
+	           "\n"
+	           "commands:\n"
+	           "  record   sample every CPU and write a profile (needs root)\n"
+	           "  report   convert a profile (.pb.gz, .folded); --stats prints its counters\n"
+	           "  diff     differential flame graph of two profiles\n"
+	           "  top      table of the functions with the most samples\n"
+	           "  check    tell whether this host and user can record, and what to fix\n"
+	           "  version  print the version\n"
+	           "\n"
+	           "`ember COMMAND --help` describes a command.\n");
+}
+
+/*
+ * `ember COMMAND`: ember runs record itself (the collector role) and execs this program,
+ * named ember, with every other command, which needs nothing of the collector.
+ */
+static int ember_front_end(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	ember_log_init("ember", EMBER_LOG_INFO);
+	if (cmd && ember_command_known(cmd))
+		return ember_command_run(argc - 1, argv + 1);
+	if (cmd && !strcmp(cmd, "check"))
+		return ember_check_command(argc - 1, argv + 1);
+	if (cmd && (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))) {
+		printf("ember %s\n", EMBER_VERSION);
+		return EMBER_EXIT_OK;
+	}
+	if (cmd && (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help"))) {
+		usage_ember(stdout);
+		return EMBER_EXIT_OK;
+	}
+	if (cmd)
+		fprintf(stderr, "ember: unknown command '%s'\n", cmd);
+	usage_ember(stderr);
+	return EMBER_EXIT_USAGE;
 }
 
 /* What the command line says about export; applied over the environment. */
@@ -524,11 +567,9 @@ int main(int argc, char **argv)
 	 * libelf has it mapped must not kill the symbolizer. */
 	if (ember_sigbus_guard_install())
 		return log_error_errno(-errno, "cannot install the SIGBUS handler: %m"), 1;
-	if (argc > 1 && (ember_command_known(argv[1]) || !strcmp(argv[1], "check"))) {
-		ember_log_init("ember", EMBER_LOG_INFO);
-		return strcmp(argv[1], "check") ? ember_command_run(argc - 1, argv + 1)
-		                                : ember_check_command(argc - 1, argv + 1);
-	}
+	if (!strcmp(argv[0], "ember") ||
+	    (argc > 1 && (ember_command_known(argv[1]) || !strcmp(argv[1], "check"))))
+		return ember_front_end(argc, argv);
 	ember_mem_tune();
 	if ((code = parse_args(&c, argc, argv)) >= 0)
 		return code;
