@@ -122,10 +122,7 @@ static int opt_select(struct cli *c, const char *arg)
 
 	if (err == -EINVAL)
 		return usage_error(
-		    c->cmd,
-		    "bad '%s': give a cgroup path, a unit name, a container id (hex) "
-		    "or a pod uid",
-		    arg);
+		    c->cmd, "bad '%s': give a cgroup path from the v2 root, without '..'", arg);
 	return err ? EMBER_EXIT_FAILURE : 0;
 }
 
@@ -436,7 +433,15 @@ static int validate(struct cli *c)
 		    c->user);
 	o->uid = pw->pw_uid;
 	o->gid = pw->pw_gid;
-	return -1;
+	/* --unit, --container, --pod: found by ember-symbolizer, as the symbolizer's user. */
+	switch (ember_select_find(&o->selection, o->uid, o->gid)) {
+	case 0:
+		return -1;
+	case -EINVAL:
+		return usage_error(c->cmd, "%s", "see --help for the form of each option's NAME");
+	default:
+		return EMBER_EXIT_FAILURE;
+	}
 }
 
 static int run(struct cli *c)

@@ -1,33 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "collector/selection.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "collector/spawn.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
-
-#define MAX_DEPTH 24
-
-enum select_kind { SELECT_CGROUP, SELECT_UNIT, SELECT_CONTAINER, SELECT_POD };
-
-/* A search of the tree for the shallowest directories a name matches. */
-struct search {
-	enum select_kind kind;
-	const char *arg;
-	char pod[2][64]; /* "pod<uid>" (cgroupfs), "pod<uid, '_' for '-'>.slice" (systemd) */
-	char found[EMBER_CGROUP_PATH_LEN], other[EMBER_CGROUP_PATH_LEN];
-	int depth, nfound; /* of the shallowest matches */
-};
 
 /*
  * The v2 hierarchy as the host's PID 1 sees it: a collector in a container
@@ -47,162 +38,122 @@ static int cgroup_root(char *out, size_t size)
 	return -ENOENT;
 }
 
-static bool matches(const struct search *q, const char *name)
+/* Adds rel, a path from the v2 root, chosen as "WHAT ARG". */
+static int add(struct ember_selection *s, const char *what, const char *arg, const char *rel)
 {
-	const char *tail = strrchr(name, '-') ? strrchr(name, '-') + 1 : name;
-	size_t n = strlen(tail);
+	char *path = s->cgroup_paths[s->ncgroups].path, title[EMBER_TITLE_LEN],
+	     service[EMBER_TITLE_LEN];
+	bool by_id = !strcmp(what, "container") || !strcmp(what, "pod"),
+	     unit = !strcmp(what, "unit");
 
-	switch (q->kind) {
-	case SELECT_UNIT:
-		return !strcmp(name, q->arg);
-	case SELECT_CONTAINER:
-		/* docker-ID.scope, cri-containerd-ID.scope, crio-ID.scope, libpod-ID.scope
-		 * (systemd), libpod-ID, ID (cgroupfs); not the runtime monitor's own
-		 * (crio-conmon-ID.scope). */
-		return (n == 64 || (n == 70 && !strcmp(tail + 64, ".scope"))) &&
-		       ember_is_lower_hex(tail, 64) && !strncmp(tail, q->arg, strlen(q->arg)) &&
-		       !strstr(name, "conmon");
-	case SELECT_POD:
-		return ember_str_ends_with(name, q->pod[0]) || ember_str_ends_with(name, q->pod[1]);
-	default:
-		return false;
-	}
+	if (strstr(rel, "..") ||
+	    (size_t)snprintf(path, EMBER_CGROUP_PATH_LEN, "%s%s", *rel == '/' ? "" : "/", rel) >=
+	        EMBER_CGROUP_PATH_LEN)
+		return -EINVAL;
+	s->cgroup_ids[s->ncgroups++] = 0;
+	if (ember_select_ids(s) && !strcmp(what, "cgroup"))
+		log_warn("no cgroup %s%s yet: its processes are sampled once it exists", s->root,
+		         path);
+	log_info("sampling %s %s: cgroup %s", what, arg, path);
+	/* The profile's title: the unit (also its service.name), the cgroup's own name, or the id.
+	 */
+	if (by_id)
+		snprintf(title, sizeof(title), "%s %.12s", what, arg);
+	else
+		ember_strlcpy(title, strrchr(path, '/') + 1, sizeof(title));
+	snprintf(service, sizeof(service), "%.*s",
+	         (int)strlen(title) - (ember_str_ends_with(title, ".service") ? 8 : 0), title);
+	ember_select_note(s, what, by_id ? arg : unit ? title : path, title, unit ? service : NULL);
+	return 0;
 }
 
-/* Walks the directories below fd (path: its name from the root), depth first; closes fd. */
-static void walk(struct search *q, int fd, char *path, size_t len, int depth)
+int ember_select_cgroup(struct ember_selection *s, const char *kind, const char *arg)
 {
-	DIR *d = fdopendir(fd);
-	struct dirent *e;
-
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		int sub;
-
-		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
-		    len + 1 + n >= EMBER_CGROUP_PATH_LEN)
-			continue;
-		path[len] = '/';
-		memcpy(path + len + 1, e->d_name, n + 1);
-		if (matches(q, e->d_name) && depth <= q->depth) {
-			q->nfound = depth < q->depth ? 0 : q->nfound;
-			q->depth = depth;
-			ember_strlcpy(q->nfound++ ? q->other : q->found, path, sizeof(q->found));
-		}
-		if (depth >= MAX_DEPTH || depth >= q->depth)
-			continue;
-		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			walk(q, sub, path, len + 1 + n, depth + 1);
-	}
-	path[len] = '\0';
-	closedir(d);
-}
-
-/* The path below root of the one shallowest directory that q matches. */
-static int find(struct search *q, const char *root, const char *what)
-{
-	char path[EMBER_CGROUP_PATH_LEN] = "";
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return neg_errno();
-	q->depth = MAX_DEPTH + 1;
-	walk(q, fd, path, 0, 0);
-	if (q->nfound > 1) {
-		log_error("%s %s: %d cgroups match (%s, %s, ...); choose one with --cgroup PATH",
-		          what, q->arg, q->nfound, q->found, q->other);
-		return -EEXIST;
-	}
-	return q->nfound ? 0 : -ENOENT;
-}
-
-int ember_select_cgroup(struct ember_selection *s, const char *kind_name, const char *arg)
-{
-	static const char *const what[] = {"cgroup", "unit", "container", "pod"};
-	enum select_kind kind = SELECT_CGROUP;
-	struct search q;
-	char *root = s->root, unit[EMBER_CGROUP_PATH_LEN - 16], *rel;
-	char title[EMBER_TITLE_LEN], service[EMBER_TITLE_LEN];
-	int err = 0;
-
-	while (strcmp(what[kind], kind_name))
-		if (++kind == ARRAY_SIZE(what))
-			return -EINVAL;
-	q = (struct search){.kind = kind, .arg = arg};
-	if (s->ncgroups == EMBER_SELECT_MAX_CGROUPS) {
+	if (s->ncgroups + s->nnamed == EMBER_SELECT_MAX_CGROUPS) {
 		log_error("too many cgroups chosen (the limit is %d)", EMBER_SELECT_MAX_CGROUPS);
 		return -E2BIG;
 	}
-	if (!root[0] && cgroup_root(root, sizeof(s->root))) {
+	if (!s->root[0] && cgroup_root(s->root, sizeof(s->root))) {
 		log_error(
 		    "no cgroup v2 hierarchy at /sys/fs/cgroup: --%s needs one (mount cgroup2)",
-		    what[kind]);
+		    kind);
 		return -ENOENT;
 	}
-	rel = s->cgroup_paths[s->ncgroups].path;
-	switch (kind) {
-	case SELECT_CGROUP: /* from the v2 root, also when given under /sys/fs/cgroup */
-		if (!strncmp(arg, "/sys/fs/cgroup/", 15))
-			arg += strncmp(arg + 14, "/unified/", 9) ? 14 : 22;
-		if (strstr(arg, "..") ||
-		    (size_t)snprintf(rel, EMBER_CGROUP_PATH_LEN, "%s%s", *arg == '/' ? "" : "/",
-		                     arg) >= EMBER_CGROUP_PATH_LEN)
-			return -EINVAL;
-		break;
-	case SELECT_UNIT:
-		if (strchr(arg, '/') || strlen(arg) + 9 > sizeof(unit))
-			return -EINVAL;
-		snprintf(unit, sizeof(unit), "%s%s", arg, strchr(arg, '.') ? "" : ".service");
-		q.arg = unit;
-		break;
-	case SELECT_CONTAINER:
-		if (strlen(arg) < 4 || strlen(arg) > 64 || !ember_is_lower_hex(arg, strlen(arg)))
-			return -EINVAL;
-		break;
-	case SELECT_POD:
-		if (strlen(arg) != 36 || strspn(arg, "0123456789abcdef-") != 36)
-			return -EINVAL;
-		snprintf(q.pod[0], sizeof(q.pod[0]), "pod%s", arg);
-		snprintf(q.pod[1], sizeof(q.pod[1]), "pod%s.slice", arg);
-		for (char *c = q.pod[1]; *c; c++)
-			*c = *c == '-' ? '_' : *c;
-		break;
+	if (strcmp(kind, "cgroup")) {
+		s->named[s->nnamed][0] = kind;
+		s->named[s->nnamed++][1] = arg;
+		return 0;
 	}
-	if (kind != SELECT_CGROUP) {
-		err = find(&q, root, what[kind]);
-		if (err == -ENOENT && kind == SELECT_UNIT) {
-			/* Not running: where systemd starts a service of the default slice. */
-			snprintf(q.found, sizeof(q.found), "/system.slice/%s", unit);
-			log_warn("unit %s is not running: it is sampled once it starts in %s", unit,
-			         q.found);
-			err = 0;
-		} else if (err == -ENOENT) {
-			log_error("no cgroup of %s %s under %s: is it running?", what[kind], arg,
-			          root);
-		}
-		if (err)
-			return err;
-		ember_strlcpy(rel, q.found, EMBER_CGROUP_PATH_LEN);
+	if (!strncmp(arg, "/sys/fs/cgroup/", 15)) /* also when given under /sys/fs/cgroup */
+		arg += strncmp(arg + 14, "/unified/", 9) ? 14 : 22;
+	return add(s, "cgroup", arg, arg);
+}
+
+/* Runs `ember-symbolizer find-cgroup KIND ARG` as uid:gid on the v2 root; reads its answer. */
+static int run_finder(const char *root, const char *const named[2], uid_t uid, gid_t gid, char *out,
+                      size_t size)
+{
+	char exe[PATH_MAX];
+	char *const argv[] = {"ember-symbolizer", "find-cgroup", (char *)named[0], (char *)named[1],
+	                      NULL};
+	int fd, pipefd[2] = {-1, -1}, status = 0;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid = -1;
+
+	if (ember_symbolizer_path(exe, sizeof(exe))) {
+		log_error("cannot find ember-symbolizer, which finds --%s: reinstall ember",
+		          named[0]);
+		return -ENOENT;
 	}
-	s->cgroup_ids[s->ncgroups++] = 0;
-	if (ember_select_ids(s) && kind == SELECT_CGROUP)
-		log_warn("no cgroup %s%s yet: its processes are sampled once it exists", root, rel);
-	log_info("sampling %s %s: cgroup %s", what[kind], q.arg, rel);
-	/* The profile's title: the unit (also its service.name), the cgroup's own name, or the id.
-	 */
-	if (kind == SELECT_CGROUP || kind == SELECT_UNIT)
-		ember_strlcpy(title, strrchr(rel, '/') + 1, sizeof(title));
-	else
-		snprintf(title, sizeof(title), "%s %.12s", what[kind], arg);
-	snprintf(service, sizeof(service), "%.*s",
-	         (int)strlen(title) - (ember_str_ends_with(title, ".service") ? 8 : 0), title);
-	ember_select_note(s, what[kind], q.arg, title, kind == SELECT_UNIT ? service : NULL);
-	return 0;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && !pipe2(pipefd, O_CLOEXEC) && (pid = fork()) == 0) {
+		/* The directories' names are anyone's: read them without privilege where the
+		 * collector can switch users (a unit or a container without CAP_SETUID cannot:
+		 * the finder then gives up its capabilities itself). */
+		if (dup2(fd, STDIN_FILENO) < 0 || dup2(pipefd[1], STDOUT_FILENO) < 0 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			_exit(1);
+		(void)(setgroups(0, NULL) || setgid(gid) || setuid(uid));
+		execv(exe, argv);
+		_exit(127);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	while (pid > 0 && len < size - 1 &&
+	       ((n = read(pipefd[0], out + len, size - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+		len += n > 0 ? (size_t)n : 0;
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0)
+		return log_error_errno(-errno, "cannot run ember-symbolizer on %s: %m", root);
+	out[len] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	/* It said what is wrong: 2 is an argument of the wrong form. */
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? -EINVAL : -ENOENT;
+	return out[0] == '/' ? 0 : -EIO;
+}
+
+int ember_select_find(struct ember_selection *s, uid_t uid, gid_t gid)
+{
+	char rel[EMBER_CGROUP_PATH_LEN];
+	int err = 0;
+
+	for (size_t i = 0; i < s->nnamed && !err; i++) {
+		err = run_finder(s->root, s->named[i], uid, gid, rel, sizeof(rel));
+		if (!err && add(s, s->named[i][0], s->named[i][1], rel))
+			err = -EIO;
+		if (err == -EIO)
+			log_error("ember-symbolizer found no usable cgroup path for --%s %s",
+			          s->named[i][0], s->named[i][1]);
+	}
+	s->nnamed = 0;
+	return err;
 }
 
 size_t ember_select_ids(struct ember_selection *s)

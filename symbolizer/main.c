@@ -18,6 +18,8 @@
 
 #include "symbolizer/file_commands.h"
 #include "symbolizer/host_check.h"
+#include "symbolizer/process/cgroup_find.h"
+#include "seccomp/caps.h"
 #include "symbolizer/daemon.h"
 #include "symbolizer/export/export_queue.h"
 #include "symbolizer/export/export_config.h"
@@ -44,6 +46,7 @@ static void usage(FILE *f)
 	    "                                                        (started by `ember record`)\n"
 	    "       ember-symbolizer report|diff|top|check ARGS...    (`ember report`, ...)\n"
 	    "       (named ember: every command of ember but record, which ember execs it with)\n"
+	    "       ember-symbolizer find-cgroup unit|container|pod NAME  (--unit, ...)\n"
 	    "\n"
 	    "As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
 	    "writes one file per format and interval into DIR (renamed into place when\n"
@@ -567,6 +570,13 @@ int main(int argc, char **argv)
 	 * libelf has it mapped must not kill the symbolizer. */
 	if (ember_sigbus_guard_install())
 		return log_error_errno(-errno, "cannot install the SIGBUS handler: %m"), 1;
+	if (argc > 1 && !strcmp(argv[1], "find-cgroup")) {
+		/* Run by the collector, as the symbolizer's user where it can switch; as root
+		 * (a unit or container without CAP_SETUID) it gives up every capability. */
+		ember_log_init("ember", EMBER_LOG_INFO);
+		ember_caps_limit(0);
+		return ember_cgroup_find_command(argc - 1, argv + 1);
+	}
 	if (!strcmp(argv[0], "ember") ||
 	    (argc > 1 && (ember_command_known(argv[1]) || !strcmp(argv[1], "check"))))
 		return ember_front_end(argc, argv);
