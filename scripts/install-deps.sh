@@ -3,8 +3,9 @@
 # Usage: sudo scripts/install-deps.sh [--runtime-only | --packaging]
 #   (none)          what the build and scripts/test.sh need, including the fuzz
 #                   build's sanitizer and libFuzzer runtimes (libclang-rt-N-dev,
-#                   N = clang's release), xz (the MiniDebugInfo test) and podman
-#                   (test_select's --container case)
+#                   N = clang's release), xz (the MiniDebugInfo test), podman
+#                   (test_select's --container case), debootstrap and systemd-nspawn
+#                   (test_systemd: --unit in a booted Debian tree)
 #   --runtime-only  what the build needs
 #   --packaging     what the build, scripts/package.sh and scripts/test-packages.sh
 #                   need: debhelper, lintian, rpm, rpmlint, debootstrap,
@@ -19,7 +20,7 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
   procps util-linux chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
-  podman runc uidmap"
+  podman runc uidmap debootstrap systemd-container"
 packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
   podman runc uidmap git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"
 export DEBIAN_FRONTEND=noninteractive
