@@ -125,6 +125,30 @@ def test_manifests_meet_their_security_levels():
     log(f"  collector adds {sorted(COLLECTOR_CAPS)}; symbolizer at every restricted control")
 
 
+def test_sidecar_selects_its_own_pod():
+    """packaging/kubernetes/sidecar.yaml: the DaemonSet's two containers beside an application,
+    the collector given --pod with the pod's uid from the downward API."""
+    ds, c, _ = manifests()
+    with open(os.path.join(K8S, "sidecar.yaml")) as f:
+        dep = yaml.safe_load(f)
+    tpl = dep["spec"]["template"]
+    spec = tpl["spec"]
+    side = {ctr["name"]: ctr for ctr in spec["containers"]}
+    assert spec["hostPID"] is True and not spec.get("hostNetwork") and not spec.get("hostIPC")
+    assert all("emptyDir" in v for v in spec["volumes"]), "hostPath or other node volumes"
+    ann = "container.seccomp.security.alpha.kubernetes.io/collector"
+    assert tpl["metadata"]["annotations"][ann] == ds["spec"]["template"]["metadata"]["annotations"][ann]
+    for name in ("collector", "symbolizer"):
+        for key in ("securityContext", "resources", "volumeMounts"):
+            assert side[name][key] == c[name][key], (name, key)
+    cmd = side["collector"]["command"]
+    assert cmd[:len(c["collector"]["command"])] == c["collector"]["command"], cmd
+    assert cmd[-2:] == ["--pod", "$(POD_UID)"], cmd
+    env = {e["name"]: e for e in side["collector"]["env"]}
+    assert env["POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+    log(f"  sidecar: collector {' '.join(cmd[-2:])}, POD_UID from metadata.uid; containers as the DaemonSet's")
+
+
 def test_image_builds_from_the_deb():
     if subprocess.run(["podman", "image", "exists", BASE_IMAGE]).returncode != 0:
         run([os.path.join(SRC, "packaging", "container", "make-base-image.sh"), BASE_IMAGE], timeout=1800)
@@ -285,5 +309,5 @@ def cleanup():
 
 
 if __name__ == "__main__":
-    run_tests([test_manifests_meet_their_security_levels, test_image_builds_from_the_deb, test_kube_play,
+    run_tests([test_manifests_meet_their_security_levels, test_sidecar_selects_its_own_pod, test_image_builds_from_the_deb, test_kube_play,
                test_pod_with_host_pid_names_a_host_workload], cleanup=cleanup)
