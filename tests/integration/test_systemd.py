@@ -11,7 +11,9 @@ host's `ember record --unit NAME` is sampling, forks a child that measures its
 own CPU time; an identical busy process runs outside the unit, in another unit
 of the container and on the host. Only the service's samples may appear: its
 workload's and its child's, as many as the CPU time they used, with the split
-of its leaves as the workload measured it."""
+of its leaves as the workload measured it. Then the daemon, ember-collector
+--unit NAME (its name finder run as nobody) with its symbolizer: intervals of
+the service alone, saying what was chosen."""
 import os
 import shutil
 import subprocess
@@ -19,8 +21,8 @@ import sys
 import threading
 import time
 
-from emberlib import (EMBER, SRC, assert_close, build_workload, kill, log, read_folded,
-                      require_root, run_tests, skip_or_fail, start, truth_shares, workdir)
+from emberlib import (BUILD, EMBER, SRC, assert_close, build_workload, kill, log, read_folded,
+                      read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares, workdir)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "packaging"))
 import pkglib  # noqa: E402 - the packaging tests' cached trees
@@ -143,6 +145,42 @@ def copy_as(src, name, directory):
     os.chmod(path, 0o755)
 
 
+def run_daemon(unit):
+    """ember-collector --unit with its symbolizer until it has written two 2-second intervals;
+    returns the samples per command and the pprof comments of the second."""
+    run_dir, out = os.path.join(WD, "daemon-run"), os.path.join(WD, "daemon-out")
+    os.makedirs(out)
+    os.chown(out, 65534, 65534)
+    col = subprocess.Popen([os.path.join(BUILD, "ember-collector"), "--user", "nobody",
+                            "--runtime-dir", run_dir, "-F", str(HZ), "--unit", unit],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [col]
+    try:
+        sock = pkglib.wait_for(lambda: os.path.exists(os.path.join(run_dir, "collector.sock")),
+                               60, "the collector's socket", interval=0.1)
+        procs.append(subprocess.Popen(
+            [os.path.join(BUILD, "ember-symbolizer"), "--connect",
+             os.path.join(run_dir, "collector.sock"), "--output-dir", out, "--interval", "2s",
+             "--user", "nobody", "--keep", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        assert sock
+        pb = pkglib.wait_for(lambda: len(sorted(f for f in os.listdir(out) if f.endswith(".pb.gz"))) >= 2
+                             and sorted(f for f in os.listdir(out) if f.endswith(".pb.gz")), 60,
+                             "two intervals", interval=0.1)
+        folded = sorted(f for f in os.listdir(out) if f.endswith(".folded"))
+        counts = {}
+        for frames, n in read_folded(os.path.join(out, folded[1])):
+            counts[frames[0]] = counts.get(frames[0], 0) + n
+        return counts, read_pprof(os.path.join(out, pb[1]))["comments"]
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill(p)
+
+
 def test_unit_of_a_booted_systemd():
     bin_dir, out_dir = os.path.join(WD, "bin"), os.path.join(WD, "out")
     os.makedirs(bin_dir)
@@ -192,6 +230,7 @@ def test_unit_of_a_booted_systemd():
         time.sleep(0.2)
         log("  " + "  ".join(err).rstrip())
         assert rec.returncode == 0, "".join(err)
+        daemon_counts, daemon_comments = run_daemon(unit)
         machine.sh(f"systemctl stop {unit} {twin_unit}")  # the workload writes its truth
     finally:
         if rec:
@@ -215,6 +254,11 @@ def test_unit_of_a_booted_systemd():
     assert counts.get("split_twin", 0) == 0, f"the container's other unit was sampled: {counts}"
     assert counts.get("split_host", 0) == 0, f"the host's twin was sampled: {counts}"
     assert set(counts) <= {"split_svc", "split_kid", "sh", "sleep"}, counts
+    # The daemon, given the same option (as ember.conf passes it), its finder run as nobody.
+    log(f"  ember-collector --unit {unit}: {daemon_counts}; "
+        f"{[c for c in daemon_comments if 'selection' in c]}")
+    assert set(daemon_counts) == {"split_svc"} and daemon_counts["split_svc"] > 100, daemon_counts
+    assert f"#selection=unit {unit}.service" in daemon_comments, daemon_comments
     # The child forked after the start: its samples against the CPU time it measured.
     with open(os.path.join(out_dir, "kid.truth")) as f:
         kid_ns = sum(int(x.partition("=")[2]) for x in f.read().split())
