@@ -392,6 +392,7 @@ static int validate(struct cli *c)
 	struct ember_record_opts *o = &c->o;
 	struct passwd *pw;
 	long long max_rate;
+	int err;
 
 	if (o->command.argv) {
 		if (command_user(&o->command, c->run_as))
@@ -434,14 +435,8 @@ static int validate(struct cli *c)
 	o->uid = pw->pw_uid;
 	o->gid = pw->pw_gid;
 	/* --unit, --container, --pod: found by ember-symbolizer, as the symbolizer's user. */
-	switch (ember_select_find(&o->selection, o->uid, o->gid)) {
-	case 0:
-		return -1;
-	case -EINVAL:
-		return usage_error(c->cmd, "%s", "see --help for the form of each option's NAME");
-	default:
-		return EMBER_EXIT_FAILURE;
-	}
+	err = ember_select_find(&o->selection, o->uid, o->gid);
+	return !err ? -1 : err == -EINVAL ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 }
 
 static int run(struct cli *c)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "collector/spawn.h"
+#include "shared/cleanup.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
@@ -96,41 +97,39 @@ static int run_finder(const char *root, const char *const named[2], uid_t uid, g
 	char exe[PATH_MAX];
 	char *const argv[] = {"ember-symbolizer", "find-cgroup", (char *)named[0], (char *)named[1],
 	                      NULL};
-	int fd, pipefd[2] = {-1, -1}, status = 0;
+	_cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), in = -1, wr = -1;
+	int pipefd[2], status = 0;
 	size_t len = 0;
 	ssize_t n;
-	pid_t pid = -1;
+	pid_t pid;
 
-	if (ember_symbolizer_path(exe, sizeof(exe))) {
-		log_error("cannot find ember-symbolizer, which finds --%s: reinstall ember",
-		          named[0]);
-		return -ENOENT;
+	if (ember_symbolizer_path(exe, sizeof(exe)))
+		return log_error("cannot find ember-symbolizer, which finds --%s: reinstall ember",
+		                 named[0]),
+		       -ENOENT;
+	if (fd >= 0 && !pipe2(pipefd, O_CLOEXEC)) {
+		in = pipefd[0];
+		wr = pipefd[1];
 	}
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && !pipe2(pipefd, O_CLOEXEC) && (pid = fork()) == 0) {
+	if (wr < 0 || (pid = fork()) < 0)
+		return log_error_errno(-errno, "cannot run ember-symbolizer on %s: %m", root);
+	if (pid == 0) {
 		/* The directories' names are anyone's: read them without privilege where the
 		 * collector can switch users (a unit or a container without CAP_SETUID cannot:
 		 * the finder then gives up its capabilities itself). */
-		if (dup2(fd, STDIN_FILENO) < 0 || dup2(pipefd[1], STDOUT_FILENO) < 0 ||
+		if (dup2(fd, STDIN_FILENO) < 0 || dup2(wr, STDOUT_FILENO) < 0 ||
 		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 			_exit(1);
 		(void)(setgroups(0, NULL) || setgid(gid) || setuid(uid));
 		execv(exe, argv);
 		_exit(127);
 	}
-	if (fd >= 0)
-		close(fd);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
-	while (pid > 0 && len < size - 1 &&
-	       ((n = read(pipefd[0], out + len, size - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+	wr = ember_safe_close(wr);
+	while (len < size - 1 &&
+	       ((n = read(in, out + len, size - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
 		len += n > 0 ? (size_t)n : 0;
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (pid < 0)
-		return log_error_errno(-errno, "cannot run ember-symbolizer on %s: %m", root);
 	out[len] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	/* It said what is wrong: 2 is an argument of the wrong form. */
