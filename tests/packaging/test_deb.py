@@ -8,6 +8,7 @@ the OTLP drop-in, reinstall, stop and purge."""
 import gzip
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -176,6 +177,34 @@ def test_network_only_through_the_dropin():
     conf("--interval 10s --keep 60")
 
 
+def test_unit_selection_under_the_hardened_unit():
+    """EMBER_COLLECTOR_OPTIONS="--unit NAME": the collector, confined by its unit (no
+    CAP_SETUID: its name finder stays uid 0 and drops every capability), finds a service of
+    this system and samples it alone; an identical busy program in another unit gives none."""
+    for name in ("busy_in", "busy_out"):  # the same program under two names (comm)
+        shutil.copy(os.path.join(box().tree, "bin/dash"), os.path.join(box().tree, "usr/local/bin", name))
+    loop = "while :; do :; done"
+    box().sh(f"systemd-run --quiet --unit=ember-busy-in /usr/local/bin/busy_in -c '{loop}'")
+    box().sh(f"systemd-run --quiet --unit=ember-busy-out /usr/local/bin/busy_out -c '{loop}'")
+    try:
+        conf("--interval 3s --keep 60 --format folded --format pprof", "-F 49 --unit ember-busy-in")
+        before = set(profile_files(".folded"))
+        new = wait_for(lambda: len(set(profile_files(".folded")) - before) >= 2 and
+                       sorted(set(profile_files(".folded")) - before), 30, "two intervals")
+        counts = {}
+        with open(os.path.join(box().tree, PROFILES.lstrip("/"), new[1])) as f:
+            for line in f:
+                stack, _, n = line.rstrip("\n").rpartition(" ")
+                counts[stack.split(";")[0]] = counts.get(stack.split(";")[0], 0) + int(n)
+        log("  " + box().sh("journalctl -u ember-collector --no-pager | grep -E 'sampling unit' | tail -1",
+                            check=False).stdout.strip())
+        log(f"  {new[1]}: samples per command {counts}")
+        assert set(counts) == {"busy_in"} and counts["busy_in"] > 50, counts
+    finally:
+        box().sh("systemctl stop ember-busy-in ember-busy-out", check=False)
+        conf("--interval 10s --keep 60 --format folded --format pprof")
+
+
 def test_reinstall_keeps_the_conffile_and_restarts():
     pids = {u: box().main_pid(u) for u in EXPOSURE}
     box().sh("DEBIAN_FRONTEND=noninteractive dpkg -i /var/tmp/ember.deb 2>&1")
@@ -230,6 +259,7 @@ if __name__ == "__main__":
         test_conffile_sets_options_and_profiles_appear,
         test_reload_starts_a_new_interval,
         test_network_only_through_the_dropin,
+        test_unit_selection_under_the_hardened_unit,
         test_reinstall_keeps_the_conffile_and_restarts,
         test_stop_leaves_complete_files,
         test_purge_removes_units_user_and_data,
