@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <stdbool.h>
@@ -94,8 +93,13 @@ int ember_select_cgroup(struct ember_selection *s, const char *kind, const char 
 static int run_finder(const char *root, const char *const named[2], uid_t uid, gid_t gid, char *out,
                       size_t size)
 {
-	char exe[PATH_MAX];
-	char *const argv[] = {"ember-symbolizer", "find-cgroup", (char *)named[0], (char *)named[1],
+	char exe[PATH_MAX], ids[2][16];
+	char *const argv[] = {"ember-symbolizer",
+	                      "find-cgroup",
+	                      (char *)named[0],
+	                      (char *)named[1],
+	                      ids[0],
+	                      ids[1],
 	                      NULL};
 	_cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), in = -1, wr = -1;
 	int pipefd[2], status = 0;
@@ -114,13 +118,15 @@ static int run_finder(const char *root, const char *const named[2], uid_t uid, g
 	if (wr < 0 || (pid = fork()) < 0)
 		return log_error_errno(-errno, "cannot run ember-symbolizer on %s: %m", root);
 	if (pid == 0) {
-		/* The directories' names are anyone's: read them without privilege where the
-		 * collector can switch users (a unit or a container without CAP_SETUID cannot:
-		 * the finder then gives up its capabilities itself). */
+		/* The directories' names are anyone's: the finder reads them as uid:gid (where it
+		 * can switch: a unit or container without CAP_SETUID cannot) and without any
+		 * capability. It switches after the exec, which a 0700 build directory allows
+		 * only to root. */
+		snprintf(ids[0], sizeof(ids[0]), "%u", (unsigned)uid);
+		snprintf(ids[1], sizeof(ids[1]), "%u", (unsigned)gid);
 		if (dup2(fd, STDIN_FILENO) < 0 || dup2(wr, STDOUT_FILENO) < 0 ||
 		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 			_exit(1);
-		(void)(setgroups(0, NULL) || setgid(gid) || setuid(uid));
 		execv(exe, argv);
 		_exit(127);
 	}

@@ -4,7 +4,7 @@
 #   test_deb.py  lintian; installed into a fresh Debian 12 tree booted with
 #                systemd-nspawn: units enabled, running, confined, rated by
 #                systemd-analyze security; conffile, profiles, reload, the OTLP
-#                drop-in, reinstall, stop, purge
+#                drop-in, a --unit selection, reinstall, stop, purge
 #   test_rpm.py  rpmlint; payload; scriptlets with rpm --root in a scratch tree
 #   test_pod.py  the image (Containerfile, base made with debootstrap), the
 #                Kubernetes manifests with podman kube play and as podman

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static void usage(FILE *f)
 	    "                                                        (started by `ember record`)\n"
 	    "       ember-symbolizer report|diff|top|check ARGS...    (`ember report`, ...)\n"
 	    "       (named ember: every command of ember but record, which ember execs it with)\n"
-	    "       ember-symbolizer find-cgroup unit|container|pod NAME  (--unit, ...)\n"
+	    "       ember-symbolizer find-cgroup unit|container|pod NAME [UID GID]  (--unit, ...)\n"
 	    "\n"
 	    "As a daemon it connects to ember-collector, waiting for it with back-off, and\n"
 	    "writes one file per format and interval into DIR (renamed into place when\n"
@@ -571,11 +572,18 @@ int main(int argc, char **argv)
 	if (ember_sigbus_guard_install())
 		return log_error_errno(-errno, "cannot install the SIGBUS handler: %m"), 1;
 	if (argc > 1 && !strcmp(argv[1], "find-cgroup")) {
-		/* Run by the collector, as the symbolizer's user where it can switch; as root
-		 * (a unit or container without CAP_SETUID) it gives up every capability. */
+		/* Run by the collector as root: it reads the tree as UID:GID where it can switch
+		 * (a unit or container without CAP_SETUID cannot), and without any capability. */
+		uint64_t uid, gid;
+
 		ember_log_init("ember", EMBER_LOG_INFO);
+		if (argc == 6 && !ember_parse_u64(argv[4], 1, UINT32_MAX - 1, &uid) &&
+		    !ember_parse_u64(argv[5], 1, UINT32_MAX - 1, &gid) && !getuid())
+			(void)(setgroups(0, NULL) ||
+			       setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) ||
+			       setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid));
 		ember_caps_limit(0);
-		return ember_cgroup_find_command(argc - 1, argv + 1);
+		return ember_cgroup_find_command(argc == 6 ? 3 : argc - 1, argv + 1);
 	}
 	if (!strcmp(argv[0], "ember") ||
 	    (argc > 1 && (ember_command_known(argv[1]) || !strcmp(argv[1], "check"))))

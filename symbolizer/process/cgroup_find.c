@@ -137,7 +137,7 @@ int ember_cgroup_find_command(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: ember-symbolizer find-cgroup unit|container|pod NAME "
-		                "(the cgroup v2 root open on standard input)\n");
+		                "[UID GID] (the cgroup v2 root open on standard input)\n");
 		return 2;
 	}
 	err = ember_cgroup_find(STDIN_FILENO, argv[1], argv[2], &found);

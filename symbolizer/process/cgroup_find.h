@@ -39,7 +39,8 @@ int ember_cgroup_find(int rootfd, const char *kind, const char *arg,
                       struct ember_cgroup_found *out);
 
 /*
- * `ember-symbolizer find-cgroup KIND NAME`: the v2 root open on standard
+ * `ember-symbolizer find-cgroup KIND NAME` (argv: KIND NAME; main.c has
+ * become the user of the optional UID GID): the v2 root open on standard
  * input; prints the path found (from that root) and returns 0, or says what
  * is wrong and returns 2 (NAME is not of KIND's form) or 1. A unit not
  * running yet gives the path systemd will start it at (system.slice).
