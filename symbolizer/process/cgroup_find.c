@@ -61,8 +61,9 @@ static void walk(struct query *q, struct ember_cgroup_found *out, int fd, char *
 		size_t n = strlen(e->d_name);
 		int sub;
 
+		/* A newline would end the path where the collector reads it. */
 		if ((e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) || e->d_name[0] == '.' ||
-		    len + 1 + n >= EMBER_CGROUP_FIND_LEN)
+		    strchr(e->d_name, '\n') || len + 1 + n >= EMBER_CGROUP_FIND_LEN)
 			continue;
 		path[len] = '/';
 		memcpy(path + len + 1, e->d_name, n + 1);

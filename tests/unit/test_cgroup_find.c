@@ -183,6 +183,9 @@ START_TEST(hostile_trees_are_bounded)
 	ck_assert_int_eq(symlinkat("../system.slice", rootfd, "links/lnk-" ID6 ".scope"), 0);
 	ck_assert_int_eq(find("container", ID6), 0);
 	ck_assert_str_eq(found.path, "/kubepods/burstable/pod" UID2 "/" ID6);
+	/* A newline in a name would cut the printed path short: such a subtree is skipped. */
+	make("/evil\n/system.slice/hidden.service");
+	ck_assert_int_eq(find("unit", "hidden"), -ENOENT);
 	/* Deeper than the walk goes (24 levels), or longer than a path may be: not found. */
 	for (int i = 0; i < 30; i++)
 		strcat(deep, "/d");
