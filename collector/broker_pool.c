@@ -167,17 +167,9 @@ static bool is_device(const struct ember_stall *s)
 	return s->dev_major || s->dev_minor;
 }
 
-/* "the file system on device 0:52 (fuse)", "process 123 (...)". */
-static const char *stall_name(const struct ember_stall *s, char *buf, size_t size)
+static const char *stall_name(const struct ember_stall *s, char name[96])
 {
-	char type[16];
-
-	if (is_device(s))
-		snprintf(buf, size, "the file system on device %" PRIu32 ":%" PRIu32 " (%s)",
-		         s->dev_major, s->dev_minor, ember_fs_name(s->fs_magic, type));
-	else
-		snprintf(buf, size, "process %" PRIu32 " (a lock on its memory map)", s->pid);
-	return buf;
+	return ember_stall_name(s->pid, s->dev_major, s->dev_minor, s->fs_magic, name, 96);
 }
 
 /* The stall of the device major:minor, or with none of process pid; -1. */
@@ -201,8 +193,7 @@ static void end_stall(struct ember_pool *p, int idx, uint64_t now_ns, const char
 	char name[96];
 
 	log_info("broker: %s %s after %.1f s; %" PRIu64 " requests were refused meanwhile",
-	         stall_name(s, name, sizeof(name)), how, (double)(now_ns - s->since_ns) / SEC,
-	         s->refused);
+	         stall_name(s, name), how, (double)(now_ns - s->since_ns) / SEC, s->refused);
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].stall == idx)
 			p->workers[i].stall = -1;
@@ -234,7 +225,7 @@ static int mark_stall(struct ember_pool *p, const struct ember_msg_broker_req *r
 	                                    .since_ns = now_ns};
 	log_warn("broker: %s did not answer within %.1f s (%s for pid %" PRIu32
 	         ", a worker waits): requests that need it are refused until it does",
-	         stall_name(&p->stalls[i], name, sizeof(name)), (double)p->deadline_ns / SEC,
+	         stall_name(&p->stalls[i], name), (double)p->deadline_ns / SEC,
 	         ember_broker_what_name(req->what), req->pid);
 	return i;
 }

@@ -79,3 +79,16 @@ const char *ember_fs_name(uint32_t magic, char buf[16])
 	snprintf(buf, 16, "0x%x", magic);
 	return buf;
 }
+
+const char *ember_stall_name(uint32_t pid, uint32_t major, uint32_t minor, uint32_t magic,
+                             char *buf, size_t size)
+{
+	char type[16];
+
+	if (major || minor)
+		snprintf(buf, size, "the file system on device %u:%u (%s)", major, minor,
+		         ember_fs_name(magic, type));
+	else
+		snprintf(buf, size, "process %u (a lock on its memory map)", pid);
+	return buf;
+}

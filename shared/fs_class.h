@@ -15,6 +15,7 @@
 #define EMBER_SHARED_FS_CLASS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* True for the file systems that answer from a local disk or memory. */
@@ -22,5 +23,12 @@ bool ember_fs_is_local(uint32_t magic);
 
 /* A short name ("ext4", "fuse", "nfs", ...); "unknown" for 0 (never learnt); "0x%x" otherwise. */
 const char *ember_fs_name(uint32_t magic, char buf[16]);
+
+/*
+ * What stalled, for logs: "the file system on device 0:52 (fuse)" with a device (major or
+ * minor not 0), else "process 123 (a lock on its memory map)". Returns buf.
+ */
+const char *ember_stall_name(uint32_t pid, uint32_t major, uint32_t minor, uint32_t magic,
+                             char *buf, size_t size);
 
 #endif

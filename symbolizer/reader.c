@@ -226,16 +226,9 @@ static int find_dev(struct ember_readers *rs, const struct ember_read_of *of, bo
 	return free_slot;
 }
 
-static const char *dev_name(const struct ember_stalled_dev *d, char *buf, size_t size)
+static const char *dev_name(const struct ember_stalled_dev *d, char name[96])
 {
-	char type[16];
-
-	if (d->major || d->minor)
-		snprintf(buf, size, "the file system on device %" PRIu32 ":%" PRIu32 " (%s)",
-		         d->major, d->minor, ember_fs_name(d->fs_magic, type));
-	else
-		snprintf(buf, size, "process %" PRIu32 "'s memory map", d->pid);
-	return buf;
+	return ember_stall_name(d->pid, d->major, d->minor, d->fs_magic, name, 96);
 }
 
 static void answers_again(struct ember_readers *rs, int i)
@@ -247,7 +240,7 @@ static void answers_again(struct ember_readers *rs, int i)
 		return;
 	d->stalled = false;
 	d->backoff_ns = 0;
-	log_info("reading %s works again", dev_name(d, name, sizeof(name)));
+	log_info("reading %s works again", dev_name(d, name));
 }
 
 /* A stuck reader's late answers: it is free again, and its device answers. */
@@ -383,8 +376,7 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 					log_warn("reading %s took longer than %.1f s: given up, "
 					         "its frames "
 					         "stay addresses; tried again in %.0f s",
-					         dev_name(sd, name, sizeof(name)),
-					         (double)(now - start) / 1e9,
+					         dev_name(sd, name), (double)(now - start) / 1e9,
 					         (double)sd->backoff_ns / 1e9);
 				sd->stalled = true;
 			}
