@@ -10,7 +10,6 @@
 #include "bpf/records.h"
 #include "shared/cleanup.h"
 #include "shared/log.h"
-#include "shared/str.h"
 
 #define MAX_MESSAGES_PER_WAKEUP 64
 
@@ -94,19 +93,11 @@ static int on_hello(struct ember_peer *p, const struct peer_call *c, const union
 	if (err)
 		return log_error_errno(err, "cannot create the sample ring: %m");
 	ember_msg_init(&out, EMBER_MSG_WELCOME, 0);
+	memcpy((char *)&out.welcome + sizeof(out.hdr),
+	       (const char *)&p->config.welcome + sizeof(out.hdr),
+	       sizeof(out.welcome) - sizeof(out.hdr));
 	out.welcome.records_version = EMBER_RECORDS_VERSION;
-	out.welcome.sample_hz = p->config.sample_hz;
-	out.welcome.monotonic_to_realtime_ns = p->config.monotonic_to_realtime_ns;
-	out.welcome.start_time_ns = p->config.start_time_ns;
 	out.welcome.ring_size = p->ring.size;
-	out.welcome.flags = p->config.chosen_pids ? EMBER_WELCOME_CHOSEN_PIDS : 0;
-	out.welcome.off_cpu_min_ns = p->config.off_cpu_min_ns;
-	ember_strlcpy(out.welcome.selection, p->config.selection ? p->config.selection : "",
-	              sizeof(out.welcome.selection));
-	ember_strlcpy(out.welcome.title, p->config.title ? p->config.title : "",
-	              sizeof(out.welcome.title));
-	ember_strlcpy(out.welcome.service, p->config.service ? p->config.service : "",
-	              sizeof(out.welcome.service));
 	fds[0] = p->ring.data_fd;
 	fds[1] = p->ring.pos_fd;
 	fds[2] = p->ring.event_fd;

@@ -20,13 +20,8 @@
 
 struct ember_peer_config {
 	size_t ring_size;
-	uint32_t sample_hz;
-	int64_t monotonic_to_realtime_ns;
-	uint64_t start_time_ns;
-	bool chosen_pids; /* -p: only some processes are sampled */
-	/* What was chosen (for the profile): description, title, default service.name. */
-	const char *selection, *title, *service;
-	uint64_t off_cpu_min_ns;
+	/* What every symbolizer is told (the header, records version and ring size set here). */
+	struct ember_msg_welcome welcome;
 };
 
 enum ember_peer_state {

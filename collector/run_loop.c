@@ -34,6 +34,7 @@
 #include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/log.h"
+#include "shared/str.h"
 
 #define TICK_MS              250
 #define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
@@ -487,14 +488,11 @@ static int setup(struct recorder *r)
 	                              : ember_ring_bytes_for(
 					    EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns),
 					    libbpf_num_possible_cpus(), 2, 1u << 20),
-	    .sample_hz = o->sample_hz,
-	    .off_cpu_min_ns = o->off_cpu_min_ns,
-	    .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
-	    .start_time_ns = ember_realtime_ns(),
-	    .chosen_pids = o->npids > 0,
-	    .selection = o->selection.text,
-	    .title = o->selection.title,
-	    .service = o->selection.service,
+	    .welcome = {.sample_hz = o->sample_hz,
+	                .off_cpu_min_ns = o->off_cpu_min_ns,
+	                .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
+	                .start_time_ns = ember_realtime_ns(),
+	                .flags = o->npids > 0 ? EMBER_WELCOME_CHOSEN_PIDS : 0},
 	};
 	struct ember_bpf_opts bo = {
 	    .sample_hz = o->sample_hz,
@@ -508,6 +506,9 @@ static int setup(struct recorder *r)
 	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
 	int err;
 
+	ember_strlcpy(pc.welcome.selection, o->selection.text, sizeof(pc.welcome.selection));
+	ember_strlcpy(pc.welcome.title, o->selection.title, sizeof(pc.welcome.title));
+	ember_strlcpy(pc.welcome.service, o->selection.service, sizeof(pc.welcome.service));
 	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
 	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
 	err = ember_procs_init(&r->procs,

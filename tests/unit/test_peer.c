@@ -20,7 +20,7 @@ static struct ember_drain drain;
 
 static void setup(void)
 {
-	struct ember_peer_config pc = {.ring_size = 1 << 16, .sample_hz = 19};
+	struct ember_peer_config pc = {.ring_size = 1 << 16, .welcome.sample_hz = 19};
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	ck_assert_int_eq(ember_procs_init(&procs, 64), 0);
