@@ -62,6 +62,13 @@ def remove_cgroup(path):
             log(f"  cannot remove {d}: {e}")
 
 
+def root_is_a_mount():
+    """False in a chroot whose directory is no mount point (os.path.ismount("/") is always
+    True: / is its own parent); mountinfo lists mount points as this process sees them."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == "/" for line in f)
+
+
 class Machine:
     """The base tree booted read-only (a tmpfs overlay takes its writes), in the host cgroup
     /ember-it-machine-PID, the workloads' directory at /ember-it and an output one at
@@ -82,11 +89,20 @@ class Machine:
 
         self.log_path = os.path.join(WD, "machine.log")
         self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            ["systemd-nspawn", "--quiet", "-D", base, "--volatile=overlay", "--register=no",
-             "--keep-unit", "--boot", "--console=passive", f"--machine=ember-it-{os.getpid()}",
-             f"--bind-ro={bin_dir}:/ember-it", f"--bind={out_dir}:/ember-out"],
-            stdout=self.logf, stderr=subprocess.STDOUT, preexec_fn=enter)
+        nspawn = ["systemd-nspawn", "--quiet", "-D", base, "--volatile=overlay", "--register=no",
+                  "--keep-unit", "--boot", "--console=passive", f"--machine=ember-it-{os.getpid()}",
+                  f"--bind-ro={bin_dir}:/ember-it", f"--bind={out_dir}:/ember-out"]
+        if not root_is_a_mount():
+            # In a chroot (a new user's test tree) nspawn cannot make / a slave mount ("Failed
+            # to mount n/a on /: Invalid argument"): in a mount namespace of its own, / bound
+            # onto a directory is a mount point, and nspawn runs chrooted there. Every exec
+            # keeps the PID, so self.proc is nspawn itself.
+            os.makedirs("/run/ember-it-root", exist_ok=True)
+            nspawn = ["unshare", "-m", "--propagation", "unchanged", "sh", "-c",
+                      'mount --rbind / /run/ember-it-root && cd /run/ember-it-root && exec chroot . "$@"',
+                      "sh", *nspawn]
+        self.proc = subprocess.Popen(nspawn, stdout=self.logf, stderr=subprocess.STDOUT,
+                                     preexec_fn=enter)
         try:
             self.leader = pkglib.wait_for(self._leader, 60, "the container's systemd")
             state = pkglib.wait_for(
@@ -108,7 +124,10 @@ class Machine:
         return self.sh("systemctl is-system-running", check=False).stdout.strip()
 
     def sh(self, script, check=True):
-        return pkglib.run(["nsenter", "-t", str(self.leader), "-a", "/bin/sh", "-c", script],
+        # -r -w: with -a alone, nsenter run from a chroot lands in the real root of the
+        # machine's mount namespace, not in the machine's tree.
+        return pkglib.run(["nsenter", "-t", str(self.leader), "-a", "-r", "-w", "/bin/sh", "-c",
+                           script],
                           check=check, timeout=120)
 
     def stop(self):
