@@ -6,33 +6,31 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "seccomp/caps.h"
 #include "seccomp/policy.h"
-#include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/fs_class.h"
+#include "shared/helper_proc.h"
 #include "shared/log.h"
 
 #define SEC 1e9
 
 /* ---- a worker process ---------------------------------------------------------------- */
 
-static int confine_worker(void)
+static int confine_worker(void *ctx)
 {
 	uint64_t keep = EMBER_CAP(CAP_SYS_PTRACE) | EMBER_CAP(CAP_DAC_READ_SEARCH) |
 	                EMBER_CAP(CAP_CHECKPOINT_RESTORE);
 	struct ember_policy_param params[] = {{"pid", (uint64_t)getpid()}};
 	int err = ember_caps_limit(keep);
 
+	(void)ctx;
 	/* -EPERM: started without CAP_SETPCAP, the bounding set is the service manager's. */
 	if (err && err != -EPERM)
 		return err;
@@ -42,24 +40,20 @@ static int confine_worker(void)
 	                         ARRAY_SIZE(params));
 }
 
-/* One open at a time until the collector closes the socket or goes. */
-static void __attribute__((noreturn))
-worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
-            struct ember_broker_progress *pg, pid_t parent)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+/* What a worker is given: its pool (for the open to make) and broker, and its progress page. */
+struct worker {
+	const struct ember_pool *p;
+	const struct ember_broker *b;
+	struct ember_broker_progress *pg;
+};
 
-	/* Nothing of the collector's but the socket: no peer, no outputs, no ring, not even its
-	 * standard error, which a worker the kernel cannot kill would keep open after the
-	 * collector exits (`ember record 2>&1 | tee` would wait for it). If the worker cannot
-	 * confine itself it exits, and the collector says so. */
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		_exit(1);
-	close_range(3, (unsigned int)sock - 1, 0);
-	close_range((unsigned int)sock + 1, ~0u, 0);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent ||
-	    confine_worker())
-		_exit(1);
+/* One open at a time until the collector closes the socket or goes. Nothing of the
+ * collector's but the socket (shared/helper_proc.h): no peer, no outputs, no ring. */
+static void serve(int sock, void *ctx)
+{
+	const struct worker *wk = ctx;
+	struct ember_broker_progress *pg = wk->pg;
+
 	for (;;) {
 		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		struct ember_broker_job job = {.progress = pg};
@@ -79,7 +73,7 @@ worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
 		__atomic_store_n(&pg->fs_magic, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&pg->job, in.hdr.seq, __ATOMIC_RELEASE);
 		job.by_path = in.broker_req.reserved & EMBER_BROKER_JOB_BY_PATH;
-		fd = p->open(b, &in.broker_req, &job);
+		fd = wk->p->open(wk->b, &in.broker_req, &job);
 		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
 		out.broker_reply.id = in.broker_req.id;
 		out.broker_reply.error = fd < 0 ? fd : 0;
@@ -98,8 +92,6 @@ worker_main(struct ember_pool *p, const struct ember_broker *b, int sock,
 
 int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int n)
 {
-	pid_t parent = getpid();
-
 	p->deadline_ns = EMBER_POOL_DEADLINE_NS;
 	if (!p->open)
 		p->open = ember_broker_open;
@@ -111,20 +103,12 @@ int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int 
 	}
 	for (unsigned int i = 0; i < n && i < EMBER_POOL_WORKERS; i++) {
 		struct ember_worker *w = &p->workers[i];
-		int sv[2];
+		struct worker wk = {p, b, &p->progress[i]};
+		int err = ember_helper_start(confine_worker, serve, &wk, &w->pid, &w->sock);
 
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-			return neg_errno();
-		w->pid = fork();
-		if (w->pid == 0)
-			worker_main(p, b, sv[1], &p->progress[i], parent);
-		close(sv[1]);
-		if (w->pid < 0) {
-			close(sv[0]);
-			return neg_errno();
-		}
-		fcntl(sv[0], F_SETFL, O_NONBLOCK);
-		w->sock = sv[0];
+		if (err)
+			return err;
+		fcntl(w->sock, F_SETFL, O_NONBLOCK);
 		w->stall = -1;
 		p->nworkers++;
 	}

@@ -5,11 +5,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/fs_class.h"
+#include "shared/helper_proc.h"
 #include "shared/log.h"
 
 enum { OP_COPY = 1, OP_PREAD = 2 };
@@ -102,18 +101,12 @@ static int64_t copy(int sock, const struct job *j, int fd, char *buf, int *out)
 	return (int64_t)off;
 }
 
-static void __attribute__((noreturn))
-reader_main(int sock, int null, pid_t parent, int (*confine)(void *), void *ctx)
+/* One job at a time until the symbolizer closes the socket or goes (shared/helper_proc.h). */
+static void serve(int sock, void *ctx)
 {
 	static char buf[CHUNK];
 
-	/* Its standard error too: a reader the kernel cannot kill would keep it open. */
-	if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-		_exit(1);
-	close_range(3, (unsigned int)sock - 1, 0);
-	close_range((unsigned int)sock + 1, ~0u, 0);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent || confine(ctx))
-		_exit(1);
+	(void)ctx;
 	for (;;) {
 		char cbuf[CMSG_SPACE(sizeof(int))];
 		struct job j;
@@ -159,35 +152,17 @@ reader_main(int sock, int null, pid_t parent, int (*confine)(void *), void *ctx)
 int ember_readers_start(struct ember_readers *rs, unsigned int n, int (*confine)(void *ctx),
                         void *ctx)
 {
-	pid_t parent = getpid();
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC), err = 0;
+	int err = 0;
 
 	memset(rs, 0, sizeof(*rs));
 	rs->deadline_ns = EMBER_READ_DEADLINE_NS;
-	if (null < 0)
-		return neg_errno();
-	for (unsigned int i = 0; i < n && i < EMBER_READERS; i++) {
+	for (unsigned int i = 0; i < n && i < EMBER_READERS && !err; i++) {
 		struct ember_reader *r = &rs->readers[i];
-		int sv[2];
 
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-			err = neg_errno();
-			break;
-		}
-		r->pid = fork();
-		if (r->pid == 0)
-			reader_main(sv[1], null, parent, confine, ctx);
-		close(sv[1]);
-		if (r->pid < 0) {
-			err = neg_errno();
-			close(sv[0]);
-			break;
-		}
-		r->sock = sv[0];
+		err = ember_helper_start(confine, serve, ctx, &r->pid, &r->sock);
 		r->dev = -1;
-		rs->n++;
+		rs->n += !err;
 	}
-	close(null);
 	return rs->n ? 0 : err ? err : -EINVAL;
 }
 
