@@ -69,38 +69,18 @@ struct recorder {
 	uint64_t start_ns, stop_ns, flush_deadline_ns;
 	uint64_t ticks;
 	/* listed: the processes already running were listed to the connected symbolizer */
-	bool stopping, finished, failed, progress_drawn, listed;
+	bool stopping, finished, failed, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
 	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
 };
 
-/* The progress line is redrawn in place; log lines first erase it. */
+/* The symbolizer draws the progress line (--progress) in place; log lines first erase it. */
 static void erase_progress(void)
 {
 	static const char erase[] = "\r\033[K";
 
 	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
 		return;
-}
-
-static void draw_progress(struct recorder *r, uint64_t now_ns)
-{
-	char line[256], total[32] = "";
-	int n;
-
-	if (!r->opts->progress)
-		return;
-	if (r->opts->duration_ms)
-		snprintf(total, sizeof(total), " / %" PRIu64 "s", r->opts->duration_ms / 1000);
-	n = snprintf(line, sizeof(line),
-	             "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
-	             (uint64_t)((now_ns - r->start_ns) / 1000000000u), total, r->drain.samples,
-	             ember_drain_lost_samples(r->drain.lost),
-	             r->stopping ? "writing outputs..." : "(Ctrl-C to stop)");
-	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
-		r->progress_drawn = true;
-		ember_log_set_before_hook(erase_progress);
-	}
 }
 
 /* tag, and for workers their index in the upper half */
@@ -218,7 +198,6 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		r->failed = true;
 		r->finished = true;
 	}
-	draw_progress(r, now_ns);
 }
 
 static void on_signal(struct recorder *r)
@@ -700,6 +679,8 @@ int ember_record_run(struct ember_record_opts *o)
 	err = open_outputs(o);
 	if (err)
 		return EMBER_EXIT_FAILURE;
+	if (o->progress)
+		ember_log_set_before_hook(erase_progress);
 	err = setup(&r);
 	if (err) {
 		if (err != -EPERM && err != -EACCES)
@@ -712,14 +693,7 @@ int ember_record_run(struct ember_record_opts *o)
 		unlink_outputs(o);
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
-	draw_progress(&r, r.start_ns);
 	run_loop(&r);
-	if (r.progress_drawn) {
-		draw_progress(&r, ember_monotonic_ns());
-		if (write(STDERR_FILENO, "\n", 1) < 0)
-			r.failed = true;
-		ember_log_set_before_hook(NULL);
-	}
 	teardown(&r);
 	if (r.failed) {
 		unlink_outputs(o);

@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static int arrange_fds(const struct ember_record_opts *o, int sock)
 int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *pid_out,
                            int *pidfd_out)
 {
-	char path[PATH_MAX], uid[32], gid[32], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
+	char path[PATH_MAX], uid[32], gid[32], progress[48], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
 	const char *argv[MAX_ARGS + 16];
 	sigset_t all;
 	int argc = 0, err;
@@ -83,6 +84,10 @@ int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *p
 		         o->outputs[i].format, o->outputs[i].path);
 		argv[argc++] = "--output-fd";
 		argv[argc++] = outs[i];
+	}
+	if (o->progress) { /* the symbolizer draws it: it knows what it has written */
+		snprintf(progress, sizeof(progress), "--progress=%" PRIu64, o->duration_ms / 1000);
+		argv[argc++] = progress;
 	}
 	if (o->otlp_url) {
 		argv[argc++] = "--otlp";

@@ -324,6 +324,7 @@ enum {
 	OPT_SERVICE,
 	OPT_VIEW,
 	OPT_INTERPRETERS,
+	OPT_PROGRESS,
 };
 
 static int parse_export_option(int c, const char *arg, struct export_args *a)
@@ -390,6 +391,7 @@ static const struct option longopts[] = {
     {"service-name", required_argument, NULL, OPT_SERVICE},
     {"view", required_argument, NULL, OPT_VIEW},
     {"interpreters", required_argument, NULL, OPT_INTERPRETERS},
+    {"progress", required_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -483,6 +485,11 @@ static int parse_option(struct cli *c, int opt, const char *arg)
 		if (strcmp(arg, "python") && strcmp(arg, "none"))
 			return -EINVAL;
 		c->so.no_python = c->d.no_python = !strcmp(arg, "none");
+		return 0;
+	case OPT_PROGRESS: /* `ember record` on a terminal: the status line, of SECONDS (0: none) */
+		if (ember_parse_u64(arg, 0, UINT32_MAX, &c->so.progress_s))
+			return -EINVAL;
+		c->so.progress = true;
 		return 0;
 	default:
 		return parse_export_option(opt, arg, &c->xa);

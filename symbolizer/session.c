@@ -76,6 +76,7 @@ struct session {
 	uint64_t sample_bytes, sample_bytes_without_copies;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
+	uint64_t next_progress_ns;     /* monotonic: when the status line is redrawn */
 	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
@@ -163,6 +164,35 @@ static void count_lost(struct session *s, uint32_t reason, uint64_t n)
 		return;
 	ember_profile_stat_add(&s->profile, "lost.samples", n);
 	s->samples_lost += n;
+}
+
+/* `ember record`'s status line, redrawn in place; log lines erase it first. */
+static void erase_progress(void)
+{
+	static const char erase[] = "\r\033[K";
+
+	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
+		return;
+}
+
+static void draw_progress(struct session *s, const char *state)
+{
+	uint64_t now = ember_realtime_ns(), samples = s->profile.total_count;
+	char line[256], total[32] = "";
+	int n;
+
+	if (!s->opts->progress)
+		return;
+	samples += s->keep_total ? s->total.total_count : 0;
+	if (s->opts->progress_s)
+		snprintf(total, sizeof(total), " / %" PRIu64 "s", s->opts->progress_s);
+	n = snprintf(line, sizeof(line),
+	             "\r\033[Kember: %" PRIu64 "s%s  samples %" PRIu64 "  lost %" PRIu64 "  %s",
+	             now > s->profile.start_ns ? (now - s->profile.start_ns) / 1000000000u : 0,
+	             total, samples, s->samples_lost, state);
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0)
+		ember_log_set_before_hook(erase_progress);
+	s->next_progress_ns = ember_monotonic_ns() + 250000000ull;
 }
 
 /* The stack the cursor ahead unwound from the copy of the record ending at pos, if any. */
@@ -660,6 +690,8 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 		count_lost(s, EMBER_LOST_OTHER, f->lost_unreported);
 	/* A daemon starts a new interval in flush_outputs. */
 	samples = s->profile.total_count + (s->keep_total ? s->total.total_count : 0);
+	if (f->final)
+		draw_progress(s, "writing outputs...");
 	status = flush_outputs(s);
 	if (s->opts->export.exporter && f->final) {
 		err = finish_delivery(s);
@@ -671,6 +703,8 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 	reply.flushed.status = status;
 	reply.flushed.samples = samples;
 	err = ember_broker_client_send(&s->broker, &reply);
+	if (f->final && s->opts->progress && write(STDERR_FILENO, "\n", 1) == 1)
+		ember_log_set_before_hook(NULL);
 	if (f->final)
 		*done = true;
 	log_debug("flushed: %" PRIu64 " samples, %" PRIu64 " lost", samples, s->samples_lost);
@@ -758,6 +792,8 @@ static int run(struct session *s)
 		}
 		/* Also on timeout: a wake-up may have been coalesced away. */
 		err = drain_ring(s, 0);
+		if (s->opts->progress && ember_monotonic_ns() >= s->next_progress_ns)
+			draw_progress(s, "(Ctrl-C to stop)");
 		if (!err && (fds[2].revents & POLLIN))
 			err = on_signal(s, &done);
 		if (!err && !done && s->interval_deadline_ns &&

@@ -47,6 +47,10 @@ struct ember_session_opts {
 	enum ember_view view; /* what folded outputs hold and the flame graph opens with */
 	bool no_python;       /* --interpreters none: no interpreter frames are read */
 	size_t memory_budget; /* resident bytes the symbolizer keeps within; 0: the default */
+	/* `ember record` on a terminal: a status line redrawn on stderr; of progress_s seconds
+	 * (0: until stopped). */
+	bool progress;
+	uint64_t progress_s;
 	/* Called after the handshake, before the first record is read; an error ends the session.
 	 */
 	int (*enter_sandbox)(void *ctx);
