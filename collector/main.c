@@ -24,6 +24,7 @@
 #include "collector/selection.h"
 #include "shared/err.h"
 #include "shared/fdio.h"
+#include "shared/formats.h"
 #include "shared/log.h"
 #include "shared/str.h"
 #include "collector/spawn.h"
@@ -35,31 +36,12 @@
 #define DEFAULT_DAEMON_USER "ember"
 #define DEFAULT_OUTPUT      "profile.html"
 
-static const struct {
-	const char *suffix;
-	const char *format;
-} output_formats[] = {
-    {".pb.gz", "pprof"},
-    {".folded", "folded"},
-    {".html", "html"},
-    {".otlp", "otlp"},
-};
-
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", cmd);
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\nTry '%s --help'.\n", cmd);
 	return EMBER_EXIT_USAGE;
-}
-
-static const char *format_of(const char *path)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(output_formats); i++)
-		if (ember_str_ends_with(path, output_formats[i].suffix) &&
-		    strlen(path) > strlen(output_formats[i].suffix))
-			return output_formats[i].format;
-	return NULL;
 }
 
 /* ---- `ember record` and ember-collector: one option table ------------------------ */
@@ -128,15 +110,17 @@ static int opt_select(struct cli *c, const char *arg)
 
 static int opt_output(struct cli *c, const char *arg)
 {
+	enum ember_format f;
+
 	if (c->o.noutputs == EMBER_MAX_OUTPUTS)
 		return usage_error(c->cmd, "too many -o (the limit is %s)", STR(EMBER_MAX_OUTPUTS));
-	if (!format_of(arg))
+	if (ember_format_from_path(arg, &f))
 		return usage_error(c->cmd,
 		                   "cannot tell the format of '%s' from its name: "
 		                   "end it in .html, .pb.gz, .folded or .otlp",
 		                   arg);
 	c->o.outputs[c->o.noutputs].path = arg;
-	c->o.outputs[c->o.noutputs++].format = format_of(arg);
+	c->o.outputs[c->o.noutputs++].format = ember_format_name(f);
 	return 0;
 }
 
@@ -422,7 +406,7 @@ static int validate(struct cli *c)
 		o->socket_path = c->socket_path;
 	} else if (!o->noutputs && !o->otlp_url) {
 		o->outputs[0].path = DEFAULT_OUTPUT;
-		o->outputs[0].format = format_of(DEFAULT_OUTPUT);
+		o->outputs[0].format = ember_format_name(EMBER_FORMAT_HTML); /* DEFAULT_OUTPUT's */
 		o->noutputs = 1;
 	}
 	pw = getpwnam(c->user);

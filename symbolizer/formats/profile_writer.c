@@ -16,46 +16,12 @@
 
 typedef int (*writer_fn)(const struct ember_profile *p, FILE *out);
 
-static const struct {
-	const char *name;
-	const char *suffix;
-	writer_fn write;
-} formats[EMBER_FORMAT_MAX] = {
-    [EMBER_FORMAT_FOLDED] = {"folded", ".folded", ember_write_folded},
-    [EMBER_FORMAT_PPROF] = {"pprof", ".pb.gz", ember_write_pprof},
-    [EMBER_FORMAT_HTML] = {"html", ".html", ember_write_html},
-    [EMBER_FORMAT_OTLP] = {"otlp", ".otlp", ember_write_otlp},
+static const writer_fn writers[EMBER_FORMAT_MAX] = {
+    [EMBER_FORMAT_FOLDED] = ember_write_folded,
+    [EMBER_FORMAT_PPROF] = ember_write_pprof,
+    [EMBER_FORMAT_HTML] = ember_write_html,
+    [EMBER_FORMAT_OTLP] = ember_write_otlp,
 };
-
-int ember_format_parse(const char *name, enum ember_format *out)
-{
-	for (int f = 0; f < EMBER_FORMAT_MAX; f++)
-		if (!strcmp(name, formats[f].name)) {
-			*out = (enum ember_format)f;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-const char *ember_format_name(enum ember_format f)
-{
-	return (unsigned)f < EMBER_FORMAT_MAX ? formats[f].name : "?";
-}
-
-const char *ember_format_suffix(enum ember_format f)
-{
-	return (unsigned)f < EMBER_FORMAT_MAX ? formats[f].suffix : "";
-}
-
-int ember_format_from_path(const char *path, enum ember_format *out)
-{
-	for (int f = 0; f < EMBER_FORMAT_MAX; f++)
-		if (ember_str_ends_with(path, formats[f].suffix)) {
-			*out = (enum ember_format)f;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 int ember_format_encode(enum ember_format f, const struct ember_profile *p, char **buf, size_t *len)
 {
@@ -69,7 +35,7 @@ int ember_format_encode(enum ember_format f, const struct ember_profile *p, char
 	mem = open_memstream(buf, len);
 	if (!mem)
 		return -ENOMEM;
-	err = formats[f].write(p, mem);
+	err = writers[f](p, mem);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
 	if (err) {

@@ -9,29 +9,14 @@
 
 #include <stddef.h>
 
+#include "shared/formats.h"
 #include "symbolizer/profile/profile.h"
-
-enum ember_format {
-	EMBER_FORMAT_FOLDED = 0,
-	EMBER_FORMAT_PPROF,
-	EMBER_FORMAT_HTML,
-	EMBER_FORMAT_OTLP,
-	EMBER_FORMAT_MAX,
-};
 
 struct ember_output {
 	int fd;
 	enum ember_format format;
 	char path[256]; /* for messages only */
 };
-
-/* "folded", "pprof", "html", "otlp" -> format. Returns 0 or -EINVAL. */
-int ember_format_parse(const char *name, enum ember_format *out);
-const char *ember_format_name(enum ember_format f);
-/* The file-name suffix of a format (".folded", ".pb.gz", ".html", ".otlp"). */
-const char *ember_format_suffix(enum ember_format f);
-/* The format a file name implies (".folded", ".pb.gz", ".html", ".otlp"); -EINVAL if none. */
-int ember_format_from_path(const char *path, enum ember_format *out);
 
 /* Encodes p in the given format into a malloc'd buffer. */
 int ember_format_encode(enum ember_format f, const struct ember_profile *p, char **buf,
