@@ -135,17 +135,6 @@ static int opt_off_cpu(struct cli *c, const char *arg)
 	return 0;
 }
 
-static int opt_log_level(struct cli *c, const char *arg)
-{
-	enum ember_log_level level;
-
-	if (ember_log_level_parse(arg, &level))
-		return usage_error(c->cmd, "bad log level '%s'", arg);
-	c->o.log_level = arg;
-	ember_log_set_level(level);
-	return 0;
-}
-
 static int opt_ring_size(struct cli *c, const char *arg)
 {
 	uint64_t bytes;
@@ -166,6 +155,17 @@ static int opt_pass(struct cli *c, const char *arg)
 	c->pass[c->npass++] = pass;
 	c->o.symbolizer_args = c->pass;
 	return 0;
+}
+
+/* The collector's, and the symbolizer's as it is handed on. */
+static int opt_log_level(struct cli *c, const char *arg)
+{
+	enum ember_log_level level;
+
+	if (ember_log_level_parse(arg, &level))
+		return usage_error(c->cmd, "bad log level '%s'", arg);
+	ember_log_set_level(level);
+	return opt_pass(c, arg);
 }
 
 #define RECORD 1u /* ember record */
@@ -451,7 +451,6 @@ static int cmd_record(int argc, char **argv, bool daemon)
 	c.o.sample_hz = DEFAULT_HZ;
 	c.o.off_cpu_min_ns = EMBER_OFF_CPU_OFF;
 	c.o.progress = !daemon && isatty(STDERR_FILENO);
-	c.o.log_level = "info";
 	if ((code = parse(&c, argc, argv)) >= 0 || (code = validate(&c)) >= 0)
 		return code;
 	return run(&c);

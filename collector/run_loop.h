@@ -47,8 +47,7 @@ struct ember_record_opts {
 	uid_t uid;
 	gid_t gid;
 	size_t ring_size;
-	bool progress; /* draw a progress line on stderr */
-	const char *log_level;
+	bool progress;                      /* draw a progress line on stderr */
 	const char *socket_path;            /* daemon: listen here instead of starting a child */
 	const char *debug_dir;              /* broker: where debug files by build id live */
 	const char *const *symbolizer_args; /* passed through, NULL-terminated */

@@ -77,8 +77,6 @@ int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *p
 	argv[argc++] = "--socket-fd=3";
 	argv[argc++] = uid;
 	argv[argc++] = gid;
-	argv[argc++] = "--log-level";
-	argv[argc++] = o->log_level ? o->log_level : "info";
 	for (size_t i = 0; i < o->noutputs; i++) {
 		snprintf(outs[i], sizeof(outs[i]), "%d:%s:%s", CHILD_FIRST_OUT + (int)i,
 		         o->outputs[i].format, o->outputs[i].path);
