@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	    "usage: ember-symbolizer --output-dir DIR [OPTIONS]     (daemon)\n"
 	    "       ember-symbolizer --socket-fd=N --uid UID --gid GID [--output-fd "
 	    "N:FORMAT:PATH]...\n"
-	    "                                                        (started by `ember record`)\n"
+	    "         [--progress=SECONDS]                           (started by `ember record`)\n"
 	    "       ember-symbolizer report|diff|top|check ARGS...    (`ember report`, ...)\n"
 	    "       (named ember: every command of ember but record, which ember execs it with)\n"
 	    "       ember-symbolizer find-cgroup unit|container|pod NAME [UID GID]  (--unit, ...)\n"
