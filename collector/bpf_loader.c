@@ -70,17 +70,14 @@ static int open_cpu_clock(int cpu, unsigned int hz)
 	return fd < 0 ? neg_errno() : fd;
 }
 
+/* The link owns its perf event: destroying it closes the event too. */
 static void close_cpu(struct ember_bpf *b, int cpu)
 {
-	if (b->links[cpu]) {
-		bpf_link__destroy(b->links[cpu]);
-		b->links[cpu] = NULL;
-	}
-	if (b->perf_fds[cpu] >= 0) {
-		close(b->perf_fds[cpu]);
-		b->perf_fds[cpu] = -1;
-		b->attached_cpus--;
-	}
+	if (!b->links[cpu])
+		return;
+	bpf_link__destroy(b->links[cpu]);
+	b->links[cpu] = NULL;
+	b->attached_cpus--;
 }
 
 static int attach_cpu(struct ember_bpf *b, int cpu)
@@ -96,7 +93,6 @@ static int attach_cpu(struct ember_bpf *b, int cpu)
 		close(fd);
 		return err;
 	}
-	b->perf_fds[cpu] = fd;
 	b->attached_cpus++;
 	return 0;
 }
@@ -115,7 +111,7 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 			close_cpu(b, cpu);
 			continue;
 		}
-		if (b->perf_fds[cpu] >= 0)
+		if (b->links[cpu])
 			continue;
 		err = attach_cpu(b, cpu);
 		if (err && err != -ENODEV)
@@ -250,14 +246,11 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0)
 		return b->ncpus ? b->ncpus : -ENODEV;
-	b->perf_fds = malloc((size_t)b->ncpus * sizeof(*b->perf_fds));
 	b->links = calloc((size_t)b->ncpus, sizeof(*b->links));
-	if (!b->perf_fds || !b->links) {
+	if (!b->links) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (int i = 0; i < b->ncpus; i++)
-		b->perf_fds[i] = -1;
 
 	err = load_sampler(b, o);
 	if (err) {
@@ -322,12 +315,11 @@ void ember_bpf_stop_sampling(struct ember_bpf *b)
 
 void ember_bpf_destroy(struct ember_bpf *b)
 {
-	if (b->perf_fds)
+	if (b->links)
 		ember_bpf_stop_sampling(b);
 	ring_buffer__free(b->rings);
 	proc_bpf__destroy(b->proc);
 	sampler_bpf__destroy(b->sampler);
-	free(b->perf_fds);
 	free(b->links);
 	memset(b, 0, sizeof(*b));
 }

@@ -38,8 +38,7 @@ struct ember_bpf {
 	struct proc_bpf *proc;
 	struct ring_buffer *rings;
 	int ncpus;               /* possible CPUs */
-	int *perf_fds;           /* per CPU, -1 when not open */
-	struct bpf_link **links; /* per CPU */
+	struct bpf_link **links; /* per CPU, NULL when not sampled; each owns its perf event */
 	unsigned int sample_hz;
 	int attached_cpus;
 	bool enabled;
