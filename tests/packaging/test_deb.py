@@ -199,7 +199,9 @@ def test_unit_selection_under_the_hardened_unit():
         log("  " + box().sh("journalctl -u ember-collector --no-pager | grep -E 'sampling unit' | tail -1",
                             check=False).stdout.strip())
         log(f"  {new[1]}: samples per command {counts}")
-        assert set(counts) == {"busy_in"} and counts["busy_in"] > 50, counts
+        # 3 s at 49 Hz is up to 147 samples of a busy loop; on a loaded 2-core host it gets far
+        # less CPU (41-47 at load 24), and busy_out as much: a share of either shows here.
+        assert set(counts) == {"busy_in"} and counts["busy_in"] >= 10, counts
     finally:
         box().sh("systemctl stop ember-busy-in ember-busy-out", check=False)
         conf("--interval 10s --keep 60 --format folded --format pprof")
