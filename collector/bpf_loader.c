@@ -158,8 +158,8 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		return err;
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
-	b->unwind_procs_fd = bpf_map__fd(b->sampler->maps.unwind_procs);
-	b->py_procs_fd = bpf_map__fd(b->sampler->maps.py_procs);
+	b->proc_map_fds[0] = bpf_map__fd(b->sampler->maps.unwind_procs);
+	b->proc_map_fds[1] = bpf_map__fd(b->sampler->maps.py_procs);
 	return 0;
 }
 

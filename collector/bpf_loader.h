@@ -44,8 +44,9 @@ struct ember_bpf {
 	bool enabled;
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
-	int unwind_procs_fd;
-	int py_procs_fd; /* the Python walker's rows (bpf/python.bpf.h) */
+	/* Keyed by process: the unwinder's mapping lists, the Python walker's rows
+	 * (bpf/python.bpf.h). */
+	int proc_map_fds[2];
 };
 
 /*

@@ -20,7 +20,7 @@
 struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */
 	struct ember_procs *procs;
-	int unwind_procs_fd; /* the unwinder's map of mapping lists: an exit deletes its entry */
+	int proc_map_fds[2]; /* as ember_bpf's: an exit deletes the process's entries */
 	uint64_t samples;    /* copied into the sample ring */
 	uint64_t malformed;  /* records from the kernel of an impossible size */
 	uint64_t pending_lost[EMBER_LOST_REASONS]; /* not yet reported in a LOST record */

@@ -533,14 +533,14 @@ static int setup(struct recorder *r)
 	}
 	bo.npids = o->npids;
 	err = ember_bpf_start(&r->bpf, &bo);
-	r->drain.unwind_procs_fd = r->bpf.unwind_procs_fd;
+	memcpy(r->drain.proc_map_fds, r->bpf.proc_map_fds, sizeof(r->drain.proc_map_fds));
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
 		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
-		                        r->bpf.unwind_blocks_fd, r->bpf.unwind_procs_fd, 0);
+		                        r->bpf.unwind_blocks_fd, r->bpf.proc_map_fds[0], 0);
 	if (err)
 		return err;
-	r->tables.py_procs_fd = r->bpf.py_procs_fd;
+	r->tables.py_procs_fd = r->bpf.proc_map_fds[1];
 	r->peer.tables = &r->tables;
 	r->start_ns = ember_monotonic_ns();
 	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
