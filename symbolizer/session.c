@@ -404,8 +404,10 @@ static int look_ahead(struct session *s, uint64_t until)
 {
 	uint64_t now = ember_monotonic_ns();
 
-	/* Reloads after exec, and the processes running at the start a slice at a time. */
-	if (s->unwind_work_ns && s->unwind_work_ns <= now)
+	/* Reloads after exec, and the processes running at the start a slice at a time; not
+	 * while over the memory budget (a process that misses its tables loads them at its
+	 * sample). */
+	if (s->unwind_work_ns && s->unwind_work_ns <= now && !ember_symbolizer_shedding(&s->sym))
 		s->unwind_work_ns = ember_unwind_work(&s->unwind, now, now + UNWIND_SLICE_NS);
 	scan_execs(s);
 	/* With the results of stack copies awaiting symbolization, wait for it. */
@@ -857,6 +859,7 @@ int ember_session_run(const struct ember_session_opts *o)
 		err = ember_python_init(&s->python, &s->broker);
 	s->python.off = o->no_python;
 	s->sym.python = o->no_python ? NULL : &s->python;
+	s->sym.unwind = &s->unwind;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;

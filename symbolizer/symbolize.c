@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/param.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -584,26 +585,54 @@ static void relax(struct ember_symbolizer *s, size_t rss)
 		log_info("memory: back within budget (%zu MiB resident): files are read again",
 		         rss >> 20);
 	}
-	if (room > limit / 8)
+	if (room > limit / 8) {
 		ember_objcache_set_limit(&s->objs, ember_objcache_limit(&s->objs) + room / 2);
+		if (s->unwind)
+			ember_unwind_set_rows_limit(s->unwind,
+			                            ember_unwind_rows_limit(s->unwind) + room / 4);
+	}
 }
 
-/* Over budget: memory back to the system, then the caches, then the work. */
+/* Resident bytes the budget covers now. */
+static size_t covered_rss(struct ember_symbolizer *s, size_t exclude)
+{
+	size_t rss = ember_mem_rss(&s->budget);
+
+	return rss > exclude ? rss - exclude : 0;
+}
+
+/*
+ * The caches keep an eighth of the budget free for a moment's work (a large
+ * file parsed, a table built, an interval written), which the budget must
+ * hold too: past EMBER_BUDGET_HIGH, memory goes back to the system, then
+ * the caches shrink to EMBER_BUDGET_TARGET; past the budget itself, the
+ * work is shed.
+ */
+#define EMBER_BUDGET_HIGH(limit)   ((limit) - (limit) / 16)
+#define EMBER_BUDGET_TARGET(limit) ((limit) - (limit) / 8)
+
 static void keep_budget(struct ember_symbolizer *s, size_t exclude, uint64_t now_ns)
 {
-	size_t rss = ember_mem_rss(&s->budget), over = ember_mem_over(&s->budget, rss, exclude);
-	size_t cache;
+	size_t limit = s->budget.limit, rss = covered_rss(s, exclude), over;
+	size_t cache, rows, from_rows;
 
-	if (!over) {
-		relax(s, rss > exclude ? rss - exclude : 0);
+	if (rss <= EMBER_BUDGET_HIGH(limit)) {
+		relax(s, rss);
 		return;
 	}
-	s->budget_exceeded++;
+	s->budget_exceeded += rss > limit;
 	ember_mem_release(&s->budget);
-	over = ember_mem_over(&s->budget, ember_mem_rss(&s->budget), exclude);
-	if (!over)
+	rss = covered_rss(s, exclude);
+	if (rss <= EMBER_BUDGET_HIGH(limit))
 		return;
+	over = rss - EMBER_BUDGET_TARGET(limit);
+	/* The stack copies' rows and the object cache each give their share. */
 	cache = ember_objcache_bytes(&s->objs);
+	rows = s->unwind ? ember_unwind_rows_bytes(s->unwind) : 0;
+	from_rows = rows ? (size_t)((double)over * rows / (double)(rows + cache)) : 0;
+	if (s->unwind)
+		from_rows = ember_unwind_set_rows_limit(s->unwind, rows - MIN(rows, from_rows));
+	over -= MIN(over, from_rows);
 	ember_objcache_set_limit(&s->objs, cache > over + EMBER_OBJCACHE_FLOOR_BYTES
 	                                       ? cache - over
 	                                       : EMBER_OBJCACHE_FLOOR_BYTES);
@@ -626,13 +655,41 @@ static void keep_budget(struct ember_symbolizer *s, size_t exclude, uint64_t now
 
 void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t exclude)
 {
-	if (now_ns - s->last_budget_check_ns < EMBER_BUDGET_CHECK_NS)
-		return;
+	if (now_ns - s->last_budget_check_ns < EMBER_BUDGET_CHECK_NS) {
+		/* Met within the moment, not a second later: a large file parsed, many tables
+		 * built. */
+		size_t rss;
+
+		if (s->shedding || now_ns - s->last_budget_peek_ns < EMBER_BUDGET_PEEK_NS)
+			return;
+		s->last_budget_peek_ns = now_ns;
+		rss = ember_mem_rss(&s->budget);
+		/* Near the budget, the pages lookups read of cached files go back first. */
+		if (rss > exclude && rss - exclude > s->budget.limit - s->budget.limit / 8) {
+			ember_objcache_release_pages(&s->objs);
+			rss = ember_mem_rss(&s->budget);
+		}
+		if (rss <= exclude || rss - exclude <= EMBER_BUDGET_HIGH(s->budget.limit))
+			return;
+		s->budget_peeks_over++;
+	}
 	s->last_budget_check_ns = now_ns;
 	ember_processes_sweep(&s->procs, now_ns);
 	/* Cached files are mapped: what lookups read of them goes back each second. */
 	ember_objcache_release_pages(&s->objs);
 	keep_budget(s, exclude, now_ns);
+	/* A table built for the unwinder takes what is left (its rows, while they are built). */
+	if (s->unwind) {
+		size_t rss = ember_mem_rss(&s->budget), used = rss > exclude ? rss - exclude : 0;
+
+		ember_unwind_set_build_bytes(
+		    s->unwind, used < s->budget.limit ? s->budget.limit - used : 1 /* the floor */);
+	}
+}
+
+bool ember_symbolizer_shedding(const struct ember_symbolizer *s)
+{
+	return s->shedding;
 }
 
 void ember_symbolizer_release_memory(struct ember_symbolizer *s)
@@ -685,6 +742,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	}
 	ember_profile_stat_set(p, "memory.budget_exceeded", s->budget_exceeded);
 	ember_profile_stat_set(p, "memory.shed_periods", s->budget_shed_periods);
+	ember_profile_stat_set(p, "memory.over_between_checks", s->budget_peeks_over);
 	ember_objcache_report_stats(&s->objs, p);
 	ember_kallsyms_report_stats(&s->ksyms, p);
 	ember_processes_report_stats(&s->procs, p, s->want_process_facts);

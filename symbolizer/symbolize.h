@@ -33,8 +33,13 @@
 #include "symbolizer/profile/profile.h"
 #include "bpf/records.h"
 
-#define EMBER_KALLSYMS_RELOAD_NS   (60ull * 1000000000ull)
-#define EMBER_BUDGET_CHECK_NS      (1000ull * 1000000ull)
+struct ember_unwind;
+
+#define EMBER_KALLSYMS_RELOAD_NS (60ull * 1000000000ull)
+#define EMBER_BUDGET_CHECK_NS    (1000ull * 1000000ull)
+/* Between checks, how often the resident size alone is read (a file parsed can pass the
+ * budget in far less than a second). */
+#define EMBER_BUDGET_PEEK_NS       (50ull * 1000000ull)
 #define EMBER_OBJCACHE_FLOOR_BYTES (2u << 20) /* the budget never shrinks the cache below */
 
 struct ember_symbolizer_opts {
@@ -54,6 +59,7 @@ struct ember_symbolizer {
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
 	struct ember_python *python; /* CPython frames; NULL: shown as [unknown] */
+	struct ember_unwind *unwind; /* its row cache shrinks for the budget too; NULL: none */
 	struct ember_mem_budget budget;
 	bool ksyms_tried;
 	uint64_t ksyms_loaded_ns;
@@ -61,7 +67,7 @@ struct ember_symbolizer {
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	bool want_process_facts;
 	bool shedding; /* over budget with the caches at their floor: no new files read */
-	uint64_t last_budget_check_ns;
+	uint64_t last_budget_check_ns, last_budget_peek_ns;
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
 	/* Counters for the run statistics. */
@@ -73,6 +79,7 @@ struct ember_symbolizer {
 	uint64_t inline_frames;
 	uint64_t off_cpu_samples, off_cpu_ns;
 	uint64_t budget_exceeded, budget_shed_periods;
+	uint64_t budget_peeks_over; /* peeks between checks that found the caches must shrink */
 };
 
 /* Opens /proc/self/statm for the budget: call before the sandbox. */
@@ -109,12 +116,15 @@ void ember_symbolizer_collector_memory(struct ember_symbolizer *s, uint64_t rss,
 
 /*
  * Housekeeping, called often (it works at most once per
- * EMBER_BUDGET_CHECK_NS): frees the state of processes that exited or went
- * idle, and keeps the memory budget. exclude: resident bytes the budget
- * does not cover (the whole-run profile of `ember record`, which the user
- * asked to keep).
+ * EMBER_BUDGET_CHECK_NS, or sooner when a peek at the resident size every
+ * EMBER_BUDGET_PEEK_NS finds it near the budget): frees the state of
+ * processes that exited or went idle, and keeps the memory budget.
+ * exclude: resident bytes the budget does not cover (the whole-run profile
+ * of `ember record`, which the user asked to keep).
  */
 void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t exclude);
+/* Over the budget with the caches shrunk: work that can wait (loading tables ahead) waits. */
+bool ember_symbolizer_shedding(const struct ember_symbolizer *s);
 /* Call after ember_profile_reset: forgets ids of the old profile. */
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s);
 /* An interval was written: gives the memory it held back to the system. */

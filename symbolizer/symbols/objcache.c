@@ -243,7 +243,11 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 		o->has_hash = true;
 	}
 	o->bytes = o->bytes_fresh = measured(o, before);
-	o->touched = true; /* parsing read pages of the file */
+	/* What parsing read of the file (symbol tables, now copied; DWARF headers) goes
+	 * back at once: a large file's pages would otherwise stay resident until the next
+	 * ember_objcache_release_pages, tens of MiB for a few files parsed in a second. */
+	if (!o->error)
+		ember_objfile_release_pages(&o->file);
 	make_room(c, o->bytes, NULL);
 	if (ember_slots_add(&c->slots, key, sizeof(*key), &slot) < 0) {
 		obj_destroy(o);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 
 #include "shared/bytes.h"
 #include "shared/vec.h"
@@ -822,7 +823,7 @@ static int parse_section(struct ember_cfi_builder *b, Elf_Scn *scn, const GElf_S
 	return ember_cfi_parse(b, d->d_buf, d->d_size, sh->sh_addr, kind);
 }
 
-static int from_elf(Elf *elf, struct ember_unwind_rows *out)
+static int from_elf(Elf *elf, size_t max_rows, struct ember_unwind_rows *out)
 {
 	Elf_Scn *scn = NULL, *eh = NULL, *dbg = NULL;
 	GElf_Shdr eh_sh, dbg_sh, sh;
@@ -850,7 +851,8 @@ static int from_elf(Elf *elf, struct ember_unwind_rows *out)
 	}
 	if (!eh && !dbg)
 		return -ENOENT;
-	ember_cfi_builder_init(&b, EMBER_UNWIND_MAX_TABLE_ROWS);
+	ember_cfi_builder_init(&b, max_rows ? MIN(max_rows, EMBER_UNWIND_MAX_TABLE_ROWS)
+	                                    : EMBER_UNWIND_MAX_TABLE_ROWS);
 	/* .eh_frame first: where both describe an address, it wins. */
 	if (eh)
 		err = parse_section(&b, eh, &eh_sh, EMBER_CFI_EH_FRAME);
@@ -862,7 +864,8 @@ static int from_elf(Elf *elf, struct ember_unwind_rows *out)
 	return err;
 }
 
-int ember_cfi_from_elf(const void *image, size_t len, struct ember_unwind_rows *out)
+int ember_cfi_from_elf(const void *image, size_t len, size_t max_rows,
+                       struct ember_unwind_rows *out)
 {
 	Elf *elf;
 	int err;
@@ -870,12 +873,12 @@ int ember_cfi_from_elf(const void *image, size_t len, struct ember_unwind_rows *
 	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)image, len);
-	err = from_elf(elf, out);
+	err = from_elf(elf, max_rows, out);
 	elf_end(elf);
 	return err;
 }
 
-int ember_cfi_from_fd(int fd, struct ember_unwind_rows *out)
+int ember_cfi_from_fd(int fd, size_t max_rows, struct ember_unwind_rows *out)
 {
 	Elf *elf;
 	int err;
@@ -883,7 +886,7 @@ int ember_cfi_from_fd(int fd, struct ember_unwind_rows *out)
 	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = from_elf(elf, out);
+	err = from_elf(elf, max_rows, out);
 	elf_end(elf);
 	return err;
 }

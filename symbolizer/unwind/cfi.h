@@ -47,6 +47,10 @@ struct ember_unwind_rows {
 	size_t count;
 };
 
+/* Memory a build may hold per row: a raw row (16 bytes) in an array grown by
+ * doubling, then the finished row (8). */
+#define EMBER_CFI_BUILD_BYTES_PER_ROW 40
+
 void ember_cfi_builder_init(struct ember_cfi_builder *b, size_t max_rows);
 void ember_cfi_builder_free(struct ember_cfi_builder *b);
 
@@ -73,11 +77,14 @@ const struct ember_unwind_row *ember_unwind_rows_find(const struct ember_unwind_
 
 /*
  * Builds the table of an ELF image in memory (.eh_frame, then .debug_frame
- * for what it does not cover). Returns 0, -ENOEXEC (not an x86-64 ELF),
- * -ENOENT (no CFI) or another negative errno.
+ * for what it does not cover), of at most max_rows rows (0:
+ * EMBER_UNWIND_MAX_TABLE_ROWS; building takes up to EMBER_CFI_BUILD_BYTES_PER_ROW
+ * bytes a row). Returns 0, -ENOEXEC (not an x86-64 ELF), -ENOENT (no CFI),
+ * -E2BIG (more rows) or another negative errno.
  */
-int ember_cfi_from_elf(const void *image, size_t len, struct ember_unwind_rows *out);
+int ember_cfi_from_elf(const void *image, size_t len, size_t max_rows,
+                       struct ember_unwind_rows *out);
 /* Same, for the ELF file open at fd. */
-int ember_cfi_from_fd(int fd, struct ember_unwind_rows *out);
+int ember_cfi_from_fd(int fd, size_t max_rows, struct ember_unwind_rows *out);
 
 #endif

@@ -100,6 +100,7 @@ int ember_unwind_init(struct ember_unwind *u, struct ember_broker_client *broker
 
 	memset(u, 0, sizeof(*u));
 	u->broker = broker;
+	u->rows_limit = EMBER_UNWIND_KEEP_ROWS_BYTES;
 	err = ember_slots_init(&u->files, sizeof(struct ember_unwind_file), EMBER_UNWIND_MAX_TABLES,
 	                       file_eq);
 	if (!err)
@@ -260,14 +261,12 @@ static void drop_rows(struct ember_unwind *u, struct ember_unwind_file *f)
 	ember_unwind_rows_free(&f->rows);
 }
 
-/* Keeps rows for stack copies, within EMBER_UNWIND_KEEP_ROWS_BYTES: the least recently used go. */
-static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
-                      struct ember_unwind_rows *rows, uint64_t now_ns)
+/* Drops the least recently used rows until `bytes` more fit within the cap; returns how many. */
+static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes)
 {
-	uint64_t bytes = rows->count * sizeof(*rows->rows);
+	uint64_t dropped = 0;
 
-	drop_rows(u, f);
-	while (u->rows_bytes && u->rows_bytes + bytes > EMBER_UNWIND_KEEP_ROWS_BYTES) {
+	while (u->rows_bytes && u->rows_bytes + bytes > u->rows_limit) {
 		struct ember_unwind_file *oldest = NULL, *g;
 
 		for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
@@ -277,9 +276,20 @@ static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
 		if (!oldest)
 			break;
 		drop_rows(u, oldest);
-		u->rows_evicted++;
+		dropped++;
 	}
-	if (bytes > EMBER_UNWIND_KEEP_ROWS_BYTES) {
+	return dropped;
+}
+
+/* Keeps rows for stack copies, within u->rows_limit: the least recently used go. */
+static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
+                      struct ember_unwind_rows *rows, uint64_t now_ns)
+{
+	uint64_t bytes = rows->count * sizeof(*rows->rows);
+
+	drop_rows(u, f);
+	u->rows_evicted += make_room_for_rows(u, bytes);
+	if (bytes > u->rows_limit) {
 		ember_unwind_rows_free(rows);
 		return;
 	}
@@ -290,8 +300,10 @@ static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
 }
 
 /* The rows of the file open at fd, or of the vDSO when fd < 0. */
-static int file_rows(struct ember_unwind_file *f, int fd, struct ember_unwind_rows *rows)
+static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd,
+                     struct ember_unwind_rows *rows)
 {
+	size_t max_rows = u->build_bytes ? u->build_bytes / EMBER_CFI_BUILD_BYTES_PER_ROW : 0;
 	const void *image = NULL;
 	size_t len = fd < 0 ? vdso_image(&image) : 0;
 	uint64_t faults = ember_sigbus_guard_count();
@@ -305,7 +317,10 @@ static int file_rows(struct ember_unwind_file *f, int fd, struct ember_unwind_ro
 	err = read_segments(elf, f);
 	elf_end(elf);
 	if (!err)
-		err = fd < 0 ? ember_cfi_from_elf(image, len, rows) : ember_cfi_from_fd(fd, rows);
+		err = fd < 0 ? ember_cfi_from_elf(image, len, max_rows, rows)
+		             : ember_cfi_from_fd(fd, max_rows, rows);
+	if (err == -E2BIG && max_rows && max_rows < EMBER_UNWIND_MAX_TABLE_ROWS)
+		u->tables_deferred_for_budget++;
 	if (!err && (!rows->count || rows->count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
 	/* The file shrank while it was read: the rows may hold its lost pages as
@@ -324,7 +339,7 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 {
 	struct ember_unwind_file *f = file_at(u, slot);
 	struct ember_unwind_rows rows = {0};
-	int err = file_rows(f, fd, &rows);
+	int err = file_rows(u, f, fd, &rows);
 
 	if (!err)
 		err = send_table(u, slot, &rows);
@@ -405,12 +420,29 @@ static void release_file(struct ember_unwind *u, uint32_t slot, uint64_t now_ns)
 		f->idle_since_ns = now_ns;
 }
 
+static void remove_proc(struct ember_unwind *u, uint32_t slot, uint64_t now_ns);
+
+/* Forgets processes whose loads gave nothing for EMBER_UNWIND_RELOAD_MAX_NS: refused (gone
+ * already, most likely), they hold nothing here or in the collector. */
+static void sweep_procs(struct ember_unwind *u, uint64_t now_ns)
+{
+	struct ember_unwind_process *p;
+
+	for (uint32_t slot = 0; slot < ember_slots_end(&u->procs); slot++)
+		if ((p = proc_at(u, slot)) && !p->nmaps && !p->nfiles && p->loaded_ns &&
+		    now_ns - p->loaded_ns >= EMBER_UNWIND_RELOAD_MAX_NS) {
+			remove_proc(u, slot, now_ns);
+			u->procs_gone++;
+		}
+}
+
 /* Drops the tables no process has mapped for EMBER_UNWIND_IDLE_DROP_NS. */
 static void sweep(struct ember_unwind *u, uint64_t now_ns)
 {
 	if (now_ns - u->last_sweep_ns < SWEEP_EVERY_NS)
 		return;
 	u->last_sweep_ns = now_ns;
+	sweep_procs(u, now_ns);
 	for (uint32_t slot = 0; slot < ember_slots_end(&u->files); slot++) {
 		struct ember_unwind_file *f = ember_slots_get(&u->files, slot);
 
@@ -537,6 +569,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	uint32_t n = 0, nfiles = 0, *files = NULL;
 	uint64_t digest = 0xcbf29ce484222325ull, read_ns;
 	struct ember_maps pm;
+	int err;
 
 	if (!p || u->disabled)
 		return;
@@ -550,7 +583,22 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	u->process_loads++;
 	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
 	read_ns = ember_monotonic_ns();
-	if (ember_process_fetch_maps(u->broker, pid, &pm)) {
+	err = ember_process_fetch_maps(u->broker, pid, &pm);
+	/* Gone, or a zombie (no mappings left): its exit was met already, and this entry,
+	 * made for a sample that came after the exit or for a process listed at start, would
+	 * stay for good. Refused (the collector forgot it at its exit, or never saw it): kept
+	 * for the back-off, and swept (sweep_procs) if nothing comes of it. */
+	if ((err == -ESRCH || err == -ENOENT || (!err && !pm.count)) && !p->nmaps && !p->nfiles) {
+		uint32_t slot;
+
+		if (!err)
+			ember_maps_free(&pm);
+		if (!ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
+			remove_proc(u, slot, now_ns);
+		u->procs_gone++;
+		return;
+	}
+	if (err) {
 		back_off(p);
 		return;
 	}
@@ -768,7 +816,7 @@ static const struct ember_unwind_rows *slot_rows(struct ember_unwind *u, uint32_
 	if (!vdso &&
 	    (fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, start, NULL)) < 0)
 		return NULL;
-	if (!file_rows(f, fd, &rows)) {
+	if (!file_rows(u, f, fd, &rows)) {
 		u->rows_rebuilt++;
 		keep_rows(u, f, &rows, now_ns);
 	}
@@ -878,6 +926,32 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 	return copy != NULL;
 }
 
+size_t ember_unwind_rows_bytes(const struct ember_unwind *u)
+{
+	return (size_t)u->rows_bytes;
+}
+
+size_t ember_unwind_rows_limit(const struct ember_unwind *u)
+{
+	return (size_t)u->rows_limit;
+}
+
+size_t ember_unwind_set_rows_limit(struct ember_unwind *u, size_t bytes)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
+	uint64_t held = u->rows_bytes;
+
+	u->rows_limit =
+	    MIN(MAX(bytes, EMBER_UNWIND_ROWS_FLOOR_BYTES), EMBER_UNWIND_KEEP_ROWS_BYTES);
+	u->rows_evicted_for_budget += make_room_for_rows(u, 0);
+	return (size_t)(held - u->rows_bytes);
+}
+
+void ember_unwind_set_build_bytes(struct ember_unwind *u, size_t bytes)
+{
+	u->build_bytes = bytes ? MAX(bytes, EMBER_UNWIND_BUILD_FLOOR_BYTES) : 0;
+}
+
 void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profile *p)
 {
 	char name[64];
@@ -922,6 +996,13 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.copy.rows_rebuilt", u->rows_rebuilt);
 	ember_profile_stat_set(p, "unwind.copy.rows_evicted", u->rows_evicted);
 	ember_profile_stat_set(p, "unwind.copy.rows_not_rebuilt", u->rows_not_rebuilt);
+	ember_profile_stat_set(p, "unwind.copy.rows_limit", u->rows_limit);
+	ember_profile_stat_set(p, "unwind.copy.rows_evicted_for_budget",
+	                       u->rows_evicted_for_budget);
+	ember_profile_stat_set(p, "unwind.tables_deferred_for_budget",
+	                       u->tables_deferred_for_budget);
+	ember_profile_stat_set(p, "unwind.processes", u->procs.count);
+	ember_profile_stat_set(p, "unwind.processes_gone", u->procs_gone);
 	ember_profile_stat_set(p, "unwind.running.listed", u->running_listed);
 	ember_profile_stat_set(p, "unwind.running.loaded", u->running_loaded);
 	ember_profile_stat_set(p, "unwind.exec_reloads", u->exec_reloads);

@@ -13,7 +13,8 @@
  * A sample taken before its process's tables were loaded carries a copy of
  * its stack (bpf/records.h): it is unwound here (stack_unwind.c) with the
  * process's mapping list and the same rows, kept in memory up to
- * EMBER_UNWIND_KEEP_ROWS_BYTES (the least recently used are rebuilt when
+ * EMBER_UNWIND_KEEP_ROWS_BYTES, less when the memory budget asks
+ * (ember_unwind_set_rows_limit; the least recently used are rebuilt when
  * needed again, at most every EMBER_UNWIND_REBUILD_NS: a host whose tables
  * outgrow the cache leaves some copies incomplete rather than rebuild them
  * over and over). The copy is the profiled process's memory: hostile.
@@ -35,11 +36,13 @@
 #include "shared/slots.h"
 #include "bpf/records.h"
 
-#define EMBER_UNWIND_RELOAD_MIN_NS   (2ull * 1000000ull)     /* per process, doubled when useless */
-#define EMBER_UNWIND_RELOAD_MAX_NS   (10ull * 1000000000ull) /* back-off cap */
-#define EMBER_UNWIND_IDLE_DROP_NS    (10ull * 1000000000ull) /* unmapped tables kept this long */
-#define EMBER_UNWIND_MAX_SEGMENTS    16
-#define EMBER_UNWIND_KEEP_ROWS_BYTES (16u << 20) /* rows kept for unwinding stack copies */
+#define EMBER_UNWIND_RELOAD_MIN_NS     (2ull * 1000000ull) /* per process, doubled when useless */
+#define EMBER_UNWIND_RELOAD_MAX_NS     (10ull * 1000000000ull) /* back-off cap */
+#define EMBER_UNWIND_IDLE_DROP_NS      (10ull * 1000000000ull) /* unmapped tables kept this long */
+#define EMBER_UNWIND_MAX_SEGMENTS      16
+#define EMBER_UNWIND_KEEP_ROWS_BYTES   (16u << 20) /* rows kept for unwinding stack copies */
+#define EMBER_UNWIND_ROWS_FLOOR_BYTES  (1u << 20)  /* what the memory budget leaves them */
+#define EMBER_UNWIND_BUILD_FLOOR_BYTES (4u << 20)  /* 100,000 rows: libc's table, many times */
 /* Rows dropped from memory are built again for a stack copy at most this often per file. */
 #define EMBER_UNWIND_REBUILD_NS  (30ull * 1000000000ull)
 #define EMBER_UNWIND_MAX_RUNNING 65536 /* processes waiting for their first load */
@@ -129,7 +132,9 @@ struct ember_unwind {
 	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
 	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;
-	uint64_t rows_bytes; /* kept rows */
+	uint64_t rows_bytes;  /* kept rows */
+	uint64_t rows_limit;  /* EMBER_UNWIND_KEEP_ROWS_BYTES, or less for the memory budget */
+	uint64_t build_bytes; /* what one table's build may take (0: no cap but its rows') */
 	struct ember_unwind_running *running;
 	uint32_t nrunning, running_cap;
 	bool running_sorted;
@@ -144,7 +149,8 @@ struct ember_unwind {
 	uint64_t samples, samples_complete, samples_missed, stops[256];
 	uint64_t samples_complete_kernel, samples_complete_copy;
 	uint64_t copies, copy_bytes, copies_failed, copy_reloads, rows_rebuilt, rows_evicted;
-	uint64_t rows_not_rebuilt;
+	uint64_t rows_not_rebuilt, rows_evicted_for_budget, tables_deferred_for_budget;
+	uint64_t procs_gone; /* forgotten when a load found them gone (their exit met first) */
 	uint64_t running_listed, running_loaded, exec_reloads, exec_reloads_skipped;
 };
 
@@ -181,6 +187,23 @@ uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t dea
 bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
                             const struct ember_stack_copy *copy, const uint8_t *stack,
                             uint64_t now_ns, struct ember_copy_stack *out);
+
+/*
+ * The rows kept for stack copies, in bytes, and their cap: the memory
+ * budget lowers it (at least EMBER_UNWIND_ROWS_FLOOR_BYTES, the least
+ * recently used go at once) and raises it back, up to
+ * EMBER_UNWIND_KEEP_ROWS_BYTES. Returns the bytes freed.
+ */
+size_t ember_unwind_rows_bytes(const struct ember_unwind *u);
+size_t ember_unwind_rows_limit(const struct ember_unwind *u);
+size_t ember_unwind_set_rows_limit(struct ember_unwind *u, size_t bytes);
+/*
+ * The memory one table's build may take (the room the budget leaves, at
+ * least EMBER_UNWIND_BUILD_FLOOR_BYTES; 0: no cap): a file with more rows
+ * than fit waits (30 s) rather than lift the resident
+ * size by tens of MiB for a moment (a large library's table).
+ */
+void ember_unwind_set_build_bytes(struct ember_unwind *u, size_t bytes);
 
 /* "[unwind stopped: reason]" for a stop reason other than EMBER_UNWIND_COMPLETE. */
 const char *ember_unwind_stop_marker(uint32_t reason);

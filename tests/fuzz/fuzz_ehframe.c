@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!copy)
 			return 0;
 		memcpy(copy, data, size);
-		if (!ember_cfi_from_elf(copy, size, &r)) {
+		if (!ember_cfi_from_elf(copy, size, 0, &r)) {
 			check_rows(&r);
 			ember_unwind_rows_free(&r);
 		}

@@ -297,8 +297,18 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 		Elf *elf;
 
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(ember_cfi_from_fd(fd, &r), 0);
+		ck_assert_int_eq(ember_cfi_from_fd(fd, 0, &r), 0);
 		ck_assert_uint_gt(r.count, 100);
+		/* A cap on the rows (the memory budget's room): refused, not cut short. */
+		{
+			struct ember_unwind_rows capped;
+
+			ck_assert_int_eq(ember_cfi_from_fd(fd, r.count / 4, &capped), -E2BIG);
+			ck_assert_ptr_null(capped.rows);
+			ck_assert_int_eq(ember_cfi_from_fd(fd, r.count + 64, &capped), 0);
+			ck_assert_uint_eq(capped.count, r.count);
+			ember_unwind_rows_free(&capped);
+		}
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		cfi = dwarf_getcfi_elf(elf);
 		ck_assert_ptr_nonnull(cfi);
@@ -344,7 +354,7 @@ START_TEST(not_elf)
 	struct ember_unwind_rows r;
 	static const char text[] = "not an ELF file";
 
-	ck_assert_int_eq(ember_cfi_from_elf(text, sizeof(text), &r), -ENOEXEC);
+	ck_assert_int_eq(ember_cfi_from_elf(text, sizeof(text), 0, &r), -ENOEXEC);
 }
 END_TEST
 
@@ -424,7 +434,7 @@ START_TEST(compressed_bomb_is_not_inflated)
 	uint8_t *img;
 
 	mini_elf(secs, 2, NULL, 0, &img, &len);
-	ck_assert_int_eq(ember_cfi_from_elf(img, len, &r), -ENOENT);
+	ck_assert_int_eq(ember_cfi_from_elf(img, len, 0, &r), -ENOENT);
 	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
 	ck_assert_int_lt(ru.ru_maxrss, 200 * 1024); /* KiB: the 600 MiB were never allocated */
 	free(img);

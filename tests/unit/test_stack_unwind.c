@@ -322,7 +322,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *ctx)
 			o->end = o->bias + ph->p_vaddr + ph->p_memsz;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || o->start >= o->end || ember_cfi_from_fd(fd, &o->rows)) {
+	if (fd < 0 || o->start >= o->end || ember_cfi_from_fd(fd, 0, &o->rows)) {
 		if (fd >= 0)
 			close(fd);
 		return 0;

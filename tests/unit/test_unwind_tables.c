@@ -92,8 +92,9 @@ static void serve_request(const union ember_msg *in)
 	if (in->broker_req.what == EMBER_BROKER_MAPS) {
 		fc.maps_requests++;
 		snprintf(path, sizeof(path), "/proc/%u/maps", in->broker_req.pid);
-		fd = atomic_load(&fc.refuse_maps) ? -EPERM : open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && fd != -EPERM)
+		if (atomic_load(&fc.refuse_maps))
+			fd = -EPERM;
+		else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 			fd = -errno;
 	} else if (in->broker_req.what == EMBER_BROKER_MAPPED_FILE) {
 		fc.file_requests++;
@@ -392,6 +393,57 @@ START_TEST(refused_maps_back_off)
 }
 END_TEST
 
+/* A sample that comes after its process's exit record (from another CPU's buffer), or a
+ * process listed at start that is gone by its turn: no entry stays behind. */
+START_TEST(processes_found_gone_are_forgotten)
+{
+	pid_t child = twin();
+	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE,
+	                               .tgid = (uint32_t)child,
+	                               .ustack_len = 1,
+	                               .stack_flags = EMBER_STACK_UNWIND_NO_PROC};
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	sample_at(&s, SEC);
+	ember_unwind_on_running(&u, (uint32_t)child + 1000000, 1);
+	ember_unwind_work(&u, SEC, SEC + SEC);
+	settle();
+	ck_assert_uint_eq(fc.maps_requests, 2);
+	ck_assert_uint_eq(stat_of("unwind.processes"), 0);
+	ck_assert_uint_eq(stat_of("unwind.processes_gone"), 2);
+	ck_assert_ptr_null(last_proc(s.tgid));
+	/* Refused (the collector forgot it at its exit): kept for the back-off, then swept. */
+	atomic_store(&fc.refuse_maps, true);
+	sample_at(&s, 2 * SEC);
+	ck_assert_uint_eq(stat_of("unwind.processes"), 1);
+	s.tgid = (uint32_t)getpid();
+	s.stack_flags = 0;
+	sample_at(&s, 2 * SEC + EMBER_UNWIND_RELOAD_MAX_NS);
+	ck_assert_uint_eq(stat_of("unwind.processes"), 0);
+	ck_assert_uint_eq(stat_of("unwind.processes_gone"), 3);
+}
+END_TEST
+
+/* The memory budget lowers the cap of the rows kept for stack copies, and raises it back. */
+START_TEST(the_budget_shrinks_the_rows_kept)
+{
+	uint32_t self = (uint32_t)getpid();
+	size_t held;
+
+	exec_at(self, SEC);
+	settle();
+	held = ember_unwind_rows_bytes(&u);
+	ck_assert_uint_gt(held, EMBER_UNWIND_ROWS_FLOOR_BYTES / 4);
+	ck_assert_uint_eq(ember_unwind_set_rows_limit(&u, 0), held - ember_unwind_rows_bytes(&u));
+	ck_assert_uint_eq(ember_unwind_rows_limit(&u), EMBER_UNWIND_ROWS_FLOOR_BYTES);
+	ck_assert_uint_le(ember_unwind_rows_bytes(&u), EMBER_UNWIND_ROWS_FLOOR_BYTES);
+	ck_assert_uint_eq(ember_unwind_set_rows_limit(&u, SIZE_MAX), 0);
+	ck_assert_uint_eq(ember_unwind_rows_limit(&u), EMBER_UNWIND_KEEP_ROWS_BYTES);
+	ck_assert_uint_eq(stat_of("unwind.copy.rows_limit"), EMBER_UNWIND_KEEP_ROWS_BYTES);
+}
+END_TEST
+
 START_TEST(a_closed_collector_disables_the_tables)
 {
 	uint32_t self = (uint32_t)getpid();
@@ -468,6 +520,8 @@ static Suite *unwind_tables_suite(void)
 	tcase_add_test(tc, tables_are_built_once_and_shared);
 	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
 	tcase_add_test(tc, refused_maps_back_off);
+	tcase_add_test(tc, processes_found_gone_are_forgotten);
+	tcase_add_test(tc, the_budget_shrinks_the_rows_kept);
 	tcase_add_test(tc, a_closed_collector_disables_the_tables);
 	tcase_add_test(tc, exec_keeps_maps_read_after_it_and_drops_older_ones);
 	tcase_add_test(tc, stop_markers_name_every_reason);
