@@ -406,7 +406,7 @@ START_TEST(processes_found_gone_are_forgotten)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	sample_at(&s, SEC);
-	ember_unwind_on_running(&u, (uint32_t)child + 1000000, 1);
+	ember_unwind_on_running(&u, (1u << 22) + 7, 1); /* past the largest pid_max: none */
 	ember_unwind_work(&u, SEC, SEC + SEC);
 	settle();
 	ck_assert_uint_eq(fc.maps_requests, 2);
