@@ -26,12 +26,19 @@
  * A sample whose user stack leads where no unwind table is loaded yet (the
  * first samples of a process) carries the top of that stack, up to this
  * many bytes, for the symbolizer to unwind. The copies of a CPU's samples
- * add at most as many bytes as those samples carry themselves, plus a burst
- * of EMBER_STACK_COPY_BURST (bpf/stack_copy.bpf.h): at most twice the bytes
- * of the stacks alone, over any second that is not the first.
+ * add at most as many bytes as those samples carry themselves, or the burst
+ * lent at the start if that is more (bpf/stack_copy.bpf.h): at most twice
+ * the bytes of the stacks alone over a run longer than the burst's
+ * repayment (some ten seconds). The burst follows the sampling frequency, up
+ * to EMBER_STACK_COPY_BURST_MAX.
  */
-#define EMBER_MAX_STACK_COPY   (16u << 10)
-#define EMBER_STACK_COPY_BURST (256u << 10)
+#define EMBER_MAX_STACK_COPY          (16u << 10)
+#define EMBER_STACK_COPY_BURST_PER_HZ (2u << 10)
+#define EMBER_STACK_COPY_BURST_MAX    (256u << 10)
+#define EMBER_STACK_COPY_BURST(hz)                                                                 \
+	((__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ < EMBER_STACK_COPY_BURST_MAX                    \
+	     ? (__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ                                           \
+	     : EMBER_STACK_COPY_BURST_MAX)
 
 /*
  * What to sample (select.bpf.h): processes by PID, at most EMBER_SELECT_MAX_PIDS at once (a

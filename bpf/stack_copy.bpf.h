@@ -7,9 +7,17 @@
  * only samples that miss tables take one; a copy ends at the top of the
  * thread's stack when that is near (at most EMBER_MAX_STACK_COPY bytes); and
  * each CPU has a byte budget for them, a bucket that every sample fills with
- * its own size and every copy empties, holding at most copy_burst bytes (and
- * full at the start): copies add at most the bytes of the samples they ride
- * on, plus the burst and one copy. Whether a sample may copy does not depend
+ * its own size and every copy empties, holding at most copy_burst bytes. It
+ * starts full, but the burst is a loan: the first copy_burst bytes a CPU's
+ * samples carry repay it and fill nothing. So a CPU's copies add at most
+ * max(the bytes of its samples, copy_burst) plus one copy: a run whose
+ * samples carry more than the burst stays within twice the bytes of its
+ * stacks alone, however short, and the first moments, when the running
+ * processes' tables are not loaded yet, still get the burst at once. The
+ * collector sets the burst from the sampling frequency
+ * (EMBER_STACK_COPY_BURST_PER_HZ): about ten seconds of samples' bytes, so
+ * that the loan is repaid early in a run at any frequency (a fixed burst
+ * outweighed a minute of 19 Hz samples). Whether a sample may copy does not depend
  * on its copy's size (the bucket may go into debt by one copy): deep stacks
  * are not passed over for shallow ones, which would skew the profile. A
  * sample that finds the budget spent says so, and frame pointers take over.
@@ -23,11 +31,12 @@
 #include "records.h"
 #include "scratch.bpf.h"
 
-/* The most a CPU's copy budget holds, and what it starts with (the collector may set it). */
-const volatile __u64 copy_burst = EMBER_STACK_COPY_BURST;
+/* The most a CPU's copy budget holds, and its loan at the start (set by the collector). */
+const volatile __u64 copy_burst = EMBER_STACK_COPY_BURST(19);
 
 struct copy_budget_state {
 	__s64 left; /* bytes of copies this CPU may take now; one copy may take it below 0 */
+	__u64 owed; /* of the burst: samples' bytes that fill nothing until repaid */
 	__u64 started;
 };
 
@@ -41,18 +50,29 @@ struct {
 #define COPY_ERR_BUDGET (-1)
 #define COPY_ERR_READ   (-2)
 
-/* Every sample earns copies as many bytes as it carries itself. */
+/* A CPU's budget starts full, owing what it holds. */
+static __always_inline void copy_budget_start(struct copy_budget_state *b)
+{
+	if (!b->started) {
+		b->started = 1;
+		b->left = copy_burst;
+		b->owed = copy_burst;
+	}
+}
+
+/* Every sample earns copies as many bytes as it carries itself, once the burst is repaid. */
 static __always_inline void copy_budget_earn(__u64 bytes)
 {
 	__u32 zero = 0;
 	struct copy_budget_state *b = bpf_map_lookup_elem(&copy_budgets, &zero);
+	__u64 repay;
 
 	if (!b)
 		return;
-	if (!b->started) {
-		b->started = 1;
-		b->left = copy_burst;
-	}
+	copy_budget_start(b);
+	repay = bytes < b->owed ? bytes : b->owed;
+	b->owed -= repay;
+	bytes -= repay;
 	b->left =
 	    b->left + (__s64)bytes < (__s64)copy_burst ? b->left + (__s64)bytes : (__s64)copy_burst;
 }
@@ -107,10 +127,7 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	budget = bpf_map_lookup_elem(&copy_budgets, &zero);
 	if (!s || !budget)
 		return COPY_ERR_READ;
-	if (!budget->started) {
-		budget->started = 1;
-		budget->left = copy_burst;
-	}
+	copy_budget_start(budget);
 	if (budget->left <= 0)
 		return COPY_ERR_BUDGET;
 	if (len > EMBER_MAX_STACK_COPY)

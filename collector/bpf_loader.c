@@ -36,14 +36,12 @@ static int read_online_cpus(bool *online, int ncpus)
 {
 	char buf[1024], *save = NULL;
 	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
-	size_t n;
 
 	memset(online, 0, (size_t)ncpus * sizeof(*online));
 	if (!f)
 		return neg_errno();
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
 	fclose(f);
-	buf[n] = '\0';
 	for (char *range = strtok_r(buf, ",\n", &save); range;
 	     range = strtok_r(NULL, ",\n", &save)) {
 		int lo, hi, fields = sscanf(range, "%d-%d", &lo, &hi);
@@ -123,8 +121,8 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min)
 {
 	/* The largest samples (stack copies add no more than real ones carry) and a burst. */
-	uint64_t want = (uint64_t)ncpus *
-	                ((uint64_t)hz * seconds * EMBER_MAX_SAMPLE_BYTES + EMBER_STACK_COPY_BURST);
+	uint64_t want = (uint64_t)ncpus * ((uint64_t)hz * seconds * EMBER_MAX_SAMPLE_BYTES +
+	                                   EMBER_STACK_COPY_BURST_MAX);
 	uint64_t size = min;
 
 	while (size < want && size < (64u << 20))
@@ -143,6 +141,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->sampler->rodata->filter_pids = o->npids > 0;
 	b->sampler->rodata->filter_cgroups = o->selection && o->selection->ncgroups > 0;
 	b->sampler->rodata->off_cpu_min_ns = o->off_cpu_min_ns;
+	b->sampler->rodata->copy_burst = EMBER_STACK_COPY_BURST(o->sample_hz);
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch,
 	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume,
