@@ -82,6 +82,7 @@ enum ember_drop_reason {
 #define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
 #define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
 #define EMBER_STACK_PYTHON          0x200 /* Python frames (python.h) among the user words */
+#define EMBER_STACK_UNWIND_BORROWED 0x400 /* no table of its own: another process's, by file */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {

@@ -83,6 +83,50 @@ struct {
 	__type(value, struct ember_unwind_proc);
 } unwind_procs SEC(".maps");
 
+/*
+ * Tables by file, for frames whose process has no mapping list yet (a
+ * program just started) or whose mapping is newer than its list: a table is
+ * the file's, shared by every process that maps it, so the unwinder learns
+ * which table slot (and bias) a file's executable mapping has from a
+ * process whose list it has, and a process without a list borrows it,
+ * finding the file of the pc with bpf_find_vma. A process of a program
+ * already running elsewhere (a compiler in a build, a shell loop's
+ * commands) is then unwound in the kernel from its first sample: no miss,
+ * no stack copy. A file is named by device, inode number and generation (a
+ * new file with a reused inode number has another generation) and the
+ * offset of its mapping; an entry is checked against the table's size and
+ * a signature of its first rows when used, so a slot freed and filled with
+ * another file's table is not borrowed (a wrong stack at worst).
+ */
+struct ember_file_key {
+	__u64 ino;
+	__u64 pgoff;
+	__u32 dev;
+	__u32 generation;
+};
+
+struct ember_file_table {
+	__u64 delta;     /* table address = pc - (vm_start - pgoff * 4096 - delta) */
+	__u64 signature; /* of the table's first block (table_signature) */
+	__u32 table;
+	__u32 nblocks;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct ember_file_key);
+	__type(value, struct ember_file_table);
+} unwind_files SEC(".maps");
+
+/* Table slot -> its number of blocks when its file was learned (0: not learned). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EMBER_UNWIND_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, __u32);
+} unwind_learned SEC(".maps");
+
 #if defined(__TARGET_ARCH_x86)
 #include "stack_copy.bpf.h"
 
@@ -96,7 +140,11 @@ struct ember_uw_state {
 	__u8 exact;  /* pc is where execution stopped, not a return address */
 	__u8 copy;   /* where tables are missing, copy the stack (once) and stop */
 	__u8 budget_spent;
-	__u32 copied; /* bytes of the stack copy that follows the frames */
+	__u8 vma_tried; /* bpf_find_vma was called (once per sample) */
+	__u32 copied;   /* bytes of the stack copy that follows the frames */
+	/* The library mapping whose table was borrowed last (ember_borrow_mapping). */
+	__u64 vma_start, vma_end, vma_bias;
+	__u32 vma_table;
 };
 
 #include "python.bpf.h"
@@ -384,14 +432,158 @@ __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __
 	return 1;
 }
 
+/* The file of the vma that bpf_find_vma found, and where it is mapped. */
+struct file_vma {
+	struct ember_file_key key;
+	__u64 start, end;
+	struct inode *inode;
+};
+
+static __always_inline void file_key(struct ember_file_key *key, struct inode *inode, __u64 pgoff)
+{
+	key->ino = BPF_CORE_READ(inode, i_ino);
+	key->generation = BPF_CORE_READ(inode, i_generation);
+	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key->pgoff = pgoff;
+}
+
+static long file_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct file_vma *fv = ctx;
+
+	fv->inode = BPF_CORE_READ(vma, vm_file, f_inode);
+	if (!fv->inode)
+		return 0;
+	file_key(&fv->key, fv->inode, BPF_CORE_READ(vma, vm_pgoff));
+	fv->start = BPF_CORE_READ(vma, vm_start);
+	fv->end = BPF_CORE_READ(vma, vm_end);
+	return 0;
+}
+
+/*
+ * In a perf-event program one bpf_find_vma succeeds per sample (the memory
+ * map's lock is let go after the program, and a second lookup finds that
+ * pending): the executable's own mappings go without it, by the memory
+ * map's code range and executable file, under this offset in the key.
+ */
+#define EXE_PGOFF (~0ull)
+
+/* A few rows of the table's first block and its size: which file's table fills a slot. */
+static __always_inline __u64 table_signature(__u32 table, __u32 nblocks)
+{
+	struct ember_unwind_block_key key = {.table = table};
+	const struct ember_unwind_block *blk = bpf_map_lookup_elem(&unwind_blocks, &key);
+	const __u64 *w;
+
+	if (!blk)
+		return 0;
+	w = (const __u64 *)blk->rows;
+	return w[0] ^ (w[1] << 7) ^ (w[42] << 13) ^ (w[85] << 29) ^ (w[127] << 37) ^ nblocks;
+}
+
+/* The learned table of a file, if its slot still holds it. */
+static __always_inline const struct ember_file_table *file_table(const struct ember_file_key *key)
+{
+	const struct ember_file_table *ft = bpf_map_lookup_elem(&unwind_files, key);
+	__u32 *nblocks;
+
+	if (!ft)
+		return NULL;
+	nblocks = bpf_map_lookup_elem(&unwind_tables, &ft->table);
+	if (!nblocks || *nblocks != ft->nblocks ||
+	    table_signature(ft->table, ft->nblocks) != ft->signature)
+		return NULL;
+	return ft;
+}
+
+/*
+ * Where a process has a table for pc's mapping: remembers the file's table
+ * for processes that have none (once per table slot and size). Global: the
+ * verifier checks it once.
+ */
+__attribute__((noinline)) long ember_learn_file(struct ember_uw_state *st, __u64 pc, __u32 table,
+                                                __u64 bias)
+{
+	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
+	__u32 *learned = bpf_map_lookup_elem(&unwind_learned, &table);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ember_file_table ft = {.table = table};
+	struct file_vma fv = {};
+
+	if (!st || !nblocks || !learned || !*nblocks || *learned == *nblocks || st->vma_tried)
+		return 0;
+	st->vma_tried = 1;
+	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
+		return 0;
+	ft.nblocks = *nblocks;
+	ft.delta = fv.start - (fv.key.pgoff << 12) - bias;
+	ft.signature = table_signature(table, ft.nblocks);
+	if (bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY))
+		return 0;
+	if (fv.inode == BPF_CORE_READ(task, mm, exe_file, f_inode)) {
+		fv.key.pgoff = EXE_PGOFF;
+		ft.delta = BPF_CORE_READ(task, mm, start_code) - bias;
+		bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY);
+	}
+	*learned = ft.nblocks;
+	return 0;
+}
+
+/*
+ * Fills *m with the mapping of pc from the table another process's
+ * mapping of the same file has; returns 0, or -1 where there is none.
+ */
+__attribute__((noinline)) long ember_borrow_mapping(struct ember_uw_state *st, __u64 pc,
+                                                    struct ember_unwind_mapping *m)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 start_code = BPF_CORE_READ(task, mm, start_code);
+	const struct ember_file_table *ft;
+	struct file_vma fv = {};
+
+	if (!st || !m)
+		return -1;
+	if (pc >= start_code && pc < BPF_CORE_READ(task, mm, end_code)) {
+		fv.inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+		if (!fv.inode)
+			return -1;
+		file_key(&fv.key, fv.inode, EXE_PGOFF);
+		ft = file_table(&fv.key);
+		if (!ft)
+			return -1;
+		m->table = ft->table;
+		m->bias = start_code - ft->delta;
+		return 0;
+	}
+	if (pc >= st->vma_start && pc < st->vma_end) {
+		m->table = st->vma_table;
+		m->bias = st->vma_bias;
+		return 0;
+	}
+	if (st->vma_tried)
+		return -1;
+	st->vma_tried = 1;
+	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
+		return -1;
+	ft = file_table(&fv.key);
+	if (!ft)
+		return -1;
+	m->table = st->vma_table = ft->table;
+	m->bias = st->vma_bias = fv.start - (fv.key.pgoff << 12) - ft->delta;
+	st->vma_start = fv.start;
+	st->vma_end = fv.end;
+	return 0;
+}
+
 static long unwind_step(__u64 i, void *ctx)
 {
 	struct ember_uw_state *st = ctx;
 	const struct ember_unwind_mapping *m;
+	struct ember_unwind_mapping borrowed;
 	struct ember_unwind_proc *proc;
 	struct ember_unwind_row row;
 	struct sample_scratch *s;
-	__u32 idx;
+	__u32 idx, flag = 0;
 	__u64 pc, addr;
 	__u8 exact;
 
@@ -424,17 +616,23 @@ static long unwind_step(__u64 i, void *ctx)
 	s->uw_native++;
 	st->exact = 0;
 	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
-	if (!proc)
-		return ember_missing_table(st, exact, EMBER_STACK_UNWIND_NO_PROC) != 0;
-	m = find_mapping(proc, pc);
-	/* A mapping made after the tables were sent: the symbolizer reloads. */
-	if (!m)
-		return ember_missing_table(st, exact, EMBER_STACK_UNWIND_MAP_MISS) != 0;
+	m = proc ? find_mapping(proc, pc) : NULL;
+	/* No list yet, or a mapping made after it was sent (the symbolizer reloads): the
+	 * file's table if another process has taught it, else a copy. */
+	if (!m) {
+		flag = proc ? EMBER_STACK_UNWIND_MAP_MISS : EMBER_STACK_UNWIND_NO_PROC;
+		if (ember_borrow_mapping(st, pc, &borrowed))
+			return ember_missing_table(st, exact, flag) != 0;
+		st->flags |= EMBER_STACK_UNWIND_BORROWED;
+		m = &borrowed;
+	}
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
 	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row))
-		return ember_missing_table(st, exact, 0) != 0;
+		return ember_missing_table(st, exact, m == &borrowed ? flag : 0) != 0;
+	if (m != &borrowed)
+		ember_learn_file(st, pc, m->table, m->bias);
 	return step_row(st, &row);
 }
 

@@ -136,8 +136,13 @@ struct bpf_perf_event_data {
 };
 
 /* Kernel-internal: relocated by CO-RE, only the fields ember reads. */
+struct file;
+
 struct mm_struct {
+	unsigned long start_code;
+	unsigned long end_code;
 	unsigned long start_stack;
+	struct file *exe_file;
 } __attribute__((preserve_access_index));
 
 /* x86-64: fsbase is the thread pointer (stack_copy.bpf.h). */
@@ -197,7 +202,27 @@ struct task_struct {
 	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
-struct vm_area_struct;
+/* Tables borrowed by file (unwind.bpf.h): a mapping's file and its identity. */
+struct super_block {
+	unsigned int s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	unsigned int i_generation;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
 
 /* The context of an "iter/task" program (its layout is the kernel's ABI for it). */
 struct seq_file;

@@ -897,13 +897,17 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
-	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS);
+	/* Tables borrowed from another process of the same file (bpf/unwind.bpf.h) stand in
+	 * for the process's own until they are loaded: it is still a miss. */
+	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS |
+	                                EMBER_STACK_UNWIND_BORROWED);
 
 	if (!s->ustack_len && !stop)
 		return false; /* a kernel thread: no user stack to unwind */
 	u->samples++;
 	if (missed) {
 		u->samples_missed++;
+		u->samples_borrowed += !!(s->stack_flags & EMBER_STACK_UNWIND_BORROWED);
 		load_process(u, s->tgid, now_ns, false, false, false);
 	}
 	if (copy) {
@@ -969,6 +973,7 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.samples_complete_copy", u->samples_complete_copy);
 	ember_profile_stat_set(p, "unwind.samples_incomplete", u->samples - u->samples_complete);
 	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);
+	ember_profile_stat_set(p, "unwind.samples_borrowed_tables", u->samples_borrowed);
 	ember_profile_stat_set(p, "unwind.missed_ppm",
 	                       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
 	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++) {

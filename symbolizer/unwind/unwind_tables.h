@@ -147,7 +147,7 @@ struct ember_unwind {
 	uint64_t process_loads, loads_deferred, tables_built, table_errors, rows_sent;
 	uint64_t tables_dropped, mappings_truncated;
 	uint64_t samples, samples_complete, samples_missed, stops[256];
-	uint64_t samples_complete_kernel, samples_complete_copy;
+	uint64_t samples_complete_kernel, samples_complete_copy, samples_borrowed;
 	uint64_t copies, copy_bytes, copies_failed, copy_reloads, rows_rebuilt, rows_evicted;
 	uint64_t rows_not_rebuilt, rows_evicted_for_budget, tables_deferred_for_budget;
 	uint64_t procs_gone; /* forgotten when a load found them gone (their exit met first) */

@@ -32,7 +32,7 @@ from unwindlib import LEAVES, complete, profile_stats, start_stopped, wait_for_s
 require_root()
 WD = workdir()
 NO_FRAME_POINTERS = ("-O2", "-fomit-frame-pointer")
-BURST = 256 << 10  # EMBER_STACK_COPY_BURST, per CPU
+BURST = 256 << 10  # EMBER_STACK_COPY_BURST_MAX: the most a CPU lends (99 Hz: 198 KiB)
 MAX_COPY = 16 << 10  # EMBER_MAX_STACK_COPY
 BUDGET_MARKER = "[unwind stopped: no tables yet, copy budget spent]"
 
@@ -104,7 +104,8 @@ def volume(stats):
 
 
 def split_line(stats):
-    log(f"  unwound in the kernel {stats['unwind.samples_complete_kernel']}, from stack copies "
+    log(f"  unwound in the kernel {stats['unwind.samples_complete_kernel']} ("
+        f"{stats['unwind.samples_borrowed_tables']} with another process's tables), from stack copies "
         f"{stats['unwind.samples_complete_copy']}, incomplete {stats['unwind.samples_incomplete']} "
         f"(copies {stats['unwind.copy.samples']}, {stats['unwind.copy.bytes']} bytes; budget "
         f"spent {stats['unwind.copy.skipped_budget']}; copy failed {stats['unwind.copy.failed']}; "
