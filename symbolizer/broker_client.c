@@ -168,8 +168,9 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 				    !!(m.broker_reply.flags & EMBER_BROKER_MISSED_DEADLINE);
 				if (c->readers)
 					ember_readers_note_stall(
-					    c->readers, m.broker_reply.dev_major,
-					    m.broker_reply.dev_minor, m.broker_reply.fs_magic);
+					    c->readers, pid, m.broker_reply.dev_major,
+					    m.broker_reply.dev_minor, m.broker_reply.fs_magic,
+					    m.broker_reply.error == -ETIMEDOUT);
 			}
 			return m.broker_reply.error;
 		}

@@ -215,10 +215,22 @@ static void answers_again(struct ember_readers *rs, int i)
 		return;
 	d->stalled = false;
 	d->backoff_ns = 0;
-	log_info("reading %s works again", dev_name(d, name));
+	if (d->given_up) /* not for what only the broker saw stall: it says so itself */
+		log_info("reading %s works again", dev_name(d, name));
 }
 
-/* A stuck reader's late answers: it is free again, and its device answers. */
+static void mark_stalled(struct ember_readers *rs, int d, uint64_t now_ns)
+{
+	struct ember_stalled_dev *sd = &rs->devs[d];
+
+	sd->backoff_ns = sd->backoff_ns ? sd->backoff_ns * 2 : EMBER_READ_BACKOFF_NS;
+	if (sd->backoff_ns > EMBER_READ_BACKOFF_MAX_NS)
+		sd->backoff_ns = EMBER_READ_BACKOFF_MAX_NS;
+	sd->retry_ns = now_ns + sd->backoff_ns;
+	sd->stalled = true;
+}
+
+/* A stuck reader's late answers: it is free again. */
 static void drain(struct ember_readers *rs, struct ember_reader *r)
 {
 	for (;;) {
@@ -247,11 +259,13 @@ static void drain(struct ember_readers *rs, struct ember_reader *r)
 			return;
 		}
 		memcpy(&a, buf, sizeof(a));
+		/* Late: its device (or process) answers, but slowly. It stays refused until
+		 * its back-off ends, and the back-off goes on growing: only a read within the
+		 * deadline ends the stall. Else one that answers late every time would cost
+		 * a full deadline on every read. */
 		if (a.type == ANSWER_DONE && a.id == r->job) {
 			rs->late++;
 			r->stuck = false;
-			if (r->dev >= 0)
-				answers_again(rs, r->dev);
 			r->dev = -1;
 			return;
 		}
@@ -291,9 +305,10 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 		waited_on |= ri->sock >= 0 && ri->stuck && d >= 0 && ri->dev == d;
 	}
 	/* A stalled device or process is read again after its back-off, but not while a
-	 * reader still waits on it: that one is its probe (its answer ends the stall), and
-	 * each retry would leave one more reader waiting. */
-	if (d >= 0 && rs->devs[d].stalled && (start < rs->devs[d].retry_ns || waited_on)) {
+	 * reader still waits on it: that one is its probe (it comes back when its device
+	 * answers), and each retry would leave one more reader waiting. */
+	if (d >= 0 && rs->devs[d].stalled &&
+	    (rs->finishing || start < rs->devs[d].retry_ns || waited_on)) {
 		rs->devs[d].refused++;
 		rs->refused++;
 		return -ETIMEDOUT;
@@ -340,20 +355,15 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 			r->dev = d;
 			if (d >= 0) {
 				struct ember_stalled_dev *sd = &rs->devs[d];
+				bool was = sd->stalled;
 
 				sd->given_up++;
-				sd->backoff_ns =
-				    sd->backoff_ns ? sd->backoff_ns * 2 : EMBER_READ_BACKOFF_NS;
-				if (sd->backoff_ns > EMBER_READ_BACKOFF_MAX_NS)
-					sd->backoff_ns = EMBER_READ_BACKOFF_MAX_NS;
-				sd->retry_ns = now + sd->backoff_ns;
-				if (!sd->stalled)
+				mark_stalled(rs, d, now);
+				if (!was)
 					log_warn("reading %s took longer than %.1f s: given up, "
-					         "its frames "
-					         "stay addresses; tried again in %.0f s",
+					         "its frames stay addresses; tried again in %.0f s",
 					         dev_name(sd, name), (double)(now - start) / 1e9,
 					         (double)sd->backoff_ns / 1e9);
-				sd->stalled = true;
 			}
 			return -ETIMEDOUT;
 		}
@@ -421,17 +431,21 @@ ssize_t ember_readers_pread(struct ember_readers *rs, int fd, void *buf, size_t 
 	return (ssize_t)run(rs, &j, fd, of, buf, j.len, NULL);
 }
 
-void ember_readers_note_stall(struct ember_readers *rs, uint32_t major, uint32_t minor,
-                              uint32_t fs_magic)
+void ember_readers_note_stall(struct ember_readers *rs, uint32_t pid, uint32_t major,
+                              uint32_t minor, uint32_t fs_magic, bool stalled)
 {
-	struct ember_read_of of = {0, major, minor, fs_magic};
-	int d = (major || minor) ? find_dev(rs, &of, true) : -1;
+	struct ember_read_of of = {pid, major, minor, fs_magic};
+	int d = (major || minor || stalled) ? find_dev(rs, &of, true) : -1;
 
 	if (d < 0)
 		return;
 	rs->devs[d].refused++;
 	if (fs_magic)
 		rs->devs[d].fs_magic = fs_magic;
+	/* What stalled the broker's open would stall a read too: it is refused here at once
+	 * (until its back-off ends), not after a deadline of its own. */
+	if (stalled && !rs->devs[d].stalled)
+		mark_stalled(rs, d, ember_monotonic_ns());
 }
 
 void ember_readers_report_stats(const struct ember_readers *rs, struct ember_profile *p)

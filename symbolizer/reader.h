@@ -15,9 +15,14 @@
  * nobody from exiting) and its device counts as stalled: later reads from it
  * are refused at once until a back-off passes (2 s doubling to a minute),
  * then one read tries again, unless a reader still waits on it: that one is
- * its probe. A reader that comes back is used again and shows its device
- * answers. The last free reader is kept for processes' maps and memory; with
- * every reader stuck, reads that need one are refused.
+ * its probe. A reader that comes back is used again; its device stays refused
+ * until its back-off ends (which goes on doubling: a device or process that
+ * answers late every time costs ever fewer deadlines), and a read within the
+ * deadline ends the stall. What the broker saw stall (its reply says so) is
+ * refused the same way, without a deadline of its own; once the run ends (its
+ * last flush), nothing stalled is tried again. The last free reader is kept
+ * for processes' maps and memory; with every reader stuck, reads that need
+ * one are refused.
  *
  * Readers are forked after the handshake, before the symbolizer enters its
  * sandbox, and enter a smaller one of their own (seccomp group "reader":
@@ -67,6 +72,8 @@ struct ember_readers {
 	unsigned int n;
 	struct ember_stalled_dev devs[EMBER_READ_MAX_DEVICES];
 	uint64_t deadline_ns;
+	/* The run is ending (its last flush): nothing that stalled is tried again. */
+	bool finishing;
 	uint32_t next_job;
 	uint64_t copies, bytes, given_up, refused, abandoned, late;
 };
@@ -102,9 +109,14 @@ int ember_readers_copy(struct ember_readers *rs, int fd, const struct ember_read
 ssize_t ember_readers_pread(struct ember_readers *rs, int fd, void *buf, size_t len, uint64_t off,
                             const struct ember_read_of *of);
 
-/* The broker refused a file on major:minor because its file system stalled: counted there. */
-void ember_readers_note_stall(struct ember_readers *rs, uint32_t major, uint32_t minor,
-                              uint32_t fs_magic);
+/*
+ * The broker refused a file on major:minor (0:0: of process pid) because its file system
+ * (or the process) stalled, or (stalled false) because every worker that could open it
+ * was stuck: counted. A stall (-ETIMEDOUT) is marked here too: reads of that device or
+ * process are refused until a back-off passes, as after a read that missed its deadline.
+ */
+void ember_readers_note_stall(struct ember_readers *rs, uint32_t pid, uint32_t major,
+                              uint32_t minor, uint32_t fs_magic, bool stalled);
 
 /* symbolizer.stalled_reads, readers_abandoned, and one broker.stalled_fs.MAJ:MIN.TYPE per
  * device that stalled. */

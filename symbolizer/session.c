@@ -453,6 +453,8 @@ static int drain_ring(struct session *s, uint64_t until)
 
 		/* Symbolizing a record may take a while too (a binary parsed): execs first. */
 		scan_execs(s);
+		/* The run's last flush came while a broker reply was awaited: it is ending. */
+		s->readers.finishing |= s->broker.flush_pending && s->broker.flush.final;
 		len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 		if (len == -EAGAIN)
 			break;
@@ -685,6 +687,8 @@ static int on_flush(struct session *s, const struct ember_msg_flush *f, bool *do
 	uint64_t samples;
 	int err, status;
 
+	/* The run ends: what stalled is not tried again while its last records are read. */
+	s->readers.finishing |= f->final;
 	err = drain_ring(s, f->head);
 	if (err)
 		return err;

@@ -5,8 +5,10 @@
  * is given up and its device refused at once afterwards (while its reader waits,
  * even past its back-off) while others are read; the last free reader is kept for
  * processes; with every reader stuck, reads are refused; readers that come back are
- * used again and their device answers. A pipe that never delivers stands for a file
- * system that does not answer.
+ * used again, and their device is read again once its back-off ends (a read in time
+ * ends the stall); what the broker saw stall is refused at once; nothing stalled is
+ * tried again while the run ends. A pipe that never delivers stands for a file system
+ * that does not answer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,7 +130,7 @@ START_TEST(copies_deadlines_and_stalled_devices)
 	ck_assert_uint_eq(rs.late, 3);
 
 	ck_assert_int_eq(ember_profile_init(&prof), 0);
-	ember_readers_note_stall(&rs, 0, 20, 0x65735546); /* the broker refused one there */
+	ember_readers_note_stall(&rs, 0, 0, 20, 0x65735546, false); /* no worker free there */
 	ember_readers_report_stats(&rs, &prof);
 	r = (int)ember_profile_stat_get(&prof, "broker.stalled_fs.0:20.fuse");
 	ck_assert_int_eq(r, 4); /* given up, refused twice, and the broker's refusal */
@@ -145,6 +147,83 @@ START_TEST(copies_deadlines_and_stalled_devices)
 }
 END_TEST
 
+/* A copy of fd on 0:minor that must be refused at once, no reader asked. */
+static void refused_at_once(struct ember_readers *rs, int fd, uint32_t minor)
+{
+	uint64_t t0 = now_ns(), given_up = rs->given_up;
+
+	ck_assert_int_eq(ember_readers_copy(rs, fd, &(struct ember_read_of){0, 0, minor, 0}, 64),
+	                 -ETIMEDOUT);
+	ck_assert_uint_lt(now_ns() - t0, 100 * MS);
+	ck_assert_uint_eq(rs->given_up, given_up);
+}
+
+START_TEST(broker_stalls_late_answers_and_the_end)
+{
+	struct ember_readers rs;
+	struct ember_read_of proc42 = {42, 0, 0, 0}, proc9 = {9, 0, 0, 0};
+	int file = file_with("mapped bytes"), a[2], b[2], d;
+	char buf[16];
+
+	ck_assert_int_eq(ember_readers_start(&rs, 3, reader_filter, NULL), 0);
+	rs.deadline_ns = 300 * MS;
+
+	/* What the broker saw stall (its open missed the deadline, or it refused a stalled
+	 * device or process) is refused here at once, not after a deadline of our own. */
+	ember_readers_note_stall(&rs, 42, 0, 0, 0, true);
+	ember_readers_note_stall(&rs, 9, 0, 0, 0, false); /* no worker was free: no stall */
+	ember_readers_note_stall(&rs, 42, 0, 60, 0x65735546, true);
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &proc42), -ETIMEDOUT);
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &proc9), 5);
+	refused_at_once(&rs, file, 60);
+	ck_assert_uint_eq(rs.given_up, 0);
+
+	/* A late answer frees its reader, but its device stays refused until its back-off
+	 * ends; only a read in time ends the stall (and its back-off). */
+	ck_assert_int_eq(pipe(a), 0);
+	ck_assert_int_eq(ember_readers_copy(&rs, a[0], &(struct ember_read_of){0, 0, 70, 0}, 64),
+	                 -ETIMEDOUT);
+	ck_assert_int_eq(write(a[1], "x", 1), 1);
+	close(a[1]);
+	usleep(200000);
+	refused_at_once(&rs, file, 70); /* drains the late answer: the reader is free */
+	ck_assert_uint_eq(rs.late, 1);
+	d = 0;
+	while (d < EMBER_READ_MAX_DEVICES && !(rs.devs[d].used && rs.devs[d].minor == 70))
+		d++;
+	ck_assert_int_lt(d, EMBER_READ_MAX_DEVICES);
+	ck_assert_uint_eq(rs.devs[d].backoff_ns, EMBER_READ_BACKOFF_NS);
+	/* Its back-off over, it misses again: the back-off doubles (a late answer did not
+	 * reset it), so that a device that answers late every time costs ever fewer waits. */
+	rs.devs[d].retry_ns = 0;
+	ck_assert_int_eq(pipe(b), 0);
+	ck_assert_int_eq(ember_readers_copy(&rs, b[0], &(struct ember_read_of){0, 0, 70, 0}, 64),
+	                 -ETIMEDOUT);
+	ck_assert_uint_eq(rs.devs[d].backoff_ns, 2 * EMBER_READ_BACKOFF_NS);
+	ck_assert_int_eq(write(b[1], "x", 1), 1);
+	close(b[1]);
+	usleep(200000);
+	refused_at_once(&rs, file, 70);
+	rs.devs[d].retry_ns = 0;
+
+	/* The run ends: nothing that stalled is tried again, its back-off over or not. */
+	rs.finishing = true;
+	refused_at_once(&rs, file, 70);
+	ck_assert_int_eq(ember_readers_pread(&rs, file, buf, 6, 7, &proc42), -ETIMEDOUT);
+	rs.finishing = false;
+
+	/* Read in time: the stall and its back-off end. */
+	copy_is(&rs, file, 70, "mapped bytes");
+	ck_assert(!rs.devs[d].stalled);
+	ck_assert_uint_eq(rs.devs[d].backoff_ns, 0);
+	ck_assert_uint_eq(rs.given_up, 2);
+	ember_readers_stop(&rs);
+	close(a[0]);
+	close(b[0]);
+	close(file);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -152,6 +231,7 @@ static Suite *reader_suite(void)
 
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, copies_deadlines_and_stalled_devices);
+	tcase_add_test(t, broker_stalls_late_answers_and_the_end);
 	suite_add_tcase(s, t);
 	return s;
 }
