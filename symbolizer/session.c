@@ -76,7 +76,10 @@ struct session {
 	uint64_t sample_bytes, sample_bytes_without_copies;
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
-	uint64_t next_progress_ns;     /* monotonic: when the status line is redrawn */
+	/* Draining stops when an interval is due (the main loop's drains only), and says
+	 * whether it left records for after the interval is written. */
+	bool stop_when_due, stopped_when_due;
+	uint64_t next_progress_ns; /* monotonic: when the status line is redrawn */
 	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
@@ -395,6 +398,24 @@ static void scan_execs(struct session *s)
 }
 
 /*
+ * Whether an interval (the daemon's files, or the export's) is due while the main loop
+ * drains: then draining stops and the interval is written on time, and the records left
+ * are read next. A drain can take seconds on a loaded host (it waits for table loads,
+ * readers and the broker, each for the CPU), and every interval due meanwhile was late.
+ */
+static bool interval_due(struct session *s)
+{
+	uint64_t now;
+
+	if (!s->stop_when_due || (!s->interval_deadline_ns && !s->opts->export.exporter))
+		return false;
+	now = ember_monotonic_ns();
+	s->stopped_when_due = (s->interval_deadline_ns && now >= s->interval_deadline_ns) ||
+	                      (s->opts->export.exporter && now >= s->next_cut_ns);
+	return s->stopped_when_due;
+}
+
+/*
  * A process needs its unwind tables before its next samples are taken, not
  * when symbolization gets to its first one: a cursor ahead of symbolization
  * meets every record first and starts the table loads of execs and of
@@ -418,6 +439,8 @@ static int look_ahead(struct session *s, uint64_t until)
 		/* A record here may take a while (a table load): execs that came meanwhile first.
 		 */
 		scan_execs(s);
+		if (interval_due(s))
+			return 0;
 		len = ember_ring_read(&s->ahead, &type, s->ahead_buf, sizeof(s->ahead_buf));
 
 		if (len == -EAGAIN || len == -EBADMSG)
@@ -443,7 +466,10 @@ static size_t budget_exclude(const struct session *s)
 static int drain_ring(struct session *s, uint64_t until)
 {
 	unsigned int since_release = 0;
-	int ahead_err = look_ahead(s, until), err = 0;
+	int ahead_err, err = 0;
+
+	s->stopped_when_due = false;
+	ahead_err = look_ahead(s, until);
 
 	/* Symbolization reads only what the cursor ahead has seen, and the cursor
 	 * moves on every RELEASE_EVERY records. */
@@ -455,6 +481,8 @@ static int drain_ring(struct session *s, uint64_t until)
 		scan_execs(s);
 		/* The run's last flush came while a broker reply was awaited: it is ending. */
 		s->readers.finishing |= s->broker.flush_pending && s->broker.flush.final;
+		if (interval_due(s))
+			break;
 		len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 		if (len == -EAGAIN)
 			break;
@@ -766,6 +794,8 @@ static int poll_timeout_ms(const struct session *s)
 	/* Reloads after exec and table loads of processes running at the start are timed. */
 	if (s->unwind_work_ns && (!next || s->unwind_work_ns < next))
 		next = s->unwind_work_ns;
+	if (s->stopped_when_due) /* records wait: read on once the interval is written */
+		return 0;
 	if (!next || next >= now + 1000000000ull)
 		return 1000;
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
@@ -797,7 +827,9 @@ static int run(struct session *s)
 				return -errno;
 		}
 		/* Also on timeout: a wake-up may have been coalesced away. */
+		s->stop_when_due = true;
 		err = drain_ring(s, 0);
+		s->stop_when_due = false;
 		if (s->opts->progress && ember_monotonic_ns() >= s->next_progress_ns)
 			draw_progress(s, "(Ctrl-C to stop)");
 		if (!err && (fds[2].revents & POLLIN))
