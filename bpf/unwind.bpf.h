@@ -463,10 +463,39 @@ static long file_vma_found(struct task_struct *task, struct vm_area_struct *vma,
 /*
  * In a perf-event program one bpf_find_vma succeeds per sample (the memory
  * map's lock is let go after the program, and a second lookup finds that
- * pending): the executable's own mappings go without it, by the memory
- * map's code range and executable file, under this offset in the key.
+ * pending): the executable's code and the vDSO go without it, found by the
+ * memory map's code range and executable file, and by its vDSO address and
+ * size, under these offsets in the key.
  */
-#define EXE_PGOFF (~0ull)
+#define EXE_PGOFF  (~0ull)
+#define VDSO_PGOFF (~1ull)
+
+/* If pc is in the executable's code or the vDSO: its key, and *start the address the
+ * learned delta is from. */
+static __always_inline bool fixed_range(struct task_struct *task, __u64 pc,
+                                        struct ember_file_key *key, __u64 *start)
+{
+	__u64 vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso);
+	__u64 vdso_size = BPF_CORE_READ(task, mm, context.vdso_image, size);
+	struct inode *inode;
+
+	*start = BPF_CORE_READ(task, mm, start_code);
+	if (pc >= *start && pc < BPF_CORE_READ(task, mm, end_code)) {
+		inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+		if (!inode)
+			return false;
+		file_key(key, inode, EXE_PGOFF);
+		return true;
+	}
+	/* One image for every 64-bit process (a compat process's is another size). */
+	if (vdso && pc >= vdso && pc < vdso + vdso_size) {
+		*start = vdso;
+		key->ino = vdso_size;
+		key->pgoff = VDSO_PGOFF;
+		return true;
+	}
+	return false;
+}
 
 /* A few rows of the table's first block and its size: which file's table fills a slot. */
 static __always_inline __u64 table_signature(__u32 table, __u32 nblocks)
@@ -509,23 +538,24 @@ __attribute__((noinline)) long ember_learn_file(struct ember_uw_state *st, __u64
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct ember_file_table ft = {.table = table};
 	struct file_vma fv = {};
+	__u64 start;
 
-	if (!st || !nblocks || !learned || !*nblocks || *learned == *nblocks || st->vma_tried)
+	if (!st || !nblocks || !learned || !*nblocks || *learned == *nblocks)
 		return 0;
-	st->vma_tried = 1;
-	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
-		return 0;
-	ft.nblocks = *nblocks;
-	ft.delta = fv.start - (fv.key.pgoff << 12) - bias;
-	ft.signature = table_signature(table, ft.nblocks);
-	if (bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY))
-		return 0;
-	if (fv.inode == BPF_CORE_READ(task, mm, exe_file, f_inode)) {
-		fv.key.pgoff = EXE_PGOFF;
-		ft.delta = BPF_CORE_READ(task, mm, start_code) - bias;
-		bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY);
+	if (fixed_range(task, pc, &fv.key, &start)) {
+		ft.delta = start - bias;
+	} else {
+		if (st->vma_tried)
+			return 0;
+		st->vma_tried = 1;
+		if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
+			return 0;
+		ft.delta = fv.start - (fv.key.pgoff << 12) - bias;
 	}
-	*learned = ft.nblocks;
+	ft.nblocks = *nblocks;
+	ft.signature = table_signature(table, ft.nblocks);
+	if (!bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY))
+		*learned = ft.nblocks;
 	return 0;
 }
 
@@ -537,22 +567,18 @@ __attribute__((noinline)) long ember_borrow_mapping(struct ember_uw_state *st, _
                                                     struct ember_unwind_mapping *m)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 start_code = BPF_CORE_READ(task, mm, start_code);
 	const struct ember_file_table *ft;
 	struct file_vma fv = {};
+	__u64 start;
 
 	if (!st || !m)
 		return -1;
-	if (pc >= start_code && pc < BPF_CORE_READ(task, mm, end_code)) {
-		fv.inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
-		if (!fv.inode)
-			return -1;
-		file_key(&fv.key, fv.inode, EXE_PGOFF);
+	if (fixed_range(task, pc, &fv.key, &start)) {
 		ft = file_table(&fv.key);
 		if (!ft)
 			return -1;
 		m->table = ft->table;
-		m->bias = start_code - ft->delta;
+		m->bias = start - ft->delta;
 		return 0;
 	}
 	if (pc >= st->vma_start && pc < st->vma_end) {

@@ -138,11 +138,21 @@ struct bpf_perf_event_data {
 /* Kernel-internal: relocated by CO-RE, only the fields ember reads. */
 struct file;
 
+struct vdso_image {
+	unsigned long size;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	void *vdso;
+	const struct vdso_image *vdso_image;
+} __attribute__((preserve_access_index)) mm_context_t;
+
 struct mm_struct {
 	unsigned long start_code;
 	unsigned long end_code;
 	unsigned long start_stack;
 	struct file *exe_file;
+	mm_context_t context;
 } __attribute__((preserve_access_index));
 
 /* x86-64: fsbase is the thread pointer (stack_copy.bpf.h). */
