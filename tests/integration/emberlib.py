@@ -81,6 +81,27 @@ def build_workload(name, out_dir, cflags=FRAME_POINTERS, extra=()):
     return out
 
 
+def root_is_a_mount():
+    """False in a chroot whose directory is no mount point, such as a new user's test tree
+    (os.path.ismount("/") is always True: / is its own parent); mountinfo lists mount
+    points as this process sees them."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == "/" for line in f)
+
+
+def with_root_a_mount(cmd):
+    """cmd as it must run where / is no mount point: tools that make / a private or slave
+    mount (systemd-nspawn, podman's layer unpacking: "remount /: invalid argument") run
+    chrooted in a mount namespace of their own where / is bound onto a directory. Every
+    exec keeps the PID. Elsewhere cmd itself."""
+    if root_is_a_mount():
+        return list(cmd)
+    os.makedirs("/run/ember-it-root", exist_ok=True)
+    return ["unshare", "-m", "--propagation", "unchanged", "sh", "-c",
+            'mount --rbind / /run/ember-it-root && cd /run/ember-it-root && exec chroot . "$@"',
+            "sh", *cmd]
+
+
 def start(cmd, **kw):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 

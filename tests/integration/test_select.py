@@ -15,7 +15,7 @@ import time
 
 from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
                       read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      workdir)
+                      with_root_a_mount, workdir)
 
 require_root()
 WD = workdir()
@@ -310,12 +310,13 @@ def test_container():
                 '[engine]\nruntime = "runc"\n')
     env = dict(os.environ, CONTAINERS_CONF=conf)
     tar = subprocess.run(["tar", "-C", root, "-c", "split_box"], capture_output=True, check=True)
-    subprocess.run([podman, "import", "-q", "-", image], input=tar.stdout, check=True, env=env,
-                   capture_output=True, timeout=120)
+    r = subprocess.run(with_root_a_mount([podman, "import", "-q", "-", image]), input=tar.stdout,
+                       env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, f"podman import: {r.stderr.decode(errors='replace')[-1000:]}"
     twin = start([copy_as("split_twin"), "30"])
     cid = None
     try:
-        r = subprocess.run([podman, "run", "-d", "--rm", image, "/split_box", "30"],
+        r = subprocess.run(with_root_a_mount([podman, "run", "-d", "--rm", image, "/split_box", "30"]),
                            capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 0, r.stderr
         cid = r.stdout.strip()
@@ -326,8 +327,10 @@ def test_container():
     finally:
         kill(twin)
         if cid:
-            subprocess.run([podman, "rm", "-f", cid], capture_output=True, env=env, timeout=120)
-        subprocess.run([podman, "rmi", "-f", image], capture_output=True, env=env, timeout=120)
+            subprocess.run(with_root_a_mount([podman, "rm", "-f", cid]), capture_output=True, env=env,
+                           timeout=120)
+        subprocess.run(with_root_a_mount([podman, "rmi", "-f", image]), capture_output=True, env=env,
+                       timeout=120)
 
 
 def test_daemon_takes_the_selection():

@@ -22,7 +22,8 @@ import threading
 import time
 
 from emberlib import (BUILD, EMBER, SRC, assert_close, build_workload, kill, log, read_folded,
-                      read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares, workdir)
+                      read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
+                      with_root_a_mount, workdir)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "packaging"))
 import pkglib  # noqa: E402 - the packaging tests' cached trees
@@ -62,13 +63,6 @@ def remove_cgroup(path):
             log(f"  cannot remove {d}: {e}")
 
 
-def root_is_a_mount():
-    """False in a chroot whose directory is no mount point (os.path.ismount("/") is always
-    True: / is its own parent); mountinfo lists mount points as this process sees them."""
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == "/" for line in f)
-
-
 class Machine:
     """The base tree booted read-only (a tmpfs overlay takes its writes), in the host cgroup
     /ember-it-machine-PID, the workloads' directory at /ember-it and an output one at
@@ -92,15 +86,7 @@ class Machine:
         nspawn = ["systemd-nspawn", "--quiet", "-D", base, "--volatile=overlay", "--register=no",
                   "--keep-unit", "--boot", "--console=passive", f"--machine=ember-it-{os.getpid()}",
                   f"--bind-ro={bin_dir}:/ember-it", f"--bind={out_dir}:/ember-out"]
-        if not root_is_a_mount():
-            # In a chroot (a new user's test tree) nspawn cannot make / a slave mount ("Failed
-            # to mount n/a on /: Invalid argument"): in a mount namespace of its own, / bound
-            # onto a directory is a mount point, and nspawn runs chrooted there. Every exec
-            # keeps the PID, so self.proc is nspawn itself.
-            os.makedirs("/run/ember-it-root", exist_ok=True)
-            nspawn = ["unshare", "-m", "--propagation", "unchanged", "sh", "-c",
-                      'mount --rbind / /run/ember-it-root && cd /run/ember-it-root && exec chroot . "$@"',
-                      "sh", *nspawn]
+        nspawn = with_root_a_mount(nspawn)
         self.proc = subprocess.Popen(nspawn, stdout=self.logf, stderr=subprocess.STDOUT,
                                      preexec_fn=enter)
         try:
