@@ -102,6 +102,23 @@ def with_root_a_mount(cmd):
             "sh", *cmd]
 
 
+def start_recording(args):
+    """Starts ember record; returns (process, lines of stderr so far, an event set once it
+    samples: its symbolizer connects after the programs are attached)."""
+    proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines, sampling = [], threading.Event()
+
+    def drain():
+        for line in proc.stderr:
+            lines.append(line)
+            if "connected" in line:
+                sampling.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, lines, sampling
+
+
 def start(cmd, **kw):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 

@@ -10,12 +10,11 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 
 from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
                       read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      with_root_a_mount, workdir)
+                      start_recording, with_root_a_mount, workdir)
 
 require_root()
 WD = workdir()
@@ -177,23 +176,6 @@ def cgroup_root():
         if root in mounts:
             return root
     skip_or_fail("no cgroup v2 hierarchy (/sys/fs/cgroup or /sys/fs/cgroup/unified)")
-
-
-def start_recording(args):
-    """Starts ember record; returns (process, lines of stderr so far, an event set once it
-    samples: its symbolizer connects after the programs are attached)."""
-    proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    lines, sampling = [], threading.Event()
-
-    def drain():
-        for line in proc.stderr:
-            lines.append(line)
-            if "connected" in line:
-                sampling.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    return proc, lines, sampling
 
 
 def test_cgroup_only_its_processes():

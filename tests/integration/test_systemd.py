@@ -18,12 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 from emberlib import (BUILD, EMBER, SRC, assert_close, build_workload, kill, log, read_folded,
                       read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      with_root_a_mount, workdir)
+                      start_recording, with_root_a_mount, workdir)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "packaging"))
 import pkglib  # noqa: E402 - the packaging tests' cached trees
@@ -209,18 +208,8 @@ def test_unit_of_a_booted_systemd():
         time.sleep(1)
         folded = os.path.join(WD, "unit.folded")
         seconds = 8
-        rec = subprocess.Popen([EMBER, "record", "-F", str(HZ), "-d", str(seconds), "--no-progress",
-                                "-o", folded, "--unit", unit], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-        err, sampling = [], threading.Event()
-
-        def drain():
-            for line in rec.stderr:
-                err.append(line)
-                if "connected" in line:
-                    sampling.set()
-
-        threading.Thread(target=drain, daemon=True).start()
+        rec, err, sampling = start_recording(["-F", str(HZ), "-d", str(seconds), "--no-progress",
+                                              "-o", folded, "--unit", unit])
         assert sampling.wait(timeout=120), "ember did not start: " + "".join(err)
         svc, twins = host_pid("split_svc"), [host_pid("split_twin"), host_pid("split_host")]
         t0, svc_cpu0, twins_cpu0 = time.time(), cpu_ns(svc), [cpu_ns(p) for p in twins]
