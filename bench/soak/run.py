@@ -340,8 +340,11 @@ def main():
                     help="passed to ember-symbolizer (daemons) or ember record")
     a = ap.parse_args()
     a.duration = a.duration or (180 if a.check else 1800)
-    # SIGTERM (a CI timeout) stops the churn and the daemons like Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench/soak: terminated"))
+    # Ctrl-C or SIGTERM (a CI timeout, a long run stopped by hand) ends the run early: the
+    # churn and the daemons stop and what was measured is reported (--check fails then).
+    stopped = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda s, _f: stopped.append(signal.Signals(s).name))
     if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
         msg = "bench/soak: needs root and a kernel with BTF"
         if os.environ.get("CI") == "true":
@@ -371,7 +374,7 @@ def main():
         churn.start()
         t0 = time.monotonic()
         next_at = t0
-        while time.monotonic() - t0 < a.duration:
+        while time.monotonic() - t0 < a.duration and not stopped:
             if col.poll() is not None or (daemon and daemon.poll() is not None):
                 sys.exit(f"bench/soak: a daemon exited early: see the logs in {log_dir}")
             sym_rss, col_rss = status_kib(sym_pid), status_kib(col_pid)
@@ -382,13 +385,16 @@ def main():
                              "bpf": bpf_map_kib(col_pid) / 1024, "split": last_memory_line(sym_log),
                              "procs": churn.started})
                 r = rows[-1]
-                log(f"{r['t']:6.0f} s  symbolizer {r['sym']:6.1f} MiB  collector {r['col']:5.1f} MiB  "
+                log(f"{r['t']:6.0f} s  symbolizer {r['sym']:6.1f} MiB (peak {r['sym_peak']:5.1f})  "
+                    f"collector {r['col']:5.1f} MiB  "
                     f"BPF maps {r['bpf']:6.1f} MiB  processes started {r['procs']}")
                 next_at += a.every
             time.sleep(0.5)
         churn.stop = True
         churn.join()
         if a.mode == "record":
+            if stopped and col.poll() is None:
+                col.send_signal(signal.SIGINT)  # writes the profile, as Ctrl-C does
             rc = col.wait(timeout=120)
             if rc:
                 sys.exit(f"bench/soak: ember record exited with {rc}: see {sym_log}")
@@ -407,12 +413,14 @@ def main():
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-    report(a, rows, peak, churn, log_dir)
+    if stopped:
+        log(f"bench/soak: {stopped[0]}: stopped after {rows[-1]['t'] if rows else 0:.0f} of {a.duration} s")
+    report(a, rows, peak, churn, log_dir, stopped)
     if not a.keep_logs:
         shutil.rmtree(wd, ignore_errors=True)
 
 
-def report(a, rows, peak, churn, log_dir):
+def report(a, rows, peak, churn, log_dir, stopped):
     live = [r for r in rows if not r.get("final")]
     elapsed = live[-1]["t"] if live else 0
     log(f"\nbench/soak: {a.mode}, {a.duration} s, {a.hz} Hz, {churn.started} processes started "
@@ -443,7 +451,7 @@ def report(a, rows, peak, churn, log_dir):
     log(f"logs: {log_dir}")
     if not a.check:
         return
-    failures = []
+    failures = [f"stopped early ({stopped[0]})"] if stopped else []
     third = max(1, len(live) // 3)
     first, last = live[third:2 * third], live[-third:]
 
