@@ -25,8 +25,10 @@ stacks among all samples and among each process's first sample; bytes per
 sample (ember: through the sample ring, and the ratio to the same samples
 without their stack copies; perf: perf.data size per sample); the tool's CPU
 seconds (record + post-processing; ember's eBPF run time not included); for
-ember the peak resident memory of collector and symbolizer together and the
-BPF maps' memory.
+ember the peak resident memory of collector and symbolizer together (with their
+broker workers and readers: the sum of their proportional set sizes, so pages
+they share, the program's text and libraries, count once) and the BPF maps'
+memory.
 
 Usage: sudo bench/first_sample/run.py [--build build] [--before BUILD]
            [--cases build,oneshot,quiet] [--tools ember,before,perf-fp,perf-dwarf]
@@ -156,10 +158,13 @@ def descendants(pid):
     return out
 
 
-def rss_kib(pid):
+def pss_kib(pid):
+    """Proportional set size: resident pages, each shared one divided among its sharers.
+    Summed over ember's processes it counts their shared pages once (VmRSS would count the
+    program and libraries in each of its nine processes)."""
     try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
     except (OSError, StopIteration):
         return 0
 
@@ -224,7 +229,7 @@ class Recording:
     def poll(self):
         if self.tool.startswith("perf"):
             return
-        self.peak_kib = max(self.peak_kib, sum(rss_kib(p) for p in descendants(self.proc.pid)))
+        self.peak_kib = max(self.peak_kib, sum(pss_kib(p) for p in descendants(self.proc.pid)))
         self.map_bytes = max(self.map_bytes, bpf_map_bytes(self.proc.pid))
 
     def stop(self):
@@ -309,7 +314,7 @@ def run_case(args, case, tool, wd, bins):
     print(f"{case:8s} {tool:10s} {elapsed:5.1f}s: complete {good}/{total}, first samples "
           f"{fgood}/{ftotal}, {per_sample:.0f} B/sample"
           + (f" ({ratio:.2f}x without copies)" if ratio else "")
-          + f", cpu {cpu:.2f}s" + (f", peak RSS {rec.peak_kib / 1024:.1f} MiB, BPF maps "
+          + f", cpu {cpu:.2f}s" + (f", peak resident (PSS) {rec.peak_kib / 1024:.1f} MiB, BPF maps "
                                    f"{rec.map_bytes / 2**20:.1f} MiB" if rec.peak_kib else ""),
           flush=True)
     for w in why:
@@ -369,7 +374,7 @@ def main():
     print("\ncomplete = reaches _start/__libc_start_main/a thread entry, no marker; "
           "samples without user frames left out\n")
     print("| case | tool | complete | first samples complete | bytes/sample | tool CPU s "
-          "| peak RSS | BPF maps |")
+          "| peak resident (PSS) | BPF maps |")
     print("|---|---|---|---|---|---|---|---|")
     for case in cases:
         for tool in tools:
