@@ -15,7 +15,7 @@
 
 #include "python.h"
 
-#define EMBER_RECORDS_VERSION 5
+#define EMBER_RECORDS_VERSION 6
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127

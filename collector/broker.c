@@ -364,6 +364,24 @@ static int open_named_proc_file(const struct ember_broker *b,
 	return open_regular(AT_FDCWD, path, 0, 0, 0, job);
 }
 
+/* A snapshot: the maps the collector opened (in_fd) copied into its memfd (out_fd), which the
+ * reply carries back. Empty: the process was gone already. */
+static int copy_maps(struct ember_broker_job *job)
+{
+	char buf[16384];
+	size_t total = 0;
+	ssize_t n;
+
+	while ((n = read(job->in_fd, buf, sizeof(buf))) > 0) {
+		total += (size_t)n;
+		if (total > EMBER_SNAPSHOT_MAX_BYTES || write(job->out_fd, buf, (size_t)n) != n)
+			return -EFBIG;
+	}
+	if (n < 0 || !total)
+		return n < 0 ? neg_errno() : -ESRCH;
+	return TAKE_FD(job->out_fd);
+}
+
 /* clang-format off */
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	/*                             name           pid?   waits? per peer  validate            open or file */
@@ -421,6 +439,8 @@ int ember_broker_open(const struct ember_broker *b, const struct ember_msg_broke
 	if (req->what >= EMBER_BROKER_WHAT_MAX || !handlers[req->what].name)
 		return -EINVAL;
 	h = &handlers[req->what];
+	if (job->snapshot)
+		return req->what == EMBER_BROKER_MAPS ? copy_maps(job) : -EINVAL;
 	if (h->open)
 		return h->open(b, req, job);
 	job->file.fs_magic = PROC_SUPER_MAGIC;
@@ -471,6 +491,14 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 	err = h->per_peer && b->served_peer[req->what] >= h->per_peer ? -EPERM : h->validate(req);
 	if (!err && h->needs_pid)
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
+	/* Gone: its maps as they were while it ran, if a snapshot was made. */
+	if (err && req->what == EMBER_BROKER_MAPS && (err == -ESRCH || err == -EPERM) &&
+	    (fd = ember_procs_snapshot_open(b->procs, req->pid, now_ns)) >= 0) {
+		file->flags = EMBER_BROKER_SNAPSHOT;
+		b->served[req->what]++;
+		b->served_peer[req->what]++;
+		return fd;
+	}
 	if (err)
 		return refuse(b, req, err);
 	/* A process's cgroup list waits on nothing; its executable is a file like any mapped. */

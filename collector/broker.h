@@ -61,11 +61,16 @@ struct ember_broker_job {
 	/* The process's memory-map lock is stalled: a mapped file is opened by the path the
 	 * kernel's maps give, inside the process's root, if it is still the mapped inode. */
 	bool by_path;
+	/* A snapshot of a process's maps (seen_pids.h): in_fd, the maps the collector opened,
+	 * copied into its memfd out_fd. */
+	bool snapshot;
+	int in_fd, out_fd;
 	struct ember_broker_file file; /* what the reply says */
 };
 
 /* A job's flags in the reserved field of the request a worker gets. */
-#define EMBER_BROKER_JOB_BY_PATH 1u
+#define EMBER_BROKER_JOB_BY_PATH  1u
+#define EMBER_BROKER_JOB_SNAPSHOT 2u
 
 struct ember_broker {
 	struct ember_procs *procs;
@@ -95,7 +100,8 @@ void ember_broker_new_peer(struct ember_broker *b);
  * negative errno for the reply; -EINPROGRESS when the request passed its
  * checks but may wait and b->pooled: the caller hands it to the pool and,
  * with the pool's answer, calls ember_broker_complete. file gets what the
- * reply says about the file.
+ * reply says about the file. The maps of a process that is gone are its
+ * snapshot, if one was made (EMBER_BROKER_SNAPSHOT).
  */
 int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
                         uint64_t now_ns, struct ember_broker_file *file);

@@ -56,14 +56,14 @@ static void serve(int sock, void *ctx)
 
 	for (;;) {
 		struct pollfd pfd = {.fd = sock, .events = POLLIN};
-		struct ember_broker_job job = {.progress = pg};
+		struct ember_broker_job job = {.progress = pg, .in_fd = -1, .out_fd = -1};
 
 		union ember_msg in, out;
-		int nfds, fd, err;
+		int nfds = 0, fds[2], fd, err;
 
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			_exit(1);
-		err = ember_msg_recv(sock, &in, NULL, 0, &nfds);
+		err = ember_msg_recv(sock, &in, fds, 2, &nfds);
 		if (err == -EAGAIN)
 			continue;
 		if (err || in.hdr.type != EMBER_MSG_BROKER_REQ)
@@ -73,7 +73,14 @@ static void serve(int sock, void *ctx)
 		__atomic_store_n(&pg->fs_magic, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&pg->job, in.hdr.seq, __ATOMIC_RELEASE);
 		job.by_path = in.broker_req.reserved & EMBER_BROKER_JOB_BY_PATH;
+		job.snapshot = in.broker_req.reserved & EMBER_BROKER_JOB_SNAPSHOT;
+		job.in_fd = nfds > 0 ? fds[0] : -1;
+		job.out_fd = nfds > 1 ? fds[1] : -1;
 		fd = wk->p->open(wk->b, &in.broker_req, &job);
+		if (job.in_fd >= 0)
+			close(job.in_fd);
+		if (job.out_fd >= 0)
+			close(job.out_fd);
 		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
 		out.broker_reply.id = in.broker_req.id;
 		out.broker_reply.error = fd < 0 ? fd : 0;
@@ -261,18 +268,25 @@ static bool busy_with(const struct ember_pool *p, uint32_t pid)
 	return false;
 }
 
-int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
-                      uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
+/* A request of the symbolizer's (peer_gen), or a snapshot (snapshot_gen, with fds: the maps
+ * and the memfd), to a free worker. */
+static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, const int *fds,
+                  uint64_t peer_gen, uint32_t snapshot_gen, uint64_t now_ns,
+                  struct ember_broker_file *file)
 {
 	unsigned int idle = 0, wi = 0;
 	int ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
-	uint32_t flags = 0;
+	uint32_t flags = snapshot_gen ? EMBER_BROKER_JOB_SNAPSHOT : 0;
 	struct ember_worker *w;
 	union ember_msg m;
 
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].state == EMBER_WORKER_IDLE && idle++ == 0)
 			wi = i;
+	/* Snapshots take spare workers only (two stay for the symbolizer), of no stalled process.
+	 */
+	if (snapshot_gen && (idle <= 2 || ps >= 0))
+		return -EBUSY;
 	/* A stalled process: one request of it at a time, made by a worker, its lock out of
 	 * the way (a mapped file is reached by its path, checked against the kernel's maps).
 	 * The worker stuck on the stall is its probe: it ends the stall when it comes back. */
@@ -298,7 +312,7 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
 	       sizeof(*req) - sizeof(req->hdr));
 	m.broker_req.reserved = flags; /* between the collector and its worker only */
-	if (ember_msg_send(w->sock, &m, NULL, 0)) {
+	if (ember_msg_send(w->sock, &m, fds, fds ? 2 : 0)) {
 		log_warn("broker: worker %d is gone", (int)w->pid);
 		w->state = EMBER_WORKER_GONE;
 		return -EIO;
@@ -308,10 +322,27 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 	w->req = *req;
 	w->job = p->next_job;
 	w->peer_gen = peer_gen;
+	w->snapshot_gen = snapshot_gen;
 	w->deadline_ns = now_ns + p->deadline_ns;
 	w->extended = 0;
 	w->by_path = flags & EMBER_BROKER_JOB_BY_PATH;
 	return 0;
+}
+
+int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
+                      uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
+{
+	return submit(p, req, NULL, peer_gen, 0, now_ns, file);
+}
+
+int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int maps_fd, int memfd,
+                        uint64_t now_ns)
+{
+	struct ember_msg_broker_req req = {.what = EMBER_BROKER_MAPS, .pid = tgid};
+	struct ember_broker_file file;
+	int fds[2] = {maps_fd, memfd};
+
+	return submit(p, &req, fds, 0, gen, now_ns, &file);
 }
 
 static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t now_ns,
@@ -330,6 +361,7 @@ static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t no
 	memset(done, 0, sizeof(*done));
 	done->req = w->req;
 	done->peer_gen = w->peer_gen;
+	done->snapshot_gen = w->snapshot_gen;
 	done->fd = -EIO;
 	return 1;
 }
@@ -379,6 +411,7 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 	memset(done, 0, sizeof(*done));
 	done->req = w->req;
 	done->peer_gen = w->peer_gen;
+	done->snapshot_gen = w->snapshot_gen;
 	done->fd = m.broker_reply.error ? m.broker_reply.error : fd;
 	done->file = f;
 	return 1;
@@ -434,6 +467,7 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 			log_warn("broker: every worker waits on a stalled file system or process: "
 			         "requests that need one are refused until one comes back");
 		missed(done, &w->req, w->peer_gen, s >= 0 ? &p->stalls[s] : NULL);
+		done->snapshot_gen = w->snapshot_gen;
 		return 1;
 	}
 	return 0;

@@ -60,6 +60,7 @@ struct ember_worker {
 	unsigned int extended; /* times its deadline moved on: it waited for the CPU */
 	int stall;             /* STUCK: the stall it waits on (its probe); -1 */
 	bool by_path; /* the job reaches a mapped file by its path (EMBER_BROKER_JOB_BY_PATH) */
+	uint32_t snapshot_gen; /* a snapshot of the maps of that process (seen_pids.h); 0: not */
 };
 
 /* A device (dev_major:dev_minor) or a process (pid, no device) that stopped answering. */
@@ -92,6 +93,7 @@ struct ember_pool_done {
 	uint64_t peer_gen;
 	int fd; /* or a negative errno */
 	struct ember_broker_file file;
+	uint32_t snapshot_gen; /* not 0: a snapshot for seen_pids.h, no answer to the symbolizer */
 };
 
 /*
@@ -113,6 +115,15 @@ void ember_pool_stop(struct ember_pool *p);
  */
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file);
+
+/*
+ * Copies the maps of process tgid (maps_fd: /proc/PID/maps, opened and checked by the
+ * collector) into memfd, a snapshot for generation gen, on a spare worker: two stay free for
+ * the symbolizer's requests, and a stalled process gets none. Returns 0 (the end comes as an
+ * ember_pool_done with snapshot_gen), -EBUSY or another negative errno.
+ */
+int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int maps_fd, int memfd,
+                        uint64_t now_ns);
 
 /* Worker i's socket is readable. Returns 1 with *done filled when an open the symbolizer
  * waits for ended, else 0 (a late answer, now discarded, or nothing). */

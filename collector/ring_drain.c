@@ -50,7 +50,8 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	/* The broker serves only processes seen here. */
-	ember_procs_note(d->procs, s->tgid, ember_monotonic_ns());
+	if (!ember_procs_note(d->procs, s->tgid, ember_monotonic_ns()))
+		ember_procs_sampled(d->procs, s->tgid);
 	forward(d, EMBER_REC_SAMPLE, data, size);
 	return 0;
 }
@@ -73,7 +74,8 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 		ember_procs_forget(d->procs, ev->tgid);
 	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {
 		/* Tables are loaded at exec (and start), before the first sample. */
-		ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns());
+		if (!ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns()))
+			ember_procs_program(d->procs, ev->tgid, ev->kind == EMBER_EV_EXEC);
 		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
 	} else {
 		d->malformed++;
@@ -130,7 +132,9 @@ uint64_t ember_drain_lost_samples(const uint64_t by_reason[EMBER_LOST_REASONS])
 
 void ember_drain_report_memory(struct ember_drain *d, uint64_t bpf_map_bytes)
 {
-	struct ember_rec_collector_memory m = {ember_self_rss_bytes(), bpf_map_bytes};
+	struct ember_rec_collector_memory m = {ember_self_rss_bytes(), bpf_map_bytes,
+	                                       d->procs->snaps_taken, d->procs->snaps_served,
+	                                       d->procs->snaps_dropped};
 
 	if (d->ring)
 		ember_ring_write(d->ring, EMBER_REC_COLLECTOR_MEMORY, &m, sizeof(m));

@@ -140,6 +140,7 @@ static void begin_stop(struct recorder *r, const char *why)
 	if (!ember_bpf_read_drops(&r->bpf, drops))
 		ember_drain_account_bpf_drops(&r->drain, drops);
 	r->flush_deadline_ns = ember_monotonic_ns() + FLUSH_TIMEOUT_NS;
+	ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf)); /* the final counts */
 	if (ember_peer_send_flush(&r->peer, &r->drain, true)) {
 		if (r->opts->socket_path)
 			log_info("no symbolizer connected: the last samples are lost");
@@ -269,7 +270,13 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 /* A worker's open ended (or missed its deadline): the symbolizer that asked gets the answer. */
 static void deliver(struct recorder *r, struct ember_pool_done *d, uint64_t now_ns)
 {
-	int fd = ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
+	int fd;
+
+	if (d->snapshot_gen) {
+		ember_procs_snapshot_done(&r->procs, d->req.pid, d->snapshot_gen, d->fd, now_ns);
+		return;
+	}
+	fd = ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
 
 	if (d->peer_gen != r->peer.gen || !ember_peer_active(&r->peer)) {
 		if (fd >= 0)
@@ -295,6 +302,30 @@ static void expire_workers(struct recorder *r, uint64_t now_ns)
 
 	while (ember_pool_expire(&r->pool, now_ns, &done))
 		deliver(r, &done, now_ns);
+}
+
+/* Snapshots of new processes' maps that are due (seen_pids.h), while a spare worker is free
+ * (one that finds none waits for the process's next sample that makes one due). */
+static void take_snapshots(struct recorder *r, uint64_t now_ns)
+{
+	uint32_t pid, gen;
+	int memfd, err = 0;
+
+	while (!err && ember_procs_snapshot_due(&r->procs, now_ns, &pid, &gen, &memfd)) {
+		struct ember_msg_broker_req req = {.what = EMBER_BROKER_MAPS, .pid = pid};
+		struct ember_broker_job job = {.in_fd = -1, .out_fd = -1};
+		int fd = ember_broker_open(&r->broker, &req, &job);
+
+		/* Still that process after the open: the descriptor reads its own maps. */
+		err = fd < 0 ? fd : ember_procs_check(&r->procs, pid, now_ns, UINT64_MAX);
+		if (!err)
+			err = ember_pool_snapshot(&r->pool, pid, gen, fd, memfd, now_ns);
+		if (fd >= 0)
+			close(fd);
+		if (err)
+			ember_procs_snapshot_done(&r->procs, pid, gen, err, now_ns);
+		err = err == -EBUSY;
+	}
 }
 
 static void on_child_exit(struct recorder *r)
@@ -649,8 +680,10 @@ static void run_loop(struct recorder *r)
 				break;
 			}
 		}
-		if (!r->finished)
+		if (!r->finished) {
 			expire_workers(r, ember_monotonic_ns());
+			take_snapshots(r, ember_monotonic_ns());
+		}
 	}
 }
 

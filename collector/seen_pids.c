@@ -2,11 +2,16 @@
 #include "collector/seen_pids.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 
 static bool entry_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
@@ -19,12 +24,34 @@ static bool entry_eq(const void *ctx, uint32_t slot, const void *key, size_t len
 int ember_procs_init(struct ember_procs *t, size_t capacity)
 {
 	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
+		t->snaps[i] = (struct ember_maps_snapshot){.fd = -1, .pending = -1};
 	return ember_slots_init(&t->slots, sizeof(struct ember_proc_entry), capacity, entry_eq);
+}
+
+static struct ember_maps_snapshot *snap_of(struct ember_procs *t, uint32_t tgid)
+{
+	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
+		if (tgid && t->snaps[i].tgid == tgid)
+			return &t->snaps[i];
+	return NULL;
+}
+
+static void snap_drop(struct ember_maps_snapshot *s)
+{
+	if (s) {
+		s->fd = ember_safe_close(s->fd);
+		s->pending = ember_safe_close(s->pending);
+		s->tgid = 0;
+	}
 }
 
 void ember_procs_free(struct ember_procs *t)
 {
 	const struct ember_proc_entry *e;
+
+	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
+		snap_drop(&t->snaps[i]);
 
 	for (uint32_t i = 0; i < ember_slots_end(&t->slots); i++)
 		if ((e = ember_slots_get(&t->slots, i)))
@@ -84,7 +111,8 @@ int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
 		return r;
 	}
 	*(struct ember_proc_entry *)ember_slots_at(&t->slots, slot) =
-	    (struct ember_proc_entry){tgid, fd, now_ns};
+	    (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0};
+	snap_drop(snap_of(t, tgid)); /* another process's, which had the PID */
 	return 0;
 }
 
@@ -115,4 +143,110 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 		return -ESRCH;
 	}
 	return 0;
+}
+
+void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots)
+{
+	struct ember_proc_entry *e = find(t, tgid);
+
+	if (e) {
+		e->gen = snapshots ? ++t->next_gen : 0;
+		e->samples = 0;
+	}
+	snap_drop(snap_of(t, tgid)); /* the old program's */
+}
+
+void ember_procs_sampled(struct ember_procs *t, uint32_t tgid)
+{
+	struct ember_proc_entry *e = find(t, tgid);
+
+	if (!e || !e->gen)
+		return;
+	e->samples++;
+	if (e->samples & (e->samples - 1))
+		return; /* its 1st, 2nd, 4th, 8th... sample makes one due */
+	if (t->ndue < EMBER_SNAPSHOT_QUEUE)
+		t->due[t->ndue++] = tgid;
+	else
+		t->snaps_dropped++;
+}
+
+/* A slot for a new snapshot: a free one, else the oldest's (counted unless it expired). */
+static struct ember_maps_snapshot *snap_slot(struct ember_procs *t, uint64_t now_ns)
+{
+	struct ember_maps_snapshot *s = &t->snaps[0];
+
+	for (int i = 1; i < EMBER_SNAPSHOTS_MAX && s->tgid; i++)
+		if (!t->snaps[i].tgid || t->snaps[i].taken_ns < s->taken_ns)
+			s = &t->snaps[i];
+	t->snaps_dropped += s->tgid && now_ns <= s->taken_ns + EMBER_SNAPSHOT_KEEP_NS;
+	snap_drop(s);
+	return s;
+}
+
+int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *tgid, uint32_t *gen,
+                             int *memfd)
+{
+	while (t->ndue) {
+		struct ember_proc_entry *e = find(t, t->due[--t->ndue]);
+		struct ember_maps_snapshot *s = e ? snap_of(t, e->tgid) : NULL;
+
+		if (!e || !e->gen || (s && s->pending >= 0))
+			continue; /* gone, running at the start, or a copy is under way */
+		if (!s) {
+			s = snap_slot(t, now_ns);
+			*s = (struct ember_maps_snapshot){e->tgid, e->gen, -1, -1, now_ns};
+		}
+		s->pending = memfd_create("ember-maps", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (s->pending < 0)
+			return 0;
+		*tgid = e->tgid;
+		*gen = e->gen;
+		*memfd = s->pending;
+		return 1;
+	}
+	return 0;
+}
+
+void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t gen, int result,
+                               uint64_t now_ns)
+{
+	struct ember_maps_snapshot *s = snap_of(t, tgid);
+	struct stat st;
+
+	if (result >= 0)
+		close(result); /* the worker's copy of the memfd: the table has its own */
+	if (!s || s->gen != gen || s->pending < 0)
+		return;
+	/* The worker's word that it copied, and a size the maps may have: sealed, unchangeable. */
+	if (result < 0 || fstat(s->pending, &st) || st.st_size <= 0 ||
+	    st.st_size > EMBER_SNAPSHOT_MAX_BYTES ||
+	    fcntl(s->pending, F_ADD_SEALS,
+	          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
+		s->pending = ember_safe_close(s->pending);
+		if (s->fd < 0)
+			snap_drop(s);
+		return;
+	}
+	ember_closep(&s->fd);
+	s->fd = TAKE_FD(s->pending);
+	s->taken_ns = now_ns;
+	t->snaps_taken++;
+}
+
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
+{
+	struct ember_maps_snapshot *s = snap_of(t, tgid);
+	char self[32];
+	int fd;
+
+	if (!s || s->fd < 0 || now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
+		return -ENOENT;
+	/* A description of its own: one reader's offset is not the next one's. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", s->fd);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return neg_errno();
+	t->snaps_served++;
+	return fd;
 }

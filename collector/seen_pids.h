@@ -5,6 +5,16 @@
  * while the pidfd's process is alive its PID cannot name another process,
  * so a request is served only if the process is still alive after the
  * descriptor was opened (PID reuse cannot slip in between).
+ *
+ * It also keeps snapshots of new processes' memory maps: a process that
+ * starts while ember runs has its /proc/PID/maps copied (by a broker worker,
+ * into a sealed memfd) at its 1st, 2nd, 4th, 8th... sample, so that a
+ * symbolizer that comes to its samples after it exited (its maps read empty
+ * then) still learns its mappings. A snapshot belongs to one process: made
+ * for the entry's generation (a new one at each exec and each new process
+ * with that PID, which drops the old snapshot), served only once that process
+ * is gone, at most EMBER_SNAPSHOT_KEEP_NS old; at most EMBER_SNAPSHOTS_MAX of
+ * them, each at most EMBER_SNAPSHOT_MAX_BYTES (the oldest go first, counted).
  */
 #ifndef EMBER_COLLECTOR_SEEN_PIDS_H
 #define EMBER_COLLECTOR_SEEN_PIDS_H
@@ -19,11 +29,28 @@ struct ember_proc_entry {
 	uint32_t tgid;
 	int pidfd;
 	uint64_t last_seen_ns;
+	uint32_t gen; /* the process and program it runs (0: running at the start: no snapshots) */
+	uint32_t samples; /* since it started or exec'd */
+};
+
+#define EMBER_SNAPSHOTS_MAX      512
+#define EMBER_SNAPSHOT_MAX_BYTES (16u << 10) /* one process's maps: larger ones are not kept */
+#define EMBER_SNAPSHOT_KEEP_NS   (10ull * 1000000000ull)
+#define EMBER_SNAPSHOT_QUEUE     32
+
+struct ember_maps_snapshot {
+	uint32_t tgid, gen; /* tgid 0: a free slot */
+	int fd;             /* a sealed memfd, or -1 before the first copy */
+	int pending;        /* the memfd a worker copies into now, or -1 */
+	uint64_t taken_ns;
 };
 
 struct ember_procs {
 	struct ember_slots slots; /* struct ember_proc_entry, by tgid; at most `capacity` */
 	uint64_t evictions;
+	uint32_t next_gen, ndue, due[EMBER_SNAPSHOT_QUEUE]; /* due: tgids whose snapshot is */
+	struct ember_maps_snapshot snaps[EMBER_SNAPSHOTS_MAX];
+	uint64_t snaps_taken, snaps_served, snaps_dropped; /* dropped: for the caps */
 };
 
 int ember_procs_init(struct ember_procs *t, size_t capacity);
@@ -42,5 +69,24 @@ void ember_procs_forget(struct ember_procs *t, uint32_t tgid);
  * -EPERM if it was never seen (or not recently).
  */
 int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uint64_t max_age_ns);
+
+/* tgid, noted already, runs a new program (exec: its old snapshot goes), or ran when sampling
+ * started (!snapshots: the symbolizer reads the maps of those at the start). */
+void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots);
+/* tgid, noted already, was sampled: a snapshot is due at its 1st, 2nd, 4th... sample. */
+void ember_procs_sampled(struct ember_procs *t, uint32_t tgid);
+
+/* The next process whose snapshot is due: 1 with its tgid, generation and the memfd (still
+ * the table's) to copy its maps into; 0 when none is (or no memfd could be made). */
+int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *tgid, uint32_t *gen,
+                             int *memfd);
+/* The copy for (tgid, gen) ended: result >= 0 (a descriptor, closed here) when the memfd
+ * holds the maps, else a negative errno. The memfd is sealed and kept if its size is
+ * plausible and that process is still the last one with the PID. */
+void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t gen, int result,
+                               uint64_t now_ns);
+/* A new read-only descriptor of the snapshot of tgid, a process gone (ember_procs_check
+ * refused it), or a negative errno. */
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
 
 #endif

@@ -87,8 +87,8 @@ struct ember_msg_welcome {
 	    off_cpu_min_ns; /* off-CPU samples: waits of at least this; EMBER_OFF_CPU_OFF: none */
 	/* What was chosen to sample, NUL-terminated; all "" for the whole host. */
 	char selection[EMBER_SELECTION_LEN]; /* e.g. "unit nginx.service, pid 42" */
-	char title[EMBER_TITLE_LEN];         /* the profile's headline: a command's or unit's name */
-	char service[EMBER_TITLE_LEN];       /* service.name unless configured: "nginx" */
+	char title[EMBER_TITLE_LEN];   /* the profile's headline: a command's or unit's name */
+	char service[EMBER_TITLE_LEN]; /* service.name unless configured: "nginx" */
 };
 
 /* Only the processes chosen with -p are sampled (else every process on the host). */
@@ -133,6 +133,9 @@ enum ember_broker_reply_flags {
 	EMBER_BROKER_STALLED = 1u << 1,
 	/* ... and this very request missed its deadline: a worker was left waiting. */
 	EMBER_BROKER_MISSED_DEADLINE = 1u << 2,
+	/* A process's maps as the collector copied them while it ran (it is gone): a sealed memfd.
+	 */
+	EMBER_BROKER_SNAPSHOT = 1u << 3,
 };
 
 /* Sent with one descriptor when error is 0. */

@@ -74,6 +74,9 @@ struct ember_rec_lost {
 struct ember_rec_collector_memory {
 	uint64_t rss_bytes;     /* resident */
 	uint64_t bpf_map_bytes; /* its BPF maps, as the kernel counts them (memlock) */
+	/* Snapshots of new processes' maps (collector/seen_pids.h), so far: made, served to
+	 * the symbolizer (their process gone), dropped for the caps. Also sent as a run ends. */
+	uint64_t maps_snapshots_taken, maps_snapshots_served, maps_snapshots_dropped;
 };
 
 /* The producer-written header at the start of the data memfd. */

@@ -82,7 +82,9 @@ static int copy_if_it_may_wait(struct ember_broker_client *c, uint32_t what, uin
 	struct ember_read_of of = {pid, c->last.dev_major, c->last.dev_minor, c->last.fs_magic};
 	int copy;
 
+	/* A snapshot (EMBER_BROKER_SNAPSHOT) is a memfd: its reads wait on nothing. */
 	if (!c->readers || what == EMBER_BROKER_MEM || what == EMBER_BROKER_PROC_FILE ||
+	    (c->last.flags & EMBER_BROKER_SNAPSHOT) ||
 	    (what != EMBER_BROKER_MAPS && !(c->last.flags & EMBER_BROKER_REMOTE)))
 		return fd;
 	if (what == EMBER_BROKER_MAPS)

@@ -281,7 +281,7 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	case EMBER_REC_COLLECTOR_MEMORY:
 		if (ember_decode_collector_memory(s->buf, len, &memory))
 			return -EBADMSG;
-		ember_symbolizer_collector_memory(&s->sym, memory.rss_bytes, memory.bpf_map_bytes);
+		ember_symbolizer_collector_memory(&s->sym, &memory);
 		return 0;
 	default:
 		return -EBADMSG;

@@ -568,10 +568,14 @@ void ember_symbolizer_adopt_maps(struct ember_symbolizer *s, uint32_t pid, struc
 	ember_processes_adopt_maps(&s->procs, pid, maps, now_ns);
 }
 
-void ember_symbolizer_collector_memory(struct ember_symbolizer *s, uint64_t rss, uint64_t bpf_maps)
+void ember_symbolizer_collector_memory(struct ember_symbolizer *s,
+                                       const struct ember_rec_collector_memory *m)
 {
-	s->budget.collector_rss = rss;
-	s->budget.collector_bpf_maps = bpf_maps;
+	s->budget.collector_rss = m->rss_bytes;
+	s->budget.collector_bpf_maps = m->bpf_map_bytes;
+	s->maps_snapshots[0] = m->maps_snapshots_taken;
+	s->maps_snapshots[1] = m->maps_snapshots_served;
+	s->maps_snapshots[2] = m->maps_snapshots_dropped;
 }
 
 /* Lets the caches grow back towards their maximum while there is room. */
@@ -740,6 +744,9 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 		ember_profile_stat_set(p, "python.cache_evictions", ps->cache_evictions);
 		ember_profile_stat_set(p, "python.files_read", ps->files_read);
 	}
+	ember_profile_stat_set(p, "maps.snapshots_taken", s->maps_snapshots[0]);
+	ember_profile_stat_set(p, "maps.snapshots_served", s->maps_snapshots[1]);
+	ember_profile_stat_set(p, "maps.snapshots_dropped", s->maps_snapshots[2]);
 	ember_profile_stat_set(p, "memory.budget_exceeded", s->budget_exceeded);
 	ember_profile_stat_set(p, "memory.shed_periods", s->budget_shed_periods);
 	ember_profile_stat_set(p, "memory.over_between_checks", s->budget_peeks_over);

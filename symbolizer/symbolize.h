@@ -61,6 +61,7 @@ struct ember_symbolizer {
 	struct ember_python *python; /* CPython frames; NULL: shown as [unknown] */
 	struct ember_unwind *unwind; /* its row cache shrinks for the budget too; NULL: none */
 	struct ember_mem_budget budget;
+	uint64_t maps_snapshots[3]; /* the collector's: taken, served, dropped */
 	bool ksyms_tried;
 	uint64_t ksyms_loaded_ns;
 	int64_t monotonic_to_realtime_ns;
@@ -112,7 +113,9 @@ void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid, uint64_t
 void ember_symbolizer_adopt_maps(struct ember_symbolizer *s, uint32_t pid, struct ember_maps *maps,
                                  uint64_t now_ns);
 /* The collector's own resident size and BPF map memory, as it reported them. */
-void ember_symbolizer_collector_memory(struct ember_symbolizer *s, uint64_t rss, uint64_t bpf_maps);
+struct ember_rec_collector_memory;
+void ember_symbolizer_collector_memory(struct ember_symbolizer *s,
+                                       const struct ember_rec_collector_memory *m);
 
 /*
  * Housekeeping, called often (it works at most once per

@@ -201,6 +201,15 @@ int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
 		return fd;
 	len = ember_maps_read_fd(fd, &text);
 	close(fd);
+	/* Read empty: it exited after the collector opened them. Asked again, the collector
+	 * finds it gone and serves the snapshot it made while the process ran, if any. */
+	if (!len && !(broker->last.flags & EMBER_BROKER_SNAPSHOT) &&
+	    (fd = ember_broker_request(broker, EMBER_BROKER_MAPS, pid, 0, NULL)) >= 0) {
+		free(text);
+		text = NULL;
+		len = ember_maps_read_fd(fd, &text);
+		close(fd);
+	}
 	if (len < 0)
 		return (int)len;
 	err = ember_maps_parse(text, (size_t)len, out);
@@ -215,6 +224,7 @@ static int load_maps(struct ember_processes *t, struct ember_process *p, uint64_
 
 	p->maps_loaded_ns = now_ns;
 	p->maps_stale = false;
+	p->maps_after_exit = p->exited_ns != 0;
 	t->maps_loads++;
 	err = ember_process_fetch_maps(t->broker, p->pid, &fresh);
 	if (!err && (err = ember_maps_keep_executable(&fresh)))
@@ -248,9 +258,11 @@ const struct ember_map_entry *ember_process_find_mapping(struct ember_processes 
 	if ((!p->maps_loaded || p->maps_stale) && !gone && (may_reload || !p->maps_loaded_ns))
 		load_maps(t, p, now_ns);
 	e = ember_maps_find(&p->maps, addr);
-	if (!e && p->maps_loaded && may_reload && !p->exited_ns &&
-	    now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS) {
-		/* A mapping created since we last looked (dlopen, JIT). */
+	/* A mapping created since we last looked (dlopen, JIT); of a process gone, once: the
+	 * collector's snapshot of its maps may be newer than what was read. */
+	if (!e && p->maps_loaded &&
+	    (p->exited_ns ? !p->maps_after_exit
+	                  : may_reload && now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS)) {
 		if (!load_maps(t, p, now_ns))
 			e = ember_maps_find(&p->maps, addr);
 	}

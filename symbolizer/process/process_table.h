@@ -46,7 +46,8 @@ struct ember_process {
 	uint32_t slot;
 	struct ember_maps maps; /* executable mappings only */
 	bool maps_loaded;
-	bool maps_stale; /* exec happened: reload before the next lookup */
+	bool maps_stale;      /* exec happened: reload before the next lookup */
+	bool maps_after_exit; /* read once more after its exit (a snapshot may tell more) */
 	int maps_error;
 	uint64_t maps_loaded_ns;
 	uint64_t last_seen_ns; /* the last sample (or maps handed over) */

@@ -373,13 +373,18 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	f = file_at(u, slot);
 	if (r == 1)
 		f->key = key;
-	else if (!f->error || now_ns - f->idle_since_ns <
-	                          (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS))
+	else if (!f->error || (!(f->failed_pid && f->failed_pid != pid) &&
+	                       now_ns - f->idle_since_ns <
+	                           (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS)))
 		return (int)slot;
 	if (e->kind != EMBER_MAP_VDSO) {
 		fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
 		if (fd < 0)
 			f->error = fd;
+		/* A process gone (its maps a snapshot) or no longer mapping it: not the file's
+		 * fault, and a live process of the same program must not be left without its table.
+		 */
+		f->failed_pid = fd == -ESRCH || fd == -EPERM || fd == -ENOENT ? pid : 0;
 	}
 	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
 		f->error = build_table(u, slot, fd, now_ns);

@@ -64,6 +64,9 @@ struct ember_unwind_segment {
 struct ember_unwind_file {
 	struct ember_obj_key key;
 	int error; /* 0: the table is loaded */
+	/* It could not be opened through this process (gone, or its mapping): through another
+	 * one it is asked for again at once. 0: the error is the file's own. */
+	uint32_t failed_pid;
 	uint32_t nrows;
 	uint32_t refs; /* processes whose mapping list points here */
 	uint64_t idle_since_ns;

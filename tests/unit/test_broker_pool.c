@@ -4,9 +4,10 @@
  * -ETIMEDOUT and its worker left waiting; the device it had reached (or its
  * process) is refused at once afterwards while other devices are served; with
  * every worker stuck, requests are refused; a worker that comes back ends the
- * stall, and so does one that exits. The workers here are real processes in their seccomp group;
- * their open reaches a made-up device 0:PID and, when asked, waits on a FIFO nobody writes (a
- * stall) or spins past the deadline (a loaded host: no stall).
+ * stall, and so does one that exits; snapshots of maps take only spare workers. The workers here
+ * are real processes in their seccomp group; their open reaches a made-up device 0:PID and, when
+ * asked, waits on a FIFO nobody writes (a stall) or spins past the deadline (a loaded host: no
+ * stall).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,8 @@ static int test_open(const struct ember_broker *b, const struct ember_msg_broker
 {
 	int err, fd;
 
-	(void)b;
+	if (job->snapshot) /* the real copy */
+		return ember_broker_open(b, req, job);
 	if (req->addr == STALL_EARLY && (fd = open(fifo, O_RDONLY | O_CLOEXEC)) >= 0)
 		close(fd);
 	err = ember_broker_reach_device(job, 0, req->pid);
@@ -239,6 +241,79 @@ START_TEST(a_worker_past_its_deadline_is_left_waiting)
 }
 END_TEST
 
+/* Snapshots of a process's maps: copied by a spare worker into the collector's memfd; never
+ * with fewer than three workers free, nor for a stalled process. */
+START_TEST(snapshots_take_only_spare_workers)
+{
+	struct ember_procs procs;
+	struct ember_broker b;
+	struct ember_pool p = {.open = test_open};
+	struct ember_broker_file f;
+	struct ember_pool_done d;
+	uint32_t self = (uint32_t)getpid(), due, gen;
+	char live[256], copy[256];
+	int memfd, maps, fd, writer;
+	ssize_t n;
+
+	snprintf(fifo, sizeof(fifo), "/tmp/ember-pool-%d", (int)getpid());
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(ember_procs_init(&procs, 16), 0);
+	ember_broker_init(&b, &procs);
+	ck_assert_int_eq(ember_pool_start(&p, &b, 4), 0);
+	p.deadline_ns = 300 * MS;
+	ck_assert_int_eq(ember_procs_note(&procs, self, 0), 0);
+	ember_procs_sampled(&procs, self);
+	ck_assert_int_eq(ember_procs_snapshot_due(&procs, 0, &due, &gen, &memfd), 1);
+
+	/* A stalled process gets none. */
+	ck_assert_int_eq(submit(&p, 1, 40, STALL_EARLY, &f), 0);
+	d = next_done(&p);
+	ck_assert_int_eq(d.fd, -ETIMEDOUT);
+	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_eq(ember_pool_snapshot(&p, 40, gen, maps, memfd, now_ns()), -EBUSY);
+
+	/* This one does: the memfd holds what the maps say, sealed once kept. */
+	ck_assert_int_eq(ember_pool_snapshot(&p, self, gen, maps, memfd, now_ns()), 0);
+	close(maps);
+	d = next_done(&p);
+	ck_assert(d.snapshot_gen == gen && d.req.pid == self && d.fd >= 0);
+	ember_procs_snapshot_done(&procs, self, gen, d.fd, now_ns());
+	ck_assert_uint_eq(procs.snaps_taken, 1);
+	ember_procs_forget(&procs, self); /* as if it exited */
+	fd = ember_procs_snapshot_open(&procs, self, now_ns());
+	ck_assert_int_ge(fd, 0);
+	n = pread(fd, copy, sizeof(copy) - 1, 0);
+	close(fd);
+	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_eq(read(maps, live, sizeof(live) - 1), sizeof(live) - 1);
+	close(maps);
+	ck_assert_int_eq(n, sizeof(copy) - 1);
+	ck_assert(!memcmp(live, copy, 64)); /* the first mapping: the same */
+
+	/* Two workers more stuck: the last two free ones are the symbolizer's. */
+	ck_assert_int_eq(submit(&p, 2, 20, STALL, &f), 0);
+	ck_assert_int_eq(next_done(&p).fd, -ETIMEDOUT);
+
+	ck_assert_int_eq(ember_procs_note(&procs, self, 0), 0);
+	ember_procs_sampled(&procs, self);
+	ck_assert_int_eq(ember_procs_snapshot_due(&procs, 0, &due, &gen, &memfd), 1);
+	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_eq(ember_pool_snapshot(&p, self, gen, maps, memfd, now_ns()), -EBUSY);
+	close(maps);
+	ck_assert_int_eq(submit(&p, 3, 30, ANSWER, &f), 0);
+	d = next_done(&p);
+	ck_assert(d.req.id == 3 && d.fd >= 0 && !d.snapshot_gen);
+	close(d.fd);
+
+	writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	read_late(&p);
+	close(writer);
+	ember_pool_stop(&p);
+	ember_procs_free(&procs);
+	unlink(fifo);
+}
+END_TEST
+
 static Suite *broker_pool_suite(void)
 {
 	Suite *s = suite_create("broker_pool");
@@ -246,6 +321,7 @@ static Suite *broker_pool_suite(void)
 
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, a_worker_past_its_deadline_is_left_waiting);
+	tcase_add_test(t, snapshots_take_only_spare_workers);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The collector's table of sampled processes: only seen, living, same processes pass. */
+/* The collector's table of sampled processes: only seen, living, same processes pass; the
+ * snapshots of their maps are bounded and served only for the process they were made of. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_main.h"
+#include "collector/broker.h"
 #include "collector/seen_pids.h"
 
 #define SEC 1000000000ull
@@ -77,6 +83,201 @@ START_TEST(full_table_evicts_oldest)
 }
 END_TEST
 
+static pid_t pausing_child(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The next snapshot due for tgid (sampled until one is) made of `text`, as a worker would;
+ * returns the generation it was made for. */
+static uint32_t make_snapshot(struct ember_procs *t, uint32_t tgid, const char *text, size_t len,
+                              uint64_t now)
+{
+	uint32_t due = 0, gen = 0;
+	int memfd = -1, n = 0;
+
+	do
+		ember_procs_sampled(t, tgid);
+	while (!ember_procs_snapshot_due(t, now, &due, &gen, &memfd) && ++n < 64);
+	ck_assert_uint_eq(due, tgid);
+	ck_assert_int_eq(write(memfd, text, len), (ssize_t)len);
+	ember_procs_snapshot_done(t, tgid, gen, dup(memfd), now);
+	return gen;
+}
+
+/* What a descriptor reads, from its start. */
+static char *read_all(int fd)
+{
+	static char buf[4096];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	ck_assert_int_ge(n, 0);
+	buf[n] = '\0';
+	return buf;
+}
+
+START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
+{
+	static const char text[] = "55d0c0a00000-55d0c0a01000 r-xp 00000000 08:01 42 /bin/x\n";
+	struct ember_msg_broker_req req = {.what = EMBER_BROKER_MAPS};
+	struct ember_broker_file file;
+	struct ember_broker b;
+	struct ember_procs t;
+	uint32_t due, gen, old;
+	pid_t child = pausing_child();
+	int fd, memfd;
+
+	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
+	ember_broker_init(&b, &t);
+	req.pid = (uint32_t)child;
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	/* Its 1st, 2nd and 4th samples make one due, the 3rd and 5th none. */
+	ember_procs_program(&t, (uint32_t)child, true);
+	for (int i = 1; i <= 5; i++) {
+		ember_procs_sampled(&t, (uint32_t)child);
+		ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd),
+		                 i == 1 || i == 2 || i == 4);
+		if (i == 1 || i == 2 || i == 4)
+			ember_procs_snapshot_done(&t, due, gen, -ESRCH, 0); /* read nothing */
+	}
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 0), -ENOENT);
+	gen = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
+	ck_assert_uint_eq(t.snaps_taken, 1);
+
+	/* Alive: its maps are read live. */
+	fd = ember_broker_handle(&b, &req, 1, &file);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(!(file.flags & EMBER_BROKER_SNAPSHOT));
+	ck_assert_ptr_null(strstr(read_all(fd), "/bin/x"));
+	close(fd);
+	/* Gone: the snapshot, read-only, each reader from its start. */
+	reap(child);
+	for (int i = 0; i < 2; i++) {
+		fd = ember_broker_handle(&b, &req, 2, &file);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_uint_eq(file.flags, EMBER_BROKER_SNAPSHOT);
+		ck_assert_str_eq(read_all(fd), text);
+		ck_assert_int_lt(write(fd, "x", 1), 0);
+		close(fd);
+	}
+	ck_assert_uint_eq(t.snaps_served, 2);
+	/* Forgotten at its exit: still served, until it is too old. */
+	ember_procs_forget(&t, (uint32_t)child);
+	fd = ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS + 1),
+	                 -ENOENT);
+	ck_assert_int_eq(ember_broker_handle(&b, &req, EMBER_SNAPSHOT_KEEP_NS + 1, &file), -EPERM);
+
+	/* A copy made for an earlier program of the process (it exec'd since) is not kept. */
+	child = pausing_child();
+	req.pid = (uint32_t)child;
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	old = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
+	ember_procs_sampled(&t, (uint32_t)child);
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
+	ck_assert_uint_eq(gen, old);
+	ember_procs_program(&t, (uint32_t)child, true); /* exec: the old snapshot goes too */
+	ck_assert_int_eq(write(memfd, text, strlen(text)), -1); /* closed with it */
+	ember_procs_snapshot_done(&t, (uint32_t)child, old, -ESRCH, 0);
+	reap(child);
+	ck_assert_int_eq(ember_broker_handle(&b, &req, 1, &file), -ESRCH);
+
+	/* A PID reused: the process noted next under it does not get its predecessor's. */
+	child = pausing_child();
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
+	ember_procs_forget(&t, (uint32_t)child); /* it exited */
+	fd = ember_procs_snapshot_open(&t, (uint32_t)child, 1);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 1), 0); /* "another" process */
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 1), -ENOENT);
+	reap(child);
+
+	/* Processes running when sampling started get none (their maps are read at once). */
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0), 0);
+	ember_procs_program(&t, (uint32_t)getpid(), false);
+	ember_procs_sampled(&t, (uint32_t)getpid());
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 0);
+	ember_procs_free(&t);
+}
+END_TEST
+
+START_TEST(snapshots_are_bounded_and_checked)
+{
+	static pid_t kids[EMBER_SNAPSHOTS_MAX + 1];
+	size_t big = EMBER_SNAPSHOT_MAX_BYTES;
+	char *text = malloc(big + 1);
+	struct ember_procs t;
+	uint32_t due, gen;
+	int memfd, fd;
+
+	memset(text, 'x', big + 1);
+	ck_assert_int_eq(ember_procs_init(&t, 2 * EMBER_SNAPSHOTS_MAX), 0);
+	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i++) {
+		kids[i] = pausing_child();
+		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], 0), 0);
+	}
+	/* Larger than a snapshot may be, empty, or a worker's error: nothing kept. */
+	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
+	ck_assert_int_eq(write(memfd, text, big + 1), (ssize_t)big + 1);
+	ember_procs_snapshot_done(&t, due, gen, dup(memfd), 0);
+	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
+	ember_procs_snapshot_done(&t, due, gen, dup(memfd), 0);
+	ember_procs_sampled(&t, (uint32_t)kids[0]); /* the 3rd: none due */
+	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
+	ck_assert_int_eq(write(memfd, "a\n", 2), 2);
+	ember_procs_snapshot_done(&t, due, gen, -EIO, 0);
+	ck_assert_uint_eq(t.snaps_taken, 0);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[0], 0), -ENOENT);
+
+	/* The largest there may be, then one more than the table holds: the oldest goes. */
+	for (int i = 1; i <= EMBER_SNAPSHOTS_MAX; i++)
+		make_snapshot(&t, (uint32_t)kids[i], text, i == 1 ? big : 2, (uint64_t)i);
+	ck_assert_uint_eq(t.snaps_taken, EMBER_SNAPSHOTS_MAX);
+	ck_assert_uint_eq(t.snaps_dropped, 0);
+	make_snapshot(&t, (uint32_t)kids[0], "m\n", 2, 1000);
+	ck_assert_uint_eq(t.snaps_taken, EMBER_SNAPSHOTS_MAX + 1);
+	ck_assert_uint_eq(t.snaps_dropped, 1);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[1], 1000), -ENOENT);
+	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i += EMBER_SNAPSHOTS_MAX) {
+		fd = ember_procs_snapshot_open(&t, (uint32_t)kids[i], 1000);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	/* An expired one makes room without counting as dropped. */
+	make_snapshot(&t, (uint32_t)kids[1], "m\n", 2, EMBER_SNAPSHOT_KEEP_NS + 500);
+	ck_assert_uint_eq(t.snaps_taken, EMBER_SNAPSHOTS_MAX + 2);
+	ck_assert_uint_eq(t.snaps_dropped, 1);
+	/* A full queue of due snapshots drops (and counts) the next. */
+	for (int i = 2; i < 2 + EMBER_SNAPSHOT_QUEUE + 1; i++)
+		ember_procs_sampled(&t, (uint32_t)kids[i]); /* their 2nd sample */
+	ck_assert_uint_eq(t.snaps_dropped, 2);
+	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i++)
+		reap(kids[i]);
+	ember_procs_free(&t);
+	free(text);
+}
+END_TEST
+
 static Suite *procs_suite(void)
 {
 	Suite *s = suite_create("procs");
@@ -85,6 +286,8 @@ static Suite *procs_suite(void)
 	tcase_add_test(tc, seen_living_processes_pass);
 	tcase_add_test(tc, exited_process_is_refused);
 	tcase_add_test(tc, full_table_evicts_oldest);
+	tcase_add_test(tc, snapshots_are_served_for_their_own_process_once_it_is_gone);
+	tcase_add_test(tc, snapshots_are_bounded_and_checked);
 	suite_add_tcase(s, tc);
 	return s;
 }
