@@ -2,6 +2,7 @@
 #include "symbolizer/broker_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -180,9 +181,50 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 	}
 }
 
+int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64_t start,
+                             uint32_t dev_major, uint32_t dev_minor, uint64_t ino)
+{
+	int fd = ember_broker_request(c, EMBER_BROKER_MAPPED_FILE, pid, start, NULL);
+	struct ember_kept_file *k = NULL, *oldest = &c->kept[0];
+
+	for (int i = 0; i < EMBER_BROKER_KEPT_FILES && !k && ino; i++) {
+		struct ember_kept_file *e = &c->kept[i];
+
+		if (e->ino == ino && e->dev_major == dev_major && e->dev_minor == dev_minor)
+			k = e;
+		else if (e->used < oldest->used)
+			oldest = e;
+	}
+	/* Gone, or no such mapping any more: the file as another process had it. */
+	if (fd == -ESRCH || fd == -EPERM || fd == -ENOENT) {
+		int kept = k ? fcntl(k->fd, F_DUPFD_CLOEXEC, 0) : -1;
+
+		if (kept < 0)
+			return fd;
+		k->used = ++c->kept_clock;
+		c->kept_served++;
+		return kept;
+	}
+	/* A copy of a file on a file system that can stall is memory: not kept. */
+	if (fd < 0 || !ino || (c->last.flags & EMBER_BROKER_REMOTE))
+		return fd;
+	if (!k) {
+		k = oldest;
+		if (k->ino)
+			close(k->fd);
+		*k = (struct ember_kept_file){dev_major, dev_minor, ino, 0, -1};
+		k->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (k->fd < 0)
+			k->ino = 0;
+	}
+	k->used = ++c->kept_clock;
+	return fd;
+}
+
 void ember_broker_client_report_stats(const struct ember_broker_client *c, struct ember_profile *p)
 {
 	ember_profile_stat_set(p, "broker.requests", c->requests);
 	ember_profile_stat_set(p, "broker.failures", c->failures);
 	ember_profile_stat_set(p, "broker.late_replies", c->late_replies);
+	ember_profile_stat_set(p, "broker.kept_files_served", c->kept_served);
 }

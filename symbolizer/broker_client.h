@@ -23,6 +23,16 @@
 #define EMBER_BROKER_TIMEOUT_MS 5000
 
 /* Every field is broker_client.c's but flush_pending and flush, which the session reads. */
+/* A mapped file the broker opened, kept for when its processes are gone (by the mapping's
+ * device and inode: while a descriptor holds it, no other file can have that inode). */
+#define EMBER_BROKER_KEPT_FILES 256
+struct ember_kept_file {
+	uint32_t dev_major, dev_minor;
+	uint64_t ino; /* 0: a free entry */
+	uint64_t used;
+	int fd;
+};
+
 struct ember_broker_client {
 	int sock;
 	uint32_t seq;
@@ -32,7 +42,7 @@ struct ember_broker_client {
 	struct ember_msg_flush flush;
 	bool closed; /* the collector went away or broke the protocol */
 	uint64_t requests, failures;
-	uint64_t late_replies; /* replies to requests that had timed out, dropped */
+	uint64_t late_replies;         /* replies to requests that had timed out, dropped */
 	struct ember_readers *readers; /* NULL: descriptors are read directly */
 	/* What the last reply said about its file (flags: enum ember_broker_reply_flags). */
 	struct {
@@ -41,6 +51,8 @@ struct ember_broker_client {
 	} last;
 	uint64_t stalled_refused;  /* replies refused because a file system or process stalled */
 	uint64_t stalled_deadline; /* ... of which the request itself missed its deadline */
+	struct ember_kept_file kept[EMBER_BROKER_KEPT_FILES];
+	uint64_t kept_clock, kept_served;
 };
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock);
@@ -54,6 +66,15 @@ int ember_broker_client_send(struct ember_broker_client *c, union ember_msg *msg
  */
 int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t pid, uint64_t addr,
                          const char *arg);
+
+/*
+ * The file mapped at start in pid, whose maps name it by device and inode: asked of the
+ * broker, and if the process is gone (or maps it no more), the same file as another process
+ * of the program had it (a short-lived process's frames, read after it exited). Returns a
+ * descriptor or a negative errno.
+ */
+int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64_t start,
+                             uint32_t dev_major, uint32_t dev_minor, uint64_t ino);
 
 /*
  * Receives one message that is not a broker reply (HELLO's answer, FLUSH),

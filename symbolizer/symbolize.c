@@ -215,7 +215,8 @@ static struct ember_obj *mapped_object(struct ember_symbolizer *s, uint32_t pid,
 
 	if (o || s->shedding)
 		return o;
-	fd = ember_broker_request(s->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
+	fd = ember_broker_mapped_file(s->broker, pid, e->start, e->dev_major, e->dev_minor,
+	                              e->inode);
 	o = ember_objcache_load(&s->objs, &key, fd, pid, &op, now_ns);
 	if (fd >= 0)
 		close(fd);

@@ -378,7 +378,8 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	                           (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS)))
 		return (int)slot;
 	if (e->kind != EMBER_MAP_VDSO) {
-		fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
+		fd = ember_broker_mapped_file(u->broker, pid, e->start, e->dev_major, e->dev_minor,
+		                              e->inode);
 		if (fd < 0)
 			f->error = fd;
 		/* A process gone (its maps a snapshot) or no longer mapping it: not the file's
@@ -818,8 +819,8 @@ static const struct ember_unwind_rows *slot_rows(struct ember_unwind *u, uint32_
 		return NULL;
 	}
 	f->rows_built_ns = now_ns;
-	if (!vdso &&
-	    (fd = ember_broker_request(u->broker, EMBER_BROKER_MAPPED_FILE, pid, start, NULL)) < 0)
+	if (!vdso && (fd = ember_broker_mapped_file(u->broker, pid, start, major(f->key.dev),
+	                                            minor(f->key.dev), f->key.ino)) < 0)
 		return NULL;
 	if (!file_rows(u, f, fd, &rows)) {
 		u->rows_rebuilt++;

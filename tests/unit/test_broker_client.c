@@ -3,10 +3,13 @@
  * The symbolizer's broker client against a scripted collector on a
  * socketpair: a late reply to a request that timed out is dropped, not
  * taken for the answer and not a reason to disconnect; a reply with a
- * future id or a descriptor on an error is a protocol violation.
+ * future id or a descriptor on an error is a protocol violation; a mapped
+ * file is kept for the program's processes that are gone by the time their
+ * frames are read.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,6 +88,58 @@ START_TEST(future_id_or_fd_with_error_disconnects)
 }
 END_TEST
 
+START_TEST(mapped_files_are_kept_for_gone_processes)
+{
+	struct pair p = make_pair();
+	struct ember_broker_client c;
+	int file = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), fd;
+	struct stat a, b;
+	uint32_t id = 0;
+
+	ck_assert_int_ge(file, 0);
+	ember_broker_client_init(&c, p.client);
+	/* Opened through a living process: handed over, and kept. */
+	reply(p.collector, ++id, 0, file);
+	fd = ember_broker_mapped_file(&c, 10, 0x1000, 8, 1, 42);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Another process of the program, gone: the same file. */
+	reply(p.collector, ++id, -ESRCH, -1);
+	fd = ember_broker_mapped_file(&c, 11, 0x2000, 8, 1, 42);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(!fstat(fd, &a) && !fstat(file, &b) && a.st_ino == b.st_ino);
+	close(fd);
+	ck_assert_uint_eq(c.kept_served, 1);
+	/* Not another file (device or inode), and not for a stall. */
+	reply(p.collector, ++id, -ESRCH, -1);
+	ck_assert_int_eq(ember_broker_mapped_file(&c, 11, 0x2000, 8, 2, 42), -ESRCH);
+	reply(p.collector, ++id, -EPERM, -1);
+	ck_assert_int_eq(ember_broker_mapped_file(&c, 11, 0x2000, 8, 1, 43), -EPERM);
+	reply(p.collector, ++id, -ETIMEDOUT, -1);
+	ck_assert_int_eq(ember_broker_mapped_file(&c, 11, 0x2000, 8, 1, 42), -ETIMEDOUT);
+	/* Bounded: as many files more push the least recently used out. */
+	for (uint64_t ino = 100; ino < 100 + EMBER_BROKER_KEPT_FILES; ino++) {
+		reply(p.collector, ++id, 0, file);
+		fd = ember_broker_mapped_file(&c, 12, 0x3000, 8, 1, ino);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	reply(p.collector, ++id, -ESRCH, -1);
+	ck_assert_int_eq(ember_broker_mapped_file(&c, 11, 0x2000, 8, 1, 42), -ESRCH);
+	reply(p.collector, ++id, -ENOENT, -1);
+	fd = ember_broker_mapped_file(&c, 11, 0x2000, 8, 1, 100 + EMBER_BROKER_KEPT_FILES - 1);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(!c.closed);
+	for (int i = 0; i < EMBER_BROKER_KEPT_FILES; i++)
+		if (c.kept[i].ino)
+			close(c.kept[i].fd);
+	close(file);
+	close(p.client);
+	close(p.collector);
+}
+END_TEST
+
 static Suite *broker_client_suite(void)
 {
 	Suite *s = suite_create("broker_client");
@@ -92,6 +147,7 @@ static Suite *broker_client_suite(void)
 
 	tcase_add_test(tc, late_reply_is_dropped);
 	tcase_add_test(tc, future_id_or_fd_with_error_disconnects);
+	tcase_add_test(tc, mapped_files_are_kept_for_gone_processes);
 	suite_add_tcase(s, tc);
 	return s;
 }
