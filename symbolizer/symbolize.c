@@ -333,7 +333,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	uint32_t mapping;
 	int err;
 
-	e = ember_process_find_mapping(&s->procs, proc, addr, now_ns);
+	e = ember_process_find_mapping_at(&s->procs, proc, addr, s->sample_time_ns, now_ns);
 	if (!e) {
 		stalled_frame(s, proc->maps_error);
 		s->unknown_frames++;
@@ -493,6 +493,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	ember_process_learn_comm(proc, sample->comm, sample->tid == sample->tgid);
 	s->samples++;
 	s->sample_stalled = false;
+	s->sample_time_ns = sample->time_ns;
 	if (sample->kind == EMBER_EV_OFF_CPU)
 		first = probe_frames(s, frames, kn, now_ns);
 	for (uint32_t i = first; i < kn; i++) {

@@ -76,6 +76,7 @@ struct ember_symbolizer {
 	/* Frames left unnamed, and samples with such frames, because a read stalled. */
 	uint64_t frames_stalled, samples_stalled;
 	bool sample_stalled;
+	uint64_t sample_time_ns;      /* the sample being symbolized was taken then (monotonic) */
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
 	uint64_t off_cpu_samples, off_cpu_ns;

@@ -249,6 +249,13 @@ const struct ember_map_entry *ember_process_find_mapping(struct ember_processes 
                                                          struct ember_process *p, uint64_t addr,
                                                          uint64_t now_ns)
 {
+	return ember_process_find_mapping_at(t, p, addr, 0, now_ns);
+}
+
+const struct ember_map_entry *ember_process_find_mapping_at(struct ember_processes *t,
+                                                            struct ember_process *p, uint64_t addr,
+                                                            uint64_t seen_ns, uint64_t now_ns)
+{
 	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
 	const struct ember_map_entry *e;
 	bool may_reload = now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS;
@@ -258,11 +265,15 @@ const struct ember_map_entry *ember_process_find_mapping(struct ember_processes 
 	if ((!p->maps_loaded || p->maps_stale) && !gone && (may_reload || !p->maps_loaded_ns))
 		load_maps(t, p, now_ns);
 	e = ember_maps_find(&p->maps, addr);
-	/* A mapping created since we last looked (dlopen, JIT); of a process gone, once: the
+	/* A mapping created since we last looked (dlopen, JIT, the loader's libraries when the
+	 * maps were read at exec, before the address was seen); of a process gone, once: the
 	 * collector's snapshot of its maps may be newer than what was read. */
 	if (!e && p->maps_loaded &&
-	    (p->exited_ns ? !p->maps_after_exit
-	                  : may_reload && now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS)) {
+	    (p->exited_ns
+	         ? !p->maps_after_exit
+	         : (may_reload && now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS) ||
+	               (p->maps_loaded_ns < seen_ns &&
+	                now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_SEEN_NS))) {
 		if (!load_maps(t, p, now_ns))
 			e = ember_maps_find(&p->maps, addr);
 	}

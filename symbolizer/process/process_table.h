@@ -30,7 +30,8 @@
 #include "symbolizer/process/maps_parser.h"
 #include "shared/slots.h"
 
-#define EMBER_MAPS_RELOAD_MIN_NS     (200ull * 1000000ull)    /* per process */
+#define EMBER_MAPS_RELOAD_MIN_NS     (200ull * 1000000ull) /* per process */
+#define EMBER_MAPS_RELOAD_SEEN_NS    (10ull * 1000000ull) /* ... for an address seen after a read */
 #define EMBER_PROCESS_EXIT_GRACE_NS  (2ull * 1000000000ull)   /* kept after the exit record */
 #define EMBER_PROCESS_IDLE_NS        (120ull * 1000000000ull) /* kept without a sample */
 #define EMBER_PROCESSES_SWEEP_NS     (1000ull * 1000000ull)   /* between sweeps */
@@ -105,6 +106,11 @@ int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
 const struct ember_map_entry *ember_process_find_mapping(struct ember_processes *t,
                                                          struct ember_process *p, uint64_t addr,
                                                          uint64_t now_ns);
+/* The same for an address seen (sampled) at seen_ns: maps read before then that lack it are
+ * read again (at most every EMBER_MAPS_RELOAD_SEEN_NS). */
+const struct ember_map_entry *ember_process_find_mapping_at(struct ember_processes *t,
+                                                            struct ember_process *p, uint64_t addr,
+                                                            uint64_t seen_ns, uint64_t now_ns);
 /* The path of a mapping ember_process_find_mapping returned. */
 const char *ember_process_mapping_path(const struct ember_process *p,
                                        const struct ember_map_entry *e);

@@ -382,10 +382,10 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 		                              e->inode);
 		if (fd < 0)
 			f->error = fd;
-		/* A process gone (its maps a snapshot) or no longer mapping it: not the file's
-		 * fault, and a live process of the same program must not be left without its table.
-		 */
-		f->failed_pid = fd == -ESRCH || fd == -EPERM || fd == -ENOENT ? pid : 0;
+		/* Not opened through this process (gone: its maps a snapshot; no longer mapping it;
+		 * no worker free): not the file's fault, and a live process of the same program
+		 * must not be left without its table. A stall is the file system's. */
+		f->failed_pid = fd < 0 && fd != -ETIMEDOUT ? pid : 0;
 	}
 	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
 		f->error = build_table(u, slot, fd, now_ns);

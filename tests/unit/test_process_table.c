@@ -90,6 +90,25 @@ START_TEST(an_address_outside_every_mapping_reloads_at_most_every_200ms)
 }
 END_TEST
 
+START_TEST(an_address_seen_after_the_maps_were_read_reloads_them_sooner)
+{
+	struct ember_process *p = ember_processes_get(&t, 42, SEC);
+	uint64_t later = SEC + EMBER_MAPS_RELOAD_SEEN_NS;
+
+	ck_assert_ptr_nonnull(ember_process_find_mapping(&t, p, 0x401000, SEC));
+	fb.maps_text = MAPS_DLOPEN;
+	/* Seen before the read (a wrong frame, or a library gone since): not read again. */
+	ck_assert_ptr_null(ember_process_find_mapping_at(&t, p, 0x7e0000000100, SEC - 1, later));
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 1);
+	/* Seen after it, but read a moment ago: not yet. */
+	ck_assert_ptr_null(ember_process_find_mapping_at(&t, p, 0x7e0000000100, SEC + 1, SEC + 1));
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 1);
+	/* Seen after the read (the loader mapped it since): read again. */
+	ck_assert_ptr_nonnull(ember_process_find_mapping_at(&t, p, 0x7e0000000100, SEC + 1, later));
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 2);
+}
+END_TEST
+
 START_TEST(exec_makes_the_maps_name_and_facts_stale)
 {
 	struct ember_process *p = ember_processes_get(&t, 42, SEC);
@@ -327,6 +346,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, maps_are_read_once_and_only_executable_ones_kept);
 	tcase_add_test(tc, an_address_outside_every_mapping_reloads_at_most_every_200ms);
+	tcase_add_test(tc, an_address_seen_after_the_maps_were_read_reloads_them_sooner);
 	tcase_add_test(tc, exec_makes_the_maps_name_and_facts_stale);
 	tcase_add_test(tc, maps_read_before_an_exec_are_forgotten_those_after_kept);
 	tcase_add_test(tc, adopted_maps_are_used_without_asking);
