@@ -268,12 +268,14 @@ def test_one_shot_processes():
             log("  incomplete first sample: " + ";".join(f"{n}" for n, _ in reversed(frames)))
     assert len(first) >= 100, f"too few processes sampled: {len(first)}"
     assert first_good >= 0.99 * len(first), f"only {first_good} of {len(first)} first samples"
-    # Each exec is met ahead of the ring: a process's mappings are read before it is gone.
-    # The issue asks 99% of first samples (above); of all samples 98%: the ones lost are
-    # of processes gone before a starved symbolizer read their mappings (797 of 806 in one
-    # run at load ~10, 'maps not read'), which no unwinding can give back.
+    # Each exec is met ahead of the ring: a process's mappings are read before it is gone;
+    # one gone before a starved symbolizer read them is named by the collector's snapshot of
+    # its maps and the files its program's other processes had (logged: how many were used).
+    log(f"  maps snapshots taken {stats.get('maps.snapshots_taken')}, served "
+        f"{stats.get('maps.snapshots_served')}, dropped {stats.get('maps.snapshots_dropped')}; "
+        f"kept files served {stats.get('broker.kept_files_served')}")
     good = kinds["complete"] + kinds["no user stack"]
-    assert good >= 0.98 * total, f"only {good} of {total} samples complete"
+    assert good >= 0.99 * total, f"only {good} of {total} samples complete"
     assert stats["unwind.execs_met_first"] >= len(first), stats["unwind.execs_met_first"]
     # Twenty processes of each program: later ones borrow the tables their files have in the
     # earlier ones' until their own are loaded (bpf/unwind.bpf.h).
