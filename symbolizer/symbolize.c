@@ -346,6 +346,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	}
 	if (obj && obj->error) {
 		stalled_frame(s, obj->error);
+		s->shed_frames += obj->error == -ENOBUFS; /* not read: it did not fit the budget */
 		obj = NULL;
 	}
 	m.start = e->start;
@@ -599,6 +600,18 @@ static void relax(struct ember_symbolizer *s, size_t rss)
 	}
 }
 
+/*
+ * What reading files may take now: the budget less what is resident, less a
+ * sixteenth kept for an interval's write and the kernel symbols' reload.
+ */
+static void set_room(struct ember_symbolizer *s, size_t rss, size_t exclude)
+{
+	size_t limit = s->budget.limit, used = rss > exclude ? rss - exclude : 0;
+	size_t usable = limit - limit / 16;
+
+	ember_objcache_set_room(&s->objs, used < usable ? usable - used : 0);
+}
+
 /* Resident bytes the budget covers now. */
 static size_t covered_rss(struct ember_symbolizer *s, size_t exclude)
 {
@@ -675,6 +688,7 @@ void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t e
 			ember_objcache_release_pages(&s->objs);
 			rss = ember_mem_rss(&s->budget);
 		}
+		set_room(s, rss, exclude);
 		if (rss <= exclude || rss - exclude <= EMBER_BUDGET_HIGH(s->budget.limit))
 			return;
 		s->budget_peeks_over++;
@@ -685,6 +699,7 @@ void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t e
 	ember_objcache_release_pages(&s->objs);
 	keep_budget(s, exclude, now_ns);
 	/* A table built for the unwinder takes what is left (its rows, while they are built). */
+	set_room(s, ember_mem_rss(&s->budget), exclude);
 	if (s->unwind) {
 		size_t rss = ember_mem_rss(&s->budget), used = rss > exclude ? rss - exclude : 0;
 

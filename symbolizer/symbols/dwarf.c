@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbolizer/memory/mem_owners.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
 
@@ -95,7 +96,18 @@ static int cmp_unit_range(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static int read_units(struct ember_dwarf *d)
+/* Heap taken since opening began (counted0: the owner's count then), measured or estimated. */
+static size_t taken(const struct ember_dwarf *d, size_t counted0)
+{
+	size_t now;
+
+	if (!ember_mem_counting())
+		return d->nunits * EMBER_DWARF_UNIT_BYTES;
+	now = ember_mem_owner_bytes((enum ember_mem_owner)ember_mem_tag);
+	return now > counted0 ? now - counted0 : 0;
+}
+
+static int read_units(struct ember_dwarf *d, size_t max_bytes, size_t counted0)
 {
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
@@ -111,6 +123,8 @@ static int read_units(struct ember_dwarf *d)
 		unsigned int n = 0;
 
 		cu = next;
+		if (max_bytes != SIZE_MAX && taken(d, counted0) > max_bytes)
+			return -ENOBUFS; /* no room: given up before it takes more */
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
 			continue; /* type units have no code; split units are not read */
 		if (d->nunits == EMBER_DWARF_MAX_UNITS) {
@@ -146,6 +160,12 @@ static int read_units(struct ember_dwarf *d)
 
 int ember_dwarf_open(Elf *elf, Dwarf *alt, struct ember_dwarf **out)
 {
+	return ember_dwarf_open_within(elf, alt, SIZE_MAX, out);
+}
+
+int ember_dwarf_open_within(Elf *elf, Dwarf *alt, size_t max_bytes, struct ember_dwarf **out)
+{
+	size_t counted0 = ember_mem_owner_bytes((enum ember_mem_owner)ember_mem_tag);
 	struct ember_dwarf *d = calloc(1, sizeof(*d));
 	int err;
 
@@ -160,7 +180,7 @@ int ember_dwarf_open(Elf *elf, Dwarf *alt, struct ember_dwarf **out)
 	if (alt)
 		dwarf_setalt(d->dw, alt);
 	d->bytes = sizeof(*d);
-	err = read_units(d);
+	err = read_units(d, max_bytes, counted0);
 	if (err) {
 		ember_dwarf_close(d);
 		return err;

@@ -40,6 +40,15 @@ struct ember_dwarf;
  * no usable DWARF, or another negative errno.
  */
 int ember_dwarf_open(Elf *elf, Dwarf *alt, struct ember_dwarf **out);
+/*
+ * Same, giving up with -ENOBUFS once opening has taken more than max_bytes of
+ * heap: measured (the calling thread's owner's count, mem_owners.h) after the
+ * sections are read and after each unit, else estimated per unit. SIZE_MAX:
+ * no limit.
+ */
+int ember_dwarf_open_within(Elf *elf, Dwarf *alt, size_t max_bytes, struct ember_dwarf **out);
+/* Heap a unit costs libdw and this module when it is read (when nothing measures). */
+#define EMBER_DWARF_UNIT_BYTES 2048
 void ember_dwarf_close(struct ember_dwarf *d);
 
 /*

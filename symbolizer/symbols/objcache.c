@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 
 #include "symbolizer/memory/mem_owners.h"
 #include "symbolizer/profile/profile.h"
@@ -42,6 +43,7 @@ int ember_objcache_init(struct ember_objcache *c, size_t max_bytes)
 	memset(c, 0, sizeof(*c));
 	c->max_bytes = max_bytes ? max_bytes : EMBER_OBJCACHE_DEFAULT_BYTES;
 	c->limit = c->max_bytes;
+	c->budget_room = SIZE_MAX;
 	ember_index_init(&c->id_index);
 	return ember_slots_init(&c->slots, sizeof(struct ember_obj *), EMBER_VEC_NO_MAX, key_eq);
 }
@@ -152,9 +154,17 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 		return NULL;
 	}
 	o = at(c, slot);
-	if (o->error &&
-	    now_ns - o->failed_at_ns > (o->error == -ETIMEDOUT ? EMBER_OBJCACHE_STALL_RETRY_NS
-	                                                       : EMBER_OBJCACHE_RETRY_NS)) {
+	/* A stall or a file that did not fit is tried again soon: either may have passed. */
+	if (o->error && now_ns - o->failed_at_ns > (o->error == -ETIMEDOUT || o->error == -ENOBUFS
+	                                                ? EMBER_OBJCACHE_STALL_RETRY_NS
+	                                                : EMBER_OBJCACHE_RETRY_NS)) {
+		remove_entry(c, o);
+		c->misses++;
+		return NULL;
+	}
+	/* Its DWARF did not fit: there may be room now. */
+	if (!o->error && o->file.dwarf_deferred &&
+	    now_ns - o->loaded_ns > EMBER_OBJCACHE_RETRY_NS) {
 		remove_entry(c, o);
 		c->misses++;
 		return NULL;
@@ -167,6 +177,7 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 	}
 	c->hits++;
 	touch(c, o);
+	o->used_ns = now_ns;
 	return o;
 }
 
@@ -198,6 +209,32 @@ static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o
 	c->shared++;
 	touch(c, o);
 	return o;
+}
+
+/*
+ * The room a file about to be read has: what it may keep beside the working
+ * set (at most half the cache), and what reading it may take of the memory
+ * budget's room, entries outside the working set evicted first to make some.
+ */
+static struct ember_objfile_room room_for_new(struct ember_objcache *c, uint64_t now_ns)
+{
+	struct ember_objfile_room room = {c->limit / 2, c->budget_room};
+	size_t hot = 0;
+	uint64_t evicted = c->evictions;
+
+	for (const struct ember_obj *o = c->lru_head;
+	     o && now_ns - o->used_ns < EMBER_OBJCACHE_HOT_NS; o = o->lru_next)
+		hot += o->bytes;
+	if (c->limit - MIN(c->limit, hot) < room.kept)
+		room.kept = c->limit - MIN(c->limit, hot);
+	while (room.transient < room.kept && c->lru_tail &&
+	       now_ns - c->lru_tail->used_ns >= EMBER_OBJCACHE_HOT_NS) {
+		room.transient += MIN(c->lru_tail->bytes, SIZE_MAX - room.transient);
+		remove_entry(c, c->lru_tail);
+		c->evictions++;
+	}
+	c->shrinks += c->evictions - evicted;
+	return room;
 }
 
 /* What a new entry costs: measured when the allocator counts, else estimated. */
@@ -233,16 +270,31 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 		return NULL;
 	o->keys[0] = *key;
 	o->nkeys = 1;
-	o->error = fd < 0 ? fd : ember_objfile_open(fd, op, &o->file);
+	o->used_ns = o->loaded_ns = now_ns;
+	if (fd >= 0) {
+		size_t now = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE),
+		       entry = now - MIN(now, before);
+		struct ember_objfile_room room = room_for_new(c, now_ns);
+
+		now = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE);
+		/* The evictions gave memory back: the entry is counted from here. */
+		before = now - MIN(now, entry);
+		o->error = ember_objfile_open_within(fd, op, &room, &o->file);
+		c->files_deferred += o->error == -ENOBUFS;
+		c->dwarf_deferred += !o->error && o->file.dwarf_deferred;
+	} else {
+		o->error = fd;
+	}
 	if (o->error) {
 		o->failed_at_ns = now_ns;
 		o->open_failed_pid = fd < 0 ? pid : 0;
-		c->load_errors++;
+		c->load_errors += o->error != -ENOBUFS; /* no room is no error of the file */
 	} else if (o->file.has_id) {
 		memcpy(o->hash, o->file.id.hash, sizeof(o->hash));
 		o->has_hash = true;
 	}
 	o->bytes = o->bytes_fresh = measured(o, before);
+	c->budget_room -= MIN(c->budget_room, o->bytes);
 	/* What parsing read of the file (symbol tables, now copied; DWARF headers) goes
 	 * back at once: a large file's pages would otherwise stay resident until the next
 	 * ember_objcache_release_pages, tens of MiB for a few files parsed in a second. */
@@ -294,6 +346,7 @@ enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct emb
 	out->n = 0;
 	if (o->error)
 		return EMBER_SYM_NONE;
+	c->lookups_without_dwarf += o->file.dwarf_deferred;
 	/* One file may hold at most half the cache: past that, what lookups expanded
 	 * of its DWARF goes (before this lookup: the frames it returns point into it),
 	 * once that is an eighth of the cache: a file whose tables alone take half
@@ -321,6 +374,11 @@ void ember_objcache_release_pages(struct ember_objcache *c)
 			ember_objfile_release_pages(&o->file);
 			o->touched = false;
 		}
+}
+
+void ember_objcache_set_room(struct ember_objcache *c, size_t bytes)
+{
+	c->budget_room = bytes;
 }
 
 size_t ember_objcache_bytes(const struct ember_objcache *c)
@@ -359,6 +417,9 @@ void ember_objcache_report_stats(const struct ember_objcache *c, struct ember_pr
 	ember_profile_stat_set(p, "objcache.max_bytes", c->max_bytes);
 	ember_profile_stat_set(p, "objcache.limit", c->limit);
 	ember_profile_stat_set(p, "objcache.entries", c->slots.count);
+	ember_profile_stat_set(p, "objcache.files_deferred_for_budget", c->files_deferred);
+	ember_profile_stat_set(p, "objcache.dwarf_deferred_for_budget", c->dwarf_deferred);
+	ember_profile_stat_set(p, "objcache.lookups_without_dwarf", c->lookups_without_dwarf);
 }
 
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c)

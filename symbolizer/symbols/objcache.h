@@ -17,6 +17,17 @@
  * second (ember_objcache_release_pages): the page cache keeps them. The memory budget may lower the
  * limit below the configured maximum for a while (ember_objcache_set_limit).
  *
+ * A file is read only if it fits, judged before it is read from its section
+ * headers (objfile.h, ember_objfile_open_within): what it keeps must fit the
+ * cache beside the working set (the entries used in the last
+ * EMBER_OBJCACHE_HOT_NS; at most half the cache), and what reading it takes
+ * for a moment (heap and file pages) the room the memory budget has left
+ * (ember_objcache_set_room), once entries outside the working set have made
+ * way. A file whose DWARF does not fit keeps its symbols alone (names without
+ * lines or inline frames) and is read again after EMBER_OBJCACHE_RETRY_NS; one
+ * whose symbols do not fit is not read (-ENOBUFS) and is tried again after
+ * EMBER_OBJCACHE_STALL_RETRY_NS. Both are counted.
+ *
  * Hostile input: the files (see objfile.h).
  */
 #ifndef EMBER_SYMBOLIZER_SYMBOLS_OBJCACHE_H
@@ -36,6 +47,8 @@
  * sooner: its frames come back once it answers. */
 #define EMBER_OBJCACHE_STALL_RETRY_NS (2ull * 1000000000ull)
 #define EMBER_OBJ_MAX_ALIASES         8
+/* Entries used this recently are the working set: a file is not read at their expense. */
+#define EMBER_OBJCACHE_HOT_NS (5ull * 1000000000ull)
 
 struct ember_obj_key {
 	uint64_t dev; /* makedev(major, minor) as the mapping shows it */
@@ -54,8 +67,10 @@ struct ember_obj {
 	struct ember_objfile file;
 	size_t bytes; /* measured while it was parsed and looked up (estimated in unit tests) */
 	size_t
-	    bytes_fresh; /* bytes when its DWARF was last opened: what lookups add comes on top */
-	bool touched;    /* read since its file's pages were last given back */
+	    bytes_fresh;  /* bytes when its DWARF was last opened: what lookups add comes on top */
+	bool touched;     /* read since its file's pages were last given back */
+	uint64_t used_ns; /* last asked for */
+	uint64_t loaded_ns;                    /* read */
 	struct ember_obj *lru_prev, *lru_next; /* most recently used at the head */
 	uint32_t slot;
 };
@@ -74,6 +89,10 @@ struct ember_objcache {
 	uint64_t changed_files;  /* entries dropped because their file shrank under them */
 	uint64_t shrinks;        /* entries evicted for the memory budget */
 	uint64_t dwarf_resets;   /* files whose expanded DWARF grew past half the cache */
+	size_t budget_room;      /* what reading files may take now (ember_objcache_set_room) */
+	uint64_t files_deferred; /* files not read: their symbols did not fit the room */
+	uint64_t dwarf_deferred; /* files read without their DWARF: it did not fit */
+	uint64_t lookups_without_dwarf; /* lookups in such a file */
 };
 
 int ember_objcache_init(struct ember_objcache *c, size_t max_bytes);
@@ -121,6 +140,12 @@ size_t ember_objcache_limit(const struct ember_objcache *c);
  * maximum again), evicting the least recently used. Returns the bytes freed.
  */
 size_t ember_objcache_set_limit(struct ember_objcache *c, size_t bytes);
+/*
+ * What reading files may take from now on (the memory budget's room), less
+ * what each file read keeps, until it is set again. SIZE_MAX: no limit (the
+ * start).
+ */
+void ember_objcache_set_room(struct ember_objcache *c, size_t bytes);
 /* Malformed files and pieces of files met so far, evicted entries' included. */
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c);
 

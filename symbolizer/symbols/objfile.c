@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/param.h>
 #include <unistd.h>
 
 #include "symbolizer/memory/mem_owners.h"
@@ -30,6 +31,21 @@ static uint64_t zdebug_size(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 	return size;
 }
 
+/* The size a section inflates to (SHF_COMPRESSED or .zdebug), or 0 when it is not compressed. */
+static uint64_t inflated_size(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	GElf_Chdr ch;
+
+	if (sh->sh_flags & SHF_COMPRESSED)
+		return gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
+	return zdebug_size(elf, scn, sh);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
 /*
  * Heap libdw will hold for elf's compressed debug sections once it reads
  * them (it inflates whole sections when it opens the file): checked against
@@ -42,24 +58,115 @@ static uint64_t inflated_bytes(Elf *elf)
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		GElf_Chdr ch;
-		uint64_t size = 0;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		if (sh.sh_flags & SHF_COMPRESSED)
-			size = gelf_getchdr(scn, &ch) ? ch.ch_size : 0;
-		else
-			size = zdebug_size(elf, scn, &sh);
-		total = size > UINT64_MAX - total ? UINT64_MAX : total + size;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS)
+			total = add_sat(total, inflated_size(elf, scn, &sh));
 	}
 	return total;
 }
 
-static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src)
+/* Sections opening the DWARF reads in place (the units' headers, their abbreviations and
+ * address ranges): their pages become resident until given back. */
+static bool read_at_open(const char *name)
+{
+	static const char *const names[] = {"info",     "abbrev",      "aranges", "ranges",
+	                                    "rnglists", "str_offsets", "addr"};
+
+	if (!strncmp(name, ".zdebug_", 8))
+		name += 8;
+	else if (!strncmp(name, ".debug_", 7))
+		name += 7;
+	else
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+static void add_dwarf_cost(Elf *elf, struct ember_objfile_cost *c)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		uint64_t inflated;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		inflated = inflated_size(elf, scn, &sh);
+		c->dwarf_heap = add_sat(c->dwarf_heap, inflated);
+		if (!inflated && read_at_open(name))
+			c->dwarf_pages = add_sat(c->dwarf_pages, sh.sh_size);
+		/* The units libdw reads cost it (and us) some heap each: a quarter of the
+		 * unit data is what large files measured (glibc's: 5.5 MiB of units, 3.8 MiB
+		 * beyond the inflated sections; CPython's: 8.8 MiB, 1.1 MiB). */
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
+			c->dwarf_heap =
+			    add_sat(c->dwarf_heap, (inflated ? inflated : sh.sh_size) / 4);
+	}
+}
+
+void ember_objfile_dwarf_cost(Elf *elf, Elf *alt, struct ember_objfile_cost *c)
+{
+	c->dwarf_heap = c->dwarf_pages = 0;
+	add_dwarf_cost(elf, c);
+	add_dwarf_cost(alt, c);
+}
+
+void ember_objfile_syms_cost(Elf *elf, struct ember_objfile_cost *c)
+{
+	Elf_Scn *scn = NULL, *best = NULL;
+	GElf_Shdr sh, best_sh = {0};
+
+	c->syms = 0;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !best))) {
+			best = scn;
+			best_sh = sh;
+		}
+	if (!best || best_sh.sh_type == SHT_NOBITS)
+		return;
+	/* Each ELF symbol (24 bytes) becomes a candidate, then a range: three copies at
+	 * most at once, and the names are copied whole. */
+	c->syms = best_sh.sh_size > UINT64_MAX / 3 ? UINT64_MAX : best_sh.sh_size * 3;
+	scn = elf_getscn(elf, best_sh.sh_link);
+	if (scn && gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS)
+		c->syms = add_sat(c->syms, sh.sh_size);
+}
+
+/* Whether the DWARF of elf (with alt_elf) fits room; when it does not, it is deferred. */
+static bool dwarf_fits(struct ember_objfile *o, Elf *elf, Elf *alt_elf,
+                       const struct ember_objfile_room *room, size_t *max_heap)
+{
+	struct ember_objfile_cost c;
+
+	*max_heap = SIZE_MAX;
+	if (!room)
+		return true;
+	ember_objfile_dwarf_cost(elf, alt_elf, &c);
+	o->dwarf_cost = add_sat(c.dwarf_heap, c.dwarf_pages);
+	if (c.dwarf_heap > room->kept || o->dwarf_cost > room->transient) {
+		o->dwarf_deferred = true;
+		return false;
+	}
+	/* What libdw measurably takes is held to the room too: the estimate may be low. */
+	*max_heap = MIN(room->kept, room->transient - c.dwarf_pages);
+	return true;
+}
+
+static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src,
+                      const struct ember_objfile_room *room)
 {
 	uint64_t inflated = inflated_bytes(elf);
 	Dwarf *alt = NULL;
+	size_t max_heap;
 	int err;
 
 	if (alt_elf)
@@ -70,13 +177,16 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 		o->open_errors++;
 		return -E2BIG;
 	}
+	if (!dwarf_fits(o, elf, alt_elf, room, &max_heap))
+		return -ENOBUFS;
 	if (alt_elf) {
 		alt = dwarf_begin_elf(alt_elf, DWARF_C_READ, NULL);
 		if (!alt)
 			return -ENODATA;
 	}
-	err = ember_dwarf_open(elf, alt, &o->dwarf);
+	err = ember_dwarf_open_within(elf, alt, max_heap, &o->dwarf);
 	if (err) {
+		o->dwarf_deferred = err == -ENOBUFS;
 		if (alt)
 			dwarf_end(alt);
 		return err;
@@ -89,7 +199,8 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 }
 
 /* DWARF of the file itself, else of a separate debug file. */
-static void find_debug_info(struct ember_objfile *o, const struct ember_debug_opener *op)
+static void find_debug_info(struct ember_objfile *o, const struct ember_debug_opener *op,
+                            const struct ember_objfile_room *room)
 {
 	static const struct ember_debug_opener none = {0};
 
@@ -100,7 +211,8 @@ static void find_debug_info(struct ember_objfile *o, const struct ember_debug_op
 
 		/* dwz: without its supplementary file the DWARF cannot be read safely. */
 		ember_debugfile_find_alt(o->elf, op, &alt);
-		if (!alt.alt_missing && !open_dwarf(o, o->elf, alt.alt_elf, EMBER_DEBUG_SELF)) {
+		if (!alt.alt_missing &&
+		    !open_dwarf(o, o->elf, alt.alt_elf, EMBER_DEBUG_SELF, room)) {
 			o->debug.alt_elf = alt.alt_elf;
 			return;
 		}
@@ -110,17 +222,24 @@ static void find_debug_info(struct ember_objfile *o, const struct ember_debug_op
 	if (ember_debugfile_find(o->elf, &o->syms, op, &o->debug))
 		return;
 	if (o->debug.source != EMBER_DEBUG_MINIDEBUGINFO && !o->debug.alt_missing)
-		open_dwarf(o, o->debug.elf, o->debug.alt_elf, o->debug.source);
+		open_dwarf(o, o->debug.elf, o->debug.alt_elf, o->debug.source, room);
 }
 
-static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op)
+static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op,
+                    const struct ember_objfile_room *room)
 {
+	struct ember_objfile_cost cost;
 	size_t len;
 	const uint8_t *raw;
 	int err;
 
 	if (elf_kind(o->elf) != ELF_K_ELF)
 		return -ENOEXEC;
+	if (room) {
+		ember_objfile_syms_cost(o->elf, &cost);
+		if (cost.syms > room->transient)
+			return -ENOBUFS;
+	}
 	err = ember_elf_syms_load_elf(o->elf, &o->syms);
 	if (err)
 		return err;
@@ -128,12 +247,26 @@ static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op
 	if (raw && o->syms.go.is_go)
 		o->has_go = !ember_gopclntab_open(raw, len, &o->syms, &o->go);
 	/* Go's own table is exact and cheaper than Go's DWARF. */
-	if (!o->has_go)
-		find_debug_info(o, op);
+	if (!o->has_go && room) {
+		/* What the symbols keep is no longer room. */
+		struct ember_objfile_room left = {room->kept - MIN(room->kept, o->syms.bytes),
+		                                  room->transient -
+		                                      MIN(room->transient, o->syms.bytes)};
+
+		find_debug_info(o, op, &left);
+	} else if (!o->has_go) {
+		find_debug_info(o, op, NULL);
+	}
 	return 0;
 }
 
 int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember_objfile *out)
+{
+	return ember_objfile_open_within(fd, op, NULL, out);
+}
+
+int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
+                              const struct ember_objfile_room *room, struct ember_objfile *out)
 {
 	int err;
 
@@ -145,7 +278,7 @@ int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember
 	if (!out->elf)
 		return -ENOEXEC;
 	elf_cntl(out->elf, ELF_C_FDDONE); /* mapped: the descriptor is not needed */
-	err = open_elf(out, op);
+	err = open_elf(out, op, room);
 	if (err)
 		ember_objfile_close(out);
 	return err;
@@ -163,7 +296,7 @@ int ember_objfile_open_mem(const void *data, size_t len, struct ember_objfile *o
 	out->elf = elf_memory((char *)data, len);
 	if (!out->elf)
 		return -ENOEXEC;
-	err = open_elf(out, NULL);
+	err = open_elf(out, NULL, NULL);
 	if (err)
 		ember_objfile_close(out);
 	return err;
@@ -283,7 +416,7 @@ int ember_objfile_reset_dwarf(struct ember_objfile *o)
 		dwarf_end(o->debug.alt_dwarf);
 	o->debug.alt_dwarf = NULL;
 	o->dwarf_resets++;
-	return open_dwarf(o, elf, o->debug.alt_elf, o->dwarf_source);
+	return open_dwarf(o, elf, o->debug.alt_elf, o->dwarf_source, NULL);
 }
 
 size_t ember_objfile_bytes(const struct ember_objfile *o)

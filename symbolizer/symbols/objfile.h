@@ -35,6 +35,28 @@ struct ember_objfile {
 	uint64_t dwarf_resets;
 	uint64_t lookup_errors;
 	uint64_t open_errors; /* pieces refused when the file was opened (over a cap) */
+	/* Its DWARF was not opened for want of room (ember_objfile_open_within): names
+	 * come from the symbol table alone until it is tried again. */
+	bool dwarf_deferred;
+	uint64_t dwarf_cost; /* what the DWARF was estimated to take (heap and pages) */
+};
+
+/*
+ * What opening a file may take, checked before each piece is read, in bytes
+ * (SIZE_MAX: no limit). kept: the heap the parsed file may keep (the object
+ * cache's room for it); transient: what reading it may take for a moment,
+ * the heap kept and the file pages read included (the memory budget's room).
+ */
+struct ember_objfile_room {
+	size_t kept;
+	size_t transient;
+};
+
+/* What reading a file's pieces takes, estimated from its section headers. */
+struct ember_objfile_cost {
+	uint64_t syms;        /* its symbol table copied, with the builder's arrays */
+	uint64_t dwarf_heap;  /* its DWARF opened: sections libdw inflates, the units read */
+	uint64_t dwarf_pages; /* the file pages opening it reads (given back after) */
 };
 
 enum ember_sym_origin {
@@ -50,6 +72,18 @@ enum ember_sym_origin {
  * Returns 0 or a negative errno (-ENOEXEC: not an ELF file).
  */
 int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember_objfile *out);
+/*
+ * Same, within room: a file whose symbol table does not fit room->transient
+ * is not read (-ENOBUFS); a file whose DWARF does not fit (its estimate, or
+ * what libdw measurably took while the units were read) keeps its symbols
+ * alone, with dwarf_deferred set. room NULL: no limit.
+ */
+int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
+                              const struct ember_objfile_room *room, struct ember_objfile *out);
+/* The costs of reading elf's symbols (syms) and its DWARF with alt's (may be NULL). */
+typedef struct Elf Elf;
+void ember_objfile_syms_cost(Elf *elf, struct ember_objfile_cost *c);
+void ember_objfile_dwarf_cost(Elf *elf, Elf *alt, struct ember_objfile_cost *c);
 /* Same for an ELF image in memory, which must outlive the object (fuzzing, tests). */
 int ember_objfile_open_mem(const void *data, size_t len, struct ember_objfile *out);
 void ember_objfile_close(struct ember_objfile *o);

@@ -28,7 +28,8 @@ START_TEST(hits_misses_and_lru_eviction)
 {
 	struct ember_objcache c;
 	struct ember_obj_key k1 = {1, 1}, k2 = {1, 2}, k3 = {1, 3};
-	int fa = open_ro("/proc/self/exe"), fb = open_ro("/bin/true"), fc = open_ro("/bin/ls");
+	/* Files without DWARF: each is read whole, whatever its share of the cache. */
+	int fa = open_ro("/bin/sh"), fb = open_ro("/bin/true"), fc = open_ro("/bin/ls");
 	struct ember_obj *o;
 	size_t a, b, cc;
 
@@ -253,6 +254,183 @@ START_TEST(a_file_not_had_through_one_process_is_asked_through_another)
 }
 END_TEST
 
+/* The costs of reading the file at path, from its section headers. */
+static struct ember_objfile_cost cost_of(const char *path)
+{
+	struct ember_objfile_cost cost = {0};
+	int fd = open_ro(path);
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ck_assert_ptr_nonnull(elf);
+	ember_objfile_syms_cost(elf, &cost);
+	ember_objfile_dwarf_cost(elf, NULL, &cost);
+	elf_end(elf);
+	close(fd);
+	return cost;
+}
+
+/* A file whose DWARF would take more than the room keeps its symbols alone; one that fits is
+ * read whole; one whose symbols do not fit is not read. */
+START_TEST(the_admission_estimate_decides_what_is_read)
+{
+	struct ember_objfile_cost cost = cost_of("/proc/self/exe");
+	struct ember_objfile_room room;
+	struct ember_sym_frames fr;
+	struct ember_objfile o;
+	uint64_t a;
+	size_t sb;
+	int fd = open_ro("/proc/self/exe");
+
+	/* This program's own DWARF is uncompressed: units' heap and pages read in place. */
+	ck_assert_uint_gt(cost.syms, 0);
+	ck_assert_uint_gt(cost.dwarf_heap, 0);
+	ck_assert_uint_gt(cost.dwarf_pages, 0);
+
+	/* What the symbols keep, read without a limit. */
+	ck_assert_int_eq(ember_objfile_open(fd, NULL, &o), 0);
+	sb = o.syms.bytes;
+	ember_objfile_close(&o);
+
+	/* All of it fits: symbols, and DWARF beside them. */
+	room = (struct ember_objfile_room){sb + cost.dwarf_heap,
+	                                   sb + cost.dwarf_heap + cost.dwarf_pages};
+	ck_assert_uint_le(cost.syms, room.transient);
+	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
+	ck_assert_ptr_nonnull(o.dwarf);
+	ck_assert(!o.dwarf_deferred);
+	a = self_elf_addr_of(&o.syms, objcache_test_a);
+	ck_assert_int_eq(ember_objfile_lookup(&o, a, &fr), EMBER_SYM_DWARF);
+	ember_objfile_close(&o);
+
+	/* A byte short of the moment's room (its pages) or of what it may keep: symbols alone. */
+	room.transient--;
+	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
+	ck_assert_ptr_null(o.dwarf);
+	ck_assert(o.dwarf_deferred);
+	ck_assert_uint_eq(o.dwarf_cost, cost.dwarf_heap + cost.dwarf_pages);
+	ck_assert_int_eq(ember_objfile_lookup(&o, a, &fr), EMBER_SYM_SYMTAB);
+	ck_assert_str_eq(fr.f[0].name, "objcache_test_a");
+	ember_objfile_close(&o);
+	room = (struct ember_objfile_room){sb + cost.dwarf_heap - 1, SIZE_MAX};
+	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
+	ck_assert(o.dwarf_deferred && !o.dwarf);
+	ember_objfile_close(&o);
+
+	/* The symbols do not fit: nothing is read. */
+	room = (struct ember_objfile_room){SIZE_MAX, cost.syms - 1};
+	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), -ENOBUFS);
+	room.transient = cost.syms;
+	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
+	ck_assert(o.dwarf_deferred);
+	ember_objfile_close(&o);
+	close(fd);
+}
+END_TEST
+
+/* The cache asks for the budget's room, defers and counts, and tries again later. */
+START_TEST(files_that_do_not_fit_the_budget_are_deferred_and_counted)
+{
+	struct ember_objfile_cost cost = cost_of("/proc/self/exe");
+	const uint64_t s = 1000000000ull;
+	struct ember_objcache c;
+	struct ember_obj_key k = {1, 1};
+	struct ember_sym_frames fr;
+	struct ember_profile p;
+	struct ember_obj *o;
+	int fd = open_ro("/proc/self/exe");
+
+	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
+	ember_objcache_set_room(&c, cost.syms - 1);
+	o = ember_objcache_load(&c, &k, fd, 1, NULL, 0);
+	ck_assert_int_eq(o->error, -ENOBUFS);
+	/* Remembered for a moment, then asked for again. */
+	ck_assert_ptr_eq(ember_objcache_get(&c, &k, 1, 1 * s), o);
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1, 3 * s));
+	/* Room for the symbols, not for the DWARF beside them. */
+	ck_assert_uint_lt(cost.syms, cost.dwarf_heap + cost.dwarf_pages);
+	ember_objcache_set_room(&c, cost.syms);
+	o = ember_objcache_load(&c, &k, fd, 1, NULL, 3 * s);
+	ck_assert_int_eq(o->error, 0);
+	ck_assert(o->file.dwarf_deferred);
+	ck_assert_int_eq(
+	    ember_objcache_lookup(&c, o, self_elf_addr_of(&o->file.syms, objcache_test_b), &fr),
+	    EMBER_SYM_SYMTAB);
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	ember_objcache_report_stats(&c, &p);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.files_deferred_for_budget"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.dwarf_deferred_for_budget"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.lookups_without_dwarf"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.load_errors"), 0);
+	ember_profile_free(&p);
+	/* What it kept came off the room. */
+	ck_assert_uint_eq(c.budget_room, cost.syms - o->bytes);
+	/* Used within the retry time, it stays; after it, its DWARF is tried again. */
+	ck_assert_ptr_eq(ember_objcache_get(&c, &k, 1, 20 * s), o);
+	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1, 34 * s));
+	ember_objcache_set_room(&c, SIZE_MAX);
+	o = ember_objcache_load(&c, &k, fd, 1, NULL, 34 * s);
+	ck_assert_ptr_nonnull(o->file.dwarf);
+	ck_assert(!o->file.dwarf_deferred);
+	ember_objcache_free(&c);
+	close(fd);
+}
+END_TEST
+
+/* A file is not read at the expense of the working set (entries used in the last seconds): that
+ * would only read them again a moment later. */
+START_TEST(a_file_is_not_read_at_the_working_sets_expense)
+{
+	struct ember_objfile_cost cost = cost_of("/proc/self/exe");
+	const uint64_t s = 1000000000ull;
+	static const char *const others[] = {"/bin/true",
+	                                     "/bin/ls",
+	                                     "/bin/sh",
+	                                     "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	                                     "/usr/lib/x86_64-linux-gnu/libdw.so.1",
+	                                     "/usr/lib/x86_64-linux-gnu/libelf.so.1",
+	                                     "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+	                                     "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"};
+	struct ember_objcache c;
+	struct ember_obj_key kb = {1, 1000};
+	struct ember_objfile plain;
+	struct ember_obj *o;
+	size_t hot = 0, need, limit;
+	int fd = open_ro("/proc/self/exe");
+
+	/* What this program keeps with its DWARF: its symbols and the DWARF's estimate. */
+	ck_assert_int_eq(ember_objfile_open(fd, NULL, &plain), 0);
+	need = plain.syms.bytes + cost.dwarf_heap;
+	ember_objfile_close(&plain);
+	/* Other files, all used just now, that hold more than that together. */
+	ck_assert_int_eq(ember_objcache_init(&c, 1 << 30), 0);
+	for (uint64_t i = 0; i < sizeof(others) / sizeof(others[0]) && hot <= need; i++) {
+		struct ember_obj_key k = {1, i + 1};
+		int f = open(others[i], O_RDONLY | O_CLOEXEC);
+
+		if (f < 0)
+			continue;
+		hot += ember_objcache_load(&c, &k, f, 1, NULL, 0)->bytes;
+		close(f);
+	}
+	ck_assert_uint_gt(hot, need); /* else the test proves nothing */
+	/* Half the cache would hold the DWARF, but not beside the working set. */
+	limit = hot > 2 * need ? hot : 2 * need;
+	ember_objcache_set_limit(&c, limit);
+	o = ember_objcache_load(&c, &kb, fd, 1, NULL, 1 * s);
+	ck_assert(o->file.dwarf_deferred);
+	ck_assert_ptr_null(o->file.dwarf);
+	/* Once the others have not been used for a while, they make way. */
+	ck_assert_ptr_null(ember_objcache_get(&c, &kb, 1, 40 * s));
+	o = ember_objcache_load(&c, &kb, fd, 1, NULL, 40 * s);
+	ck_assert_ptr_nonnull(o->file.dwarf);
+	ck_assert_uint_le(ember_objcache_bytes(&c), limit);
+	ember_objcache_free(&c);
+	close(fd);
+}
+END_TEST
+
 static Suite *objcache_suite(void)
 {
 	Suite *s = suite_create("objcache");
@@ -265,6 +443,9 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, a_file_past_half_the_cache_has_its_dwarf_reset);
 	tcase_add_test(tc, the_budget_shrinks_the_cache_and_counts_it);
 	tcase_add_test(tc, a_file_not_had_through_one_process_is_asked_through_another);
+	tcase_add_test(tc, the_admission_estimate_decides_what_is_read);
+	tcase_add_test(tc, files_that_do_not_fit_the_budget_are_deferred_and_counted);
+	tcase_add_test(tc, a_file_is_not_read_at_the_working_sets_expense);
 	suite_add_tcase(s, tc);
 	return s;
 }
