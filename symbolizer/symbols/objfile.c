@@ -187,6 +187,9 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 	err = ember_dwarf_open_within(elf, alt, max_heap, &o->dwarf);
 	if (err) {
 		o->dwarf_deferred = err == -ENOBUFS;
+		/* libelf keeps what libdw inflated with the section, past dwarf_end. */
+		if (o->dwarf_deferred && inflated)
+			o->inflated_left = elf;
 		if (alt)
 			dwarf_end(alt);
 		return err;
@@ -223,6 +226,36 @@ static void find_debug_info(struct ember_objfile *o, const struct ember_debug_op
 		return;
 	if (o->debug.source != EMBER_DEBUG_MINIDEBUGINFO && !o->debug.alt_missing)
 		open_dwarf(o, o->debug.elf, o->debug.alt_elf, o->debug.source, room);
+}
+
+/*
+ * A DWARF given up for room after libdw inflated its sections leaves them
+ * with the libelf handle (tens of MiB for a large debug file): the handle
+ * goes. The symbols are copies; the file itself is mapped again from fd, a
+ * debug file is not needed any more (it is read again with its DWARF).
+ */
+static void drop_inflated(struct ember_objfile *o, int fd)
+{
+	Elf *again;
+
+	if (!o->inflated_left)
+		return;
+	if (o->inflated_left == o->elf) {
+		again = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		if (again) {
+			elf_cntl(again, ELF_C_FDDONE);
+			elf_end(o->elf);
+			o->elf = again;
+		}
+	} else if (!o->debug.mem) {
+		elf_end(o->debug.elf);
+		o->debug.elf = NULL;
+	}
+	if (o->debug.alt_elf && !o->dwarf) {
+		elf_end(o->debug.alt_elf);
+		o->debug.alt_elf = NULL;
+	}
+	o->inflated_left = NULL;
 }
 
 static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op,
@@ -279,6 +312,8 @@ int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
 		return -ENOEXEC;
 	elf_cntl(out->elf, ELF_C_FDDONE); /* mapped: the descriptor is not needed */
 	err = open_elf(out, op, room);
+	if (!err)
+		drop_inflated(out, fd);
 	if (err)
 		ember_objfile_close(out);
 	return err;
@@ -317,7 +352,7 @@ void ember_objfile_close(struct ember_objfile *o)
 /* The symbol table with the most to say: the debug file's when ours is only .dynsym. */
 static const struct ember_elf_syms *best_syms(const struct ember_objfile *o)
 {
-	if (!o->syms.has_symtab && o->debug.elf && o->debug.syms.nsyms)
+	if (!o->syms.has_symtab && o->debug.syms.nsyms)
 		return &o->debug.syms;
 	return &o->syms;
 }

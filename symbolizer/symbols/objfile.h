@@ -19,6 +19,8 @@
 #include "symbolizer/symbols/gopclntab.h"
 #include "symbolizer/symbols/sym_frame.h"
 
+typedef struct Elf Elf;
+
 struct ember_objfile {
 	Elf *elf; /* the file itself, mapped read-only by libelf */
 	struct ember_elf_syms syms;
@@ -39,6 +41,7 @@ struct ember_objfile {
 	 * come from the symbol table alone until it is tried again. */
 	bool dwarf_deferred;
 	uint64_t dwarf_cost; /* what the DWARF was estimated to take (heap and pages) */
+	Elf *inflated_left;  /* the handle holding sections a deferred DWARF inflated */
 };
 
 /*
@@ -81,7 +84,6 @@ int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember
 int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
                               const struct ember_objfile_room *room, struct ember_objfile *out);
 /* The costs of reading elf's symbols (syms) and its DWARF with alt's (may be NULL). */
-typedef struct Elf Elf;
 void ember_objfile_syms_cost(Elf *elf, struct ember_objfile_cost *c);
 void ember_objfile_dwarf_cost(Elf *elf, Elf *alt, struct ember_objfile_cost *c);
 /* Same for an ELF image in memory, which must outlive the object (fuzzing, tests). */

@@ -102,6 +102,8 @@ static void with_debug_file(const uint8_t *data, size_t size, bool by_build_id)
 {
 	struct debug_part debug;
 	struct ember_debug_opener op = {&debug, by_build_id ? open_debug : NULL, open_debug};
+	static const struct ember_objfile_room room[] = {{SIZE_MAX, SIZE_MAX},
+	                                                 {64 << 10, 256 << 10}};
 	struct ember_objfile o;
 	uint32_t main_len;
 	int fd;
@@ -118,7 +120,9 @@ static void with_debug_file(const uint8_t *data, size_t size, bool by_build_id)
 	fd = memfd_of(data, main_len);
 	if (fd < 0)
 		return;
-	if (!ember_objfile_open(fd, &op, &o)) {
+	/* Read within a room (the admission estimates read the hostile section headers): all
+	 * of it, or a small one that defers pieces, as the length's low bit says. */
+	if (!ember_objfile_open_within(fd, &op, &room[main_len & 1], &o)) {
 		lookups(&o);
 		ember_objfile_close(&o);
 	}
