@@ -211,29 +211,46 @@ static struct ember_obj *add_alias(struct ember_objcache *c, struct ember_obj *o
 	return o;
 }
 
+/* Evicts entries outside the working set, least recently used first, until bytes are freed. */
+static size_t make_way(void *ctx, size_t bytes)
+{
+	struct ember_objcache *c = ctx;
+	size_t freed = 0;
+
+	while (freed < bytes && c->lru_tail &&
+	       c->load_now_ns - c->lru_tail->used_ns >= EMBER_OBJCACHE_HOT_NS) {
+		size_t held = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE),
+		       bytes_of = c->lru_tail->bytes;
+
+		remove_entry(c, c->lru_tail);
+		c->evictions++;
+		c->shrinks++;
+		/* Measured where the allocator counts: what the entry held is gone from it. */
+		if (ember_mem_counting())
+			bytes_of = held - MIN(held, ember_mem_owner_bytes(EMBER_MEM_OBJCACHE));
+		freed += bytes_of;
+		c->load_freed += bytes_of;
+	}
+	return freed;
+}
+
 /*
  * The room a file about to be read has: what it may keep beside the working
  * set (at most half the cache), and what reading it may take of the memory
- * budget's room, entries outside the working set evicted first to make some.
+ * budget's room, which entries outside the working set widen when asked.
  */
 static struct ember_objfile_room room_for_new(struct ember_objcache *c, uint64_t now_ns)
 {
-	struct ember_objfile_room room = {c->limit / 2, c->budget_room};
+	struct ember_objfile_room room = {c->limit / 2, c->budget_room, make_way, c};
 	size_t hot = 0;
-	uint64_t evicted = c->evictions;
 
 	for (const struct ember_obj *o = c->lru_head;
 	     o && now_ns - o->used_ns < EMBER_OBJCACHE_HOT_NS; o = o->lru_next)
 		hot += o->bytes;
 	if (c->limit - MIN(c->limit, hot) < room.kept)
 		room.kept = c->limit - MIN(c->limit, hot);
-	while (room.transient < room.kept && c->lru_tail &&
-	       now_ns - c->lru_tail->used_ns >= EMBER_OBJCACHE_HOT_NS) {
-		room.transient += MIN(c->lru_tail->bytes, SIZE_MAX - room.transient);
-		remove_entry(c, c->lru_tail);
-		c->evictions++;
-	}
-	c->shrinks += c->evictions - evicted;
+	c->load_now_ns = now_ns;
+	c->load_freed = 0;
 	return room;
 }
 
@@ -272,14 +289,11 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 	o->nkeys = 1;
 	o->used_ns = o->loaded_ns = now_ns;
 	if (fd >= 0) {
-		size_t now = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE),
-		       entry = now - MIN(now, before);
 		struct ember_objfile_room room = room_for_new(c, now_ns);
 
-		now = ember_mem_owner_bytes(EMBER_MEM_OBJCACHE);
-		/* The evictions gave memory back: the entry is counted from here. */
-		before = now - MIN(now, entry);
 		o->error = ember_objfile_open_within(fd, op, &room, &o->file);
+		/* Evictions that made way gave memory back: not the entry's doing. */
+		before -= MIN(before, c->load_freed);
 		c->files_deferred += o->error == -ENOBUFS;
 		c->dwarf_deferred += !o->error && o->file.dwarf_deferred;
 	} else {

@@ -22,8 +22,8 @@
  * cache beside the working set (the entries used in the last
  * EMBER_OBJCACHE_HOT_NS; at most half the cache), and what reading it takes
  * for a moment (heap and file pages) the room the memory budget has left
- * (ember_objcache_set_room), once entries outside the working set have made
- * way. A file whose DWARF does not fit keeps its symbols alone (names without
+ * (ember_objcache_set_room), entries outside the working set making way
+ * when it would not. A file whose DWARF does not fit keeps its symbols alone (names without
  * lines or inline frames) and is read again after EMBER_OBJCACHE_RETRY_NS; one
  * whose symbols do not fit is not read (-ENOBUFS) and is tried again after
  * EMBER_OBJCACHE_STALL_RETRY_NS. Both are counted.
@@ -90,6 +90,8 @@ struct ember_objcache {
 	uint64_t shrinks;        /* entries evicted for the memory budget */
 	uint64_t dwarf_resets;   /* files whose expanded DWARF grew past half the cache */
 	size_t budget_room;      /* what reading files may take now (ember_objcache_set_room) */
+	uint64_t load_now_ns;    /* the time of the load under way (for make_way) */
+	size_t load_freed;       /* what its evictions gave back (measured or estimated) */
 	uint64_t files_deferred; /* files not read: their symbols did not fit the room */
 	uint64_t dwarf_deferred; /* files read without their DWARF: it did not fit */
 	uint64_t lookups_without_dwarf; /* lookups in such a file */

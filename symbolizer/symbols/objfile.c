@@ -141,9 +141,18 @@ void ember_objfile_syms_cost(Elf *elf, struct ember_objfile_cost *c)
 		c->syms = add_sat(c->syms, sh.sh_size);
 }
 
+/* Whether cost fits room's transient part, after asking for more room when it does not. */
+static bool fits_now(struct ember_objfile_room *room, uint64_t cost)
+{
+	if (cost > room->transient && room->make_way)
+		room->transient += MIN(room->make_way(room->ctx, cost - room->transient),
+		                       SIZE_MAX - room->transient);
+	return cost <= room->transient;
+}
+
 /* Whether the DWARF of elf (with alt_elf) fits room; when it does not, it is deferred. */
 static bool dwarf_fits(struct ember_objfile *o, Elf *elf, Elf *alt_elf,
-                       const struct ember_objfile_room *room, size_t *max_heap)
+                       struct ember_objfile_room *room, size_t *max_heap)
 {
 	struct ember_objfile_cost c;
 
@@ -152,7 +161,7 @@ static bool dwarf_fits(struct ember_objfile *o, Elf *elf, Elf *alt_elf,
 		return true;
 	ember_objfile_dwarf_cost(elf, alt_elf, &c);
 	o->dwarf_cost = add_sat(c.dwarf_heap, c.dwarf_pages);
-	if (c.dwarf_heap > room->kept || o->dwarf_cost > room->transient) {
+	if (c.dwarf_heap > room->kept || !fits_now(room, o->dwarf_cost)) {
 		o->dwarf_deferred = true;
 		return false;
 	}
@@ -162,7 +171,7 @@ static bool dwarf_fits(struct ember_objfile *o, Elf *elf, Elf *alt_elf,
 }
 
 static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum ember_debug_source src,
-                      const struct ember_objfile_room *room)
+                      struct ember_objfile_room *room)
 {
 	uint64_t inflated = inflated_bytes(elf);
 	Dwarf *alt = NULL;
@@ -203,7 +212,7 @@ static int open_dwarf(struct ember_objfile *o, Elf *elf, Elf *alt_elf, enum embe
 
 /* DWARF of the file itself, else of a separate debug file. */
 static void find_debug_info(struct ember_objfile *o, const struct ember_debug_opener *op,
-                            const struct ember_objfile_room *room)
+                            struct ember_objfile_room *room)
 {
 	static const struct ember_debug_opener none = {0};
 
@@ -259,7 +268,7 @@ static void drop_inflated(struct ember_objfile *o, int fd)
 }
 
 static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op,
-                    const struct ember_objfile_room *room)
+                    struct ember_objfile_room *room)
 {
 	struct ember_objfile_cost cost;
 	size_t len;
@@ -270,7 +279,7 @@ static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op
 		return -ENOEXEC;
 	if (room) {
 		ember_objfile_syms_cost(o->elf, &cost);
-		if (cost.syms > room->transient)
+		if (!fits_now(room, cost.syms))
 			return -ENOBUFS;
 	}
 	err = ember_elf_syms_load_elf(o->elf, &o->syms);
@@ -282,10 +291,10 @@ static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op
 	/* Go's own table is exact and cheaper than Go's DWARF. */
 	if (!o->has_go && room) {
 		/* What the symbols keep is no longer room. */
-		struct ember_objfile_room left = {room->kept - MIN(room->kept, o->syms.bytes),
-		                                  room->transient -
-		                                      MIN(room->transient, o->syms.bytes)};
+		struct ember_objfile_room left = *room;
 
+		left.kept -= MIN(left.kept, o->syms.bytes);
+		left.transient -= MIN(left.transient, o->syms.bytes);
 		find_debug_info(o, op, &left);
 	} else if (!o->has_go) {
 		find_debug_info(o, op, NULL);
@@ -301,6 +310,7 @@ int ember_objfile_open(int fd, const struct ember_debug_opener *op, struct ember
 int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
                               const struct ember_objfile_room *room, struct ember_objfile *out)
 {
+	struct ember_objfile_room r = room ? *room : (struct ember_objfile_room){0};
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -311,7 +321,7 @@ int ember_objfile_open_within(int fd, const struct ember_debug_opener *op,
 	if (!out->elf)
 		return -ENOEXEC;
 	elf_cntl(out->elf, ELF_C_FDDONE); /* mapped: the descriptor is not needed */
-	err = open_elf(out, op, room);
+	err = open_elf(out, op, room ? &r : NULL);
 	if (!err)
 		drop_inflated(out, fd);
 	if (err)

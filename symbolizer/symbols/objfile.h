@@ -48,11 +48,16 @@ struct ember_objfile {
  * What opening a file may take, checked before each piece is read, in bytes
  * (SIZE_MAX: no limit). kept: the heap the parsed file may keep (the object
  * cache's room for it); transient: what reading it may take for a moment,
- * the heap kept and the file pages read included (the memory budget's room).
+ * the heap kept and the file pages read included (the memory budget's room),
+ * which make_way may widen.
  */
 struct ember_objfile_room {
 	size_t kept;
 	size_t transient;
+	/* When a piece does not fit transient: asked to free at least bytes (the cache
+	 * evicting entries outside its working set); returns what it freed. May be NULL. */
+	size_t (*make_way)(void *ctx, size_t bytes);
+	void *ctx;
 };
 
 /* What reading a file's pieces takes, estimated from its section headers. */

@@ -102,8 +102,10 @@ static void with_debug_file(const uint8_t *data, size_t size, bool by_build_id)
 {
 	struct debug_part debug;
 	struct ember_debug_opener op = {&debug, by_build_id ? open_debug : NULL, open_debug};
-	static const struct ember_objfile_room room[] = {{SIZE_MAX, SIZE_MAX},
-	                                                 {64 << 10, 256 << 10}};
+	static const struct ember_objfile_room room[] = {
+	    {.kept = SIZE_MAX, .transient = SIZE_MAX},
+	    {.kept = 64 << 10, .transient = 256 << 10},
+	};
 	struct ember_objfile o;
 	uint32_t main_len;
 	int fd;

@@ -294,8 +294,8 @@ START_TEST(the_admission_estimate_decides_what_is_read)
 	ember_objfile_close(&o);
 
 	/* All of it fits: symbols, and DWARF beside them. */
-	room = (struct ember_objfile_room){sb + cost.dwarf_heap,
-	                                   sb + cost.dwarf_heap + cost.dwarf_pages};
+	room = (struct ember_objfile_room){.kept = sb + cost.dwarf_heap,
+	                                   .transient = sb + cost.dwarf_heap + cost.dwarf_pages};
 	ck_assert_uint_le(cost.syms, room.transient);
 	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
 	ck_assert_ptr_nonnull(o.dwarf);
@@ -313,13 +313,13 @@ START_TEST(the_admission_estimate_decides_what_is_read)
 	ck_assert_int_eq(ember_objfile_lookup(&o, a, &fr), EMBER_SYM_SYMTAB);
 	ck_assert_str_eq(fr.f[0].name, "objcache_test_a");
 	ember_objfile_close(&o);
-	room = (struct ember_objfile_room){sb + cost.dwarf_heap - 1, SIZE_MAX};
+	room = (struct ember_objfile_room){.kept = sb + cost.dwarf_heap - 1, .transient = SIZE_MAX};
 	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
 	ck_assert(o.dwarf_deferred && !o.dwarf);
 	ember_objfile_close(&o);
 
 	/* The symbols do not fit: nothing is read. */
-	room = (struct ember_objfile_room){SIZE_MAX, cost.syms - 1};
+	room = (struct ember_objfile_room){.kept = SIZE_MAX, .transient = cost.syms - 1};
 	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), -ENOBUFS);
 	room.transient = cost.syms;
 	ck_assert_int_eq(ember_objfile_open_within(fd, NULL, &room, &o), 0);
