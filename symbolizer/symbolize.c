@@ -607,9 +607,13 @@ static void relax(struct ember_symbolizer *s, size_t rss)
 static void set_room(struct ember_symbolizer *s, size_t rss, size_t exclude)
 {
 	size_t limit = s->budget.limit, used = rss > exclude ? rss - exclude : 0;
-	size_t usable = limit - limit / 16;
+	size_t usable = limit - limit / 16, room = used < usable ? usable - used : 0;
 
-	ember_objcache_set_room(&s->objs, used < usable ? usable - used : 0);
+	ember_objcache_set_room(&s->objs, room);
+	/* A table built for the unwinder takes the same room (its rows, while they are
+	 * built). */
+	if (s->unwind)
+		ember_unwind_set_build_bytes(s->unwind, room ? room : 1 /* the floor */);
 }
 
 /* Resident bytes the budget covers now. */
@@ -698,14 +702,7 @@ void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t e
 	/* Cached files are mapped: what lookups read of them goes back each second. */
 	ember_objcache_release_pages(&s->objs);
 	keep_budget(s, exclude, now_ns);
-	/* A table built for the unwinder takes what is left (its rows, while they are built). */
 	set_room(s, ember_mem_rss(&s->budget), exclude);
-	if (s->unwind) {
-		size_t rss = ember_mem_rss(&s->budget), used = rss > exclude ? rss - exclude : 0;
-
-		ember_unwind_set_build_bytes(
-		    s->unwind, used < s->budget.limit ? s->budget.limit - used : 1 /* the floor */);
-	}
 }
 
 bool ember_symbolizer_shedding(const struct ember_symbolizer *s)

@@ -344,6 +344,12 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	if (!err)
 		err = send_table(u, slot, &rows);
 	if (!err) {
+		/* Until the budget's room is measured again, what the build kept is no
+		 * longer room (the floor still lets the next small table through). */
+		if (u->build_bytes)
+			ember_unwind_set_build_bytes(
+			    u, u->build_bytes - MIN(u->build_bytes - 1,
+			                            rows.count * EMBER_CFI_BUILD_BYTES_PER_ROW));
 		f->nrows = (uint32_t)rows.count;
 		u->tables_built++;
 		u->rows_sent += rows.count;
