@@ -247,8 +247,11 @@ static struct ember_objfile_room room_for_new(struct ember_objcache *c, uint64_t
 	for (const struct ember_obj *o = c->lru_head;
 	     o && now_ns - o->used_ns < EMBER_OBJCACHE_HOT_NS; o = o->lru_next)
 		hot += o->bytes;
+	/* A small file's DWARF is read whatever the working set holds: it costs little to
+	 * evict for, and the programs of a churn would otherwise never have lines. */
 	if (c->limit - MIN(c->limit, hot) < room.kept)
-		room.kept = c->limit - MIN(c->limit, hot);
+		room.kept =
+		    MAX(c->limit - MIN(c->limit, hot), c->limit / EMBER_OBJCACHE_SMALL_SHARE);
 	c->load_now_ns = now_ns;
 	c->load_freed = 0;
 	return room;

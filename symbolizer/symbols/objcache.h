@@ -20,7 +20,8 @@
  * A file is read only if it fits, judged before it is read from its section
  * headers (objfile.h, ember_objfile_open_within): what it keeps must fit the
  * cache beside the working set (the entries used in the last
- * EMBER_OBJCACHE_HOT_NS; at most half the cache), and what reading it takes
+ * EMBER_OBJCACHE_HOT_NS; at most half the cache, at least a thirty-second
+ * of it), and what reading it takes
  * for a moment (heap and file pages) the room the memory budget has left
  * (ember_objcache_set_room), entries outside the working set making way
  * when it would not. A file whose DWARF does not fit keeps its symbols alone (names without
@@ -49,6 +50,8 @@
 #define EMBER_OBJ_MAX_ALIASES         8
 /* Entries used this recently are the working set: a file is not read at their expense. */
 #define EMBER_OBJCACHE_HOT_NS (5ull * 1000000000ull)
+/* ... unless it keeps at most this share of the cache (1/32: 768 KiB of 24 MiB). */
+#define EMBER_OBJCACHE_SMALL_SHARE 32
 
 struct ember_obj_key {
 	uint64_t dev; /* makedev(major, minor) as the mapping shows it */
