@@ -236,12 +236,12 @@ static size_t make_way(void *ctx, size_t bytes)
 
 /*
  * The room a file about to be read has: what it may keep beside the working
- * set (at most half the cache), and what reading it may take of the memory
+ * set, and what reading it may take of the memory
  * budget's room, which entries outside the working set widen when asked.
  */
 static struct ember_objfile_room room_for_new(struct ember_objcache *c, uint64_t now_ns)
 {
-	struct ember_objfile_room room = {c->limit / 2, c->budget_room, make_way, c};
+	struct ember_objfile_room room = {c->limit, c->budget_room, make_way, c};
 	size_t hot = 0;
 
 	for (const struct ember_obj *o = c->lru_head;
@@ -249,9 +249,7 @@ static struct ember_objfile_room room_for_new(struct ember_objcache *c, uint64_t
 		hot += o->bytes;
 	/* A small file's DWARF is read whatever the working set holds: it costs little to
 	 * evict for, and the programs of a churn would otherwise never have lines. */
-	if (c->limit - MIN(c->limit, hot) < room.kept)
-		room.kept =
-		    MAX(c->limit - MIN(c->limit, hot), c->limit / EMBER_OBJCACHE_SMALL_SHARE);
+	room.kept = MAX(c->limit - MIN(c->limit, hot), c->limit / EMBER_OBJCACHE_SMALL_SHARE);
 	c->load_now_ns = now_ns;
 	c->load_freed = 0;
 	return room;

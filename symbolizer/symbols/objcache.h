@@ -20,8 +20,8 @@
  * A file is read only if it fits, judged before it is read from its section
  * headers (objfile.h, ember_objfile_open_within): what it keeps must fit the
  * cache beside the working set (the entries used in the last
- * EMBER_OBJCACHE_HOT_NS; at most half the cache, at least a thirty-second
- * of it), and what reading it takes
+ * EMBER_OBJCACHE_HOT_NS; at least a thirty-second of it whatever they
+ * hold), and what reading it takes
  * for a moment (heap and file pages) the room the memory budget has left
  * (ember_objcache_set_room), entries outside the working set making way
  * when it would not. A file whose DWARF does not fit keeps its symbols alone (names without

@@ -415,7 +415,7 @@ START_TEST(a_file_is_not_read_at_the_working_sets_expense)
 		close(f);
 	}
 	ck_assert_uint_gt(hot, need); /* else the test proves nothing */
-	/* Half the cache would hold the DWARF, but not beside the working set. */
+	/* The cache would hold the DWARF, but not beside the working set. */
 	limit = hot > 2 * need ? hot : 2 * need;
 	ck_assert_uint_gt(need, limit / EMBER_OBJCACHE_SMALL_SHARE); /* not a small file */
 	ember_objcache_set_limit(&c, limit);
