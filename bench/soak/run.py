@@ -20,7 +20,7 @@ over the second half of the run (least squares, MiB per hour).
 
 --check (the CI version, 3 minutes by default) fails when the symbolizer's
 median resident size after the first third exceeds --max-mib (default 72: the
-64 MiB budget with a margin), when its peak exceeds --max-peak-mib (128), when
+64 MiB budget with a margin), when its peak exceeds --max-peak-mib (96), when
 its floor (the least size measured) grows by more than --max-growth-mib from
 the middle to the last third of the run, or when the collector's memory (by more than 2 MiB) or its
 BPF map memory (by more than --max-growth-mib) grows.
@@ -249,7 +249,7 @@ def profile_split(build, path):
     for line in out.splitlines():
         m = re.match(r"memory\.(\w+)\s+(\d+)$", line.strip())
         if m and m.group(1) not in ("budget", "peak_rss", "releases", "budget_exceeded",
-                                    "shed_periods", "heap_in_use"):
+                                    "shed_periods", "heap_in_use", "over_between_checks"):
             name = {"collector_rss": "collector", "collector_bpf_maps": "BPF maps"}.get(
                 m.group(1), m.group(1))
             split[name] = int(m.group(2)) / 1048576
@@ -332,8 +332,10 @@ def main():
     ap.add_argument("--max-mib", type=float, default=72.0,
                     help="--check: the symbolizer's median resident size after the first third "
                     "(the 64 MiB budget and a margin)")
-    ap.add_argument("--max-peak-mib", type=float, default=128.0,
-                    help="--check: its peak (twice the budget: a runaway, not a moment's file)")
+    ap.add_argument("--max-peak-mib", type=float, default=96.0,
+                    help="--check: its peak (one and a half times the budget: files are read only "
+                    "if they fit the room left; 59.6-63.1 MiB in 3-4 minute runs at load 4-13, "
+                    "a noisy CI host needs the margin)")
     ap.add_argument("--max-growth-mib", type=float, default=6.0)
     ap.add_argument("--keep-logs", default="")
     ap.add_argument("--symbolizer-arg", action="append", default=[],
