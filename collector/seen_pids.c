@@ -26,12 +26,14 @@ int ember_procs_init(struct ember_procs *t, size_t capacity)
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
 		t->snaps[i] = (struct ember_maps_snapshot){.fd = -1, .pending = -1};
+	t->snaps_max =
+	    capacity / 4 < EMBER_SNAPSHOTS_MAX ? (uint32_t)(capacity / 4) : EMBER_SNAPSHOTS_MAX;
 	return ember_slots_init(&t->slots, sizeof(struct ember_proc_entry), capacity, entry_eq);
 }
 
 static struct ember_maps_snapshot *snap_of(struct ember_procs *t, uint32_t tgid)
 {
-	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
+	for (uint32_t i = 0; i < t->snaps_max; i++)
 		if (tgid && t->snaps[i].tgid == tgid)
 			return &t->snaps[i];
 	return NULL;
@@ -160,7 +162,7 @@ void ember_procs_sampled(struct ember_procs *t, uint32_t tgid)
 {
 	struct ember_proc_entry *e = find(t, tgid);
 
-	if (!e || !e->gen)
+	if (!e || !e->gen || !t->snaps_max)
 		return;
 	e->samples++;
 	if (e->samples & (e->samples - 1))
@@ -176,7 +178,7 @@ static struct ember_maps_snapshot *snap_slot(struct ember_procs *t, uint64_t now
 {
 	struct ember_maps_snapshot *s = &t->snaps[0];
 
-	for (int i = 1; i < EMBER_SNAPSHOTS_MAX && s->tgid; i++)
+	for (uint32_t i = 1; i < t->snaps_max && s->tgid; i++)
 		if (!t->snaps[i].tgid || t->snaps[i].taken_ns < s->taken_ns)
 			s = &t->snaps[i];
 	t->snaps_dropped += s->tgid && now_ns <= s->taken_ns + EMBER_SNAPSHOT_KEEP_NS;

@@ -50,6 +50,7 @@ struct ember_procs {
 	uint64_t evictions;
 	uint32_t next_gen, ndue, due[EMBER_SNAPSHOT_QUEUE]; /* due: tgids whose snapshot is */
 	struct ember_maps_snapshot snaps[EMBER_SNAPSHOTS_MAX];
+	uint32_t snaps_max; /* a descriptor each: at most a quarter of `capacity` */
 	uint64_t snaps_taken, snaps_served, snaps_dropped; /* dropped: for the caps */
 };
 
