@@ -273,9 +273,17 @@ const struct ember_map_entry *ember_process_find_mapping_at(struct ember_process
 	         ? !p->maps_after_exit
 	         : (may_reload && now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_MIN_NS) ||
 	               (p->maps_loaded_ns < seen_ns &&
-	                now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_SEEN_NS))) {
+	                now_ns - p->maps_loaded_ns >= EMBER_MAPS_RELOAD_SEEN_NS
+	                                                  << p->seen_misses))) {
 		if (!load_maps(t, p, now_ns))
 			e = ember_maps_find(&p->maps, addr);
+		/* Still nowhere (a wrong frame, not a new mapping): the next such read waits
+		 * longer, up to EMBER_MAPS_RELOAD_MIN_NS. */
+		if (!e &&
+		    EMBER_MAPS_RELOAD_SEEN_NS << (p->seen_misses + 1) <= EMBER_MAPS_RELOAD_MIN_NS)
+			p->seen_misses++;
+		else if (e)
+			p->seen_misses = 0;
 	}
 	return e;
 }

@@ -49,6 +49,7 @@ struct ember_process {
 	bool maps_loaded;
 	bool maps_stale;      /* exec happened: reload before the next lookup */
 	bool maps_after_exit; /* read once more after its exit (a snapshot may tell more) */
+	uint8_t seen_misses;  /* reads for an address seen after the last that did not find it */
 	int maps_error;
 	uint64_t maps_loaded_ns;
 	uint64_t last_seen_ns; /* the last sample (or maps handed over) */
@@ -107,7 +108,8 @@ const struct ember_map_entry *ember_process_find_mapping(struct ember_processes 
                                                          struct ember_process *p, uint64_t addr,
                                                          uint64_t now_ns);
 /* The same for an address seen (sampled) at seen_ns: maps read before then that lack it are
- * read again (at most every EMBER_MAPS_RELOAD_SEEN_NS). */
+ * read again, EMBER_MAPS_RELOAD_SEEN_NS after the last read (twice as long after each
+ * such read that did not find it, up to EMBER_MAPS_RELOAD_MIN_NS). */
 const struct ember_map_entry *ember_process_find_mapping_at(struct ember_processes *t,
                                                             struct ember_process *p, uint64_t addr,
                                                             uint64_t seen_ns, uint64_t now_ns);

@@ -106,6 +106,17 @@ START_TEST(an_address_seen_after_the_maps_were_read_reloads_them_sooner)
 	/* Seen after the read (the loader mapped it since): read again. */
 	ck_assert_ptr_nonnull(ember_process_find_mapping_at(&t, p, 0x7e0000000100, SEC + 1, later));
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 2);
+	/* An address in no mapping however often it is read (a wrong frame): read again after
+	 * 10, 20, 40, 80, 160 ms, then every 160 ms. */
+	for (uint64_t gap = EMBER_MAPS_RELOAD_SEEN_NS, n = 2; gap <= EMBER_MAPS_RELOAD_MIN_NS;
+	     gap *= 2) {
+		later += gap - 1;
+		ck_assert_ptr_null(ember_process_find_mapping_at(&t, p, 0x9000, later, later));
+		ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), n);
+		later += 1;
+		ck_assert_ptr_null(ember_process_find_mapping_at(&t, p, 0x9000, later, later));
+		ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), ++n);
+	}
 }
 END_TEST
 
