@@ -283,9 +283,9 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 	for (unsigned int i = 0; i < p->nworkers; i++)
 		if (p->workers[i].state == EMBER_WORKER_IDLE && idle++ == 0)
 			wi = i;
-	/* Snapshots take spare workers only (two stay for the symbolizer), of no stalled process.
-	 */
-	if (snapshot_gen && (idle <= 2 || ps >= 0))
+	/* Snapshots take spare workers only (two stay for the symbolizer), and none while a
+	 * worker waits on a stall: the workers left are the symbolizer's, as without them. */
+	if (snapshot_gen && (idle <= 2 || ember_pool_stuck(p)))
 		return -EBUSY;
 	/* A stalled process: one request of it at a time, made by a worker, its lock out of
 	 * the way (a mapped file is reached by its path, checked against the kernel's maps).
@@ -455,12 +455,17 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 			w->deadline_ns = now_ns + p->deadline_ns / 4;
 			continue;
 		}
-		/* What it reached, if the worker is still on this job (its numbers, untrusted). */
+		/* What it reached, if the worker is still on this job (its numbers, untrusted). A
+		 * snapshot nobody asked for marks nothing: the symbolizer's own request finds the
+		 * stall, as it would without snapshots (the worker is stuck all the same). */
 		ours = __atomic_load_n(&pg->job, __ATOMIC_ACQUIRE) == w->job;
-		s = mark_stall(p, &w->req,
-		               ours ? __atomic_load_n(&pg->dev_major, __ATOMIC_RELAXED) : 0,
-		               ours ? __atomic_load_n(&pg->dev_minor, __ATOMIC_RELAXED) : 0,
-		               ours ? __atomic_load_n(&pg->fs_magic, __ATOMIC_RELAXED) : 0, now_ns);
+		s = w->snapshot_gen
+		        ? (p->abandoned++, -1)
+		        : mark_stall(p, &w->req,
+		                     ours ? __atomic_load_n(&pg->dev_major, __ATOMIC_RELAXED) : 0,
+		                     ours ? __atomic_load_n(&pg->dev_minor, __ATOMIC_RELAXED) : 0,
+		                     ours ? __atomic_load_n(&pg->fs_magic, __ATOMIC_RELAXED) : 0,
+		                     now_ns);
 		w->state = EMBER_WORKER_STUCK;
 		w->stall = s;
 		if (ember_pool_stuck(p) == p->nworkers)

@@ -119,8 +119,8 @@ int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *r
 /*
  * Copies the maps of process tgid (maps_fd: /proc/PID/maps, opened and checked by the
  * collector) into memfd, a snapshot for generation gen, on a spare worker: two stay free for
- * the symbolizer's requests, and a stalled process gets none. Returns 0 (the end comes as an
- * ember_pool_done with snapshot_gen), -EBUSY or another negative errno.
+ * the symbolizer's requests, and none while a worker waits on a stall. Returns 0 (the end comes as
+ * an ember_pool_done with snapshot_gen), -EBUSY or another negative errno.
  */
 int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int maps_fd, int memfd,
                         uint64_t now_ns);

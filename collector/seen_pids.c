@@ -113,7 +113,7 @@ int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
 		return r;
 	}
 	*(struct ember_proc_entry *)ember_slots_at(&t->slots, slot) =
-	    (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0};
+	    (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0, now_ns};
 	snap_drop(snap_of(t, tgid)); /* another process's, which had the PID */
 	return 0;
 }
@@ -154,6 +154,7 @@ void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots)
 	if (e) {
 		e->gen = snapshots ? ++t->next_gen : 0;
 		e->samples = 0;
+		e->started_ns = e->last_seen_ns; /* noted just now */
 	}
 	snap_drop(snap_of(t, tgid)); /* the old program's */
 }
@@ -164,9 +165,12 @@ void ember_procs_sampled(struct ember_procs *t, uint32_t tgid)
 
 	if (!e || !e->gen || !t->snaps_max)
 		return;
-	e->samples++;
-	if (e->samples & (e->samples - 1))
-		return; /* its 1st, 2nd, 4th, 8th... sample makes one due */
+	/* Its 1st, 2nd, 4th, 8th and 16th samples in its first 2 s (noted just now) make one
+	 * due: by then the symbolizer has read the maps of a process that lives on, and copies
+	 * of one whose lock stalls later would only take workers and mark it stalled. */
+	if (++e->samples > EMBER_SNAPSHOT_LAST_SAMPLE || (e->samples & (e->samples - 1)) ||
+	    e->last_seen_ns - e->started_ns > EMBER_SNAPSHOT_YOUNG_NS)
+		return;
 	if (t->ndue < EMBER_SNAPSHOT_QUEUE)
 		t->due[t->ndue++] = tgid;
 	else

@@ -8,7 +8,8 @@
  *
  * It also keeps snapshots of new processes' memory maps: a process that
  * starts while ember runs has its /proc/PID/maps copied (by a broker worker,
- * into a sealed memfd) at its 1st, 2nd, 4th, 8th... sample, so that a
+ * into a sealed memfd) at its 1st, 2nd, 4th, 8th and 16th sample in its first
+ * 2 s, so that a
  * symbolizer that comes to its samples after it exited (its maps read empty
  * then) still learns its mappings. A snapshot belongs to one process: made
  * for the entry's generation (a new one at each exec and each new process
@@ -30,13 +31,16 @@ struct ember_proc_entry {
 	int pidfd;
 	uint64_t last_seen_ns;
 	uint32_t gen; /* the process and program it runs (0: running at the start: no snapshots) */
-	uint32_t samples; /* since it started or exec'd */
+	uint32_t samples;    /* since it started or exec'd */
+	uint64_t started_ns; /* when it was first seen, or exec'd */
 };
 
-#define EMBER_SNAPSHOTS_MAX      512
-#define EMBER_SNAPSHOT_MAX_BYTES (16u << 10) /* one process's maps: larger ones are not kept */
-#define EMBER_SNAPSHOT_KEEP_NS   (10ull * 1000000000ull)
-#define EMBER_SNAPSHOT_QUEUE     32
+#define EMBER_SNAPSHOTS_MAX        512
+#define EMBER_SNAPSHOT_MAX_BYTES   (16u << 10) /* one process's maps: larger ones are not kept */
+#define EMBER_SNAPSHOT_KEEP_NS     (10ull * 1000000000ull)
+#define EMBER_SNAPSHOT_QUEUE       32
+#define EMBER_SNAPSHOT_LAST_SAMPLE 16 /* the last sample of a process that makes one due */
+#define EMBER_SNAPSHOT_YOUNG_NS    (2ull * 1000000000ull) /* ... within this of its start */
 
 struct ember_maps_snapshot {
 	uint32_t tgid, gen; /* tgid 0: a free slot */
@@ -74,7 +78,8 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 /* tgid, noted already, runs a new program (exec: its old snapshot goes), or ran when sampling
  * started (!snapshots: the symbolizer reads the maps of those at the start). */
 void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots);
-/* tgid, noted already, was sampled: a snapshot is due at its 1st, 2nd, 4th... sample. */
+/* tgid, noted just now, was sampled: a snapshot is due at its 1st, 2nd, 4th, 8th, 16th sample
+ * in its first EMBER_SNAPSHOT_YOUNG_NS. */
 void ember_procs_sampled(struct ember_procs *t, uint32_t tgid);
 
 /* The next process whose snapshot is due: 1 with its tgid, generation and the memfd (still

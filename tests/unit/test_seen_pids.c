@@ -2,6 +2,7 @@
 /* The collector's table of sampled processes: only seen, living, same processes pass; the
  * snapshots of their maps are bounded and served only for the process they were made of. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,15 +145,23 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ember_broker_init(&b, &t);
 	req.pid = (uint32_t)child;
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
-	/* Its 1st, 2nd and 4th samples make one due, the 3rd and 5th none. */
+	/* Its 1st, 2nd, 4th, 8th and 16th samples make one due, no other (nor the 32nd). */
 	ember_procs_program(&t, (uint32_t)child, true);
-	for (int i = 1; i <= 5; i++) {
+	for (int i = 1; i <= 40; i++) {
+		bool due_now = i == 1 || i == 2 || i == 4 || i == 8 || i == 16;
+
 		ember_procs_sampled(&t, (uint32_t)child);
-		ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd),
-		                 i == 1 || i == 2 || i == 4);
-		if (i == 1 || i == 2 || i == 4)
+		ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), due_now);
+		if (due_now)
 			ember_procs_snapshot_done(&t, due, gen, -ESRCH, 0); /* read nothing */
 	}
+	ember_procs_program(&t, (uint32_t)child, true); /* an exec: its samples count again */
+	/* ... but only in its first 2 s: one seen later makes none due. */
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, EMBER_SNAPSHOT_YOUNG_NS + 1), 0);
+	ember_procs_sampled(&t, (uint32_t)child);
+	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 0);
+	ember_procs_note(&t, (uint32_t)child, 0);
+	ember_procs_program(&t, (uint32_t)child, true);
 	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 0), -ENOENT);
 	gen = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
 	ck_assert_uint_eq(t.snaps_taken, 1);
