@@ -3,6 +3,7 @@
 callers each must have (tests/workloads/unwind.c), what makes its stack
 complete, starting a workload stopped before its exec, and the profile's
 statistics."""
+import ctypes
 import os
 import re
 import signal
@@ -62,12 +63,19 @@ def complete(frames, leaf):
     return False
 
 
+PR_SET_PDEATHSIG = 1
+
+
 def start_stopped(argv):
     """Forks a child that stops itself before it execs argv, so that ember can
-    follow the PID from its exec on. Returns the PID, stopped."""
+    follow the PID from its exec on. Returns the PID, stopped. The child is
+    killed when the test process ends: a test that failed before continuing it
+    left it stopped, holding ctest's output pipe, and ctest waited for its
+    900 s timeout."""
     pid = os.fork()
     if pid == 0:
         try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.kill(os.getpid(), signal.SIGSTOP)
