@@ -377,11 +377,15 @@ def main():
         t0 = time.monotonic()
         next_at = t0
         while time.monotonic() - t0 < a.duration and not stopped:
+            # `ember record -d N` counts its N seconds from its own start, before the
+            # churn's: it may end a moment before this loop does.
+            if a.mode == "record" and col.poll() == 0 and time.monotonic() - t0 > a.duration - 15:
+                break
             if col.poll() is not None or (daemon and daemon.poll() is not None):
                 sys.exit(f"bench/soak: a daemon exited early: see the logs in {log_dir}")
             sym_rss, col_rss = status_kib(sym_pid), status_kib(col_pid)
             peak["sym"], peak["col"] = max(peak["sym"], sym_rss), max(peak["col"], col_rss)
-            if time.monotonic() >= next_at:
+            if time.monotonic() >= next_at and sym_rss:  # 0: the symbolizer has ended
                 rows.append({"t": time.monotonic() - t0, "sym": sym_rss / 1024, "col": col_rss / 1024,
                              "sym_peak": peak["sym"] / 1024,
                              "bpf": bpf_map_kib(col_pid) / 1024, "split": last_memory_line(sym_log),
