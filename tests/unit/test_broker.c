@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "waiting_child.h"
 #include "collector/broker.h"
 
 #define SEC 1000000000ull
@@ -267,22 +268,10 @@ START_TEST(named_files_stay_in_the_process_root)
 }
 END_TEST
 
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 START_TEST(pids_must_be_seen_living_and_the_same)
 {
 	struct fixture f;
-	pid_t child = sleeper();
+	pid_t child = ember_waiting_child();
 	int status;
 
 	fixture_init(&f);
@@ -334,7 +323,7 @@ static uint64_t exe_mapping(pid_t pid)
 START_TEST(mapped_file_of_a_seen_process)
 {
 	struct fixture f;
-	pid_t child = sleeper();
+	pid_t child = ember_waiting_child();
 	int status;
 
 	fixture_init(&f);
@@ -556,7 +545,7 @@ START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 	static const char *const refused[] = {"environ", "cmdline", "exe/", "../1/exe", "cgroupx",
 	                                      "",        "root",    "fd/0", "mem"};
 	struct fixture f;
-	pid_t child = sleeper();
+	pid_t child = ember_waiting_child();
 	struct ember_msg_broker_req req = {.what = EMBER_BROKER_PROC_FILE, .pid = (uint32_t)child};
 	struct ember_broker_file file;
 	struct stat st, exe;

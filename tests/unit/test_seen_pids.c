@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "waiting_child.h"
 #include "collector/broker.h"
 #include "collector/seen_pids.h"
 
@@ -84,18 +85,6 @@ START_TEST(full_table_evicts_oldest)
 }
 END_TEST
 
-static pid_t pausing_child(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 static void reap(pid_t pid)
 {
 	kill(pid, SIGKILL);
@@ -138,7 +127,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	struct ember_broker b;
 	struct ember_procs t;
 	uint32_t due, gen, old;
-	pid_t child = pausing_child();
+	pid_t child = ember_waiting_child();
 	int fd, memfd;
 
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
@@ -193,7 +182,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_int_eq(ember_broker_handle(&b, &req, EMBER_SNAPSHOT_KEEP_NS + 1, &file), -EPERM);
 
 	/* A copy made for an earlier program of the process (it exec'd since) is not kept. */
-	child = pausing_child();
+	child = ember_waiting_child();
 	req.pid = (uint32_t)child;
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
 	old = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
@@ -207,7 +196,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_int_eq(ember_broker_handle(&b, &req, 1, &file), -ESRCH);
 
 	/* A PID reused: the process noted next under it does not get its predecessor's. */
-	child = pausing_child();
+	child = ember_waiting_child();
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
 	make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
 	ember_procs_forget(&t, (uint32_t)child); /* it exited */
@@ -244,7 +233,7 @@ START_TEST(snapshots_are_bounded_and_checked)
 	ck_assert_int_eq(ember_procs_init(&t, 4 * EMBER_SNAPSHOTS_MAX), 0);
 	ck_assert_uint_eq(t.snaps_max, EMBER_SNAPSHOTS_MAX);
 	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i++) {
-		kids[i] = pausing_child();
+		kids[i] = ember_waiting_child();
 		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], 0), 0);
 	}
 	/* Larger than a snapshot may be, empty, or a worker's error: nothing kept. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "waiting_child.h"
 #include "symbolizer/process/maps_parser.h"
 #include "shared/clock.h"
 #include "symbolizer/unwind/unwind_tables.h"
@@ -241,25 +242,12 @@ static bool sample_at(const struct ember_sample_event *s, uint64_t now_ns)
 	return ember_unwind_on_sample(&u, s, NULL, NULL, now_ns, &out);
 }
 
-/* A child that only waits: it maps the same binary and libraries as this process. */
-static pid_t twin(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 START_TEST(tables_are_built_once_and_shared)
 {
 	uint32_t self = (uint32_t)getpid();
-	pid_t child = twin();
+	pid_t child = ember_waiting_child();
 	const struct ember_msg_unwind_proc *mp;
-	uint64_t pc = (uint64_t)(uintptr_t)&twin;
+	uint64_t pc = (uint64_t)(uintptr_t)&ember_waiting_child; /* a pc in this program's text */
 	unsigned int built, with_table = 0, covering = 0;
 
 	exec_at(self, SEC);
@@ -321,7 +309,7 @@ START_TEST(exits_and_idle_tables_are_dropped)
 	const struct ember_sample_event complete = {
 	    .kind = EMBER_EV_SAMPLE, .tgid = 1, .ustack_len = 1, .stack_flags = 0};
 	uint32_t self = (uint32_t)getpid();
-	pid_t child = twin();
+	pid_t child = ember_waiting_child();
 	unsigned int built;
 
 	exec_at(self, SEC);
@@ -397,7 +385,7 @@ END_TEST
  * process listed at start that is gone by its turn: no entry stays behind. */
 START_TEST(processes_found_gone_are_forgotten)
 {
-	pid_t child = twin();
+	pid_t child = ember_waiting_child();
 	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE,
 	                               .tgid = (uint32_t)child,
 	                               .ustack_len = 1,
