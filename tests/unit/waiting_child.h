@@ -15,11 +15,13 @@ static inline pid_t ember_waiting_child(void)
 {
 	pid_t pid = fork();
 
-	ck_assert_int_ge(pid, 0);
+	/* The child asserts nothing: a passing ck_assert writes Check's location message, and
+	 * 513 children writing into the test's message file garbled it ("Bad message type"). */
 	if (pid == 0) {
 		pause();
 		_exit(0);
 	}
+	ck_assert_int_ge(pid, 0);
 	return pid;
 }
 
