@@ -46,14 +46,6 @@ struct ember_broker_progress {
 	volatile uint32_t job, dev_major, dev_minor, fs_magic;
 };
 
-/* What the broker learnt about a file while it opened it: the reply's fields. */
-struct ember_broker_file {
-	uint32_t flags; /* enum ember_broker_reply_flags */
-	uint32_t fs_magic;
-	uint32_t dev_major, dev_minor;
-	uint64_t ino;
-};
-
 /* One open of a request that may wait. */
 struct ember_broker_job {
 	/* Where it says how far it got and finds the stalled devices; NULL: nobody watches. */

@@ -84,11 +84,7 @@ static void serve(int sock, void *ctx)
 		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
 		out.broker_reply.id = in.broker_req.id;
 		out.broker_reply.error = fd < 0 ? fd : 0;
-		out.broker_reply.flags = job.file.flags;
-		out.broker_reply.fs_magic = job.file.fs_magic;
-		out.broker_reply.dev_major = job.file.dev_major;
-		out.broker_reply.dev_minor = job.file.dev_minor;
-		out.broker_reply.ino = job.file.ino;
+		out.broker_reply.file = job.file;
 		err = ember_msg_send(sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 		if (fd >= 0)
 			close(fd);
@@ -386,9 +382,7 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 			close(fd);
 		return worker_gone(p, w, now_ns, done);
 	}
-	f = (struct ember_broker_file){m.broker_reply.flags, m.broker_reply.fs_magic,
-	                               m.broker_reply.dev_major, m.broker_reply.dev_minor,
-	                               m.broker_reply.ino};
+	f = m.broker_reply.file;
 	if (w->state == EMBER_WORKER_STUCK) {
 		/* Answered at last: the symbolizer had its -ETIMEDOUT, but the stall is over. */
 		if (nfds)

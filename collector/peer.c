@@ -119,11 +119,7 @@ int ember_peer_send_reply(struct ember_peer *p, uint32_t id, int fd,
 	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
 	out.broker_reply.id = id;
 	out.broker_reply.error = fd < 0 ? fd : 0;
-	out.broker_reply.flags = f->flags;
-	out.broker_reply.fs_magic = f->fs_magic;
-	out.broker_reply.dev_major = f->dev_major;
-	out.broker_reply.dev_minor = f->dev_minor;
-	out.broker_reply.ino = f->ino;
+	out.broker_reply.file = *f;
 	err = send_msg(p, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	ember_closep(&fd);
 	return err;

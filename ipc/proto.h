@@ -138,16 +138,21 @@ enum ember_broker_reply_flags {
 	EMBER_BROKER_SNAPSHOT = 1u << 3,
 };
 
-/* Sent with one descriptor when error is 0. */
-struct ember_msg_broker_reply {
-	struct ember_msg_hdr hdr;
-	uint32_t id;
-	int32_t error;     /* 0 or a negative errno */
+/* What a broker reply says about its file: what the broker learnt while it opened it. */
+struct ember_broker_file {
 	uint32_t flags;    /* enum ember_broker_reply_flags */
 	uint32_t fs_magic; /* statfs f_type of the file's file system; 0: not known */
 	uint32_t dev_major,
 	    dev_minor; /* the file's device (a stall: the stalled one); 0:0 unknown */
 	uint64_t ino;  /* the file's inode number; 0: not known */
+};
+
+/* Sent with one descriptor when error is 0. */
+struct ember_msg_broker_reply {
+	struct ember_msg_hdr hdr;
+	uint32_t id;
+	int32_t error; /* 0 or a negative errno */
+	struct ember_broker_file file;
 };
 
 struct ember_msg_flush {

@@ -158,22 +158,17 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 			c->closed = true;
 			return -EPROTO;
 		}
-		c->last.flags = m.broker_reply.flags;
-		c->last.fs_magic = m.broker_reply.fs_magic;
-		c->last.dev_major = m.broker_reply.dev_major;
-		c->last.dev_minor = m.broker_reply.dev_minor;
-		c->last.ino = m.broker_reply.ino;
+		c->last = m.broker_reply.file;
 		if (m.broker_reply.error) {
 			c->failures++;
-			if (m.broker_reply.flags & EMBER_BROKER_STALLED) {
+			if (c->last.flags & EMBER_BROKER_STALLED) {
 				c->stalled_refused++;
 				c->stalled_deadline +=
-				    !!(m.broker_reply.flags & EMBER_BROKER_MISSED_DEADLINE);
+				    !!(c->last.flags & EMBER_BROKER_MISSED_DEADLINE);
 				if (c->readers)
 					ember_readers_note_stall(
-					    c->readers, pid, m.broker_reply.dev_major,
-					    m.broker_reply.dev_minor, m.broker_reply.fs_magic,
-					    m.broker_reply.error == -ETIMEDOUT);
+					    c->readers, pid, c->last.dev_major, c->last.dev_minor,
+					    c->last.fs_magic, m.broker_reply.error == -ETIMEDOUT);
 			}
 			return m.broker_reply.error;
 		}

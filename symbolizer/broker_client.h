@@ -45,10 +45,7 @@ struct ember_broker_client {
 	uint64_t late_replies;         /* replies to requests that had timed out, dropped */
 	struct ember_readers *readers; /* NULL: descriptors are read directly */
 	/* What the last reply said about its file (flags: enum ember_broker_reply_flags). */
-	struct {
-		uint32_t flags, fs_magic, dev_major, dev_minor;
-		uint64_t ino;
-	} last;
+	struct ember_broker_file last;
 	uint64_t stalled_refused;  /* replies refused because a file system or process stalled */
 	uint64_t stalled_deadline; /* ... of which the request itself missed its deadline */
 	struct ember_kept_file kept[EMBER_BROKER_KEPT_FILES];

@@ -133,9 +133,9 @@ static inline void *fake_broker_run(void *arg)
 		m.broker_reply.error = fd < 0 ? fd : 0;
 		/* As the collector's broker: the opened file's identity rides with the reply. */
 		if (fd >= 0 && !fstat(fd, &st)) {
-			m.broker_reply.dev_major = major(st.st_dev);
-			m.broker_reply.dev_minor = minor(st.st_dev);
-			m.broker_reply.ino = st.st_ino;
+			m.broker_reply.file.dev_major = major(st.st_dev);
+			m.broker_reply.file.dev_minor = minor(st.st_dev);
+			m.broker_reply.file.ino = st.st_ino;
 		}
 		ember_msg_send(b->sock, &m, fd >= 0 ? &fd : NULL, fd >= 0);
 		if (fd >= 0)
