@@ -14,6 +14,7 @@
 
 #include "seccomp/caps.h"
 #include "seccomp/policy.h"
+#include "shared/cleanup.h"
 #include "shared/err.h"
 #include "shared/fs_class.h"
 #include "shared/helper_proc.h"
@@ -77,17 +78,14 @@ static void serve(int sock, void *ctx)
 		job.in_fd = nfds > 0 ? fds[0] : -1;
 		job.out_fd = nfds > 1 ? fds[1] : -1;
 		fd = wk->p->open(wk->b, &in.broker_req, &job);
-		if (job.in_fd >= 0)
-			close(job.in_fd);
-		if (job.out_fd >= 0)
-			close(job.out_fd);
+		ember_closep(&job.in_fd);
+		ember_closep(&job.out_fd);
 		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
 		out.broker_reply.id = in.broker_req.id;
 		out.broker_reply.error = fd < 0 ? fd : 0;
 		out.broker_reply.file = job.file;
 		err = ember_msg_send(sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
-		if (fd >= 0)
-			close(fd);
+		ember_closep(&fd);
 		if (err)
 			_exit(0);
 	}
@@ -122,9 +120,7 @@ int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int 
 void ember_pool_stop(struct ember_pool *p)
 {
 	for (unsigned int i = 0; i < p->nworkers; i++) {
-		if (p->workers[i].sock >= 0)
-			close(p->workers[i].sock);
-		p->workers[i].sock = -1;
+		p->workers[i].sock = ember_safe_close(p->workers[i].sock);
 		p->workers[i].state = EMBER_WORKER_GONE;
 	}
 	/* A worker still waiting keeps its own mapping of the pages. */
@@ -217,22 +213,6 @@ static int mark_stall(struct ember_pool *p, const struct ember_msg_broker_req *r
 	return i;
 }
 
-/* The answer for an open that missed its deadline. */
-static void missed(struct ember_pool_done *done, const struct ember_msg_broker_req *req,
-                   uint64_t peer_gen, const struct ember_stall *s)
-{
-	memset(done, 0, sizeof(*done));
-	done->req = *req;
-	done->peer_gen = peer_gen;
-	done->fd = -ETIMEDOUT;
-	done->file.flags = EMBER_BROKER_STALLED | EMBER_BROKER_MISSED_DEADLINE;
-	if (s) {
-		done->file.dev_major = s->dev_major;
-		done->file.dev_minor = s->dev_minor;
-		done->file.fs_magic = s->fs_magic;
-	}
-}
-
 /* The devices a job must not touch: every stalled one. */
 static void refuse_list(const struct ember_pool *p, struct ember_broker_progress *pg)
 {
@@ -249,6 +229,19 @@ static void refuse_list(const struct ember_pool *p, struct ember_broker_progress
 }
 
 /* ---- workers -------------------------------------------------------------------------- */
+
+/* The end of worker w's job (fd, or a negative errno; f: what the reply says, NULL: nothing):
+ * the answer to whoever asked. */
+static int finish(const struct ember_worker *w, int fd, const struct ember_broker_file *f,
+                  struct ember_pool_done *done)
+{
+	*done = (struct ember_pool_done){.req = w->req,
+	                                 .peer_gen = w->peer_gen,
+	                                 .fd = fd,
+	                                 .file = f ? *f : (struct ember_broker_file){0},
+	                                 .snapshot_gen = w->snapshot_gen};
+	return 1;
+}
 
 /* Whether a worker works on a request of pid, or waits on one made by path (then even the
  * process's maps wait on its lock: older kernels). */
@@ -349,17 +342,9 @@ static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t no
 	log_warn("broker: worker %d exited or broke the protocol", (int)w->pid);
 	if (w->stall >= 0)
 		end_stall(p, w->stall, now_ns, "is tried again (its worker exited)");
-	close(w->sock);
-	w->sock = -1;
+	w->sock = ember_safe_close(w->sock);
 	w->state = EMBER_WORKER_GONE;
-	if (!busy)
-		return 0;
-	memset(done, 0, sizeof(*done));
-	done->req = w->req;
-	done->peer_gen = w->peer_gen;
-	done->snapshot_gen = w->snapshot_gen;
-	done->fd = -EIO;
-	return 1;
+	return busy ? finish(w, -EIO, NULL, done) : 0;
 }
 
 int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns,
@@ -402,13 +387,7 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 			p->stalls[s].refused++;
 	}
 	w->state = EMBER_WORKER_IDLE;
-	memset(done, 0, sizeof(*done));
-	done->req = w->req;
-	done->peer_gen = w->peer_gen;
-	done->snapshot_gen = w->snapshot_gen;
-	done->fd = m.broker_reply.error ? m.broker_reply.error : fd;
-	done->file = f;
-	return 1;
+	return finish(w, m.broker_reply.error ? m.broker_reply.error : fd, &f, done);
 }
 
 /*
@@ -439,6 +418,8 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 	for (unsigned int i = 0; i < p->nworkers; i++) {
 		struct ember_worker *w = &p->workers[i];
 		struct ember_broker_progress *pg = &p->progress[i];
+		struct ember_broker_file f = {.flags = EMBER_BROKER_STALLED |
+		                                       EMBER_BROKER_MISSED_DEADLINE};
 		bool ours;
 		int s;
 
@@ -465,9 +446,12 @@ int ember_pool_expire(struct ember_pool *p, uint64_t now_ns, struct ember_pool_d
 		if (ember_pool_stuck(p) == p->nworkers)
 			log_warn("broker: every worker waits on a stalled file system or process: "
 			         "requests that need one are refused until one comes back");
-		missed(done, &w->req, w->peer_gen, s >= 0 ? &p->stalls[s] : NULL);
-		done->snapshot_gen = w->snapshot_gen;
-		return 1;
+		if (s >= 0) { /* the reply names what stalled */
+			f.fs_magic = p->stalls[s].fs_magic;
+			f.dev_major = p->stalls[s].dev_major;
+			f.dev_minor = p->stalls[s].dev_minor;
+		}
+		return finish(w, -ETIMEDOUT, &f, done);
 	}
 	return 0;
 }
