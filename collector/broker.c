@@ -34,7 +34,7 @@ struct broker_handler {
 	bool needs_pid;
 	bool may_wait; /* on the process's memory-map lock or a file system: a worker opens it */
 	uint32_t per_peer;
-	int (*validate)(const struct ember_msg_broker_req *req);
+	int (*validate)(const struct ember_msg_broker_req *req); /* NULL: no arguments */
 	int (*open)(const struct ember_broker *b, const struct ember_msg_broker_req *req,
 	            struct ember_broker_job *job);
 	const char *file;
@@ -114,12 +114,6 @@ static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t wan
 		f->flags |= EMBER_BROKER_REMOTE;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
 	return open_ro(self);
-}
-
-static int validate_none(const struct ember_msg_broker_req *req)
-{
-	(void)req;
-	return 0;
 }
 
 static int validate_pid(const struct ember_msg_broker_req *req)
@@ -387,9 +381,9 @@ static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	/*                             name           pid?   waits? per peer  validate            open or file */
 	[EMBER_BROKER_MAPS]        = {"maps",        true,  false, 0,  validate_pid,       NULL, "maps"},
 	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  true,  0,  validate_pid,       open_mapped_file},
-	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, false, 64, validate_none,      NULL, "/proc/kallsyms"},
+	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, false, 64, NULL,               NULL, "/proc/kallsyms"},
 	[EMBER_BROKER_MEM]         = {"mem",         true,  false, 0,  validate_pid,       NULL, "mem"},
-	[EMBER_BROKER_MODULES]     = {"modules",     false, false, 64, validate_none,      NULL, "/proc/modules"},
+	[EMBER_BROKER_MODULES]     = {"modules",     false, false, 64, NULL,               NULL, "/proc/modules"},
 	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, true,  0,  validate_build_id,  open_debug_file},
 	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink},
 	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file},
@@ -488,7 +482,9 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		b->rate_limited++;
 		return -EAGAIN;
 	}
-	err = h->per_peer && b->served_peer[req->what] >= h->per_peer ? -EPERM : h->validate(req);
+	err = h->per_peer && b->served_peer[req->what] >= h->per_peer ? -EPERM : 0;
+	if (!err && h->validate)
+		err = h->validate(req);
 	if (!err && h->needs_pid)
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	/* Gone: its maps as they were while it ran, if a snapshot was made. */
