@@ -465,11 +465,8 @@ static int cmd_in_symbolizer(char **argv)
 {
 	char path[PATH_MAX];
 
-	if (ember_symbolizer_path(path, sizeof(path))) {
-		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
-		          EMBER_LIBEXECDIR);
+	if (ember_symbolizer_path(path, sizeof(path)))
 		return EMBER_EXIT_FAILURE;
-	}
 	argv[0] = "ember";
 	execv(path, argv);
 	log_error_errno(errno, "cannot run %s: %m", path);

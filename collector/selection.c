@@ -108,9 +108,7 @@ static int run_finder(const char *root, const char *const named[2], uid_t uid, g
 	pid_t pid;
 
 	if (ember_symbolizer_path(exe, sizeof(exe)))
-		return log_error("cannot find ember-symbolizer, which finds --%s: reinstall ember",
-		                 named[0]),
-		       -ENOENT;
+		return -ENOENT;
 	if (fd >= 0 && !pipe2(pipefd, O_CLOEXEC)) {
 		in = pipefd[0];
 		wr = pipefd[1];

@@ -35,7 +35,11 @@ int ember_symbolizer_path(char *buf, size_t size)
 			return 0;
 	}
 	snprintf(buf, size, "%s/ember-symbolizer", EMBER_LIBEXECDIR);
-	return access(buf, X_OK) == 0 ? 0 : -ENOENT;
+	if (access(buf, X_OK) == 0)
+		return 0;
+	log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
+	          EMBER_LIBEXECDIR);
+	return -ENOENT;
 }
 
 /* In the child: moves each descriptor to its fixed number and closes everything else. */
@@ -66,11 +70,8 @@ int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *p
 	if (o->noutputs > EMBER_MAX_OUTPUTS)
 		return -E2BIG;
 	err = ember_symbolizer_path(path, sizeof(path));
-	if (err) {
-		log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
-		          EMBER_LIBEXECDIR);
+	if (err)
 		return err;
-	}
 	snprintf(uid, sizeof(uid), "--uid=%u", (unsigned)o->uid);
 	snprintf(gid, sizeof(gid), "--gid=%u", (unsigned)o->gid);
 	argv[argc++] = "ember-symbolizer";

@@ -37,7 +37,8 @@ int ember_command_start(struct ember_command *c);
 /* Opens the gate (go) or closes it without a word (the command then exits 126). */
 void ember_command_release(struct ember_command *c, bool go);
 
-/* The path of ember-symbolizer: beside this program, else the libexec dir. */
+/* The path of ember-symbolizer: beside this program, else the libexec dir; -ENOENT (said
+ * what to do) when neither has one. */
 int ember_symbolizer_path(char *buf, size_t size);
 
 /*
