@@ -66,7 +66,7 @@ struct recorder {
 	pid_t command;      /* while it runs */
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
-	uint64_t start_ns, stop_ns, flush_deadline_ns;
+	uint64_t stop_ns, flush_deadline_ns;
 	uint64_t ticks;
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
@@ -178,13 +178,14 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			         r->peer.pid);
 			drop_peer(r);
 		}
-		/* A new symbolizer loads the tables of the processes already running. */
-		if (ember_peer_active(&r->peer) && !r->listed) {
-			ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event, &r->drain);
+		if (ember_peer_active(&r->peer)) {
+			/* A new symbolizer loads the tables of the processes already running. */
+			if (!r->listed)
+				ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event,
+				                       &r->drain);
 			r->listed = true;
-		}
-		if (ember_peer_active(&r->peer))
 			ember_ring_notify(&r->peer.ring);
+		}
 		if (r->ticks % (1000 / TICK_MS) == 0)
 			ember_bpf_refresh_cpus(&r->bpf);
 		if (r->ticks % (EMBER_COLLECTOR_MEMORY_EVERY_S * 1000 / TICK_MS) == 1)
@@ -278,12 +279,10 @@ static void deliver(struct recorder *r, struct ember_pool_done *d, uint64_t now_
 	}
 	fd = ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
 
-	if (d->peer_gen != r->peer.gen || !ember_peer_active(&r->peer)) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	ember_peer_send_reply(&r->peer, d->req.id, fd, &d->file);
+	if (d->peer_gen == r->peer.gen && ember_peer_active(&r->peer))
+		ember_peer_send_reply(&r->peer, d->req.id, fd, &d->file); /* closes fd */
+	else
+		ember_closep(&fd);
 }
 
 static void on_worker(struct recorder *r, unsigned int i, uint64_t now_ns)
@@ -536,10 +535,8 @@ static int setup(struct recorder *r)
 		return err;
 	/* Opens that may wait go to workers, forked before any eBPF object exists. */
 	err = ember_pool_start(&r->pool, &r->broker, EMBER_POOL_WORKERS);
-	if (err) {
-		log_error("cannot start the broker's workers: %s", strerror(-err));
-		return err;
-	}
+	if (err)
+		return log_error_errno(err, "cannot start the broker's workers: %m");
 	r->peer.pool = &r->pool;
 	if (o->socket_path) {
 		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
@@ -573,8 +570,7 @@ static int setup(struct recorder *r)
 		return err;
 	r->tables.py_procs_fd = r->bpf.proc_map_fds[1];
 	r->peer.tables = &r->tables;
-	r->start_ns = ember_monotonic_ns();
-	r->stop_ns = r->start_ns + o->duration_ms * 1000000ull;
+	r->stop_ns = ember_monotonic_ns() + o->duration_ms * 1000000ull;
 
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -715,20 +711,16 @@ int ember_record_run(struct ember_record_opts *o)
 	if (o->progress)
 		ember_log_set_before_hook(erase_progress);
 	err = setup(&r);
-	if (err) {
-		if (err != -EPERM && err != -EACCES)
-			log_debug_errno(err, "setup failed: %m");
-		else
-			log_error_errno(err, "not permitted (%m): run as root or with CAP_BPF and "
-			                     "CAP_PERFMON; see `ember check`");
-		close_outputs(o);
-		teardown(&r);
-		unlink_outputs(o);
-		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
-	}
-	run_loop(&r);
+	if (err == -EPERM || err == -EACCES)
+		log_error_errno(err, "not permitted (%m): run as root or with CAP_BPF and "
+		                     "CAP_PERFMON; see `ember check`");
+	else if (err)
+		log_debug_errno(err, "setup failed: %m");
+	else
+		run_loop(&r);
+	close_outputs(o); /* the symbolizer has them: open here only if it never started */
 	teardown(&r);
-	if (r.failed) {
+	if (err || r.failed) {
 		unlink_outputs(o);
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
