@@ -246,11 +246,8 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (b->ncpus <= 0)
 		return b->ncpus ? b->ncpus : -ENODEV;
 	b->links = calloc((size_t)b->ncpus, sizeof(*b->links));
-	if (!b->links) {
-		err = -ENOMEM;
-		goto fail;
-	}
-
+	if (!b->links)
+		return -ENOMEM;
 	err = load_sampler(b, o);
 	if (err) {
 		log_error_errno(err, "cannot load the sampler eBPF program: %m; run `ember check` "
@@ -280,12 +277,9 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	}
 	b->rings =
 	    ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample, o->cb_ctx, NULL);
-	if (!b->rings) {
-		err = neg_errno();
-		goto fail;
-	}
-	err = ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
-	                       o->cb_ctx);
+	err = !b->rings ? neg_errno()
+	                : ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events),
+	                                   o->on_proc_event, o->cb_ctx);
 	if (err)
 		goto fail;
 
