@@ -36,12 +36,14 @@ static void drop_slot(struct ember_tables *t, uint32_t slot, uint32_t rows)
 	t->slot_rows[slot] = 0;
 }
 
-static void failed(struct ember_tables *t, const char *what, int err)
+/* Returns true, for a table being built: it failed. */
+static bool failed(struct ember_tables *t, const char *what, int err)
 {
 	/* Counted, not fatal: the unwinder stops cleanly where a table is missing. */
 	if (!t->failures++)
 		log_warn_errno(
 		    err, "cannot load an unwind %s: %m (stacks through it end in a marker)", what);
+	return true;
 }
 
 static bool row_ok(const struct ember_unwind_row *r)
@@ -89,10 +91,8 @@ static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table 
 		t->building = false;
 		nblocks = t->build_rows / EMBER_UNWIND_BLOCK_ROWS;
 		if (!t->build_failed &&
-		    bpf_map_update_elem(t->tables_fd, &m->table, &nblocks, BPF_ANY)) {
-			failed(t, "table", neg_errno());
-			t->build_failed = true;
-		}
+		    bpf_map_update_elem(t->tables_fd, &m->table, &nblocks, BPF_ANY))
+			t->build_failed = failed(t, "table", neg_errno());
 		t->slot_rows[m->table] = t->build_rows;
 		t->rows_loaded += t->build_rows;
 		if (t->build_failed)
@@ -129,10 +129,8 @@ static int on_rows(struct ember_tables *t, const struct ember_msg_unwind_rows *m
 	t->build_next += count;
 	for (uint32_t i = 0; i < count && !t->build_failed;
 	     i += EMBER_UNWIND_BLOCK_ROWS, key.block++)
-		if (bpf_map_update_elem(t->blocks_fd, &key, &m->rows[i], BPF_ANY)) {
-			t->build_failed = true;
-			failed(t, "table", neg_errno());
-		}
+		if (bpf_map_update_elem(t->blocks_fd, &key, &m->rows[i], BPF_ANY))
+			t->build_failed = failed(t, "table", neg_errno());
 	return 0;
 }
 
