@@ -230,8 +230,7 @@ static void forget_ended(struct ember_bpf *b, const struct ember_bpf_opts *o)
 
 		if (ended.fd < 0 || poll(&ended, 1, 0) > 0) /* readable once it has exited */
 			bpf_map__delete_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), 0);
-		if (ended.fd >= 0)
-			close(ended.fd);
+		ember_closep(&ended.fd);
 	}
 }
 

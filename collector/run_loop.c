@@ -319,8 +319,7 @@ static void take_snapshots(struct recorder *r, uint64_t now_ns)
 		err = fd < 0 ? fd : ember_procs_check(&r->procs, pid, now_ns, UINT64_MAX);
 		if (!err)
 			err = ember_pool_snapshot(&r->pool, pid, gen, fd, memfd, now_ns);
-		if (fd >= 0)
-			close(fd);
+		ember_closep(&fd);
 		if (err)
 			ember_procs_snapshot_done(&r->procs, pid, gen, err, now_ns);
 		err = err == -EBUSY;
@@ -605,8 +604,7 @@ static void teardown(struct recorder *r)
 		r->command = 0;
 	else if (r->command > 0)
 		log_warn("the command (PID %d) goes on, unprofiled", (int)r->command);
-	if (r->opts->command.pidfd >= 0)
-		close(r->opts->command.pidfd);
+	ember_closep(&r->opts->command.pidfd);
 	if (r->child > 0) {
 		struct pollfd exited = {.fd = r->child_pidfd, .events = POLLIN};
 		int status;

@@ -220,8 +220,7 @@ void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t ge
 	struct ember_maps_snapshot *s = snap_of(t, tgid);
 	struct stat st;
 
-	if (result >= 0)
-		close(result); /* the worker's copy of the memfd: the table has its own */
+	ember_closep(&result); /* the worker's copy of the memfd: the table has its own */
 	if (!s || s->gen != gen || s->pending < 0)
 		return;
 	/* The worker's word that it copied, and a size the maps may have: sealed, unchangeable. */
