@@ -211,11 +211,10 @@ int ember_peer_on_readable(struct ember_peer *p, struct ember_broker *broker,
 			log_info("symbolizer (pid %d) disconnected", p->pid);
 			return err;
 		}
-		if (err) {
+		if (err)
 			return log_warn_errno(
 			    err, "symbolizer (pid %d) broke the protocol (%m): disconnecting it",
 			    p->pid);
-		}
 		err = ember_peer_allows(p->state, msg.hdr.type)
 		          ? handlers[msg.hdr.type].handle(p, &call, &msg)
 		          : -EPROTO;
