@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bpf/records.h"
 #include "shared/cleanup.h"

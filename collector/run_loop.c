@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/param.h>
