@@ -656,7 +656,32 @@ static const struct seg *find_seg(const struct unit *u, uint64_t addr)
 	return &u->segs[lo - 1];
 }
 
+/* The estimated heap expanding u takes, from its size in .debug_info. */
+static size_t unit_cost(struct ember_dwarf *d, struct unit *u)
+{
+	Dwarf_Off start = dwarf_dieoffset(&u->cudie) - dwarf_cuoffset(&u->cudie), end;
+
+	/* A header that does not say where the unit ends: the walk's caps hold it. */
+	if (dwarf_next_unit(d->dw, start, &end, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ||
+	    end <= start || end - start > SIZE_MAX / EMBER_DWARF_EXPAND_PER_DIE_BYTE / 2)
+		return EMBER_DWARF_UNIT_BYTES;
+	return (size_t)(end - start) * EMBER_DWARF_EXPAND_PER_DIE_BYTE + EMBER_DWARF_UNIT_BYTES;
+}
+
+size_t ember_dwarf_expand_cost(struct ember_dwarf *d, uint64_t addr)
+{
+	struct unit *u = find_unit(d, addr);
+
+	return u && !u->expanded ? unit_cost(d, u) : 0;
+}
+
 int ember_dwarf_lookup(struct ember_dwarf *d, uint64_t addr, struct ember_sym_frames *out)
+{
+	return ember_dwarf_lookup_within(d, addr, SIZE_MAX, out);
+}
+
+int ember_dwarf_lookup_within(struct ember_dwarf *d, uint64_t addr, size_t max_bytes,
+                              struct ember_sym_frames *out)
 {
 	struct unit *u = find_unit(d, addr);
 	struct ember_sym_frame *f;
@@ -668,6 +693,8 @@ int ember_dwarf_lookup(struct ember_dwarf *d, uint64_t addr, struct ember_sym_fr
 	out->n = 0;
 	if (!u)
 		return -ENOENT;
+	if (!u->expanded && max_bytes != SIZE_MAX && unit_cost(d, u) > max_bytes)
+		return -ENOBUFS;
 	if (!u->expanded && expand_unit(d, u) == -ENOMEM)
 		return -ENOMEM;
 	f = &out->f[0];

@@ -59,6 +59,22 @@ void ember_dwarf_close(struct ember_dwarf *d);
  */
 int ember_dwarf_lookup(struct ember_dwarf *d, uint64_t addr, struct ember_sym_frames *out);
 
+/*
+ * Heap that expanding the unit addr falls in is estimated to take (its
+ * functions' table, libdw's line table and caches: at most 13 times the
+ * unit's DIE bytes measured, CPython's ceval.c 6.4 MiB of 0.5 MB), or 0 when
+ * nothing is to expand (no unit covers addr, or it is expanded already).
+ */
+size_t ember_dwarf_expand_cost(struct ember_dwarf *d, uint64_t addr);
+#define EMBER_DWARF_EXPAND_PER_DIE_BYTE 14
+/*
+ * ember_dwarf_lookup, expanding the unit only if its estimated cost is at
+ * most max_bytes: -ENOBUFS when it is not (nothing is read then, the line
+ * table neither). SIZE_MAX: no limit.
+ */
+int ember_dwarf_lookup_within(struct ember_dwarf *d, uint64_t addr, size_t max_bytes,
+                              struct ember_sym_frames *out);
+
 /* Memory held by the handle's own tables, growing as units are expanded. */
 size_t ember_dwarf_bytes(const struct ember_dwarf *d);
 /* Units whose DIEs were malformed or over a cap. */

@@ -11,8 +11,13 @@
  * (symbolizer/memory/mem_owners.h: everything allocated while it is parsed
  * and looked up, libelf's and libdw's blocks included, is charged to the
  * "objcache" owner and to the entry), or estimated where nothing measures
- * (unit tests). A file may hold at most half the cache: past that, what
- * lookups expanded of its DWARF is dropped and expanded again as needed.
+ * (unit tests). A DWARF unit is expanded by a lookup only if it fits, judged
+ * before from its size (dwarf.h, ember_dwarf_expand_cost): one file may hold
+ * at most half the cache (when full, what lookups expanded of its DWARF is
+ * dropped, at most once every EMBER_OBJCACHE_RETRY_NS, and the units in use
+ * expand again), and the moment's heap must fit the memory budget's room;
+ * else the address is named from the symbol table alone
+ * (objcache.units_deferred_for_budget).
  * The pages of the files that reading them brings in are given back every
  * second (ember_objcache_release_pages): the page cache keeps them. The memory budget may lower the
  * limit below the configured maximum for a while (ember_objcache_set_limit).
@@ -73,7 +78,9 @@ struct ember_obj {
 	    bytes_fresh;  /* bytes when its DWARF was last opened: what lookups add comes on top */
 	bool touched;     /* read since its file's pages were last given back */
 	uint64_t used_ns; /* last asked for */
-	uint64_t loaded_ns;                    /* read */
+	bool dwarf_was_reset;    /* what lookups expanded of its DWARF was dropped once ... */
+	uint64_t dwarf_reset_ns; /* ... last at this time */
+	uint64_t loaded_ns;      /* read */
 	struct ember_obj *lru_prev, *lru_next; /* most recently used at the head */
 	uint32_t slot;
 };
@@ -98,6 +105,8 @@ struct ember_objcache {
 	uint64_t files_deferred; /* files not read: their symbols did not fit the room */
 	uint64_t dwarf_deferred; /* files read without their DWARF: it did not fit */
 	uint64_t lookups_without_dwarf; /* lookups in such a file */
+	uint64_t units_deferred;        /* lookups whose DWARF unit did not fit to expand */
+	uint64_t expand_vaddr;          /* the address of the lookup under way */
 };
 
 int ember_objcache_init(struct ember_objcache *c, size_t max_bytes);
@@ -124,8 +133,8 @@ struct ember_obj *ember_objcache_load(struct ember_objcache *c, const struct emb
 
 /*
  * The frames at vaddr of a loaded entry (ember_objfile_lookup). DWARF units
- * expand on demand: what that costs is added to the entry, and others are
- * evicted to fit.
+ * expand on demand if they fit (above): what that costs is added to the
+ * entry, and others are evicted to fit.
  */
 enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct ember_obj *o,
                                             uint64_t vaddr, struct ember_sym_frames *out);

@@ -390,6 +390,19 @@ static bool in_loaded_segment(const struct ember_elf_syms *s, uint64_t vaddr)
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
                                            struct ember_sym_frames *out)
 {
+	return ember_objfile_lookup_within(o, vaddr, SIZE_MAX, out);
+}
+
+size_t ember_objfile_expand_cost(struct ember_objfile *o, uint64_t vaddr)
+{
+	if (!o->dwarf || !in_loaded_segment(&o->syms, vaddr))
+		return 0;
+	return ember_dwarf_expand_cost(o->dwarf, vaddr);
+}
+
+enum ember_sym_origin ember_objfile_lookup_within(struct ember_objfile *o, uint64_t vaddr,
+                                                  size_t max_expand, struct ember_sym_frames *out)
+{
 	struct ember_sym_frame *outer;
 	const char *name;
 
@@ -399,7 +412,7 @@ enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vad
 	if (o->has_go && !ember_gopclntab_lookup(&o->go, vaddr, out) && out->n &&
 	    out->f[out->n - 1].name)
 		return EMBER_SYM_GO;
-	if (o->dwarf && !ember_dwarf_lookup(o->dwarf, vaddr, out) && out->n) {
+	if (o->dwarf && !ember_dwarf_lookup_within(o->dwarf, vaddr, max_expand, out) && out->n) {
 		outer = &out->f[out->n - 1];
 		if (!outer->name)
 			outer->name = symtab_name(o, vaddr);

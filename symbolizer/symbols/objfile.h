@@ -101,6 +101,15 @@ void ember_objfile_close(struct ember_objfile *o);
  */
 enum ember_sym_origin ember_objfile_lookup(struct ember_objfile *o, uint64_t vaddr,
                                            struct ember_sym_frames *out);
+/*
+ * Same, expanding a DWARF unit only if its estimated cost is at most
+ * max_expand bytes: else the address is named from the symbol table alone
+ * (EMBER_SYM_SYMTAB). SIZE_MAX: no limit.
+ */
+enum ember_sym_origin ember_objfile_lookup_within(struct ember_objfile *o, uint64_t vaddr,
+                                                  size_t max_expand, struct ember_sym_frames *out);
+/* What expanding the DWARF unit vaddr falls in would take (0: nothing to expand). */
+size_t ember_objfile_expand_cost(struct ember_objfile *o, uint64_t vaddr);
 
 /*
  * Gives back the resident pages of the files libelf mapped (what lookups

@@ -70,8 +70,14 @@ static void lookups(struct ember_objfile *o)
 		const struct ember_elf_segment *s = &o->syms.segments[i];
 		uint64_t step = s->memsz / 64 + 1;
 
+		/* Half within a limit: the expansion's estimate reads the hostile unit headers. */
 		for (uint64_t k = 0; k <= 64; k++)
-			ember_objfile_lookup(o, s->vaddr + k * step, &fr);
+			if (k & 1)
+				ember_objfile_lookup_within(
+				    o, s->vaddr + k * step,
+				    ember_objfile_expand_cost(o, s->vaddr + k * step) / 2, &fr);
+			else
+				ember_objfile_lookup(o, s->vaddr + k * step, &fr);
 	}
 	/* Inside every symbol's range, and just past it. */
 	for (size_t i = 0; i < o->syms.nsyms && i < 256; i++) {

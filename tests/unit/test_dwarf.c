@@ -6,8 +6,10 @@
  */
 #include <dwarf.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/param.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -101,6 +103,38 @@ START_TEST(plain_function_has_file_and_line)
 	/* Outside every function: nothing, and no crash. */
 	ck_assert_int_eq(ember_objfile_lookup(&self, 0x10, &fr), EMBER_SYM_NONE);
 	ck_assert_int_eq(ember_objfile_lookup(&self, UINT64_MAX - 1, &fr), EMBER_SYM_NONE);
+}
+END_TEST
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+START_TEST(a_unit_expands_only_within_its_limit)
+{
+	uint64_t a = elf_addr_of((const void *)setup);
+	size_t cost = ember_objfile_expand_cost(&self, a), bytes = ember_objfile_bytes(&self), heap;
+	struct ember_sym_frames fr;
+
+	/* Estimated from the unit's size: this file's unit is not empty. */
+	ck_assert_uint_gt(cost, 16 * EMBER_DWARF_UNIT_BYTES);
+	/* Over the limit: named by the symbol table, nothing expanded. */
+	ck_assert_int_eq(ember_objfile_lookup_within(&self, a, cost - 1, &fr), EMBER_SYM_SYMTAB);
+	ck_assert_str_eq(fr.f[0].name, "setup");
+	ck_assert_uint_eq(ember_objfile_bytes(&self), bytes);
+	ck_assert_uint_eq(ember_objfile_expand_cost(&self, a), cost);
+	/* Within it: lines and the unit expanded, taking no more heap than estimated. */
+	heap = heap_in_use();
+	ck_assert_int_eq(ember_objfile_lookup_within(&self, a, cost, &fr), EMBER_SYM_DWARF);
+	ck_assert_uint_le(heap_in_use() - MIN(heap, heap_in_use()), cost);
+	ck_assert_uint_gt(ember_objfile_bytes(&self), bytes);
+	ck_assert_uint_gt(fr.f[fr.n - 1].line, 0);
+	/* Expanded: nothing more to estimate, no limit applies. */
+	ck_assert_uint_eq(ember_objfile_expand_cost(&self, a), 0);
+	ck_assert_int_eq(ember_objfile_lookup_within(&self, a, 0, &fr), EMBER_SYM_DWARF);
 }
 END_TEST
 
@@ -551,6 +585,7 @@ static Suite *dwarf_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, inlined_function_is_a_frame_of_its_own);
 	tcase_add_test(tc, plain_function_has_file_and_line);
+	tcase_add_test(tc, a_unit_expands_only_within_its_limit);
 	tcase_add_test(tc, file_without_debug_info_falls_back_to_symbols);
 	suite_add_tcase(s, tc);
 	/* Hostile DWARF that once took minutes or gigabytes: a tight CPU clock. */

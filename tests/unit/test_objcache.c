@@ -166,52 +166,109 @@ __attribute__((noinline)) int objcache_test_b(int x)
 	return x * 2;
 }
 
-START_TEST(a_file_past_half_the_cache_has_its_dwarf_reset)
+/* The cache's limit that leaves o room for fit more bytes of expanded DWARF. */
+static void leave_room(struct ember_objcache *c, const struct ember_obj *o, size_t fit)
+{
+	ember_objcache_set_limit(c, 2 * (o->bytes + fit));
+	ck_assert_uint_eq(ember_objcache_limit(c), 2 * (o->bytes + fit));
+}
+
+START_TEST(a_dwarf_unit_expands_only_if_it_fits)
 {
 	struct ember_objcache c;
 	struct ember_obj_key k = {1, 1};
 	struct ember_sym_frames fr;
 	int fd = open_ro("/proc/self/exe");
-	void *other_units[] = {(void *)ember_objcache_init, (void *)ember_objfile_open,
-	                       (void *)ember_profile_init,  (void *)ember_dwarf_bytes,
-	                       (void *)ember_file_id_fd,    (void *)ember_maps_find};
 	struct ember_obj *o;
-	uint64_t a, b;
-	size_t grown;
+	uint64_t a;
+	size_t cost;
 
-	ck_assert_int_eq(ember_objcache_init(&c, 1 << 20), 0);
+	ck_assert_int_eq(ember_objcache_init(&c, 64 << 20), 0);
 	o = ember_objcache_load(&c, &k, fd, 1, NULL, 0);
 	close(fd);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_ptr_nonnull(o->file.dwarf);
 	a = self_elf_addr_of(&o->file.syms, objcache_test_a);
-	b = self_elf_addr_of(&o->file.syms, objcache_test_b);
-	/* Past half the cache, but lookups have expanded less than an eighth of it since the
-	 * DWARF was opened: nothing to gain, no reset (each lookup would open it again). */
+	cost = ember_objfile_expand_cost(&o->file, a);
+	ck_assert_uint_gt(cost, 0);
+	/* The budget's room is short of it, and no entry outside the working set can make
+	 * way: named by the symbol table, counted, nothing expanded. */
+	ember_objcache_set_room(&c, cost - 1);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_SYMTAB);
+	ck_assert_str_eq(fr.f[0].name, "objcache_test_a");
+	ck_assert_uint_eq(c.units_deferred, 1);
+	ck_assert_uint_eq(o->bytes, o->bytes_fresh);
+	/* The room is there, but the file would pass half the cache. */
+	ember_objcache_set_room(&c, SIZE_MAX);
+	leave_room(&c, o, cost - 1);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_SYMTAB);
+	ck_assert_uint_eq(c.units_deferred, 2);
+	ck_assert_uint_eq(c.dwarf_resets, 0); /* nothing expanded to drop */
+	/* Both: lines, the unit expanded, and what it took is no longer room. */
+	leave_room(&c, o, cost);
+	ember_objcache_set_room(&c, cost + 100);
 	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
-	grown = o->bytes - o->bytes_fresh;
-	ck_assert_uint_gt(grown, 0);
-	ember_objcache_set_limit(&c, o->bytes + o->bytes / 2);
-	ck_assert_uint_lt(8 * grown, ember_objcache_limit(&c));
+	ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_a");
+	ck_assert_uint_gt(o->bytes, o->bytes_fresh);
+	ck_assert_uint_eq(c.budget_room, 100);
+	ck_assert_uint_eq(c.units_deferred, 2);
+	ember_objcache_free(&c);
+}
+END_TEST
+
+START_TEST(a_full_file_has_its_dwarf_reset_at_most_every_30_s)
+{
+	struct ember_objcache c;
+	struct ember_obj_key k = {1, 1};
+	struct ember_sym_frames fr;
+	int fd = open_ro("/proc/self/exe");
+	void *other_units[] = {(void *)ember_objcache_init, (void *)ember_profile_init,
+	                       (void *)ember_file_id_fd, (void *)ember_maps_find};
+	struct ember_obj *o;
+	uint64_t a, b, other[4];
+	size_t cost;
+
+	ck_assert_int_eq(ember_objcache_init(&c, 64 << 20), 0);
+	o = ember_objcache_load(&c, &k, fd, 1, NULL, 0);
+	close(fd);
+	ck_assert_ptr_nonnull(o);
+	a = self_elf_addr_of(&o->file.syms, objcache_test_a);
+	b = self_elf_addr_of(&o->file.syms, objcache_test_b);
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(ember_objcache_lookup(&c, o, i % 2 ? b : a, &fr), EMBER_SYM_DWARF);
-	ck_assert_uint_eq(c.dwarf_resets, 0);
-	/* Lookups all over the program (other units) expand more than that: the DWARF
-	 * starts afresh, and names alike. */
-	for (int i = 0; i < 64 && !c.dwarf_resets; i++) {
-		ember_objcache_lookup(&c, o, self_elf_addr_of(&o->file.syms, other_units[i % 6]),
-		                      &fr);
-		ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
-		ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_a");
+		other[i] = self_elf_addr_of(&o->file.syms, other_units[i]);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
+	ck_assert_uint_gt(o->bytes, o->bytes_fresh);
+	/* Full: the next unit would pass half the cache. What lookups expanded goes, and
+	 * the unit expands. */
+	cost = ember_objfile_expand_cost(&o->file, other[0]);
+	ck_assert_uint_gt(cost, 0);
+	leave_room(&c, o, cost - 1);
+	ck_assert_int_eq(ember_objcache_lookup(&c, o, other[0], &fr), EMBER_SYM_DWARF);
+	ck_assert_uint_eq(c.dwarf_resets, 1);
+	ck_assert_uint_eq(c.units_deferred, 0);
+	/* Full again within 30 s: no reset; the unit that does not fit is named by the
+	 * symbol table. */
+	for (int i = 1; i < 4; i++) {
+		cost = ember_objfile_expand_cost(&o->file, other[i]);
+		if (!cost)
+			continue;
+		leave_room(&c, o, cost - 1);
+		ck_assert_int_eq(ember_objcache_lookup(&c, o, other[i], &fr), EMBER_SYM_SYMTAB);
+		ck_assert_uint_eq(c.dwarf_resets, 1);
+		ck_assert_uint_eq(c.units_deferred, 1);
+		/* 30 s later: reset again, and the unit in use expands. */
+		ck_assert_ptr_eq(ember_objcache_get(&c, &k, 1, EMBER_OBJCACHE_RETRY_NS), o);
+		ck_assert_int_eq(ember_objcache_lookup(&c, o, other[i], &fr), EMBER_SYM_DWARF);
+		ck_assert_uint_eq(c.dwarf_resets, 2);
+		break;
 	}
-	ck_assert_uint_gt(c.dwarf_resets, 0);
+	ck_assert_uint_eq(c.dwarf_resets, 2);
+	/* Names are right after resets (a and b share a unit, not expanded now). */
+	ember_objcache_set_limit(&c, 0);
 	ck_assert_int_eq(ember_objcache_lookup(&c, o, b, &fr), EMBER_SYM_DWARF);
 	ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_b");
-	/* Without the budget's limit the cache is its configured size again. */
-	ember_objcache_set_limit(&c, 0);
-	ck_assert_uint_eq(ember_objcache_limit(&c), 1 << 20);
-	ember_objcache_release_pages(&c);
 	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
+	ck_assert_str_eq(fr.f[fr.n - 1].name, "objcache_test_a");
 	ember_objcache_free(&c);
 }
 END_TEST
@@ -441,7 +498,8 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, failures_are_remembered_then_retried);
 	tcase_add_test(tc, same_content_is_shared);
 	tcase_add_test(tc, a_file_cut_short_under_the_cache_is_dropped);
-	tcase_add_test(tc, a_file_past_half_the_cache_has_its_dwarf_reset);
+	tcase_add_test(tc, a_dwarf_unit_expands_only_if_it_fits);
+	tcase_add_test(tc, a_full_file_has_its_dwarf_reset_at_most_every_30_s);
 	tcase_add_test(tc, the_budget_shrinks_the_cache_and_counts_it);
 	tcase_add_test(tc, a_file_not_had_through_one_process_is_asked_through_another);
 	tcase_add_test(tc, the_admission_estimate_decides_what_is_read);
