@@ -601,13 +601,19 @@ static void relax(struct ember_symbolizer *s, size_t rss)
 }
 
 /*
- * What reading files may take now: the budget less what is resident, less a
- * sixteenth kept for an interval's write and the kernel symbols' reload.
+ * What reading files may take now: the budget less what is resident, less an
+ * eighth kept for what no admission check covers (an interval's write, 3-4
+ * MiB for a moment; the kernel symbols' reload, 3 MiB) and for the estimates'
+ * error (a file's symbols read within 5.5 MiB of room lifted the resident
+ * size 6.1 MiB). With a sixteenth, files read within the room took the
+ * resident size to 61-62 MiB under the soak's churn.
  */
+#define EMBER_BUDGET_USABLE(limit) ((limit) - (limit) / 8)
+
 static void set_room(struct ember_symbolizer *s, size_t rss, size_t exclude)
 {
 	size_t limit = s->budget.limit, used = rss > exclude ? rss - exclude : 0;
-	size_t usable = limit - limit / 16, room = used < usable ? usable - used : 0;
+	size_t usable = EMBER_BUDGET_USABLE(limit), room = used < usable ? usable - used : 0;
 
 	ember_objcache_set_room(&s->objs, room);
 	/* A table built for the unwinder takes the same room (its rows, while they are

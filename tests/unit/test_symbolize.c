@@ -275,6 +275,20 @@ START_TEST(an_interval_is_gone_after_it_is_written)
 }
 END_TEST
 
+START_TEST(reading_files_keeps_an_eighth_of_the_budget_free)
+{
+	size_t rss = ember_mem_rss(&sym.budget), budget = rss + (32u << 20), room;
+
+	/* A budget 32 MiB above the resident size: files may take what is left of it less an
+	 * eighth, for the work no admission check covers. */
+	sym.budget.limit = budget;
+	ember_symbolizer_tick(&sym, 2 * SEC, 0);
+	room = sym.objs.budget_room;
+	ck_assert_uint_le(room, budget - budget / 8 - rss + (1u << 20));
+	ck_assert_uint_ge(room + (1u << 20), budget - budget / 8 - ember_mem_rss(&sym.budget));
+}
+END_TEST
+
 static void setup_tiny_budget(void)
 {
 	start(1); /* every byte is over it */
@@ -314,6 +328,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, an_interval_is_gone_after_it_is_written);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(budget, setup_tiny_budget, teardown);
+	tcase_add_test(tc, reading_files_keeps_an_eighth_of_the_budget_free);
 	tcase_add_test(budget, over_budget_new_files_are_shed_and_counted);
 	suite_add_tcase(s, budget);
 	return s;
