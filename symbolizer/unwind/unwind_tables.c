@@ -972,11 +972,16 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 {
 	char name[64];
 	uint32_t live = 0;
+	uint64_t blocks = 0;
 
 	for (uint32_t i = 0; i < ember_slots_end(&u->files); i++) {
 		const struct ember_unwind_file *f = ember_slots_get(&u->files, i);
 
 		live += f && !f->error;
+		/* What the tables hold in the unwinder's map of blocks (unwind_blocks). */
+		if (f && !f->error)
+			blocks +=
+			    (f->nrows + EMBER_UNWIND_BLOCK_ROWS - 1) / EMBER_UNWIND_BLOCK_ROWS;
 	}
 	ember_profile_stat_set(p, "unwind.samples", u->samples);
 	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
@@ -999,6 +1004,7 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.process_loads_deferred", u->loads_deferred);
 	ember_profile_stat_set(p, "unwind.tables_built", u->tables_built);
 	ember_profile_stat_set(p, "unwind.tables_live", live);
+	ember_profile_stat_set(p, "unwind.blocks_live", blocks);
 	ember_profile_stat_set(p, "unwind.tables_dropped", u->tables_dropped);
 	ember_profile_stat_set(p, "unwind.table_errors", u->table_errors);
 	ember_profile_stat_set(p, "unwind.rows_sent", u->rows_sent);
