@@ -15,8 +15,19 @@ and samples every 10 s the resident memory (VmRSS) of the symbolizer and of
 the collector, the collector's BPF map memory (the kernel's memlock figure of
 each map its process holds, /proc/PID/fdinfo), and the symbolizer's own split of its memory by
 owner (the "memory:" line it logs after every interval; in record mode the
-last one, logged at the end). It prints the curve, the peak, and the growth
-over the second half of the run (least squares, MiB per hour).
+last one, logged at the end); the symbolizer's resident size is read every
+0.5 s as well. It prints the curve (every 10 s), its start, end, median and
+peak in the 10 s rows and in the 0.5 s samples, medians and floors by third
+(the symbolizer, the collector, the BPF maps, and each BPF map with the
+entries the ones whose memory changed hold at the end, from bpftool), and
+the growth over the second half of the run in MiB per hour: the raw
+least-squares slope of the 10 s rows, and the slopes of the floor and of
+the median of each interval (--interval seconds of 0.5 s samples) with
+their standard errors. The symbolizer's size swings 15-20 MiB within each
+interval (files read, the profile built, then written and freed), so the
+raw slope over 15 minutes says mostly where the rows fell in that swing;
+one floor and one median per interval do not depend on it, and a leak lifts
+both.
 
 --check (the CI version, 3 minutes by default) fails when the symbolizer's
 median resident size after the first third exceeds --max-mib (default 72: the
@@ -29,6 +40,7 @@ Usage: sudo bench/soak/run.py [--mode daemons|record] [--duration 1800] [--rate 
                               [--check] [--build build] [--keep-logs DIR]
 """
 import argparse
+import json
 import os
 import random
 import re
@@ -193,24 +205,54 @@ def status_kib(pid, field="VmRSS"):
     return 0
 
 
-def bpf_map_kib(pid):
+MAP_NAMES = {}
+
+
+def map_name(map_id):
+    """A BPF map's name (bpftool, once per map; the id when bpftool is missing)."""
+    if map_id not in MAP_NAMES:
+        name = f"map {map_id}"
+        try:
+            out = subprocess.run(["bpftool", "map", "show", "id", map_id, "-j"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            name = json.loads(out).get("name") or name
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        MAP_NAMES[map_id] = name
+    return MAP_NAMES[map_id]
+
+
+def bpf_maps(pid):
     """The kernel's memlock figure of each BPF map the process holds (/proc/PID/fdinfo;
-    since Linux 6.4 what the map really uses, elements of growing hash maps included)."""
-    total, seen = 0, set()
+    since Linux 6.4 what the map really uses, elements of growing hash maps included),
+    as {map id: (name, KiB, max_entries)}."""
+    maps = {}
     try:
         fds = os.listdir(f"/proc/{pid}/fdinfo")
     except OSError:
-        return 0
+        return maps
     for fd in fds:
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                 info = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        if "map_id" in info and "memlock" in info and info["map_id"].strip() not in seen:
-            seen.add(info["map_id"].strip())
-            total += int(info["memlock"].split()[0])
-    return total // 1024
+        if "map_id" in info and "memlock" in info:
+            map_id = info["map_id"].strip()
+            if map_id not in maps:
+                maps[map_id] = (map_name(map_id), int(info["memlock"].split()[0]) // 1024,
+                                int(info.get("max_entries", "0").split()[0] or 0))
+    return maps
+
+
+def map_entries(map_id, timeout=60):
+    """Entries a BPF map holds now (bpftool map dump; None when it cannot tell)."""
+    try:
+        out = subprocess.run(["bpftool", "map", "dump", "id", map_id, "-j"],
+                             capture_output=True, text=True, timeout=timeout).stdout
+        return len(json.loads(out))
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
 
 
 MEMORY_LINE = re.compile(r"memory: (.*)$")
@@ -254,6 +296,34 @@ def profile_split(build, path):
                 m.group(1), m.group(1))
             split[name] = int(m.group(2)) / 1048576
     return split
+
+
+PROFILE_STATS = {}
+
+
+def newest_profile_stats(build, out_dir, names=("unwind.tables_live", "unwind.blocks_live")):
+    """Statistics of the newest interval profile the daemon wrote (`ember report --stats`):
+    {name: value}, read once per file."""
+    try:
+        files = sorted(f for f in os.listdir(out_dir) if f.endswith(".pb.gz"))
+    except OSError:
+        return {}
+    if not files:
+        return {}
+    path = os.path.join(out_dir, files[-1])
+    if path not in PROFILE_STATS:
+        stats = {}
+        try:
+            out = subprocess.run([os.path.join(build, "ember"), "report", "--stats", path],
+                                 capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] in names and f[1].isdigit():
+                stats[f[0]] = int(f[1])
+        PROFILE_STATS[path] = stats
+    return PROFILE_STATS[path]
 
 
 def child_pid(parent, name):
@@ -309,13 +379,63 @@ def start_record(wd, a, log_dir):
 
 def slope_mib_per_hour(points):
     """Least-squares slope of (seconds, MiB) points, in MiB per hour."""
+    return slope_and_error(points)[0]
+
+
+def slope_and_error(points):
+    """Least-squares slope of (seconds, MiB) points and its standard error, in MiB per hour."""
     n = len(points)
     if n < 2:
-        return 0.0
+        return 0.0, 0.0
     mx = sum(t for t, _ in points) / n
     my = sum(v for _, v in points) / n
     var = sum((t - mx) ** 2 for t, _ in points)
-    return 3600.0 * sum((t - mx) * (v - my) for t, v in points) / var if var else 0.0
+    if not var:
+        return 0.0, 0.0
+    b = sum((t - mx) * (v - my) for t, v in points) / var
+    res = sum((v - my - b * (t - mx)) ** 2 for t, v in points)
+    se = (res / (n - 2) / var) ** 0.5 if n > 2 else 0.0
+    return 3600.0 * b, 3600.0 * se
+
+
+def median_of(values):
+    v = sorted(values)
+    return v[len(v) // 2] if v else 0.0
+
+
+def by_third(points):
+    """(seconds, value) points cut in three by time."""
+    if not points:
+        return [[], [], []]
+    end = points[-1][0]
+    return [[v for t, v in points if k * end / 3 <= t < (k + 1) * end / 3 or (k == 2 and t == end)]
+            for k in range(3)]
+
+
+def windows(points, width, start):
+    """From start on, the points of each whole window of `width` seconds:
+    [(middle of the window, [values])]."""
+    out, end = [], points[-1][0] if points else 0
+    t = start
+    while t + width <= end:
+        vals = [v for u, v in points if t <= u < t + width]
+        if vals:
+            out.append((t + width / 2, vals))
+        t += width
+    return out
+
+
+def count_growing_maps(rows):
+    """Entries held now by each BPF map whose memory changed over the run (bpftool), of those
+    under 4 MiB."""
+    seen = {}
+    for r in rows:
+        for map_id, (name, kib, _) in r.get("maps", {}).items():
+            lo, hi = seen.get(map_id, (kib, kib))
+            seen[map_id] = (min(lo, kib), max(hi, kib))
+    # A dump prints every value: not for the large ones (unwind_blocks: 1 KiB a value).
+    return {map_id: map_entries(map_id) for map_id, (lo, hi) in seen.items()
+            if hi - lo >= 64 and hi < 4096}
 
 
 def main():
@@ -362,7 +482,7 @@ def main():
     os.makedirs(log_dir, exist_ok=True)
     progs = build_programs(wd, a.programs)
     churn = Churn(progs, a.rate)
-    rows, peak = [], {"sym": 0, "col": 0}
+    rows, peak, samples = [], {"sym": 0, "col": 0}, []
     daemon = sym = None
     try:
         if a.mode == "daemons":
@@ -385,10 +505,16 @@ def main():
                 sys.exit(f"bench/soak: a daemon exited early: see the logs in {log_dir}")
             sym_rss, col_rss = status_kib(sym_pid), status_kib(col_pid)
             peak["sym"], peak["col"] = max(peak["sym"], sym_rss), max(peak["col"], col_rss)
+            if sym_rss:
+                samples.append((time.monotonic() - t0, sym_rss / 1024))
             if time.monotonic() >= next_at and sym_rss:  # 0: the symbolizer has ended
+                maps = bpf_maps(col_pid)
                 rows.append({"t": time.monotonic() - t0, "sym": sym_rss / 1024, "col": col_rss / 1024,
                              "sym_peak": peak["sym"] / 1024,
-                             "bpf": bpf_map_kib(col_pid) / 1024, "split": last_memory_line(sym_log),
+                             "bpf": sum(kib for _, kib, _ in maps.values()) / 1024,
+                             "maps": maps, "split": last_memory_line(sym_log),
+                             "stats": newest_profile_stats(a.build, os.path.join(wd, "out"))
+                             if a.mode == "daemons" else {},
                              "procs": churn.started})
                 r = rows[-1]
                 log(f"{r['t']:6.0f} s  symbolizer {r['sym']:6.1f} MiB (peak {r['sym_peak']:5.1f})  "
@@ -398,6 +524,7 @@ def main():
             time.sleep(0.5)
         churn.stop = True
         churn.join()
+        entries = count_growing_maps(rows) if col.poll() is None else {}
         if a.mode == "record":
             if stopped and col.poll() is None:
                 col.send_signal(signal.SIGINT)  # writes the profile, as Ctrl-C does
@@ -408,7 +535,7 @@ def main():
                      "col": 0, "sym_peak": peak["sym"] / 1024, "bpf": 0,
                      "split": last_memory_line(sym_log) if daemon else
                      profile_split(a.build, os.path.join(wd, "soak.pb.gz")),
-                     "procs": churn.started, "final": True})
+                     "procs": churn.started, "final": True, "entries": entries})
     finally:
         churn.stop = True
         for p in (daemon, col if a.mode == "daemons" else None):
@@ -421,12 +548,12 @@ def main():
                     p.wait()
     if stopped:
         log(f"bench/soak: {stopped[0]}: stopped after {rows[-1]['t'] if rows else 0:.0f} of {a.duration} s")
-    report(a, rows, peak, churn, log_dir, stopped)
+    report(a, rows, samples, peak, churn, log_dir, stopped)
     if not a.keep_logs:
         shutil.rmtree(wd, ignore_errors=True)
 
 
-def report(a, rows, peak, churn, log_dir, stopped):
+def report(a, rows, samples, peak, churn, log_dir, stopped):
     live = [r for r in rows if not r.get("final")]
     elapsed = live[-1]["t"] if live else 0
     log(f"\nbench/soak: {a.mode}, {a.duration} s, {a.hz} Hz, {churn.started} processes started "
@@ -444,13 +571,84 @@ def report(a, rows, peak, churn, log_dir, stopped):
             " ".join(f"{r['split'].get(o, 0):10.1f}" for o in owners))
     if rows and rows[-1].get("final") and rows[-1]["split"]:
         log("final split (MiB): " + ", ".join(f"{k} {v:.1f}" for k, v in rows[-1]["split"].items()))
-    half = [(r["t"], r["sym"]) for r in live if r["t"] >= elapsed / 2]
-    col_half = [(r["t"], r["col"]) for r in live if r["t"] >= elapsed / 2]
-    bpf_half = [(r["t"], r["bpf"]) for r in live if r["t"] >= elapsed / 2]
+
+    def curve(name, points):
+        if not points:
+            return
+        vals = [v for _, v in points]
+        thirds = by_third(points)
+        log(f"{name}: start {vals[0]:.1f}, end {vals[-1]:.1f}, median {median_of(vals):.1f}, "
+            f"peak {max(vals):.1f} MiB; by third: medians "
+            + "/".join(f"{median_of(t):.1f}" for t in thirds) + ", floors "
+            + "/".join(f"{min(t) if t else 0:.1f}" for t in thirds))
+
+    log("\nthe curve (MiB):")
+    curve("symbolizer, 10 s rows", [(r["t"], r["sym"]) for r in live])
+    curve("symbolizer, 0.5 s samples", samples)
+    over = sum(1 for _, v in samples if v > 64)
+    log(f"  {sum(1 for r in live if r['sym'] > 64)} of {len(live)} rows and {over} of "
+        f"{len(samples)} samples over 64 MiB")
+    curve("collector, 10 s rows", [(r["t"], r["col"]) for r in live])
+    curve("BPF maps, 10 s rows", [(r["t"], r["bpf"]) for r in live])
+
+    # Growth over the second half. The raw slope of the 10 s rows is printed, but the
+    # symbolizer's size swings 15-20 MiB within each interval (files read, the profile
+    # built, then written and freed), so over 15 minutes where the rows fall in that swing
+    # moves it by tens of MiB an hour either way. The floor of each interval (the least
+    # of its 0.5 s samples: what stays after the write) and its median are one figure per
+    # interval, independent of the phase: their slopes, with their standard errors, say
+    # whether anything grows.
+    half_start = elapsed / 2
+    half = [(r["t"], r["sym"]) for r in live if r["t"] >= half_start]
+    col_half = [(r["t"], r["col"]) for r in live if r["t"] >= half_start]
+    bpf_half = [(r["t"], r["bpf"]) for r in live if r["t"] >= half_start]
+    win = windows(samples, a.interval, half_start)
+    floors = slope_and_error([(t, min(v)) for t, v in win])
+    medians = slope_and_error([(t, median_of(v)) for t, v in win])
     growth = slope_mib_per_hour(half)
-    log(f"symbolizer: peak {peak['sym'] / 1024:.1f} MiB, second half {growth:+.1f} MiB/hour; "
-        f"collector: peak {peak['col'] / 1024:.1f} MiB, second half {slope_mib_per_hour(col_half):+.1f} "
+    log(f"\ngrowth over the second half (from {half_start:.0f} s), MiB/hour:")
+    log(f"  symbolizer: raw slope of the 10 s rows {growth:+.1f}; of the floors of "
+        f"{len(win)} {a.interval} s intervals {floors[0]:+.1f} +- {floors[1]:.1f}; of their "
+        f"medians {medians[0]:+.1f} +- {medians[1]:.1f} (+- one standard error)")
+    log(f"  collector {slope_mib_per_hour(col_half):+.1f}, BPF maps "
+        f"{slope_mib_per_hour(bpf_half):+.1f} (raw slopes of the 10 s rows)")
+    log("  (the raw slope follows where the rows fall in each interval's 15-20 MiB swing; a "
+        "leak lifts every interval's floor and median)")
+    log(f"symbolizer: peak {peak['sym'] / 1024:.1f} MiB (0.5 s samples), second half "
+        f"{growth:+.1f} MiB/hour raw, {floors[0]:+.1f} MiB/hour by interval floors; collector: "
+        f"peak {peak['col'] / 1024:.1f} MiB, second half {slope_mib_per_hour(col_half):+.1f} "
         f"MiB/hour; BPF maps second half {slope_mib_per_hour(bpf_half):+.1f} MiB/hour")
+
+    # Each BPF map by third: which grows, and whether it is filling to its cap.
+    names = {}
+    for r in live:
+        for map_id, (name, _, cap) in r.get("maps", {}).items():
+            names[map_id] = (name, cap)
+    entries = rows[-1].get("entries", {}) if rows else {}
+    if names:
+        log("\nBPF maps (memlock, MiB: medians by third, least-most; entries at the end "
+            "of the maps whose memory changed):")
+        for map_id, (name, cap) in sorted(names.items(), key=lambda m: -max(
+                r.get("maps", {}).get(m[0], ("", 0, 0))[1] for r in live)):
+            pts = [(r["t"], r["maps"][map_id][1] / 1024) for r in live if map_id in r.get("maps", {})]
+            vals = [v for _, v in pts]
+            if max(vals) < 0.1:
+                continue
+            n = entries.get(map_id)
+            log(f"  {name:<16} " + "/".join(f"{median_of(t):.2f}" for t in by_third(pts))
+                + f"  ({min(vals):.2f}-{max(vals):.2f})"
+                + (f"  {n} of {cap} entries" if map_id in entries and n is not None else ""))
+        # The unwinder's blocks are the rows of the tables the symbolizer keeps loaded
+        # (those of the programs running, and 10 s after): side by side.
+        blocks = [(r["t"], r["stats"]["unwind.blocks_live"] * 1024 / 1048576) for r in live
+                  if "unwind.blocks_live" in r.get("stats", {})]
+        tables = [(r["t"], r["stats"]["unwind.tables_live"]) for r in live
+                  if "unwind.tables_live" in r.get("stats", {})]
+        if blocks:
+            log("  the symbolizer's live tables (last interval's profile), medians by third: "
+                + "/".join(f"{median_of(t):.0f}" for t in by_third(tables)) + " tables, "
+                + "/".join(f"{median_of(t):.2f}" for t in by_third(blocks))
+                + " MiB of 1 KiB blocks")
     if a.mode == "record" and rows[-1]["split"].get("profile") is not None:
         log(f"record: peak {peak['sym'] / 1024:.1f} MiB beside a profile of "
             f"{rows[-1]['split']['profile']:.1f} MiB")
