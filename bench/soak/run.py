@@ -272,6 +272,9 @@ def last_memory_line(path):
     m = re.match(r"rss ([\d.]+) MiB", head)
     if m:
         split["rss"] = float(m.group(1))
+    m = re.search(r"peak ([\d.]+) MiB", head)
+    if m:
+        split["own peak"] = float(m.group(1))  # its own check, every 50 ms
     for part in re.split(r"[,;]", owners):
         m = re.match(r"\s*([\w .-]+?)\s+([\d.]+)\s*MiB", part)
         if m:
@@ -290,9 +293,10 @@ def profile_split(build, path):
     split = {}
     for line in out.splitlines():
         m = re.match(r"memory\.(\w+)\s+(\d+)$", line.strip())
-        if m and m.group(1) not in ("budget", "peak_rss", "releases", "budget_exceeded",
+        if m and m.group(1) not in ("budget", "releases", "budget_exceeded",
                                     "shed_periods", "heap_in_use", "over_between_checks"):
-            name = {"collector_rss": "collector", "collector_bpf_maps": "BPF maps"}.get(
+            name = {"collector_rss": "collector", "collector_bpf_maps": "BPF maps",
+                    "peak_rss": "own peak"}.get(
                 m.group(1), m.group(1))
             split[name] = int(m.group(2)) / 1048576
     return split
