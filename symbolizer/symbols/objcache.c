@@ -354,7 +354,9 @@ static void recount(struct ember_objcache *c, struct ember_obj *o, size_t before
 /*
  * What a lookup in o may take to expand the DWARF unit it falls in, estimated
  * at cost: cost when it fits, else 0 (the address is named from the symbol
- * table alone, counted). One file keeps at most half the cache: when a unit
+ * table alone, counted). One file keeps at most half the cache, or an eighth
+ * more than it took when its DWARF was opened (glibc's debug file takes 13.4
+ * MiB at open, past half of the default 24 MiB cache): when a unit
  * would take it past that, what lookups expanded of its DWARF goes first
  * (before the lookup: the frames it returns point into it), at most once
  * every EMBER_OBJCACHE_RETRY_NS (the units in use then expand again, each
@@ -366,7 +368,7 @@ static void recount(struct ember_objcache *c, struct ember_obj *o, size_t before
  */
 static size_t expand_room(struct ember_objcache *c, struct ember_obj *o, size_t cost)
 {
-	size_t cap = c->limit / 2, before;
+	size_t cap = ember_objcache_file_cap(c, o), before;
 
 	if (o->bytes + cost > cap && o->bytes > o->bytes_fresh &&
 	    (!o->dwarf_was_reset || o->used_ns - o->dwarf_reset_ns >= EMBER_OBJCACHE_RETRY_NS)) {
@@ -434,6 +436,11 @@ void ember_objcache_release_pages(struct ember_objcache *c)
 void ember_objcache_set_room(struct ember_objcache *c, size_t bytes)
 {
 	c->budget_room = bytes;
+}
+
+size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct ember_obj *o)
+{
+	return MAX(c->limit / 2, o->bytes_fresh + c->limit / 8);
 }
 
 size_t ember_objcache_bytes(const struct ember_objcache *c)

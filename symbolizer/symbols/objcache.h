@@ -13,7 +13,8 @@
  * "objcache" owner and to the entry), or estimated where nothing measures
  * (unit tests). A DWARF unit is expanded by a lookup only if it fits, judged
  * before from its size (dwarf.h, ember_dwarf_expand_cost): one file may hold
- * at most half the cache (when full, what lookups expanded of its DWARF is
+ * at most half the cache or an eighth more than its DWARF took at open
+ * (ember_objcache_file_cap; when full, what lookups expanded of its DWARF is
  * dropped, at most once every EMBER_OBJCACHE_RETRY_NS, and the units in use
  * expand again), and the moment's heap must fit the memory budget's room;
  * else the address is named from the symbol table alone
@@ -146,6 +147,9 @@ enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct emb
  */
 void ember_objcache_release_pages(struct ember_objcache *c);
 
+/* The most o may hold with what lookups expand of its DWARF: half the cache, or an eighth
+ * of it more than it held when its DWARF was opened. */
+size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct ember_obj *o);
 /* Bytes the entries hold now, and the most they may hold now. */
 size_t ember_objcache_bytes(const struct ember_objcache *c);
 size_t ember_objcache_limit(const struct ember_objcache *c);

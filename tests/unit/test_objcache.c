@@ -166,11 +166,18 @@ __attribute__((noinline)) int objcache_test_b(int x)
 	return x * 2;
 }
 
-/* The cache's limit that leaves o room for fit more bytes of expanded DWARF. */
+/* Sets the cache's limit that leaves o room for fit more bytes of expanded DWARF. */
 static void leave_room(struct ember_objcache *c, const struct ember_obj *o, size_t fit)
 {
-	ember_objcache_set_limit(c, 2 * (o->bytes + fit));
-	ck_assert_uint_eq(ember_objcache_limit(c), 2 * (o->bytes + fit));
+	size_t want = o->bytes + fit, limit = 2 * want;
+
+	/* Half the cache, or an eighth of it over what the file took at open: the larger. */
+	if (o->bytes_fresh + limit / 8 > limit / 2)
+		limit = 8 * (want - o->bytes_fresh);
+	ck_assert_uint_ge(limit, ember_objcache_bytes(c)); /* o stays */
+	ember_objcache_set_limit(c, limit);
+	ck_assert_uint_eq(ember_objcache_limit(c), limit);
+	ck_assert_uint_eq(ember_objcache_file_cap(c, o), want);
 }
 
 START_TEST(a_dwarf_unit_expands_only_if_it_fits)
@@ -212,6 +219,20 @@ START_TEST(a_dwarf_unit_expands_only_if_it_fits)
 	ck_assert_uint_gt(o->bytes, o->bytes_fresh);
 	ck_assert_uint_eq(c.budget_room, 100);
 	ck_assert_uint_eq(c.units_deferred, 2);
+	ember_objcache_free(&c);
+}
+END_TEST
+
+START_TEST(a_file_past_half_the_cache_at_open_may_expand_an_eighth_more)
+{
+	struct ember_objcache c;
+	struct ember_obj o = {.bytes_fresh = 1 << 20};
+
+	ck_assert_int_eq(ember_objcache_init(&c, 24 << 20), 0);
+	ck_assert_uint_eq(ember_objcache_file_cap(&c, &o), 12 << 20);
+	/* glibc's debug file takes 13.4 MiB at open: its units still expand, within 3 MiB. */
+	o.bytes_fresh = 13400u << 10;
+	ck_assert_uint_eq(ember_objcache_file_cap(&c, &o), (13400u << 10) + (3 << 20));
 	ember_objcache_free(&c);
 }
 END_TEST
@@ -499,6 +520,7 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, same_content_is_shared);
 	tcase_add_test(tc, a_file_cut_short_under_the_cache_is_dropped);
 	tcase_add_test(tc, a_dwarf_unit_expands_only_if_it_fits);
+	tcase_add_test(tc, a_file_past_half_the_cache_at_open_may_expand_an_eighth_more);
 	tcase_add_test(tc, a_full_file_has_its_dwarf_reset_at_most_every_30_s);
 	tcase_add_test(tc, the_budget_shrinks_the_cache_and_counts_it);
 	tcase_add_test(tc, a_file_not_had_through_one_process_is_asked_through_another);
