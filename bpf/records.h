@@ -15,7 +15,7 @@
 
 #include "python.h"
 
-#define EMBER_RECORDS_VERSION 6
+#define EMBER_RECORDS_VERSION 7
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
@@ -135,12 +135,33 @@ struct ember_sample_event {
  * The user stack above the frame where unwinding found no table: the last
  * user address of the sample is that frame's pc. The symbolizer unwinds the
  * copy with the same tables (symbolizer/unwind/stack_unwind.c).
+ *
+ * The copy covers `words` words of the stack from sp, but carries only
+ * those whose value could be a user address (from EMBER_COPY_MIN_ADDR up to
+ * the process's address-space size): unwinding reads nothing else (return
+ * addresses, and saved frame or stack pointers that a caller's frame is
+ * found from; a register that holds anything but a stack address is never
+ * where a frame starts). That is a third to a half of a stack's words:
+ * zeros, small integers, flags and floating-point values stay behind. The
+ * len bytes that follow are the kept words in order, then two bitmaps of
+ * EMBER_STACK_COPY_BITMAP_BYTES(words) each, bit i for the stack's word i:
+ * the first says it was kept; the second, for a word not kept, that it was
+ * not zero: it reads as EMBER_COPY_DROPPED_WORD (no address, so a walk that
+ * lands on it stops as on the original value; a zero ends a walk at the
+ * outermost frame).
  */
 struct ember_stack_copy {
 	__u64 pc, sp, fp; /* that frame's registers; the copy starts at sp */
-	__u32 len;        /* bytes that follow: a multiple of 8, at most EMBER_MAX_STACK_COPY */
-	__u32 flags;      /* EMBER_COPY_EXACT_PC */
+	__u32 len;   /* bytes that follow: a multiple of 8, at most EMBER_MAX_STACK_COPY_BYTES */
+	__u16 flags; /* EMBER_COPY_EXACT_PC */
+	__u16 words; /* stack words covered: at most EMBER_MAX_STACK_COPY / 8 */
 };
+
+#define EMBER_COPY_MIN_ADDR                  0x10000ull /* vm.mmap_min_addr's default */
+#define EMBER_COPY_DROPPED_WORD              0x1ull
+#define EMBER_STACK_COPY_BITMAP_BYTES(words) ((((__u64)(words) + 63) / 64) * 8)
+#define EMBER_MAX_STACK_COPY_BYTES                                                                 \
+	(EMBER_MAX_STACK_COPY + 2 * EMBER_STACK_COPY_BITMAP_BYTES(EMBER_MAX_STACK_COPY / 8))
 
 #define EMBER_COPY_EXACT_PC 0x1 /* pc is where execution stopped, not a return address */
 
@@ -161,7 +182,7 @@ static inline __u64 ember_sample_size(const struct ember_sample_event *s, __u64 
 	if (avail < size + sizeof(*c))
 		return 0;
 	c = (const struct ember_stack_copy *)((const char *)s + size);
-	if (c->len > EMBER_MAX_STACK_COPY || c->len % 8)
+	if (c->len > EMBER_MAX_STACK_COPY_BYTES || c->len % 8)
 		return 0;
 	return size + sizeof(*c) + c->len;
 }

@@ -19,8 +19,12 @@ struct sample_scratch {
 	/* A stack copy (stack_copy.bpf.h) follows the frames, however many there are:
 	 * the room it needs after the most frames, and what a page-at-a-time read of
 	 * it may seem to reach to the verifier. */
-	__u8 copy[sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY];
+	__u8 copy[sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY_BYTES];
 	__u8 slack[4096];
+	/* The copy's bitmaps while its words are sorted (struct ember_stack_copy), and the
+	 * words kept so far: here, not on the stack, for the reason given below. */
+	__u64 copy_kept[EMBER_MAX_STACK_COPY / 512], copy_nonzero[EMBER_MAX_STACK_COPY / 512];
+	__u64 copy_kept_words;
 	/* The user unwinder's counters: user words written (native frames and Python
 	 * frames) and native frames. Kept here, not on the stack, like the Python walker's
 	 * state below: the verifier then does not track them as constants, which would

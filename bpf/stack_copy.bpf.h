@@ -100,16 +100,95 @@ static __always_inline __u64 stack_copy_len(__u64 sp)
 	return (top - sp + 7) & ~7ull;
 }
 
+/* Reading the stack a page at a time: up to this many reads. */
+#define COPY_PAGE       4096
+#define COPY_MAX_CHUNKS (EMBER_MAX_STACK_COPY / COPY_PAGE + 1)
+#define COPY_WORDS      (EMBER_MAX_STACK_COPY / 8)
+#define COPY_BITMAP_MAX (EMBER_STACK_COPY_BITMAP_BYTES(COPY_WORDS) / 8)
+/* Where a copy's stack bytes start in a scratch slot, at most: after the most frames. */
+#define COPY_AT_MAX                                                                                \
+	(sizeof(struct ember_sample_event) + 8 * (EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS) +     \
+	 sizeof(struct ember_stack_copy))
+
+/* Sorting a copy's words (struct ember_stack_copy): those kept move down, in order. */
+struct copy_sort {
+	__u64 at;     /* offset of the copy's stack bytes in the CPU sampler's scratch slot */
+	__u64 lo, hi; /* the values kept: [lo, hi) */
+	__u64 words;  /* copied */
+	__u64 maps;   /* words of each bitmap */
+};
+
+static long copy_sort_step(__u64 i, void *ctx)
+{
+	struct copy_sort *cs = ctx;
+	__u32 slot = SCRATCH_CPU;
+	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	__u64 at = cs->at, k, w;
+
+	if (!s)
+		return 1;
+	k = s->copy_kept_words;
+	if (i >= cs->words || i >= COPY_WORDS || k >= COPY_WORDS || at > COPY_AT_MAX)
+		return 1;
+	if (!(i & 63)) {
+		s->copy_kept[i >> 6] = 0;
+		s->copy_nonzero[i >> 6] = 0;
+	}
+	w = *(__u64 *)((void *)s + at + 8 * i);
+	if (w >= cs->lo && w < cs->hi) {
+		*(__u64 *)((void *)s + at + 8 * k) =
+		    w; /* k <= i: a word not yet read is never hit */
+		s->copy_kept[i >> 6] |= 1ull << (i & 63);
+		s->copy_kept_words = k + 1;
+	} else if (w) {
+		s->copy_nonzero[i >> 6] |= 1ull << (i & 63);
+	}
+	return 0;
+}
+
+/* Appends bitmap word j of each map after the kept words. */
+static long copy_maps_step(__u64 j, void *ctx)
+{
+	struct copy_sort *cs = ctx;
+	__u32 slot = SCRATCH_CPU;
+	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &slot);
+	__u64 at = cs->at, k, maps = cs->maps;
+
+	if (!s)
+		return 1;
+	k = s->copy_kept_words;
+	if (j >= maps || maps > COPY_BITMAP_MAX || k > COPY_WORDS || at > COPY_AT_MAX)
+		return 1;
+	*(__u64 *)((void *)s + at + 8 * (k + j)) = s->copy_kept[j];
+	*(__u64 *)((void *)s + at + 8 * (k + maps + j)) = s->copy_nonzero[j];
+	return 0;
+}
+
+/*
+ * Keeps the words of the len bytes copied at offset at of the CPU sampler's
+ * scratch slot that could be user addresses and appends the bitmaps (struct
+ * ember_stack_copy). Returns the bytes the copy then holds.
+ */
+static __always_inline __u64 copy_sort(struct sample_scratch *s, __u64 at, __u64 len)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct copy_sort cs = {.at = at, .lo = EMBER_COPY_MIN_ADDR, .words = len / 8};
+
+	cs.maps = EMBER_STACK_COPY_BITMAP_BYTES(cs.words) / 8;
+	cs.hi = BPF_CORE_READ(task, mm, task_size);
+	if (!cs.hi)
+		cs.hi = 1ull << 56; /* the most a user address space has (5-level paging) */
+	s->copy_kept_words = 0;
+	bpf_loop(COPY_WORDS, copy_sort_step, &cs, 0);
+	bpf_loop(COPY_BITMAP_MAX, copy_maps_step, &cs, 0);
+	return 8 * (s->copy_kept_words + 2 * cs.maps);
+}
+
 /*
  * Writes a struct ember_stack_copy for the frame (pc, sp, fp) and the stack
  * above sp into the sample being built, after its first nframes frames.
  * Returns the bytes added to the record, COPY_ERR_BUDGET or COPY_ERR_READ.
- */
-/* Reading the stack a page at a time: up to this many reads. */
-#define COPY_PAGE       4096
-#define COPY_MAX_CHUNKS (EMBER_MAX_STACK_COPY / COPY_PAGE + 1)
-
-/*
+ *
  * A global function: the verifier checks it once, on its own, rather than
  * along every path of the unwinder that leads to it.
  */
@@ -119,7 +198,7 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	struct copy_budget_state *budget;
 	struct ember_stack_copy *c;
 	struct sample_scratch *s;
-	__u64 len = stack_copy_len(sp), at, got = 0, chunk;
+	__u64 len = stack_copy_len(sp), at, got = 0, chunk, sent;
 	__u32 zero = 0, slot = SCRATCH_CPU;
 	void *bytes;
 
@@ -136,6 +215,11 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	if (nframes > EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS)
 		return COPY_ERR_READ;
 	at = sizeof(s->hdr) + 8 * (__u64)nframes;
+	/* Checked again as the verifier sees it: the compiler may have let the check above
+	 * bound another register than the one the copy's address is made from. */
+	barrier_var(at);
+	if (at > COPY_AT_MAX - sizeof(*c))
+		return COPY_ERR_READ;
 	c = (struct ember_stack_copy *)((void *)s + at);
 	bytes = (void *)(c + 1);
 	/*
@@ -157,13 +241,15 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 		if (len < 8)
 			return COPY_ERR_READ;
 	}
+	sent = copy_sort(s, at + sizeof(*c), len);
 	c->pc = pc;
 	c->sp = sp;
 	c->fp = fp;
-	c->len = len;
+	c->len = sent;
 	c->flags = exact ? EMBER_COPY_EXACT_PC : 0;
-	budget->left -= (__s64)(len + sizeof(*c));
-	return len + sizeof(*c);
+	c->words = len / 8;
+	budget->left -= (__s64)(sent + sizeof(*c));
+	return sent + sizeof(*c);
 }
 
 #endif

@@ -151,6 +151,7 @@ struct mm_struct {
 	unsigned long start_code;
 	unsigned long end_code;
 	unsigned long start_stack;
+	unsigned long task_size; /* the top of user space (stack_copy.bpf.h) */
 	struct file *exe_file;
 	mm_context_t context;
 } __attribute__((preserve_access_index));

@@ -34,6 +34,39 @@ static uint32_t read_u64(const struct copy *c, uint64_t addr, uint64_t *out)
 	return 0;
 }
 
+int ember_stack_copy_expand(uint32_t words, const uint8_t *bytes, size_t len, uint8_t *out,
+                            size_t room)
+{
+	size_t maps = EMBER_STACK_COPY_BITMAP_BYTES(words), kept, k = 0;
+	const uint8_t *kept_map, *nonzero_map;
+	uint64_t w;
+
+	if (!words || words > EMBER_MAX_STACK_COPY / 8 || 8 * (size_t)words > room || len % 8 ||
+	    len < 2 * maps)
+		return -EBADMSG;
+	kept = (len - 2 * maps) / 8;
+	kept_map = bytes + 8 * kept;
+	nonzero_map = kept_map + maps;
+	for (size_t i = 0; i < 8 * maps; i++) {
+		bool is_kept = kept_map[i / 8] >> (i % 8) & 1;
+
+		if (i >= words) {
+			if (is_kept || (nonzero_map[i / 8] >> (i % 8) & 1))
+				return -EBADMSG; /* a bit past the stack */
+			continue;
+		}
+		if (is_kept) {
+			if (k == kept)
+				return -EBADMSG;
+			memcpy(out + 8 * i, bytes + 8 * k++, 8);
+			continue;
+		}
+		w = nonzero_map[i / 8] >> (i % 8) & 1 ? EMBER_COPY_DROPPED_WORD : 0;
+		memcpy(out + 8 * i, &w, 8);
+	}
+	return k == kept ? (int)(8 * words) : -EBADMSG;
+}
+
 /* Each step returns true to end the walk (w->stop says why), false to go on. */
 static bool step_frame_pointer(struct state *st, const struct copy *c, struct ember_stack_walk *w)
 {

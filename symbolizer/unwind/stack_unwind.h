@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/records.h"
 #include "bpf/unwind_table.h"
 
 /* The registers of the frame a copy starts at; the copy holds [sp, sp + len). */
@@ -42,6 +43,17 @@ struct ember_stack_walk {
 	uint32_t stop; /* enum ember_unwind_stop; EMBER_UNWIND_COMPLETE at the outermost frame */
 	bool used_fp;  /* a frame was found through the frame pointer */
 };
+
+/*
+ * The stack a copy stands for (bpf/records.h, struct ember_stack_copy:
+ * words of stack, of which the len bytes carry the kept ones and two
+ * bitmaps): written to out, each word not kept as 0 or, where it was not
+ * zero, EMBER_COPY_DROPPED_WORD. Returns the bytes of stack written (8 *
+ * words), or -EBADMSG when words, len and the bitmaps disagree (or out has
+ * less room than the stack).
+ */
+int ember_stack_copy_expand(uint32_t words, const uint8_t *bytes, size_t len, uint8_t *out,
+                            size_t room);
 
 /*
  * Walks from regs over the len bytes of stack (which start at regs->sp) and

@@ -882,14 +882,22 @@ static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event 
 	uint32_t room = EMBER_MAX_USTACK_WORDS - MIN(s->ustack_len, EMBER_MAX_USTACK_WORDS);
 	struct ember_stack_walk w = {.frames = out->frames, .max = MIN(room, EMBER_MAX_USTACK)};
 	struct copy_walk cw = {u, NULL, now_ns};
+	int len = ember_stack_copy_expand(copy->words, stack, copy->len, u->copy_stack,
+	                                  sizeof(u->copy_stack));
 
+	if (len < 0) {
+		out->n = 0;
+		out->stop = EMBER_UNWIND_STOP_READ;
+		return;
+	}
+	u->copy_stack_bytes += len;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		cw.p = find_proc(u, s->tgid);
 		if (!cw.p || !cw.p->nmaps) {
 			w.n = 0;
 			w.stop = EMBER_UNWIND_STOP_NO_MAPS;
 		} else {
-			ember_stack_unwind(&regs, stack, copy->len, copy_lookup, &cw, &w);
+			ember_stack_unwind(&regs, u->copy_stack, len, copy_lookup, &cw, &w);
 		}
 		/* Mappings read before the sample was taken may lack the one it ran in. */
 		if ((w.stop != EMBER_UNWIND_STOP_NO_MAPPING &&
@@ -1011,6 +1019,7 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 	ember_profile_stat_set(p, "unwind.mappings_truncated", u->mappings_truncated);
 	ember_profile_stat_set(p, "unwind.copy.samples", u->copies);
 	ember_profile_stat_set(p, "unwind.copy.bytes", u->copy_bytes);
+	ember_profile_stat_set(p, "unwind.copy.stack_bytes", u->copy_stack_bytes);
 	ember_profile_stat_set(p, "unwind.copy.failed", u->copies_failed);
 	ember_profile_stat_set(p, "unwind.copy.skipped_budget",
 	                       u->stops[EMBER_UNWIND_STOP_COPY_BUDGET]);

@@ -146,12 +146,14 @@ struct ember_unwind {
 	bool disabled; /* the collector went away */
 	/* Tests: process mapping lists are never sent, so every sample carries a stack copy. */
 	bool hold_back_procs;
+	uint8_t copy_stack[EMBER_MAX_STACK_COPY]; /* the stack a copy stands for, expanded */
 	/* Work done and what samples showed, for the profile's statistics. */
 	uint64_t process_loads, loads_deferred, tables_built, table_errors, rows_sent;
 	uint64_t tables_dropped, mappings_truncated;
 	uint64_t samples, samples_complete, samples_missed, stops[256];
 	uint64_t samples_complete_kernel, samples_complete_copy, samples_borrowed;
-	uint64_t copies, copy_bytes, copies_failed, copy_reloads, rows_rebuilt, rows_evicted;
+	uint64_t copies, copy_bytes, copy_stack_bytes, copies_failed, copy_reloads, rows_rebuilt,
+	    rows_evicted;
 	uint64_t rows_not_rebuilt, rows_evicted_for_budget, tables_deferred_for_budget;
 	uint64_t procs_gone; /* forgotten when a load found them gone (their exit met first) */
 	uint64_t running_listed, running_loaded, exec_reloads, exec_reloads_skipped;

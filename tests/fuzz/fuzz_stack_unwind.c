@@ -6,10 +6,14 @@
  * the pc is exact; bit 1: addresses from 0x20000 have a mapping whose table
  * is missing), pc, sp and fp (8 bytes each), a row count (mod 33), the rows
  * (8 bytes each, sorted here), then the stack bytes, copied into a buffer of
- * their exact size so that any read past them is caught. Beyond not
+ * their exact size so that any read past them is caught. With bit 7 of the
+ * row count byte, the stack is a copy as the sampler sends it (records.h): a
+ * 16-bit word count, then the kept words and bitmaps, expanded first into a
+ * buffer of exactly the stack's size. Beyond not
  * crashing: the walk stays within its frame budget and its steps.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,15 +60,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ember_stack_walk w = {0};
 	struct table t = {{rows, 0}, 0, 0};
 	uint64_t frames[MAX_FRAMES], r[3];
-	uint8_t *stack;
+	uint8_t *stack, *sent;
 	size_t len;
+	uint32_t words;
+	bool sparse;
+	int got;
 
 	if (size < 26)
 		return 0;
 	t.flags = data[0];
 	memcpy(r, data + 1, sizeof(r));
 	regs = (struct ember_stack_regs){r[0], r[1], r[2], t.flags & 1};
-	t.rows.count = data[25] % 33;
+	sparse = data[25] & 0x80;
+	t.rows.count = (data[25] & 0x7f) % 33;
 	data += 26;
 	size -= 26;
 	if (t.rows.count * 8 > size)
@@ -73,11 +81,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qsort(rows, t.rows.count, sizeof(rows[0]), row_cmp);
 	data += t.rows.count * 8;
 	size -= t.rows.count * 8;
-	len = size;
-	stack = malloc(len ? len : 1);
-	if (!stack)
-		return 0;
-	memcpy(stack, data, len);
+	if (sparse) {
+		if (size < 2)
+			return 0;
+		words = (data[0] | (uint32_t)data[1] << 8) % (EMBER_MAX_STACK_COPY / 8 + 1);
+		data += 2;
+		size -= 2;
+		sent = malloc(size ? size : 1);
+		stack = malloc(words ? 8 * (size_t)words : 1);
+		if (!sent || !stack) {
+			free(sent);
+			free(stack);
+			return 0;
+		}
+		memcpy(sent, data, size);
+		got = ember_stack_copy_expand(words, sent, size, stack, 8 * (size_t)words);
+		free(sent);
+		if (got < 0) {
+			free(stack);
+			return 0;
+		}
+		if ((size_t)got != 8 * (size_t)words)
+			abort();
+		len = (size_t)got;
+	} else {
+		len = size;
+		stack = malloc(len ? len : 1);
+		if (!stack)
+			return 0;
+		memcpy(stack, data, len);
+	}
 	w.frames = frames;
 	w.max = (t.flags >> 2) % (MAX_FRAMES + 1);
 	ember_stack_unwind(&regs, stack, len, lookup, &t, &w);

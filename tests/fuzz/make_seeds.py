@@ -341,6 +341,10 @@ def stack_unwind_seeds():
     flags = 1 | (16 << 2)  # exact pc, 16 frames at most
     write("stack_unwind", "three-frames",
           bytes([flags]) + struct.pack("<3Q", 0x1010, sp, 0) + bytes([4]) + rows + stack)
+    # The same stack as the sampler sends it: 4 words, the two return addresses kept.
+    sparse = struct.pack("<H2Q2Q", 4, 0x1150, 0x1250, 0b0110, 0)
+    write("stack_unwind", "three-frames-sparse",
+          bytes([flags]) + struct.pack("<3Q", 0x1010, sp, 0) + bytes([4 | 0x80]) + rows + sparse)
     rows = (row(0x1000, CFA_FP, 2, -2) + row(0x1100, PLT, 11) + row(0x1180, SIGNAL) +
             row(0x1200, GAP))
     uc = bytearray(192)

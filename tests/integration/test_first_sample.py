@@ -169,6 +169,11 @@ def test_stacks_from_copies_match_truth():
     # Copies never add more than the samples' own bytes, and a burst (and a copy) per CPU.
     with_copies, without = volume(stats)
     assert with_copies - without <= without + os.cpu_count() * (BURST + MAX_COPY)
+    # A copy carries only the words that could be addresses (bpf/records.h), and loses no
+    # frame for it (the checks above): well under the stack it stands for.
+    log(f"  copies: {stats['unwind.copy.bytes']} bytes for {stats['unwind.copy.stack_bytes']} "
+        "bytes of stack")
+    assert stats["unwind.copy.bytes"] <= 0.75 * stats["unwind.copy.stack_bytes"]
 
 
 def test_processes_running_before_ember_starts():
@@ -280,7 +285,9 @@ def test_one_shot_processes():
     # Twenty processes of each program: later ones borrow the tables their files have in the
     # earlier ones' until their own are loaded (bpf/unwind.bpf.h).
     assert stats["unwind.samples_borrowed_tables"] > 0, "no process borrowed another's tables"
-    volume(stats)
+    # Issue 15's target: the samples, copies and all, at most twice their frames alone.
+    with_copies, without = volume(stats)
+    assert with_copies <= 2 * without, f"{with_copies / without:.2f}x the bytes without copies"
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
 #include "check_main.h"
 #include "symbolizer/record_decode.h"
 
-static _Alignas(8) unsigned char buf[sizeof(struct ember_sample_event) + 8 * 300 +
-                                     sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY + 64];
+static _Alignas(
+    8) unsigned char buf[sizeof(struct ember_sample_event) + 8 * 300 +
+                         sizeof(struct ember_stack_copy) + EMBER_MAX_STACK_COPY_BYTES + 64];
 
 static size_t make_sample(uint16_t k, uint16_t u)
 {
@@ -127,8 +128,8 @@ START_TEST(sample_with_stack_copy)
 	ck_assert_ptr_eq(stack, buf + sizeof(*s) + 3 * 8 + sizeof(*c));
 	ck_assert_uint_eq(stack[63], 0xab);
 	/* The largest copy after the most frames. */
-	len = make_copy_sample(EMBER_MAX_KSTACK, EMBER_MAX_USTACK, EMBER_MAX_STACK_COPY,
-	                       EMBER_MAX_STACK_COPY);
+	len = make_copy_sample(EMBER_MAX_KSTACK, EMBER_MAX_USTACK, EMBER_MAX_STACK_COPY_BYTES,
+	                       EMBER_MAX_STACK_COPY_BYTES);
 	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), 0);
 	/* Without the flag there is no copy, and its bytes make the size wrong. */
 	len = make_copy_sample(2, 1, 64, 64);
@@ -153,7 +154,8 @@ START_TEST(stack_copy_lengths_must_agree)
 	/* Not a whole number of words, or larger than a copy may be. */
 	len = make_copy_sample(2, 1, 60, 60);
 	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
-	len = make_copy_sample(0, 0, EMBER_MAX_STACK_COPY + 8, EMBER_MAX_STACK_COPY + 8);
+	len =
+	    make_copy_sample(0, 0, EMBER_MAX_STACK_COPY_BYTES + 8, EMBER_MAX_STACK_COPY_BYTES + 8);
 	ck_assert_int_eq(ember_decode_sample(buf, len, &s, &frames), -EBADMSG);
 	/* A length that would wrap the size. */
 	len = make_copy_sample(2, 1, 0, UINT32_MAX - 7);

@@ -424,6 +424,115 @@ START_TEST(own_stack_from_a_copy)
 }
 END_TEST
 
+/* A copy as the sampler sends it (bpf/stack_copy.bpf.h): the words that could be addresses,
+ * then the bitmaps of those kept and of those left behind that were not zero. */
+static size_t sparse_copy(const uint8_t *stack, size_t len, uint8_t *out)
+{
+	size_t words = len / 8, maps = EMBER_STACK_COPY_BITMAP_BYTES(words), kept = 0;
+	uint64_t w, kept_map[EMBER_MAX_STACK_COPY / 512] = {0},
+						    nonzero[EMBER_MAX_STACK_COPY / 512] = {0};
+
+	for (size_t i = 0; i < words; i++) {
+		memcpy(&w, stack + 8 * i, 8);
+		if (w >= EMBER_COPY_MIN_ADDR && w < (1ull << 47)) {
+			memcpy(out + 8 * kept++, &w, 8);
+			kept_map[i / 64] |= 1ull << (i % 64);
+		} else if (w) {
+			nonzero[i / 64] |= 1ull << (i % 64);
+		}
+	}
+	memcpy(out + 8 * kept, kept_map, maps);
+	memcpy(out + 8 * kept + maps, nonzero, maps);
+	return 8 * kept + 2 * maps;
+}
+
+START_TEST(sparse_copy_of_own_stack)
+{
+	static uint8_t sent[EMBER_MAX_STACK_COPY_BYTES], expanded[EMBER_MAX_STACK_COPY];
+	struct capture c = {0};
+	struct ember_stack_walk w = {0}, whole = {0};
+	uint64_t frames[128], whole_frames[128], word;
+	size_t len, n;
+	int got;
+
+	dl_iterate_phdr(add_object, NULL);
+	level1(&c);
+	len = c.len < EMBER_MAX_STACK_COPY ? c.len & ~(size_t)7 : EMBER_MAX_STACK_COPY;
+	whole.frames = whole_frames;
+	whole.max = 128;
+	ember_stack_unwind(&c.regs, c.copy, len, self_lookup, NULL, &whole);
+	ck_assert_uint_eq(whole.stop, EMBER_UNWIND_COMPLETE);
+	n = sparse_copy(c.copy, len, sent);
+	/* Zeros, small integers and the like stay behind: the stack costs a fraction of its
+	 * bytes (2/3 at most here; a third to a half on a busy host's stacks). */
+	ck_assert_uint_lt(n, len * 2 / 3);
+	got = ember_stack_copy_expand(len / 8, sent, n, expanded, sizeof(expanded));
+	ck_assert_int_eq(got, (int)len);
+	for (size_t i = 0; i < len / 8; i++) {
+		uint64_t was;
+
+		memcpy(&was, c.copy + 8 * i, 8);
+		memcpy(&word, expanded + 8 * i, 8);
+		if (was >= EMBER_COPY_MIN_ADDR && was < (1ull << 47))
+			ck_assert_uint_eq(word, was);
+		else
+			ck_assert_uint_eq(word, was ? EMBER_COPY_DROPPED_WORD : 0);
+	}
+	/* The same callers, to the same end. */
+	w.frames = frames;
+	w.max = 128;
+	ember_stack_unwind(&c.regs, expanded, (size_t)got, self_lookup, NULL, &w);
+	ck_assert_uint_eq(w.n, whole.n);
+	ck_assert_mem_eq(frames, whole_frames, 8 * w.n);
+	ck_assert_uint_eq(w.stop, whole.stop);
+	/* Sizes and bitmaps that disagree are refused. */
+	ck_assert_int_eq(ember_stack_copy_expand(len / 8, sent, n - 8, expanded, sizeof(expanded)),
+	                 -EBADMSG); /* a bitmap word short: a kept word too few */
+	ck_assert_int_eq(ember_stack_copy_expand(len / 8, sent, n, expanded, len - 8), -EBADMSG);
+	ck_assert_int_eq(ember_stack_copy_expand(0, sent, 0, expanded, sizeof(expanded)), -EBADMSG);
+	ck_assert_int_eq(
+	    ember_stack_copy_expand(EMBER_MAX_STACK_COPY / 8 + 1, sent, n, expanded, 1 << 20),
+	    -EBADMSG);
+	free(c.copy);
+	for (size_t i = 0; i < nobjects; i++)
+		ember_unwind_rows_free(&objects[i].rows);
+	nobjects = 0;
+}
+END_TEST
+
+/* A bit set past the stack's words, or more bits than kept words, is refused. */
+START_TEST(sparse_copy_bits_must_match)
+{
+	uint8_t expanded[8 * 3];
+	/* 3 words: word 0 kept (0x7f0000001000), word 1 zero, word 2 dropped non-zero. */
+	uint64_t sent[3] = {0x7f0000001000ull, 0x1, 0x4};
+	uint64_t w;
+
+	ck_assert_int_eq(
+	    ember_stack_copy_expand(3, (uint8_t *)sent, sizeof(sent), expanded, sizeof(expanded)),
+	    24);
+	memcpy(&w, expanded, 8);
+	ck_assert_uint_eq(w, 0x7f0000001000ull);
+	memcpy(&w, expanded + 8, 8);
+	ck_assert_uint_eq(w, 0);
+	memcpy(&w, expanded + 16, 8);
+	ck_assert_uint_eq(w, EMBER_COPY_DROPPED_WORD);
+	sent[1] = 0x1 | 0x8; /* kept past the third word */
+	ck_assert_int_eq(
+	    ember_stack_copy_expand(3, (uint8_t *)sent, sizeof(sent), expanded, sizeof(expanded)),
+	    -EBADMSG);
+	sent[1] = 0x3; /* two kept, one word carried */
+	ck_assert_int_eq(
+	    ember_stack_copy_expand(3, (uint8_t *)sent, sizeof(sent), expanded, sizeof(expanded)),
+	    -EBADMSG);
+	sent[1] = 0x1;
+	sent[2] = 0x10; /* not zero past the third word */
+	ck_assert_int_eq(
+	    ember_stack_copy_expand(3, (uint8_t *)sent, sizeof(sent), expanded, sizeof(expanded)),
+	    -EBADMSG);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stack_unwind");
@@ -437,6 +546,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, hostile_stacks_end);
 	tcase_add_test(tc, lookup_failures_say_why);
 	tcase_add_test(tc, own_stack_from_a_copy);
+	tcase_add_test(tc, sparse_copy_of_own_stack);
+	tcase_add_test(tc, sparse_copy_bits_must_match);
 	suite_add_tcase(s, tc);
 	return s;
 }
