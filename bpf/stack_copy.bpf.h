@@ -23,7 +23,9 @@
  * sample that finds the budget spent says so, and frame pointers take over.
  *
  * Copies go to the CPU sampler's slot of the `scratch` map (scratch.bpf.h),
- * into the `copy` room after the frames (off-CPU samples take no copies).
+ * into the `copy` room after the frames (off-CPU samples take no copies),
+ * and keep only the words that could be addresses (records.h, struct
+ * ember_stack_copy): the budget pays for what is sent.
  */
 #ifndef EMBER_BPF_STACK_COPY_BPF_H
 #define EMBER_BPF_STACK_COPY_BPF_H
