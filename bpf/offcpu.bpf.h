@@ -36,7 +36,6 @@ const volatile __u64 off_cpu_min_ns = 1000000;
 const volatile __u32 off_cpu_rate = EMBER_OFF_CPU_RATE;
 
 #define OFF_CPU_WINDOW_NS 100000000ull /* the sampling adapts over this */
-#define OFF_CPU_THREADS   65536        /* threads off CPU at once that can be tracked */
 
 /* include/linux/sched.h: a task on its final switch. */
 #define TASK_DEAD_STATES                                                                           \
@@ -51,7 +50,7 @@ struct off_cpu_wait {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OFF_CPU_THREADS);
+	__uint(max_entries, EMBER_OFF_CPU_TASKS); /* 1 without off-CPU sampling (bpf_loader.c) */
 	__type(key, __u32);
 	__type(value, struct off_cpu_wait);
 } off_cpu_waits SEC(".maps");

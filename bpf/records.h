@@ -95,6 +95,8 @@ enum ember_event_kind {
 
 /* Off-CPU samples at most, per second and CPU, that the sampling aims at (offcpu.bpf.h). */
 #define EMBER_OFF_CPU_RATE 1000
+/* Threads off CPU at once that can be tracked. */
+#define EMBER_OFF_CPU_TASKS 65536
 
 /* wait_state: the task state (TASK_* bits of include/linux/sched.h) a thread left the CPU in,
  * or this flag when it was preempted (it stayed runnable and waited for a CPU). */

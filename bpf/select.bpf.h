@@ -24,6 +24,7 @@ const volatile bool filter_cgroups = false;
 /* Selected cgroups (id -> 1); a restarted service adds its new cgroup's id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* empty without --cgroup */
 	__uint(max_entries, EMBER_SELECT_MAX_CGROUP_IDS);
 	__type(key, __u64);
 	__type(value, __u8);

@@ -17,6 +17,7 @@ const volatile bool filter_pids = false;
 /* Processes to sample when filter_pids is set (tgid -> 1). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);       /* empty without -p: no 650 KiB kept */
 	__uint(max_entries, EMBER_SELECT_MAX_PIDS); /* a command's processes too */
 	__type(key, __u32);
 	__type(value, __u8);

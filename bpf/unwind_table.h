@@ -24,10 +24,13 @@
 /*
  * Rows are stored in blocks of EMBER_UNWIND_BLOCK_ROWS, each an element of a
  * hash map that allocates memory only for the blocks in use: tables grow and
- * shrink at run time without creating maps (which would need CAP_BPF).
+ * shrink at run time without creating maps (which would need CAP_BPF). Its
+ * cap on blocks is not an allocation, but the map's buckets are: 16 bytes a
+ * block (4 MiB; at 1 << 19, 8 MiB were a quarter of the maps' memory on a
+ * quiet host of 1,000 processes).
  */
 #define EMBER_UNWIND_BLOCK_ROWS    128
-#define EMBER_UNWIND_MAX_BLOCKS    (1u << 19) /* 64 Mi rows: a cap, not an allocation */
+#define EMBER_UNWIND_MAX_BLOCKS    (1u << 18) /* 32 Mi rows (256 MiB) at most */
 #define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
 #define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
 #define EMBER_UNWIND_HINTS         4096       /* per-CPU block hints (a power of 2) */

@@ -132,6 +132,7 @@ uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, 
 
 static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
+	bool off_cpu = o->off_cpu_min_ns != EMBER_OFF_CPU_OFF;
 	uint64_t ring;
 	int err;
 
@@ -142,10 +143,10 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->sampler->rodata->filter_cgroups = o->selection && o->selection->ncgroups > 0;
 	b->sampler->rodata->off_cpu_min_ns = o->off_cpu_min_ns;
 	b->sampler->rodata->copy_burst = EMBER_STACK_COPY_BURST(o->sample_hz);
-	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch,
-	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
-	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume,
-	                          o->off_cpu_min_ns != EMBER_OFF_CPU_OFF);
+	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch, off_cpu);
+	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume, off_cpu);
+	/* Its table of waiting threads is preallocated (5.8 MiB): not without off-CPU samples. */
+	bpf_map__set_max_entries(b->sampler->maps.off_cpu_waits, off_cpu ? EMBER_OFF_CPU_TASKS : 1);
 	/* A second of the largest samples from every CPU; the collector drains it every tick. */
 	ring = ember_ring_bytes_for(EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns), b->ncpus,
 	                            1, 512u << 10);
