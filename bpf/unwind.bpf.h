@@ -132,6 +132,7 @@ struct {
 
 struct ember_uw_state {
 	__u64 pc, sp, fp;
+	__u64 di; /* the sampled frame's rdi (EMBER_ROW_RA_DI) */
 	__u32 tgid;
 	__u32 slot; /* words go to scratch[slot].frames[base + uw_words] */
 	__u32 base;
@@ -350,11 +351,21 @@ static __always_inline long step_signal(struct ember_uw_state *st)
 	return pc == 0;
 }
 
-static __always_inline long step_row(struct ember_uw_state *st, const struct ember_unwind_row *row)
+/* leaf: the row is the sampled frame's (its registers are the sample's, rdi among them). */
+static __always_inline long step_row(struct ember_uw_state *st, const struct ember_unwind_row *row,
+                                     bool leaf)
 {
 	__u64 cfa, ra, fp;
 
 	switch (row->kind) {
+	case EMBER_ROW_RA_DI:
+		if (!leaf) {
+			st->stop = EMBER_UNWIND_STOP_BAD_CFI;
+			return 1;
+		}
+		/* The stack pointer stays: this frame has nothing on the stack. */
+		st->pc = st->di;
+		return st->pc == 0;
 	case EMBER_ROW_CFA_SP:
 		cfa = st->sp + 8 * (__s64)row->cfa_slots;
 		break;
@@ -659,7 +670,7 @@ static long unwind_step(__u64 i, void *ctx)
 		return ember_missing_table(st, exact, m == &borrowed ? flag : 0) != 0;
 	if (m != &borrowed)
 		ember_learn_file(st, pc, m->table, m->bias);
-	return step_row(st, &row);
+	return step_row(st, &row, exact && s->uw_native == 1);
 }
 
 static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
@@ -697,7 +708,8 @@ static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &regs->ip) ||
 	    bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
-	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp)) {
+	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp) ||
+	    bpf_probe_read_kernel(&st->di, sizeof(st->di), &regs->di)) {
 		st->stop = EMBER_UNWIND_STOP_NO_REGS;
 		return false;
 	}
@@ -717,6 +729,7 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 		st->pc = ctx->regs.ip;
 		st->sp = ctx->regs.sp;
 		st->fp = ctx->regs.bp;
+		st->di = ctx->regs.di;
 		return true;
 	}
 	return saved_user_regs(st);

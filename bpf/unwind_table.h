@@ -48,12 +48,14 @@ enum ember_row_kind {
 	EMBER_ROW_PLT,         /* CFA = SP + 8, + 8 more when (pc & 15) >= cfa_slots */
 	EMBER_ROW_SIGNAL,      /* signal trampoline: registers from the ucontext at SP */
 	EMBER_ROW_END,         /* outermost frame (return address undefined): done */
+	EMBER_ROW_RA_DI,       /* leaf only: return address in rdi, CFA = SP (glibc's vfork) */
 	EMBER_ROW_KIND_MAX,
 };
 
 /*
  * One row. The return address is at CFA - 8, as the x86-64 psABI has it for
- * every frame a row describes (CFI that puts it elsewhere becomes INVALID).
+ * every frame a row describes but RA_DI's (other CFI that puts it elsewhere
+ * becomes INVALID).
  */
 struct ember_unwind_row {
 	__u32 pc;        /* first address covered (ELF virtual address) */

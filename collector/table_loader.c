@@ -54,13 +54,8 @@ static bool row_ok(const struct ember_unwind_row *r)
 		return r->cfa_slots > 0 && r->fp_slot >= EMBER_ROW_FP_SLOT_MIN && r->fp_slot <= 0;
 	case EMBER_ROW_PLT:
 		return r->cfa_slots >= 0 && r->cfa_slots < 16 && !r->fp_slot;
-	case EMBER_ROW_INVALID:
-	case EMBER_ROW_GAP:
-	case EMBER_ROW_SIGNAL:
-	case EMBER_ROW_END:
-		return !r->cfa_slots && !r->fp_slot;
-	default:
-		return false;
+	default: /* the kinds whose registers are fixed: no slots */
+		return r->kind < EMBER_ROW_KIND_MAX && !r->cfa_slots && !r->fp_slot;
 	}
 }
 

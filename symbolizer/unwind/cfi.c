@@ -12,6 +12,7 @@
 #include "shared/bytes.h"
 #include "shared/vec.h"
 
+#define DWARF_REG_DI       5 /* rdi */
 #define DWARF_REG_FP       6 /* rbp */
 #define DWARF_REG_SP       7 /* rsp */
 #define DWARF_REG_RA       16
@@ -27,7 +28,8 @@ struct section {
 	enum ember_cfi_section kind;
 };
 
-enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_OTHER };
+/* RULE_REGISTER: the value is in register `offset` (DW_CFA_register). */
+enum rule_type { RULE_SAME = 0, RULE_UNDEFINED, RULE_OFFSET, RULE_REGISTER, RULE_OTHER };
 
 struct reg_rule {
 	uint8_t type;
@@ -264,6 +266,14 @@ static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_c
 		row.kind = EMBER_ROW_END;
 		return row;
 	}
+	/* glibc's vfork pops its return address into rdi around the system call (the stack
+	 * is the child's too): a frame that can only be the leaf, its CFA the stack pointer. */
+	if (st->ra.type == RULE_REGISTER && st->ra.offset == DWARF_REG_DI && !st->cfa_expr &&
+	    st->cfa_reg == DWARF_REG_SP && st->cfa_offset == 0 &&
+	    (st->fp.type == RULE_SAME || st->fp.type == RULE_UNDEFINED)) {
+		row.kind = EMBER_ROW_RA_DI;
+		return row;
+	}
 	if (st->ra.type != RULE_OFFSET || st->ra.offset != -8)
 		return invalid_row();
 	if (st->cfa_expr) {
@@ -390,6 +400,10 @@ static int register_insn(uint8_t op, const struct cie *c, struct ember_bytes *r,
 		set_rule(st, c, ember_bytes_uleb(r), RULE_SAME, 0);
 		return 0;
 	case 0x09: /* register */
+		reg = ember_bytes_uleb(r);
+		off = (int64_t)(ember_bytes_uleb(r) & 0xffff);
+		set_rule(st, c, reg, RULE_REGISTER, off);
+		return 0;
 	case 0x14: /* val_offset */
 		reg = ember_bytes_uleb(r);
 		ember_bytes_uleb(r);

@@ -124,6 +124,7 @@ static bool step_row(struct state *st, const struct ember_unwind_row *row, const
 		return true;
 	case EMBER_ROW_GAP:
 		return step_frame_pointer(st, c, w);
+	case EMBER_ROW_RA_DI: /* a copy carries no rdi: only the kernel's unwinder follows it */
 	default:
 		w->stop = EMBER_UNWIND_STOP_BAD_CFI;
 		return true;

@@ -140,6 +140,10 @@ START_TEST(special_rows_and_gaps)
 	static const uint8_t end[] = {0x07, 16};                   /* undefined RA */
 	static const uint8_t bad[] = {0x42, 0x3c, 0x41, 0x0e, 16}; /* advance 2, opcode 0x3c */
 	static const uint8_t odd[] = {0x0e, 12}; /* CFA rsp + 12: not whole slots */
+	/* vfork: pop the RA into rdi (CFA rsp + 0, RA in rdi), syscall, push it back; then the
+	 * same with the RA in rsi, which no row says. */
+	static const uint8_t vfork[] = {0x41, 0x0e, 0,    0x09, 16, 5,    0x42, 0x0e, 8,
+	                                0x90, 1,    0x41, 0x0e, 0,  0x09, 16,   4};
 	struct ember_cfi_builder b;
 	struct ember_unwind_rows r;
 	struct buf x = {0};
@@ -150,6 +154,7 @@ START_TEST(special_rows_and_gaps)
 	fde(&x, 0, 0x300, 0x10, bad, sizeof(bad));
 	fde(&x, 0, 0x310, 0x10, odd, sizeof(odd));
 	fde(&x, 0, 0x108, 0x10, end, sizeof(end)); /* overlaps the first: dropped */
+	fde(&x, 0, 0x400, 0x10, vfork, sizeof(vfork));
 	build(&x, 0, &r, &b);
 	expect_row(&r, 0, 0x100, EMBER_ROW_PLT, 11, 0);
 	expect_row(&r, 1, 0x120, EMBER_ROW_GAP, 0, 0);
@@ -158,7 +163,12 @@ START_TEST(special_rows_and_gaps)
 	expect_row(&r, 4, 0x300, EMBER_ROW_CFA_SP, 1, 0);
 	expect_row(&r, 5, 0x302, EMBER_ROW_INVALID, 0, 0);
 	expect_row(&r, 6, 0x320, EMBER_ROW_GAP, 0, 0);
-	ck_assert_uint_eq(r.count, 7);
+	expect_row(&r, 7, 0x400, EMBER_ROW_CFA_SP, 1, 0);
+	expect_row(&r, 8, 0x401, EMBER_ROW_RA_DI, 0, 0);
+	expect_row(&r, 9, 0x403, EMBER_ROW_CFA_SP, 1, 0);
+	expect_row(&r, 10, 0x404, EMBER_ROW_INVALID, 0, 0);
+	expect_row(&r, 11, 0x410, EMBER_ROW_GAP, 0, 0);
+	ck_assert_uint_eq(r.count, 12);
 	ck_assert_uint_eq(b.plt_rows, 1);
 	ember_unwind_rows_free(&r);
 	ember_cfi_builder_free(&b);
@@ -267,6 +277,14 @@ static bool libdw_row(Dwarf_CFI *cfi, uint64_t addr, struct ember_unwind_row *ou
 		out->kind = EMBER_ROW_SIGNAL;
 	} else if (!nops && ops == mem) {
 		out->kind = EMBER_ROW_END;
+	} else if (nops == 1 && ops[0].atom == DW_OP_regx && ops[0].number == 5) {
+		/* The return address in rdi (glibc's vfork); the CFA is checked below. */
+		if (dwarf_frame_cfa(f, &cfa, &ncfa) || ncfa != 1 || cfa[0].atom != DW_OP_bregx ||
+		    cfa[0].number != 7 || cfa[0].number2) {
+			free(f);
+			return false;
+		}
+		out->kind = EMBER_ROW_RA_DI;
 	} else if (!dwarf_frame_cfa(f, &cfa, &ncfa) && ncfa == 1 && cfa[0].atom == DW_OP_bregx &&
 	           (cfa[0].number == 6 || cfa[0].number == 7)) {
 		out->kind = cfa[0].number == 7 ? EMBER_ROW_CFA_SP : EMBER_ROW_CFA_FP;
@@ -340,6 +358,7 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 		if (k == 0) {
 			ck_assert_uint_ge(kinds[EMBER_ROW_SIGNAL], 1); /* __restore_rt */
 			ck_assert_uint_ge(kinds[EMBER_ROW_END], 1);    /* clone, clone3 */
+			ck_assert_uint_ge(kinds[EMBER_ROW_RA_DI], 1);  /* vfork */
 		}
 		elf_end(elf);
 		close(fd);
