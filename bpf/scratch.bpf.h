@@ -25,6 +25,10 @@ struct sample_scratch {
 	 * words kept so far: here, not on the stack, for the reason given below. */
 	__u64 copy_kept[EMBER_MAX_STACK_COPY / 512], copy_nonzero[EMBER_MAX_STACK_COPY / 512];
 	__u64 copy_kept_words;
+	/* rdi for the copy (ember_missing_table): the sampled frame's, or none (copy_di_ok 0).
+	 * Here: the copy's function takes no more arguments. */
+	__u64 copy_di;
+	__u32 copy_di_ok;
 	/* The user unwinder's counters: user words written (native frames and Python
 	 * frames) and native frames. Kept here, not on the stack, like the Python walker's
 	 * state below: the verifier then does not track them as constants, which would

@@ -424,6 +424,10 @@ __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __
 	if (st->copy) {
 		s = bpf_map_lookup_elem(&scratch, &st->slot);
 		st->copy = 0;
+		if (s) { /* the sampled frame's rdi, for a leaf whose return address is there */
+			s->copy_di_ok = exact && s->uw_native == 1;
+			s->copy_di = st->di;
+		}
 		copied =
 		    s ? ember_copy_user_stack(st->base + s->uw_words, st->pc, st->sp, st->fp, exact)
 		      : COPY_ERR_READ;

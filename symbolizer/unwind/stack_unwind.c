@@ -18,6 +18,8 @@ struct copy {
 struct state {
 	uint64_t pc, sp, fp;
 	bool exact;
+	bool has_di; /* di is this frame's rdi: the walk's first frame only */
+	uint64_t di;
 };
 
 /* 0, or the stop reason of a read outside the copy. */
@@ -124,7 +126,14 @@ static bool step_row(struct state *st, const struct ember_unwind_row *row, const
 		return true;
 	case EMBER_ROW_GAP:
 		return step_frame_pointer(st, c, w);
-	case EMBER_ROW_RA_DI: /* a copy carries no rdi: only the kernel's unwinder follows it */
+	case EMBER_ROW_RA_DI:
+		/* The sampled frame's return address in rdi; the stack pointer stays. */
+		if (st->has_di) {
+			st->pc = st->di;
+			return st->pc == 0;
+		}
+		/* Not the sampled frame, or its rdi was not copied. */
+		__attribute__((fallthrough));
 	default:
 		w->stop = EMBER_UNWIND_STOP_BAD_CFI;
 		return true;
@@ -150,7 +159,7 @@ void ember_stack_unwind(const struct ember_stack_regs *regs, const uint8_t *stac
                         ember_row_lookup_fn lookup, void *ctx, struct ember_stack_walk *w)
 {
 	struct copy c = {stack, regs->sp, stack ? len : 0};
-	struct state st = {regs->pc, regs->sp, regs->fp, regs->exact};
+	struct state st = {regs->pc, regs->sp, regs->fp, regs->exact, regs->has_di, regs->di};
 
 	w->n = 0;
 	w->stop = EMBER_UNWIND_COMPLETE;
@@ -171,6 +180,7 @@ void ember_stack_unwind(const struct ember_stack_regs *regs, const uint8_t *stac
 		}
 		if (step_row(&st, &row, &c, w))
 			return;
+		st.has_di = false; /* the callers' rdi is not known */
 		if (w->n >= w->max) {
 			w->stop = EMBER_UNWIND_STOP_DEPTH;
 			return;

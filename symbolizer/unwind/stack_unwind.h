@@ -25,7 +25,9 @@
 /* The registers of the frame a copy starts at; the copy holds [sp, sp + len). */
 struct ember_stack_regs {
 	uint64_t pc, sp, fp;
-	bool exact; /* pc is where execution stopped, not a return address */
+	bool exact;  /* pc is where execution stopped, not a return address */
+	bool has_di; /* di is the frame's rdi (its return address may be there: RA_DI rows) */
+	uint64_t di;
 };
 
 /*

@@ -9,7 +9,8 @@
  * their exact size so that any read past them is caught. With bit 7 of the
  * row count byte, the stack is a copy as the sampler sends it (records.h): a
  * 16-bit word count, then the kept words and bitmaps, expanded first into a
- * buffer of exactly the stack's size. Beyond not
+ * buffer of exactly the stack's size; with bit 6, the frame's rdi is known
+ * (pc ^ fp). Beyond not
  * crashing: the walk stays within its frame budget and its steps.
  */
 #include <errno.h>
@@ -70,9 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	t.flags = data[0];
 	memcpy(r, data + 1, sizeof(r));
-	regs = (struct ember_stack_regs){r[0], r[1], r[2], t.flags & 1};
+	regs =
+	    (struct ember_stack_regs){r[0], r[1], r[2], t.flags & 1, data[25] & 0x40, r[0] ^ r[2]};
 	sparse = data[25] & 0x80;
-	t.rows.count = (data[25] & 0x7f) % 33;
+	t.rows.count = (data[25] & 0x3f) % 33;
 	data += 26;
 	size -= 26;
 	if (t.rows.count * 8 > size)

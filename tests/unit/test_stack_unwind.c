@@ -161,6 +161,41 @@ START_TEST(plt_and_signal_rows)
 }
 END_TEST
 
+/* glibc's vfork: the sampled frame's return address in rdi, the stack pointer its caller's. */
+START_TEST(return_address_in_rdi_at_the_sampled_frame)
+{
+	/* The copy starts at the caller's stack pointer: f1's frame as three_frames has it. */
+	struct ember_stack_regs r = {
+	    .pc = 0x1410, .sp = BASE, .exact = true, .has_di = true, .di = 0x1050};
+	struct fake_table t;
+	struct ember_stack_walk w;
+	uint64_t frames[8];
+
+	three_frames(&t);
+	add_row(&t, 0x1400, EMBER_ROW_RA_DI, 0, 0);
+	add_row(&t, 0x1500, EMBER_ROW_GAP, 0, 0);
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_eq(w.n, 3);
+	ck_assert_uint_eq(frames[0], 0x1050);
+	ck_assert_uint_eq(frames[1], 0x1150);
+	ck_assert_uint_eq(frames[2], 0x1250);
+	/* Without the sampled frame's rdi (a copy taken further up, or none copied): stop. */
+	r.has_di = false;
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
+	ck_assert_uint_eq(w.n, 0);
+	/* A caller's row never takes the sampled frame's rdi. */
+	r = (struct ember_stack_regs){
+	    .pc = 0x1010, .sp = BASE, .exact = true, .has_di = true, .di = 0x1050};
+	stack[1] = 0x1411; /* f1 returns into the RA_DI region */
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
+	ck_assert_uint_eq(w.n, 1);
+	ck_assert_uint_eq(frames[0], 0x1411);
+}
+END_TEST
+
 START_TEST(reads_stay_inside_the_copy)
 {
 	struct ember_stack_regs r = {.pc = 0x1010, .sp = BASE, .exact = true};
@@ -364,7 +399,7 @@ __attribute__((noinline)) static void capture_here(struct capture *c)
 
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
 	                 : "=r"(pc), "=r"(sp), "=r"(fp));
-	c->regs = (struct ember_stack_regs){pc, sp, fp, true};
+	c->regs = (struct ember_stack_regs){pc, sp, fp, true, false, 0};
 	ck_assert_int_eq(pthread_getattr_np(pthread_self(), &attr), 0);
 	ck_assert_int_eq(pthread_attr_getstack(&attr, &addr, &size), 0);
 	pthread_attr_destroy(&attr);
@@ -542,6 +577,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, return_addresses_are_looked_up_at_their_call);
 	tcase_add_test(tc, frame_pointer_rows_and_saved_fp);
 	tcase_add_test(tc, plt_and_signal_rows);
+	tcase_add_test(tc, return_address_in_rdi_at_the_sampled_frame);
 	tcase_add_test(tc, reads_stay_inside_the_copy);
 	tcase_add_test(tc, hostile_stacks_end);
 	tcase_add_test(tc, lookup_failures_say_why);
