@@ -366,7 +366,8 @@ static void recount(struct ember_objcache *c, struct ember_obj *o, size_t before
  * two checks, and a file past half the cache was reset and expanded again
  * every 2.4 s.
  */
-static size_t expand_room(struct ember_objcache *c, struct ember_obj *o, size_t cost)
+static size_t expand_room(struct ember_objcache *c, struct ember_obj *o, uint64_t vaddr,
+                          size_t cost)
 {
 	size_t cap = ember_objcache_file_cap(c, o), before;
 
@@ -381,7 +382,7 @@ static size_t expand_room(struct ember_objcache *c, struct ember_obj *o, size_t 
 		c->dwarf_resets++;
 		if (!o->file.dwarf)
 			return 0;
-		cost = ember_objfile_expand_cost(&o->file, c->expand_vaddr);
+		cost = ember_objfile_expand_cost(&o->file, vaddr);
 	}
 	if (o->bytes + cost > cap) {
 		c->units_deferred++;
@@ -411,10 +412,8 @@ enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct emb
 		return EMBER_SYM_NONE;
 	c->lookups_without_dwarf += o->file.dwarf_deferred;
 	cost = ember_objfile_expand_cost(&o->file, vaddr);
-	if (cost) {
-		c->expand_vaddr = vaddr;
-		max_expand = expand_room(c, o, cost);
-	}
+	if (cost)
+		max_expand = expand_room(c, o, vaddr, cost);
 	before = held_now(o);
 	origin = ember_objfile_lookup_within(&o->file, vaddr, max_expand, out);
 	o->touched = true; /* it read pages of the file: ember_objcache_release_pages */

@@ -107,7 +107,6 @@ struct ember_objcache {
 	uint64_t dwarf_deferred; /* files read without their DWARF: it did not fit */
 	uint64_t lookups_without_dwarf; /* lookups in such a file */
 	uint64_t units_deferred;        /* lookups whose DWARF unit did not fit to expand */
-	uint64_t expand_vaddr;          /* the address of the lookup under way */
 };
 
 int ember_objcache_init(struct ember_objcache *c, size_t max_bytes);
