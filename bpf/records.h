@@ -15,7 +15,7 @@
 
 #include "python.h"
 
-#define EMBER_RECORDS_VERSION 8
+#define EMBER_RECORDS_VERSION 9
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
@@ -155,8 +155,9 @@ struct ember_sample_event {
 struct ember_stack_copy {
 	__u64 pc, sp, fp; /* that frame's registers; the copy starts at sp */
 	__u64 di;         /* with EMBER_COPY_DI: rdi (the frame is the sampled one) */
+	__u64 bx;         /* with EMBER_COPY_BX: rbx (the sampled frame's, or restored) */
 	__u32 len;   /* bytes that follow: a multiple of 8, at most EMBER_MAX_STACK_COPY_BYTES */
-	__u16 flags; /* EMBER_COPY_EXACT_PC */
+	__u16 flags; /* EMBER_COPY_* */
 	__u16 words; /* stack words covered: at most EMBER_MAX_STACK_COPY / 8 */
 };
 
@@ -168,6 +169,7 @@ struct ember_stack_copy {
 
 #define EMBER_COPY_EXACT_PC 0x1 /* pc is where execution stopped, not a return address */
 #define EMBER_COPY_DI       0x2 /* di is the frame's rdi (EMBER_ROW_RA_DI) */
+#define EMBER_COPY_BX       0x4 /* bx is the frame's rbx (EMBER_ROW_CFA_BX) */
 
 /*
  * The size a sample record must have: header, frames and stack copy. The

@@ -29,6 +29,9 @@ struct sample_scratch {
 	 * Here: the copy's function takes no more arguments. */
 	__u64 copy_di;
 	__u32 copy_di_ok;
+	/* rbx for the copy: the copied frame's, or none (copy_bx_ok 0). */
+	__u64 copy_bx;
+	__u32 copy_bx_ok;
 	/* The user unwinder's counters: user words written (native frames and Python
 	 * frames) and native frames. Kept here, not on the stack, like the Python walker's
 	 * state below: the verifier then does not track them as constants, which would

@@ -248,8 +248,10 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	c->sp = sp;
 	c->fp = fp;
 	c->len = sent;
-	c->flags = (exact ? EMBER_COPY_EXACT_PC : 0) | (s->copy_di_ok ? EMBER_COPY_DI : 0);
+	c->flags = (exact ? EMBER_COPY_EXACT_PC : 0) | (s->copy_di_ok ? EMBER_COPY_DI : 0) |
+	           (s->copy_bx_ok ? EMBER_COPY_BX : 0);
 	c->di = s->copy_di_ok ? s->copy_di : 0;
+	c->bx = s->copy_bx_ok ? s->copy_bx : 0;
 	c->words = len / 8;
 	budget->left -= (__s64)(sent + sizeof(*c));
 	return sent + sizeof(*c);

@@ -32,8 +32,9 @@
 #define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */
 
 /* Offsets in the ucontext that an x86-64 signal handler returns to
- * (uc_mcontext at 40; gregs rbp, rsp, rip at 10, 15, 16). */
+ * (uc_mcontext at 40; gregs rbp, rbx, rsp, rip at 10, 11, 15, 16). */
 #define UC_RBP 120
+#define UC_RBX 128
 #define UC_RSP 160
 #define UC_RIP 168
 
@@ -133,6 +134,7 @@ struct {
 struct ember_uw_state {
 	__u64 pc, sp, fp;
 	__u64 di; /* the sampled frame's rdi (EMBER_ROW_RA_DI) */
+	__u64 bx; /* this frame's rbx, if bx_known (EMBER_ROW_CFA_BX) */
 	__u32 tgid;
 	__u32 slot; /* words go to scratch[slot].frames[base + uw_words] */
 	__u32 base;
@@ -142,6 +144,7 @@ struct ember_uw_state {
 	__u8 copy;   /* where tables are missing, copy the stack (once) and stop */
 	__u8 budget_spent;
 	__u8 vma_tried; /* bpf_find_vma was called (once per sample) */
+	__u8 bx_known;  /* the sample's, or restored from where a callee saved it */
 	__u32 copied;   /* bytes of the stack copy that follows the frames */
 	/* The library mapping whose table was borrowed last (ember_borrow_mapping). */
 	__u64 vma_start, vma_end, vma_bias;
@@ -328,6 +331,7 @@ static __always_inline long step_frame_pointer(struct ember_uw_state *st)
 		return 1;
 	}
 	st->flags |= EMBER_STACK_USER_FP;
+	st->bx_known = 0; /* code without CFI may have saved and changed it anywhere */
 	st->sp = st->fp + 16;
 	st->fp = next_fp;
 	st->pc = ra;
@@ -343,6 +347,7 @@ static __always_inline long step_signal(struct ember_uw_state *st)
 		st->stop = EMBER_UNWIND_STOP_READ;
 		return 1;
 	}
+	st->bx_known = !read_user_u64(&st->bx, st->sp + UC_RBX);
 	/* The interrupted pc is exact, and the handler may have run on another stack. */
 	st->fp = fp;
 	st->sp = sp;
@@ -372,6 +377,13 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 	case EMBER_ROW_CFA_FP:
 		cfa = st->fp + 8 * (__s64)row->cfa_slots;
 		break;
+	case EMBER_ROW_CFA_BX:
+		if (!st->bx_known) {
+			st->stop = EMBER_UNWIND_STOP_BAD_CFI;
+			return 1;
+		}
+		cfa = st->bx + 8 * (__s64)row->cfa_slots;
+		break;
 	case EMBER_ROW_PLT:
 		cfa = st->sp + 8 + ((st->pc & 15) >= (__u64)row->cfa_slots ? 8 : 0);
 		break;
@@ -400,6 +412,11 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 		}
 		st->fp = fp;
 	}
+	/* The caller's rbx: where this frame saved it, else this frame's. */
+	if (row->bx_slot == EMBER_ROW_BX_LOST)
+		st->bx_known = 0;
+	else if (row->bx_slot)
+		st->bx_known = !read_user_u64(&st->bx, cfa - 8 * (__u64)row->bx_slot);
 	st->sp = cfa;
 	st->pc = ra;
 	return ra == 0;
@@ -427,6 +444,8 @@ __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __
 		if (s) { /* the sampled frame's rdi, for a leaf whose return address is there */
 			s->copy_di_ok = exact && s->uw_native == 1;
 			s->copy_di = st->di;
+			s->copy_bx_ok = st->bx_known; /* this frame's rbx (EMBER_ROW_CFA_BX) */
+			s->copy_bx = st->bx;
 		}
 		copied =
 		    s ? ember_copy_user_stack(st->base + s->uw_words, st->pc, st->sp, st->fp, exact)
@@ -713,10 +732,12 @@ static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 	if (!regs || bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &regs->ip) ||
 	    bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
 	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp) ||
-	    bpf_probe_read_kernel(&st->di, sizeof(st->di), &regs->di)) {
+	    bpf_probe_read_kernel(&st->di, sizeof(st->di), &regs->di) ||
+	    bpf_probe_read_kernel(&st->bx, sizeof(st->bx), &regs->bx)) {
 		st->stop = EMBER_UNWIND_STOP_NO_REGS;
 		return false;
 	}
+	st->bx_known = 1;
 	return st->pc != 0 && !regs_of_a_gone_program(task, st->pc);
 }
 
@@ -734,6 +755,8 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 		st->sp = ctx->regs.sp;
 		st->fp = ctx->regs.bp;
 		st->di = ctx->regs.di;
+		st->bx = ctx->regs.bx;
+		st->bx_known = 1;
 		return true;
 	}
 	return saved_user_regs(st);

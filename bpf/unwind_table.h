@@ -49,23 +49,36 @@ enum ember_row_kind {
 	EMBER_ROW_SIGNAL,      /* signal trampoline: registers from the ucontext at SP */
 	EMBER_ROW_END,         /* outermost frame (return address undefined): done */
 	EMBER_ROW_RA_DI,       /* leaf only: return address in rdi, CFA = SP (glibc's vfork) */
-	EMBER_ROW_KIND_MAX,
+	EMBER_ROW_CFA_BX,      /* CFA = BX + 8 * cfa_slots (glibc's _dl_runtime_resolve) */
+	EMBER_ROW_KIND_MAX,    /* at most 16: a row's kind has 4 bits */
 };
 
 /*
  * One row. The return address is at CFA - 8, as the x86-64 psABI has it for
  * every frame a row describes but RA_DI's (other CFI that puts it elsewhere
  * becomes INVALID).
+ *
+ * BX (rbx) is followed only for CFA_BX rows: the caller's BX is where the
+ * callee's row says it saved it (bx_slot), else the callee's own. Compiled
+ * code pushes rbx among the first registers of a prologue: in libc, ld.so
+ * and cc1 (Debian 12) every save is at CFA - 16 to CFA - 56, so 4 bits
+ * keep rows at 8 bytes. A save they cannot say (farther, above the CFA, in
+ * another register, an expression) is EMBER_ROW_BX_LOST: a CFA_BX frame
+ * above it stops as BAD_CFI, as every CFA_BX frame did before.
  */
 struct ember_unwind_row {
-	__u32 pc;        /* first address covered (ELF virtual address) */
-	__s16 cfa_slots; /* see the kinds; offsets count 8-byte slots */
-	__u8 kind;       /* enum ember_row_kind */
-	__s8 fp_slot;    /* saved FP at CFA + 8 * fp_slot; 0: FP keeps its value */
+	__u32 pc;         /* first address covered (ELF virtual address) */
+	__s16 cfa_slots;  /* see the kinds; offsets count 8-byte slots */
+	__u8 kind : 4;    /* enum ember_row_kind */
+	__u8 bx_slot : 4; /* saved BX at CFA - 8 * bx_slot; 0: BX keeps its value */
+	__s8 fp_slot;     /* saved FP at CFA + 8 * fp_slot; 0: FP keeps its value */
 };
 
 #define EMBER_ROW_FP_SLOT_MIN   (-64)
 #define EMBER_ROW_CFA_SLOTS_MAX 0x7fff
+#define EMBER_ROW_BX_SLOT_MAX   14 /* saved BX at CFA - 112 at most */
+#define EMBER_ROW_BX_LOST       15 /* the caller's BX cannot be found */
+_Static_assert(sizeof(struct ember_unwind_row) == 8, "rows are 8 bytes");
 
 /* Block `block` of the table in slot `table`: rows [block * 128, block * 128 + 128). */
 struct ember_unwind_block_key {

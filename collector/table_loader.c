@@ -46,17 +46,16 @@ static bool failed(struct ember_tables *t, const char *what, int err)
 	return true;
 }
 
+/* Any bx_slot is safe (4 bits: a wrong one gives a wrong stack at worst). */
 static bool row_ok(const struct ember_unwind_row *r)
 {
-	switch (r->kind) {
-	case EMBER_ROW_CFA_SP:
-	case EMBER_ROW_CFA_FP:
-		return r->cfa_slots > 0 && r->fp_slot >= EMBER_ROW_FP_SLOT_MIN && r->fp_slot <= 0;
-	case EMBER_ROW_PLT:
+	if (r->kind == EMBER_ROW_PLT)
 		return r->cfa_slots >= 0 && r->cfa_slots < 16 && !r->fp_slot;
-	default: /* the kinds whose registers are fixed: no slots */
-		return r->kind < EMBER_ROW_KIND_MAX && !r->cfa_slots && !r->fp_slot;
-	}
+	if (r->kind == EMBER_ROW_CFA_SP || r->kind == EMBER_ROW_CFA_FP ||
+	    r->kind == EMBER_ROW_CFA_BX)
+		return r->cfa_slots > 0 && r->fp_slot >= EMBER_ROW_FP_SLOT_MIN && r->fp_slot <= 0;
+	/* The kinds whose registers are fixed: no slots. */
+	return r->kind < EMBER_ROW_KIND_MAX && !r->cfa_slots && !r->fp_slot;
 }
 
 static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table *m)

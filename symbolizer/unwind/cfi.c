@@ -12,6 +12,7 @@
 #include "shared/bytes.h"
 #include "shared/vec.h"
 
+#define DWARF_REG_BX       3 /* rbx */
 #define DWARF_REG_DI       5 /* rdi */
 #define DWARF_REG_FP       6 /* rbp */
 #define DWARF_REG_SP       7 /* rsp */
@@ -41,7 +42,7 @@ struct cfa_state {
 	int64_t cfa_offset;
 	const uint8_t *cfa_expr; /* DW_CFA_def_cfa_expression, or NULL */
 	uint64_t cfa_expr_len;
-	struct reg_rule fp, ra;
+	struct reg_rule fp, ra, bx;
 };
 
 struct cie {
@@ -257,6 +258,17 @@ static struct ember_unwind_row invalid_row(void)
 	return (struct ember_unwind_row){.kind = EMBER_ROW_INVALID};
 }
 
+/* Where the caller's rbx is, as a row's bx_slot. */
+static uint8_t bx_slot(const struct reg_rule *bx)
+{
+	if (bx->type == RULE_SAME)
+		return 0;
+	if (bx->type == RULE_OFFSET && bx->offset < 0 && bx->offset % 8 == 0 &&
+	    -bx->offset / 8 <= EMBER_ROW_BX_SLOT_MAX)
+		return (uint8_t)(-bx->offset / 8);
+	return EMBER_ROW_BX_LOST; /* undefined, in a register, an expression, out of range */
+}
+
 static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_cfi_builder *b)
 {
 	struct ember_unwind_row row = {0};
@@ -270,7 +282,8 @@ static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_c
 	 * is the child's too): a frame that can only be the leaf, its CFA the stack pointer. */
 	if (st->ra.type == RULE_REGISTER && st->ra.offset == DWARF_REG_DI && !st->cfa_expr &&
 	    st->cfa_reg == DWARF_REG_SP && st->cfa_offset == 0 &&
-	    (st->fp.type == RULE_SAME || st->fp.type == RULE_UNDEFINED)) {
+	    (st->fp.type == RULE_SAME || st->fp.type == RULE_UNDEFINED) &&
+	    st->bx.type == RULE_SAME) {
 		row.kind = EMBER_ROW_RA_DI;
 		return row;
 	}
@@ -288,8 +301,11 @@ static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_c
 		row.kind = EMBER_ROW_CFA_SP;
 	else if (st->cfa_reg == DWARF_REG_FP)
 		row.kind = EMBER_ROW_CFA_FP;
+	else if (st->cfa_reg == DWARF_REG_BX) /* glibc's _dl_runtime_resolve aligns rsp */
+		row.kind = EMBER_ROW_CFA_BX;
 	else
 		return invalid_row();
+	row.bx_slot = bx_slot(&st->bx) & 0xf;
 	/* Frames on x86-64 are whole 8-byte slots: odd offsets are hand-written oddities. */
 	if (st->cfa_offset < 8 || st->cfa_offset % 8 ||
 	    st->cfa_offset / 8 > EMBER_ROW_CFA_SLOTS_MAX)
@@ -313,7 +329,8 @@ static struct ember_unwind_row to_row(const struct cfa_state *st, struct ember_c
 
 static bool same_rule(const struct ember_unwind_row *a, const struct ember_unwind_row *b)
 {
-	return a->kind == b->kind && a->cfa_slots == b->cfa_slots && a->fp_slot == b->fp_slot;
+	return a->kind == b->kind && a->cfa_slots == b->cfa_slots && a->fp_slot == b->fp_slot &&
+	       a->bx_slot == b->bx_slot;
 }
 
 /* Appends a row of the FDE being built at pc; a row at the same pc replaces the last. */
@@ -345,6 +362,8 @@ static struct reg_rule *rule_of(struct cfa_state *st, uint64_t reg, uint64_t ra_
 {
 	if (reg == DWARF_REG_FP)
 		return &st->fp;
+	if (reg == DWARF_REG_BX)
+		return &st->bx;
 	if (reg == ra_reg)
 		return &st->ra;
 	return NULL; /* a register the unwinder does not need */
@@ -355,6 +374,8 @@ static void restore_rule(struct cfa_state *st, const struct cfa_state *initial, 
 {
 	if (reg == DWARF_REG_FP)
 		st->fp = initial->fp;
+	else if (reg == DWARF_REG_BX)
+		st->bx = initial->bx;
 	else if (reg == ra_reg)
 		st->ra = initial->ra;
 }

@@ -6,6 +6,7 @@
 
 /* Offsets in the ucontext an x86-64 signal handler returns to, as in bpf/unwind.bpf.h. */
 #define UC_RBP 120
+#define UC_RBX 128
 #define UC_RSP 160
 #define UC_RIP 168
 
@@ -19,7 +20,8 @@ struct state {
 	uint64_t pc, sp, fp;
 	bool exact;
 	bool has_di; /* di is this frame's rdi: the walk's first frame only */
-	uint64_t di;
+	bool has_bx; /* bx is this frame's rbx: the copy's, or restored from a callee's save */
+	uint64_t di, bx;
 };
 
 /* 0, or the stop reason of a read outside the copy. */
@@ -83,6 +85,7 @@ static bool step_frame_pointer(struct state *st, const struct copy *c, struct em
 	if ((w->stop = read_u64(c, st->fp, &next_fp)) || (w->stop = read_u64(c, st->fp + 8, &ra)))
 		return true;
 	w->used_fp = true;
+	st->has_bx = false;   /* code without CFI may have saved and changed it anywhere */
 	st->sp = st->fp + 16; /* both reads were inside the copy: no overflow */
 	st->fp = next_fp;
 	st->pc = ra;
@@ -97,6 +100,7 @@ static bool step_signal(struct state *st, const struct copy *c, struct ember_sta
 	    (w->stop = read_u64(c, st->sp + UC_RSP, &sp)) ||
 	    (w->stop = read_u64(c, st->sp + UC_RIP, &pc)))
 		return true;
+	st->has_bx = !read_u64(c, st->sp + UC_RBX, &st->bx);
 	/* The interrupted pc is exact; the handler may have run on another stack. */
 	st->fp = fp;
 	st->sp = sp;
@@ -116,6 +120,13 @@ static bool step_row(struct state *st, const struct ember_unwind_row *row, const
 		break;
 	case EMBER_ROW_CFA_FP:
 		cfa = st->fp + 8 * (uint64_t)(int64_t)row->cfa_slots;
+		break;
+	case EMBER_ROW_CFA_BX:
+		if (!st->has_bx) {
+			w->stop = EMBER_UNWIND_STOP_BAD_CFI;
+			return true;
+		}
+		cfa = st->bx + 8 * (uint64_t)(int64_t)row->cfa_slots;
 		break;
 	case EMBER_ROW_PLT:
 		cfa = st->sp + 8 + ((st->pc & 15) >= (uint64_t)(int64_t)row->cfa_slots ? 8 : 0);
@@ -150,6 +161,11 @@ static bool step_row(struct state *st, const struct ember_unwind_row *row, const
 			return true;
 		st->fp = fp;
 	}
+	/* The caller's rbx: where this frame saved it, else this frame's. */
+	if (row->bx_slot == EMBER_ROW_BX_LOST)
+		st->has_bx = false;
+	else if (row->bx_slot)
+		st->has_bx = !read_u64(c, cfa - 8 * (uint64_t)row->bx_slot, &st->bx);
 	st->sp = cfa;
 	st->pc = ra;
 	return ra == 0;
@@ -159,7 +175,14 @@ void ember_stack_unwind(const struct ember_stack_regs *regs, const uint8_t *stac
                         ember_row_lookup_fn lookup, void *ctx, struct ember_stack_walk *w)
 {
 	struct copy c = {stack, regs->sp, stack ? len : 0};
-	struct state st = {regs->pc, regs->sp, regs->fp, regs->exact, regs->has_di, regs->di};
+	struct state st = {.pc = regs->pc,
+	                   .sp = regs->sp,
+	                   .fp = regs->fp,
+	                   .exact = regs->exact,
+	                   .has_di = regs->has_di,
+	                   .has_bx = regs->has_bx,
+	                   .di = regs->di,
+	                   .bx = regs->bx};
 
 	w->n = 0;
 	w->stop = EMBER_UNWIND_COMPLETE;

@@ -27,7 +27,8 @@ struct ember_stack_regs {
 	uint64_t pc, sp, fp;
 	bool exact;  /* pc is where execution stopped, not a return address */
 	bool has_di; /* di is the frame's rdi (its return address may be there: RA_DI rows) */
-	uint64_t di;
+	bool has_bx; /* bx is the frame's rbx (the CFA of CFA_BX rows) */
+	uint64_t di, bx;
 };
 
 /*

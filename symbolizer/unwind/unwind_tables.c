@@ -876,12 +876,14 @@ static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event 
                         const struct ember_stack_copy *copy, const uint8_t *stack, uint64_t now_ns,
                         struct ember_copy_stack *out)
 {
-	struct ember_stack_regs regs = {copy->pc,
-	                                copy->sp,
-	                                copy->fp,
-	                                copy->flags & EMBER_COPY_EXACT_PC,
-	                                copy->flags & EMBER_COPY_DI,
-	                                copy->di};
+	struct ember_stack_regs regs = {.pc = copy->pc,
+	                                .sp = copy->sp,
+	                                .fp = copy->fp,
+	                                .exact = copy->flags & EMBER_COPY_EXACT_PC,
+	                                .has_di = copy->flags & EMBER_COPY_DI,
+	                                .has_bx = copy->flags & EMBER_COPY_BX,
+	                                .di = copy->di,
+	                                .bx = copy->bx};
 	/* The frames the record has room for after its own words (Python frames take two). */
 	uint32_t room = EMBER_MAX_USTACK_WORDS - MIN(s->ustack_len, EMBER_MAX_USTACK_WORDS);
 	struct ember_stack_walk w = {.frames = out->frames, .max = MIN(room, EMBER_MAX_USTACK)};

@@ -3,7 +3,8 @@
  * The CFI parser (symbolizer/unwind/cfi.c): .eh_frame and .debug_frame bytes
  * as a mapped file would hold them, or a whole ELF image. The first input
  * byte picks the mode and the section address; the rest is the data.
- * Beyond not crashing, every table must come out sorted with valid kinds.
+ * Beyond not crashing, every table must come out sorted with valid kinds
+ * (and an rbx save only in the rows that step through a CFA).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +17,10 @@ static void check_rows(const struct ember_unwind_rows *r)
 	for (size_t i = 0; i < r->count; i++) {
 		if (r->rows[i].kind >= EMBER_ROW_KIND_MAX ||
 		    (i && r->rows[i].pc <= r->rows[i - 1].pc))
+			abort();
+		/* Only a frame that steps to its caller through the CFA restores rbx. */
+		if (r->rows[i].bx_slot && r->rows[i].kind != EMBER_ROW_CFA_SP &&
+		    r->rows[i].kind != EMBER_ROW_CFA_FP && r->rows[i].kind != EMBER_ROW_CFA_BX)
 			abort();
 		if (ember_unwind_rows_find(r, r->rows[i].pc) != &r->rows[i])
 			abort();

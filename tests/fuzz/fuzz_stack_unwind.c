@@ -9,8 +9,9 @@
  * their exact size so that any read past them is caught. With bit 7 of the
  * row count byte, the stack is a copy as the sampler sends it (records.h): a
  * 16-bit word count, then the kept words and bitmaps, expanded first into a
- * buffer of exactly the stack's size; with bit 6, the frame's rdi is known
- * (pc ^ fp). Beyond not
+ * buffer of exactly the stack's size; with bit 6, the frame's rdi and rbx
+ * are known (pc ^ fp, and sp + 8 * (pc & 63): near the stack, where a CFA_BX
+ * row's CFA is). Beyond not
  * crashing: the walk stays within its frame budget and its steps.
  */
 #include <errno.h>
@@ -71,8 +72,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	t.flags = data[0];
 	memcpy(r, data + 1, sizeof(r));
-	regs =
-	    (struct ember_stack_regs){r[0], r[1], r[2], t.flags & 1, data[25] & 0x40, r[0] ^ r[2]};
+	regs = (struct ember_stack_regs){.pc = r[0],
+	                                 .sp = r[1],
+	                                 .fp = r[2],
+	                                 .exact = t.flags & 1,
+	                                 .has_di = data[25] & 0x40,
+	                                 .has_bx = data[25] & 0x40,
+	                                 .di = r[0] ^ r[2],
+	                                 .bx = r[1] + 8 * (r[0] & 63)};
 	sparse = data[25] & 0x80;
 	t.rows.count = (data[25] & 0x3f) % 33;
 	data += 26;

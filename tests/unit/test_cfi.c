@@ -185,6 +185,55 @@ START_TEST(special_rows_and_gaps)
 }
 END_TEST
 
+/* rbx: a CFA in it (glibc's _dl_runtime_resolve) and where a frame saved it. */
+START_TEST(rbx_rows)
+{
+	static const uint8_t trampoline[] = {
+	    0x41,        /* advance 1 (push rbx) */
+	    0x0e, 16,    /* def_cfa_offset 16 */
+	    0x83, 2,     /* offset rbx, 2 * -8 */
+	    0x43,        /* advance 3 (mov rsp, rbx) */
+	    0x0d, 3,     /* def_cfa_register rbx */
+	    0x44,        /* advance 4 */
+	    0x83, 16,    /* offset rbx, 16 * -8: farther than a row says */
+	    0x41,        /* advance 1 */
+	    0xc3,        /* restore rbx: the CIE's, unchanged */
+	    0x41,        /* advance 1 */
+	    0x09, 3,  12 /* register rbx in r12 */
+	};
+	static const uint8_t above[] = {0x41, 0x11, 3, 0x7f}; /* offset_extended_sf rbx, CFA + 8 */
+	struct ember_cfi_builder b;
+	struct ember_unwind_rows r;
+	struct buf x = {0};
+
+	cie(&x, "zR", false);
+	fde(&x, 0, 0x100, 0x20, trampoline, sizeof(trampoline));
+	fde(&x, 0, 0x200, 0x10, above, sizeof(above));
+	build(&x, 0, &r, &b);
+	expect_row(&r, 0, 0x100, EMBER_ROW_CFA_SP, 1, 0);
+	expect_row(&r, 1, 0x101, EMBER_ROW_CFA_SP, 2, 0);
+	expect_row(&r, 2, 0x104, EMBER_ROW_CFA_BX, 2, 0);
+	expect_row(&r, 3, 0x108, EMBER_ROW_CFA_BX, 2, 0);
+	expect_row(&r, 4, 0x109, EMBER_ROW_CFA_BX, 2, 0);
+	expect_row(&r, 5, 0x10a, EMBER_ROW_CFA_BX, 2, 0);
+	expect_row(&r, 6, 0x120, EMBER_ROW_GAP, 0, 0);
+	expect_row(&r, 7, 0x200, EMBER_ROW_CFA_SP, 1, 0);
+	expect_row(&r, 8, 0x201, EMBER_ROW_CFA_SP, 1, 0);
+	expect_row(&r, 9, 0x210, EMBER_ROW_GAP, 0, 0);
+	ck_assert_uint_eq(r.count, 10);
+	ck_assert_uint_eq(r.rows[0].bx_slot, 0);
+	ck_assert_uint_eq(r.rows[1].bx_slot, 2); /* the caller's rbx at CFA - 16 */
+	ck_assert_uint_eq(r.rows[2].bx_slot, 2);
+	ck_assert_uint_eq(r.rows[3].bx_slot, EMBER_ROW_BX_LOST);
+	ck_assert_uint_eq(r.rows[4].bx_slot, 0);
+	ck_assert_uint_eq(r.rows[5].bx_slot, EMBER_ROW_BX_LOST);
+	ck_assert_uint_eq(r.rows[7].bx_slot, 0);
+	ck_assert_uint_eq(r.rows[8].bx_slot, EMBER_ROW_BX_LOST); /* above the CFA */
+	ember_unwind_rows_free(&r);
+	ember_cfi_builder_free(&b);
+}
+END_TEST
+
 START_TEST(debug_frame)
 {
 	/* .debug_frame: CIE id 0xffffffff, absolute 8-byte addresses, CIE by section offset. */
@@ -286,12 +335,23 @@ static bool libdw_row(Dwarf_CFI *cfi, uint64_t addr, struct ember_unwind_row *ou
 		}
 		out->kind = EMBER_ROW_RA_DI;
 	} else if (!dwarf_frame_cfa(f, &cfa, &ncfa) && ncfa == 1 && cfa[0].atom == DW_OP_bregx &&
-	           (cfa[0].number == 6 || cfa[0].number == 7)) {
-		out->kind = cfa[0].number == 7 ? EMBER_ROW_CFA_SP : EMBER_ROW_CFA_FP;
+	           (cfa[0].number == 3 || cfa[0].number == 6 || cfa[0].number == 7)) {
+		out->kind = cfa[0].number == 7   ? EMBER_ROW_CFA_SP
+		            : cfa[0].number == 6 ? EMBER_ROW_CFA_FP
+		                                 : EMBER_ROW_CFA_BX;
 		out->cfa_slots = (int16_t)((int64_t)cfa[0].number2 / 8);
 		dwarf_frame_register(f, 6, mem, &ops, &nops);
 		if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa)
 			out->fp_slot = (int8_t)((int64_t)ops[1].number / 8);
+		/* rbx: saved at CFA + off, or anything else (lost); no ops: unchanged (libdw
+		 * without the ABI's defaults says an unspecified rbx is undefined). */
+		dwarf_frame_register(f, 3, mem, &ops, &nops);
+		if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+		    (int64_t)ops[1].number < 0 && (int64_t)ops[1].number % 8 == 0 &&
+		    -(int64_t)ops[1].number / 8 <= EMBER_ROW_BX_SLOT_MAX)
+			out->bx_slot = (uint8_t)(-(int64_t)ops[1].number / 8) & 0xf;
+		else if (nops)
+			out->bx_slot = EMBER_ROW_BX_LOST;
 	} else {
 		free(f);
 		return false; /* an expression: rows say PLT or INVALID */
@@ -309,7 +369,7 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 	elf_version(EV_CURRENT);
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		struct ember_unwind_rows r;
-		size_t kinds[EMBER_ROW_KIND_MAX] = {0}, disagree = 0;
+		size_t kinds[EMBER_ROW_KIND_MAX] = {0}, disagree = 0, bx_saved = 0, bx_compared = 0;
 		int fd = open(files[k], O_RDONLY);
 		Dwarf_CFI *cfi;
 		Elf *elf;
@@ -332,6 +392,8 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 		ck_assert_ptr_nonnull(cfi);
 		for (size_t i = 0; i < r.count; i++) {
 			kinds[r.rows[i].kind]++;
+			if (r.rows[i].bx_slot && r.rows[i].bx_slot != EMBER_ROW_BX_LOST)
+				bx_saved++;
 			if (i)
 				ck_assert_uint_gt(r.rows[i].pc, r.rows[i - 1].pc);
 		}
@@ -346,8 +408,9 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 				if (got->kind == EMBER_ROW_INVALID || !libdw_row(cfi, at[j], &want))
 					continue;
 				compared++;
+				bx_compared += got->kind == EMBER_ROW_CFA_BX;
 				if (got->kind != want.kind || got->cfa_slots != want.cfa_slots ||
-				    got->fp_slot != want.fp_slot)
+				    got->fp_slot != want.fp_slot || got->bx_slot != want.bx_slot)
 					disagree++;
 			}
 		}
@@ -355,6 +418,17 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 		ck_assert_uint_eq(disagree, 0);
 		ck_assert_uint_lt(kinds[EMBER_ROW_INVALID], r.count / 100 + 1);
 		ck_assert_uint_ge(kinds[EMBER_ROW_PLT], 1);
+		/* Most functions save rbx: their callers' is found (1,500 rows in ld.so). */
+		ck_assert_uint_gt(bx_saved, r.count / 20);
+		if (k == 1) {
+			/* _dl_runtime_resolve_{fxsave,xsave,xsavec} (CFA = rbx + 32) and
+			 * _dl_runtime_profile_* (rbx + 56), each checked at both its ends. */
+			ck_assert_uint_ge(kinds[EMBER_ROW_CFA_BX], 3);
+			ck_assert_uint_ge(bx_compared, 6);
+			for (size_t i = 0; i < r.count; i++)
+				if (r.rows[i].kind == EMBER_ROW_CFA_BX && r.rows[i].cfa_slots == 4)
+					ck_assert_uint_eq(r.rows[i].bx_slot, 4); /* pushed first */
+		}
 		if (k == 0) {
 			ck_assert_uint_ge(kinds[EMBER_ROW_SIGNAL], 1); /* __restore_rt */
 			ck_assert_uint_ge(kinds[EMBER_ROW_END], 1);    /* clone, clone3 */
@@ -468,6 +542,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, prologue_body_epilogue);
 	tcase_add_test(tc, special_rows_and_gaps);
+	tcase_add_test(tc, rbx_rows);
 	tcase_add_test(tc, debug_frame);
 	tcase_add_test(tc, hostile_sections_are_bounded);
 	tcase_add_test(tc, agrees_with_libdw_on_system_libraries);

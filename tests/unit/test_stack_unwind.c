@@ -196,6 +196,98 @@ START_TEST(return_address_in_rdi_at_the_sampled_frame)
 }
 END_TEST
 
+/*
+ * glibc's _dl_runtime_resolve: push rbx; mov rsp, rbx; CFA = rbx + 32; and $-64, rsp; ...;
+ * call _dl_fixup, which saves rbx (at its CFA - 16) and changes it. f0 (_dl_fixup, CFA =
+ * SP + 24) -> f1 (the trampoline, CFA_BX 4, its caller's rbx at CFA - 32) -> f2 (CFA = SP +
+ * 8) -> f3 (END).
+ */
+static void rbx_frames(struct fake_table *t, uint8_t f0_bx_slot)
+{
+	memset(t, 0, sizeof(*t));
+	memset(stack, 0, sizeof(stack));
+	add_row(t, 0x1000, EMBER_ROW_CFA_SP, 3, 0);
+	t->rows[0].bx_slot = f0_bx_slot & 0xf;
+	add_row(t, 0x1100, EMBER_ROW_CFA_BX, 4, 0);
+	t->rows[1].bx_slot = 4;
+	add_row(t, 0x1200, EMBER_ROW_CFA_SP, 1, 0);
+	add_row(t, 0x1300, EMBER_ROW_END, 0, 0);
+	add_row(t, 0x1400, EMBER_ROW_GAP, 0, 0);
+	stack[1] = BASE + 64;  /* f0 saved the trampoline's rbx at its CFA - 16 */
+	stack[2] = 0x1150;     /* f0's return address at CFA (BASE + 24) - 8 */
+	stack[8] = 0x7ff0beef; /* the trampoline saved its caller's rbx at rbx (CFA - 32) */
+	stack[11] = 0x1250;    /* its return address at CFA (rbx + 32 = BASE + 96) - 8 */
+	stack[12] = 0x1350;    /* f2's at BASE + 104 - 8 */
+}
+
+START_TEST(cfa_in_rbx_restored_from_a_callee)
+{
+	struct ember_stack_regs r = {.pc = 0x1010, .sp = BASE, .exact = true, .has_bx = true};
+	struct fake_table t;
+	struct ember_stack_walk w;
+	uint64_t frames[8];
+
+	/* The sampled frame's rbx is its own (0x42); the trampoline's is where f0 saved it. */
+	r.bx = 0x42;
+	rbx_frames(&t, 2);
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_eq(w.n, 3);
+	ck_assert_uint_eq(frames[0], 0x1150);
+	ck_assert_uint_eq(frames[1], 0x1250);
+	ck_assert_uint_eq(frames[2], 0x1350);
+	/* The same without the copy's rbx: f0's save is enough. */
+	r.has_bx = false;
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_eq(w.n, 3);
+	/* f0 leaves rbx alone: the copy's rbx is the trampoline's. */
+	rbx_frames(&t, 0);
+	r.has_bx = true;
+	r.bx = BASE + 64;
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_eq(w.n, 3);
+	/* ... and without it, rbx is not known at the trampoline: stop there. */
+	r.has_bx = false;
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
+	ck_assert_uint_eq(w.n, 1);
+	ck_assert_uint_eq(frames[0], 0x1150);
+	/* f0's save is one a row cannot say (EMBER_ROW_BX_LOST): the copy's rbx is not used. */
+	rbx_frames(&t, EMBER_ROW_BX_LOST);
+	r.has_bx = true;
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
+	ck_assert_uint_eq(w.n, 1);
+	/* Sampled in the trampoline itself: its rbx is the sample's. */
+	rbx_frames(&t, 2);
+	r = (struct ember_stack_regs){
+	    .pc = 0x1110, .sp = BASE + 24, .exact = true, .has_bx = true, .bx = BASE + 64};
+	memset(&w, 0, sizeof(w));
+	w.frames = frames;
+	w.max = 8;
+	ember_stack_unwind(&r, (const uint8_t *)&stack[3], sizeof(stack) - 24, fake_lookup, &t, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_eq(w.n, 2);
+	ck_assert_uint_eq(frames[0], 0x1250);
+	/* A frame found through the frame pointer may have changed rbx anywhere. */
+	rbx_frames(&t, 0);
+	t.rows[0] = (struct ember_unwind_row){.pc = 0x1000, .kind = EMBER_ROW_GAP};
+	r = (struct ember_stack_regs){.pc = 0x1010,
+	                              .sp = BASE,
+	                              .fp = BASE + 8,
+	                              .exact = true,
+	                              .has_bx = true,
+	                              .bx = BASE + 64};
+	stack[1] = BASE + 200; /* next fp; the return address stays at BASE + 16 */
+	walk(&t, &r, sizeof(stack), 8, frames, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
+	ck_assert_uint_eq(w.n, 1);
+	ck_assert(w.used_fp);
+}
+END_TEST
+
 START_TEST(reads_stay_inside_the_copy)
 {
 	struct ember_stack_regs r = {.pc = 0x1010, .sp = BASE, .exact = true};
@@ -290,7 +382,7 @@ START_TEST(hostile_stacks_end)
 	add_row(&t, 0x1000, EMBER_ROW_INVALID, 0, 0);
 	walk(&t, &r, sizeof(stack), 50, frames, &w);
 	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
-	t.rows[0].kind = 200;
+	t.rows[0].kind = 15; /* kinds have 4 bits */
 	walk(&t, &r, sizeof(stack), 50, frames, &w);
 	ck_assert_uint_eq(w.stop, EMBER_UNWIND_STOP_BAD_CFI);
 }
@@ -399,7 +491,7 @@ __attribute__((noinline)) static void capture_here(struct capture *c)
 
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
 	                 : "=r"(pc), "=r"(sp), "=r"(fp));
-	c->regs = (struct ember_stack_regs){pc, sp, fp, true, false, 0};
+	c->regs = (struct ember_stack_regs){.pc = pc, .sp = sp, .fp = fp, .exact = true};
 	ck_assert_int_eq(pthread_getattr_np(pthread_self(), &attr), 0);
 	ck_assert_int_eq(pthread_attr_getstack(&attr, &addr, &size), 0);
 	pthread_attr_destroy(&attr);
@@ -578,6 +670,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, frame_pointer_rows_and_saved_fp);
 	tcase_add_test(tc, plt_and_signal_rows);
 	tcase_add_test(tc, return_address_in_rdi_at_the_sampled_frame);
+	tcase_add_test(tc, cfa_in_rbx_restored_from_a_callee);
 	tcase_add_test(tc, reads_stay_inside_the_copy);
 	tcase_add_test(tc, hostile_stacks_end);
 	tcase_add_test(tc, lookup_failures_say_why);
