@@ -484,14 +484,16 @@ struct capture {
 /* Registers and a copy of the stack from them to its top, as the sampler would take them. */
 __attribute__((noinline)) static void capture_here(struct capture *c)
 {
-	uint64_t pc, sp, fp, top;
+	uint64_t pc, sp, fp, bx, top;
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
 
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-	                 : "=r"(pc), "=r"(sp), "=r"(fp));
-	c->regs = (struct ember_stack_regs){.pc = pc, .sp = sp, .fp = fp, .exact = true};
+	/* rbx first: an output register the compiler gave rbx is written after. */
+	__asm__ volatile("mov %%rbx, %3\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+	                 : "=&r"(pc), "=&r"(sp), "=&r"(fp), "=&r"(bx));
+	c->regs = (struct ember_stack_regs){
+	    .pc = pc, .sp = sp, .fp = fp, .exact = true, .has_bx = true, .bx = bx};
 	ck_assert_int_eq(pthread_getattr_np(pthread_self(), &attr), 0);
 	ck_assert_int_eq(pthread_attr_getstack(&attr, &addr, &size), 0);
 	pthread_attr_destroy(&attr);
@@ -523,6 +525,76 @@ __attribute__((noinline)) static void level1(struct capture *c)
 	c->ra[3] = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	__asm__ volatile("" ::: "memory");
 }
+
+/*
+ * A trampoline shaped like glibc's _dl_runtime_resolve: the CFA in rbx, the stack pointer
+ * realigned, then a call to a function that saves rbx and changes it.
+ */
+void ember_test_rbx_trampoline(struct capture *c);
+void ember_test_rbx_callee(struct capture *c);
+
+__asm__(".text\n"
+        ".globl ember_test_rbx_trampoline\n"
+        ".hidden ember_test_rbx_trampoline\n"
+        ".type ember_test_rbx_trampoline, @function\n"
+        "ember_test_rbx_trampoline:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset rbx, -16\n"
+        "mov %rsp, %rbx\n"
+        ".cfi_def_cfa_register rbx\n"
+        "and $-64, %rsp\n"
+        "sub $192, %rsp\n"
+        "call ember_test_rbx_callee\n"
+        "mov %rbx, %rsp\n"
+        ".cfi_def_cfa_register rsp\n"
+        "pop %rbx\n"
+        ".cfi_restore rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size ember_test_rbx_trampoline, .-ember_test_rbx_trampoline\n");
+
+__attribute__((noinline, visibility("hidden"))) void ember_test_rbx_callee(struct capture *c)
+{
+	__asm__ volatile("mov $0x5a5a, %%ebx" ::: "rbx", "memory"); /* saved, then changed */
+	capture_here(c);
+	c->ra[1] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	__asm__ volatile("" ::: "memory");
+}
+
+START_TEST(own_stack_through_a_cfa_in_rbx)
+{
+	struct capture c = {0};
+	struct ember_stack_walk w = {0};
+	struct ember_unwind_row row;
+	uint64_t frames[128];
+
+	dl_iterate_phdr(add_object, NULL);
+	ember_test_rbx_trampoline(&c);
+	c.ra[2] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	ck_assert_int_eq(self_lookup(NULL, c.ra[1] - 1, &row), 0);
+	ck_assert_int_eq(row.kind, EMBER_ROW_CFA_BX);
+	w.frames = frames;
+	w.max = 128;
+	ember_stack_unwind(&c.regs, c.copy, c.len, self_lookup, NULL, &w);
+	/* capture_here -> the callee -> the trampoline -> this test -> ... -> libc's start. */
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	ck_assert_uint_ge(w.n, 5);
+	ck_assert_uint_eq(frames[0], c.ra[0]);
+	ck_assert_uint_eq(frames[1], c.ra[1]);
+	ck_assert_uint_eq(frames[3], c.ra[2]);
+	/* The sample's own rbx is not needed: the callee saved the trampoline's. */
+	c.regs.has_bx = false;
+	ember_stack_unwind(&c.regs, c.copy, c.len, self_lookup, NULL, &w);
+	ck_assert_uint_eq(w.stop, EMBER_UNWIND_COMPLETE);
+	free(c.copy);
+	for (size_t i = 0; i < nobjects; i++)
+		ember_unwind_rows_free(&objects[i].rows);
+	nobjects = 0;
+}
+END_TEST
 
 START_TEST(own_stack_from_a_copy)
 {
@@ -671,6 +743,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, plt_and_signal_rows);
 	tcase_add_test(tc, return_address_in_rdi_at_the_sampled_frame);
 	tcase_add_test(tc, cfa_in_rbx_restored_from_a_callee);
+	tcase_add_test(tc, own_stack_through_a_cfa_in_rbx);
 	tcase_add_test(tc, reads_stay_inside_the_copy);
 	tcase_add_test(tc, hostile_stacks_end);
 	tcase_add_test(tc, lookup_failures_say_why);

@@ -189,7 +189,14 @@ static void check_validation(struct ember_tables *t)
 	m.unwind_rows.rows[B - 1] =
 	    (struct ember_unwind_row){.pc = 0x100000, .kind = EMBER_ROW_PLT, .cfa_slots = 16};
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
-	ck_assert_int_eq(handle(t, rows_msg(7, 0, B)), 0);
+	m = rows_msg(7, 0, B);
+	m.unwind_rows.rows[2].kind = EMBER_ROW_CFA_BX;
+	m.unwind_rows.rows[2].cfa_slots = 0; /* CFA at BX: no frame either */
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m.unwind_rows.rows[2].cfa_slots = 4; /* glibc's _dl_runtime_resolve, rbx pushed first */
+	m.unwind_rows.rows[2].bx_slot = 4;
+	m.unwind_rows.rows[3].bx_slot = EMBER_ROW_BX_LOST;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)),
 	                 -EPROTO); /* 1 missing */
 	ck_assert_int_eq(handle(t, rows_msg(7, B, B)), 0);
