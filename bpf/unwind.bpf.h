@@ -340,14 +340,15 @@ static __always_inline long step_frame_pointer(struct ember_uw_state *st)
 
 static __always_inline long step_signal(struct ember_uw_state *st)
 {
-	__u64 fp, sp, pc;
+	__u64 fp, sp, pc, bx;
 
 	if (read_user_u64(&fp, st->sp + UC_RBP) || read_user_u64(&sp, st->sp + UC_RSP) ||
 	    read_user_u64(&pc, st->sp + UC_RIP)) {
 		st->stop = EMBER_UNWIND_STOP_READ;
 		return 1;
 	}
-	st->bx_known = !read_user_u64(&st->bx, st->sp + UC_RBX);
+	st->bx_known = !read_user_u64(&bx, st->sp + UC_RBX);
+	st->bx = bx;
 	/* The interrupted pc is exact, and the handler may have run on another stack. */
 	st->fp = fp;
 	st->sp = sp;
@@ -360,7 +361,7 @@ static __always_inline long step_signal(struct ember_uw_state *st)
 static __always_inline long step_row(struct ember_uw_state *st, const struct ember_unwind_row *row,
                                      bool leaf)
 {
-	__u64 cfa, ra, fp;
+	__u64 cfa, ra, fp, bx;
 
 	switch (row->kind) {
 	case EMBER_ROW_RA_DI:
@@ -415,8 +416,10 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 	/* The caller's rbx: where this frame saved it, else this frame's. */
 	if (row->bx_slot == EMBER_ROW_BX_LOST)
 		st->bx_known = 0;
-	else if (row->bx_slot)
-		st->bx_known = !read_user_u64(&st->bx, cfa - 8 * (__u64)row->bx_slot);
+	else if (row->bx_slot) {
+		st->bx_known = !read_user_u64(&bx, cfa - 8 * (__u64)row->bx_slot);
+		st->bx = bx;
+	}
 	st->sp = cfa;
 	st->pc = ra;
 	return ra == 0;
