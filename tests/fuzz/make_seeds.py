@@ -355,6 +355,15 @@ def stack_unwind_seeds():
     write("stack_unwind", "fp-plt-signal",
           bytes([flags | 2]) + struct.pack("<3Q", 0x1010, sp, sp + 16) + bytes([4]) + rows +
           stack)
+    # glibc's _dl_runtime_resolve: f0 saved the trampoline's rbx (CFA - 16); the trampoline's
+    # CFA is rbx + 32, its caller's rbx at CFA - 32. Bit 6: the copy's rbx (sp + 128) is known.
+    CFA_BX = 8
+    rows = (row(0x1000, CFA_SP | 2 << 4, 3) + row(0x1100, CFA_BX | 4 << 4, 4) +
+            row(0x1200, CFA_SP, 1) + row(0x1300, END) + row(0x1400, GAP))
+    stack = struct.pack("<13Q", 0, sp + 64, 0x1150, 0, 0, 0, 0, 0, 0x7FF0BEEF, 0, 0, 0x1250,
+                        0x1350)
+    write("stack_unwind", "rbx-trampoline",
+          bytes([flags]) + struct.pack("<3Q", 0x1010, sp, 0) + bytes([5 | 0x40]) + rows + stack)
 
 
 PY_ELF_SEED = r"""
