@@ -8,7 +8,8 @@ complete: from the leaf through its callers to main and _start (main thread)
 or to thread_entry and libc's thread start (start_thread, clone3), with no
 "[unwind stopped: ...]" marker. The same for a process that lives one second,
 and the profile reports the fraction of samples that missed tables. Stacks
-through a signal handler and the vDSO are complete too."""
+through a signal handler and the vDSO are complete too, and so are those
+through the dynamic loader's lazy-binding trampoline."""
 import os
 import signal
 import subprocess
@@ -168,10 +169,50 @@ def test_signal_handler_and_vdso():
         assert good >= 0.95 * total, f"{name}: {good} of {total} complete"
 
 
+def test_lazy_binding_trampoline():
+    """With LD_BIND_NOT=1 every call through the PLT goes through the dynamic
+    loader's lazy-binding trampoline (_dl_runtime_resolve_xsavec: its CFA is
+    rbx + 32, the stack pointer realigned to 64 bytes) into _dl_fixup and
+    _dl_lookup_symbol_x: the stacks of those samples are complete, the
+    trampoline's frame found through the rbx its callees saved."""
+    plt = build_workload("plt", WD, cflags=[*NO_FRAME_POINTERS, "-fno-builtin"])
+    folded = os.path.join(WD, "lazy.folded")
+    os.environ["LD_BIND_NOT"] = "1"  # inherited by the workload forked below
+    pid = start_stopped([plt, "4"])
+    del os.environ["LD_BIND_NOT"]
+    proc = start([EMBER, "record", "-d", "7", "-F", "499", "-p", str(pid), "-o", folded])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        os.kill(pid, signal.SIGCONT)
+        os.waitpid(pid, 0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    rows = [(f, n) for f, n in read_folded(folded) if f[0] == "plt"]
+
+    def whole(f):
+        return (f[1:2] == ["_start"] and "main" in f and "call_through_plt" in f and
+                not any(x.startswith("[unwind stopped") for x in f))
+
+    lazy = [(f, n) for f, n in rows if any(x.startswith("_dl_runtime_resolve") for x in f)]
+    total, in_lazy = sum(n for _, n in rows), sum(n for _, n in lazy)
+    good = sum(n for f, n in lazy if whole(f))
+    log(f"  {in_lazy} of {total} samples through the lazy-binding trampoline, {good} complete")
+    for f, n in lazy:
+        if not whole(f):
+            log(f"  incomplete: {';'.join(f)} {n}")
+            break
+    assert in_lazy >= 300, f"too few samples through the trampoline: {in_lazy} of {total}"
+    assert good >= 0.98 * in_lazy, f"{good} of {in_lazy} complete"
+
+
 if __name__ == "__main__":
     run_tests([
         test_no_frame_pointers_known_split_complete_stacks,
         test_short_lived_process,
         test_signal_handler_and_vdso,
+        test_lazy_binding_trampoline,
         test_frame_pointer_walk_is_marked_not_silent,
     ])
