@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 import otlp_receiver  # noqa: E402  (the tests' OTLP reader)
+from emberlib import pprof_comments  # noqa: E402  (the statistics in a pprof)
 
 NO_FP = ["-O2", "-fomit-frame-pointer", "-g"]
 BUILD_COMMS = ("cc1", "as", "ld", "collect2", "gcc")
@@ -184,21 +185,6 @@ def bpf_map_bytes(pid):
     return sum(seen.values())
 
 
-def profile_stats(pprof):
-    """The run statistics ember writes into its pprof as comments ("#name=value"): entries
-    of the string table (field 6: a 0x32 tag, a one-byte length for these short ones)."""
-    import gzip
-    with gzip.open(pprof, "rb") as f:
-        blob = f.read()
-    stats = {}
-    for m in re.finditer(rb"\x32([\x01-\x7f])", blob):
-        text = blob[m.end():m.end() + m.group(1)[0]]
-        kv = re.fullmatch(rb"#?([a-z][a-z0-9_.]*)=(\d+)", text)
-        if kv:
-            stats.setdefault(kv.group(1).decode(), int(kv.group(2)))
-    return stats
-
-
 class Recording:
     """One tool recording the whole system until stop(); then its samples and costs."""
 
@@ -217,11 +203,17 @@ class Recording:
         self.proc = subprocess.Popen([os.path.join(build, "ember"), "record", "-F", str(hz),
                                       "--no-progress", "-o", self.out, "-o", self.pprof],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        # Ready once the symbolizer says it is connected (ember prints it on stderr).
+        # Ready once ember samples: it says so on stderr once its programs are attached
+        # (after the symbolizer connected). A process started before then is one that was
+        # running when the profiler started, not one started under it. Builds older than
+        # that line say only that the symbolizer connected: they are given 2 s more.
         self.err = []
         for line in self.proc.stderr:
             self.err.append(line)
-            if "connected" in line:
+            if re.match(r"ember: sampling \d+ CPUs at", line):
+                break
+            if "connected" in line and tool == "before":
+                time.sleep(2)
                 break
         else:
             sys.exit(f"{tag}: ember did not start:\n" + "".join(self.err))
@@ -244,7 +236,7 @@ class Recording:
         if not os.path.exists(self.pprof):
             print(f"{self.tag}: ember wrote no profile:\n" + "".join(self.err), flush=True)
             return [], cpu, float("nan"), None
-        stats = profile_stats(self.pprof)
+        stats = pprof_comments(self.pprof)
         samples = ember_samples(self.out)
         n = sum(s[3] for s in samples)
         ring = stats.get("ring.sample_bytes")
