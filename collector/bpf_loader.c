@@ -292,7 +292,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		          "/proc/sys/kernel/perf_event_paranoid and CAP_PERFMON (`ember check`)");
 		goto fail;
 	}
-	log_debug("sampling %d CPUs at %u Hz", b->attached_cpus, b->sample_hz);
+	log_info("sampling %d CPUs at %u Hz", b->attached_cpus, b->sample_hz);
 	return 0;
 fail:
 	ember_bpf_destroy(b);

@@ -5,6 +5,7 @@ instead of skipping (exit code 77 means "skipped" to ctest)."""
 import collections
 import gzip
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -104,7 +105,8 @@ def with_root_a_mount(cmd):
 
 def start_recording(args):
     """Starts ember record; returns (process, lines of stderr so far, an event set once it
-    samples: its symbolizer connects after the programs are attached)."""
+    samples: the collector says so once its programs are attached, after the symbolizer
+    connected)."""
     proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines, sampling = [], threading.Event()
@@ -112,7 +114,7 @@ def start_recording(args):
     def drain():
         for line in proc.stderr:
             lines.append(line)
-            if "connected" in line:
+            if re.match(r"ember: sampling \d+ CPUs at", line):
                 sampling.set()
 
     threading.Thread(target=drain, daemon=True).start()
