@@ -56,6 +56,27 @@ def record_workload(name, seconds, runs=1, hz="499"):
     return read_folded(folded), profile_stats(pprof, WD), truth_shares(truth)
 
 
+def record_one(name, argv, seconds, env=None):
+    """Runs argv under `ember record -p` from its exec on, for `seconds`; returns the
+    folded rows. env: variables the workload alone gets."""
+    folded = os.path.join(WD, f"{name}.folded")
+    os.environ.update(env or {})  # inherited by the workload forked below
+    pid = start_stopped(argv)
+    for k in env or {}:
+        del os.environ[k]
+    proc = start([EMBER, "record", "-d", str(seconds), "-F", "499", "-p", str(pid), "-o", folded])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        os.kill(pid, signal.SIGCONT)
+        os.waitpid(pid, 0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    return read_folded(folded)
+
+
 def check(rows, stats, truth, min_samples):
     counts = {leaf: 0 for leaf in LEAVES}
     good = {leaf: 0 for leaf in LEAVES}
@@ -137,19 +158,7 @@ def test_signal_handler_and_vdso():
     """Samples in a signal handler that interrupted the vDSO unwind through
     libc's signal trampoline and the vDSO back to main and _start."""
     sig = build_workload("signal", WD, cflags=NO_FRAME_POINTERS)
-    folded = os.path.join(WD, "signal.folded")
-    pid = start_stopped([sig, "6"])
-    proc = start([EMBER, "record", "-d", "8", "-F", "499", "-p", str(pid), "-o", folded])
-    try:
-        wait_for_symbolizer(proc.pid)
-        time.sleep(2)
-        os.kill(pid, signal.SIGCONT)
-        os.waitpid(pid, 0)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        kill(proc)
-    assert proc.returncode == 0, err
-    rows = [(f, n) for f, n in read_folded(folded) if f[0] == "signal"]
+    rows = [(f, n) for f, n in record_one("signal", [sig, "6"], 8) if f[0] == "signal"]
 
     def whole(f):
         return (f[1:2] == ["_start"] and "main" in f and "spin" in f and
@@ -176,21 +185,8 @@ def test_lazy_binding_trampoline():
     _dl_lookup_symbol_x: the stacks of those samples are complete, the
     trampoline's frame found through the rbx its callees saved."""
     plt = build_workload("plt", WD, cflags=[*NO_FRAME_POINTERS, "-fno-builtin"])
-    folded = os.path.join(WD, "lazy.folded")
-    os.environ["LD_BIND_NOT"] = "1"  # inherited by the workload forked below
-    pid = start_stopped([plt, "4"])
-    del os.environ["LD_BIND_NOT"]
-    proc = start([EMBER, "record", "-d", "7", "-F", "499", "-p", str(pid), "-o", folded])
-    try:
-        wait_for_symbolizer(proc.pid)
-        time.sleep(2)
-        os.kill(pid, signal.SIGCONT)
-        os.waitpid(pid, 0)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        kill(proc)
-    assert proc.returncode == 0, err
-    rows = [(f, n) for f, n in read_folded(folded) if f[0] == "plt"]
+    rows = [(f, n) for f, n in record_one("lazy", [plt, "4"], 7, {"LD_BIND_NOT": "1"})
+            if f[0] == "plt"]
 
     def whole(f):
         return (f[1:2] == ["_start"] and "main" in f and "call_through_plt" in f and
