@@ -10,17 +10,15 @@
  * py_procs (tgid -> row) after checking that every offset stays inside the
  * windows the walker reads. When the native unwinder reaches the
  * interpreter loop, the walker follows the thread's frame chain and records
- * each Python frame as two words among the sample's user addresses:
+ * each Python frame as the two words of an interpreted frame (interp.h):
  *
- *   word 0: EMBER_PY_TAG << 56 | code object address
+ *   word 0: the tag of EMBER_RUNTIME_PYTHON's frames | code object address
  *   word 1: (u32)instruction offset << 32 | checksum of the code object
  *
- * A marker (Python frames cut short) is EMBER_PY_TAG_MARKER << 56 | reason,
- * followed by a word 0. No native address has these top bytes: the walker
- * stops at a native pc that does. The instruction offset is f_lasti as the
- * interpreter keeps it (<= 3.10) or the byte offset of the current code unit
- * from the first (3.11+). The checksum (ember_py_checksum) lets the
- * symbolizer tell a code object freed and reused since the sample.
+ * The instruction offset is f_lasti as the interpreter keeps it (<= 3.10)
+ * or the byte offset of the current code unit from the first (3.11+). The
+ * checksum (ember_py_checksum) lets the symbolizer tell a code object freed
+ * and reused since the sample.
  *
  * Every row field is a number from the symbolizer, every frame word comes
  * from the profiled process: both are untrusted. A wrong row can only make
@@ -29,31 +27,16 @@
 #ifndef EMBER_BPF_PYTHON_H
 #define EMBER_BPF_PYTHON_H
 
-#ifndef __VMLINUX_H__
-#include <linux/types.h>
-#endif
+#include "interp.h"
 
-#define EMBER_PY_MAX_FRAMES   128 /* Python frames recorded per sample */
 #define EMBER_PY_WINDOW       128 /* bytes of a frame or a code object read at once */
-#define EMBER_PY_MAX_PROCS    8192
-#define EMBER_PY_MAX_EVAL     (64u << 20)  /* bytes of one part of the interpreter loop */
-#define EMBER_PY_MAX_TSD      4096         /* thread pointer offset of the key slots */
-#define EMBER_PY_MAX_TSTATE   4096         /* offsets inside the thread state and _PyCFrame */
-#define EMBER_PY_MAX_CODE     4096         /* offset of the first code unit */
-#define EMBER_PY_USER_LIMIT   (1ull << 56) /* no user address is this high */
-#define EMBER_PY_MAX_TSS_KEYS 32           /* glibc's first-level key slots */
-
-#define EMBER_PY_TAG        0xb7ull
-#define EMBER_PY_TAG_MARKER 0xb8ull
-#define EMBER_PY_TAG_SHIFT  56
-#define EMBER_PY_ADDR_MASK  (EMBER_PY_USER_LIMIT - 1)
-
-/* Why Python frames stop before the outermost one (the marker's reason). */
-enum ember_py_marker {
-	EMBER_PY_MARK_TRUNCATED = 1, /* EMBER_PY_MAX_FRAMES frames were recorded */
-	EMBER_PY_MARK_UNREADABLE,    /* a frame could not be read */
-	EMBER_PY_MARK_MAX,
-};
+#define EMBER_PY_MAX_PROCS    EMBER_INTERP_MAX_PROCS
+#define EMBER_PY_MAX_EVAL     (64u << 20) /* bytes of one part of the interpreter loop */
+#define EMBER_PY_MAX_TSD      4096        /* thread pointer offset of the key slots */
+#define EMBER_PY_MAX_TSTATE   4096        /* offsets inside the thread state and _PyCFrame */
+#define EMBER_PY_MAX_CODE     4096        /* offset of the first code unit */
+#define EMBER_PY_USER_LIMIT   EMBER_INTERP_USER_LIMIT
+#define EMBER_PY_MAX_TSS_KEYS 32 /* glibc's first-level key slots */
 
 /* How frames are chained. */
 enum ember_py_chain {
@@ -99,15 +82,7 @@ struct ember_py_proc {
 	__u8 reserved[7];
 };
 
-/* The walker's state during one sample (in the per-CPU scratch of sampler.bpf.c). */
-struct ember_py_walk {
-	__u64 cursor; /* the next frame to record */
-	__u16 frames; /* Python frames recorded */
-	__u8 state;   /* python.bpf.h's enum py_walk_state */
-	__u8 pending; /* recording the frames of one call of the interpreter loop */
-	__u8 at_pc;   /* the current native pc's Python frames are done: record it */
-	__u8 reserved[3];
-};
+_Static_assert(sizeof(struct ember_py_proc) <= EMBER_INTERP_MAX_ROW, "a row fits a message");
 
 /*
  * The checksum of a code object: its argument count, first line and the

@@ -13,15 +13,15 @@
 #include <linux/types.h>
 #endif
 
-#include "python.h"
+#include "interp.h"
 
-#define EMBER_RECORDS_VERSION 9
+#define EMBER_RECORDS_VERSION 10
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
 #define EMBER_MAX_USTACK 128 /* native user frames */
-/* User words: native frames, two per Python frame, and one two-word marker (python.h). */
-#define EMBER_MAX_USTACK_WORDS (EMBER_MAX_USTACK + 2 * EMBER_PY_MAX_FRAMES + 2)
+/* User words: native frames, two per interpreted frame, and one two-word marker (interp.h). */
+#define EMBER_MAX_USTACK_WORDS (EMBER_MAX_USTACK + 2 * EMBER_INTERP_MAX_FRAMES + 2)
 /*
  * A sample whose user stack leads where no unwind table is loaded yet (the
  * first samples of a process) carries the top of that stack, up to this
@@ -81,7 +81,7 @@ enum ember_drop_reason {
 #define EMBER_STACK_USER_FP         0x40  /* a frame was found through the frame pointer */
 #define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
 #define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
-#define EMBER_STACK_PYTHON          0x200 /* Python frames (python.h) among the user words */
+#define EMBER_STACK_INTERP          0x200 /* interpreted frames (interp.h) among the user words */
 #define EMBER_STACK_UNWIND_BORROWED 0x400 /* no table of its own: another process's, by file */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
@@ -108,7 +108,7 @@ enum ember_event_kind {
  * the thread waited in, stamped with the time and CPU where it ran again.
  * Followed by kstack_len kernel addresses (leaf first), then ustack_len user
  * words (leaf first): native addresses and, when stack_flags has
- * EMBER_STACK_PYTHON, two-word Python frames; then, with EMBER_STACK_COPY in
+ * EMBER_STACK_INTERP, two-word interpreted frames; then, with EMBER_STACK_COPY in
  * stack_flags (CPU samples only), a struct ember_stack_copy and its bytes:
  * the size is ember_sample_size().
  */

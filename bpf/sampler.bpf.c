@@ -4,7 +4,7 @@
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
  * user space through a BPF ring buffer. Kernel stacks come from
  * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h),
- * with Python frames among them (python.bpf.h).
+ * with interpreted frames among them (interp.bpf.h).
  * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) live in
  * this object too, to share the ring, the selection (select.bpf.h) and the
  * unwinder's maps.

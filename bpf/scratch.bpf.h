@@ -10,7 +10,7 @@
 #ifndef EMBER_BPF_SCRATCH_BPF_H
 #define EMBER_BPF_SCRATCH_BPF_H
 
-#include "python.h"
+#include "interp.h"
 #include "records.h"
 
 struct sample_scratch {
@@ -32,17 +32,15 @@ struct sample_scratch {
 	/* rbx for the copy: the copied frame's, or none (copy_bx_ok 0). */
 	__u64 copy_bx;
 	__u32 copy_bx_ok;
-	/* The user unwinder's counters: user words written (native frames and Python
-	 * frames) and native frames. Kept here, not on the stack, like the Python walker's
-	 * state below: the verifier then does not track them as constants, which would
-	 * multiply the states it explores through the unwinder's loop. */
+	/* The user unwinder's counters: user words written (native and interpreted
+	 * frames) and native frames. Kept here, not on the stack, like the interpreter
+	 * walker's state below: the verifier then does not track them as constants, which
+	 * would multiply the states it explores through the unwinder's loop. */
 	__u32 uw_words, uw_native;
-	/* The Python walker's state, its copy of the process's row and its read windows
-	 * (python.bpf.h). */
-	struct ember_py_walk pyw;
-	struct ember_py_proc py;
-	__u8 py_frame[EMBER_PY_WINDOW];
-	__u8 py_code[EMBER_PY_WINDOW];
+	/* The interpreter walk's state (interp.bpf.h) and the walker's own scratch: its copy
+	 * of the process's row and its read windows, as its struct lays them out. */
+	struct ember_interp_walk interp_walk;
+	__u64 interp[EMBER_INTERP_SCRATCH_BYTES / 8];
 };
 
 #define SCRATCH_CPU     0

@@ -151,7 +151,7 @@ struct ember_uw_state {
 	__u32 vma_table;
 };
 
-#include "python.bpf.h"
+#include "interp.bpf.h"
 
 static __always_inline int read_user_u64(__u64 *out, __u64 addr)
 {
@@ -655,10 +655,10 @@ static long unwind_step(__u64 i, void *ctx)
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
 		return 1;
 	}
-	if (s->pyw.pending)
-		return py_step(st, s);
-	/* No user pc has the top bit set: one that does is garbage (and would pass for a
-	 * Python frame's tag). */
+	if (s->interp_walk.pending)
+		return interp_step(st, s);
+	/* No user pc has the top bit set: one that does is garbage (and would pass for an
+	 * interpreted frame's tag). */
 	if (st->pc >> 63) {
 		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
 		return 1;
@@ -666,9 +666,9 @@ static long unwind_step(__u64 i, void *ctx)
 	/* A return address points after its call: look up the call itself. */
 	exact = st->exact;
 	pc = exact ? st->pc : st->pc - 1;
-	if (py_before_native(st, s, pc))
+	if (interp_before_native(st, s, pc))
 		return 0;
-	s->pyw.at_pc = 0;
+	s->interp_walk.at_pc = 0;
 	idx = st->base + s->uw_words;
 	if (s->uw_native >= EMBER_MAX_USTACK || idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS) {
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
@@ -780,10 +780,10 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
 		return 0;
 	}
 	s->uw_words = s->uw_native = 0;
-	py_walk_init(s, st->tgid);
-	/* Each step records a native frame, a Python frame, or passes a shim frame
-	 * (at most one per native frame). */
-	bpf_loop(2 * EMBER_MAX_USTACK + EMBER_PY_MAX_FRAMES + 2, unwind_step, st, 0);
+	interp_walk_init(st, s);
+	/* Each step records a native frame, an interpreted frame, or passes a frame the
+	 * runtime does not show (at most one per native frame). */
+	bpf_loop(2 * EMBER_MAX_USTACK + EMBER_INTERP_MAX_FRAMES + 2, unwind_step, st, 0);
 	/* For a reader that ignores the copy, the stack ends where it starts. */
 	if (st->copied) {
 		*copy_bytes = st->copied;

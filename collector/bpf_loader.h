@@ -16,6 +16,7 @@
 
 #include "bpf/records.h"
 #include "collector/selection.h"
+#include "collector/table_loader.h"
 #include "ipc/proto.h"
 
 struct sampler_bpf;
@@ -44,9 +45,7 @@ struct ember_bpf {
 	bool enabled;
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
-	/* Keyed by process: the unwinder's mapping lists, the Python walker's rows
-	 * (bpf/python.bpf.h). */
-	int proc_map_fds[2];
+	int proc_map_fds[EMBER_PROC_MAPS]; /* keyed by process (table_loader.h) */
 };
 
 /*

@@ -13,7 +13,7 @@ void ember_drain_init(struct ember_drain *d, struct ember_procs *procs)
 {
 	memset(d, 0, sizeof(*d));
 	d->procs = procs;
-	d->proc_map_fds[0] = d->proc_map_fds[1] = -1;
+	memset(d->proc_map_fds, -1, sizeof(d->proc_map_fds));
 }
 
 static void count_lost(struct ember_drain *d, enum ember_lost_reason reason, uint64_t n)
@@ -69,7 +69,7 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 		forward(d, EMBER_REC_PROCESS_EXIT, data, size);
 		/* Here, not only by the symbolizer, which may not have sent (or have lost track of)
 		 * them: nothing else deletes them. Lists sent after this are refused (peer.c). */
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < EMBER_PROC_MAPS; i++)
 			bpf_map_delete_elem(d->proc_map_fds[i], &ev->tgid);
 		ember_procs_forget(d->procs, ev->tgid);
 	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {

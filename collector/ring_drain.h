@@ -13,6 +13,7 @@
 
 #include "ipc/ring.h"
 #include "collector/seen_pids.h"
+#include "collector/table_loader.h"
 #include "bpf/records.h"
 
 #define EMBER_LOST_REASONS 8 /* enum ember_lost_reason values are below this */
@@ -20,9 +21,9 @@
 struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */
 	struct ember_procs *procs;
-	int proc_map_fds[2]; /* as ember_bpf's: an exit deletes the process's entries */
-	uint64_t samples;    /* copied into the sample ring */
-	uint64_t malformed;  /* records from the kernel of an impossible size */
+	int proc_map_fds[EMBER_PROC_MAPS]; /* ember_bpf's: an exit deletes the process from each */
+	uint64_t samples;                  /* copied into the sample ring */
+	uint64_t malformed;                /* records from the kernel of an impossible size */
 	uint64_t pending_lost[EMBER_LOST_REASONS]; /* not yet reported in a LOST record */
 	uint64_t lost[EMBER_LOST_REASONS];         /* totals, for the progress line */
 	uint64_t bpf_drops_seen[EMBER_DROP_MAX];

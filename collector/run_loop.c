@@ -563,10 +563,9 @@ static int setup(struct recorder *r)
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
 		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
-		                        r->bpf.unwind_blocks_fd, r->bpf.proc_map_fds[0], 0);
+		                        r->bpf.unwind_blocks_fd, r->bpf.proc_map_fds, 0);
 	if (err)
 		return err;
-	r->tables.py_procs_fd = r->bpf.proc_map_fds[1];
 	r->peer.tables = &r->tables;
 	r->stop_ns = ember_monotonic_ns() + o->duration_ms * 1000000ull;
 

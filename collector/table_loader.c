@@ -7,17 +7,22 @@
 
 #include <bpf/bpf.h>
 
+#include "collector/row_python.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
-                      uint64_t max_rows)
+/* The runtimes whose rows the collector loads (bpf/interp.h), one line each. */
+const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] = {
+    [EMBER_RUNTIME_PYTHON] = &ember_row_python,
+};
+
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd,
+                      const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows)
 {
 	memset(t, 0, sizeof(*t));
 	t->tables_fd = tables_fd;
 	t->blocks_fd = blocks_fd;
-	t->procs_fd = procs_fd;
-	t->py_procs_fd = -1;
+	memcpy(t->proc_fds, proc_fds, sizeof(t->proc_fds));
 	t->max_rows = max_rows ? max_rows : EMBER_TABLES_MAX_ROWS;
 	t->slot_rows = calloc(EMBER_UNWIND_MAX_TABLES, sizeof(*t->slot_rows));
 	return t->slot_rows ? 0 : -ENOMEM;
@@ -137,7 +142,7 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	    m->count > m->total - m->first)
 		return -EPROTO;
 	if (!m->total) {
-		bpf_map_delete_elem(t->procs_fd, &m->pid);
+		bpf_map_delete_elem(t->proc_fds[0], &m->pid);
 		return 0;
 	}
 	if (!m->first) {
@@ -160,7 +165,7 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	}
 	t->staged += m->count;
 	if (t->staged == s->count) {
-		if (bpf_map_update_elem(t->procs_fd, &t->staging_pid, s, BPF_ANY))
+		if (bpf_map_update_elem(t->proc_fds[0], &t->staging_pid, s, BPF_ANY))
 			failed(t, "process", neg_errno());
 		t->staging_pid = 0;
 	}
@@ -168,52 +173,27 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 }
 
 /*
- * Every offset {at, bytes used there, limit} stays inside the window the walker reads;
- * the loop's ranges are user addresses; enums are known.
+ * A known runtime, exactly its row size, a row its own check takes: indexed, then loaded.
+ * REMOVE leaves the index naming the runtime: a process whose runtime has no row for it is
+ * not walked, and its exit deletes it from every map (ring_drain.c).
  */
-static bool py_row_ok(const struct ember_py_proc *r)
+static int on_interp_row(struct ember_tables *t, const struct ember_msg_interp_row *m)
 {
-	static const uint8_t zero[sizeof(r->reserved)];
-	const uint64_t fr = r->frame_read, co = r->code_read,
-		       f[][3] = {{r->frame_code, 8, fr},
-	                         {r->frame_back, 8, fr},
-	                         {r->frame_entry, 1, fr},
-	                         {r->frame_instr, r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8, fr},
-	                         {r->code_argcount, 4, co},
-	                         {r->code_firstlineno, 4, co},
-	                         {r->code_name, 8, co},
-	                         {r->code_filename, 8, co},
-	                         {fr, 0, EMBER_PY_WINDOW},
-	                         {co, 0, EMBER_PY_WINDOW},
-	                         {r->tsd_offset, 0, EMBER_PY_MAX_TSD},
-	                         {r->tstate_frame, 0, EMBER_PY_MAX_TSTATE},
-	                         {r->cframe_frame, 0, EMBER_PY_MAX_TSTATE},
-	                         {r->code_units, 0, EMBER_PY_MAX_CODE},
-	                         {r->tss_key, 4, EMBER_PY_USER_LIMIT}};
+	const struct ember_interp_row_kind *k =
+	    m->runtime < EMBER_RUNTIME_MAX ? ember_interp_rows[m->runtime] : NULL;
+	bool set = m->op == EMBER_INTERP_ROW_SET;
+	int rows = k ? t->proc_fds[1 + m->runtime] : -1;
 
-	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
-		if (f[i][0] + f[i][1] > f[i][2])
-			return false;
-	for (int i = 0; i < 2; i++) /* the loop itself, then its cold part (optional) */
-		if (r->eval_end[i] ? r->eval_start[i] >= r->eval_end[i] ||
-		                         r->eval_end[i] > EMBER_PY_USER_LIMIT ||
-		                         r->eval_end[i] - r->eval_start[i] > EMBER_PY_MAX_EVAL
-		                   : r->eval_start[i] || !i)
-			return false;
-	return r->tss_key && !(r->tss_key % 4) && r->chain - 1u < EMBER_PY_CHAIN_MAX - 1u &&
-	       r->entry - 1u < EMBER_PY_ENTRY_MAX - 1u && r->instr - 1u < EMBER_PY_INSTR_MAX - 1u &&
-	       !memcmp(r->reserved, zero, sizeof(zero));
-}
-
-static int on_py_proc(struct ember_tables *t, const struct ember_msg_py_proc *m)
-{
-	if (!m->pid || m->pid > (1u << 22) ||
-	    (m->op != EMBER_PY_PROC_REMOVE && (m->op != EMBER_PY_PROC_SET || !py_row_ok(&m->row))))
+	if (!k || !m->pid || m->pid > (1u << 22) || m->reserved ||
+	    (!set && m->op != EMBER_INTERP_ROW_REMOVE) ||
+	    m->hdr.length != EMBER_MSG_INTERP_ROW_HEADER + (set ? k->size : 0) ||
+	    (set && !k->ok(m->row)))
 		return -EPROTO;
-	if (m->op == EMBER_PY_PROC_REMOVE)
-		bpf_map_delete_elem(t->py_procs_fd, &m->pid);
-	else if (bpf_map_update_elem(t->py_procs_fd, &m->pid, &m->row, BPF_ANY))
-		failed(t, "Python process row", neg_errno());
+	if (!set)
+		bpf_map_delete_elem(rows, &m->pid);
+	else if (bpf_map_update_elem(t->proc_fds[1], &m->pid, &m->runtime, BPF_ANY) ||
+	         bpf_map_update_elem(rows, &m->pid, m->row, BPF_ANY))
+		failed(t, "interpreter row", neg_errno());
 	return 0;
 }
 
@@ -226,8 +206,8 @@ int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 		return on_rows(t, &m->unwind_rows);
 	case EMBER_MSG_UNWIND_PROC:
 		return on_proc(t, &m->unwind_proc);
-	case EMBER_MSG_PY_PROC:
-		return on_py_proc(t, &m->py_proc);
+	case EMBER_MSG_INTERP_ROW:
+		return on_interp_row(t, &m->interp_row);
 	default:
 		return -EPROTO;
 	}
@@ -246,8 +226,8 @@ void ember_tables_reset(struct ember_tables *t)
 		if (t->slot_rows[slot])
 			drop_slot(t, slot, t->slot_rows[slot]);
 	/* Deleting the first key each time walks the whole map without a cursor. */
-	for (int i = 0, fd = t->procs_fd; i < 2; i++, fd = t->py_procs_fd)
-		while (fd >= 0 && !bpf_map_get_next_key(fd, NULL, &next) &&
+	for (int i = 0, fd; i < EMBER_PROC_MAPS; i++)
+		while ((fd = t->proc_fds[i]) >= 0 && !bpf_map_get_next_key(fd, NULL, &next) &&
 		       !bpf_map_delete_elem(fd, &next))
 			;
 }

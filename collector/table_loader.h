@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Loads the unwind tables and process mappings the symbolizer sends into
- * the unwinder's BPF maps, and the rows of Python processes into the Python
- * walker's map. Nothing here parses a binary: it checks that every field
- * and row is within the bounds bpf/unwind_table.h and bpf/python.h give
- * and that tables arrive in order, then copies them. A wrong but well-formed
- * table can only make wrong stacks; a malformed message ends the connection.
+ * the unwinder's BPF maps, and the rows of interpreted processes into their
+ * runtime's walker's map. Nothing here parses a binary: it checks that every
+ * field and row is within the bounds bpf/unwind_table.h and the runtime's
+ * row check (ember_interp_rows) give and that tables arrive in order, then
+ * copies them. A wrong but well-formed table can only make wrong stacks; a
+ * malformed message ends the connection.
  *
  * bpf() commands used after start-up, on maps created at load: only
  * MAP_UPDATE_ELEM and MAP_DELETE_ELEM (blocks of rows, table slots,
- * processes, Python rows) and MAP_GET_NEXT_KEY (forgetting every process). No map is
- * created at run time, so no capability is needed.
+ * processes, interpreter rows), MAP_LOOKUP_ELEM (a process's runtime) and
+ * MAP_GET_NEXT_KEY (forgetting every process). No map is created at run
+ * time, so no capability is needed.
  */
 #ifndef EMBER_COLLECTOR_TABLE_LOADER_H
 #define EMBER_COLLECTOR_TABLE_LOADER_H
@@ -22,9 +24,25 @@
 
 #define EMBER_TABLES_MAX_ROWS (32u << 20) /* rows loaded at once: 256 MiB of kernel memory */
 
+/*
+ * The maps keyed by process (tgid), as bpf_loader finds them: [0] the unwinder's mapping
+ * lists, [1] the interpreter walkers' index (tgid -> runtime), [1 + runtime] that runtime's
+ * rows (tgid -> row). An exit deletes the process from each.
+ */
+#define EMBER_PROC_MAPS (1 + EMBER_RUNTIME_MAX)
+
+/* What the collector knows of a runtime's rows: one entry per runtime, in table_loader.c. */
+struct ember_interp_row_kind {
+	uint32_t size;               /* of a row: a SET message carries exactly this many bytes */
+	bool (*ok)(const void *row); /* the row keeps the walker's reads in bounds */
+	const char *map;             /* the walker's map (tgid -> row) in the sampler */
+};
+
+/* Each runtime's entry (NULL: none), by enum ember_runtime. */
+extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX];
+
 struct ember_tables {
-	int tables_fd, blocks_fd, procs_fd;
-	int py_procs_fd; /* -1 (set after init) until the Python walker's map is known */
+	int tables_fd, blocks_fd, proc_fds[EMBER_PROC_MAPS];
 	/* The table being created: in use only once COMMIT sets its slot's block count. */
 	bool building, build_failed;
 	uint32_t build_slot, build_rows, build_next, build_last_pc;
@@ -35,14 +53,14 @@ struct ember_tables {
 	uint64_t tables_loaded, failures;
 };
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int procs_fd,
-                      uint64_t max_rows);
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd,
+                      const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows);
 void ember_tables_free(struct ember_tables *t);
 
 /*
- * Handles one UNWIND_* or PY_PROC message (already size-checked). Returns 0 (also when
- * the kernel refused memory: counted and logged), or -EPROTO for a message
- * out of bounds or out of order.
+ * Handles one UNWIND_* or INTERP_ROW message (already checked against its type's size).
+ * Returns 0 (also when the kernel refused memory: counted and logged), or -EPROTO for a
+ * message out of bounds or out of order.
  */
 int ember_tables_handle(struct ember_tables *t, const union ember_msg *m);
 

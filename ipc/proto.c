@@ -12,7 +12,8 @@
 
 static const struct {
 	const char *name;
-	size_t size;
+	size_t size;  /* exactly; or, with least, at most */
+	size_t least; /* 0: the size is exact */
 } msg_types[EMBER_MSG_TYPE_MAX] = {
     [EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello)},
     [EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome)},
@@ -24,10 +25,12 @@ static const struct {
     [EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
     [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
     [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
-    [EMBER_MSG_PY_PROC] = {"PY_PROC", sizeof(struct ember_msg_py_proc)},
+    [EMBER_MSG_INTERP_ROW] = {"INTERP_ROW", sizeof(struct ember_msg_interp_row),
+                              EMBER_MSG_INTERP_ROW_HEADER},
 };
 _Static_assert(sizeof(struct ember_msg_unwind_rows) <= EMBER_MSG_MAX, "fits a message");
 _Static_assert(sizeof(struct ember_msg_unwind_proc) <= EMBER_MSG_MAX, "fits a message");
+_Static_assert(sizeof(struct ember_msg_interp_row) <= EMBER_MSG_MAX, "fits a message");
 
 size_t ember_msg_size(uint16_t type)
 {
@@ -51,16 +54,32 @@ void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq)
 	m->hdr.seq = seq;
 }
 
+int ember_msg_interp_row(union ember_msg *m, uint32_t pid, uint32_t runtime, uint32_t op,
+                         const void *row, size_t row_size)
+{
+	if (row_size > sizeof(m->interp_row.row))
+		return -EINVAL;
+	ember_msg_init(m, EMBER_MSG_INTERP_ROW, 0);
+	m->interp_row.pid = pid;
+	m->interp_row.runtime = runtime;
+	m->interp_row.op = op;
+	if (row_size)
+		memcpy(m->interp_row.row, row, row_size);
+	m->hdr.length = (uint32_t)(EMBER_MSG_INTERP_ROW_HEADER + row_size);
+	return 0;
+}
+
 int ember_msg_validate(const union ember_msg *m, size_t len)
 {
-	size_t want;
+	size_t most, least;
 
 	if (len < sizeof(m->hdr))
 		return -EBADMSG;
 	if (m->hdr.magic != EMBER_PROTO_MAGIC || m->hdr.version != EMBER_PROTO_VERSION)
 		return -EPROTO;
-	want = ember_msg_size(m->hdr.type);
-	if (!want || want != len || m->hdr.length != len)
+	most = ember_msg_size(m->hdr.type);
+	least = most ? msg_types[m->hdr.type].least : 0;
+	if (!most || len > most || len < (least ? least : most) || m->hdr.length != len)
 		return -EBADMSG;
 	return 0;
 }

@@ -4,7 +4,9 @@
  * SOCK_SEQPACKET: one message per packet). Every message is a fixed-layout
  * struct starting with ember_msg_hdr. A receiver copies the packet into
  * private memory and checks magic, version, type and the exact size of the
- * type before it reads any field; anything else ends the connection.
+ * type before it reads any field; anything else ends the connection. One
+ * type, INTERP_ROW, ends in a row whose size depends on a field: its size is
+ * checked against the bounds of the type here, and exactly by its handler.
  *
  * Conversation:
  *   S->C HELLO                      symbolizer introduces itself
@@ -14,9 +16,9 @@
  *   S->C UNWIND_TABLE CREATE, UNWIND_ROWS..., UNWIND_TABLE COMMIT   a file's
  *        unwind table, in order; UNWIND_TABLE DROP when no process maps it
  *   S->C UNWIND_PROC...             a process's executable mappings and tables
- *   S->C PY_PROC                    a Python process's row for the frame walker
- * The collector does not answer unwind and Python messages; it checks every
- * field and row, and ends the connection on one that is out of bounds.
+ *   S->C INTERP_ROW                 a process's row for its runtime's frame walker
+ * The collector does not answer unwind and interpreter messages; it checks
+ * every field and row, and ends the connection on one that is out of bounds.
  */
 #ifndef EMBER_IPC_PROTO_H
 #define EMBER_IPC_PROTO_H
@@ -28,7 +30,7 @@
 #include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
-#define EMBER_PROTO_VERSION 2
+#define EMBER_PROTO_VERSION 3
 #define EMBER_MSG_MAX       4096
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
 
@@ -54,7 +56,7 @@ enum ember_msg_type {
 	EMBER_MSG_UNWIND_TABLE = 8,
 	EMBER_MSG_UNWIND_ROWS = 9,
 	EMBER_MSG_UNWIND_PROC = 10,
-	EMBER_MSG_PY_PROC = 11,
+	EMBER_MSG_INTERP_ROW = 11,
 	EMBER_MSG_TYPE_MAX,
 };
 
@@ -215,18 +217,27 @@ struct ember_msg_unwind_proc {
 	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS_PER_MSG];
 };
 
-enum ember_py_proc_op {
-	EMBER_PY_PROC_SET = 1,    /* load row for pid (replacing its row) */
-	EMBER_PY_PROC_REMOVE = 2, /* pid is no Python process (any more) */
+enum ember_interp_row_op {
+	EMBER_INTERP_ROW_SET = 1,    /* load the row for pid (replacing any row it has) */
+	EMBER_INTERP_ROW_REMOVE = 2, /* pid runs this runtime no more: no row follows */
 };
 
-/* A Python process's row (bpf/python.h), checked field by field before it is loaded. */
-struct ember_msg_py_proc {
+/*
+ * A process's row for its runtime's walker (bpf/interp.h): SET is followed
+ * by exactly the runtime's row (the collector's table of runtimes says how
+ * many bytes), REMOVE by nothing. The collector checks the row with the
+ * runtime's own check before it loads it.
+ */
+struct ember_msg_interp_row {
 	struct ember_msg_hdr hdr;
 	uint32_t pid;
-	uint32_t op; /* enum ember_py_proc_op */
-	struct ember_py_proc row;
+	uint32_t runtime; /* enum ember_runtime */
+	uint32_t op;      /* enum ember_interp_row_op */
+	uint32_t reserved;
+	uint8_t row[EMBER_INTERP_MAX_ROW];
 };
+
+#define EMBER_MSG_INTERP_ROW_HEADER offsetof(struct ember_msg_interp_row, row)
 
 union ember_msg {
 	struct ember_msg_hdr hdr;
@@ -240,15 +251,23 @@ union ember_msg {
 	struct ember_msg_unwind_table unwind_table;
 	struct ember_msg_unwind_rows unwind_rows;
 	struct ember_msg_unwind_proc unwind_proc;
-	struct ember_msg_py_proc py_proc;
+	struct ember_msg_interp_row interp_row;
 	unsigned char bytes[EMBER_MSG_MAX];
 };
 
 /* Fills in the header of a message of the given type. */
 void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq);
 
-/* The exact size of a message type, or 0 for an unknown type. */
+/* The exact size of a message type (INTERP_ROW: its largest), or 0 for an unknown type. */
 size_t ember_msg_size(uint16_t type);
+
+/*
+ * Fills in an INTERP_ROW message for pid: with op SET, row_size bytes of row
+ * (exactly the runtime's row size), with REMOVE none. Returns 0, or -EINVAL
+ * for a row that does not fit.
+ */
+int ember_msg_interp_row(union ember_msg *m, uint32_t pid, uint32_t runtime, uint32_t op,
+                         const void *row, size_t row_size);
 
 /* Checks a received message of len bytes. Returns 0 or -EBADMSG/-EPROTO. */
 int ember_msg_validate(const union ember_msg *m, size_t len);

@@ -344,7 +344,7 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 			keep_copy_result(s, s->ahead.tail);
 		/* Code objects are read while the process lives, not when symbolization gets there.
 		 */
-		if (sample->stack_flags & EMBER_STACK_PYTHON)
+		if (sample->stack_flags & EMBER_STACK_INTERP)
 			ember_python_warm(&s->python, sample->tgid, frames + sample->kstack_len,
 			                  sample->ustack_len, now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&

@@ -397,7 +397,7 @@ static int python_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0
 	const char *marker;
 	int err;
 
-	if ((w0 >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG_MARKER) {
+	if (ember_interp_word_is_marker(w0)) {
 		marker = s->python ? ember_python_marker(s->python, w0) : "[python frames stopped]";
 		/* Markers of every reason share the addresses above the unwinder's. */
 		return named_location(s, EMBER_NONE, EMBER_FRAME_UNKNOWN,
@@ -506,7 +506,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		const uint64_t *w = &frames[kn + i];
 
 		/* Two words: a Python frame or marker; only walker samples have them. */
-		if ((sample->stack_flags & EMBER_STACK_PYTHON) && ember_python_is_tagged(w[0]) &&
+		if ((sample->stack_flags & EMBER_STACK_INTERP) && ember_python_is_tagged(w[0]) &&
 		    i + 1 < un) {
 			err = python_location(s, sample->tgid, w[0], w[1], now_ns,
 			                      &s->stack_buf[depth++]);

@@ -232,16 +232,13 @@ static void send_row(struct ember_python *py, struct py_process *p, uint32_t op)
 
 	if (py->disabled)
 		return;
-	ember_msg_init(&m, EMBER_MSG_PY_PROC, 0);
-	m.py_proc.pid = p->pid;
-	m.py_proc.op = op;
-	if (op == EMBER_PY_PROC_SET)
-		m.py_proc.row = p->row;
+	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_PYTHON, op, &p->row,
+	                     op == EMBER_INTERP_ROW_SET ? sizeof(p->row) : 0);
 	if (ember_broker_client_send(py->broker, &m)) {
 		py->disabled = true;
 		return;
 	}
-	if (op == EMBER_PY_PROC_SET)
+	if (op == EMBER_INTERP_ROW_SET)
 		py->stats.rows_sent++;
 	else
 		py->stats.rows_removed++;
@@ -346,7 +343,7 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 	p = get_process(py, pid, have_python);
 	if (!have_python) {
 		if (p && p->row_sent)
-			send_row(py, p, EMBER_PY_PROC_REMOVE);
+			send_row(py, p, EMBER_INTERP_ROW_REMOVE);
 		if (p)
 			p->row_sent = false;
 		return;
@@ -369,7 +366,7 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 			                      : "its interpreter is mapped in an unexpected way");
 		}
 		if (p->row_sent)
-			send_row(py, p, EMBER_PY_PROC_REMOVE);
+			send_row(py, p, EMBER_INTERP_ROW_REMOVE);
 		p->row_sent = false;
 		return;
 	}
@@ -380,7 +377,7 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
 		p->row = row;
 		p->row_sent = true;
-		send_row(py, p, EMBER_PY_PROC_SET);
+		send_row(py, p, EMBER_INTERP_ROW_SET);
 		log_debug("pid %u: CPython 3.%u, interpreter loop at %#llx", pid, p->layout.minor,
 		          (unsigned long long)row.eval_start[0]);
 	}
@@ -393,7 +390,7 @@ void ember_python_on_exit_ahead(struct ember_python *py, uint32_t pid)
 	if (!p)
 		return;
 	if (p->row_sent)
-		send_row(py, p, EMBER_PY_PROC_REMOVE);
+		send_row(py, p, EMBER_INTERP_ROW_REMOVE);
 	p->row_sent = false;
 	p->gone = true;
 	close_process(p);
@@ -559,7 +556,7 @@ void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint
                         uint64_t now_ns, struct ember_py_frame *out)
 {
 	struct py_process *p = get_process(py, pid, false);
-	uint64_t addr = w0 & EMBER_PY_ADDR_MASK;
+	uint64_t addr = w0 & EMBER_INTERP_PAYLOAD_MASK;
 	uint32_t checksum = (uint32_t)w1;
 	int64_t offset = (int32_t)(w1 >> 32);
 	struct py_code *c = p ? code_of(py, p, addr, checksum, now_ns) : NULL;
@@ -602,8 +599,8 @@ void ember_python_warm(struct ember_python *py, uint32_t pid, const uint64_t *wo
 	struct py_process *p = get_process(py, pid, false);
 
 	for (uint32_t i = 0; p && i + 1 < n; i++) {
-		if ((words[i] >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG)
-			code_of(py, p, words[i] & EMBER_PY_ADDR_MASK, (uint32_t)words[i + 1],
+		if (ember_python_is_tagged(words[i]) && !ember_interp_word_is_marker(words[i]))
+			code_of(py, p, words[i] & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)words[i + 1],
 			        now_ns);
 		if (ember_python_is_tagged(words[i]))
 			i++;
@@ -613,10 +610,10 @@ void ember_python_warm(struct ember_python *py, uint32_t pid, const uint64_t *wo
 const char *ember_python_marker(struct ember_python *py, uint64_t w0)
 {
 	switch (w0 & 0xff) {
-	case EMBER_PY_MARK_TRUNCATED:
+	case EMBER_INTERP_MARK_TRUNCATED:
 		py->stats.markers_truncated++;
 		return "[python frames truncated]";
-	case EMBER_PY_MARK_UNREADABLE:
+	case EMBER_INTERP_MARK_UNREADABLE:
 		py->stats.markers_unreadable++;
 		return "[python frame not readable]";
 	default:

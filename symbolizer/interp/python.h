@@ -93,18 +93,17 @@ struct ember_py_frame {
 	uint64_t key;        /* stands for (pid, code object, checksum, offset) in the profile */
 };
 
-/* Resolves the frame in words w0, w1 (bpf/python.h) of a sample of pid. */
+/* Resolves the frame in words w0, w1 (bpf/python.h, bpf/interp.h) of a sample of pid. */
 void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint64_t w1,
                         uint64_t now_ns, struct ember_py_frame *out);
 
 /* The name of a marker ("[python frames truncated]", ...) from its first word; counted. */
 const char *ember_python_marker(struct ember_python *py, uint64_t w0);
 
-/* Whether w is the first word of a Python frame or marker (two words). */
+/* Whether w is the first word of a Python frame or marker (two words, bpf/interp.h). */
 static inline bool ember_python_is_tagged(uint64_t w)
 {
-	return (w >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG ||
-	       (w >> EMBER_PY_TAG_SHIFT) == EMBER_PY_TAG_MARKER;
+	return ember_interp_word_runtime(w) == EMBER_RUNTIME_PYTHON;
 }
 
 #endif

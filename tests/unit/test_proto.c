@@ -140,6 +140,37 @@ START_TEST(every_type_has_a_size)
 }
 END_TEST
 
+/* An interpreter row's message ends in its row: between its header and the largest row. */
+START_TEST(interp_row_sizes)
+{
+	uint8_t row[EMBER_INTERP_MAX_ROW + 1] = {1, 2, 3};
+	union ember_msg m, in;
+	int n;
+
+	ck_assert_int_eq(
+	    ember_msg_interp_row(&m, 42, EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_SET, row, 24), 0);
+	ck_assert_uint_eq(m.hdr.length, EMBER_MSG_INTERP_ROW_HEADER + 24);
+	ck_assert_int_eq(ember_msg_send(sv[0], &m, NULL, 0), 0);
+	ck_assert_int_eq(ember_msg_recv(sv[1], &in, NULL, 0, &n), 0);
+	ck_assert_uint_eq(in.interp_row.pid, 42);
+	ck_assert_uint_eq(in.interp_row.runtime, EMBER_RUNTIME_PYTHON);
+	ck_assert_uint_eq(in.interp_row.row[2], 3);
+	/* REMOVE: the header alone. */
+	ck_assert_int_eq(
+	    ember_msg_interp_row(&m, 42, EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_REMOVE, NULL, 0),
+	    0);
+	ck_assert_int_eq(ember_msg_validate(&m, EMBER_MSG_INTERP_ROW_HEADER), 0);
+	/* Shorter than its header, longer than the largest row: refused. */
+	m.hdr.length = EMBER_MSG_INTERP_ROW_HEADER - 4;
+	ck_assert_int_eq(ember_msg_validate(&m, EMBER_MSG_INTERP_ROW_HEADER - 4), -EBADMSG);
+	m.hdr.length = sizeof(m.interp_row) + 8;
+	ck_assert_int_eq(ember_msg_validate(&m, sizeof(m.interp_row) + 8), -EBADMSG);
+	ck_assert_int_eq(ember_msg_interp_row(&m, 42, EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_SET,
+	                                      row, sizeof(row)),
+	                 -EINVAL);
+}
+END_TEST
+
 static Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -152,6 +183,7 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, version_mismatch_is_a_protocol_error);
 	tcase_add_test(tc, closed_peer_and_empty_socket);
 	tcase_add_test(tc, every_type_has_a_size);
+	tcase_add_test(tc, interp_row_sizes);
 	suite_add_tcase(s, tc);
 	return s;
 }

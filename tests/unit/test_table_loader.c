@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include "bpf/python.h"
 #include "check_main.h"
 #include "collector/table_loader.h"
 
@@ -59,15 +60,10 @@ static int handle(struct ember_tables *t, union ember_msg m)
 	return ember_tables_handle(t, &m);
 }
 
-/* A well-formed row, as the symbolizer builds it for CPython 3.12. */
+/* A well-formed row, as the symbolizer builds it for CPython 3.12 (none to REMOVE). */
 static union ember_msg py_msg(uint32_t pid, uint32_t op)
 {
-	union ember_msg m;
-
-	ember_msg_init(&m, EMBER_MSG_PY_PROC, 0);
-	m.py_proc.pid = pid;
-	m.py_proc.op = op;
-	m.py_proc.row = (struct ember_py_proc){
+	struct ember_py_proc row = {
 	    .eval_start = {0x7f0000010000, 0x7f000000f000},
 	    .eval_end = {0x7f0000020000, 0x7f000000f100},
 	    .tss_key = 0x7f0000400000 + 1548,
@@ -91,7 +87,48 @@ static union ember_msg py_msg(uint32_t pid, uint32_t op)
 	    .code_filename = 112,
 	    .version = 12,
 	};
+	union ember_msg m;
+
+	ck_assert_int_eq(ember_msg_interp_row(&m, pid, EMBER_RUNTIME_PYTHON, op, &row,
+	                                      op == EMBER_INTERP_ROW_SET ? sizeof(row) : 0),
+	                 0);
 	return m;
+}
+
+/* The generic checks of an interpreter row, before its runtime's own. */
+static void check_interp_validation(struct ember_tables *t)
+{
+	union ember_msg m;
+
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		m = py_msg(42, EMBER_INTERP_ROW_SET);                                              \
+		change;                                                                            \
+		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
+	} while (0)
+	REFUSED(m.interp_row.pid = 0);
+	REFUSED(m.interp_row.pid = 1u << 23);
+	REFUSED(m.interp_row.op = 3);
+	REFUSED(m.interp_row.op = 0);
+	REFUSED(m.interp_row.reserved = 1);
+	/* Unknown runtimes: none, past the last, a tag's largest. */
+	REFUSED(m.interp_row.runtime = EMBER_RUNTIME_NONE);
+	REFUSED(m.interp_row.runtime = EMBER_RUNTIME_MAX);
+	REFUSED(m.interp_row.runtime = 15);
+	REFUSED(m.interp_row.runtime = UINT32_MAX);
+	/* Exactly the runtime's row size: a byte less or more is refused. */
+	REFUSED(m.hdr.length -= 1);
+	REFUSED(m.hdr.length += 8);
+	REFUSED(m.hdr.length = EMBER_MSG_INTERP_ROW_HEADER);
+	/* REMOVE carries no row. */
+	REFUSED(m.interp_row.op = EMBER_INTERP_ROW_REMOVE);
+	m = py_msg(42, EMBER_INTERP_ROW_REMOVE);
+	m.hdr.length += 8;
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+	m = py_msg(42, EMBER_INTERP_ROW_REMOVE);
+	m.interp_row.runtime = 7;
+	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
+#undef REFUSED
 }
 
 /* Each field out of bounds, one at a time: the collector refuses the row. */
@@ -102,16 +139,13 @@ static void check_py_validation(struct ember_tables *t)
 
 #define REFUSED(change)                                                                            \
 	do {                                                                                       \
-		m = py_msg(42, EMBER_PY_PROC_SET);                                                 \
-		r = &m.py_proc.row;                                                                \
+		m = py_msg(42, EMBER_INTERP_ROW_SET);                                              \
+		r = (struct ember_py_proc *)m.interp_row.row;                                      \
 		change;                                                                            \
 		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
 	} while (0)
 	(void)r;
-	ck_assert_int_eq(handle(t, py_msg(42, EMBER_PY_PROC_SET)), 0);
-	REFUSED(m.py_proc.pid = 0);
-	REFUSED(m.py_proc.pid = 1u << 23);
-	REFUSED(m.py_proc.op = 3);
+	ck_assert_int_eq(handle(t, py_msg(42, EMBER_INTERP_ROW_SET)), 0);
 	REFUSED(r->eval_end[0] = 0);                /* no interpreter loop */
 	REFUSED(r->eval_end[0] = r->eval_start[0]); /* empty */
 	REFUSED(r->eval_end[0] = r->eval_start[0] + EMBER_PY_MAX_EVAL + 1);
@@ -141,15 +175,17 @@ static void check_py_validation(struct ember_tables *t)
 	REFUSED(r->reserved[3] = 1);
 #undef REFUSED
 	/* f_lasti is an int: 4 bytes at the end of the window fit. */
-	m = py_msg(42, EMBER_PY_PROC_SET);
-	m.py_proc.row.instr = EMBER_PY_INSTR_LASTI;
-	m.py_proc.row.frame_instr = 68;
+	m = py_msg(42, EMBER_INTERP_ROW_SET);
+	r = (struct ember_py_proc *)m.interp_row.row;
+	r->instr = EMBER_PY_INSTR_LASTI;
+	r->frame_instr = 68;
 	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
 	/* No cold part is fine. */
-	m = py_msg(43, EMBER_PY_PROC_SET);
-	m.py_proc.row.eval_start[1] = m.py_proc.row.eval_end[1] = 0;
+	m = py_msg(43, EMBER_INTERP_ROW_SET);
+	r = (struct ember_py_proc *)m.interp_row.row;
+	r->eval_start[1] = r->eval_end[1] = 0;
 	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
-	ck_assert_int_eq(handle(t, py_msg(43, EMBER_PY_PROC_REMOVE)), 0);
+	ck_assert_int_eq(handle(t, py_msg(43, EMBER_INTERP_ROW_REMOVE)), 0);
 }
 
 /* The checks do not depend on the maps: run them without (fds -1) and, as root, with. */
@@ -227,8 +263,12 @@ START_TEST(validation_without_maps)
 {
 	struct ember_tables t;
 
-	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, 0), 0);
+	int none[EMBER_PROC_MAPS];
+
+	memset(none, -1, sizeof(none));
+	ck_assert_int_eq(ember_tables_init(&t, -1, -1, none, 0), 0);
 	check_validation(&t);
+	check_interp_validation(&t);
 	check_py_validation(&t);
 	ember_tables_free(&t);
 }
@@ -243,7 +283,8 @@ START_TEST(loads_and_forgets_with_maps)
 	struct ember_tables t;
 	uint32_t slot = 7, pid = 42, nblocks;
 	struct ember_py_proc py_row;
-	int tables, blocks, procs, py_procs;
+	int tables, blocks, procs, index, py_procs, proc_fds[EMBER_PROC_MAPS];
+	uint32_t runtime;
 
 	if (geteuid() != 0) {
 		/* Creating maps needs CAP_BPF; the checks above ran without it. */
@@ -262,17 +303,27 @@ START_TEST(loads_and_forgets_with_maps)
 	                       64, &hash_opts);
 	ck_assert_int_ge(tables, 0);
 	ck_assert_int_ge(blocks, 0);
+	index = bpf_map_create(BPF_MAP_TYPE_HASH, "t_index", 4, 4, 64, &hash_opts);
 	py_procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py", 4, sizeof(struct ember_py_proc), 64,
 	                          &hash_opts);
 	ck_assert_int_ge(procs, 0);
+	ck_assert_int_ge(index, 0);
 	ck_assert_int_ge(py_procs, 0);
-	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, procs, 0), 0);
-	t.py_procs_fd = py_procs;
+	memset(proc_fds, -1, sizeof(proc_fds));
+	proc_fds[0] = procs;
+	proc_fds[1] = index;
+	proc_fds[1 + EMBER_RUNTIME_PYTHON] = py_procs;
+	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, proc_fds, 0), 0);
 	check_validation(&t);
+	check_interp_validation(&t);
 	check_py_validation(&t);
-	/* The last row accepted for 42 is loaded; 43 was removed. */
+	/* The last row accepted for 42 is loaded, and the index names its runtime; 43's row was
+	 * removed (its index entry stays until it exits: a runtime without its row is not
+	 * walked). */
 	ck_assert_int_eq(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
 	ck_assert_uint_eq(py_row.frame_instr, 68);
+	ck_assert_int_eq(bpf_map_lookup_elem(index, &pid, &runtime), 0);
+	ck_assert_uint_eq(runtime, EMBER_RUNTIME_PYTHON);
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &(uint32_t){43}, &py_row), 0);
 	ck_assert_uint_eq(t.tables_loaded, 1);
 	ck_assert_uint_eq(t.failures, 0);
@@ -322,9 +373,12 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(index, &pid, &runtime), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(index, &(uint32_t){43}, &runtime), 0);
 	ck_assert_uint_eq(t.rows_loaded, 0);
 	ember_tables_free(&t);
 	close(py_procs);
+	close(index);
 	close(tables);
 	close(blocks);
 	close(procs);

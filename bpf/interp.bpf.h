@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * The interpreters' dispatch in the user-stack unwinder (unwind.bpf.h): the
+ * unwinder calls only the three functions at the end of this file, and
+ * they reach the process's runtime's walker through one switch
+ * (interp_call), one line per runtime.
+ *
+ * Which runtime a process has comes from the index interp_procs (tgid ->
+ * runtime), which the collector keeps beside each runtime's map of rows:
+ * one lookup per sample, as a single runtime's map took before; a process
+ * of a runtime pays a second, its row's. The walk itself is the same for
+ * every runtime that keeps a list of its frames (CPython, Ruby, PHP, Perl):
+ * when the native unwinder reaches a pc in the runtime's interpreter loop,
+ * the frames of that call of the loop are recorded first, one per step of
+ * the unwinder's loop, from a cursor the walker moves; then the native frame.
+ *
+ * A walker implements enum interp_op on its own scratch
+ * (EMBER_INTERP_SCRATCH_BYTES of the sample's, cast to its struct) and
+ * records with interp_frame and interp_stop, which tag the words with its
+ * runtime.
+ */
+#ifndef EMBER_BPF_INTERP_BPF_H
+#define EMBER_BPF_INTERP_BPF_H
+
+#include "interp.h"
+#include "scratch.bpf.h"
+
+/* Process (tgid) -> its runtime (enum ember_runtime), whose map holds its row. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_INTERP_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} interp_procs SEC(".maps");
+
+enum interp_walk_state {
+	INTERP_OFF = 0,   /* no runtime (or its frames are done with) */
+	INTERP_UNSTARTED, /* the first frame is found at the first interpreter loop's frame */
+	INTERP_ON,        /* the cursor is valid */
+};
+
+/* What the dispatch asks of a walker; pc is the native frame's (INTERP_IN_LOOP). */
+enum interp_op {
+	INTERP_LOAD,    /* copy the process's row into the scratch: 1, or 0 without one */
+	INTERP_IN_LOOP, /* 1 when pc lies in the interpreter loop */
+	INTERP_FIRST,   /* the thread's innermost frame (the first cursor), 0 without one */
+	INTERP_STEP,    /* record the frame at the cursor (or pass it), move the cursor: 0 */
+};
+
+/* Adds two words to the sample's user frames; false when they do not fit. */
+static __always_inline bool interp_push(struct sample_scratch *s, __u64 idx, __u64 w0, __u64 w1)
+{
+	if (idx >= EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS - 1)
+		return false;
+	/* One register, checked where it is used (a 32-bit index would be re-extended). */
+	barrier_var(idx);
+	s->frames[idx] = w0;
+	s->frames[idx + 1] = w1;
+	return true;
+}
+
+/* Records a frame of the walking runtime: 56 bits of w0 under its tag, then w1. */
+static __always_inline bool interp_frame(struct ember_uw_state *st, struct sample_scratch *s,
+                                         __u64 w0, __u64 w1)
+{
+	__u64 tag = EMBER_INTERP_TAG_FRAME(s->interp_walk.runtime & 0xf);
+
+	if (!interp_push(s, (__u64)st->base + s->uw_words,
+	                 tag << EMBER_INTERP_TAG_SHIFT | (w0 & EMBER_INTERP_PAYLOAD_MASK), w1))
+		return false;
+	s->uw_words += 2;
+	s->interp_walk.frames++;
+	return true;
+}
+
+/* Ends the runtime's frames with a marker (enum ember_interp_marker); native unwinding goes
+ * on. Returns 0, for the unwinder's loop. */
+static __always_inline long interp_stop(struct ember_uw_state *st, struct sample_scratch *s,
+                                        __u32 reason)
+{
+	__u64 tag = EMBER_INTERP_TAG_MARKER(s->interp_walk.runtime & 0xf);
+
+	if (interp_push(s, (__u64)st->base + s->uw_words, tag << EMBER_INTERP_TAG_SHIFT | reason,
+	                0))
+		s->uw_words += 2;
+	s->interp_walk.state = INTERP_OFF;
+	s->interp_walk.pending = 0;
+	return 0;
+}
+
+/* The walkers, one per runtime. */
+#include "python.bpf.h"
+
+/* The one switch: the process's runtime's walker does op. */
+static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
+                                         struct sample_scratch *s, __u64 pc)
+{
+	switch (s->interp_walk.runtime) {
+	case EMBER_RUNTIME_PYTHON:
+		return py_walker(op, st, s, pc);
+	}
+	return 0;
+}
+
+/* At the start of a sample's user unwinding: which runtime, if any, the process has. */
+static __always_inline void interp_walk_init(struct ember_uw_state *st, struct sample_scratch *s)
+{
+	const __u32 *runtime = bpf_map_lookup_elem(&interp_procs, &st->tgid);
+
+	__builtin_memset(&s->interp_walk, 0, sizeof(s->interp_walk));
+	if (!runtime || *runtime >= EMBER_RUNTIME_MAX)
+		return;
+	s->interp_walk.runtime = *runtime;
+	if (interp_call(INTERP_LOAD, st, s, 0))
+		s->interp_walk.state = INTERP_UNSTARTED;
+}
+
+/*
+ * Before a native frame at pc is recorded: true when the runtime's frames go
+ * first (s->interp_walk.pending is then set and the next steps record them).
+ */
+static __always_inline bool interp_before_native(struct ember_uw_state *st,
+                                                 struct sample_scratch *s, __u64 pc)
+{
+	struct ember_interp_walk *w = &s->interp_walk;
+
+	if (w->state == INTERP_OFF || w->at_pc || !interp_call(INTERP_IN_LOOP, st, s, pc))
+		return false;
+	w->at_pc = 1;
+	if (w->state == INTERP_UNSTARTED) {
+		w->cursor = interp_call(INTERP_FIRST, st, s, pc);
+		w->state = w->cursor ? INTERP_ON : INTERP_OFF;
+		if (w->cursor)
+			st->flags |= EMBER_STACK_INTERP;
+	}
+	w->pending = w->state == INTERP_ON && w->cursor;
+	return w->pending;
+}
+
+/* Records the runtime's frame at the cursor, while pending; returns 0 to go on. */
+static __always_inline long interp_step(struct ember_uw_state *st, struct sample_scratch *s)
+{
+	if (!s->interp_walk.cursor) {
+		s->interp_walk.pending = 0;
+		return 0;
+	}
+	if (s->interp_walk.frames >= EMBER_INTERP_MAX_FRAMES)
+		return interp_stop(st, s, EMBER_INTERP_MARK_TRUNCATED);
+	return (long)interp_call(INTERP_STEP, st, s, 0);
+}
+
+#endif
