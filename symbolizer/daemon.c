@@ -84,7 +84,7 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 	    .interval_ms = o->interval_ms,
 	    .objcache_bytes = o->objcache_bytes,
 	    .view = o->view,
-	    .no_python = o->no_python,
+	    .interpreters = o->interpreters,
 	    .memory_budget = o->memory_budget,
 	    .enter_sandbox = enter_sandbox,
 	    .sandbox_ctx = o,

@@ -29,8 +29,8 @@ struct ember_daemon_opts {
 	uint64_t interval_ms;
 	struct ember_sandbox_opts sandbox;
 	size_t objcache_bytes;
-	enum ember_view view; /* of the folded and HTML files */
-	bool no_python;
+	enum ember_view view;               /* of the folded and HTML files */
+	uint32_t interpreters;              /* as ember_session_opts's */
 	size_t memory_budget;               /* resident bytes; 0: the default */
 	struct ember_session_export export; /* OTLP: the exporter, if any, and resources */
 };

@@ -19,6 +19,7 @@
 
 #include "symbolizer/file_commands.h"
 #include "symbolizer/host_check.h"
+#include "symbolizer/interp/interp.h"
 #include "symbolizer/process/cgroup_find.h"
 #include "seccomp/caps.h"
 #include "symbolizer/daemon.h"
@@ -483,9 +484,9 @@ static int parse_option(struct cli *c, int opt, const char *arg)
 		c->d.view = c->so.view;
 		return 0;
 	case OPT_INTERPRETERS:
-		if (strcmp(arg, "python") && strcmp(arg, "none"))
+		if (ember_interp_parse_list(arg, &c->so.interpreters))
 			return -EINVAL;
-		c->so.no_python = c->d.no_python = !strcmp(arg, "none");
+		c->d.interpreters = c->so.interpreters;
 		return 0;
 	case OPT_PROGRESS: /* `ember record` on a terminal: the status line, of SECONDS (0: none) */
 		if (ember_parse_u64(arg, 0, UINT32_MAX, &c->so.progress_s))
@@ -563,12 +564,13 @@ static int run(struct cli *c)
 int main(int argc, char **argv)
 {
 	static struct cli c = {
-	    .so = {.sock = -1, .signal_fd = -1},
+	    .so = {.sock = -1, .signal_fd = -1, .interpreters = EMBER_RUNTIMES_ALL},
 	    .d =
 		{
 		    .socket_path = EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
 		    .interval_ms = DEFAULT_INTERVAL_MS,
 		    .rotation = {.keep = DEFAULT_KEEP},
+		    .interpreters = EMBER_RUNTIMES_ALL,
 		},
 	    .sb = {.change_user = true, .die_with_parent = true},
 	};

@@ -14,7 +14,7 @@
 #include "symbolizer/broker_client.h"
 #include "ipc/ring.h"
 #include "symbolizer/formats/out_otlp.h"
-#include "symbolizer/interp/python.h"
+#include "symbolizer/interp/interp.h"
 #include "symbolizer/memory/mem_owners.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/record_decode.h"
@@ -58,7 +58,7 @@ struct session {
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
 	struct ember_readers readers; /* reads that may wait */
-	struct ember_python python;
+	struct ember_interps interps; /* the readers of interpreted frames */
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
 	/* A third, ahead of both, for exec records: see scan_execs(). */
@@ -294,7 +294,7 @@ static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_
 	struct session *s = ctx;
 
 	/* An interpreter among the files: the eBPF walker gets its row before the next samples. */
-	ember_python_on_maps(&s->python, pid, maps, now_ns);
+	ember_interps_on_maps(&s->interps, pid, maps, now_ns);
 	ember_symbolizer_adopt_maps(&s->sym, pid, maps, now_ns);
 }
 
@@ -345,8 +345,8 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		/* Code objects are read while the process lives, not when symbolization gets there.
 		 */
 		if (sample->stack_flags & EMBER_STACK_INTERP)
-			ember_python_warm(&s->python, sample->tgid, frames + sample->kstack_len,
-			                  sample->ustack_len, now_ns);
+			ember_interps_warm(&s->interps, sample->tgid, frames + sample->kstack_len,
+			                   sample->ustack_len, now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
 	           !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
 		if (ev->kind == EMBER_EV_RUNNING)
@@ -356,7 +356,7 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		else
 			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
 		if (ev->kind == EMBER_EV_EXIT)
-			ember_python_on_exit_ahead(&s->python, ev->tgid);
+			ember_interps_on_exit_ahead(&s->interps, ev->tgid);
 		/* Both leave work for later: a reload after exec, the loads of running processes.
 		 */
 		due = ev->kind == EMBER_EV_EXEC ? now_ns + EMBER_UNWIND_EXEC_RELOAD_NS : now_ns;
@@ -892,9 +892,8 @@ int ember_session_run(const struct ember_session_opts *o)
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
-		err = ember_python_init(&s->python, &s->broker);
-	s->python.off = o->no_python;
-	s->sym.python = o->no_python ? NULL : &s->python;
+		err = ember_interps_init(&s->interps, o->interpreters, &s->broker);
+	s->sym.interps = &s->interps;
 	s->sym.unwind = &s->unwind;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
@@ -946,7 +945,7 @@ out:
 	ember_readers_stop(&s->readers);
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
-	ember_python_free(&s->python);
+	ember_interps_free(&s->interps);
 	ember_profile_free(&s->profile);
 	ember_profile_free(&s->total);
 	if (s->ring.hdr)

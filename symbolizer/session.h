@@ -44,9 +44,9 @@ struct ember_session_opts {
 	uint64_t interval_ms;
 	int signal_fd; /* -1, or a signalfd for SIGTERM, SIGINT and SIGHUP */
 	size_t objcache_bytes;
-	enum ember_view view; /* what folded outputs hold and the flame graph opens with */
-	bool no_python;       /* --interpreters none: no interpreter frames are read */
-	size_t memory_budget; /* resident bytes the symbolizer keeps within; 0: the default */
+	enum ember_view view;  /* what folded outputs hold and the flame graph opens with */
+	uint32_t interpreters; /* 1u << runtime (bpf/interp.h): its frames are read */
+	size_t memory_budget;  /* resident bytes the symbolizer keeps within; 0: the default */
 	/* `ember record` on a terminal: a status line redrawn on stderr; of progress_s seconds
 	 * (0: until stopped). */
 	bool progress;

@@ -385,30 +385,29 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 }
 
 /*
- * A Python frame (words w0, w1): named by its code object, its line in the
+ * An interpreted frame (words w0, w1): named by its runtime's reader, with its line in the
  * function's file; an unnamed one stays a frame of its kind, [unknown].
  */
-static int python_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0, uint64_t w1,
+static int interp_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0, uint64_t w1,
                            uint64_t now_ns, uint32_t *out)
 {
 	struct ember_function fn = {0};
 	struct ember_line line = {0};
-	struct ember_py_frame f = {0};
-	const char *marker;
+	struct ember_interp_frame f;
+	enum ember_frame_kind kind;
 	int err;
 
-	if (ember_interp_word_is_marker(w0)) {
-		marker = s->python ? ember_python_marker(s->python, w0) : "[python frames stopped]";
-		/* Markers of every reason share the addresses above the unwinder's. */
+	ember_interps_frame(s->interps, pid, w0, w1, now_ns, &f);
+	/* Markers of every reason share the addresses above the unwinder's, 256 a runtime. */
+	if (f.marker)
 		return named_location(s, EMBER_NONE, EMBER_FRAME_UNKNOWN,
-		                      UINT64_MAX - 256 - (w0 & 0xff), marker, out);
-	}
-	if (s->python)
-		ember_python_frame(s->python, pid, w0, w1, now_ns, &f);
-	if (!ember_profile_find_location(s->profile, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, out))
+		                      UINT64_MAX - 256 * (uint64_t)f.runtime - (w0 & 0xff),
+		                      f.marker, out);
+	kind = EMBER_FRAME_INTERP(f.runtime);
+	if (!ember_profile_find_location(s->profile, EMBER_NONE, kind, f.key, out))
 		return 0;
 	if (!f.name)
-		return named_location(s, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, "[unknown]", out);
+		return named_location(s, EMBER_NONE, kind, f.key, "[unknown]", out);
 	err = ember_profile_intern_cstr(s->profile, f.name, &fn.name);
 	if (!err)
 		err = intern_opt(s->profile, f.file, &fn.filename);
@@ -420,8 +419,7 @@ static int python_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0
 	if (err)
 		return err;
 	line.line = f.line;
-	return ember_profile_add_location(s->profile, EMBER_NONE, EMBER_FRAME_PYTHON, f.key, &line,
-	                                  1, out);
+	return ember_profile_add_location(s->profile, EMBER_NONE, kind, f.key, &line, 1, out);
 }
 
 static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t *out)
@@ -505,10 +503,10 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	for (uint32_t i = 0, native = 0; i < un; i++) {
 		const uint64_t *w = &frames[kn + i];
 
-		/* Two words: a Python frame or marker; only walker samples have them. */
-		if ((sample->stack_flags & EMBER_STACK_INTERP) && ember_python_is_tagged(w[0]) &&
+		/* Two words: an interpreted frame or marker; only walker samples have them. */
+		if ((sample->stack_flags & EMBER_STACK_INTERP) && ember_interp_word_runtime(w[0]) &&
 		    i + 1 < un) {
-			err = python_location(s, sample->tgid, w[0], w[1], now_ns,
+			err = interp_location(s, sample->tgid, w[0], w[1], now_ns,
 			                      &s->stack_buf[depth++]);
 			i++;
 		} else {
@@ -554,15 +552,15 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns)
 {
 	ember_processes_on_exec(&s->procs, pid, exec_ns);
-	if (s->python)
-		ember_python_on_exec(s->python, pid);
+	if (s->interps)
+		ember_interps_on_exec(s->interps, pid);
 }
 
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid, uint64_t now_ns)
 {
 	ember_processes_on_exit(&s->procs, pid, now_ns);
-	if (s->python)
-		ember_python_on_exit(s->python, pid);
+	if (s->interps)
+		ember_interps_on_exit(s->interps, pid);
 }
 
 void ember_symbolizer_adopt_maps(struct ember_symbolizer *s, uint32_t pid, struct ember_maps *maps,
@@ -726,8 +724,15 @@ uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
 	return ember_objcache_parse_errors(&s->objs);
 }
 
+/* The statistics' sink of the parts below the profile model: the profile's statistics. */
+static void set_stat(void *ctx, const char *name, uint64_t value)
+{
+	ember_profile_stat_set(ctx, name, value);
+}
+
 void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_profile *p)
 {
+	const struct ember_stat_sink sink = {set_stat, p};
 	struct ember_mem_split m;
 
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
@@ -746,24 +751,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);
 		ember_profile_stat_set(p, "off_cpu.recorded_ns", s->off_cpu_ns);
 	}
-	if (s->python) {
-		const struct ember_python_stats *ps = &s->python->stats;
-
-		ember_profile_stat_set(p, "python.processes", ps->processes);
-		ember_profile_stat_set(p, "python.processes_unsupported", ps->unsupported);
-		ember_profile_stat_set(p, "python.rows_sent", ps->rows_sent);
-		ember_profile_stat_set(p, "python.frames", ps->frames);
-		ember_profile_stat_set(p, "python.frames_named", ps->frames_named);
-		ember_profile_stat_set(p, "python.frames_stale", ps->frames_stale);
-		ember_profile_stat_set(p, "python.frames_unreadable", ps->frames_unreadable);
-		ember_profile_stat_set(p, "python.frames_no_line", ps->frames_no_line);
-		ember_profile_stat_set(p, "python.markers_truncated", ps->markers_truncated);
-		ember_profile_stat_set(p, "python.markers_unreadable", ps->markers_unreadable);
-		ember_profile_stat_set(p, "python.code_reads", ps->code_reads);
-		ember_profile_stat_set(p, "python.code_read_errors", ps->code_read_errors);
-		ember_profile_stat_set(p, "python.cache_evictions", ps->cache_evictions);
-		ember_profile_stat_set(p, "python.files_read", ps->files_read);
-	}
+	if (s->interps)
+		ember_interps_stats(s->interps, &sink);
 	ember_profile_stat_set(p, "maps.snapshots_taken", s->maps_snapshots[0]);
 	ember_profile_stat_set(p, "maps.snapshots_served", s->maps_snapshots[1]);
 	ember_profile_stat_set(p, "maps.snapshots_dropped", s->maps_snapshots[2]);

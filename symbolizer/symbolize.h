@@ -3,7 +3,7 @@
  * Turns one sample record (pid, kernel and user addresses) into a stack of
  * symbolized locations in the profile: user addresses through the process's
  * mappings and the mapped file's symbols, kernel addresses through kallsyms,
- * Python frames (bpf/python.h) through the interpreter's code objects.
+ * interpreted frames (bpf/interp.h) through their runtime's reader.
  * A frame that cannot be named is kept as module+0xoffset or [unknown].
  *
  * The symbolizer owns the state symbolizing needs (the object cache, the
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "symbolizer/broker_client.h"
-#include "symbolizer/interp/python.h"
+#include "symbolizer/interp/interp.h"
 #include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/symbols/kallsyms.h"
 #include "symbolizer/symbols/objcache.h"
@@ -58,8 +58,8 @@ struct ember_symbolizer {
 	struct ember_objcache objs;
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
-	struct ember_python *python; /* CPython frames; NULL: shown as [unknown] */
-	struct ember_unwind *unwind; /* its row cache shrinks for the budget too; NULL: none */
+	struct ember_interps *interps; /* interpreted frames; NULL: shown as [unknown] */
+	struct ember_unwind *unwind;   /* its row cache shrinks for the budget too; NULL: none */
 	struct ember_mem_budget budget;
 	uint64_t maps_snapshots[3]; /* the collector's: taken, served, dropped */
 	bool ksyms_tried;

@@ -2,17 +2,43 @@
 #include "symbolizer/interp/python.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ipc/proto.h"
+#include "shared/hash.h"
 #include "shared/log.h"
+#include "shared/slots.h"
+#include "symbolizer/interp/python_code.h"
+#include "symbolizer/interp/python_elf.h"
 #include "symbolizer/interp/python_lines.h"
 #include "symbolizer/reader.h"
 
 #define PAGE_MASK_4K (~(uint64_t)4095)
+
+/* Counters for the statistics (python.*). */
+struct ember_python_stats {
+	uint64_t files_read, file_errors;
+	uint64_t processes, unsupported, rows_sent, rows_removed;
+	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
+	uint64_t markers_truncated, markers_unreadable;
+	uint64_t code_reads, code_read_errors, cache_evictions;
+};
+
+struct ember_python {
+	struct ember_broker_client *broker;
+	struct ember_hash_key hash_key;
+	struct ember_slots files; /* struct py_file, by (dev, ino) */
+	struct ember_slots procs; /* struct py_process, by pid */
+	struct ember_slots cache; /* struct py_code, by (pid, address, checksum) */
+	uint32_t clock_hand;      /* eviction: the next slot looked at */
+	uint64_t cache_bytes;
+	bool disabled; /* the collector went away: no rows can be sent */
+	struct ember_python_stats stats;
+};
 
 struct file_key {
 	uint64_t dev, ino;
@@ -88,11 +114,16 @@ static bool code_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 	return len == sizeof(c->key) && !memcmp(&c->key, key, len);
 }
 
-int ember_python_init(struct ember_python *py, struct ember_broker_client *broker)
+static void python_free(void *state);
+
+static int python_init(void **state, struct ember_broker_client *broker)
 {
+	struct ember_python *py = calloc(1, sizeof(*py));
 	int err;
 
-	memset(py, 0, sizeof(*py));
+	if (!py)
+		return -ENOMEM;
+	*state = py;
 	py->broker = broker;
 	err = ember_hash_key_init(&py->hash_key);
 	if (!err)
@@ -104,6 +135,10 @@ int ember_python_init(struct ember_python *py, struct ember_broker_client *broke
 	if (!err)
 		err = ember_slots_init(&py->cache, sizeof(struct py_code), EMBER_PY_CACHE_ENTRIES,
 		                       code_eq);
+	if (err) {
+		python_free(py);
+		*state = NULL;
+	}
 	return err;
 }
 
@@ -140,8 +175,10 @@ static void close_process(struct py_process *p)
 	p->mem_fd = -1;
 }
 
-void ember_python_free(struct ember_python *py)
+static void python_free(void *state)
 {
+	struct ember_python *py = state;
+
 	for (uint32_t s = 0; s < ember_slots_end(&py->cache); s++)
 		if (ember_slots_get(&py->cache, s))
 			drop_code(py, s);
@@ -154,6 +191,7 @@ void ember_python_free(struct ember_python *py)
 	ember_slots_free(&py->files);
 	ember_slots_free(&py->procs);
 	ember_slots_free(&py->cache);
+	free(py);
 }
 
 /* ---- detection ---- */
@@ -228,17 +266,18 @@ static bool file_bias(const struct ember_py_elf *elf, const struct ember_map_ent
 
 static void send_row(struct ember_python *py, struct py_process *p, uint32_t op)
 {
+	bool set = op == EMBER_INTERP_ROW_SET;
 	union ember_msg m;
 
 	if (py->disabled)
 		return;
 	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_PYTHON, op, &p->row,
-	                     op == EMBER_INTERP_ROW_SET ? sizeof(p->row) : 0);
+	                     set ? sizeof(p->row) : 0);
 	if (ember_broker_client_send(py->broker, &m)) {
 		py->disabled = true;
 		return;
 	}
-	if (op == EMBER_INTERP_ROW_SET)
+	if (set)
 		py->stats.rows_sent++;
 	else
 		py->stats.rows_removed++;
@@ -307,9 +346,10 @@ static void forget_process(struct ember_python *py, uint32_t pid)
 	ember_slots_remove(&py->procs, slot, &pid, sizeof(pid));
 }
 
-void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct ember_maps *maps,
-                          uint64_t now_ns)
+static void python_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
+                           uint64_t now_ns)
 {
+	struct ember_python *py = state;
 	/* Copies: a later file_facts can move the cache's slots, or empty it when full. */
 	struct ember_py_elf python = {0};
 	bool have_python = false, have_libc = false;
@@ -320,7 +360,7 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 	uint64_t bias;
 	bool first = true;
 
-	for (size_t i = 0; i < maps->count && !py->off; i++) {
+	for (size_t i = 0; i < maps->count; i++) {
 		const struct ember_map_entry *e = &maps->entries[i];
 		const struct py_file *f;
 
@@ -383,8 +423,9 @@ void ember_python_on_maps(struct ember_python *py, uint32_t pid, const struct em
 	}
 }
 
-void ember_python_on_exit_ahead(struct ember_python *py, uint32_t pid)
+static void python_on_exit_ahead(void *state, uint32_t pid)
 {
+	struct ember_python *py = state;
 	struct py_process *p = get_process(py, pid, false);
 
 	if (!p)
@@ -396,8 +437,9 @@ void ember_python_on_exit_ahead(struct ember_python *py, uint32_t pid)
 	close_process(p);
 }
 
-void ember_python_on_exec(struct ember_python *py, uint32_t pid)
+static void python_on_exec(void *state, uint32_t pid)
 {
+	struct ember_python *py = state;
 	struct py_process *p = get_process(py, pid, false);
 
 	if (p) {
@@ -407,9 +449,9 @@ void ember_python_on_exec(struct ember_python *py, uint32_t pid)
 	}
 }
 
-void ember_python_on_exit(struct ember_python *py, uint32_t pid)
+static void python_on_exit(void *state, uint32_t pid)
 {
-	forget_process(py, pid);
+	forget_process(state, pid);
 }
 
 /* ---- code objects ---- */
@@ -552,16 +594,16 @@ static uint64_t frame_key(struct ember_python *py, uint32_t pid, uint64_t w0, ui
 	return ember_hash(&py->hash_key, k, sizeof(k));
 }
 
-void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint64_t w1,
-                        uint64_t now_ns, struct ember_py_frame *out)
+static void python_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns,
+                         struct ember_interp_frame *out)
 {
+	struct ember_python *py = state;
 	struct py_process *p = get_process(py, pid, false);
 	uint64_t addr = w0 & EMBER_INTERP_PAYLOAD_MASK;
 	uint32_t checksum = (uint32_t)w1;
 	int64_t offset = (int32_t)(w1 >> 32);
 	struct py_code *c = p ? code_of(py, p, addr, checksum, now_ns) : NULL;
 
-	memset(out, 0, sizeof(*out));
 	out->key = frame_key(py, pid, w0, w1);
 	py->stats.frames++;
 	if (!c || !c->name) {
@@ -593,22 +635,20 @@ void ember_python_frame(struct ember_python *py, uint32_t pid, uint64_t w0, uint
 		out->line = c->last_line > 0 ? c->last_line : 0;
 }
 
-void ember_python_warm(struct ember_python *py, uint32_t pid, const uint64_t *words, uint32_t n,
-                       uint64_t now_ns)
+/* Code objects are read at sample time, while the process lives and before they are freed. */
+static void python_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
 {
+	struct ember_python *py = state;
 	struct py_process *p = get_process(py, pid, false);
 
-	for (uint32_t i = 0; p && i + 1 < n; i++) {
-		if (ember_python_is_tagged(words[i]) && !ember_interp_word_is_marker(words[i]))
-			code_of(py, p, words[i] & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)words[i + 1],
-			        now_ns);
-		if (ember_python_is_tagged(words[i]))
-			i++;
-	}
+	if (p)
+		code_of(py, p, w0 & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)w1, now_ns);
 }
 
-const char *ember_python_marker(struct ember_python *py, uint64_t w0)
+static const char *python_marker(void *state, uint64_t w0)
 {
+	struct ember_python *py = state;
+
 	switch (w0 & 0xff) {
 	case EMBER_INTERP_MARK_TRUNCATED:
 		py->stats.markers_truncated++;
@@ -620,3 +660,36 @@ const char *ember_python_marker(struct ember_python *py, uint64_t w0)
 		return "[python frames stopped]";
 	}
 }
+
+static void python_stats(void *state, const struct ember_stat_sink *sink)
+{
+	const struct ember_python_stats *ps = &((struct ember_python *)state)->stats;
+
+	ember_stat(sink, "python.processes", ps->processes);
+	ember_stat(sink, "python.processes_unsupported", ps->unsupported);
+	ember_stat(sink, "python.rows_sent", ps->rows_sent);
+	ember_stat(sink, "python.frames", ps->frames);
+	ember_stat(sink, "python.frames_named", ps->frames_named);
+	ember_stat(sink, "python.frames_stale", ps->frames_stale);
+	ember_stat(sink, "python.frames_unreadable", ps->frames_unreadable);
+	ember_stat(sink, "python.frames_no_line", ps->frames_no_line);
+	ember_stat(sink, "python.markers_truncated", ps->markers_truncated);
+	ember_stat(sink, "python.markers_unreadable", ps->markers_unreadable);
+	ember_stat(sink, "python.code_reads", ps->code_reads);
+	ember_stat(sink, "python.code_read_errors", ps->code_read_errors);
+	ember_stat(sink, "python.cache_evictions", ps->cache_evictions);
+	ember_stat(sink, "python.files_read", ps->files_read);
+}
+
+const struct ember_interp_ops ember_python_ops = {
+    .init = python_init,
+    .free = python_free,
+    .on_maps = python_on_maps,
+    .on_exit_ahead = python_on_exit_ahead,
+    .on_exec = python_on_exec,
+    .on_exit = python_on_exit,
+    .warm = python_warm,
+    .frame = python_frame,
+    .marker = python_marker,
+    .stats = python_stats,
+};

@@ -9,11 +9,14 @@
 
 #include "symbolizer/memory/mem_owners.h"
 
-static const char *const frame_kind_names[EMBER_FRAME_KIND_MAX] = {
-    [EMBER_FRAME_UNKNOWN] = "unknown", [EMBER_FRAME_KERNEL] = "kernel",
-    [EMBER_FRAME_NATIVE] = "native",   [EMBER_FRAME_GO] = "go",
-    [EMBER_FRAME_PYTHON] = "cpython",
-};
+#define INTERP_KIND(id, number, name, kind) [EMBER_FRAME_INTERP(number)] = kind,
+static const char *const frame_kind_names[EMBER_FRAME_KIND_MAX] = {[EMBER_FRAME_UNKNOWN] =
+                                                                       "unknown",
+                                                                   [EMBER_FRAME_KERNEL] = "kernel",
+                                                                   [EMBER_FRAME_NATIVE] = "native",
+                                                                   [EMBER_FRAME_GO] = "go",
+                                                                   EMBER_RUNTIMES(INTERP_KIND)};
+#undef INTERP_KIND
 
 static const char *const view_names[EMBER_VIEW_MAX] = {
     [EMBER_VIEW_CPU] = "cpu",
@@ -38,13 +41,15 @@ const char *ember_view_name(enum ember_view v)
 
 const char *ember_frame_kind_name(enum ember_frame_kind kind)
 {
-	return (unsigned)kind < EMBER_FRAME_KIND_MAX ? frame_kind_names[kind] : "unknown";
+	return (unsigned)kind < EMBER_FRAME_KIND_MAX && frame_kind_names[kind]
+	           ? frame_kind_names[kind]
+	           : "unknown";
 }
 
 enum ember_frame_kind ember_frame_kind_parse(const char *name)
 {
 	for (int k = 0; k < EMBER_FRAME_KIND_MAX; k++)
-		if (!strcmp(name, frame_kind_names[k]))
+		if (frame_kind_names[k] && !strcmp(name, frame_kind_names[k]))
 			return (enum ember_frame_kind)k;
 	return EMBER_FRAME_UNKNOWN;
 }

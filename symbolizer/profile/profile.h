@@ -27,20 +27,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/interp.h"
 #include "shared/hash.h"
 #include "shared/strtab.h"
 #include "shared/vec.h"
 
 #define EMBER_NONE UINT32_MAX /* "no mapping" and similar */
 
+/* The kinds of frames; then one per interpreted runtime (bpf/interp.h), EMBER_FRAME_INTERP(rt). */
 enum ember_frame_kind {
 	EMBER_FRAME_UNKNOWN = 0,
 	EMBER_FRAME_KERNEL,
 	EMBER_FRAME_NATIVE,
 	EMBER_FRAME_GO,
-	EMBER_FRAME_PYTHON,
-	EMBER_FRAME_KIND_MAX,
+	EMBER_FRAME_KIND_MAX = EMBER_FRAME_GO + EMBER_RUNTIME_MAX,
 };
+
+/* The kind of runtime rt's frames (rt from 1, below EMBER_RUNTIME_MAX). */
+#define EMBER_FRAME_INTERP(rt) ((enum ember_frame_kind)(EMBER_FRAME_GO + (rt)))
 
 /* OpenTelemetry's profile.frame.type value for a kind ("kernel", "native", ...). */
 const char *ember_frame_kind_name(enum ember_frame_kind kind);

@@ -166,6 +166,58 @@ START_TEST(a_stopped_unwind_ends_in_its_marker)
 }
 END_TEST
 
+static int append_kind(void *ctx, const char *name, enum ember_frame_kind kind)
+{
+	struct names *n = ctx;
+	char one[128];
+
+	snprintf(one, sizeof(one), "%s%s(%s)", n->text[0] ? ";" : "", name,
+	         ember_frame_kind_name(kind));
+	strncat(n->text, one, sizeof(n->text) - strlen(n->text) - 1);
+	return 0;
+}
+
+/*
+ * Interpreted frames and markers (bpf/interp.h) go to their runtime's reader: a frame it
+ * cannot name (this process is not one it detected) stays a frame of its runtime's kind,
+ * a marker is named and counted by it, under its statistics' names; without the registry
+ * they keep their kind and place.
+ */
+START_TEST(interpreted_frames_go_to_their_runtime)
+{
+	const uint64_t py = EMBER_INTERP_TAG_FRAME(EMBER_RUNTIME_PYTHON) << EMBER_INTERP_TAG_SHIFT;
+	const uint64_t mark = EMBER_INTERP_TAG_MARKER(EMBER_RUNTIME_PYTHON)
+	                      << EMBER_INTERP_TAG_SHIFT;
+	uint64_t u[] = {py | 0x7f0000001000, 5ull << 32 | 77, mark | EMBER_INTERP_MARK_TRUNCATED, 0,
+	                target()};
+	struct ember_interps interps;
+	struct names n;
+
+	ck_assert_int_eq(ember_interps_init(&interps, 1u << EMBER_RUNTIME_PYTHON, &fb.client), 0);
+	sym.interps = &interps;
+	ck_assert_int_eq(add(PID, NULL, 0, u, 5, EMBER_STACK_INTERP, SEC), 0);
+	memset(&n, 0, sizeof(n));
+	ck_assert_int_eq(ember_profile_walk_stack(&prof, ember_profile_sample(&prof, 0)->key.stack,
+	                                          append_kind, &n),
+	                 0);
+	ck_assert_str_eq(n.text, "symbolize_test_target(native);[python frames truncated](unknown);"
+	                         "[unknown](cpython)");
+	ember_symbolizer_report_stats(&sym, &prof);
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "python.frames"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "python.frames_unreadable"), 1);
+	ck_assert_uint_eq(ember_profile_stat_get(&prof, "python.markers_truncated"), 1);
+	sym.interps = NULL;
+	ember_interps_free(&interps);
+	/* No reader: the same kinds, the marker says the runtime's frames stopped. */
+	u[2] = mark | EMBER_INTERP_MARK_UNREADABLE;
+	ck_assert_int_eq(add(PID, NULL, 0, u, 5, EMBER_STACK_INTERP, 2 * SEC), 0);
+	ck_assert_str_eq(frames_of(1), "symbolize_test_target;[python frames stopped];[unknown]");
+	/* Without EMBER_STACK_INTERP the same words are addresses. */
+	ck_assert_int_eq(add(PID, NULL, 0, u, 2, 0, 3 * SEC), 0);
+	ck_assert_ptr_null(strstr(frames_of(2), "python"));
+}
+END_TEST
+
 START_TEST(statistics_go_into_the_profile_given)
 {
 	struct ember_profile other;
@@ -322,6 +374,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, kernel_and_user_frames_are_named);
 	tcase_add_test(tc, unknown_addresses_are_kept_and_counted);
 	tcase_add_test(tc, a_stopped_unwind_ends_in_its_marker);
+	tcase_add_test(tc, interpreted_frames_go_to_their_runtime);
 	tcase_add_test(tc, statistics_go_into_the_profile_given);
 	tcase_add_test(tc, maps_handed_over_spare_a_request);
 	tcase_add_test(tc, a_process_is_gone_after_its_exit_record);

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/interp.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "symbolizer/interp/python.h"
+
+/* Each runtime's reader, by its number (bpf/interp.h), one line each. */
+static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
+    [EMBER_RUNTIME_PYTHON] = &ember_python_ops,
+};
+
+#define RUNTIME_NAME(id, number, name, kind) [number] = name,
+static const char *const names[EMBER_RUNTIME_MAX] = {EMBER_RUNTIMES(RUNTIME_NAME)};
+#undef RUNTIME_NAME
+
+/* A marker of a runtime not enabled (or of a reason its reader does not know). */
+#define RUNTIME_STOPPED(id, number, name, kind) [number] = "[" name " frames stopped]",
+static const char *const stopped[EMBER_RUNTIME_MAX] = {EMBER_RUNTIMES(RUNTIME_STOPPED)};
+#undef RUNTIME_STOPPED
+
+/* The reader of runtime rt if it is enabled, else NULL. */
+static const struct ember_interp_ops *reader(const struct ember_interps *r, uint32_t rt)
+{
+	return r && rt < EMBER_RUNTIME_MAX && (r->enabled & 1u << rt) ? readers[rt] : NULL;
+}
+
+int ember_interps_init(struct ember_interps *r, uint32_t enabled,
+                       struct ember_broker_client *broker)
+{
+	int err = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX && !err; rt++)
+		if ((enabled & 1u << rt) && readers[rt]) {
+			err = readers[rt]->init(&r->state[rt], broker);
+			if (!err)
+				r->enabled |= 1u << rt;
+		}
+	return err;
+}
+
+void ember_interps_free(struct ember_interps *r)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->free(r->state[rt]);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *ember_interp_name(uint32_t runtime)
+{
+	return runtime < EMBER_RUNTIME_MAX ? names[runtime] : NULL;
+}
+
+int ember_interp_parse_list(const char *list, uint32_t *mask)
+{
+	const char *p = list;
+
+	*mask = 0;
+	if (!strcmp(list, "none"))
+		return 0;
+	if (!strcmp(list, "all")) {
+		*mask = EMBER_RUNTIMES_ALL;
+		return 0;
+	}
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		uint32_t rt = 1;
+
+		while (rt < EMBER_RUNTIME_MAX &&
+		       (!names[rt] || strlen(names[rt]) != len || strncmp(p, names[rt], len)))
+			rt++;
+		if (rt == EMBER_RUNTIME_MAX)
+			return -EINVAL;
+		*mask |= 1u << rt;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+void ember_interps_on_maps(struct ember_interps *r, uint32_t pid, const struct ember_maps *maps,
+                           uint64_t now_ns)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->on_maps(r->state[rt], pid, maps, now_ns);
+}
+
+void ember_interps_on_exit_ahead(struct ember_interps *r, uint32_t pid)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->on_exit_ahead(r->state[rt], pid);
+}
+
+void ember_interps_on_exec(struct ember_interps *r, uint32_t pid)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->on_exec(r->state[rt], pid);
+}
+
+void ember_interps_on_exit(struct ember_interps *r, uint32_t pid)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->on_exit(r->state[rt], pid);
+}
+
+void ember_interps_warm(struct ember_interps *r, uint32_t pid, const uint64_t *words, uint32_t n,
+                        uint64_t now_ns)
+{
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		uint32_t rt = ember_interp_word_runtime(words[i]);
+
+		if (!rt)
+			continue;
+		if (!ember_interp_word_is_marker(words[i]) && reader(r, rt))
+			readers[rt]->warm(r->state[rt], pid, words[i], words[i + 1], now_ns);
+		i++; /* the frame's second word */
+	}
+}
+
+void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uint64_t w1,
+                         uint64_t now_ns, struct ember_interp_frame *out)
+{
+	uint32_t rt = ember_interp_word_runtime(w0);
+	const struct ember_interp_ops *ops = reader(r, rt);
+
+	memset(out, 0, sizeof(*out));
+	out->runtime = rt;
+	if (ember_interp_word_is_marker(w0))
+		out->marker = ops           ? ops->marker(r->state[rt], w0)
+		              : stopped[rt] ? stopped[rt]
+		                            : "[interpreter frames stopped]";
+	else if (ops)
+		ops->frame(r->state[rt], pid, w0, w1, now_ns, out);
+}
+
+void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink)
+{
+	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+		if (reader(r, rt))
+			readers[rt]->stats(r->state[rt], sink);
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The registry of interpreted runtimes: each enabled runtime's reader
+ * (interp_ops.h) and its state. The rest of the symbolizer knows runtimes
+ * only through it: it passes process events on to every enabled reader and
+ * names an interpreted frame or marker by the runtime its tag gives
+ * (bpf/interp.h). A frame of a runtime not enabled stays an unnamed frame of
+ * its kind.
+ */
+#ifndef EMBER_SYMBOLIZER_INTERP_INTERP_H
+#define EMBER_SYMBOLIZER_INTERP_INTERP_H
+
+#include <stdint.h>
+
+#include "symbolizer/interp/interp_ops.h"
+
+struct ember_interps {
+	uint32_t enabled;               /* 1u << runtime: its frames are read */
+	void *state[EMBER_RUNTIME_MAX]; /* each enabled runtime's reader's */
+};
+
+/* Starts the reader of each runtime in enabled (bits 1u << runtime). */
+int ember_interps_init(struct ember_interps *r, uint32_t enabled,
+                       struct ember_broker_client *broker);
+void ember_interps_free(struct ember_interps *r);
+
+/*
+ * Parses a comma-separated list of runtime names ("python"), or "all" or
+ * "none", into *mask (bits 1u << runtime). Returns 0 or -EINVAL (an unknown
+ * name, an empty list).
+ */
+int ember_interp_parse_list(const char *list, uint32_t *mask);
+
+/* The name of a runtime ("python"), as `--interpreters` takes it; NULL for none. */
+const char *ember_interp_name(uint32_t runtime);
+
+/* Process events, passed on to every enabled reader (interp_ops.h says when each comes). */
+void ember_interps_on_maps(struct ember_interps *r, uint32_t pid, const struct ember_maps *maps,
+                           uint64_t now_ns);
+void ember_interps_on_exit_ahead(struct ember_interps *r, uint32_t pid);
+void ember_interps_on_exec(struct ember_interps *r, uint32_t pid);
+void ember_interps_on_exit(struct ember_interps *r, uint32_t pid);
+
+/* The n user words of a sample with EMBER_STACK_INTERP, seen ahead of symbolization: each
+ * interpreted frame goes to its reader now, while pid lives. */
+void ember_interps_warm(struct ember_interps *r, uint32_t pid, const uint64_t *words, uint32_t n,
+                        uint64_t now_ns);
+
+/*
+ * Names the frame or marker whose two words are w0 (ember_interp_word_runtime(w0) not 0)
+ * and w1, of a sample of pid. r may be NULL (no runtime enabled).
+ */
+void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uint64_t w1,
+                         uint64_t now_ns, struct ember_interp_frame *out);
+
+/* Each enabled reader's statistics. */
+void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink);
+
+#endif
