@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bpf/python.h"
 #include "bpf/records.h"
 #include "ipc/endpoint.h"
 #include "ipc/proto.h"
@@ -330,6 +331,18 @@ static int cmd_messages(void)
 	ember_msg_init(&m, EMBER_MSG_BROKER_REPLY, 2);
 	expect_disconnect("BROKER_REPLY from the symbolizer", true, &m, sizeof(m.broker_reply),
 	                  false);
+	/* Interpreter rows: exactly the runtime's row size, of a runtime the collector knows, that
+	 * its row check takes (an all-zero Python row has no interpreter loop). */
+	memset(big, 0, sizeof(big));
+	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_RUNTIME_MAX, EMBER_INTERP_ROW_SET, big,
+	                     sizeof(struct ember_py_proc));
+	expect_disconnect("interpreter row of an unknown runtime", true, &m, m.hdr.length, false);
+	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_SET,
+	                     big, sizeof(struct ember_py_proc) - 1);
+	expect_disconnect("interpreter row a byte short", true, &m, m.hdr.length, false);
+	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_SET,
+	                     big, sizeof(struct ember_py_proc));
+	expect_disconnect("Python row its check refuses", true, &m, m.hdr.length, false);
 
 	/* Well formed but asking for nothing known: an error reply, not a hang-up. */
 	err = open_conn(&c);
