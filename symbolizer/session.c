@@ -11,7 +11,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "ipc/ring.h"
 #include "symbolizer/formats/out_otlp.h"
 #include "symbolizer/interp/interp.h"

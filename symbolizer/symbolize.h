@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "symbolizer/interp/interp.h"
 #include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/symbols/kallsyms.h"

@@ -19,7 +19,7 @@
 
 #include "bpf/interp.h"
 #include "shared/stat_sink.h"
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "symbolizer/process/maps_parser.h"
 
 /* One interpreted frame or marker named. The strings live until the next call. */

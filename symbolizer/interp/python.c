@@ -15,7 +15,7 @@
 #include "symbolizer/interp/python_code.h"
 #include "symbolizer/interp/python_elf.h"
 #include "symbolizer/interp/python_lines.h"
-#include "symbolizer/reader.h"
+#include "symbolizer/client/reader.h"
 
 #define PAGE_MASK_4K (~(uint64_t)4095)
 

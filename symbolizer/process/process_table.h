@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "symbolizer/process/container.h"
 #include "symbolizer/process/maps_parser.h"
 #include "shared/slots.h"

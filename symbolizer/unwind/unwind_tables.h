@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/maps_parser.h"
 #include "symbolizer/profile/profile.h"

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "ipc/proto.h"
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 #include "symbolizer/process/maps_parser.h"
 
 struct fake_broker {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 
 struct pair {
 	int client, collector;

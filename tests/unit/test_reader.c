@@ -20,7 +20,7 @@
 
 #include "check_main.h"
 #include "seccomp/policy.h"
-#include "symbolizer/reader.h"
+#include "symbolizer/client/reader.h"
 
 #define MS 1000000ull
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbolizer/broker_client.h"
+#include "symbolizer/client/broker_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

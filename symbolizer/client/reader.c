@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbolizer/reader.h"
+#include "symbolizer/client/reader.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,14 +9,14 @@
  * is: with readers (reader.h) the caller gets a copy in a memfd made under a
  * deadline, or -ETIMEDOUT. Replies refused for a stall are counted.
  */
-#ifndef EMBER_SYMBOLIZER_BROKER_CLIENT_H
-#define EMBER_SYMBOLIZER_BROKER_CLIENT_H
+#ifndef EMBER_SYMBOLIZER_CLIENT_BROKER_CLIENT_H
+#define EMBER_SYMBOLIZER_CLIENT_BROKER_CLIENT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "ipc/proto.h"
-#include "symbolizer/reader.h"
+#include "symbolizer/client/reader.h"
 
 /* The collector answers every request within its own deadline (about a second): past this, it
  * is not answering. */

@@ -30,8 +30,8 @@
  * input: the bytes they copy (the caller parses them as untrusted) and their
  * answers (checked for size and job number).
  */
-#ifndef EMBER_SYMBOLIZER_READER_H
-#define EMBER_SYMBOLIZER_READER_H
+#ifndef EMBER_SYMBOLIZER_CLIENT_READER_H
+#define EMBER_SYMBOLIZER_CLIENT_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
