@@ -523,10 +523,11 @@ static struct ember_profile *file_profile(struct session *s)
 static void set_run_stats(struct session *s)
 {
 	struct ember_profile *p = file_profile(s);
+	const struct ember_stat_sink sink = EMBER_PROFILE_STAT_SINK(p);
 
 	ember_symbolizer_report_stats(&s->sym, p);
-	ember_unwind_report_stats(&s->unwind, p);
-	ember_readers_report_stats(&s->readers, p);
+	ember_unwind_report_stats(&s->unwind, &sink);
+	ember_readers_report_stats(&s->readers, &sink);
 	ember_profile_stat_set(p, "broker.stalled_refused", s->broker.stalled_refused);
 	ember_profile_stat_set(p, "broker.stalled_deadline", s->broker.stalled_deadline);
 	ember_profile_stat_set(p, "ring.records", s->records);

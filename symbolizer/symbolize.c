@@ -724,15 +724,10 @@ uint64_t ember_symbolizer_parse_errors(const struct ember_symbolizer *s)
 	return ember_objcache_parse_errors(&s->objs);
 }
 
-/* The statistics' sink of the parts below the profile model: the profile's statistics. */
-static void set_stat(void *ctx, const char *name, uint64_t value)
-{
-	ember_profile_stat_set(ctx, name, value);
-}
-
 void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_profile *p)
 {
-	const struct ember_stat_sink sink = {set_stat, p};
+	/* The parts below the profile model report through a sink into p. */
+	const struct ember_stat_sink sink = EMBER_PROFILE_STAT_SINK(p);
 	struct ember_mem_split m;
 
 	ember_profile_stat_set(p, "symbolizer.frames", s->frames);
@@ -759,12 +754,12 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "memory.budget_exceeded", s->budget_exceeded);
 	ember_profile_stat_set(p, "memory.shed_periods", s->budget_shed_periods);
 	ember_profile_stat_set(p, "memory.over_between_checks", s->budget_peeks_over);
-	ember_objcache_report_stats(&s->objs, p);
-	ember_kallsyms_report_stats(&s->ksyms, p);
-	ember_processes_report_stats(&s->procs, p, s->want_process_facts);
-	ember_broker_client_report_stats(s->broker, p);
+	ember_objcache_report_stats(&s->objs, &sink);
+	ember_kallsyms_report_stats(&s->ksyms, &sink);
+	ember_processes_report_stats(&s->procs, &sink, s->want_process_facts);
+	ember_broker_client_report_stats(s->broker, &sink);
 	ember_mem_measure(&s->budget, &m);
-	ember_mem_report_stats(&s->budget, &m, p);
+	ember_mem_report_stats(&s->budget, &m, &sink);
 }
 
 void ember_symbolizer_memory_line(struct ember_symbolizer *s, char *buf, size_t size)

@@ -10,7 +10,6 @@
 #include "shared/clock.h"
 #include "shared/log.h"
 #include "shared/str.h"
-#include "symbolizer/profile/profile.h"
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock)
 {
@@ -216,10 +215,11 @@ int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64
 	return fd;
 }
 
-void ember_broker_client_report_stats(const struct ember_broker_client *c, struct ember_profile *p)
+void ember_broker_client_report_stats(const struct ember_broker_client *c,
+                                      const struct ember_stat_sink *sink)
 {
-	ember_profile_stat_set(p, "broker.requests", c->requests);
-	ember_profile_stat_set(p, "broker.failures", c->failures);
-	ember_profile_stat_set(p, "broker.late_replies", c->late_replies);
-	ember_profile_stat_set(p, "broker.kept_files_served", c->kept_served);
+	ember_stat(sink, "broker.requests", c->requests);
+	ember_stat(sink, "broker.failures", c->failures);
+	ember_stat(sink, "broker.late_replies", c->late_replies);
+	ember_stat(sink, "broker.kept_files_served", c->kept_served);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "ipc/proto.h"
+#include "shared/stat_sink.h"
 #include "symbolizer/client/reader.h"
 
 /* The collector answers every request within its own deadline (about a second): past this, it
@@ -80,8 +81,8 @@ int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64
 int ember_broker_client_recv(struct ember_broker_client *c, union ember_msg *m, int *fds,
                              int max_fds, int *nfds, int timeout_ms);
 
-struct ember_profile;
 /* broker.* statistics into p. */
-void ember_broker_client_report_stats(const struct ember_broker_client *c, struct ember_profile *p);
+void ember_broker_client_report_stats(const struct ember_broker_client *c,
+                                      const struct ember_stat_sink *sink);
 
 #endif

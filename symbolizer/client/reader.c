@@ -448,7 +448,7 @@ void ember_readers_note_stall(struct ember_readers *rs, uint32_t pid, uint32_t m
 		mark_stalled(rs, d, ember_monotonic_ns());
 }
 
-void ember_readers_report_stats(const struct ember_readers *rs, struct ember_profile *p)
+void ember_readers_report_stats(const struct ember_readers *rs, const struct ember_stat_sink *sink)
 {
 	uint64_t fs = 0;
 
@@ -461,10 +461,10 @@ void ember_readers_report_stats(const struct ember_readers *rs, struct ember_pro
 		fs++;
 		snprintf(name, sizeof(name), "broker.stalled_fs.%" PRIu32 ":%" PRIu32 ".%s",
 		         d->major, d->minor, ember_fs_name(d->fs_magic, type));
-		ember_profile_stat_set(p, name, d->given_up + d->refused);
+		ember_stat(sink, name, d->given_up + d->refused);
 	}
-	ember_profile_stat_set(p, "broker.stalled_fs", fs);
-	ember_profile_stat_set(p, "symbolizer.stalled_reads", rs->given_up + rs->refused);
-	ember_profile_stat_set(p, "symbolizer.readers_abandoned", rs->abandoned);
-	ember_profile_stat_set(p, "symbolizer.remote_copies", rs->copies);
+	ember_stat(sink, "broker.stalled_fs", fs);
+	ember_stat(sink, "symbolizer.stalled_reads", rs->given_up + rs->refused);
+	ember_stat(sink, "symbolizer.readers_abandoned", rs->abandoned);
+	ember_stat(sink, "symbolizer.remote_copies", rs->copies);
 }

@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "symbolizer/profile/profile.h"
+#include "shared/stat_sink.h"
 
 #define EMBER_READERS             3
 #define EMBER_READ_DEADLINE_NS    (1000ull * 1000000ull)
@@ -120,6 +120,6 @@ void ember_readers_note_stall(struct ember_readers *rs, uint32_t pid, uint32_t m
 
 /* symbolizer.stalled_reads, readers_abandoned, and one broker.stalled_fs.MAJ:MIN.TYPE per
  * device that stalled. */
-void ember_readers_report_stats(const struct ember_readers *rs, struct ember_profile *p);
+void ember_readers_report_stats(const struct ember_readers *rs, const struct ember_stat_sink *sink);
 
 #endif

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolizer/profile/profile.h"
-
 #define MIB (1024.0 * 1024.0)
 
 void ember_mem_tune(void)
@@ -105,27 +103,27 @@ static size_t unowned(const struct ember_mem_split *m)
 }
 
 void ember_mem_report_stats(struct ember_mem_budget *b, const struct ember_mem_split *m,
-                            struct ember_profile *p)
+                            const struct ember_stat_sink *sink)
 {
 	char name[64];
 
-	ember_profile_stat_set(p, "memory.rss", m->rss);
-	ember_profile_stat_set(p, "memory.peak_rss", b->peak_rss);
-	ember_profile_stat_set(p, "memory.budget", b->limit);
+	ember_stat(sink, "memory.rss", m->rss);
+	ember_stat(sink, "memory.peak_rss", b->peak_rss);
+	ember_stat(sink, "memory.budget", b->limit);
 	if (m->counting)
 		for (unsigned int o = 0; o < EMBER_MEM_OWNERS; o++) {
 			snprintf(name, sizeof(name), "memory.%s",
 			         ember_mem_owner_name((enum ember_mem_owner)o));
-			ember_profile_stat_set(p, name, m->owners[o]);
+			ember_stat(sink, name, m->owners[o]);
 		}
-	ember_profile_stat_set(p, "memory.heap_in_use", m->heap_in_use);
-	ember_profile_stat_set(p, "memory.heap_unowned", m->counting ? unowned(m) : 0);
-	ember_profile_stat_set(p, "memory.heap_free", m->heap_free);
-	ember_profile_stat_set(p, "memory.not_heap", m->not_heap);
-	ember_profile_stat_set(p, "memory.releases", b->releases);
+	ember_stat(sink, "memory.heap_in_use", m->heap_in_use);
+	ember_stat(sink, "memory.heap_unowned", m->counting ? unowned(m) : 0);
+	ember_stat(sink, "memory.heap_free", m->heap_free);
+	ember_stat(sink, "memory.not_heap", m->not_heap);
+	ember_stat(sink, "memory.releases", b->releases);
 	if (b->collector_rss) {
-		ember_profile_stat_set(p, "memory.collector_rss", b->collector_rss);
-		ember_profile_stat_set(p, "memory.collector_bpf_maps", b->collector_bpf_maps);
+		ember_stat(sink, "memory.collector_rss", b->collector_rss);
+		ember_stat(sink, "memory.collector_bpf_maps", b->collector_bpf_maps);
 	}
 }
 

@@ -25,10 +25,9 @@
 #include <stdint.h>
 
 #include "symbolizer/memory/mem_owners.h"
+#include "shared/stat_sink.h"
 
 #define EMBER_MEM_DEFAULT_BUDGET (64u << 20)
-
-struct ember_profile;
 
 /* One measurement; every field in bytes. */
 struct ember_mem_split {
@@ -67,9 +66,9 @@ size_t ember_mem_over(const struct ember_mem_budget *b, size_t rss, size_t exclu
 /* Gives freed heap pages back to the system (malloc_trim). */
 void ember_mem_release(struct ember_mem_budget *b);
 
-/* memory.* statistics into p (and the collector's figures when known). */
+/* memory.* statistics (and the collector's figures when known). */
 void ember_mem_report_stats(struct ember_mem_budget *b, const struct ember_mem_split *m,
-                            struct ember_profile *p);
+                            const struct ember_stat_sink *sink);
 /* "rss 41.2 MiB (budget 64.0 MiB, peak 45.0 MiB): objcache 18.1 MiB, ..." into buf. */
 void ember_mem_format(const struct ember_mem_budget *b, const struct ember_mem_split *m, char *buf,
                       size_t size);

@@ -10,7 +10,6 @@
 
 #include "shared/log.h"
 #include "symbolizer/memory/mem_owners.h"
-#include "symbolizer/profile/profile.h"
 
 static struct ember_process *at(const struct ember_processes *t, uint32_t slot)
 {
@@ -427,19 +426,19 @@ size_t ember_processes_shrink(struct ember_processes *t, size_t bytes, uint64_t 
 	return freed;
 }
 
-void ember_processes_report_stats(const struct ember_processes *t, struct ember_profile *p,
-                                  bool with_facts)
+void ember_processes_report_stats(const struct ember_processes *t,
+                                  const struct ember_stat_sink *sink, bool with_facts)
 {
-	ember_profile_stat_set(p, "processes.live", t->slots.count);
-	ember_profile_stat_set(p, "processes.maps_bytes", t->maps_bytes);
-	ember_profile_stat_set(p, "processes.freed_after_exit", t->freed_exited);
-	ember_profile_stat_set(p, "processes.freed_idle", t->freed_idle);
-	ember_profile_stat_set(p, "processes.evicted", t->evicted + t->shrunk);
-	ember_profile_stat_set(p, "maps.loads", t->maps_loads);
-	ember_profile_stat_set(p, "maps.failures", t->maps_failures);
-	ember_profile_stat_set(p, "maps.adopted", t->maps_adopted);
+	ember_stat(sink, "processes.live", t->slots.count);
+	ember_stat(sink, "processes.maps_bytes", t->maps_bytes);
+	ember_stat(sink, "processes.freed_after_exit", t->freed_exited);
+	ember_stat(sink, "processes.freed_idle", t->freed_idle);
+	ember_stat(sink, "processes.evicted", t->evicted + t->shrunk);
+	ember_stat(sink, "maps.loads", t->maps_loads);
+	ember_stat(sink, "maps.failures", t->maps_failures);
+	ember_stat(sink, "maps.adopted", t->maps_adopted);
 	if (with_facts) {
-		ember_profile_stat_set(p, "process_facts.requests", t->facts_requests);
-		ember_profile_stat_set(p, "process_facts.failures", t->facts_failures);
+		ember_stat(sink, "process_facts.requests", t->facts_requests);
+		ember_stat(sink, "process_facts.failures", t->facts_failures);
 	}
 }

@@ -29,6 +29,7 @@
 #include "symbolizer/process/container.h"
 #include "symbolizer/process/maps_parser.h"
 #include "shared/slots.h"
+#include "shared/stat_sink.h"
 
 #define EMBER_MAPS_RELOAD_MIN_NS     (200ull * 1000000ull) /* per process */
 #define EMBER_MAPS_RELOAD_SEEN_NS    (10ull * 1000000ull) /* ... for an address seen after a read */
@@ -138,9 +139,8 @@ void ember_processes_sweep(struct ember_processes *t, uint64_t now_ns);
  */
 size_t ember_processes_shrink(struct ember_processes *t, size_t bytes, uint64_t now_ns);
 
-struct ember_profile;
 /* processes.* and maps.* statistics into p. */
-void ember_processes_report_stats(const struct ember_processes *t, struct ember_profile *p,
-                                  bool with_facts);
+void ember_processes_report_stats(const struct ember_processes *t,
+                                  const struct ember_stat_sink *sink, bool with_facts);
 
 #endif

@@ -627,6 +627,11 @@ int ember_profile_stat_set(struct ember_profile *p, const char *name, uint64_t v
 	return 0;
 }
 
+void ember_profile_stat_sink_set(void *profile, const char *name, uint64_t value)
+{
+	ember_profile_stat_set(profile, name, value);
+}
+
 uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name)
 {
 	const struct ember_stat *st = stat_find(p, name);

@@ -29,6 +29,7 @@
 
 #include "bpf/interp.h"
 #include "shared/hash.h"
+#include "shared/stat_sink.h"
 #include "shared/strtab.h"
 #include "shared/vec.h"
 
@@ -258,6 +259,11 @@ int ember_profile_walk_stack(const struct ember_profile *p, uint32_t stack, embe
 int ember_profile_stat_add(struct ember_profile *p, const char *name, uint64_t delta);
 int ember_profile_stat_set(struct ember_profile *p, const char *name, uint64_t value);
 uint64_t ember_profile_stat_get(const struct ember_profile *p, const char *name);
+/* The parts below the profile model report statistics through a sink (shared/stat_sink.h):
+ * EMBER_PROFILE_STAT_SINK(p) sets them in profile p. */
+void ember_profile_stat_sink_set(void *profile, const char *name, uint64_t value);
+#define EMBER_PROFILE_STAT_SINK(p)                                                                 \
+	((const struct ember_stat_sink){ember_profile_stat_sink_set, (p)})
 
 /* Typed access to the arrays. */
 static inline const struct ember_mapping *ember_profile_mapping(const struct ember_profile *p,

@@ -11,7 +11,6 @@
 #include "shared/sorted.h"
 #include "shared/vec.h"
 #include "symbolizer/memory/mem_owners.h"
-#include "symbolizer/profile/profile.h"
 
 #define MAX_NAME   512
 #define LOAD_CHUNK (16 * 1024)
@@ -230,8 +229,8 @@ const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, u
 	return &k->syms[lo - 1];
 }
 
-void ember_kallsyms_report_stats(const struct ember_kallsyms *k, struct ember_profile *p)
+void ember_kallsyms_report_stats(const struct ember_kallsyms *k, const struct ember_stat_sink *sink)
 {
-	ember_profile_stat_set(p, "kallsyms.symbols", k->nsyms);
-	ember_profile_stat_set(p, "kallsyms.bad_lines", k->bad_lines);
+	ember_stat(sink, "kallsyms.symbols", k->nsyms);
+	ember_stat(sink, "kallsyms.bad_lines", k->bad_lines);
 }

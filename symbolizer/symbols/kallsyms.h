@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "shared/strtab.h"
+#include "shared/stat_sink.h"
 
 #define EMBER_KALLSYMS_MAX_BYTES   (128u << 20)
 #define EMBER_KALLSYMS_MAX_SYMBOLS (4u << 20)
@@ -37,9 +38,9 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out);
 void ember_kallsyms_free(struct ember_kallsyms *k);
 
-struct ember_profile;
 /* kallsyms.* statistics into p. */
-void ember_kallsyms_report_stats(const struct ember_kallsyms *k, struct ember_profile *p);
+void ember_kallsyms_report_stats(const struct ember_kallsyms *k,
+                                 const struct ember_stat_sink *sink);
 
 /* The symbol containing addr, or NULL. */
 const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr);

@@ -8,7 +8,6 @@
 #include <sys/param.h>
 
 #include "symbolizer/memory/mem_owners.h"
-#include "symbolizer/profile/profile.h"
 
 /* The entry in slot, or NULL for a free slot. */
 static struct ember_obj *at(const struct ember_objcache *c, uint32_t slot)
@@ -464,24 +463,24 @@ size_t ember_objcache_set_limit(struct ember_objcache *c, size_t bytes)
 	return held - c->bytes;
 }
 
-void ember_objcache_report_stats(const struct ember_objcache *c, struct ember_profile *p)
+void ember_objcache_report_stats(const struct ember_objcache *c, const struct ember_stat_sink *sink)
 {
-	ember_profile_stat_set(p, "objcache.hits", c->hits);
-	ember_profile_stat_set(p, "objcache.misses", c->misses);
-	ember_profile_stat_set(p, "objcache.evictions", c->evictions);
-	ember_profile_stat_set(p, "objcache.evictions_for_budget", c->shrinks);
-	ember_profile_stat_set(p, "objcache.changed_files", c->changed_files);
-	ember_profile_stat_set(p, "objcache.shared", c->shared);
-	ember_profile_stat_set(p, "objcache.load_errors", c->load_errors);
-	ember_profile_stat_set(p, "objcache.bytes", c->bytes);
-	ember_profile_stat_set(p, "objcache.dwarf_resets", c->dwarf_resets);
-	ember_profile_stat_set(p, "objcache.units_deferred_for_budget", c->units_deferred);
-	ember_profile_stat_set(p, "objcache.max_bytes", c->max_bytes);
-	ember_profile_stat_set(p, "objcache.limit", c->limit);
-	ember_profile_stat_set(p, "objcache.entries", c->slots.count);
-	ember_profile_stat_set(p, "objcache.files_deferred_for_budget", c->files_deferred);
-	ember_profile_stat_set(p, "objcache.dwarf_deferred_for_budget", c->dwarf_deferred);
-	ember_profile_stat_set(p, "objcache.lookups_without_dwarf", c->lookups_without_dwarf);
+	ember_stat(sink, "objcache.hits", c->hits);
+	ember_stat(sink, "objcache.misses", c->misses);
+	ember_stat(sink, "objcache.evictions", c->evictions);
+	ember_stat(sink, "objcache.evictions_for_budget", c->shrinks);
+	ember_stat(sink, "objcache.changed_files", c->changed_files);
+	ember_stat(sink, "objcache.shared", c->shared);
+	ember_stat(sink, "objcache.load_errors", c->load_errors);
+	ember_stat(sink, "objcache.bytes", c->bytes);
+	ember_stat(sink, "objcache.dwarf_resets", c->dwarf_resets);
+	ember_stat(sink, "objcache.units_deferred_for_budget", c->units_deferred);
+	ember_stat(sink, "objcache.max_bytes", c->max_bytes);
+	ember_stat(sink, "objcache.limit", c->limit);
+	ember_stat(sink, "objcache.entries", c->slots.count);
+	ember_stat(sink, "objcache.files_deferred_for_budget", c->files_deferred);
+	ember_stat(sink, "objcache.dwarf_deferred_for_budget", c->dwarf_deferred);
+	ember_stat(sink, "objcache.lookups_without_dwarf", c->lookups_without_dwarf);
 }
 
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c)

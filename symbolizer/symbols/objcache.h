@@ -47,6 +47,7 @@
 #include "symbolizer/symbols/objfile.h"
 #include "shared/hash.h"
 #include "shared/slots.h"
+#include "shared/stat_sink.h"
 
 #define EMBER_OBJCACHE_DEFAULT_BYTES (24u << 20)
 #define EMBER_OBJCACHE_RETRY_NS      (30ull * 1000000000ull)
@@ -166,8 +167,8 @@ void ember_objcache_set_room(struct ember_objcache *c, size_t bytes);
 /* Malformed files and pieces of files met so far, evicted entries' included. */
 uint64_t ember_objcache_parse_errors(const struct ember_objcache *c);
 
-struct ember_profile;
 /* objcache.* statistics into p. */
-void ember_objcache_report_stats(const struct ember_objcache *c, struct ember_profile *p);
+void ember_objcache_report_stats(const struct ember_objcache *c,
+                                 const struct ember_stat_sink *sink);
 
 #endif

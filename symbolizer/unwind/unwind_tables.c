@@ -982,7 +982,7 @@ void ember_unwind_set_build_bytes(struct ember_unwind *u, size_t bytes)
 	u->build_bytes = bytes ? MAX(bytes, EMBER_UNWIND_BUILD_FLOOR_BYTES) : 0;
 }
 
-void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profile *p)
+void ember_unwind_report_stats(const struct ember_unwind *u, const struct ember_stat_sink *sink)
 {
 	char name[64];
 	uint32_t live = 0;
@@ -997,52 +997,49 @@ void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profil
 			blocks +=
 			    (f->nrows + EMBER_UNWIND_BLOCK_ROWS - 1) / EMBER_UNWIND_BLOCK_ROWS;
 	}
-	ember_profile_stat_set(p, "unwind.samples", u->samples);
-	ember_profile_stat_set(p, "unwind.samples_complete", u->samples_complete);
+	ember_stat(sink, "unwind.samples", u->samples);
+	ember_stat(sink, "unwind.samples_complete", u->samples_complete);
 	/* Where complete stacks were unwound, and how many stayed incomplete (unwind.stop.*). */
-	ember_profile_stat_set(p, "unwind.samples_complete_kernel", u->samples_complete_kernel);
-	ember_profile_stat_set(p, "unwind.samples_complete_copy", u->samples_complete_copy);
-	ember_profile_stat_set(p, "unwind.samples_incomplete", u->samples - u->samples_complete);
-	ember_profile_stat_set(p, "unwind.samples_missed_tables", u->samples_missed);
-	ember_profile_stat_set(p, "unwind.samples_borrowed_tables", u->samples_borrowed);
-	ember_profile_stat_set(p, "unwind.missed_ppm",
-	                       u->samples ? u->samples_missed * 1000000 / u->samples : 0);
+	ember_stat(sink, "unwind.samples_complete_kernel", u->samples_complete_kernel);
+	ember_stat(sink, "unwind.samples_complete_copy", u->samples_complete_copy);
+	ember_stat(sink, "unwind.samples_incomplete", u->samples - u->samples_complete);
+	ember_stat(sink, "unwind.samples_missed_tables", u->samples_missed);
+	ember_stat(sink, "unwind.samples_borrowed_tables", u->samples_borrowed);
+	ember_stat(sink, "unwind.missed_ppm",
+	           u->samples ? u->samples_missed * 1000000 / u->samples : 0);
 	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++) {
 		snprintf(name, sizeof(name), "unwind.stop.%s", stop_names[r]);
 		for (char *c = name; *c; c++)
 			if (*c == ' ')
 				*c = '_';
-		ember_profile_stat_set(p, name, u->stops[r]);
+		ember_stat(sink, name, u->stops[r]);
 	}
-	ember_profile_stat_set(p, "unwind.process_loads", u->process_loads);
-	ember_profile_stat_set(p, "unwind.process_loads_deferred", u->loads_deferred);
-	ember_profile_stat_set(p, "unwind.tables_built", u->tables_built);
-	ember_profile_stat_set(p, "unwind.tables_live", live);
-	ember_profile_stat_set(p, "unwind.blocks_live", blocks);
-	ember_profile_stat_set(p, "unwind.tables_dropped", u->tables_dropped);
-	ember_profile_stat_set(p, "unwind.table_errors", u->table_errors);
-	ember_profile_stat_set(p, "unwind.rows_sent", u->rows_sent);
-	ember_profile_stat_set(p, "unwind.mappings_truncated", u->mappings_truncated);
-	ember_profile_stat_set(p, "unwind.copy.samples", u->copies);
-	ember_profile_stat_set(p, "unwind.copy.bytes", u->copy_bytes);
-	ember_profile_stat_set(p, "unwind.copy.stack_bytes", u->copy_stack_bytes);
-	ember_profile_stat_set(p, "unwind.copy.failed", u->copies_failed);
-	ember_profile_stat_set(p, "unwind.copy.skipped_budget",
-	                       u->stops[EMBER_UNWIND_STOP_COPY_BUDGET]);
-	ember_profile_stat_set(p, "unwind.copy.reloads", u->copy_reloads);
-	ember_profile_stat_set(p, "unwind.copy.rows_bytes", u->rows_bytes);
-	ember_profile_stat_set(p, "unwind.copy.rows_rebuilt", u->rows_rebuilt);
-	ember_profile_stat_set(p, "unwind.copy.rows_evicted", u->rows_evicted);
-	ember_profile_stat_set(p, "unwind.copy.rows_not_rebuilt", u->rows_not_rebuilt);
-	ember_profile_stat_set(p, "unwind.copy.rows_limit", u->rows_limit);
-	ember_profile_stat_set(p, "unwind.copy.rows_evicted_for_budget",
-	                       u->rows_evicted_for_budget);
-	ember_profile_stat_set(p, "unwind.tables_deferred_for_budget",
-	                       u->tables_deferred_for_budget);
-	ember_profile_stat_set(p, "unwind.processes", u->procs.count);
-	ember_profile_stat_set(p, "unwind.processes_gone", u->procs_gone);
-	ember_profile_stat_set(p, "unwind.running.listed", u->running_listed);
-	ember_profile_stat_set(p, "unwind.running.loaded", u->running_loaded);
-	ember_profile_stat_set(p, "unwind.exec_reloads", u->exec_reloads);
-	ember_profile_stat_set(p, "unwind.exec_reloads_skipped", u->exec_reloads_skipped);
+	ember_stat(sink, "unwind.process_loads", u->process_loads);
+	ember_stat(sink, "unwind.process_loads_deferred", u->loads_deferred);
+	ember_stat(sink, "unwind.tables_built", u->tables_built);
+	ember_stat(sink, "unwind.tables_live", live);
+	ember_stat(sink, "unwind.blocks_live", blocks);
+	ember_stat(sink, "unwind.tables_dropped", u->tables_dropped);
+	ember_stat(sink, "unwind.table_errors", u->table_errors);
+	ember_stat(sink, "unwind.rows_sent", u->rows_sent);
+	ember_stat(sink, "unwind.mappings_truncated", u->mappings_truncated);
+	ember_stat(sink, "unwind.copy.samples", u->copies);
+	ember_stat(sink, "unwind.copy.bytes", u->copy_bytes);
+	ember_stat(sink, "unwind.copy.stack_bytes", u->copy_stack_bytes);
+	ember_stat(sink, "unwind.copy.failed", u->copies_failed);
+	ember_stat(sink, "unwind.copy.skipped_budget", u->stops[EMBER_UNWIND_STOP_COPY_BUDGET]);
+	ember_stat(sink, "unwind.copy.reloads", u->copy_reloads);
+	ember_stat(sink, "unwind.copy.rows_bytes", u->rows_bytes);
+	ember_stat(sink, "unwind.copy.rows_rebuilt", u->rows_rebuilt);
+	ember_stat(sink, "unwind.copy.rows_evicted", u->rows_evicted);
+	ember_stat(sink, "unwind.copy.rows_not_rebuilt", u->rows_not_rebuilt);
+	ember_stat(sink, "unwind.copy.rows_limit", u->rows_limit);
+	ember_stat(sink, "unwind.copy.rows_evicted_for_budget", u->rows_evicted_for_budget);
+	ember_stat(sink, "unwind.tables_deferred_for_budget", u->tables_deferred_for_budget);
+	ember_stat(sink, "unwind.processes", u->procs.count);
+	ember_stat(sink, "unwind.processes_gone", u->procs_gone);
+	ember_stat(sink, "unwind.running.listed", u->running_listed);
+	ember_stat(sink, "unwind.running.loaded", u->running_loaded);
+	ember_stat(sink, "unwind.exec_reloads", u->exec_reloads);
+	ember_stat(sink, "unwind.exec_reloads_skipped", u->exec_reloads_skipped);
 }

@@ -31,7 +31,7 @@
 #include "symbolizer/client/broker_client.h"
 #include "symbolizer/symbols/objcache.h"
 #include "symbolizer/process/maps_parser.h"
-#include "symbolizer/profile/profile.h"
+#include "shared/stat_sink.h"
 #include "symbolizer/unwind/cfi.h"
 #include "shared/slots.h"
 #include "bpf/records.h"
@@ -213,6 +213,6 @@ void ember_unwind_set_build_bytes(struct ember_unwind *u, size_t bytes);
 /* "[unwind stopped: reason]" for a stop reason other than EMBER_UNWIND_COMPLETE. */
 const char *ember_unwind_stop_marker(uint32_t reason);
 
-void ember_unwind_report_stats(const struct ember_unwind *u, struct ember_profile *p);
+void ember_unwind_report_stats(const struct ember_unwind *u, const struct ember_stat_sink *sink);
 
 #endif

@@ -308,7 +308,7 @@ START_TEST(the_budget_shrinks_the_cache_and_counts_it)
 	ck_assert_ptr_null(ember_objcache_get(&c, &k1, 1, 0));
 	ck_assert_ptr_nonnull(ember_objcache_get(&c, &k2, 1, 0));
 	ck_assert_int_eq(ember_profile_init(&p), 0);
-	ember_objcache_report_stats(&c, &p);
+	ember_objcache_report_stats(&c, &EMBER_PROFILE_STAT_SINK(&p));
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.evictions_for_budget"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.entries"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.limit"), ember_objcache_limit(&c));
@@ -436,7 +436,7 @@ START_TEST(files_that_do_not_fit_the_budget_are_deferred_and_counted)
 	    ember_objcache_lookup(&c, o, self_elf_addr_of(&o->file.syms, objcache_test_b), &fr),
 	    EMBER_SYM_SYMTAB);
 	ck_assert_int_eq(ember_profile_init(&p), 0);
-	ember_objcache_report_stats(&c, &p);
+	ember_objcache_report_stats(&c, &EMBER_PROFILE_STAT_SINK(&p));
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.files_deferred_for_budget"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.dwarf_deferred_for_budget"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "objcache.lookups_without_dwarf"), 1);

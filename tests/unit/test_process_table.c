@@ -340,7 +340,7 @@ START_TEST(statistics_go_into_the_profile_given)
 	ember_processes_on_exit(&t, 42, SEC);
 	ember_processes_sweep(&t, 5 * SEC);
 	ck_assert_int_eq(ember_profile_init(&p), 0);
-	ember_processes_report_stats(&t, &p, true);
+	ember_processes_report_stats(&t, &EMBER_PROFILE_STAT_SINK(&p), true);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "processes.live"), 0);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "processes.freed_after_exit"), 1);
 	ck_assert_uint_eq(ember_profile_stat_get(&p, "maps.loads"), 1);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "symbolizer/profile/profile.h"
 #include "seccomp/policy.h"
 #include "symbolizer/client/reader.h"
 
@@ -131,7 +132,7 @@ START_TEST(copies_deadlines_and_stalled_devices)
 
 	ck_assert_int_eq(ember_profile_init(&prof), 0);
 	ember_readers_note_stall(&rs, 0, 0, 20, 0x65735546, false); /* no worker free there */
-	ember_readers_report_stats(&rs, &prof);
+	ember_readers_report_stats(&rs, &EMBER_PROFILE_STAT_SINK(&prof));
 	r = (int)ember_profile_stat_get(&prof, "broker.stalled_fs.0:20.fuse");
 	ck_assert_int_eq(r, 4); /* given up, refused twice, and the broker's refusal */
 	ck_assert_uint_eq(ember_profile_stat_get(&prof, "broker.stalled_fs.0:40.unknown"), 1);

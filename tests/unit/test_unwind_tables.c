@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "symbolizer/profile/profile.h"
 #include "waiting_child.h"
 #include "symbolizer/process/maps_parser.h"
 #include "shared/clock.h"
@@ -213,7 +214,7 @@ static uint64_t stat_of(const char *name)
 	uint64_t v;
 
 	ck_assert_int_eq(ember_profile_init(&p), 0);
-	ember_unwind_report_stats(&u, &p);
+	ember_unwind_report_stats(&u, &EMBER_PROFILE_STAT_SINK(&p));
 	v = ember_profile_stat_get(&p, name);
 	ember_profile_free(&p);
 	return v;
