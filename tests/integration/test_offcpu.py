@@ -17,8 +17,8 @@ import sys
 import tempfile
 import time
 
-from emberlib import (BUILD, EMBER, SRC, build_workload, ember, kill, log, read_folded, require_root,
-                      run_tests, skip_or_fail, workdir)
+from emberlib import (BUILD, EMBER, SRC, build_workload, collector_argv, ember, kill, log, read_folded,
+                      require_root, run_tests, skip_or_fail, symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
@@ -338,9 +338,9 @@ def test_sampling_keeps_totals_at_high_rates():
 def test_daemons_take_off_cpu():
     """ember-collector --off-cpu and an ember-symbolizer daemon: its pprof files carry the
     off_cpu type and the workload's waits, its folded files (--view off-cpu) microseconds."""
-    r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--help"], capture_output=True, text=True)
+    r = subprocess.run(collector_argv(BUILD, "--help"), capture_output=True, text=True)
     assert "--off-cpu" in r.stdout, r.stdout
-    r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--off-cpu=soon"], capture_output=True,
+    r = subprocess.run(collector_argv(BUILD, "--off-cpu=soon"), capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 2 and "--off-cpu=5ms" in r.stderr, r.stderr
     base = os.path.join(WD, "daemons")
@@ -354,17 +354,17 @@ def test_daemons_take_off_cpu():
     assert wl.stdout.readline().strip() == "ready"
     col = sym = None
     try:
-        col = subprocess.Popen([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
-                                run_dir, "-F", "99", "--off-cpu", "-p", str(wl.pid)],
+        col = subprocess.Popen(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run_dir,
+                                              "-F", "99", "--off-cpu", "-p", str(wl.pid)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(100):
             if os.path.exists(sock):
                 break
             time.sleep(0.1)
-        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
-                                "--output-dir", out, "--interval", "60s", "--format", "pprof",
-                                "--format", "folded", "--keep", "0", "--user", "nobody",
-                                "--view", "off-cpu"],
+        sym = subprocess.Popen(symbolizer_argv(BUILD, "--connect", sock, "--output-dir", out,
+                                               "--interval", "60s", "--format", "pprof", "--format",
+                                               "folded", "--keep", "0", "--user", "nobody",
+                                               "--view", "off-cpu"),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(2.0)
         wl.stdin.write("warm\n")

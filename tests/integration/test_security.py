@@ -13,14 +13,13 @@ import statistics
 import subprocess
 import time
 
-from emberlib import (BUILD, EMBER, IN_CI, CpuClock, build_workload, kill, log, pprof_comments,
-                      read_folded, require_root, run_tests, staged_for_others, start, workdir)
+from emberlib import (BUILD, EMBER, IN_CI, CpuClock, build_workload, collector_argv, kill, log,
+                      pprof_comments, read_folded, require_root, run_tests, staged_for_others, start,
+                      symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
 SPLIT = build_workload("split", WD)
-COLLECTOR = os.path.join(BUILD, "ember-collector")
-SYMBOLIZER = os.path.join(BUILD, "ember-symbolizer")
 # hostile_peer runs as nobody: a copy it can reach (see staged_for_others).
 HOSTILE, = staged_for_others(os.path.join(WD, "bin"), os.path.join(BUILD, "tests", "integration", "hostile_peer"))
 NOBODY = 65534
@@ -54,8 +53,8 @@ class Collector:
         self.run_dir = os.path.join(self.dir, "run")
         self.sock = os.path.join(self.run_dir, "collector.sock")
         self.log_path = os.path.join(self.dir, "collector.log")
-        self.args = [COLLECTOR, "--user", "nobody", "--runtime-dir", self.run_dir, "-F", str(hz),
-                     *[a for p in pids for a in ("-p", str(p))], *extra]
+        self.args = collector_argv(BUILD, "--user", "nobody", "--runtime-dir", self.run_dir,
+                                   "-F", str(hz), *[a for p in pids for a in ("-p", str(p))], *extra)
         self.proc = None
         self.nofile = nofile
 
@@ -96,8 +95,8 @@ class Symbolizer:
         e = dict(os.environ)
         e.update(env or {})
         self.proc = subprocess.Popen(
-            [SYMBOLIZER, "--connect", collector.sock, "--output-dir", out, "--interval", interval,
-             "--user", "nobody", "--keep", "0"],
+            symbolizer_argv(BUILD, "--connect", collector.sock, "--output-dir", out,
+                            "--interval", interval, "--user", "nobody", "--keep", "0"),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
 
     def files(self, ext=".folded"):
@@ -547,11 +546,11 @@ def test_signals():
 
 
 def test_cli_errors():
-    r = subprocess.run([COLLECTOR, "-d", "5"], capture_output=True, text=True)
+    r = subprocess.run(collector_argv(BUILD, "-d", "5"), capture_output=True, text=True)
     assert r.returncode == 2 and "for `ember record`" in r.stderr, r.stderr
-    r = subprocess.run([SYMBOLIZER], capture_output=True, text=True)
+    r = subprocess.run(symbolizer_argv(BUILD), capture_output=True, text=True)
     assert r.returncode == 2 and "--output-dir" in r.stderr, r.stderr
-    r = subprocess.run([SYMBOLIZER, "--output-dir", WD], capture_output=True, text=True)
+    r = subprocess.run(symbolizer_argv(BUILD, "--output-dir", WD), capture_output=True, text=True)
     assert r.returncode == 2 and "--user" in r.stderr, r.stderr
     r = subprocess.run([EMBER, "record", "--runtime-dir", WD], capture_output=True, text=True)
     assert r.returncode == 2 and "ember-collector" in r.stderr, r.stderr
