@@ -297,6 +297,26 @@ def assert_close(name, got, want, tolerance):
         raise AssertionError(f"{name} share {got:.1f}% is not within {tolerance} of {want}%")
 
 
+def html_data(path):
+    """The data an HTML flame graph embeds (its <script id="ember-data"> JSON), parsed: "strings",
+    "funcs" [(name, file, line, kind)], "nodes" [(function, depth, value[, base value])] in
+    preorder (the base value in a diff, or the off-CPU value on a page with both), "diff" (None,
+    or base_samples and the "changes" rows: name, kind, self base, self new, total base, total
+    new) and the metadata."""
+    import json
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    head = '<script type="application/json" id="ember-data">'
+    start = page.index(head) + len(head)
+    data = json.loads(page[start:page.index("</script>", start)])
+    stride = 4 if data["diff"] or data["off_cpu"] else 3
+    flat = data["nodes"]
+    data["nodes"] = [tuple(flat[i:i + stride]) for i in range(0, len(flat), stride)]
+    flat = data["funcs"]
+    data["funcs"] = [tuple(flat[i:i + 4]) for i in range(0, len(flat), 4)]
+    return data
+
+
 def pprof_comments(path):
     """The comments (our statistics, "#name=value") of a gzipped pprof profile."""
     strings, comment_ids, header = [], [], {}
