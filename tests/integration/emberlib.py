@@ -42,12 +42,25 @@ def log(*args):
     print(*args, flush=True)
 
 
+class Skipped(Exception):
+    """Raised by skip_or_fail inside a test run by run_tests: that test alone is skipped."""
+
+
+_current_test = None  # the test run_tests is running, if any
+
+
 def skip_or_fail(reason):
-    """Skip outside CI, fail in CI: a test that cannot run must not pass silently."""
+    """Skip outside CI, fail in CI: a test that cannot run must not pass silently. Inside a
+    test (run_tests) it skips or fails that test alone, and run_tests goes on with the others;
+    outside one (a file's set-up) it ends the file: exit 77 (ctest's "skipped") or 1."""
+    if _current_test:
+        if IN_CI:
+            raise AssertionError(f"CI=true, cannot skip: {reason}")
+        raise Skipped(reason)
     if IN_CI:
         log(f"FAIL (CI=true, cannot skip): {reason}")
         sys.exit(1)
-    log(f"SKIP: {reason}")
+    log(f"SKIP {os.path.basename(sys.argv[0])}: {reason}")
     sys.exit(SKIP)
 
 
@@ -374,16 +387,29 @@ def kill(proc):
 
 
 def run_tests(tests):
-    """Runs test functions in order; prints a summary; exits non-zero on failure."""
-    failed = 0
+    """Runs test functions in order; prints a summary, with a "SKIP file test: reason" line
+    for each test that skipped (scripts/test.sh lists them after the run). Exits 1 when one
+    failed, 77 (skipped) when all of them skipped, else 0."""
+    global _current_test
+    failed, skipped = 0, []
+    name = os.path.basename(sys.argv[0])
     for t in tests:
         log(f"== {t.__name__}")
         start_t = time.time()
+        _current_test = t.__name__
         try:
             t()
             log(f"   passed ({time.time() - start_t:.1f}s)")
+        except Skipped as e:
+            skipped.append((t.__name__, str(e)))
+            log(f"   skipped: {e}")
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             failed += 1
             log(f"   FAILED: {e!r}")
-    log(f"{len(tests) - failed}/{len(tests)} passed")
-    sys.exit(1 if failed else 0)
+        finally:
+            _current_test = None
+    for test, reason in skipped:
+        log(f"SKIP {name} {test}: {reason}")
+    log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "
+        f"{failed} failed")
+    sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)
