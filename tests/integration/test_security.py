@@ -184,8 +184,7 @@ def hooks_built():
 
 
 def test_forbidden_calls_kill_the_symbolizer():
-    if not hooks_built():
-        return
+    hooks_built()
     wl = start([SPLIT, "60"])
     col = Collector("sigsys", [wl.pid]).start()
     try:
@@ -403,11 +402,27 @@ def test_record_reads_flushed_before_judging_the_exit():
     then exits, all while the collector is stopped: when it runs again the socket and the
     child's exit are ready together, and `ember record` must read everything the symbolizer
     sent before it decides whether the outputs are complete."""
-    if not hooks_built():
-        return
+    hooks_built()
     wl = start([SPLIT, "30"])
-    out = os.path.join(WD, "flood.folded")
-    proc = subprocess.Popen([EMBER, "record", "-d", "1", "-p", str(wl.pid), "-o", out],
+    try:
+        # The race is set up only when the collector stops while the symbolizer still sleeps
+        # (the hook's second before its flood): a loaded host may read the hook's line late.
+        for attempt in range(1, 4):
+            if flood_while_stopped(wl.pid, os.path.join(WD, f"flood-{attempt}.folded")):
+                return
+            log(f"  attempt {attempt}: the collector stopped after the flood had begun: again")
+        raise AssertionError("the race was never set up: the collector was not stopped before "
+                             "the symbolizer flooded (a loaded host?)")
+    finally:
+        kill(wl)
+
+
+def flood_while_stopped(pid, out):
+    """One `ember record` of pid with the flood hook, stopped from the hook's line until its
+    symbolizer has exited: False when the symbolizer was no longer in the hook's sleep when
+    the collector stopped (the race not set up); else asserts the outputs are complete."""
+    sleeps = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}[os.uname().machine]
+    proc = subprocess.Popen([EMBER, "record", "-d", "1", "-p", str(pid), "-o", out],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, EMBER_TEST_FLOOD_BEFORE_FLUSHED="150"))
     try:
@@ -417,14 +432,36 @@ def test_record_reads_flushed_before_judging_the_exit():
             if "test hook: 150 messages before FLUSHED" in line:
                 break
         proc.send_signal(signal.SIGSTOP)
-        time.sleep(3)  # the symbolizer floods, sends FLUSHED and exits
+        sym = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "ember-symbolizer"],
+                             capture_output=True, text=True).stdout.split()
+        assert len(sym) <= 1, f"symbolizers of {proc.pid}: {sym}"
+        try:
+            with open(f"/proc/{sym[0]}/syscall") as f:
+                call = f.read().split()[0]
+        except (IndexError, OSError):
+            call = None  # it has already exited
+        if call not in sleeps:
+            proc.send_signal(signal.SIGCONT)
+            proc.communicate(timeout=60)
+            return False
+        # It floods, sends FLUSHED and exits; its stopped parent cannot reap it.
+        wait_for(lambda: proc_state(sym[0]) == "Z", 60, "the symbolizer's exit")
+        log(f"  symbolizer {sym[0]} exited while the collector was stopped")
         proc.send_signal(signal.SIGCONT)
         rest = proc.communicate(timeout=60)[1]
         log(f"  exit {proc.returncode}")
         assert proc.returncode == 0 and os.path.exists(out), "".join(lines) + rest
+        return True
     finally:
         kill(proc)
-        kill(wl)
+
+
+def proc_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 def expected_samples(clock, pprof_path, hz):
