@@ -21,16 +21,46 @@ EMBER = os.path.join(BUILD, "ember")
 IN_CI = os.environ.get("CI", "") == "true"
 
 
+# The daemons' command lines, in one place: every test and benchmark that starts
+# the collector or the symbolizer daemon builds its argv here.
+def collector_argv(build, *args):
+    """argv that runs BUILD's collector daemon with ARGS."""
+    return [os.path.join(build, "ember-collector"), *args]
+
+
+def symbolizer_argv(build, *args):
+    """argv that runs BUILD's symbolizer daemon with ARGS."""
+    return [os.path.join(build, "ember-symbolizer"), *args]
+
+
+# The build's programs symbolizer_argv runs: what staged_for_others must copy for a
+# symbolizer daemon run as another user.
+SYMBOLIZER_PROGRAMS = ("ember-symbolizer",)
+
+
 def log(*args):
     print(*args, flush=True)
 
 
+class Skipped(Exception):
+    """Raised by skip_or_fail inside a test run by run_tests: that test alone is skipped."""
+
+
+_current_test = None  # the test run_tests is running, if any
+
+
 def skip_or_fail(reason):
-    """Skip outside CI, fail in CI: a test that cannot run must not pass silently."""
+    """Skip outside CI, fail in CI: a test that cannot run must not pass silently. Inside a
+    test (run_tests) it skips or fails that test alone, and run_tests goes on with the others;
+    outside one (a file's set-up) it ends the file: exit 77 (ctest's "skipped") or 1."""
+    if _current_test:
+        if IN_CI:
+            raise AssertionError(f"CI=true, cannot skip: {reason}")
+        raise Skipped(reason)
     if IN_CI:
         log(f"FAIL (CI=true, cannot skip): {reason}")
         sys.exit(1)
-    log(f"SKIP: {reason}")
+    log(f"SKIP {os.path.basename(sys.argv[0])}: {reason}")
     sys.exit(SKIP)
 
 
@@ -280,6 +310,26 @@ def assert_close(name, got, want, tolerance):
         raise AssertionError(f"{name} share {got:.1f}% is not within {tolerance} of {want}%")
 
 
+def html_data(path):
+    """The data an HTML flame graph embeds (its <script id="ember-data"> JSON), parsed: "strings",
+    "funcs" [(name, file, line, kind)], "nodes" [(function, depth, value[, base value])] in
+    preorder (the base value in a diff, or the off-CPU value on a page with both), "diff" (None,
+    or base_samples and the "changes" rows: name, kind, self base, self new, total base, total
+    new) and the metadata."""
+    import json
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    head = '<script type="application/json" id="ember-data">'
+    start = page.index(head) + len(head)
+    data = json.loads(page[start:page.index("</script>", start)])
+    stride = 4 if data["diff"] or data["off_cpu"] else 3
+    flat = data["nodes"]
+    data["nodes"] = [tuple(flat[i:i + stride]) for i in range(0, len(flat), stride)]
+    flat = data["funcs"]
+    data["funcs"] = [tuple(flat[i:i + 4]) for i in range(0, len(flat), 4)]
+    return data
+
+
 def pprof_comments(path):
     """The comments (our statistics, "#name=value") of a gzipped pprof profile."""
     strings, comment_ids, header = [], [], {}
@@ -337,16 +387,29 @@ def kill(proc):
 
 
 def run_tests(tests):
-    """Runs test functions in order; prints a summary; exits non-zero on failure."""
-    failed = 0
+    """Runs test functions in order; prints a summary, with a "SKIP file test: reason" line
+    for each test that skipped (scripts/test.sh lists them after the run). Exits 1 when one
+    failed, 77 (skipped) when all of them skipped, else 0."""
+    global _current_test
+    failed, skipped = 0, []
+    name = os.path.basename(sys.argv[0])
     for t in tests:
         log(f"== {t.__name__}")
         start_t = time.time()
+        _current_test = t.__name__
         try:
             t()
             log(f"   passed ({time.time() - start_t:.1f}s)")
+        except Skipped as e:
+            skipped.append((t.__name__, str(e)))
+            log(f"   skipped: {e}")
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             failed += 1
             log(f"   FAILED: {e!r}")
-    log(f"{len(tests) - failed}/{len(tests)} passed")
-    sys.exit(1 if failed else 0)
+        finally:
+            _current_test = None
+    for test, reason in skipped:
+        log(f"SKIP {name} {test}: {reason}")
+    log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "
+        f"{failed} failed")
+    sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)

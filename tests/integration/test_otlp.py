@@ -14,8 +14,8 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, assert_close, build_workload, kill, log, read_folded, truth_shares,
-                      require_root, run_tests, start, workdir)
+from emberlib import (BUILD, EMBER, assert_close, build_workload, collector_argv, kill, log, read_folded,
+                      truth_shares, require_root, run_tests, start, symbolizer_argv, workdir)
 
 require_root()
 if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
@@ -500,17 +500,18 @@ def test_daemons_ship_as_well():
     col = sym = None
     try:
         time.sleep(0.3)
-        col = start([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
-                     run_dir, "-F", str(HZ), "-p", str(wl.pid)])
+        col = start(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run_dir, "-F", str(HZ),
+                                   "-p", str(wl.pid)))
         for _ in range(100):
             if os.path.exists(sock):
                 break
             time.sleep(0.1)
         env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
-        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
-                                "--output-dir", out, "--interval", "2s", "--format", "folded",
-                                "--format", "otlp", "--keep", "0", "--user", "nobody",
-                                "--service-name", "ember-it", "--otlp", f"http://127.0.0.1:{r.port}"],
+        sym = subprocess.Popen(symbolizer_argv(BUILD, "--connect", sock, "--output-dir", out,
+                                               "--interval", "2s", "--format", "folded", "--format",
+                                               "otlp", "--keep", "0",
+                                               "--user", "nobody", "--service-name", "ember-it",
+                                               "--otlp", f"http://127.0.0.1:{r.port}"),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         time.sleep(7)
         sym.send_signal(signal.SIGTERM)

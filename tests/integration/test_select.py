@@ -12,9 +12,9 @@ import signal
 import subprocess
 import time
 
-from emberlib import (EMBER, assert_close, build_workload, kill, log, read_folded,
+from emberlib import (EMBER, assert_close, build_workload, collector_argv, kill, log, read_folded,
                       read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      start_recording, with_root_a_mount, workdir)
+                      start_recording, symbolizer_argv, with_root_a_mount, workdir)
 
 require_root()
 WD = workdir()
@@ -328,18 +328,18 @@ def test_daemon_takes_the_selection():
         inside = start([copy_as("split_daemon"), "60"])
         cg.enter(inside.pid)
         procs += [inside, start([copy_as("split_outside"), "60"])]
-        col = subprocess.Popen([os.path.join(os.path.dirname(EMBER), "ember-collector"), "--user",
-                                "nobody", "--runtime-dir", run_dir, "-F", "499", "--cgroup",
-                                f"/{tag}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        col = subprocess.Popen(collector_argv(os.path.dirname(EMBER), "--user", "nobody",
+                                              "--runtime-dir", run_dir, "-F", "499", "--cgroup", f"/{tag}"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(col)
         sock = os.path.join(run_dir, "collector.sock")
         for _ in range(600):
             if os.path.exists(sock):
                 break
             time.sleep(0.1)
-        sym = subprocess.Popen([os.path.join(os.path.dirname(EMBER), "ember-symbolizer"),
-                                "--connect", sock, "--output-dir", out, "--interval", "2s",
-                                "--user", "nobody", "--keep", "0"],
+        sym = subprocess.Popen(symbolizer_argv(os.path.dirname(EMBER), "--connect", sock,
+                                               "--output-dir", out, "--interval", "2s", "--user",
+                                               "nobody", "--keep", "0"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(sym)
         pb = []

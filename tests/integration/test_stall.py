@@ -25,14 +25,13 @@ import signal
 import subprocess
 import time
 
-from emberlib import (BUILD, EMBER, CpuClock, SRC, build_workload, kill, log, pprof_comments,
-                      read_folded, require_root, run_tests, staged_for_others, start, workdir)
+from emberlib import (BUILD, EMBER, SYMBOLIZER_PROGRAMS, CpuClock, SRC, build_workload, collector_argv, kill,
+                      log, pprof_comments, read_folded, require_root, run_tests, staged_for_others, start,
+                      symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
 STALLFS = os.path.join(BUILD, "tests", "integration", "stallfs")
-COLLECTOR = os.path.join(BUILD, "ember-collector")
-SYMBOLIZER = os.path.join(BUILD, "ember-symbolizer")
 NOBODY = 65534
 HZ = 99
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -307,17 +306,18 @@ def test_daemons():
     os.chown(out, NOBODY, NOBODY)
     logf = open(os.path.join(WD, "daemons", "log"), "w")
     other = start([SPLIT, "60"])
-    col = subprocess.Popen([COLLECTOR, "--user", "nobody", "--runtime-dir", run, "-F", str(HZ)],
+    col = subprocess.Popen(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run, "-F", str(HZ)),
                            stdout=logf, stderr=logf, preexec_fn=die_with_test)
     sym = None
     try:
         wait_for(lambda: os.path.exists(os.path.join(run, "collector.sock")), 30,
                  "the collector's socket")
         # The symbolizer runs as nobody: a copy it can reach from a checkout in a 0700 home.
-        symbolizer, = staged_for_others(os.path.join(WD, "bin"), "ember-symbolizer")
-        sym = subprocess.Popen([symbolizer, "--connect", os.path.join(run, "collector.sock"),
-                                "--output-dir", out, "--interval", "2s", "--keep", "0",
-                                "--format", "folded", "--format", "pprof"],
+        staged = os.path.join(WD, "bin")
+        staged_for_others(staged, *SYMBOLIZER_PROGRAMS)
+        sym = subprocess.Popen(symbolizer_argv(staged, "--connect", os.path.join(run, "collector.sock"),
+                                               "--output-dir", out, "--interval", "2s", "--keep", "0",
+                                               "--format", "folded", "--format", "pprof"),
                                stdout=logf, stderr=logf, preexec_fn=as_nobody)
         files = lambda: sorted(f for f in os.listdir(out) if f.endswith(".pb.gz"))  # noqa: E731
         wait_for(lambda: files(), 30, "the first interval")

@@ -182,11 +182,10 @@ START_TEST(landlock_keeps_outputs_in_their_directory)
 	char dir[] = "/tmp/ember-sandbox-XXXXXX", sub[64], outside[64];
 	int dir_fd;
 
-	if (ember_landlock_abi() == 0) {
-		/* Without Landlock, seccomp alone bounds this (see test_policy). */
-		ck_assert_int_eq(ember_landlock_abi(), 0);
-		return;
-	}
+	/* Without Landlock, seccomp alone bounds the symbolizer (see test_policy): this
+	 * needs a kernel with Landlock enabled (lsm=...,landlock). */
+	if (ember_landlock_abi() == 0)
+		EMBER_SKIP("the kernel has no Landlock (or it is not enabled)");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/out", dir);
 	ck_assert_int_eq(mkdir(sub, 0777), 0);
