@@ -222,7 +222,7 @@ const struct ember_option ember_options[] = {
 	{"format", 0, "FORMAT", false, SYMBOLIZER, EMBER_OPT_CUSTOM, .parse = opt_format,
 	 .help = "folded, pprof, html or otlp (repeatable); default\nfolded and pprof", .example = "pprof"},
 	{"keep", 0, "N", false, SYMBOLIZER, EMBER_OPT_NUMBER, FIELD(keep), 0, 1000000,
-	 .help = "intervals kept per format, 0 for all; default 60", .example = "60"},
+	 .help = "intervals kept per format, 0 for all; default 60", .example = "10"},
 	{"stats", 0, NULL, false, REPORT, EMBER_OPT_FLAG, FIELD(stats),
 	 .help = "print host, time, samples and every counter of the\nrecording (lost samples, unwinding, symbols, caches)"},
 	{"rows", 'n', "ROWS", false, TOP, EMBER_OPT_NUMBER, FIELD(top_rows), 1, 1000000,
@@ -254,7 +254,7 @@ const struct ember_option ember_options[] = {
 	{"otlp-queue-size", 0, "BYTES", false, SYMBOLIZES, EMBER_OPT_SIZE, FIELD(otlp_queue_bytes), 4096, 1ull << 32, .group = EXPORT,
 	 .help = "delivery queue bound; default 8M", .example = "8M"},
 	{"otlp-deadline", 0, "DURATION", false, SYMBOLIZES, EMBER_OPT_DURATION, FIELD(otlp_deadline_ms), 0, 3600 * 1000, .group = EXPORT,
-	 .help = "how long the end waits for delivery; default 30s", .example = "30s"},
+	 .help = "how long the end waits for delivery; default 30s", .example = "5s"},
 };
 /* clang-format on */
 
@@ -417,7 +417,7 @@ int ember_options_parse(const struct ember_command *cmd, struct ember_cli *c, in
 	int opt, err;
 
 	getopt_tables(cmd->stop_at_argument, longopts, shortopts);
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then reads the ordering ('+') of this optstring again */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		const struct ember_option *op;

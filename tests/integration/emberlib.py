@@ -25,17 +25,17 @@ IN_CI = os.environ.get("CI", "") == "true"
 # the collector or the symbolizer daemon builds its argv here.
 def collector_argv(build, *args):
     """argv that runs BUILD's collector daemon with ARGS."""
-    return [os.path.join(build, "ember-collector"), *args]
+    return [os.path.join(build, "ember"), "collector", *args]
 
 
 def symbolizer_argv(build, *args):
     """argv that runs BUILD's symbolizer daemon with ARGS."""
-    return [os.path.join(build, "ember-symbolizer"), *args]
+    return [os.path.join(build, "ember"), "symbolizer", *args]
 
 
 # The build's programs symbolizer_argv runs: what staged_for_others must copy for a
 # symbolizer daemon run as another user.
-SYMBOLIZER_PROGRAMS = ("ember-symbolizer",)
+SYMBOLIZER_PROGRAMS = ("ember", "ember-symbolizer")
 
 
 def log(*args):

@@ -264,9 +264,9 @@ def test_cli_errors_are_clear():
         assert re.search(pattern, r.stderr + r.stdout), (args, r.stderr)
 
     expect(["record", "--frobnicate"], 2, r"Try 'ember record --help'")
-    expect(["record", "-F", "0"], 2, r"bad frequency")
-    expect(["record", "-F", "abc"], 2, r"bad frequency")
-    expect(["record", "-d", "soon"], 2, r"bad duration")
+    expect(["record", "-F", "0"], 2, r"bad --frequency '0': give 1 to 10000")
+    expect(["record", "-F", "abc"], 2, r"bad --frequency")
+    expect(["record", "-d", "soon"], 2, r"bad --duration 'soon': give a duration")
     expect(["record", "-p", "999999999"], 2, r"bad PID|no process")
     expect(["record", "-p", "4194000"], 2, r"no process with PID")
     expect(["record", "-o", "profile.txt"], 2, r"cannot tell the format")
