@@ -38,6 +38,34 @@ def symbolizer_argv(build, *args):
 SYMBOLIZER_PROGRAMS = ("ember", "ember-symbolizer")
 
 
+class KernelLog:
+    """The kernel's log from the moment this is made on (/dev/kmsg, records of other
+    writers included): what a test's processes made the kernel say."""
+
+    def __init__(self):
+        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        os.lseek(self.fd, 0, os.SEEK_END)
+        self.seen = []
+
+    def lines(self):
+        while True:
+            try:
+                rec = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # records overwritten before they were read: go on
+                continue
+            self.seen.append(rec.decode(errors="replace").split(";", 1)[-1].strip())
+        return self.seen
+
+    def seccomp_events(self, *where):
+        """The audit records of seccomp actions (type=1326) of programs under any of WHERE."""
+        return [l for l in self.lines() if "type=1326" in l and any(f'exe="{w}' in l for w in where)]
+
+    def close(self):
+        os.close(self.fd)
+
+
 def log(*args):
     print(*args, flush=True)
 
@@ -393,6 +421,9 @@ def run_tests(tests):
     global _current_test
     failed, skipped = 0, []
     name = os.path.basename(sys.argv[0])
+    # EMBER_ONLY=test_a,test_b runs only those (a developer's loop; CI runs all).
+    if os.environ.get("EMBER_ONLY"):
+        tests = [t for t in tests if t.__name__ in os.environ["EMBER_ONLY"].split(",")]
     for t in tests:
         log(f"== {t.__name__}")
         start_t = time.time()

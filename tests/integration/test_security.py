@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import time
 
-from emberlib import (BUILD, EMBER, CpuClock, build_workload, collector_argv, kill, log,
+from emberlib import (BUILD, EMBER, CpuClock, KernelLog, build_workload, collector_argv, kill, log,
                       pprof_comments, read_folded, require_root, run_tests, staged_for_others, start,
                       skip_or_fail, symbolizer_argv, workdir)
 
@@ -187,6 +187,7 @@ def test_forbidden_calls_kill_the_symbolizer():
     hooks_built()
     wl = start([SPLIT, "60"])
     col = Collector("sigsys", [wl.pid]).start()
+    kmsg = KernelLog()
     try:
         for what in VIOLATIONS:
             sym = Symbolizer(col, os.path.join(col.dir, "out-" + what),
@@ -195,6 +196,11 @@ def test_forbidden_calls_kill_the_symbolizer():
             log(f"  {what}: exit {rc}")
             assert rc == -signal.SIGSYS, f"{what}: {rc}\n{out}"
             assert "test hook: attempting forbidden call" in out, out
+            # The kernel logs what the filter kills (an operator sees it), whatever else it
+            # keeps quiet about (test_no_seccomp_event_in_normal_operation).
+            wait_for(lambda: any(f" pid={sym.proc.pid} " in e and " sig=31 " in e
+                                 for e in kmsg.seccomp_events(BUILD, WD)), 10,
+                     f"the kernel to log the kill of the symbolizer ({what})")
             wait_for(lambda: f"symbolizer (pid {sym.proc.pid}) disconnected" in col.log(), 10,
                      "the collector to log the disconnection")
             assert col.alive(), col.log()
@@ -209,6 +215,7 @@ def test_forbidden_calls_kill_the_symbolizer():
         assert folded > 0 and stats.get("lost.no_symbolizer", 0) > 0, stats
         kill(sym.proc)
     finally:
+        kmsg.close()
         col.stop()
         kill(wl)
     # `ember record`: its child killed by the sandbox is reported as such.
@@ -219,6 +226,29 @@ def test_forbidden_calls_kill_the_symbolizer():
     assert r.returncode == 1 and "killed by its sandbox (SIGSYS" in r.stderr, r.stderr
 
 
+
+def test_no_seccomp_event_in_normal_operation():
+    """A recording and the daemons make the kernel log no seccomp action: the filters refuse
+    some calls in normal operation (libdw's readlink, glibc's clone3) without a word, and an
+    operator's audit log holds only what matters (a kill: see the test above)."""
+    kmsg = KernelLog()
+    wl = start([SPLIT, "60"])
+    col = Collector("quiet", [wl.pid]).start()
+    try:
+        r = subprocess.run([EMBER, "record", "-d", "3", "-o", os.path.join(WD, "quiet.folded")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        sym = Symbolizer(col, os.path.join(col.dir, "out"))
+        wait_for(lambda: len(sym.files(".pb.gz")) >= 2, 30, "two daemon intervals")
+        kill(sym.proc)
+    finally:
+        col.stop()
+        kill(wl)
+    time.sleep(0.5)
+    events = kmsg.seccomp_events(BUILD, WD)
+    kmsg.close()
+    log(f"  seccomp events of this build's programs: {len(events)}")
+    assert not events, "\n".join(events[:5])
 
 
 def hostile(col, *args, uid=NOBODY, gid=NOBODY):
@@ -606,6 +636,7 @@ if __name__ == "__main__":
         test_daemon_symbolizer_is_confined,
         test_record_child_is_confined,
         test_forbidden_calls_kill_the_symbolizer,
+        test_no_seccomp_event_in_normal_operation,
         test_hostile_peer,
         test_pid_filter_forgets_an_exited_process,
         test_passed_descriptor_cannot_block,
