@@ -8,6 +8,7 @@ and the daemons' signals."""
 import os
 import re
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -173,6 +174,45 @@ def test_record_child_is_confined():
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
+
+
+def test_symbolizer_is_never_root():
+    """`ember record --otlp URL`, traced: its symbolizer child has become nobody, with no
+    supplementary group and no capability, before the exec of ember-symbolizer; the
+    endpoint's name is resolved by that child alone (no other process of ember opens the
+    name service's files or sends a query)."""
+    trace = os.path.join(WD, "strace", "t")
+    shutil.rmtree(os.path.dirname(trace), ignore_errors=True)
+    os.makedirs(os.path.dirname(trace))
+    r = subprocess.run(["strace", "-ff", "-qq", "-s", "128", "-o", trace, "-e",
+                        "trace=setresuid,setresgid,setgroups,capset,execve,execveat,openat,connect",
+                        EMBER, "record", "-d", "2", "--otlp", "http://localhost:9/", "--otlp-deadline", "1s",
+                        "-o", os.path.join(WD, "traced.folded")],
+                       capture_output=True, text=True, timeout=120)
+    assert "wrote" in r.stderr, r.stderr
+    calls = {}
+    for name in os.listdir(os.path.dirname(trace)):
+        with open(os.path.join(os.path.dirname(trace), name)) as f:
+            calls[name] = f.read().splitlines()
+    symbolizer = [n for n, lines in calls.items()
+                  if any('execveat(' in l and '["ember-symbolizer"]' in l and l.endswith("= 0") for l in lines)]
+    assert len(symbolizer) == 1, sorted(calls)
+    lines = calls[symbolizer[0]]
+    exec_at = next(i for i, l in enumerate(lines) if "execveat(" in l)
+    before = lines[:exec_at]
+    log(f"  the symbolizer child before its exec: {[l.split('(')[0] for l in before]}")
+    assert any(re.match(r"setgroups\(0, NULL\)\s*= 0", l) for l in before), before
+    uid = [l for l in before if l.startswith("setresuid(")]
+    assert uid and re.match(r"setresuid\(65534, 65534, 65534\)\s*= 0", uid[-1]), before
+    caps = [l for l in before if l.startswith("capset(")]
+    assert caps and "effective=0, permitted=0, inheritable=0" in caps[-1], caps
+    # Nothing but the symbolizer, after its exec, reads the hosts database or asks a DNS
+    # server (the front end reads nsswitch.conf and passwd for users, not for hosts).
+    name_service = re.compile(r'openat\(.*"/etc/(hosts|resolv\.conf|gai\.conf)"|connect\(.*htons\(53\)')
+    resolvers = {n for n, ls in calls.items() if any(name_service.search(l) for l in ls)}
+    after = [l for l in lines[exec_at:] if name_service.search(l)]
+    log(f"  name-service reads: {len(after)} by the symbolizer, in {sorted(resolvers)}")
+    assert after and resolvers == set(symbolizer), (resolvers, symbolizer)
 
 
 def hooks_built():
@@ -635,6 +675,7 @@ if __name__ == "__main__":
     run_tests([
         test_daemon_symbolizer_is_confined,
         test_record_child_is_confined,
+        test_symbolizer_is_never_root,
         test_forbidden_calls_kill_the_symbolizer,
         test_no_seccomp_event_in_normal_operation,
         test_hostile_peer,
