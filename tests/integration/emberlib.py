@@ -380,6 +380,17 @@ class CpuClock:
         return at(t1) - at(t0)
 
 
+def slowdown(cpu_seconds=0.3):
+    """How many times slower than on an idle host CPU work runs here now: the wall-clock time
+    a busy loop of cpu_seconds of this thread's CPU time takes, over cpu_seconds (1 when idle,
+    about 10 when ten runnable threads share each CPU). A control run for wall-clock bounds:
+    a bound of B seconds on an idle host is B * slowdown() on a loaded one."""
+    w0, c0 = time.monotonic(), time.thread_time()
+    while time.thread_time() - c0 < cpu_seconds:
+        pass
+    return max(1.0, (time.monotonic() - w0) / (time.thread_time() - c0))
+
+
 def kill(proc):
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
