@@ -27,7 +27,7 @@ import time
 
 from emberlib import (BUILD, EMBER, SYMBOLIZER_PROGRAMS, CpuClock, SRC, build_workload, collector_argv, kill,
                       log, pprof_comments, read_folded, require_root, run_tests, staged_for_others, start,
-                      slowdown, symbolizer_argv, workdir)
+                      start_recording, slowdown, symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
@@ -143,18 +143,28 @@ class App:
 
 
 def record(name, seconds=10, extra=()):
-    """Whole-system ember record; returns (seconds it took, rows, stats, log)."""
+    """Whole-system ember record; returns (seconds it took, rows, stats, log). The stats'
+    "sampling_from" is when ember said it samples (its programs attached)."""
     folded, pprof = os.path.join(WD, name + ".folded"), os.path.join(WD, name + ".pb.gz")
     t0 = time.time()
-    r = subprocess.run([EMBER, "record", "-d", str(seconds), "-F", str(HZ), "-o", folded,
-                        "-o", pprof, *extra], capture_output=True, text=True, timeout=120)
+    rec, lines, sampling = start_recording(["-d", str(seconds), "-F", str(HZ), "-o", folded,
+                                            "-o", pprof, *extra])
+    try:
+        rec.wait(timeout=120)
+    finally:
+        kill(rec)
     took = time.time() - t0
-    log(f"  ember record -d {seconds}: exit {r.returncode} after {took:.1f} s")
-    for line in r.stderr.splitlines():
+    sampling.reader.join(timeout=30)  # the rest of its log
+    text = "".join(lines)
+    log(f"  ember record -d {seconds}: exit {rec.returncode} after {took:.1f} s")
+    for line in lines:
         if "broker:" in line or "reading" in line or "loop" in line:
-            log(f"    {line}")
-    assert r.returncode == 0, r.stderr
-    return took, read_folded(folded), pprof_comments(pprof), r.stderr
+            log(f"    {line.rstrip()}")
+    assert rec.returncode == 0, text
+    assert sampling.is_set(), "ember never said it samples: " + text
+    stats = pprof_comments(pprof)
+    stats["sampling_from"] = sampling.time
+    return took, read_folded(folded), stats, text
 
 
 def unnamed(frame):
@@ -164,9 +174,15 @@ def unnamed(frame):
 
 
 def check_other(rows, stats, clock):
-    """other_split: as many samples as its CPU time calls for, every frame named."""
+    """other_split: as many samples as its CPU time calls for, every frame named. The time
+    sampled is the profile's window from when ember said it samples: the profile's own
+    window starts with ember, 0.4-1 s before its programs sample (more on a loaded host)."""
     t0 = stats["time_nanos"] / 1e9
-    want = clock.cpu_between(t0, t0 + stats["duration_nanos"] / 1e9) * HZ
+    t1 = t0 + stats["duration_nanos"] / 1e9
+    want = clock.cpu_between(max(t0, stats["sampling_from"]), t1) * HZ
+    log(f"  the profile covers {t1 - t0:.1f} s; ember said it samples {stats['sampling_from'] - t0:.1f} s "
+        f"into it; other_split used {clock.cpu_between(t0, t1):.2f} s of CPU in the profile, "
+        f"{want / HZ:.2f} s after that")
     got = sum(n for frames, n in rows if frames[0] == "other_split")
     bad = [f for f, n in rows if f[0] == "other_split" and any(map(unnamed, f))]
     log(f"  other_split: {got} samples, its CPU time calls for {want:.0f}; "
