@@ -164,7 +164,8 @@ def with_root_a_mount(cmd):
 def start_recording(args):
     """Starts ember record; returns (process, lines of stderr so far, an event set once it
     samples: the collector says so once its programs are attached, after the symbolizer
-    connected)."""
+    connected; its .time is when the test read that line, its .reader the thread that reads
+    the log: joined, the log is whole)."""
     proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines, sampling = [], threading.Event()
@@ -173,9 +174,11 @@ def start_recording(args):
         for line in proc.stderr:
             lines.append(line)
             if re.match(r"ember: sampling \d+ CPUs at", line):
+                sampling.time = time.time()
                 sampling.set()
 
-    threading.Thread(target=drain, daemon=True).start()
+    sampling.reader = threading.Thread(target=drain, daemon=True)
+    sampling.reader.start()
     return proc, lines, sampling
 
 
@@ -331,6 +334,25 @@ def truth_shares(path):
     return {leaf: 100.0 * n / total for leaf, n in ns.items()}
 
 
+def cpu_seconds(path):
+    """The CPU time (seconds) the known-split processes wrote to their EMBER_CPU_FILE at exit
+    (tests/workloads/known_split.h), summed."""
+    with open(path) as f:
+        return sum(int(line.partition("=")[2]) for line in f if line.startswith("cpu_ns=")) / 1e9
+
+
+def assert_samples(name, got, cpu_s, hz, low=0.85, high=None):
+    """got samples of a process that measured cpu_s seconds of CPU time, sampled at hz: at
+    least low (85%) of what that time calls for, and when high is given at most high of it."""
+    want = cpu_s * hz
+    ratio = got / want if want else 0.0
+    log(f"  {name}: {got} samples, {cpu_s:.2f} s of CPU at {hz} Hz calls for {want:.0f} "
+        f"({100 * ratio:.0f}%)")
+    assert want > 0, f"{name}: no CPU time measured"
+    assert ratio >= low, f"{name}: {got} samples, {100 * low:.0f}% of {want:.0f} wanted"
+    assert high is None or ratio <= high, f"{name}: {got} samples, more than {100 * high:.0f}% of {want:.0f}"
+
+
 def assert_close(name, got, want, tolerance):
     ok = abs(got - want) <= tolerance
     log(f"  {name}: {got:.1f}% (want {want}% +/- {tolerance}) {'ok' if ok else 'FAIL'}")
@@ -406,6 +428,17 @@ class CpuClock:
                 prev = p
             return prev[1]
         return at(t1) - at(t0)
+
+
+def slowdown(cpu_seconds=0.3):
+    """How many times slower than on an idle host CPU work runs here now: the wall-clock time
+    a busy loop of cpu_seconds of this thread's CPU time takes, over cpu_seconds (1 when idle,
+    about 10 when ten runnable threads share each CPU). A control run for wall-clock bounds:
+    a bound of B seconds on an idle host is B * slowdown() on a loaded one."""
+    w0, c0 = time.monotonic(), time.thread_time()
+    while time.thread_time() - c0 < cpu_seconds:
+        pass
+    return max(1.0, (time.monotonic() - w0) / (time.thread_time() - c0))
 
 
 def kill(proc):
