@@ -194,12 +194,12 @@ static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
 	int err = 0;
 
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++) {
-		if (!s->cgroup_ids[i])
+		if (!s->ids[i])
 			continue;
-		err = bpf_map__update_elem(b->sampler->maps.cgroup_filter, &s->cgroup_ids[i],
-		                           sizeof(s->cgroup_ids[i]), &one, sizeof(one), BPF_ANY);
-		bpf_map__delete_elem(b->sampler->maps.cgroup_verdicts, &s->cgroup_ids[i],
-		                     sizeof(s->cgroup_ids[i]), 0);
+		err = bpf_map__update_elem(b->sampler->maps.cgroup_filter, &s->ids[i],
+		                           sizeof(s->ids[i]), &one, sizeof(one), BPF_ANY);
+		bpf_map__delete_elem(b->sampler->maps.cgroup_verdicts, &s->ids[i],
+		                     sizeof(s->ids[i]), 0);
 	}
 	return err;
 }
@@ -219,8 +219,8 @@ static int fill_selection(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		                           sizeof(one), BPF_ANY);
 	}
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++)
-		err = bpf_map__update_elem(b->proc->maps.cgroup_paths, &s->cgroup_paths[i],
-		                           sizeof(s->cgroup_paths[i]), &one, sizeof(one), BPF_ANY);
+		err = bpf_map__update_elem(b->proc->maps.cgroup_paths, &s->paths[i],
+		                           sizeof(s->paths[i]), &one, sizeof(one), BPF_ANY);
 	return err ? err : fill_cgroups(b, s);
 }
 
@@ -300,6 +300,18 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 fail:
 	ember_bpf_destroy(b);
 	return err;
+}
+
+int ember_bpf_check_load(void)
+{
+	struct sampler_bpf *skel;
+
+	libbpf_set_print(libbpf_log);
+	skel = sampler_bpf__open_and_load();
+	if (!skel)
+		return neg_errno();
+	sampler_bpf__destroy(skel);
+	return 0;
 }
 
 void ember_bpf_stop_sampling(struct ember_bpf *b)

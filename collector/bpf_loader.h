@@ -57,6 +57,9 @@ uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, 
 
 /* Returns 0 or a negative errno; logs what to do on failure. */
 int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *opts);
+/* Whether the verifier takes the sampler (`ember check`): loads it and unloads it again.
+ * Returns 0 or the negative errno of the load. */
+int ember_bpf_check_load(void);
 /* Opens perf events on CPUs that came online since the last call. */
 int ember_bpf_refresh_cpus(struct ember_bpf *b);
 /* Stops sampling (the ring buffers can still be drained). */

@@ -53,6 +53,7 @@ enum event_tag {
 
 struct recorder {
 	struct ember_record_opts *opts;
+	const struct ember_core_config *cfg;
 	struct ember_bpf bpf;
 	struct ember_procs procs;
 	struct ember_drain drain;
@@ -71,6 +72,8 @@ struct recorder {
 	bool stopping, finished, failed, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
 	bool usage;       /* the symbolizer refused its arguments (exit status 2) */
+	bool daemon;      /* serving symbolizers on a socket, not a child */
+	bool passed_closed;
 };
 
 /* The symbolizer draws the progress line (--progress) in place; log lines first erase it. */
@@ -90,40 +93,23 @@ static int epoll_add(int epfd, int fd, uint32_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? neg_errno() : 0;
 }
 
-static void unlink_outputs(struct ember_record_opts *o)
+/* The outputs exist from the start (the front end made them): a failed run removes them. */
+static void unlink_outputs(const struct ember_core_config *c)
 {
-	for (size_t i = 0; i < o->noutputs; i++)
-		if (o->outputs[i].created)
-			unlink(o->outputs[i].path);
+	for (size_t i = 0; i < c->noutputs; i++)
+		unlink(c->outputs[i].path);
 }
 
-static int open_outputs(struct ember_record_opts *o)
+/* The descriptors passed for the symbolizer: the collector keeps none once it has them. */
+static void close_passed(struct recorder *r)
 {
-	for (size_t i = 0; i < o->noutputs; i++) {
-		o->outputs[i].fd = -1;
-		o->outputs[i].created = false;
-	}
-	for (size_t i = 0; i < o->noutputs; i++) {
-		int fd = open(o->outputs[i].path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0) {
-			int err = log_error_errno(
-			    errno, "cannot write %s: %m; choose a writable path for -o",
-			    o->outputs[i].path);
-
-			unlink_outputs(o);
-			return err;
-		}
-		o->outputs[i].fd = fd;
-		o->outputs[i].created = true;
-	}
-	return 0;
-}
-
-static void close_outputs(struct ember_record_opts *o)
-{
-	for (size_t i = 0; i < o->noutputs; i++)
-		o->outputs[i].fd = ember_safe_close(o->outputs[i].fd);
+	if (r->passed_closed)
+		return;
+	for (size_t i = 0; i < r->cfg->npassed; i++)
+		close(r->cfg->passed_fds[i]);
+	close(r->cfg->symbolizer_exe_fd);
+	close(r->cfg->symbolizer_config_fd);
+	r->passed_closed = true;
 }
 
 static void begin_stop(struct recorder *r, const char *why)
@@ -141,11 +127,11 @@ static void begin_stop(struct recorder *r, const char *why)
 	r->flush_deadline_ns = ember_monotonic_ns() + FLUSH_TIMEOUT_NS;
 	ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf)); /* the final counts */
 	if (ember_peer_send_flush(&r->peer, &r->drain, true)) {
-		if (r->opts->socket_path)
+		if (r->daemon)
 			log_info("no symbolizer connected: the last samples are lost");
 		else
 			log_error("the symbolizer is not connected: no outputs can be written");
-		r->failed = !r->opts->socket_path;
+		r->failed = !r->daemon;
 		r->finished = true;
 	}
 }
@@ -189,9 +175,9 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			ember_bpf_refresh_cpus(&r->bpf);
 		if (r->ticks % (EMBER_COLLECTOR_MEMORY_EVERY_S * 1000 / TICK_MS) == 1)
 			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
-		if (r->opts->duration_ms && now_ns >= r->stop_ns && r->command)
+		if (r->cfg->duration_ms && now_ns >= r->stop_ns && r->command)
 			log_info("the duration is over; ember exits when the command does");
-		if (r->opts->duration_ms && now_ns >= r->stop_ns)
+		if (r->cfg->duration_ms && now_ns >= r->stop_ns)
 			begin_stop(r, "duration reached");
 	} else if (now_ns > r->flush_deadline_ns) {
 		log_error("the symbolizer did not finish its outputs within %llu s; giving up",
@@ -207,7 +193,7 @@ static void on_signal(struct recorder *r)
 
 	if (read(r->sigfd, &si, sizeof(si)) != sizeof(si))
 		return;
-	if (si.ssi_signo == SIGHUP && r->opts->socket_path)
+	if (si.ssi_signo == SIGHUP && r->daemon)
 		return; /* the daemon keeps no files to reopen */
 	if (r->command > 0) {
 		/* Signals are the command's: ember stops when it exits. The terminal's (Ctrl-C)
@@ -246,12 +232,12 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 
 	/* FLUSHED can come together with the peer's goodbye (err): its status first. */
 	if (r->stopping && r->peer.flushed && r->peer.flush_status == -EREMOTEIO)
-		r->undelivered = r->opts->otlp_url != NULL;
+		r->undelivered = r->cfg->flags & EMBER_CORE_EXPORT;
 	if (err) {
 		drop_peer(r);
 		/* The daemon samples on (counting losses) until a symbolizer connects
 		 * again; a child that is gone or misbehaving cannot write outputs now. */
-		if (r->opts->socket_path)
+		if (r->daemon)
 			r->finished = r->stopping;
 		else if (!r->peer.flushed && r->child > 0)
 			kill(r->child, SIGKILL); /* its exit (described there) ends the run */
@@ -263,7 +249,7 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 			                "the symbolizer could not write the outputs: %m");
 			r->failed = true;
 		}
-		r->finished |= r->opts->socket_path != NULL;
+		r->finished |= r->daemon;
 	}
 }
 
@@ -367,7 +353,7 @@ static void on_listen(struct recorder *r)
 	 * read the old connection first (epoll may report the two in either order). */
 	if (ember_peer_connected(&r->peer))
 		on_peer(r, ember_monotonic_ns());
-	if (ember_endpoint_peer(fd, &c) || c.uid != r->opts->uid || c.gid != r->opts->gid ||
+	if (ember_endpoint_peer(fd, &c) || c.uid != r->cfg->symbolizer_uid || c.gid != r->cfg->symbolizer_gid ||
 	    ember_peer_connected(&r->peer)) {
 		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
 		         (unsigned)c.uid, (unsigned)c.gid,
@@ -457,7 +443,7 @@ static int start_child(struct recorder *r)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return neg_errno();
 	ember_endpoint_refuse_fds(sv[0]);
-	err = ember_spawn_symbolizer(r->opts, sv[1], &r->child, &r->child_pidfd);
+	err = ember_spawn_symbolizer(r->cfg, sv[1], &r->child, &r->child_pidfd);
 	close(sv[1]);
 	if (err) {
 		close(sv[0]);
@@ -467,7 +453,7 @@ static int start_child(struct recorder *r)
 	/* The symbolizer may read its own maps: it warms its unwind tables with its libraries. */
 	ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
 	/* The child has its copies; the collector keeps none of the outputs open. */
-	close_outputs(r->opts);
+	close_passed(r);
 	/* Sample only once the symbolizer can take samples: none lost at the start. */
 	return await_symbolizer(r);
 }
@@ -486,66 +472,43 @@ static rlim_t raise_fd_limit(struct rlimit *before)
 	return nofile.rlim_cur;
 }
 
-static int setup(struct recorder *r)
+/* What the symbolizer is told at its handshake, and the ring it gets. */
+static void peer_config(const struct ember_record_opts *o, struct ember_peer_config *pc)
 {
-	struct ember_record_opts *o = r->opts;
-	struct ember_peer_config pc = {
+	const struct ember_core_config *c = o->cfg;
+
+	*pc = (struct ember_peer_config){
 	    /* Two seconds of the largest samples from every CPU, unless --ring-size. */
-	    .ring_size = o->ring_size ? o->ring_size
+	    .ring_size = c->ring_size ? c->ring_size
 	                              : ember_ring_bytes_for(
-					    EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns),
+					    EMBER_RECORDS_PER_S(c->sample_hz, c->off_cpu_min_ns),
 					    libbpf_num_possible_cpus(), 2, 1u << 20),
-	    .welcome = {.sample_hz = o->sample_hz,
-	                .off_cpu_min_ns = o->off_cpu_min_ns,
+	    .welcome = {.sample_hz = c->sample_hz,
+	                .off_cpu_min_ns = c->off_cpu_min_ns,
 	                .monotonic_to_realtime_ns = ember_monotonic_to_realtime_ns(),
 	                .start_time_ns = ember_realtime_ns(),
 	                .flags = o->npids > 0 ? EMBER_WELCOME_CHOSEN_PIDS : 0},
 	};
+	ember_strlcpy(pc->welcome.selection, c->selection, sizeof(pc->welcome.selection));
+	ember_strlcpy(pc->welcome.title, c->title, sizeof(pc->welcome.title));
+	ember_strlcpy(pc->welcome.service, c->service, sizeof(pc->welcome.service));
+}
+
+/* The command (stopped at its gate), the eBPF programs and the unwinder's tables. */
+static int start_programs(struct recorder *r)
+{
+	struct ember_record_opts *o = r->opts;
 	struct ember_bpf_opts bo = {
-	    .sample_hz = o->sample_hz,
-	    .off_cpu_min_ns = o->off_cpu_min_ns,
+	    .sample_hz = r->cfg->sample_hz,
+	    .off_cpu_min_ns = r->cfg->off_cpu_min_ns,
 	    .pids = o->pids,
 	    .selection = &o->selection,
 	    .on_sample = ember_drain_on_sample,
 	    .on_proc_event = ember_drain_on_proc_event,
 	    .cb_ctx = &r->drain,
 	};
-	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
 	int err;
 
-	ember_strlcpy(pc.welcome.selection, o->selection.text, sizeof(pc.welcome.selection));
-	ember_strlcpy(pc.welcome.title, o->selection.title, sizeof(pc.welcome.title));
-	ember_strlcpy(pc.welcome.service, o->selection.service, sizeof(pc.welcome.service));
-	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
-	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
-	err = ember_procs_init(&r->procs,
-	                       MIN(PROCS_CAPACITY, raise_fd_limit(&o->command.nofile) / 2));
-	if (err)
-		return err;
-	ember_drain_init(&r->drain, &r->procs);
-	ember_broker_init(&r->broker, &r->procs);
-	if (o->debug_dir)
-		r->broker.debug_root = o->debug_dir;
-	ember_peer_init(&r->peer, &pc);
-
-	err = setup_signals(r);
-	if (err)
-		return err;
-	/* Opens that may wait go to workers, forked before any eBPF object exists. */
-	err = ember_pool_start(&r->pool, &r->broker, EMBER_POOL_WORKERS);
-	if (err)
-		return log_error_errno(err, "cannot start the broker's workers: %m");
-	r->peer.pool = &r->pool;
-	if (o->socket_path) {
-		r->listen_fd = ember_endpoint_listen(o->socket_path, o->gid);
-		if (r->listen_fd < 0)
-			return log_error_errno(
-			    r->listen_fd,
-			    "cannot listen at %s: %m; is another ember-collector running?",
-			    o->socket_path);
-	} else if ((err = start_child(r))) {
-		return err;
-	}
 	if (o->command.argv) {
 		/* Forked before the programs load and the filter goes on: it inherits neither. */
 		err = ember_command_start(&o->command);
@@ -567,7 +530,15 @@ static int setup(struct recorder *r)
 	if (err)
 		return err;
 	r->peer.tables = &r->tables;
-	r->stop_ns = ember_monotonic_ns() + o->duration_ms * 1000000ull;
+	r->stop_ns = ember_monotonic_ns() + r->cfg->duration_ms * 1000000ull;
+	return 0;
+}
+
+/* Everything the loop waits for, in one epoll set. */
+static int watch_events(struct recorder *r)
+{
+	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
+	int err;
 
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -579,11 +550,53 @@ static int setup(struct recorder *r)
 	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
 	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
 	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))) ||
-	    (r->command && (err = epoll_add(r->epfd, o->command.pidfd, TAG_COMMAND))))
+	    (r->command && (err = epoll_add(r->epfd, r->opts->command.pidfd, TAG_COMMAND))))
 		return err;
 	for (unsigned int i = 0; i < r->pool.nworkers; i++)
 		if ((err = epoll_add(r->epfd, r->pool.workers[i].sock, TAG_WORKER | i << 8)))
 			return err;
+	return 0;
+}
+
+static int setup(struct recorder *r)
+{
+	struct ember_record_opts *o = r->opts;
+	struct ember_peer_config pc;
+	int err;
+
+	peer_config(o, &pc);
+	/* A pidfd per sampled process, but never so many that the broker, a reconnecting
+	 * symbolizer or a CPU coming online finds no descriptor left: half the hard limit. */
+	err = ember_procs_init(&r->procs,
+	                       MIN(PROCS_CAPACITY, raise_fd_limit(&o->command.nofile) / 2));
+	if (err)
+		return err;
+	ember_drain_init(&r->drain, &r->procs);
+	ember_broker_init(&r->broker, &r->procs);
+	if (r->cfg->debug_dir[0])
+		r->broker.debug_root = r->cfg->debug_dir;
+	ember_peer_init(&r->peer, &pc);
+
+	err = setup_signals(r);
+	if (err)
+		return err;
+	/* Opens that may wait go to workers, forked before any eBPF object exists. */
+	err = ember_pool_start(&r->pool, &r->broker, EMBER_POOL_WORKERS);
+	if (err)
+		return log_error_errno(err, "cannot start the broker's workers: %m");
+	r->peer.pool = &r->pool;
+	if (r->daemon) {
+		r->listen_fd = ember_endpoint_listen(r->cfg->socket_path, r->cfg->symbolizer_gid);
+		if (r->listen_fd < 0)
+			return log_error_errno(
+			    r->listen_fd,
+			    "cannot listen at %s: %m; is another ember-collector running?",
+			    r->cfg->socket_path);
+	} else if ((err = start_child(r))) {
+		return err;
+	}
+	if ((err = start_programs(r)) || (err = watch_events(r)))
+		return err;
 	err = confine(r);
 	if (err)
 		return log_error_errno(err, "cannot confine the collector: %m");
@@ -697,14 +710,19 @@ static int exit_as(int status)
 
 int ember_record_run(struct ember_record_opts *o)
 {
-	struct recorder r = {
-	    .opts = o, .epfd = -1, .sigfd = -1, .timerfd = -1, .child_pidfd = -1, .listen_fd = -1};
+	const struct ember_core_config *c = o->cfg;
+	struct recorder r = {.opts = o,
+	                     .cfg = c,
+	                     .daemon = c->mode == EMBER_CORE_DAEMON,
+	                     .passed_closed = c->mode != EMBER_CORE_RECORD,
+	                     .epfd = -1,
+	                     .sigfd = -1,
+	                     .timerfd = -1,
+	                     .child_pidfd = -1,
+	                     .listen_fd = -1};
 	int err;
 
-	err = open_outputs(o);
-	if (err)
-		return EMBER_EXIT_FAILURE;
-	if (o->progress)
+	if (c->flags & EMBER_CORE_PROGRESS)
 		ember_log_set_before_hook(erase_progress);
 	err = setup(&r);
 	if (err == -EPERM || err == -EACCES)
@@ -714,18 +732,18 @@ int ember_record_run(struct ember_record_opts *o)
 		log_debug_errno(err, "setup failed: %m");
 	else
 		run_loop(&r);
-	close_outputs(o); /* the symbolizer has them: open here only if it never started */
+	close_passed(&r); /* the symbolizer has them: open here only if it never started */
 	teardown(&r);
 	if (err || r.failed) {
-		unlink_outputs(o);
+		unlink_outputs(c);
 		return r.usage ? EMBER_EXIT_USAGE : EMBER_EXIT_FAILURE;
 	}
 	log_info("%" PRIu64 " samples, %" PRIu64 " lost", r.drain.samples,
 	         ember_drain_lost_samples(r.drain.lost));
-	for (size_t i = 0; i < o->noutputs; i++)
-		log_info("  wrote %s (%s)", o->outputs[i].path, o->outputs[i].format);
+	for (size_t i = 0; i < c->noutputs; i++)
+		log_info("  wrote %s (%s)", c->outputs[i].path, c->outputs[i].format);
 	if (r.undelivered) {
-		log_error("not every profile reached %s (see above)", o->otlp_url);
+		log_error("not every profile reached the OTLP endpoint (see above)");
 		return EMBER_EXIT_FAILURE;
 	}
 	return o->command.argv ? exit_as(r.command_status) : EMBER_EXIT_OK;

@@ -20,37 +20,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ipc/core_config.h"
 #include "ipc/proto.h"
 #include "collector/selection.h"
 #include "collector/spawn.h"
 
-#define EMBER_MAX_PIDS 1024
-
-struct ember_output_spec {
-	const char *path;
-	const char *format; /* "folded", "pprof", "html", "otlp" */
-	int fd;
-	bool created; /* this run created it: removed again if the run fails */
-};
-
+/*
+ * A recording's configuration (checked) and what is made of it: the PIDs to
+ * sample (the command's added), the cgroups' ids, the command's process.
+ */
 struct ember_record_opts {
-	unsigned int sample_hz;
-	uint64_t off_cpu_min_ns;        /* EMBER_OFF_CPU_OFF: no off-CPU samples */
-	uint64_t duration_ms;           /* 0: until SIGINT/SIGTERM */
-	pid_t pids[EMBER_MAX_PIDS + 1]; /* + the command's */
+	const struct ember_core_config *cfg;
+	pid_t pids[EMBER_MAX_PIDS + 1];
 	size_t npids;
-	struct ember_selection selection; /* cgroups, and what the profile says was chosen */
-	struct ember_command command;     /* argv NULL: none */
-	struct ember_output_spec outputs[EMBER_MAX_OUTPUTS];
-	size_t noutputs;
-	const char *otlp_url;
-	uid_t uid;
-	gid_t gid;
-	size_t ring_size;
-	bool progress;                      /* draw a progress line on stderr */
-	const char *socket_path;            /* daemon: listen here instead of starting a child */
-	const char *debug_dir;              /* broker: where debug files by build id live */
-	const char *const *symbolizer_args; /* passed through, NULL-terminated */
+	struct ember_selection selection;
+	struct ember_command command; /* argv NULL: none */
 };
 
 /* Runs a recording; returns an exit code (enum ember_exit). */

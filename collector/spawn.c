@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -14,103 +13,63 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 
-#include "collector/run_loop.h"
+#include "ipc/core_config.h"
+#include "seccomp/caps.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
-#define CHILD_SOCK_FD   3
-#define CHILD_FIRST_OUT 4
-#define MAX_ARGS        (16 + 2 * EMBER_MAX_OUTPUTS + 64) /* 64: export settings passed through */
-
-int ember_symbolizer_path(char *buf, size_t size)
+/* In the child: its configuration, the socket, then the passed descriptors at their fixed
+ * numbers (ipc/core_config.h); every other descriptor closes at the exec. Returns the
+ * program's descriptor, moved out of their way, or -1. */
+static int arrange_fds(const struct ember_core_config *c, int sock)
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int high[2 + EMBER_CORE_MAX_PASSED], n = 2 + (int)c->npassed;
+	int exe = fcntl(c->symbolizer_exe_fd, F_DUPFD_CLOEXEC, 64);
 
-	if (n > 0) {
-		self[n] = '\0';
-		snprintf(buf, size, "%s/ember-symbolizer", dirname(self));
-		if (access(buf, X_OK) == 0)
-			return 0;
-	}
-	snprintf(buf, size, "%s/ember-symbolizer", EMBER_LIBEXECDIR);
-	if (access(buf, X_OK) == 0)
-		return 0;
-	log_error("cannot find ember-symbolizer next to ember or in %s; reinstall ember",
-	          EMBER_LIBEXECDIR);
-	return -ENOENT;
+	/* First out of the way, so that no source is overwritten by an earlier dup2. */
+	for (int i = 0; i < n && exe >= 0; i++)
+		if ((high[i] = fcntl(i == 0   ? c->symbolizer_config_fd
+		                     : i == 1 ? sock
+		                              : c->passed_fds[i - 2],
+		                     F_DUPFD_CLOEXEC, 64)) < 0)
+			return -1;
+	for (int i = 0; i < n && exe >= 0; i++)
+		if (dup2(high[i], EMBER_CONFIG_FD + i) < 0)
+			return -1;
+	/* Close-on-exec, not closed: the program's own descriptor must last until the exec. */
+	if (exe < 0 || syscall(SYS_close_range, EMBER_CONFIG_FD + n, ~0u, CLOSE_RANGE_CLOEXEC))
+		return -1;
+	return exe;
 }
 
-/* In the child: moves each descriptor to its fixed number and closes everything else. */
-static int arrange_fds(const struct ember_record_opts *o, int sock)
-{
-	int high[1 + EMBER_MAX_OUTPUTS], n = 1 + (int)o->noutputs;
-
-	/* The socket, then the outputs: first out of the way, so that no source is
-	 * overwritten by an earlier dup2. */
-	for (int i = 0; i < n; i++)
-		if ((high[i] = fcntl(i ? o->outputs[i - 1].fd : sock, F_DUPFD_CLOEXEC, 64)) < 0)
-			return -1;
-	for (int i = 0; i < n; i++)
-		if (dup2(high[i], CHILD_SOCK_FD + i) < 0)
-			return -1;
-	return (int)syscall(SYS_close_range, CHILD_SOCK_FD + n, ~0u, 0);
-}
-
-int ember_spawn_symbolizer(const struct ember_record_opts *o, int sock, pid_t *pid_out,
+int ember_spawn_symbolizer(const struct ember_core_config *c, int sock, pid_t *pid_out,
                            int *pidfd_out)
 {
-	char path[PATH_MAX], uid[32], gid[32], progress[48], outs[EMBER_MAX_OUTPUTS][PATH_MAX + 32];
-	const char *argv[MAX_ARGS + 16];
+	char *const argv[] = {"ember-symbolizer", NULL};
 	sigset_t all;
-	int argc = 0, err;
 	pid_t pid;
-
-	if (o->noutputs > EMBER_MAX_OUTPUTS)
-		return -E2BIG;
-	err = ember_symbolizer_path(path, sizeof(path));
-	if (err)
-		return err;
-	snprintf(uid, sizeof(uid), "--uid=%u", (unsigned)o->uid);
-	snprintf(gid, sizeof(gid), "--gid=%u", (unsigned)o->gid);
-	argv[argc++] = "ember-symbolizer";
-	argv[argc++] = "--socket-fd=3";
-	argv[argc++] = uid;
-	argv[argc++] = gid;
-	for (size_t i = 0; i < o->noutputs; i++) {
-		snprintf(outs[i], sizeof(outs[i]), "%d:%s:%s", CHILD_FIRST_OUT + (int)i,
-		         o->outputs[i].format, o->outputs[i].path);
-		argv[argc++] = "--output-fd";
-		argv[argc++] = outs[i];
-	}
-	if (o->progress) { /* the symbolizer draws it: it knows what it has written */
-		snprintf(progress, sizeof(progress), "--progress=%" PRIu64, o->duration_ms / 1000);
-		argv[argc++] = progress;
-	}
-	if (o->otlp_url) {
-		argv[argc++] = "--otlp";
-		argv[argc++] = o->otlp_url;
-	}
-	for (int i = 0; o->symbolizer_args && o->symbolizer_args[i] && argc < MAX_ARGS + 14; i++)
-		argv[argc++] = o->symbolizer_args[i];
-	argv[argc] = NULL;
+	int exe;
 
 	pid = fork();
 	if (pid < 0)
 		return neg_errno();
 	if (pid == 0) {
-		/* The parent blocks SIGINT/SIGTERM for its signalfd; the child starts clean,
-		 * and dies with its parent rather than outliving a crashed collector. */
+		/* The parent blocks SIGINT/SIGTERM for its signalfd; the child starts clean.
+		 * Its own process group: a Ctrl-C at the terminal reaches only the collector,
+		 * which then asks the symbolizer to finish its outputs. */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* Its own process group: a Ctrl-C at the terminal reaches only the
-		 * collector, which then asks the symbolizer to finish its outputs. */
 		setpgid(0, 0);
-		if (arrange_fds(o, sock) < 0)
+		/* Its user, no capability, then a parent-death signal (a change of user would
+		 * clear one set before). */
+		if ((exe = arrange_fds(c, sock)) < 0 ||
+		    ember_caps_become(c->symbolizer_uid, c->symbolizer_gid) ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL))
 			_exit(127);
-		execv(path, (char *const *)argv);
+		/* The program opened by the front end: a build tree only root may enter works. */
+		syscall(SYS_execveat, exe, "", argv, environ, AT_EMPTY_PATH);
 		_exit(127);
 	}
 	*pid_out = pid;
@@ -134,7 +93,7 @@ static void run_command(const struct ember_command *c, int gate)
 	signal(SIGPIPE, SIG_DFL);
 	if (c->nofile.rlim_max)
 		setrlimit(RLIMIT_NOFILE, &c->nofile);
-	if (c->user && (initgroups(c->user, c->gid) || setgid(c->gid) || setuid(c->uid) ||
+	if (c->user && (setgroups(c->ngroups, c->groups) || setgid(c->gid) || setuid(c->uid) ||
 	                setenv("HOME", c->home, 1) || setenv("USER", c->user, 1) ||
 	                setenv("LOGNAME", c->user, 1))) {
 		log_error("cannot run the command as %s: %s", c->user, strerror(errno));

@@ -15,6 +15,17 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TEST_HOOKS=ON
 cmake --build build -j"$(nproc)"
 status=0
 (cd build && ctest --output-on-failure "$@") || status=1
+# Each test that skipped says so in one line ("SKIP program test: reason"), inside a
+# program that passed as a whole too: listed here, since ctest shows only the failures'
+# output. (Under CI=true nothing skips: such a test fails.)
+skips() {
+	log="$1/Testing/Temporary/LastTest.log"
+	[ -f "$log" ] || return 0
+	n=$(grep -c '^SKIP ' "$log" || true)
+	[ "$n" -eq 0 ] && return 0
+	echo "test.sh: $n tests skipped in $1:"
+	grep '^SKIP ' "$log" | sed 's/^/  /'
+}
 # The fuzz targets (tests/fuzz): a clang build of their own, each target run for
 # a bounded time (EMBER_FUZZ_SECONDS, default 30). Skipped when ctest arguments
 # select other tests.
@@ -25,6 +36,7 @@ if [ $# -eq 0 ]; then
 	cmake --build build-fuzz -j"$(nproc)" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
 	(cd build-fuzz && ctest --output-on-failure -L fuzz) || status=1
 fi
+skips build
 if [ "$status" -ne 0 ]; then
 	echo "test.sh: some tests failed (see above)" >&2
 fi

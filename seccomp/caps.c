@@ -2,6 +2,7 @@
 #include "seccomp/caps.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -101,4 +102,27 @@ uint64_t ember_caps_effective(void)
 	uint64_t effective = 0, permitted, bounding;
 
 	return ember_caps_get(&effective, &permitted, &bounding) ? 0 : effective;
+}
+
+int ember_caps_become(uid_t uid, gid_t gid)
+{
+	const uint64_t ids = EMBER_CAP(CAP_SETUID) | EMBER_CAP(CAP_SETGID);
+	bool root = geteuid() == 0;
+	uint64_t eff, prm, bnd;
+	uid_t r, e, s;
+	int err;
+
+	/* The bounding set first, while CAP_SETPCAP is there; the ids need only their two. */
+	if (root && (ember_caps_limit(ids | EMBER_CAP(CAP_SETPCAP)) ||
+	             prctl(PR_CAPBSET_DROP, CAP_SETUID, 0, 0, 0) ||
+	             prctl(PR_CAPBSET_DROP, CAP_SETGID, 0, 0, 0) ||
+	             prctl(PR_CAPBSET_DROP, CAP_SETPCAP, 0, 0, 0) || setgroups(0, NULL) ||
+	             setresgid(gid, gid, gid) || setresuid(uid, uid, uid)))
+		return -EPERM;
+	/* -EPERM: a user who never was root cannot shrink its bounding set, and need not. */
+	err = ember_caps_limit(0);
+	if ((err && err != -EPERM) || ember_caps_get(&eff, &prm, &bnd) || eff || prm ||
+	    (root && bnd) || getresuid(&r, &e, &s) || !r || !e || !s)
+		return -EPERM;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? -EPERM : 0;
 }

@@ -10,6 +10,7 @@
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define EMBER_CAP(n) (1ull << (n))
 
@@ -28,6 +29,13 @@ static inline bool ember_caps_has(uint64_t set, int cap)
  * errno when capset fails.
  */
 int ember_caps_limit(uint64_t keep);
+
+/*
+ * Becomes uid and gid (never 0) for good: no supplementary group, no capability in any set
+ * (the bounding set emptied while root could), no_new_privs. Run without root, it stays who
+ * it is, with what capabilities it had dropped. Returns 0 or -EPERM.
+ */
+int ember_caps_become(uid_t uid, gid_t gid);
 
 /* This process's sets. Returns 0 or a negative errno. */
 int ember_caps_get(uint64_t *effective, uint64_t *permitted, uint64_t *bounding);

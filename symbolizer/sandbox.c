@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,42 +29,18 @@ static bool any_root_id(void)
 	return !ru || !eu || !su || !rg || !eg || !sg;
 }
 
-static int become_user(const struct ember_sandbox_opts *o)
-{
-	if (o->uid == 0 || o->gid == 0) {
-		log_error("refusing to run the symbolizer as root: configure another user");
-		return -EPERM;
-	}
-	/* Groups first: after setuid they could no longer change. Capabilities
-	 * are kept across setuid only to shrink the bounding set next. */
-	if (setgroups(0, NULL) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
-	    prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setresuid(o->uid, o->uid, o->uid) < 0) {
-		int err = neg_errno();
-
-		log_error_errno(err, "cannot become uid %u gid %u: %m", (unsigned)o->uid,
-		                (unsigned)o->gid);
-		return err;
-	}
-	return 0;
-}
-
 int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o)
 {
 	uint64_t eff, perm, bnd;
 	int err;
 
+	(void)o;
+	/* The front end and the collector change the user before they exec the symbolizer. */
 	if (any_root_id()) {
-		if (o->change_user) {
-			err = become_user(o);
-			if (err)
-				return err;
-		} else if (!o->allow_root) {
-			log_error("the symbolizer must not run as root: give it a user");
-			return -EPERM;
-		}
+		log_error("the symbolizer must not run as root: start it through `ember`");
+		return -EPERM;
 	}
 	err = ember_caps_limit(0);
-	prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
 	if (err == -EPERM)
 		/* Started unprivileged: only the service manager can shrink the
 		 * bounding set (CapabilityBoundingSet=). Without a capability and
@@ -76,8 +51,7 @@ int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o)
 		return err;
 	}
 	/* The drop must be permanent: no capability left, root not regained. */
-	if (ember_caps_get(&eff, &perm, &bnd) || eff || perm ||
-	    (o->change_user && (any_root_id() || setuid(0) == 0))) {
+	if (ember_caps_get(&eff, &perm, &bnd) || eff || perm || setuid(0) == 0) {
 		log_error("privileges remain after dropping them");
 		return -EPERM;
 	}

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The symbolizer's confinement. It starts (as root under `ember record`, as
- * its own user under systemd), opens what it needs (control socket, output
- * files or directory, the export endpoint's address), then enters its
- * sandbox before it reads the first record, in this order:
+ * The symbolizer's confinement. It starts as its own user (the front end or
+ * the collector changed it before the exec; any root id is refused), with
+ * what it needs open (control socket, output files or directory), resolves
+ * the export endpoint's address, then enters its sandbox before it reads the
+ * first record, in this order:
  *
- *   1. supplementary groups, gid, uid of the configured user (from root);
- *   2. every capability dropped, the bounding set included;
+ *   1. no uid or gid 0 among its ids;
+ *   2. every capability dropped, the bounding set included where it can;
  *   3. no_new_privs; not dumpable;
  *   4. rlimits: no core files, output files bounded in size, open files
  *      bounded, no new processes (or threads) once its threads exist;
@@ -30,13 +31,6 @@
 #define EMBER_SANDBOX_MAX_OPEN_FILES 1024
 
 struct ember_sandbox_opts {
-	/* Step 1: when running as root, become this user (uid 0 is refused). */
-	bool change_user;
-	uid_t uid;
-	gid_t gid;
-	/* Without change_user, running as root is refused unless this is set
-	 * (a root user running `report`: still no capabilities, no files). */
-	bool allow_root;
 	/* > 0: files may be created, renamed and removed beneath this directory
 	 * (daemon outputs); 0 or -1: no file can be named at all. */
 	int output_dir_fd;
@@ -55,8 +49,8 @@ struct ember_sandbox_opts {
 	bool reader;
 };
 
-/* Steps 1 and 2 only: for a daemon that must connect as its own user
- * before the rest. Idempotent. Returns 0 or a negative errno (logged). */
+/* Steps 1 and 2 only: for a daemon before it connects. Idempotent. Returns 0 or a negative
+ * errno (logged). */
 int ember_sandbox_drop_privileges(const struct ember_sandbox_opts *o);
 
 /* All the steps; on failure the caller must exit. Returns 0 or a negative errno (logged). */

@@ -26,6 +26,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+from emberlib import collector_argv  # noqa: E402  (the daemon's command line)
+
 NOBODY = 65534
 
 
@@ -62,8 +65,8 @@ def measure(build, pid, addr, count, wd):
     os.chmod(run_dir, 0o755)
     sock = os.path.join(run_dir, "collector.sock")
     log = open(os.path.join(run_dir, "collector.log"), "w")
-    col = subprocess.Popen([os.path.join(build, "ember-collector"), "--user", "nobody",
-                            "--runtime-dir", run_dir, "-F", "99", "-p", str(pid)],
+    col = subprocess.Popen(collector_argv(build, "--user", "nobody", "--runtime-dir", run_dir, "-F", "99",
+                                          "-p", str(pid)),
                            stdout=log, stderr=log)
     try:
         deadline = time.time() + 30

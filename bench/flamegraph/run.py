@@ -23,9 +23,13 @@ BUILD = os.environ.get("EMBER_BUILD_DIR", os.path.join(SRC, "build"))
 EMBER = os.path.join(BUILD, "ember")
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 from chromium import Browser, find_chromium  # noqa: E402
+from emberlib import slowdown  # noqa: E402  (the control for the time budget)
 
 # Budgets for 100,000 distinct stacks from gen_stacks.py (about 1.7 million
-# frame-tree nodes, 60 MB of folded text), on a 2-core CI machine.
+# frame-tree nodes, 60 MB of folded text), on a 2-core CI machine. The time
+# budget is for a machine that runs nothing else: on a loaded one it grows by
+# as much as CPU work is slower there at the time (emberlib.slowdown, measured
+# beside each page load).
 BUDGET_HTML_BYTES = 24 << 20
 BUDGET_READY_S = 4.0
 
@@ -66,10 +70,12 @@ def main():
     if not path:
         print(f"bench/flamegraph: {why}", file=sys.stderr)
         return 1 if os.environ.get("CI") == "true" else 77
-    ready, render_ms, nodes, zoom_ms, search_ms = [], [], 0, 0, 0
+    ready, render_ms, nodes, zoom_ms, search_ms, slow = [], [], 0, 0, 0, []
     for _ in range(3):
         with Browser(timeout=120) as b:
+            slow.append(slowdown())
             ready.append(b.open(html))
+            slow.append(slowdown())
             render_ms.append(b.evaluate("emberFlame.renderMs"))
             nodes = b.evaluate("emberFlame.nodes")
             zoom_ms = b.evaluate("(() => { const t = performance.now();"
@@ -89,6 +95,7 @@ def main():
     t_top, _ = timed([EMBER, "top", pb, "-n", "20"], runs=1)
     t_gotop, _ = timed(["go", "tool", "pprof", "-top", "-nodecount=20", pb], env=env, runs=1)
 
+    budget_ready = BUDGET_READY_S * statistics.median(slow)
     print(f"flame graph benchmark: {args.stacks} distinct stacks, {nodes} frame-tree nodes")
     print(f"  input: folded {mib(size_folded)}, pprof {mib(size_pb)}")
     print(f"  html:  {mib(size_html)} ({size_html / size_folded:.2f}x the folded text,"
@@ -96,7 +103,8 @@ def main():
     print(f"  ember report folded -> html: {t_html:.2f} s; folded -> pprof: {t_pb:.2f} s;"
           f" pprof -> html: {t_pb_html:.2f} s")
     print(f"  chromium: page ready (navigation to first full draw) median {statistics.median(ready):.2f} s"
-          f" of {[round(r, 2) for r in ready]}; budget {BUDGET_READY_S:.1f} s")
+          f" of {[round(r, 2) for r in ready]}; budget {budget_ready:.1f} s ({BUDGET_READY_S:.1f} s"
+          f" times this host's slowdown {statistics.median(slow):.1f})")
     print(f"            script (parse + tree + draw) median {statistics.median(render_ms):.0f} ms;"
           f" zoom redraw {zoom_ms:.0f} ms; search {search_ms:.0f} ms")
     print(f"  top: ember top {t_top:.2f} s, go tool pprof -top {t_gotop:.2f} s"
@@ -106,8 +114,8 @@ def main():
     over = []
     if size_html > BUDGET_HTML_BYTES:
         over.append(f"html {mib(size_html)} > {mib(BUDGET_HTML_BYTES)}")
-    if statistics.median(ready) > BUDGET_READY_S:
-        over.append(f"ready {statistics.median(ready):.2f} s > {BUDGET_READY_S} s")
+    if statistics.median(ready) > budget_ready:
+        over.append(f"ready {statistics.median(ready):.2f} s > {budget_ready:.1f} s")
     print("  budgets: " + ("exceeded: " + "; ".join(over) if over else "met"))
     if not args.keep:
         shutil.rmtree(wd, ignore_errors=True)

@@ -52,6 +52,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "tests", "integration"))
+from emberlib import collector_argv, symbolizer_argv  # noqa: E402  (the daemons' command lines)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("EMBER_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BUILD = os.environ.get("EMBER_BUILD_DIR", os.path.join(SRC, "build"))
@@ -346,8 +350,8 @@ def start_daemons(wd, a, log_dir):
     os.chown(out, NOBODY, NOBODY)
     sock = os.path.join(run_dir, "collector.sock")
     col_log = open(os.path.join(log_dir, "collector.log"), "w")
-    col = subprocess.Popen([os.path.join(a.build, "ember-collector"), "--user", "nobody",
-                            "--runtime-dir", run_dir, "-F", str(a.hz)],
+    col = subprocess.Popen(collector_argv(a.build, "--user", "nobody", "--runtime-dir", run_dir,
+                                          "-F", str(a.hz)),
                            stdout=col_log, stderr=subprocess.STDOUT)
     for _ in range(200):
         if os.path.exists(sock):
@@ -356,10 +360,9 @@ def start_daemons(wd, a, log_dir):
             sys.exit("bench/soak: ember-collector failed: see " + col_log.name)
         time.sleep(0.1)
     sym_log = open(os.path.join(log_dir, "symbolizer.log"), "w")
-    sym = subprocess.Popen([os.path.join(a.build, "ember-symbolizer"), "--connect", sock,
-                            "--output-dir", out, "--interval", f"{a.interval}s", "--format",
-                            "folded", "--format", "pprof", "--keep", "4", "--user", "nobody",
-                            *a.symbolizer_arg],
+    sym = subprocess.Popen(symbolizer_argv(a.build, "--connect", sock, "--output-dir", out, "--interval",
+                                           f"{a.interval}s", "--format", "folded", "--format", "pprof",
+                                           "--keep", "4", "--user", "nobody", *a.symbolizer_arg),
                            stdout=sym_log, stderr=subprocess.STDOUT)
     return col, sym, sym_log.name
 

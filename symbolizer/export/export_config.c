@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 #include "shared/str.h"
 
@@ -56,12 +57,15 @@ void ember_export_config_init(struct ember_export_config *c)
 	c->initial_backoff_ms = 1000;
 	c->max_backoff_ms = 30000;
 	c->queue_bytes = EMBER_OTLP_DEFAULT_QUEUE_BYTES;
+	c->ca_fd = c->cert_fd = c->key_fd = -1;
 }
 
 void ember_export_config_free(struct ember_export_config *c)
 {
-	for (size_t i = 0; i < c->nheaders; i++)
-		free(c->headers[i]);
+	ember_closep(&c->ca_fd);
+	ember_closep(&c->cert_fd);
+	ember_closep(&c->key_fd);
+	c->ca_fd = c->cert_fd = c->key_fd = -1;
 	free(c->ca.data);
 	free(c->cert.data);
 	if (c->key.data) {
@@ -216,7 +220,7 @@ static bool header_name_ok(const char *s, size_t len)
 static int add_header(struct ember_export_config *c, const char *name, size_t name_len,
                       const char *value)
 {
-	char *h;
+	int n;
 
 	if (!header_name_ok(name, name_len))
 		return -EINVAL;
@@ -226,17 +230,18 @@ static int add_header(struct ember_export_config *c, const char *name, size_t na
 	/* A later setting of the same header replaces the earlier one. */
 	for (size_t i = 0; i < c->nheaders; i++)
 		if (!strncasecmp(c->headers[i], name, name_len) && c->headers[i][name_len] == ':') {
-			free(c->headers[i]);
-			c->headers[i] = c->headers[--c->nheaders];
+			memcpy(c->headers[i], c->headers[--c->nheaders], sizeof(c->headers[i]));
 			break;
 		}
 	if (c->nheaders == EMBER_OTLP_MAX_HEADERS)
 		return -E2BIG;
 	while (*value == ' ' || *value == '\t')
 		value++;
-	if (asprintf(&h, "%.*s: %s", (int)name_len, name, value) < 0)
-		return -ENOMEM;
-	c->headers[c->nheaders++] = h;
+	n = snprintf(c->headers[c->nheaders], sizeof(c->headers[0]), "%.*s: %s", (int)name_len,
+	             name, value);
+	if (n < 0 || (size_t)n >= sizeof(c->headers[0]))
+		return -E2BIG;
+	c->nheaders++;
 	return 0;
 }
 
@@ -419,26 +424,21 @@ int ember_export_config_from(struct ember_export_config *c, const char *url,
 	return 0;
 }
 
-static int read_file(const char *path, struct ember_blob *out)
+/* Reads a TLS file from its descriptor (which it closes) into out. */
+static int read_fd(int *fdp, struct ember_blob *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_close_ int fd = TAKE_FD(*fdp);
 	struct stat st;
 	size_t got = 0;
 	char *buf;
 
-	if (fd < 0)
-		return neg_errno();
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TLS_FILE_MAX) {
-		close(fd);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TLS_FILE_MAX)
 		return -EINVAL;
-	}
 	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return -ENOMEM;
-	}
 	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -446,37 +446,42 @@ static int read_file(const char *path, struct ember_blob *out)
 			break;
 		got += (size_t)n;
 	}
-	close(fd);
 	buf[got] = '\0';
 	out->data = buf;
 	out->len = got;
 	return 0;
 }
 
-static int load_tls(struct ember_export_config *c, char *err, size_t err_size)
+static int open_file(const char *path, int *fd)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return *fd < 0 ? neg_errno() : 0;
+}
+
+int ember_export_config_open_tls(struct ember_export_config *c, char *err, size_t err_size)
 {
 	const char *env_ca = getenv("SSL_CERT_FILE");
 	int e;
 
-	if (c->ca_file[0]) {
-		if ((e = read_file(c->ca_file, &c->ca)))
+	if (c->ca_file[0] && c->ca_fd < 0) {
+		if ((e = open_file(c->ca_file, &c->ca_fd)))
 			return fail(err, err_size, e, "cannot read the CA file %s: %s", c->ca_file,
 			            strerror(-e));
-	} else if (c->tls) {
+	} else if (c->tls && c->ca_fd < 0) {
 		e = -ENOENT;
 		if (env_ca && *env_ca)
-			e = read_file(env_ca, &c->ca);
+			e = open_file(env_ca, &c->ca_fd);
 		for (size_t i = 0; e && i < ARRAY_SIZE(system_ca_bundles); i++)
-			e = read_file(system_ca_bundles[i], &c->ca);
+			e = open_file(system_ca_bundles[i], &c->ca_fd);
 		if (e)
 			return fail(err, err_size, e,
 			            "no CA bundle found for TLS: install ca-certificates or give "
 			            "--otlp-ca FILE");
 	}
-	if (c->cert_file[0] != '\0' && (e = read_file(c->cert_file, &c->cert)))
+	if (c->cert_file[0] && c->cert_fd < 0 && (e = open_file(c->cert_file, &c->cert_fd)))
 		return fail(err, err_size, e, "cannot read the client certificate %s: %s",
 		            c->cert_file, strerror(-e));
-	if (c->key_file[0] != '\0' && (e = read_file(c->key_file, &c->key)))
+	if (c->key_file[0] && c->key_fd < 0 && (e = open_file(c->key_file, &c->key_fd)))
 		return fail(err, err_size, e, "cannot read the client key %s: %s", c->key_file,
 		            strerror(-e));
 	if (!c->cert_file[0] != !c->key_file[0])
@@ -484,6 +489,23 @@ static int load_tls(struct ember_export_config *c, char *err, size_t err_size)
 		            "a client certificate needs its key and a key its certificate: give "
 		            "both --otlp-cert and --otlp-key");
 	return 0;
+}
+
+/* The TLS files' contents, from the descriptors ember_export_config_open_tls left. */
+static int load_tls(struct ember_export_config *c, char *err, size_t err_size)
+{
+	int e = ember_export_config_open_tls(c, err, err_size);
+
+	if (!e && c->ca_fd >= 0 && (e = read_fd(&c->ca_fd, &c->ca)))
+		return fail(err, err_size, e, "cannot read the CA file %s: %s", c->ca_file,
+		            strerror(-e));
+	if (!e && c->cert_fd >= 0 && (e = read_fd(&c->cert_fd, &c->cert)))
+		return fail(err, err_size, e, "cannot read the client certificate %s: %s",
+		            c->cert_file, strerror(-e));
+	if (!e && c->key_fd >= 0 && (e = read_fd(&c->key_fd, &c->key)))
+		return fail(err, err_size, e, "cannot read the client key %s: %s", c->key_file,
+		            strerror(-e));
+	return e;
 }
 
 static bool is_ip_literal(const char *host)
@@ -536,6 +558,30 @@ static int resolve(struct ember_export_config *c, char *err, size_t err_size)
 	return 0;
 }
 
+static bool str_ok(const char *s, size_t size)
+{
+	return memchr(s, '\0', size) != NULL;
+}
+
+int ember_export_config_check(const struct ember_export_config *c)
+{
+	if (c->protocol > EMBER_OTLP_GRPC || !str_ok(c->url, sizeof(c->url)) || !c->url[0] ||
+	    !str_ok(c->display, sizeof(c->display)) || !str_ok(c->host, sizeof(c->host)) ||
+	    !c->host[0] || !c->port || c->nheaders > EMBER_OTLP_MAX_HEADERS || !c->timeout_ms ||
+	    c->queue_bytes < 4096 || !c->max_elapsed_ms || !c->initial_backoff_ms ||
+	    c->max_backoff_ms < c->initial_backoff_ms || !str_ok(c->ca_file, sizeof(c->ca_file)) ||
+	    !str_ok(c->cert_file, sizeof(c->cert_file)) ||
+	    !str_ok(c->key_file, sizeof(c->key_file)) || (c->cert_file[0] && c->cert_fd < 0) ||
+	    (c->key_file[0] && c->key_fd < 0) || (c->tls && c->ca_fd < 0) || c->ca.data ||
+	    c->cert.data || c->key.data || c->resolve[0])
+		return -EINVAL;
+	for (size_t i = 0; i < c->nheaders; i++)
+		if (!str_ok(c->headers[i], sizeof(c->headers[i])) || !strchr(c->headers[i], ':') ||
+		    strpbrk(c->headers[i], "\r\n"))
+			return -EINVAL;
+	return 0;
+}
+
 int ember_export_config_prepare(struct ember_export_config *c, char *err, size_t err_size)
 {
 	int e = load_tls(c, err, err_size);
@@ -576,35 +622,4 @@ int ember_resource_config_from(const char *(*getenv_fn)(const char *name), char 
 	attrs[0] = '\0';
 	list = getenv_fn("OTEL_RESOURCE_ATTRIBUTES");
 	return list ? for_each_pair(list, resource_pair, &r) : 0;
-}
-
-int ember_parse_size(const char *s, uint64_t *out)
-{
-	char num[32];
-	size_t len = strlen(s);
-	uint64_t mult = 1;
-
-	if (!len || len >= sizeof(num))
-		return -EINVAL;
-	switch (s[len - 1]) {
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		break;
-	}
-	memcpy(num, s, len + 1);
-	if (mult != 1)
-		num[len - 1] = '\0';
-	if (ember_parse_u64(num, 1, UINT64_MAX / mult, out))
-		return -EINVAL;
-	*out *= mult;
-	return 0;
 }

@@ -3,10 +3,11 @@
  * Where and how profiles are shipped: the endpoint (an --otlp URL or the
  * standard OTEL_EXPORTER_OTLP_* / OTEL_EXPORTER_OTLP_PROFILES_* environment
  * variables), headers, TLS material, compression, timeouts and the delivery
- * queue. Everything the export path needs from the file system or the name
- * service is fetched here, before the symbolizer's sandbox closes: the
- * endpoint's addresses are resolved once and the TLS files are read into
- * memory (the transport hands them to libcurl as blobs).
+ * queue. The front end builds it from the options and the environment and
+ * opens the TLS files (as whoever ran it); the symbolizer, never root, reads
+ * them from those descriptors into memory (the transport hands them to
+ * libcurl as blobs) and resolves the endpoint's addresses once, before its
+ * sandbox closes: no DNS answer is parsed by a privileged process.
  *
  * URL schemes: http:// and https:// speak OTLP/HTTP (binary protobuf; the
  * path defaults to /v1development/profiles) unless OTEL_EXPORTER_OTLP_PROTOCOL
@@ -19,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/str.h"
+
 #define EMBER_OTLP_MAX_HEADERS 32
+#define EMBER_OTLP_HEADER_LEN  1024
 #define EMBER_OTLP_HTTP_PATH   "/v1development/profiles"
 #define EMBER_OTLP_GRPC_PATH                                                                       \
 	"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
@@ -46,21 +50,23 @@ struct ember_export_config {
 	char display[2048]; /* the endpoint as users write it, for messages */
 	char host[256];     /* as written in the URL, without brackets */
 	uint16_t port;
-	char *headers[EMBER_OTLP_MAX_HEADERS]; /* "Name: value", malloc'd */
+	char headers[EMBER_OTLP_MAX_HEADERS][EMBER_OTLP_HEADER_LEN]; /* "Name: value" */
 	size_t nheaders;
 	bool gzip;
 	uint64_t timeout_ms;     /* one attempt */
 	uint64_t max_elapsed_ms; /* retries of one batch stop after this */
 	uint64_t initial_backoff_ms, max_backoff_ms;
 	size_t queue_bytes; /* bound of the delivery queue */
-	char ca_file[1024], cert_file[1024], key_file[1024];
+	char ca_file[1024], cert_file[1024], key_file[1024]; /* as configured: for messages */
+	/* The TLS files, opened by ember_export_config_open_tls (the front end): -1 none. */
+	int ca_fd, cert_fd, key_fd;
 
 	/* Filled by ember_export_config_prepare, before the sandbox closes. */
 	struct ember_blob ca, cert, key;
 	char resolve[1024]; /* "host:port:addr[,addr]..." for CURLOPT_RESOLVE */
 };
 
-/* Defaults: gzip, 10 s timeout, 8 MiB queue, backoff 1 s doubling to 30 s, 5 min per batch. */
+/* Defaults: gzip, 10 s timeout, no TLS files, 8 MiB queue, backoff 1 s doubling to 30 s, 5 min per batch. */
 void ember_export_config_init(struct ember_export_config *c);
 void ember_export_config_free(struct ember_export_config *c);
 
@@ -82,8 +88,21 @@ int ember_export_config_set_url(struct ember_export_config *c, const char *url, 
 int ember_export_config_add_header(struct ember_export_config *c, const char *spec);
 
 /*
- * Reads the TLS files into memory and resolves the endpoint's host. Returns
- * 0 or a negative errno with a message in err.
+ * Checks a configuration handed over whole (the symbolizer's, from the front end): strings
+ * that end in their arrays, headers without line breaks, numbers in range, a descriptor for
+ * every TLS file named, nothing prepared yet. Returns 0 or -EINVAL.
+ */
+int ember_export_config_check(const struct ember_export_config *c);
+/*
+ * Opens the TLS files the configuration names (the CA bundle, the system's when TLS is used
+ * without one; a client certificate and key), where it has no descriptor for them yet.
+ * The front end calls it, as the user who ran it, and hands the descriptors on. Returns 0
+ * or a negative errno with a message in err.
+ */
+int ember_export_config_open_tls(struct ember_export_config *c, char *err, size_t err_size);
+/*
+ * Reads the TLS files into memory (from their descriptors, opening what has none) and
+ * resolves the endpoint's host. Returns 0 or a negative errno with a message in err.
  */
 int ember_export_config_prepare(struct ember_export_config *c, char *err, size_t err_size);
 
@@ -95,7 +114,5 @@ int ember_export_config_prepare(struct ember_export_config *c, char *err, size_t
 int ember_resource_config_from(const char *(*getenv_fn)(const char *name), char *service,
                                size_t service_size, char *attrs, size_t attrs_size);
 
-/* Parses a byte size: "1048576", "512k", "8M", "1G". Returns 0 or -EINVAL. */
-int ember_parse_size(const char *s, uint64_t *out);
 
 #endif

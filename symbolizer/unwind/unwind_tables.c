@@ -567,6 +567,27 @@ static void keep_mappings(struct ember_unwind *u, struct ember_unwind_process *p
 }
 
 /*
+ * Gone, or a zombie (no mappings left): its exit was met already, and this entry, made for a
+ * sample that came after the exit or for a process listed at start, would stay for good: it
+ * goes (true). Refused (the collector forgot it at its exit, or never saw it): kept for the
+ * back-off, and swept (sweep_procs) if nothing comes of it.
+ */
+static bool forgot_a_gone_process(struct ember_unwind *u, const struct ember_unwind_process *p,
+                                  uint32_t pid, int err, struct ember_maps *pm, uint64_t now_ns)
+{
+	uint32_t slot;
+
+	if (!(err == -ESRCH || err == -ENOENT || (!err && !pm->count)) || p->nmaps || p->nfiles)
+		return false;
+	if (!err)
+		ember_maps_free(pm);
+	if (!ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
+		remove_proc(u, slot, now_ns);
+	u->procs_gone++;
+	return true;
+}
+
+/*
  * Loads pid's mappings and their tables. force: even if loaded recently.
  * common_only: only the files nearly every process maps. share: a program
  * just started, which may be gone by the time its samples are symbolized:
@@ -596,20 +617,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
 	read_ns = ember_monotonic_ns();
 	err = ember_process_fetch_maps(u->broker, pid, &pm);
-	/* Gone, or a zombie (no mappings left): its exit was met already, and this entry,
-	 * made for a sample that came after the exit or for a process listed at start, would
-	 * stay for good. Refused (the collector forgot it at its exit, or never saw it): kept
-	 * for the back-off, and swept (sweep_procs) if nothing comes of it. */
-	if ((err == -ESRCH || err == -ENOENT || (!err && !pm.count)) && !p->nmaps && !p->nfiles) {
-		uint32_t slot;
-
-		if (!err)
-			ember_maps_free(&pm);
-		if (!ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
-			remove_proc(u, slot, now_ns);
-		u->procs_gone++;
+	if (forgot_a_gone_process(u, p, pid, err, &pm, now_ns))
 		return;
-	}
 	if (err) {
 		back_off(p);
 		return;

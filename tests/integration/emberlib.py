@@ -21,16 +21,74 @@ EMBER = os.path.join(BUILD, "ember")
 IN_CI = os.environ.get("CI", "") == "true"
 
 
+# The daemons' command lines, in one place: every test and benchmark that starts
+# the collector or the symbolizer daemon builds its argv here.
+def collector_argv(build, *args):
+    """argv that runs BUILD's collector daemon with ARGS."""
+    return [os.path.join(build, "ember"), "collector", *args]
+
+
+def symbolizer_argv(build, *args):
+    """argv that runs BUILD's symbolizer daemon with ARGS."""
+    return [os.path.join(build, "ember"), "symbolizer", *args]
+
+
+# The build's programs symbolizer_argv runs: what staged_for_others must copy for a
+# symbolizer daemon run as another user.
+SYMBOLIZER_PROGRAMS = ("ember", "ember-symbolizer")
+
+
+class KernelLog:
+    """The kernel's log from the moment this is made on (/dev/kmsg, records of other
+    writers included): what a test's processes made the kernel say."""
+
+    def __init__(self):
+        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        os.lseek(self.fd, 0, os.SEEK_END)
+        self.seen = []
+
+    def lines(self):
+        while True:
+            try:
+                rec = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # records overwritten before they were read: go on
+                continue
+            self.seen.append(rec.decode(errors="replace").split(";", 1)[-1].strip())
+        return self.seen
+
+    def seccomp_events(self, *where):
+        """The audit records of seccomp actions (type=1326) of programs under any of WHERE."""
+        return [l for l in self.lines() if "type=1326" in l and any(f'exe="{w}' in l for w in where)]
+
+    def close(self):
+        os.close(self.fd)
+
+
 def log(*args):
     print(*args, flush=True)
 
 
+class Skipped(Exception):
+    """Raised by skip_or_fail inside a test run by run_tests: that test alone is skipped."""
+
+
+_current_test = None  # the test run_tests is running, if any
+
+
 def skip_or_fail(reason):
-    """Skip outside CI, fail in CI: a test that cannot run must not pass silently."""
+    """Skip outside CI, fail in CI: a test that cannot run must not pass silently. Inside a
+    test (run_tests) it skips or fails that test alone, and run_tests goes on with the others;
+    outside one (a file's set-up) it ends the file: exit 77 (ctest's "skipped") or 1."""
+    if _current_test:
+        if IN_CI:
+            raise AssertionError(f"CI=true, cannot skip: {reason}")
+        raise Skipped(reason)
     if IN_CI:
         log(f"FAIL (CI=true, cannot skip): {reason}")
         sys.exit(1)
-    log(f"SKIP: {reason}")
+    log(f"SKIP {os.path.basename(sys.argv[0])}: {reason}")
     sys.exit(SKIP)
 
 
@@ -106,7 +164,8 @@ def with_root_a_mount(cmd):
 def start_recording(args):
     """Starts ember record; returns (process, lines of stderr so far, an event set once it
     samples: the collector says so once its programs are attached, after the symbolizer
-    connected)."""
+    connected; its .time is when the test read that line, its .reader the thread that reads
+    the log: joined, the log is whole)."""
     proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines, sampling = [], threading.Event()
@@ -115,9 +174,11 @@ def start_recording(args):
         for line in proc.stderr:
             lines.append(line)
             if re.match(r"ember: sampling \d+ CPUs at", line):
+                sampling.time = time.time()
                 sampling.set()
 
-    threading.Thread(target=drain, daemon=True).start()
+    sampling.reader = threading.Thread(target=drain, daemon=True)
+    sampling.reader.start()
     return proc, lines, sampling
 
 
@@ -273,11 +334,50 @@ def truth_shares(path):
     return {leaf: 100.0 * n / total for leaf, n in ns.items()}
 
 
+def cpu_seconds(path):
+    """The CPU time (seconds) the known-split processes wrote to their EMBER_CPU_FILE at exit
+    (tests/workloads/known_split.h), summed."""
+    with open(path) as f:
+        return sum(int(line.partition("=")[2]) for line in f if line.startswith("cpu_ns=")) / 1e9
+
+
+def assert_samples(name, got, cpu_s, hz, low=0.85, high=None):
+    """got samples of a process that measured cpu_s seconds of CPU time, sampled at hz: at
+    least low (85%) of what that time calls for, and when high is given at most high of it."""
+    want = cpu_s * hz
+    ratio = got / want if want else 0.0
+    log(f"  {name}: {got} samples, {cpu_s:.2f} s of CPU at {hz} Hz calls for {want:.0f} "
+        f"({100 * ratio:.0f}%)")
+    assert want > 0, f"{name}: no CPU time measured"
+    assert ratio >= low, f"{name}: {got} samples, {100 * low:.0f}% of {want:.0f} wanted"
+    assert high is None or ratio <= high, f"{name}: {got} samples, more than {100 * high:.0f}% of {want:.0f}"
+
+
 def assert_close(name, got, want, tolerance):
     ok = abs(got - want) <= tolerance
     log(f"  {name}: {got:.1f}% (want {want}% +/- {tolerance}) {'ok' if ok else 'FAIL'}")
     if not ok:
         raise AssertionError(f"{name} share {got:.1f}% is not within {tolerance} of {want}%")
+
+
+def html_data(path):
+    """The data an HTML flame graph embeds (its <script id="ember-data"> JSON), parsed: "strings",
+    "funcs" [(name, file, line, kind)], "nodes" [(function, depth, value[, base value])] in
+    preorder (the base value in a diff, or the off-CPU value on a page with both), "diff" (None,
+    or base_samples and the "changes" rows: name, kind, self base, self new, total base, total
+    new) and the metadata."""
+    import json
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    head = '<script type="application/json" id="ember-data">'
+    start = page.index(head) + len(head)
+    data = json.loads(page[start:page.index("</script>", start)])
+    stride = 4 if data["diff"] or data["off_cpu"] else 3
+    flat = data["nodes"]
+    data["nodes"] = [tuple(flat[i:i + stride]) for i in range(0, len(flat), stride)]
+    flat = data["funcs"]
+    data["funcs"] = [tuple(flat[i:i + 4]) for i in range(0, len(flat), 4)]
+    return data
 
 
 def pprof_comments(path):
@@ -330,6 +430,17 @@ class CpuClock:
         return at(t1) - at(t0)
 
 
+def slowdown(cpu_seconds=0.3):
+    """How many times slower than on an idle host CPU work runs here now: the wall-clock time
+    a busy loop of cpu_seconds of this thread's CPU time takes, over cpu_seconds (1 when idle,
+    about 10 when ten runnable threads share each CPU). A control run for wall-clock bounds:
+    a bound of B seconds on an idle host is B * slowdown() on a loaded one."""
+    w0, c0 = time.monotonic(), time.thread_time()
+    while time.thread_time() - c0 < cpu_seconds:
+        pass
+    return max(1.0, (time.monotonic() - w0) / (time.thread_time() - c0))
+
+
 def kill(proc):
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
@@ -337,16 +448,32 @@ def kill(proc):
 
 
 def run_tests(tests):
-    """Runs test functions in order; prints a summary; exits non-zero on failure."""
-    failed = 0
+    """Runs test functions in order; prints a summary, with a "SKIP file test: reason" line
+    for each test that skipped (scripts/test.sh lists them after the run). Exits 1 when one
+    failed, 77 (skipped) when all of them skipped, else 0."""
+    global _current_test
+    failed, skipped = 0, []
+    name = os.path.basename(sys.argv[0])
+    # EMBER_ONLY=test_a,test_b runs only those (a developer's loop; CI runs all).
+    if os.environ.get("EMBER_ONLY"):
+        tests = [t for t in tests if t.__name__ in os.environ["EMBER_ONLY"].split(",")]
     for t in tests:
         log(f"== {t.__name__}")
         start_t = time.time()
+        _current_test = t.__name__
         try:
             t()
             log(f"   passed ({time.time() - start_t:.1f}s)")
+        except Skipped as e:
+            skipped.append((t.__name__, str(e)))
+            log(f"   skipped: {e}")
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             failed += 1
             log(f"   FAILED: {e!r}")
-    log(f"{len(tests) - failed}/{len(tests)} passed")
-    sys.exit(1 if failed else 0)
+        finally:
+            _current_test = None
+    for test, reason in skipped:
+        log(f"SKIP {name} {test}: {reason}")
+    log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "
+        f"{failed} failed")
+    sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)

@@ -219,7 +219,9 @@ def test_processes_running_before_ember_starts():
 
 
 def bpf_map_bytes(pid):
-    """Memory of the BPF maps process pid holds: memlock in each map descriptor's fdinfo."""
+    """Memory of the BPF maps process pid holds: memlock in each map descriptor's fdinfo.
+    Fails when the process holds no map or a map's fdinfo says no memlock: a figure that
+    cannot be read must not read as 0 bytes."""
     seen = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -227,9 +229,11 @@ def bpf_map_bytes(pid):
                 continue
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                 info = dict(line.split(":", 1) for line in f if ":" in line)
-            seen[int(info["map_id"])] = int(info["memlock"])
-        except (OSError, KeyError, ValueError):
-            pass
+        except FileNotFoundError:
+            continue  # closed since the listing
+        assert "map_id" in info and "memlock" in info, f"fd {fd} of {pid}: no memlock in {info}"
+        seen[int(info["map_id"])] = int(info["memlock"])
+    assert seen, f"process {pid} holds no BPF map: its maps' memory cannot be measured"
     return sum(seen.values())
 
 

@@ -10,6 +10,7 @@ drawn in headless Chromium."""
 import collections
 import importlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,8 +18,8 @@ import sys
 import tempfile
 import time
 
-from emberlib import (BUILD, EMBER, SRC, build_workload, ember, kill, log, read_folded, require_root,
-                      run_tests, skip_or_fail, workdir)
+from emberlib import (BUILD, EMBER, SRC, build_workload, collector_argv, ember, html_data, kill, log,
+                      read_folded, require_root, run_tests, skip_or_fail, symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
@@ -226,11 +227,20 @@ def test_report_top_and_folded_views():
     assert "on CPU" in r.stdout.splitlines()[0], r.stdout
     r = ember("top", KNOWN["pb"], "--view", "sideways", check=False)
     assert r.returncode == 2 and "cpu, off-cpu or both" in r.stderr, r.stderr
-    # A diff of the off-CPU view: the recording against itself changes nothing.
+    # A diff of the off-CPU view: the recording against itself changes nothing, in
+    # nanoseconds off CPU (the off-CPU view's total, not the CPU samples).
     d = os.path.join(WD, "off-diff.html")
     ember("diff", KNOWN["pb"], KNOWN["pb"], "--view", "off-cpu", "-o", d)
-    with open(d, encoding="utf-8") as f:
-        assert '"unit":"ns"' in f.read()
+    data = html_data(d)
+    nodes, changes = data["nodes"], data["diff"]["changes"]
+    log(f"  off-CPU diff of the recording with itself: {len(nodes)} nodes, {len(changes)} rows "
+        f"of changes, root {nodes[0][2]} ns")
+    assert data["unit"] == "ns" and data["view"] == "off-cpu", (data["unit"], data["view"])
+    off_ns = sum(v["off_cpu"] for _, v, _ in pprof_samples(read_pprof(KNOWN["pb"])))
+    assert nodes[0][2] == off_ns and data["diff"]["base_samples"] == off_ns, (nodes[0], off_ns)
+    changed = [n for n in nodes if n[2] != n[3]]
+    assert not changed, f"{len(changed)} nodes differ from themselves: {changed[:5]}"
+    assert changes and all(c[2] == c[3] and c[4] == c[5] for c in changes), changes[:5]
 
 
 def test_otlp_has_an_off_cpu_profile():
@@ -286,7 +296,8 @@ def test_off_cpu_view_in_chromium():
         r = b.evaluate(f"emberFlame.rectOf({i})")
         b.hover(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
         tip = b.evaluate("document.getElementById('tooltip').textContent")
-        assert "wait_futex" in tip and " ms" in tip or " s" in tip, tip
+        # Its total as a duration in the unit that fits (ms or s), beside the name.
+        assert "wait_futex" in tip and re.search(r"total[\d.]+ (ms|s)(?![a-z])", tip), tip
         shot = b.screenshot(os.path.join(ARTIFACTS, "offcpu.png"))
         print(f"screenshot: {shot}", flush=True)
         # The CPU view: the waiting functions are (nearly) gone, warm_up runs.
@@ -295,11 +306,21 @@ def test_off_cpu_view_in_chromium():
         cpu_labels = b.evaluate("emberFlame.visibleLabels()")
         assert "warm_up" in cpu_labels, cpu_labels
         assert b.evaluate("document.getElementById('metric-cpu').getAttribute('aria-pressed')") == "true"
-        # Both: time on and off CPU, wider than either alone.
+        # Both: the CPU samples as time (each one period) added to the time off CPU.
         off_total = b.evaluate("emberFlame.setMetric('off-cpu'), emberFlame.allTotal()")
+        cpu_total = b.evaluate("emberFlame.setMetric('cpu'), emberFlame.allTotal()")
         both_total = b.evaluate("emberFlame.setMetric('both'), emberFlame.allTotal()")
-        assert both_total > off_total, (both_total, off_total)
-        assert "warm_up" in b.evaluate("emberFlame.visibleLabels()") or both_total > 0
+        period = html_data(page)["period_ns"]
+        log(f"  totals: off-CPU {off_total} ns, CPU {cpu_total} samples of {period} ns, "
+            f"both {both_total} ns")
+        assert cpu_total > 0 and off_total > 0, (cpu_total, off_total)
+        assert abs(both_total - (off_total + cpu_total * period)) <= 1, (both_total, off_total, cpu_total)
+        # warm_up (on CPU, too narrow to be labelled in this view) keeps its CPU time there.
+        warm = {m: b.evaluate(f"emberFlame.setMetric('{m}'), emberFlame.search('^warm_up$')")
+                for m in ("cpu", "off-cpu", "both")}
+        b.evaluate("emberFlame.search('')")
+        log(f"  warm_up: {warm}")
+        assert warm["cpu"] > 0 and abs(warm["both"] - (warm["off-cpu"] + warm["cpu"] * period)) <= 1, warm
         shot = b.screenshot(os.path.join(ARTIFACTS, "offcpu-both.png"))
         print(f"screenshot: {shot}", flush=True)
         assert not b.errors(), b.errors()
@@ -338,9 +359,9 @@ def test_sampling_keeps_totals_at_high_rates():
 def test_daemons_take_off_cpu():
     """ember-collector --off-cpu and an ember-symbolizer daemon: its pprof files carry the
     off_cpu type and the workload's waits, its folded files (--view off-cpu) microseconds."""
-    r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--help"], capture_output=True, text=True)
+    r = subprocess.run(collector_argv(BUILD, "--help"), capture_output=True, text=True)
     assert "--off-cpu" in r.stdout, r.stdout
-    r = subprocess.run([os.path.join(BUILD, "ember-collector"), "--off-cpu=soon"], capture_output=True,
+    r = subprocess.run(collector_argv(BUILD, "--off-cpu=soon"), capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 2 and "--off-cpu=5ms" in r.stderr, r.stderr
     base = os.path.join(WD, "daemons")
@@ -354,17 +375,17 @@ def test_daemons_take_off_cpu():
     assert wl.stdout.readline().strip() == "ready"
     col = sym = None
     try:
-        col = subprocess.Popen([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
-                                run_dir, "-F", "99", "--off-cpu", "-p", str(wl.pid)],
+        col = subprocess.Popen(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run_dir,
+                                              "-F", "99", "--off-cpu", "-p", str(wl.pid)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(100):
             if os.path.exists(sock):
                 break
             time.sleep(0.1)
-        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
-                                "--output-dir", out, "--interval", "60s", "--format", "pprof",
-                                "--format", "folded", "--keep", "0", "--user", "nobody",
-                                "--view", "off-cpu"],
+        sym = subprocess.Popen(symbolizer_argv(BUILD, "--connect", sock, "--output-dir", out,
+                                               "--interval", "60s", "--format", "pprof", "--format",
+                                               "folded", "--keep", "0", "--user", "nobody",
+                                               "--view", "off-cpu"),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(2.0)
         wl.stdin.write("warm\n")

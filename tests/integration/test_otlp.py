@@ -14,8 +14,8 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, assert_close, build_workload, kill, log, read_folded, truth_shares,
-                      require_root, run_tests, start, workdir)
+from emberlib import (start_recording, BUILD, EMBER, assert_close, build_workload, collector_argv, kill, log, read_folded,
+                      truth_shares, require_root, run_tests, start, symbolizer_argv, workdir)
 
 require_root()
 if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
@@ -449,9 +449,11 @@ def test_full_queue_drops_the_oldest_and_memory_stays_flat():
     wl = start([SPLIT, "14", "2"])
     try:
         time.sleep(0.3)
-        proc = start([EMBER, "record", "--no-progress", "--log-level", "debug", "-d", "9", "-F", "999",
-                      "-p", str(wl.pid), "--interval", "1s", "--otlp-queue-size", "48k",
-                      "--otlp-deadline", "1s", "--otlp", f"http://127.0.0.1:{port}"])
+        # Its debug log (libbpf's lines among it) is larger than a pipe holds: read as it comes,
+        # or ember would block writing it.
+        proc, lines, _ = start_recording(["--no-progress", "--log-level", "debug", "-d", "9", "-F", "999",
+                                          "-p", str(wl.pid), "--interval", "1s", "--otlp-queue-size",
+                                          "48k", "--otlp-deadline", "1s", "--otlp", f"http://127.0.0.1:{port}"])
         sym = None
         for _ in range(200):
             out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "ember-symbolizer"],
@@ -465,13 +467,19 @@ def test_full_queue_drops_the_oldest_and_memory_stays_flat():
         if not sym:
             # Say why: ember ended early, or its symbolizer never showed within 20 s.
             proc.kill()
-            _, err = proc.communicate(timeout=60)
-            raise AssertionError(f"no symbolizer child (ember exit {proc.returncode}): {err[-2000:]}")
+            proc.wait(timeout=60)
+            raise AssertionError(f"no symbolizer child (ember exit {proc.returncode}): "
+                                 f"{''.join(lines)[-2000:]}")
         time.sleep(3)
         early = vm_rss_kb(sym)
         time.sleep(4.5)
         late = vm_rss_kb(sym)
-        _, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        for _ in range(100):  # the drain reads up to ember's last line
+            if any(re.match(r"ember: \d+ samples, \d+ lost", l) for l in lines):
+                break
+            time.sleep(0.1)
+        err = "".join(l for l in lines if "libbpf" not in l)
     finally:
         kill(wl)
     peak = re.search(r"queue peak (\d+) of (\d+) bytes", err)
@@ -500,17 +508,18 @@ def test_daemons_ship_as_well():
     col = sym = None
     try:
         time.sleep(0.3)
-        col = start([os.path.join(BUILD, "ember-collector"), "--user", "nobody", "--runtime-dir",
-                     run_dir, "-F", str(HZ), "-p", str(wl.pid)])
+        col = start(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run_dir, "-F", str(HZ),
+                                   "-p", str(wl.pid)))
         for _ in range(100):
             if os.path.exists(sock):
                 break
             time.sleep(0.1)
         env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
-        sym = subprocess.Popen([os.path.join(BUILD, "ember-symbolizer"), "--connect", sock,
-                                "--output-dir", out, "--interval", "2s", "--format", "folded",
-                                "--format", "otlp", "--keep", "0", "--user", "nobody",
-                                "--service-name", "ember-it", "--otlp", f"http://127.0.0.1:{r.port}"],
+        sym = subprocess.Popen(symbolizer_argv(BUILD, "--connect", sock, "--output-dir", out,
+                                               "--interval", "2s", "--format", "folded", "--format",
+                                               "otlp", "--keep", "0",
+                                               "--user", "nobody", "--service-name", "ember-it",
+                                               "--otlp", f"http://127.0.0.1:{r.port}"),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         time.sleep(7)
         sym.send_signal(signal.SIGTERM)

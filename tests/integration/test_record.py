@@ -11,9 +11,10 @@ import signal
 import subprocess
 import time
 
-from emberlib import (EMBER, assert_close, build_workload, ember, kill, leaf_shares, log,
-                      read_folded, read_pprof, require_root, run_tests, skip_or_fail,
-                      staged_for_others, start, truth_shares, workdir)
+from emberlib import (EMBER, CpuClock, assert_close, assert_samples, build_workload, ember, kill,
+                      leaf_shares, log, pprof_comments, read_folded, read_pprof, require_root,
+                      run_tests, skip_or_fail, staged_for_others, start, start_recording,
+                      truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -195,20 +196,29 @@ def test_symbolizer_runs_unprivileged():
 def test_ctrl_c_still_writes_outputs():
     folded, pprof = os.path.join(WD, "c.folded"), os.path.join(WD, "c.pb.gz")
     wl = start([SPLIT, "10"])
-    proc = start([EMBER, "record", "-F", "199", "-p", str(wl.pid), "-o", folded, "-o", pprof])
+    clock = CpuClock(wl.pid)
+    proc, lines, sampling = start_recording(["-F", "199", "-p", str(wl.pid), "-o", folded, "-o", pprof])
     try:
+        assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
         time.sleep(3)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        sampling.reader.join(timeout=30)
     finally:
         kill(wl)
         kill(proc)
+    err = "".join(lines)
     log("  " + err.strip().replace("\n", "\n  "))
     assert proc.returncode == 0, err
-    rows = read_folded(folded)
-    assert sum(n for f, n in rows if f[0] == "split") > 20, rows[:5]
     with open(pprof, "rb") as f:
         assert f.read(2) == b"\x1f\x8b"
+    # Every sample up to the signal: as many as the workload's CPU time since ember said it
+    # samples calls for (the profile's own window starts before that).
+    st = pprof_comments(pprof)
+    t0 = st["time_nanos"] / 1e9
+    window = (max(t0, sampling.time), t0 + st["duration_nanos"] / 1e9)
+    assert_samples("split", sum(n for f, n in read_folded(folded) if f[0] == "split"),
+                   clock.cpu_between(*window), 199)
 
 
 def test_cpu_hotplug_is_tolerated():
@@ -264,9 +274,9 @@ def test_cli_errors_are_clear():
         assert re.search(pattern, r.stderr + r.stdout), (args, r.stderr)
 
     expect(["record", "--frobnicate"], 2, r"Try 'ember record --help'")
-    expect(["record", "-F", "0"], 2, r"bad frequency")
-    expect(["record", "-F", "abc"], 2, r"bad frequency")
-    expect(["record", "-d", "soon"], 2, r"bad duration")
+    expect(["record", "-F", "0"], 2, r"bad --frequency '0': give 1 to 10000")
+    expect(["record", "-F", "abc"], 2, r"bad --frequency")
+    expect(["record", "-d", "soon"], 2, r"bad --duration 'soon': give a duration")
     expect(["record", "-p", "999999999"], 2, r"bad PID|no process")
     expect(["record", "-p", "4194000"], 2, r"no process with PID")
     expect(["record", "-o", "profile.txt"], 2, r"cannot tell the format")

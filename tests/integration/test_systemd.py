@@ -20,9 +20,9 @@ import subprocess
 import sys
 import time
 
-from emberlib import (BUILD, EMBER, SRC, assert_close, build_workload, kill, log, read_folded,
+from emberlib import (BUILD, EMBER, SRC, assert_close, build_workload, collector_argv, kill, log, read_folded,
                       read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      start_recording, with_root_a_mount, workdir)
+                      start_recording, symbolizer_argv, with_root_a_mount, workdir)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "packaging"))
 import pkglib  # noqa: E402 - the packaging tests' cached trees
@@ -155,17 +155,16 @@ def run_daemon(unit):
     run_dir, out = os.path.join(WD, "daemon-run"), os.path.join(WD, "daemon-out")
     os.makedirs(out)
     os.chown(out, 65534, 65534)
-    col = subprocess.Popen([os.path.join(BUILD, "ember-collector"), "--user", "nobody",
-                            "--runtime-dir", run_dir, "-F", str(HZ), "--unit", unit],
+    col = subprocess.Popen(collector_argv(BUILD, "--user", "nobody", "--runtime-dir", run_dir,
+                                          "-F", str(HZ), "--unit", unit),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [col]
     try:
         sock = pkglib.wait_for(lambda: os.path.exists(os.path.join(run_dir, "collector.sock")),
                                60, "the collector's socket", interval=0.1)
         procs.append(subprocess.Popen(
-            [os.path.join(BUILD, "ember-symbolizer"), "--connect",
-             os.path.join(run_dir, "collector.sock"), "--output-dir", out, "--interval", "2s",
-             "--user", "nobody", "--keep", "0"],
+            symbolizer_argv(BUILD, "--connect", os.path.join(run_dir, "collector.sock"),
+                            "--output-dir", out, "--interval", "2s", "--user", "nobody", "--keep", "0"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         assert sock
         pb = pkglib.wait_for(lambda: len(sorted(f for f in os.listdir(out) if f.endswith(".pb.gz"))) >= 2

@@ -151,7 +151,10 @@ def test_frame_pointer_walk_is_marked_not_silent():
     good = sum(n for f, n in rows if f[0] == COMM and
                (lambda leaf: leaf and complete(f, leaf))(next((x for x in reversed(f) if x in LEAVES), None)))
     log(f"  {good} of {total} samples complete for a process met mid-run")
-    assert good >= 0.9 * total
+    # 3 s of a busy thread at 499 Hz is about 1,500 samples; 100 leaves room for a loaded host,
+    # and none at all (the process not sampled) checks nothing above.
+    assert total >= 100, f"too few samples of {COMM}: {total}"
+    assert good >= 0.9 * total, f"only {good} of {total} complete"
 
 
 def test_signal_handler_and_vdso():

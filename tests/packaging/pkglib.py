@@ -36,11 +36,24 @@ def log(*args):
     print(*args, flush=True)
 
 
+class Skipped(Exception):
+    """Raised by skip_or_fail inside a test run by run_tests: that test alone is skipped."""
+
+
+_current_test = None  # the test run_tests is running, if any
+
+
 def skip_or_fail(reason):
+    """Inside a test (run_tests): skips that test alone, or under CI=true fails it. Outside
+    one (a file's set-up): ends the file, exit 77 (skipped) or under CI=true 1."""
+    if _current_test:
+        if IN_CI:
+            raise AssertionError(f"CI=true, cannot skip: {reason}")
+        raise Skipped(reason)
     if IN_CI:
         log(f"FAIL (CI=true, cannot skip): {reason}")
         sys.exit(1)
-    log(f"SKIP: {reason}")
+    log(f"SKIP {os.path.basename(sys.argv[0])}: {reason}")
     sys.exit(SKIP)
 
 
@@ -184,19 +197,32 @@ CAP = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_KIL
 
 
 def run_tests(tests, cleanup=None):
-    failed = 0
+    """Runs the tests in order, each skip reported per test ("SKIP file test: reason"); exits
+    1 when one failed, 77 when all skipped, else 0."""
+    global _current_test
+    failed, skipped = 0, []
+    name = os.path.basename(sys.argv[0])
     try:
         for t in tests:
             log(f"== {t.__name__}")
             start = time.time()
+            _current_test = t.__name__
             try:
                 t()
                 log(f"   passed ({time.time() - start:.1f}s)")
+            except Skipped as e:
+                skipped.append((t.__name__, str(e)))
+                log(f"   skipped: {e}")
             except Exception as e:  # noqa: BLE001 - report every failure and go on
                 failed += 1
                 log(f"   FAILED: {e}")
+            finally:
+                _current_test = None
     finally:
         if cleanup:
             cleanup()
-    log(f"{len(tests) - failed}/{len(tests)} passed")
-    sys.exit(1 if failed else 0)
+    for test, reason in skipped:
+        log(f"SKIP {name} {test}: {reason}")
+    log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "
+        f"{failed} failed")
+    sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)

@@ -36,7 +36,7 @@ def test_rpmlint():
 
 def test_payload():
     files = set(run(["rpm", "-qpl", RPM]).stdout.split())
-    want = {"/usr/bin/ember", "/usr/sbin/ember-collector", "/usr/libexec/ember/ember-symbolizer",
+    want = {"/usr/bin/ember", "/usr/libexec/ember/ember-collector", "/usr/libexec/ember/ember-symbolizer",
             "/etc/ember/ember.conf", "/usr/lib/systemd/system/ember-collector.service",
             "/usr/lib/systemd/system/ember-symbolizer.service", "/usr/lib/systemd/system-preset/50-ember.preset",
             "/usr/lib/sysusers.d/ember.conf", "/usr/lib/tmpfiles.d/ember.conf",
@@ -50,7 +50,7 @@ def test_payload():
     log(f"  {len(files)} paths; conffile {conf[0]}; debuginfo: {', '.join(debug_files)}")
     assert len(debug_files) == 3, debug_files
     # Stripped: the debug information went to the debuginfo package.
-    body = run(["sh", "-c", f"rpm2cpio {RPM} | cpio -i --to-stdout ./usr/sbin/ember-collector 2>/dev/null | "
+    body = run(["sh", "-c", f"rpm2cpio {RPM} | cpio -i --to-stdout ./usr/libexec/ember/ember-collector 2>/dev/null | "
                 "file -"]).stdout
     assert "stripped" in body and "not stripped" not in body, body
 
@@ -82,7 +82,7 @@ def test_erase_disables_units():
     for unit in UNITS:
         assert not os.path.lexists(os.path.join(state["tree"], "etc/systemd/system/multi-user.target.wants",
                                                 unit)), f"{unit} still enabled"
-    for p in ("usr/sbin/ember-collector", "etc/ember/ember.conf", "usr/lib/systemd/system/ember-collector.service"):
+    for p in ("usr/libexec/ember/ember-collector", "etc/ember/ember.conf", "usr/lib/systemd/system/ember-collector.service"):
         assert not os.path.lexists(os.path.join(state["tree"], p)), f"/{p} remains"
     q = rpm_root("-q", "ember", check=False)
     assert q.returncode != 0, q.stdout

@@ -4,8 +4,44 @@
 #define EMBER_TESTS_CHECK_MAIN_H
 
 #include <check.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+
+/*
+ * A test that cannot run on this host (no root, no Landlock, a tool missing): outside CI it
+ * says so, one line per test on stderr ("SKIP program test: reason", which scripts/test.sh
+ * lists after the run), and ends as a pass; under CI=true it fails, since a CI host has what
+ * every test needs. Use: if (!have) EMBER_SKIP("needs %s", what);
+ */
+static inline void ember_skip_report(const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void ember_skip_report(const char *fn, const char *fmt, ...)
+{
+	const char *ci = getenv("CI");
+	size_t n = strlen(fn);
+	char why[512];
+	va_list ap;
+
+	/* START_TEST(name) defines name_fn. */
+	if (n > 3 && !strcmp(fn + n - 3, "_fn"))
+		n -= 3;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	ck_assert_msg(!ci || strcmp(ci, "true"), "%.*s cannot be skipped under CI=true: %s",
+	              (int)n, fn, why);
+	fprintf(stderr, "SKIP %s %.*s: %s\n", program_invocation_short_name, (int)n, fn, why);
+}
+
+#define EMBER_SKIP(...)                                                                            \
+	do {                                                                                       \
+		ember_skip_report(__func__, __VA_ARGS__);                                          \
+		return;                                                                            \
+	} while (0)
 
 /* CPU seconds a test of hostile input may use (see ember_tcase_cpu_bound). */
 #define EMBER_TEST_CPU_SECONDS 10

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/process/cgroup_find.h"
+#include "frontend/cgroup_find.h"
 
 #define ID1   "3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a09"
 #define ID2   "3f2a000000000000000000000000000000000000000000000000000000000002"

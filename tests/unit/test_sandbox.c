@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "seccomp/landlock.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/formats/rotate.h"
+#include "seccomp/caps.h"
 #include "symbolizer/sandbox.h"
 
 #define NOBODY 65534
@@ -66,6 +68,14 @@ static bool limit_is(pid_t pid, const char *name, const char *value)
 	return found;
 }
 
+/* The symbolizer is started as its user (the front end or the collector changes it): so
+ * are these children, when the test runs as root. */
+static void become_nobody(void)
+{
+	if (getuid() == 0 && ember_caps_become(NOBODY, NOBODY))
+		_exit(6);
+}
+
 START_TEST(status_shows_the_sandbox)
 {
 	int ready[2], hold[2];
@@ -77,9 +87,9 @@ START_TEST(status_shows_the_sandbox)
 	ck_assert_int_eq(pipe(hold), 0);
 	pid = fork();
 	if (pid == 0) {
-		struct ember_sandbox_opts o = {
-		    .change_user = true, .uid = NOBODY, .gid = NOBODY, .die_with_parent = true};
+		struct ember_sandbox_opts o = {.die_with_parent = true};
 
+		become_nobody();
 		if (ember_sandbox_enter(&o))
 			_exit(3);
 		if (write(ready[1], "r", 1) != 1)
@@ -119,15 +129,17 @@ START_TEST(status_shows_the_sandbox)
 }
 END_TEST
 
-START_TEST(root_is_refused_as_the_user)
+START_TEST(root_is_refused)
 {
 	pid_t pid = fork();
 	int status;
 
 	if (pid == 0) {
-		struct ember_sandbox_opts o = {.change_user = true, .uid = 0, .gid = 0};
+		struct ember_sandbox_opts o = {0};
 
-		_exit(ember_sandbox_enter(&o) == -EPERM || getuid() != 0 ? 0 : 1);
+		/* Root is refused, whatever else the options say; another user enters. */
+		_exit(getuid() == 0 ? (ember_sandbox_enter(&o) == -EPERM ? 0 : 1)
+		                    : (ember_sandbox_enter(&o) == 0 ? 0 : 2));
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -144,10 +156,10 @@ static int create_in_sandbox(int dir_fd, const char *name)
 	ck_assert_int_eq(pipe(res), 0);
 	pid = fork();
 	if (pid == 0) {
-		struct ember_sandbox_opts o = {
-		    .change_user = true, .uid = NOBODY, .gid = NOBODY, .output_dir_fd = dir_fd};
+		struct ember_sandbox_opts o = {.output_dir_fd = dir_fd};
 		int fd, e = 0;
 
+		become_nobody();
 		if (ember_sandbox_enter(&o))
 			_exit(3);
 		fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -170,11 +182,10 @@ START_TEST(landlock_keeps_outputs_in_their_directory)
 	char dir[] = "/tmp/ember-sandbox-XXXXXX", sub[64], outside[64];
 	int dir_fd;
 
-	if (ember_landlock_abi() == 0) {
-		/* Without Landlock, seccomp alone bounds this (see test_policy). */
-		ck_assert_int_eq(ember_landlock_abi(), 0);
-		return;
-	}
+	/* Without Landlock, seccomp alone bounds the symbolizer (see test_policy): this
+	 * needs a kernel with Landlock enabled (lsm=...,landlock). */
+	if (ember_landlock_abi() == 0)
+		EMBER_SKIP("the kernel has no Landlock (or it is not enabled)");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/out", dir);
 	ck_assert_int_eq(mkdir(sub, 0777), 0);
@@ -274,7 +285,7 @@ static Suite *sandbox_suite(void)
 	TCase *t = tcase_create("sandbox");
 
 	tcase_add_test(t, status_shows_the_sandbox);
-	tcase_add_test(t, root_is_refused_as_the_user);
+	tcase_add_test(t, root_is_refused);
 	tcase_add_test(t, landlock_keeps_outputs_in_their_directory);
 	tcase_add_test(t, rotation_names_are_utc_and_sortable);
 	tcase_add_test(t, rotation_keeps_the_newest);

@@ -286,16 +286,9 @@ START_TEST(loads_and_forgets_with_maps)
 	int tables, blocks, procs, index, py_procs, proc_fds[EMBER_PROC_MAPS];
 	uint32_t runtime;
 
-	if (geteuid() != 0) {
-		/* Creating maps needs CAP_BPF; the checks above ran without it. */
-		const char *ci = getenv("CI");
-
-		ck_assert_msg(!ci || strcmp(ci, "true"),
-		              "loading into BPF maps needs root under CI");
-		fprintf(stderr,
-		        "test_tables: not root: BPF map loading not tested (run as root)\n");
-		return;
-	}
+	/* Creating maps needs CAP_BPF; the checks above ran without it. */
+	if (geteuid() != 0)
+		EMBER_SKIP("not root: BPF map loading not tested (run as root)");
 	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
 	blocks =
 	    bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64, &hash_opts);

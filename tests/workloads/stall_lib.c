@@ -19,6 +19,21 @@ __attribute__((noinline)) void remote_work(long n)
 		sink += (unsigned long)i ^ (sink >> 3);
 }
 
+/*
+ * The same work on registers alone: it runs where only this file's code is mapped (stall_app
+ * maps a second copy of this file that way, with no data segment).
+ */
+__attribute__((noinline)) unsigned long remote_spin(long n)
+{
+	unsigned long x = 0;
+
+	for (long i = 0; i < n; i++) {
+		x += (unsigned long)i ^ (x >> 3);
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
 const volatile char *stall_cold_page(void)
 {
 	return stall_cold + COLD_BYTES / 2;

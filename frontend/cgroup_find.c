@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbolizer/process/cgroup_find.h"
+#include "frontend/cgroup_find.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -131,38 +131,31 @@ int ember_cgroup_find(int rootfd, const char *kind, const char *arg, struct embe
 	return out->count > 1 ? -EEXIST : out->count ? 0 : -ENOENT;
 }
 
-int ember_cgroup_find_command(int argc, char **argv)
+int ember_cgroup_find_command(int rootfd, const char *kind, const char *arg, int out_fd)
 {
 	struct ember_cgroup_found found;
-	int err;
+	int err = ember_cgroup_find(rootfd, kind, arg, &found);
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: ember-symbolizer find-cgroup unit|container|pod NAME "
-		                "[UID GID] (the cgroup v2 root open on standard input)\n");
-		return 2;
-	}
-	err = ember_cgroup_find(STDIN_FILENO, argv[1], argv[2], &found);
-	if (err == -ENOENT && !strcmp(argv[1], "unit")) {
+	if (err == -ENOENT && !strcmp(kind, "unit")) {
 		/* Not running: where systemd starts a service of the default slice. */
-		snprintf(found.path, sizeof(found.path), "/system.slice/%s%s", argv[2],
-		         strchr(argv[2], '.') ? "" : ".service");
-		log_warn("unit %s is not running: it is sampled once it starts in %s", argv[2],
+		snprintf(found.path, sizeof(found.path), "/system.slice/%s%s", arg,
+		         strchr(arg, '.') ? "" : ".service");
+		log_warn("unit %s is not running: it is sampled once it starts in %s", arg,
 		         found.path);
 		err = 0;
 	}
 	if (err == -EINVAL)
 		log_error("bad '%s': give a unit name (nginx, nginx.service), a container id "
 		          "(hex, 4 digits or more) or a pod uid",
-		          argv[2]);
+		          arg);
 	else if (err == -ENOENT)
-		log_error("no cgroup of %s %s: is it running?", argv[1], argv[2]);
+		log_error("no cgroup of %s %s: is it running?", kind, arg);
 	else if (err == -EEXIST)
 		log_error("%s %s: %d cgroups match (%s, %s, ...); choose one with --cgroup PATH",
-		          argv[1], argv[2], found.count, found.path, found.other);
+		          kind, arg, found.count, found.path, found.other);
 	else if (err)
 		log_error_errno(err, "cannot read the cgroup tree: %m");
 	if (err)
 		return err == -EINVAL ? 2 : 1;
-	printf("%s\n", found.path);
-	return fflush(stdout) ? 1 : 0;
+	return dprintf(out_fd, "%s\n", found.path) < 0 ? 1 : 0;
 }

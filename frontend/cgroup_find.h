@@ -6,17 +6,18 @@
  * containerd/CRI, CRI-O, podman; systemd and cgroupfs layouts) or a
  * Kubernetes pod's by its uid (kubelet's systemd and cgroupfs layouts).
  *
- * `ember record --unit/--container/--pod` and ember-collector run this in
- * `ember-symbolizer find-cgroup KIND NAME`, without privilege, on the v2 root
- * the collector opened for it: the collector only stats the path it prints.
+ * `ember record` and `ember collector` (--unit, --container, --pod) run
+ * this in a child that has become the symbolizer's user without any
+ * capability, on the v2 root the front end opened for it; the collector
+ * only stats the path it finds.
  *
  * The tree is hostile: anyone with a delegated subtree (a rootless container,
  * a user's systemd) names directories in it. Names are only compared with what
  * was asked for, never parsed; the walk is bounded in depth and path length;
  * two matches at the shallowest depth are refused as ambiguous, not guessed.
  */
-#ifndef EMBER_SYMBOLIZER_PROCESS_CGROUP_FIND_H
-#define EMBER_SYMBOLIZER_PROCESS_CGROUP_FIND_H
+#ifndef EMBER_FRONTEND_CGROUP_FIND_H
+#define EMBER_FRONTEND_CGROUP_FIND_H
 
 #include <stddef.h>
 
@@ -39,12 +40,11 @@ int ember_cgroup_find(int rootfd, const char *kind, const char *arg,
                       struct ember_cgroup_found *out);
 
 /*
- * `ember-symbolizer find-cgroup KIND NAME` (argv: KIND NAME; main.c has
- * become the user of the optional UID GID): the v2 root open on standard
- * input; prints the path found (from that root) and returns 0, or says what
- * is wrong and returns 2 (NAME is not of KIND's form) or 1. A unit not
- * running yet gives the path systemd will start it at (system.slice).
+ * The search as the front end's unprivileged child runs it: writes the path found (from the
+ * root open at rootfd) and a newline to out_fd and returns 0, or says what is wrong and
+ * returns 2 (arg is not of kind's form) or 1. A unit not running yet gives the path systemd
+ * will start it at (system.slice).
  */
-int ember_cgroup_find_command(int argc, char **argv);
+int ember_cgroup_find_command(int rootfd, const char *kind, const char *arg, int out_fd);
 
 #endif

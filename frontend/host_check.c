@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "symbolizer/host_check.h"
+#include "frontend/commands.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "sampler.skel.h"
 #include "seccomp/caps.h"
 #include "shared/err.h"
 #include "shared/fdio.h"
+#include "shared/log.h"
 
 #define MIN_KERNEL_MAJOR 5
 #define MIN_KERNEL_MINOR 17 /* bpf_loop, for the user-stack unwinder */
@@ -131,20 +132,44 @@ static void check_sysctls(struct report *r, uint64_t caps)
 	}
 }
 
-static void check_load(struct report *r)
+/* Whether the verifier takes the sampler: ember-collector loads it once (its check mode). */
+static void check_load(struct report *r, unsigned int log_level)
 {
-	struct sampler_bpf *skel = sampler_bpf__open_and_load();
+	static struct ember_core_config cfg = {
+	    .hdr = {EMBER_CONFIG_MAGIC, EMBER_CORE_CONFIG_VERSION, sizeof(cfg), EMBER_CONFIG_CORE},
+	    .mode = EMBER_CORE_CHECK,
+	    .log_level = EMBER_LOG_ERROR,
+	    .sample_hz = 1,
+	    .off_cpu_min_ns = EMBER_OFF_CPU_OFF,
+	    .symbolizer_uid = 65534, /* none runs: only never 0 */
+	    .symbolizer_gid = 65534,
+	};
+	struct ember_fdlist none = {.base = EMBER_CONFIG_FIRST_FD};
+	int exe = ember_program_open("ember-collector"), memfd, status = 0;
+	pid_t pid = -1;
 
-	if (skel) {
+	cfg.log_level = log_level;
+	memfd = exe < 0 ? exe : ember_config_memfd(&cfg, sizeof(cfg));
+	fflush(NULL);
+	if (memfd >= 0 && (pid = fork()) == 0)
+		_exit(ember_exec(exe, "ember-collector", memfd, &none) < 0 ? 127 : 127);
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
 		line(r, "eBPF programs", "load", OK, NULL);
-		sampler_bpf__destroy(skel);
-	} else {
-		line(r, "eBPF programs", strerror(errno), FAIL,
-		     "the verifier refused the sampler: run with --log-level debug and report it");
-	}
+	else
+		line(r, "eBPF programs",
+		     pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) < 127
+		         ? strerror(WEXITSTATUS(status))
+		         : "cannot run ember-collector",
+		     FAIL, "the verifier refused the sampler: run with --log-level debug and report it");
+	if (exe >= 0)
+		close(exe);
+	if (memfd >= 0)
+		close(memfd);
 }
 
-static int check_all(void)
+static int check_all(unsigned int log_level)
 {
 	struct report r = {0};
 	uint64_t caps = ember_caps_effective();
@@ -155,7 +180,7 @@ static int check_all(void)
 	check_caps(&r, caps);
 	check_sysctls(&r, caps);
 	if (ember_caps_has(caps, CAP_BPF) || ember_caps_has(caps, CAP_SYS_ADMIN))
-		check_load(&r);
+		check_load(&r, log_level);
 	if (r.failures)
 		printf("%d problem%s: `ember record` will not work until %s fixed.\n", r.failures,
 		       r.failures == 1 ? "" : "s", r.failures == 1 ? "it is" : "they are");
@@ -166,18 +191,7 @@ static int check_all(void)
 	return r.failures ? EMBER_EXIT_FAILURE : EMBER_EXIT_OK;
 }
 
-int ember_check_command(int argc, char **argv)
+int ember_cmd_check(struct ember_cli *c)
 {
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: ember check\n\nReports kernel version, BTF, capabilities and the "
-		       "sysctls that limit profiling, each with a verdict and what to do.\n");
-		return EMBER_EXIT_OK;
-	}
-	if (argc > 1) {
-		fprintf(stderr,
-		        "ember check: unexpected argument '%s'\nTry 'ember check --help'.\n",
-		        argv[1]);
-		return EMBER_EXIT_USAGE;
-	}
-	return check_all();
+	return check_all(c->log_level == EMBER_LOG_INFO ? EMBER_LOG_ERROR : c->log_level);
 }
