@@ -861,26 +861,19 @@ static int confine_reader(void *ctx)
 	return ember_sandbox_enter(&sb);
 }
 
-int ember_session_run(const struct ember_session_opts *o)
+/* The parts of a session, tied together: profiles, symbolizer, unwind tables, interpreters. */
+static int init_parts(struct session *s, const struct ember_session_opts *o)
 {
-	struct session *s = calloc(1, sizeof(*s));
 	struct ember_symbolizer_opts so = {
+	    .profile = &s->profile,
+	    .broker = &s->broker,
 	    .objcache_bytes = o->objcache_bytes,
 	    .memory_budget = o->memory_budget,
 	    /* OTLP resources want each process's executable and container. */
 	    .want_process_facts = o->export.exporter != NULL,
 	};
-	char host[256] = "";
-	int err, readers_err;
+	int err;
 
-	if (!s)
-		return -ENOMEM;
-	s->opts = o;
-	s->event_fd = -1;
-	ember_broker_client_init(&s->broker, o->sock);
-	s->keep_total = o->export.exporter && (o->noutputs || o->rotation);
-	so.profile = &s->profile;
-	so.broker = &s->broker;
 	for (size_t i = 0; i < o->noutputs; i++)
 		so.want_process_facts |= o->outputs[i].format == EMBER_FORMAT_OTLP;
 	for (size_t i = 0; o->rotation && i < o->rotation->nformats; i++)
@@ -903,6 +896,22 @@ int ember_session_run(const struct ember_session_opts *o)
 	/* Test builds: EMBER_TEST_NO_PROCESS_TABLES makes every stack go through a stack copy. */
 	s->unwind.hold_back_procs = getenv("EMBER_TEST_NO_PROCESS_TABLES") != NULL;
 #endif
+	return err;
+}
+
+int ember_session_run(const struct ember_session_opts *o)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	char host[256] = "";
+	int err, readers_err;
+
+	if (!s)
+		return -ENOMEM;
+	s->opts = o;
+	s->event_fd = -1;
+	ember_broker_client_init(&s->broker, o->sock);
+	s->keep_total = o->export.exporter && (o->noutputs || o->rotation);
+	err = init_parts(s, o);
 	if (err)
 		goto out;
 	gethostname(host, sizeof(host) - 1);
