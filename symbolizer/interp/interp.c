@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbolizer/interp/interp.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "symbolizer/interp/python.h"
@@ -10,10 +9,6 @@
 static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
     [EMBER_RUNTIME_PYTHON] = &ember_python_ops,
 };
-
-#define RUNTIME_NAME(id, number, name, kind) [number] = name,
-static const char *const names[EMBER_RUNTIME_MAX] = {EMBER_RUNTIMES(RUNTIME_NAME)};
-#undef RUNTIME_NAME
 
 /* A marker of a runtime not enabled (or of a reason its reader does not know). */
 #define RUNTIME_STOPPED(id, number, name, kind) [number] = "[" name " frames stopped]",
@@ -47,38 +42,6 @@ void ember_interps_free(struct ember_interps *r)
 		if (reader(r, rt))
 			readers[rt]->free(r->state[rt]);
 	memset(r, 0, sizeof(*r));
-}
-
-const char *ember_interp_name(uint32_t runtime)
-{
-	return runtime < EMBER_RUNTIME_MAX ? names[runtime] : NULL;
-}
-
-int ember_interp_parse_list(const char *list, uint32_t *mask)
-{
-	const char *p = list;
-
-	*mask = 0;
-	if (!strcmp(list, "none"))
-		return 0;
-	if (!strcmp(list, "all")) {
-		*mask = EMBER_RUNTIMES_ALL;
-		return 0;
-	}
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		uint32_t rt = 1;
-
-		while (rt < EMBER_RUNTIME_MAX &&
-		       (!names[rt] || strlen(names[rt]) != len || strncmp(p, names[rt], len)))
-			rt++;
-		if (rt == EMBER_RUNTIME_MAX)
-			return -EINVAL;
-		*mask |= 1u << rt;
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
 }
 
 void ember_interps_on_maps(struct ember_interps *r, uint32_t pid, const struct ember_maps *maps,

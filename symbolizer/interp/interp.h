@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "symbolizer/interp/interp_ops.h"
+#include "symbolizer/interp/runtimes.h"
 
 struct ember_interps {
 	uint32_t enabled;               /* 1u << runtime: its frames are read */
@@ -23,16 +24,6 @@ struct ember_interps {
 int ember_interps_init(struct ember_interps *r, uint32_t enabled,
                        struct ember_broker_client *broker);
 void ember_interps_free(struct ember_interps *r);
-
-/*
- * Parses a comma-separated list of runtime names ("python"), or "all" or
- * "none", into *mask (bits 1u << runtime). Returns 0 or -EINVAL (an unknown
- * name, an empty list).
- */
-int ember_interp_parse_list(const char *list, uint32_t *mask);
-
-/* The name of a runtime ("python"), as `--interpreters` takes it; NULL for none. */
-const char *ember_interp_name(uint32_t runtime);
 
 /* Process events, passed on to every enabled reader (interp_ops.h says when each comes). */
 void ember_interps_on_maps(struct ember_interps *r, uint32_t pid, const struct ember_maps *maps,
