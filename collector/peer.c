@@ -144,9 +144,14 @@ static int on_broker_req(struct ember_peer *p, const struct peer_call *c, const 
 static int on_unwind(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
 	/* No mapping list for a process that exited (or was never seen here): its entry in
-	 * the unwinder's map would outlive it, as nothing deletes it any more. */
+	 * the unwinder's map would outlive it, as nothing deletes it any more. A message of
+	 * the right form is dropped, not refused: the symbolizer may be a little late. */
 	if (in->hdr.type == EMBER_MSG_UNWIND_PROC && in->unwind_proc.total &&
 	    ember_procs_check(c->broker->procs, in->unwind_proc.pid, c->now_ns, UINT64_MAX))
+		return 0;
+	/* Nor an interpreter row: the exit that would remove it has come and gone. */
+	if (in->hdr.type == EMBER_MSG_INTERP_ROW && in->interp_row.op == EMBER_INTERP_ROW_SET &&
+	    ember_procs_check(c->broker->procs, in->interp_row.pid, c->now_ns, UINT64_MAX))
 		return 0;
 	return p->tables ? ember_tables_handle(p->tables, in) : -EPROTO;
 }

@@ -353,8 +353,8 @@ static void on_listen(struct recorder *r)
 	 * read the old connection first (epoll may report the two in either order). */
 	if (ember_peer_connected(&r->peer))
 		on_peer(r, ember_monotonic_ns());
-	if (ember_endpoint_peer(fd, &c) || c.uid != r->cfg->symbolizer_uid || c.gid != r->cfg->symbolizer_gid ||
-	    ember_peer_connected(&r->peer)) {
+	if (ember_endpoint_peer(fd, &c) || c.uid != r->cfg->symbolizer_uid ||
+	    c.gid != r->cfg->symbolizer_gid || ember_peer_connected(&r->peer)) {
 		log_warn("refused a symbolizer (pid %d, uid %u, gid %u): %s", (int)c.pid,
 		         (unsigned)c.uid, (unsigned)c.gid,
 		         ember_peer_connected(&r->peer) ? "another one is connected"

@@ -26,7 +26,7 @@ struct ember_command {
 	const char *user, *home; /* NULL: it runs as ember does; else it becomes user */
 	const gid_t *groups;     /* the user's supplementary groups, found by the front end */
 	size_t ngroups;
-	struct rlimit nofile;    /* what it gets (ember raises its own) */
+	struct rlimit nofile; /* what it gets (ember raises its own) */
 	pid_t pid;
 	int pidfd;
 	int gate; /* write end: a byte lets it run, closing it makes it exit unrun (126) */

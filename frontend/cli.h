@@ -25,7 +25,7 @@ struct ember_cli_choice {
 
 struct ember_cli {
 	const struct ember_command *cmd;
-	const char *name; /* "ember record", for messages */
+	const char *name;   /* "ember record", for messages */
 	const char *option; /* the long name of the option being parsed */
 	/* Sampling: record, collector. */
 	uint64_t duration_ms;

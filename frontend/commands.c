@@ -76,4 +76,3 @@ int ember_cmd_version(struct ember_cli *c)
 	printf("ember %s\n", EMBER_VERSION);
 	return EMBER_EXIT_OK;
 }
-

@@ -48,7 +48,8 @@ static int symbolizer_user(const struct ember_cli *c, const char *name, struct e
 		return ember_usage_error(c, "no user '%s' for --user", name);
 	if (!u->uid)
 		return ember_usage_error(
-		    c, "the symbolizer must not run as root; choose another --user than '%s'", name);
+		    c, "the symbolizer must not run as root; choose another --user than '%s'",
+		    name);
 	return 0;
 }
 
@@ -236,8 +237,10 @@ int ember_cmd_collector(struct ember_cli *c)
 	cfg.mode = EMBER_CORE_DAEMON;
 	if (dir[0] != '/' || (size_t)snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s/%s",
 	                                      dir, EMBER_SOCKET_NAME) >= sizeof(cfg.socket_path))
-		return ember_usage_error(c, "bad --runtime-dir '%s': give an absolute path of at "
-		                            "most 80 bytes", dir);
+		return ember_usage_error(c,
+		                         "bad --runtime-dir '%s': give an absolute path of at "
+		                         "most 80 bytes",
+		                         dir);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return ember_usage_error(c, "cannot create the runtime directory %s", dir);
 	return exec_collector(c, &cfg, &fds);

@@ -162,7 +162,8 @@ static void check_load(struct report *r, unsigned int log_level)
 		     pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) < 127
 		         ? strerror(WEXITSTATUS(status))
 		         : "cannot run ember-collector",
-		     FAIL, "the verifier refused the sampler: run with --log-level debug and report it");
+		     FAIL,
+		     "the verifier refused the sampler: run with --log-level debug and report it");
 	if (exe >= 0)
 		close(exe);
 	if (memfd >= 0)

@@ -99,8 +99,7 @@ int ember_exec(int exe, const char *argv0, int config_fd, const struct ember_fdl
 	for (int i = 0; i < n && exe >= 0; i++)
 		if (dup2(high[i], EMBER_CONFIG_FD + i) < 0)
 			return neg_errno();
-	if (exe < 0 ||
-	    syscall(SYS_close_range, EMBER_CONFIG_FD + n, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+	if (exe < 0 || syscall(SYS_close_range, EMBER_CONFIG_FD + n, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
 		return neg_errno();
 	syscall(SYS_execveat, exe, "", argv, environ, AT_EMPTY_PATH);
 	return neg_errno();

@@ -14,6 +14,7 @@
 #include "shared/formats.h"
 #include "shared/log.h"
 #include "shared/str.h"
+#include "symbolizer/interp/runtimes.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -77,15 +78,16 @@ static int opt_output(struct ember_cli *c, const char *arg)
 	enum ember_format f;
 
 	if (c->noutputs == EMBER_MAX_OUTPUTS)
-		return ember_usage_error(c, "too many -o (the limit is %s)", STR(EMBER_MAX_OUTPUTS));
+		return ember_usage_error(c, "too many -o (the limit is %s)",
+		                         STR(EMBER_MAX_OUTPUTS));
 	if (ember_format_from_path(arg, &f) || strlen(arg) < 2 ||
 	    (f == EMBER_FORMAT_OTLP && c->cmd->bit != RECORD))
 		return ember_usage_error(
 		    c,
 		    c->cmd->bit == RECORD ? "cannot tell the format of '%s' from its name: end it "
-		                            "in .html, .pb.gz, .folded or .otlp"
-		                          : "cannot tell the format of '%s' from its name: end it "
-		                            "in .html, .pb.gz or .folded",
+					    "in .html, .pb.gz, .folded or .otlp"
+					  : "cannot tell the format of '%s' from its name: end it "
+					    "in .html, .pb.gz or .folded",
 		    arg);
 	if (c->cmd->bit == DIFF && f != EMBER_FORMAT_HTML)
 		return ember_usage_error(c, "a diff is written as HTML: name the output %s.html",
@@ -107,9 +109,11 @@ static int opt_off_cpu(struct ember_cli *c, const char *arg)
 
 static int opt_interpreters(struct ember_cli *c, const char *arg)
 {
-	if (strcmp(arg, "python") && strcmp(arg, "none"))
-		return ember_usage_error(c, "bad --interpreters '%s': give python or none", arg);
-	c->interpreters = strcmp(arg, "none") ? 1u << 1 : 0;
+	if (ember_interp_parse_list(arg, &c->interpreters))
+		return ember_usage_error(c,
+		                         "bad --interpreters '%s': give a list of python, or all "
+		                         "or none",
+		                         arg);
 	c->interpreters_given = true;
 	return 0;
 }
@@ -117,8 +121,10 @@ static int opt_interpreters(struct ember_cli *c, const char *arg)
 static int opt_header(struct ember_cli *c, const char *arg)
 {
 	if (c->notlp_headers == EMBER_OTLP_MAX_HEADERS || !strpbrk(arg, "=:"))
-		return ember_usage_error(c, "bad --otlp-header '%s': give NAME=VALUE (at most "
-		                            "32 headers)", arg);
+		return ember_usage_error(c,
+		                         "bad --otlp-header '%s': give NAME=VALUE (at most "
+		                         "32 headers)",
+		                         arg);
 	c->otlp_headers[c->notlp_headers++] = arg;
 	return 0;
 }
@@ -189,8 +195,8 @@ const struct ember_option ember_options[] = {
 	 .help = "write OUTPUT; its name sets the format: .html, .pb.gz\nor .folded (diff: .html only; report: repeatable)",
 	 .example = "out.html"},
 	{"interpreters", 0, "LIST", false, SYMBOLIZES, EMBER_OPT_CUSTOM, .parse = opt_interpreters,
-	 .help = "python (default: Python frames) or none",
-	 .doc = "Whose interpreted frames are read from the processes' memory: python (the default) or none.",
+	 .help = "runtimes whose frames are read: a list of python,\nor all (the default) or none",
+	 .doc = "Whose interpreted frames are read from the processes' memory: a comma-separated list of runtimes (python), or all (the default) or none.",
 	 .example = "python"},
 	{"user", 0, "NAME", false, RECORD, EMBER_OPT_STRING, FIELD(user), .max = 255,
 	 .help = "user the symbolizer runs as; default nobody", .example = "nobody"},
@@ -283,8 +289,11 @@ static void list_choices(const char *const *choices, char *buf, size_t size)
 
 	buf[0] = '\0';
 	for (size_t i = 0; choices[i] && n < size; i++)
-		n += (size_t)snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : !choices[i + 1] ? " or " : ", ",
-		                     choices[i]);
+		n += (size_t)snprintf(buf + n, size - n, "%s%s",
+		                      i == 0            ? ""
+		                      : !choices[i + 1] ? " or "
+		                                        : ", ",
+		                      choices[i]);
 }
 
 static int bad_value(struct ember_cli *c, const struct ember_option *op, const char *arg,
@@ -317,7 +326,8 @@ static int take(const struct ember_option *op, struct ember_cli *c, const char *
 		if (op->kind == EMBER_OPT_NUMBER ? ember_parse_u64(arg, 0, UINT64_MAX, &v)
 		    : op->kind == EMBER_OPT_SIZE ? ember_parse_size(arg, &v)
 		                                 : ember_parse_duration_ms(arg, &v))
-			v = op->min - 1; /* out of range (from 0 it wraps to the top): refused below */
+			v = op->min -
+			    1; /* out of range (from 0 it wraps to the top): refused below */
 		if (v >= op->min && v <= op->max) {
 			*(uint64_t *)field = v;
 			return 0;
@@ -326,8 +336,9 @@ static int take(const struct ember_option *op, struct ember_cli *c, const char *
 			snprintf(want, sizeof(want), "%llu to %llu", (unsigned long long)op->min,
 			         (unsigned long long)op->max);
 		else
-			snprintf(want, sizeof(want), "%s, e.g. %s", op->kind == EMBER_OPT_SIZE
-			         ? "a size (1048576, 512k, 8M, 1G)" : "a duration (30s, 5m, 1h, 250ms)",
+			snprintf(want, sizeof(want), "%s, e.g. %s",
+			         op->kind == EMBER_OPT_SIZE ? "a size (1048576, 512k, 8M, 1G)"
+			                                    : "a duration (30s, 5m, 1h, 250ms)",
 			         op->example);
 		return bad_value(c, op, arg, want);
 	case EMBER_OPT_CHOICE:
@@ -383,7 +394,7 @@ static void getopt_tables(bool stop, struct option *longopts, char *shortopts)
 		if (seen)
 			continue;
 		longopts[n++] = (struct option){op->name,
-		                                !op->arg ? no_argument
+		                                !op->arg           ? no_argument
 		                                : op->optional_arg ? optional_argument
 		                                                   : required_argument,
 		                                NULL, 256 + (int)i};
@@ -409,8 +420,7 @@ static int bad_option(struct ember_cli *c, int opt, const char *word)
 	return EMBER_EXIT_USAGE;
 }
 
-int ember_options_parse(const struct ember_command *cmd, struct ember_cli *c, int argc,
-                        char **argv)
+int ember_options_parse(const struct ember_command *cmd, struct ember_cli *c, int argc, char **argv)
 {
 	struct option longopts[ARRAY_SIZE(ember_options) + 2];
 	char shortopts[2 * ARRAY_SIZE(ember_options) + 8];
@@ -431,8 +441,9 @@ int ember_options_parse(const struct ember_command *cmd, struct ember_cli *c, in
 			return bad_option(c, opt, argv[optind - 1]);
 		op = entry_for(opt, cmd->bit, &other);
 		if (!op && other) {
-			fprintf(stderr, "%s: %s is an option of `ember %s`, not of this command\n"
-			                "Try '%s --help'.\n",
+			fprintf(stderr,
+			        "%s: %s is an option of `ember %s`, not of this command\n"
+			        "Try '%s --help'.\n",
 			        c->name, argv[optind - 1 - (optarg && optarg == argv[optind - 1])],
 			        other, c->name);
 			return EMBER_EXIT_USAGE;
@@ -446,7 +457,8 @@ int ember_options_parse(const struct ember_command *cmd, struct ember_cli *c, in
 	c->args = argv + optind;
 	c->nargs = argc - optind;
 	if (cmd->positional_max >= 0 && c->nargs > cmd->positional_max)
-		return ember_usage_error(c, "unexpected argument '%s'", c->args[cmd->positional_max]);
+		return ember_usage_error(c, "unexpected argument '%s'",
+		                         c->args[cmd->positional_max]);
 	return -1;
 }
 
@@ -517,7 +529,8 @@ void ember_options_usage(const struct ember_command *cmd, FILE *f)
 	for (size_t g = 0; g < ngroups; g++) {
 		fprintf(f, "\n%s%s", groups[g] ? groups[g] : "", groups[g] ? ":\n" : "");
 		for (size_t i = 0; i < ember_noptions; i++)
-			if (takes(&ember_options[i], cmd->bit) && in_group(&ember_options[i], groups[g]))
+			if (takes(&ember_options[i], cmd->bit) &&
+			    in_group(&ember_options[i], groups[g]))
 				usage_option(&ember_options[i], f);
 		if (!g)
 			fprintf(f, "  -h, --help%*sthis text\n", HELP_COLUMN - 12, "");
@@ -569,7 +582,8 @@ void ember_options_man(unsigned int command, FILE *f)
 		if (groups[g])
 			fprintf(f, ".SS %s\n", groups[g]);
 		for (size_t i = 0; i < ember_noptions; i++)
-			if (takes(&ember_options[i], command) && in_group(&ember_options[i], groups[g]))
+			if (takes(&ember_options[i], command) &&
+			    in_group(&ember_options[i], groups[g]))
 				man_option(&ember_options[i], f);
 	}
 }

@@ -67,8 +67,8 @@ struct ember_command {
 	const char *name;
 	unsigned int bit; /* enum ember_cmd */
 	const char *synopsis;
-	const char *summary;     /* one line, for `ember --help` */
-	const char *description; /* --help's paragraph */
+	const char *summary;                /* one line, for `ember --help` */
+	const char *description;            /* --help's paragraph */
 	int positional_min, positional_max; /* arguments after the options (-1: any) */
 	bool stop_at_argument; /* record: the first argument starts COMMAND [ARGS...] */
 	int (*run)(struct ember_cli *c);

@@ -78,7 +78,11 @@ static int add(struct ember_core_config *cfg, const char *what, const char *arg,
 		ember_strlcpy(title, strrchr(path, '/') + 1, sizeof(title));
 	snprintf(service, sizeof(service), "%.*s",
 	         (int)strlen(title) - (ember_str_ends_with(title, ".service") ? 8 : 0), title);
-	ember_select_note(cfg, what, by_id ? arg : unit ? title : path, title, unit ? service : NULL);
+	ember_select_note(cfg, what,
+	                  by_id  ? arg
+	                  : unit ? title
+	                         : path,
+	                  title, unit ? service : NULL);
 	return 0;
 }
 
@@ -104,7 +108,9 @@ static int find_named(const char *root, const struct ember_cli_choice *ch, uid_t
 		/* The directories' names are anyone's: read them with no privilege. A unit or
 		 * container without CAP_SETUID stays its user, capabilities dropped. */
 		in = ember_safe_close(in);
-		_exit(ember_caps_become(uid, gid) ? 1 : ember_cgroup_find_command(fd, ch->kind, ch->arg, wr));
+		_exit(ember_caps_become(uid, gid)
+		          ? 1
+		          : ember_cgroup_find_command(fd, ch->kind, ch->arg, wr));
 	}
 	wr = ember_safe_close(wr);
 	while (len < size - 1 &&
@@ -129,8 +135,9 @@ static int choose_cgroup(const struct ember_cli *c, const struct ember_cli_choic
 	int err;
 
 	if (!cfg->cgroup_root[0] && cgroup_root(cfg->cgroup_root, sizeof(cfg->cgroup_root))) {
-		log_error("no cgroup v2 hierarchy at /sys/fs/cgroup: --%s needs one (mount cgroup2)",
-		          ch->kind);
+		log_error(
+		    "no cgroup v2 hierarchy at /sys/fs/cgroup: --%s needs one (mount cgroup2)",
+		    ch->kind);
 		return EMBER_EXIT_FAILURE;
 	}
 	if (strcmp(ch->kind, "cgroup")) {
@@ -145,8 +152,9 @@ static int choose_cgroup(const struct ember_cli *c, const struct ember_cli_choic
 	if (!strncmp(arg, "/sys/fs/cgroup/", 15)) /* also when given under /sys/fs/cgroup */
 		arg += strncmp(arg + 14, "/unified/", 9) ? 14 : 22;
 	if (add(cfg, "cgroup", ch->arg, arg))
-		return ember_usage_error(c, "bad '%s': give a cgroup path from the v2 root, without "
-		                            "'..'",
+		return ember_usage_error(c,
+		                         "bad '%s': give a cgroup path from the v2 root, without "
+		                         "'..'",
 		                         ch->arg);
 	return 0;
 }

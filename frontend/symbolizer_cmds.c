@@ -24,11 +24,11 @@
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/str.h"
+#include "bpf/interp.h"
 #include "symbolizer/profile/top.h"
 
 #define CONFINED_USER       "nobody"
 #define DEFAULT_INTERVAL_MS (60 * 1000)
-#define PYTHON_BIT          (1u << 1) /* enum ember_runtime's EMBER_RUNTIME_PYTHON */
 
 static const char *env(const char *name)
 {
@@ -67,12 +67,12 @@ static int export_settings(const struct ember_cli *c, struct ember_symbolizer_co
 	int e;
 
 	ember_export_config_init(x);
-	e = ember_export_config_from(x, c->otlp, env, err,
-	                             sizeof(err));
+	e = ember_export_config_from(x, c->otlp, env, err, sizeof(err));
 	for (size_t i = 0; !e && i < c->notlp_headers; i++)
 		if (ember_export_config_add_header(x, c->otlp_headers[i]))
-			return ember_usage_error(c, "bad --otlp-header '%s': give NAME=VALUE (at most "
-			                            "32 headers of 1 KiB)",
+			return ember_usage_error(c,
+			                         "bad --otlp-header '%s': give NAME=VALUE (at most "
+			                         "32 headers of 1 KiB)",
 			                         c->otlp_headers[i]);
 	if (e)
 		return log_error("%s", err), EMBER_EXIT_USAGE;
@@ -103,12 +103,11 @@ int ember_symbolizer_settings(const struct ember_cli *c, struct ember_symbolizer
                               struct ember_fdlist *fds)
 {
 	config_header(sym, c);
-	sym->interpreters = c->interpreters_given ? c->interpreters : PYTHON_BIT;
+	sym->interpreters = c->interpreters_given ? c->interpreters : EMBER_RUNTIMES_ALL;
 	sym->memory_budget = c->memory_budget;
 	sym->cache_bytes = c->cache_bytes;
-	if (ember_resource_config_from(env, sym->service_name,
-	                               sizeof(sym->service_name), sym->resource_attrs,
-	                               sizeof(sym->resource_attrs))) {
+	if (ember_resource_config_from(env, sym->service_name, sizeof(sym->service_name),
+	                               sym->resource_attrs, sizeof(sym->resource_attrs))) {
 		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");
 		return EMBER_EXIT_USAGE;
 	}
@@ -123,8 +122,10 @@ static int user_to_become(const struct ember_cli *c, const char *name, struct em
 	if (geteuid() && getuid())
 		return 0;
 	if (!name)
-		return ember_usage_error(c, "started as root: give %s (the user the collector "
-		                            "expects)", "--user NAME");
+		return ember_usage_error(c,
+		                         "started as root: give %s (the user the collector "
+		                         "expects)",
+		                         "--user NAME");
 	if (ember_user_find(name, u) || !u->uid) {
 		log_error("%s: running as root, and there is no user '%s' other than root to run "
 		          "as: %s",
@@ -163,16 +164,21 @@ int ember_cmd_symbolizer(struct ember_cli *c)
 	if (!c->output_dir)
 		return ember_usage_error(c, "give %s (where the daemon writes its intervals)",
 		                         "--output-dir DIR");
-	if ((err = user_to_become(c, c->user, &u)) || (err = ember_symbolizer_settings(c, &sym, &fds)))
+	if ((err = user_to_become(c, c->user, &u)) ||
+	    (err = ember_symbolizer_settings(c, &sym, &fds)))
 		return err;
-	ember_strlcpy(sym.connect, c->connect ? c->connect : EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
+	ember_strlcpy(sym.connect,
+	              c->connect ? c->connect : EMBER_RUNTIME_DIR "/" EMBER_SOCKET_NAME,
 	              sizeof(sym.connect));
 	if (sym.connect[0] != '/')
-		return ember_usage_error(c, "bad --connect '%s': give an absolute path", sym.connect);
+		return ember_usage_error(c, "bad --connect '%s': give an absolute path",
+		                         sym.connect);
 	dir = open(c->output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
-		return log_error_errno(errno, "cannot open the output directory %s: %m; create it "
-		                              "for this user", c->output_dir),
+		return log_error_errno(errno,
+		                       "cannot open the output directory %s: %m; create it "
+		                       "for this user",
+		                       c->output_dir),
 		       EMBER_EXIT_FAILURE;
 	sym.mode = EMBER_SYMBOLIZER_DAEMON;
 	sym.output_dir_fd = ember_fdlist_add(&fds, dir);
@@ -232,13 +238,16 @@ static int open_file_outputs(const struct ember_cli *c, struct ember_symbolizer_
 		if (fd < 0 && errno == EEXIST)
 			fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0) {
-			fprintf(stderr, "%s: cannot write %s: %s\n", c->name, path, strerror(errno));
+			fprintf(stderr, "%s: cannot write %s: %s\n", c->name, path,
+			        strerror(errno));
 			return EMBER_EXIT_FAILURE;
 		}
 		for (uint32_t k = 0; k < sym->ninputs; k++)
 			if (same_file(fd, fds->fds[sym->inputs[k].fd - fds->base]))
-				return close(fd), ember_usage_error(c, "%s is also an input: choose "
-				                                       "another output", path);
+				return close(fd), ember_usage_error(c,
+				                                    "%s is also an input: choose "
+				                                    "another output",
+				                                    path);
 		ember_format_from_path(path, &fmt);
 		f->format = fmt;
 		ember_strlcpy(f->path, path, sizeof(f->path));
@@ -274,12 +283,13 @@ static int files_wanted(const struct ember_cli *c, struct ember_symbolizer_confi
 	            : top ? EMBER_SYMBOLIZER_TOP
 	                  : EMBER_SYMBOLIZER_REPORT;
 	if (c->nargs < (diff ? 2 : 1))
-		return ember_usage_error(c, diff ? "give the %s profiles BASE and NEW"
-		                                 : "give the %s profile to read",
-		                         diff ? "two" : "input");
+		return ember_usage_error(
+		    c, diff ? "give the %s profiles BASE and NEW" : "give the %s profile to read",
+		    diff ? "two" : "input");
 	if (diff && c->noutputs != 1)
-		return ember_usage_error(c, c->noutputs ? "a diff has one output (%s)"
-		                                        : "give an output with -o, e.g. %s",
+		return ember_usage_error(c,
+		                         c->noutputs ? "a diff has one output (%s)"
+		                                     : "give an output with -o, e.g. %s",
 		                         "-o diff.html");
 	if (!top && !diff && !c->noutputs && !c->stats)
 		return ember_usage_error(c, "give an output with -o (e.g. -o %s) or --stats",

@@ -24,7 +24,7 @@
 #define EMBER_MAX_HZ             10000
 #define EMBER_MAX_PIDS           1024
 #define EMBER_CORE_PATH_LEN      4096
-#define EMBER_CORE_SOCKET_LEN    108 /* sun_path */
+#define EMBER_CORE_SOCKET_LEN    108                     /* sun_path */
 #define EMBER_CORE_MAX_PASSED    (EMBER_MAX_OUTPUTS + 4) /* outputs, TLS files */
 #define EMBER_CORE_COMMAND_BYTES (128u << 10)
 #define EMBER_CORE_MAX_ARGS      8192
@@ -68,10 +68,10 @@ struct ember_core_command {
 
 struct ember_core_config {
 	struct ember_config_hdr hdr;
-	uint32_t mode;      /* enum ember_core_mode */
-	uint32_t log_level; /* enum ember_log_level */
-	uint32_t flags;     /* EMBER_CORE_* */
-	uint32_t sample_hz; /* 1 to EMBER_MAX_HZ */
+	uint32_t mode;           /* enum ember_core_mode */
+	uint32_t log_level;      /* enum ember_log_level */
+	uint32_t flags;          /* EMBER_CORE_* */
+	uint32_t sample_hz;      /* 1 to EMBER_MAX_HZ */
 	uint64_t off_cpu_min_ns; /* EMBER_OFF_CPU_OFF: no off-CPU samples */
 	uint64_t duration_ms;    /* 0: until a signal (or the command's exit) */
 	uint64_t ring_size;      /* 0: two seconds of samples */
@@ -95,7 +95,7 @@ struct ember_core_config {
 	int32_t passed_fds[EMBER_CORE_MAX_PASSED];
 	uint32_t noutputs;
 	struct ember_core_output outputs[EMBER_MAX_OUTPUTS];
-	char debug_dir[EMBER_CORE_PATH_LEN]; /* "": /usr/lib/debug */
+	char debug_dir[EMBER_CORE_PATH_LEN];     /* "": /usr/lib/debug */
 	char socket_path[EMBER_CORE_SOCKET_LEN]; /* the daemon's */
 	struct ember_core_command command;
 };

@@ -5,17 +5,17 @@
 #include <fcntl.h>
 #include <stdbool.h>
 
+#include "bpf/interp.h"
 #include "shared/log.h"
 #include "symbolizer/profile/profile.h"
 #include "symbolizer/profile/top.h"
 
-#define MIN_BUDGET       (16ull << 20)
-#define MIN_CACHE        (1ull << 20)
-#define MAX_BYTES        (1ull << 40)
-#define MIN_INTERVAL_MS  1000
-#define MAX_KEEP         1000000
-#define MAX_TOP_ROWS     1000000
-#define KNOWN_RUNTIMES   0xfffeu /* bits 1 to 15: enum ember_runtime */
+#define MIN_BUDGET      (16ull << 20)
+#define MIN_CACHE       (1ull << 20)
+#define MAX_BYTES       (1ull << 40)
+#define MIN_INTERVAL_MS 1000
+#define MAX_KEEP        1000000
+#define MAX_TOP_ROWS    1000000
 
 #define REFUSE_IF(bad, reason)                                                                     \
 	do {                                                                                       \
@@ -45,8 +45,9 @@ static int check_common(const struct ember_symbolizer_config *c, const char **wh
 	          "mode");
 	REFUSE_IF(c->log_level > EMBER_LOG_DEBUG, "log_level");
 	REFUSE_IF(c->view >= EMBER_VIEW_MAX, "view");
-	REFUSE_IF(c->interpreters & ~KNOWN_RUNTIMES, "interpreters");
-	REFUSE_IF(c->memory_budget && (c->memory_budget < MIN_BUDGET || c->memory_budget > MAX_BYTES),
+	REFUSE_IF(c->interpreters & ~EMBER_RUNTIMES_ALL, "interpreters");
+	REFUSE_IF(c->memory_budget &&
+	              (c->memory_budget < MIN_BUDGET || c->memory_budget > MAX_BYTES),
 	          "memory_budget");
 	REFUSE_IF(c->cache_bytes && (c->cache_bytes < MIN_CACHE || c->cache_bytes > MAX_BYTES),
 	          "cache_bytes");
@@ -62,8 +63,7 @@ static int check_daemon(const struct ember_symbolizer_config *c, const char **wh
 {
 	bool daemon = c->mode == EMBER_SYMBOLIZER_DAEMON;
 
-	REFUSE_IF(!EMBER_CONFIG_STR_OK(c->connect) || daemon != (c->connect[0] == '/'),
-	          "connect");
+	REFUSE_IF(!EMBER_CONFIG_STR_OK(c->connect) || daemon != (c->connect[0] == '/'), "connect");
 	REFUSE_IF(daemon != fd_ok(c->output_dir_fd), "output_dir_fd");
 	REFUSE_IF(c->nformats > EMBER_FORMAT_MAX || daemon != (c->nformats > 0), "nformats");
 	for (uint32_t i = 0; i < c->nformats; i++)
@@ -90,9 +90,10 @@ static int check_export(const struct ember_symbolizer_config *c, const char **wh
 /* report: one input, outputs or --stats; diff: two inputs, one HTML output; top: one input. */
 static int check_files(const struct ember_symbolizer_config *c, const char **why)
 {
-	uint32_t inputs = c->mode == EMBER_SYMBOLIZER_DIFF                                 ? 2
-	                  : c->mode == EMBER_SYMBOLIZER_REPORT || c->mode == EMBER_SYMBOLIZER_TOP ? 1
-	                                                                                         : 0;
+	uint32_t inputs = c->mode == EMBER_SYMBOLIZER_DIFF ? 2
+	                  : c->mode == EMBER_SYMBOLIZER_REPORT || c->mode == EMBER_SYMBOLIZER_TOP
+	                      ? 1
+	                      : 0;
 
 	REFUSE_IF(c->ninputs != inputs || !files_ok(c->inputs, c->ninputs, false), "inputs");
 	REFUSE_IF(c->stats > 1 || (c->stats && c->mode != EMBER_SYMBOLIZER_REPORT), "stats");

@@ -29,7 +29,6 @@
 #include "symbolizer/session.h"
 #include "symbolizer/symbols/sigbus_guard.h"
 
-
 /*
  * Reads the TLS files from their descriptors and resolves the endpoint, while the sandbox
  * still allows it, then creates the exporter (its thread starts in the sandbox). Returns 0
@@ -56,15 +55,16 @@ static int start_export(const struct ember_symbolizer_config *c, struct ember_ex
 	if (!e && (e = ember_exporter_create(cfg, &ex->exporter)))
 		snprintf(err, sizeof(err), "cannot start the OTLP export to %s: %s%s", cfg->display,
 		         strerror(-e),
-		         e == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)" : "");
+		         e == -EPROTONOSUPPORT ? " (this libcurl lacks HTTP/2 or TLS support)"
+		                               : "");
 	if (e) {
 		log_error("%s", err);
 		ember_export_config_free(cfg);
 		return EMBER_EXIT_FAILURE;
 	}
-	ex->interval_ns = (c->export_interval_ms ? c->export_interval_ms
-	                                         : EMBER_OTLP_DEFAULT_INTERVAL_MS) *
-	                  1000000ull;
+	ex->interval_ns =
+	    (c->export_interval_ms ? c->export_interval_ms : EMBER_OTLP_DEFAULT_INTERVAL_MS) *
+	    1000000ull;
 	ex->delivery_deadline_ns = c->export_deadline_ms * 1000000ull;
 	log_debug("OTLP: shipping to %s every %.1f s", ember_exporter_endpoint(ex->exporter),
 	          (double)ex->interval_ns / 1e9);
@@ -149,9 +149,10 @@ static int read_config(int argc, struct ember_symbolizer_config *c)
 
 	close(EMBER_CONFIG_FD);
 	if (err) {
-		log_error("takes no arguments: it is started by `ember record`, `ember symbolizer`, "
-		          "`ember report`, `ember diff` or `ember top` (see `ember symbolizer "
-		          "--help`)");
+		log_error(
+		    "takes no arguments: it is started by `ember record`, `ember symbolizer`, "
+		    "`ember report`, `ember diff` or `ember top` (see `ember symbolizer "
+		    "--help`)");
 		return EMBER_EXIT_USAGE;
 	}
 	if (ember_symbolizer_config_check(c, &why)) {
@@ -174,7 +175,8 @@ int main(int argc, char **argv)
 	ember_log_init("ember-symbolizer", EMBER_LOG_INFO);
 	/* It parses what any process put in its files and memory: never with root's rights. */
 	if (geteuid() == 0 || getuid() == 0) {
-		log_error("refuses to run as root: start it through `ember`, which gives it a user");
+		log_error(
+		    "refuses to run as root: start it through `ember`, which gives it a user");
 		return EMBER_EXIT_FAILURE;
 	}
 	/* Before the sandbox, which forbids rt_sigaction: a file that shrinks while libelf

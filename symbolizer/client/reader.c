@@ -275,28 +275,23 @@ static void drain(struct ember_readers *rs, struct ember_reader *r)
 /* ---- reading through a reader -------------------------------------------------------------- */
 
 /*
- * Sends job j with fd to a free reader and waits for its answer: the data of
- * a PREAD in buf, the memfd of a COPY in *out. Returns the answer's result.
+ * The reader for a job on of: a free one, but not the last for a file (that one is kept for
+ * processes' maps and memory), and none for a device that stalled while its back-off runs or
+ * a reader still waits on it. Returns it, or NULL with *err (-ETIMEDOUT, -EBUSY); *dev is the
+ * device's index, or -1.
  */
-static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct ember_read_of *of,
-                   void *buf, size_t cap, int *out)
+static struct ember_reader *pick_reader(struct ember_readers *rs, const struct ember_read_of *of,
+                                        uint64_t now, int *dev, int *err)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {j, sizeof(*j)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	struct ember_reader *r = NULL;
-	uint64_t start = ember_monotonic_ns(), done = 0;
-	struct cmsghdr *c;
-	char name[96];
 	unsigned int nfree = 0;
-	bool waited_on = false, begun = false;
+	bool waited_on = false;
 	int d;
 
 	for (unsigned int i = 0; i < rs->n; i++)
 		if (rs->readers[i].sock >= 0 && rs->readers[i].stuck)
 			drain(rs, &rs->readers[i]);
-	d = find_dev(rs, of, false);
+	*dev = d = find_dev(rs, of, false);
 	for (unsigned int i = 0; i < rs->n; i++) {
 		struct ember_reader *ri = &rs->readers[i];
 
@@ -308,19 +303,32 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 	 * reader still waits on it: that one is its probe (it comes back when its device
 	 * answers), and each retry would leave one more reader waiting. */
 	if (d >= 0 && rs->devs[d].stalled &&
-	    (rs->finishing || start < rs->devs[d].retry_ns || waited_on)) {
+	    (rs->finishing || now < rs->devs[d].retry_ns || waited_on)) {
 		rs->devs[d].refused++;
 		rs->refused++;
-		return -ETIMEDOUT;
+		*err = -ETIMEDOUT;
+		return NULL;
 	}
 	/* The last free reader is kept for processes' maps and memory: every file system that
 	 * stalls could take one otherwise, and then no process would be named any more. */
 	if (!r || (nfree < 2 && (of->major || of->minor))) {
 		rs->refused++;
-		return -EBUSY;
+		*err = -EBUSY;
+		return NULL;
 	}
+	return r;
+}
+
+/* Hands job j and the descriptor fd to reader r. Returns 0 or -EIO (the reader is gone). */
+static int send_job(struct ember_readers *rs, struct ember_reader *r, struct job *j, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {j, sizeof(*j)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
 	j->id = r->job = ++rs->next_job;
-	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
@@ -330,13 +338,73 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 		r->sock = -1;
 		return -EIO;
 	}
+	return 0;
+}
+
+/* The reader missed its deadline: it is left waiting (stuck) and its device marked stalled. */
+static int give_up(struct ember_readers *rs, struct ember_reader *r, const struct ember_read_of *of,
+                   uint64_t start, uint64_t now)
+{
+	char name[96];
+	int d;
+
+	r->stuck = true;
+	rs->given_up++;
+	rs->abandoned++;
+	d = find_dev(rs, of, true);
+	r->dev = d;
+	if (d >= 0) {
+		struct ember_stalled_dev *sd = &rs->devs[d];
+		bool was = sd->stalled;
+
+		sd->given_up++;
+		mark_stalled(rs, d, now);
+		if (!was)
+			log_warn("reading %s took longer than %.1f s: given up, its frames stay "
+			         "addresses; tried again in %.0f s",
+			         dev_name(sd, name), (double)(now - start) / 1e9,
+			         (double)sd->backoff_ns / 1e9);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Whether an answer of n bytes (with descriptor got) fits job j: else the reader broke its
+ * protocol. */
+static bool answer_ok(const struct job *j, const struct answer *a, ssize_t n, int got)
+{
+	return n >= (ssize_t)sizeof(*a) && a->id == j->id &&
+	       (a->type == ANSWER_PROGRESS || a->type == ANSWER_DONE) &&
+	       (got >= 0) == (a->type == ANSWER_DONE && j->op == OP_COPY && a->result >= 0) &&
+	       !(a->type == ANSWER_DONE && j->op == OP_PREAD && a->result >= 0 &&
+	         (uint64_t)a->result != (uint64_t)n - sizeof(*a));
+}
+
+/*
+ * Runs job j on fd (of: whose file or memory it reads) in a reader and waits for its answer
+ * under the deadline: given up (-ETIMEDOUT) and the device marked stalled when it misses it.
+ * Fills buf (cap bytes) for a PREAD, the memfd of a COPY in *out. Returns the answer's result.
+ */
+static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct ember_read_of *of,
+                   void *buf, size_t cap, int *out)
+{
+	uint64_t start = ember_monotonic_ns(), done = 0;
+	struct ember_reader *r;
+	bool begun = false;
+	int d, err;
+
+	r = pick_reader(rs, of, start, &d, &err);
+	if (!r)
+		return err;
+	if ((err = send_job(rs, r, j, fd)))
+		return err;
 	for (;;) {
 		/* One second from when the reader began (it says so; it gets four to begin), and
 		 * one more for every EMBER_READ_MIN_RATE bytes that arrived. */
 		uint64_t deadline = start + (begun ? rs->deadline_ns : 4 * rs->deadline_ns) +
 		                    done / EMBER_READ_MIN_RATE * 1000000000ull;
 		uint64_t now = ember_monotonic_ns();
-		char abuf[sizeof(struct answer) + EMBER_READ_MAX_PREAD];
+		char abuf[sizeof(struct answer) + EMBER_READ_MAX_PREAD],
+		    cbuf[CMSG_SPACE(sizeof(int))];
 		struct iovec aiov = {abuf, sizeof(abuf)};
 		struct msghdr amh = {.msg_iov = &aiov,
 		                     .msg_iovlen = 1,
@@ -344,29 +412,12 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 		                     .msg_controllen = sizeof(cbuf)};
 		struct pollfd p = {.fd = r->sock, .events = POLLIN};
 		struct answer a = {0};
+		struct cmsghdr *c;
 		int got = -1;
 		ssize_t n;
 
-		if (now >= deadline) {
-			r->stuck = true;
-			rs->given_up++;
-			rs->abandoned++;
-			d = find_dev(rs, of, true);
-			r->dev = d;
-			if (d >= 0) {
-				struct ember_stalled_dev *sd = &rs->devs[d];
-				bool was = sd->stalled;
-
-				sd->given_up++;
-				mark_stalled(rs, d, now);
-				if (!was)
-					log_warn("reading %s took longer than %.1f s: given up, "
-					         "its frames stay addresses; tried again in %.0f s",
-					         dev_name(sd, name), (double)(now - start) / 1e9,
-					         (double)sd->backoff_ns / 1e9);
-			}
-			return -ETIMEDOUT;
-		}
+		if (now >= deadline)
+			return give_up(rs, r, of, start, now);
 		if (poll(&p, 1, (int)((deadline - now) / 1000000u) + 1) <= 0)
 			continue;
 		n = recvmsg(r->sock, &amh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -376,11 +427,7 @@ static int64_t run(struct ember_readers *rs, struct job *j, int fd, const struct
 		if (n < 0 && errno == EAGAIN)
 			continue;
 		memcpy(&a, abuf, n >= (ssize_t)sizeof(a) ? sizeof(a) : 0);
-		if (n < (ssize_t)sizeof(a) || a.id != j->id ||
-		    (a.type != ANSWER_PROGRESS && a.type != ANSWER_DONE) ||
-		    (got >= 0) != (a.type == ANSWER_DONE && j->op == OP_COPY && a.result >= 0) ||
-		    (a.type == ANSWER_DONE && j->op == OP_PREAD && a.result >= 0 &&
-		     (uint64_t)a.result != (uint64_t)n - sizeof(a))) {
+		if (!answer_ok(j, &a, n, got)) {
 			if (got >= 0)
 				close(got);
 			log_warn("a reader (pid %d) broke its protocol: it is not used any more",

@@ -56,7 +56,10 @@ static void setup(void)
 	strcpy(good.outputs[0].format, "html");
 	strcpy(good.outputs[0].path, "profile.html");
 	good.command.argc = 2;
-	memcpy(good.command.argv, "sleep\0" "1\0", 8);
+	memcpy(good.command.argv,
+	       "sleep\0"
+	       "1\0",
+	       8);
 	good.command.argv_bytes = 8;
 	c = good;
 }
@@ -210,7 +213,10 @@ START_TEST(the_command_is_argc_strings)
 	ck_assert(refused("command"));
 	c.command.argc = 0;
 	ck_assert(refused("command.argv"));
-	memcpy(c.command.argv, "\0" "1\0", 3); /* an empty program name */
+	memcpy(c.command.argv,
+	       "\0"
+	       "1\0",
+	       3); /* an empty program name */
 	c.command.argv_bytes = 3;
 	ck_assert(refused("command.argv"));
 	c.command.set_user = 1; /* without a name and a home */

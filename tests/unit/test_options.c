@@ -16,7 +16,7 @@
 /* The man page the build writes for a command's options (frontend/CMakeLists.txt). */
 static const char *man_page_of(unsigned int bit)
 {
-	return bit == EMBER_CMD_COLLECTOR ? "ember-collector.8"
+	return bit == EMBER_CMD_COLLECTOR    ? "ember-collector.8"
 	       : bit == EMBER_CMD_SYMBOLIZER ? "ember-symbolizer.8"
 	                                     : "ember.1";
 }
@@ -102,8 +102,8 @@ START_TEST(every_option_of_every_command_parses_and_is_documented)
 
 			if (!(op->commands & cmd->bit))
 				continue;
-			ck_assert_msg(parse_one(cmd, op, &after) == -1, "ember %s --%s %s", cmd->name,
-			              op->name, op->example ? op->example : "");
+			ck_assert_msg(parse_one(cmd, op, &after) == -1, "ember %s --%s %s",
+			              cmd->name, op->name, op->example ? op->example : "");
 			ember_cli_init(&before, cmd);
 			before.option = after.option;
 			before.args = after.args;
@@ -112,12 +112,15 @@ START_TEST(every_option_of_every_command_parses_and_is_documented)
 			              "ember %s --%s changed nothing", cmd->name, op->name);
 			snprintf(flag, sizeof(flag), "--%s", op->name);
 			help = text_of(cmd, false);
-			ck_assert_msg(strstr(help, flag), "ember %s --help lacks %s", cmd->name, flag);
+			ck_assert_msg(strstr(help, flag), "ember %s --help lacks %s", cmd->name,
+			              flag);
 			man_name(op->name, name, sizeof(name));
 			man = text_of(cmd, true);
-			ck_assert_msg(strstr(man, name), "the man text of %s lacks %s", cmd->name, name);
+			ck_assert_msg(strstr(man, name), "the man text of %s lacks %s", cmd->name,
+			              name);
 			if (!generated[page]) {
-				snprintf(path, sizeof(path), "%s/man/%s", build, man_page_of(cmd->bit));
+				snprintf(path, sizeof(path), "%s/man/%s", build,
+				         man_page_of(cmd->bit));
 				generated[page] = slurp(path);
 			}
 			ck_assert_msg(strstr(generated[page], name), "%s lacks %s", path, name);
@@ -145,9 +148,9 @@ static int parse_args(const char *cmd_name, int argc, char **argv, struct ember_
 START_TEST(values_are_read_into_their_fields)
 {
 	static struct ember_cli c;
-	char *rec[] = {"record", "-d", "5m", "-F", "99", "--memory-budget", "1G", "--view",
-	               "off-cpu", "-p", "1", "--unit", "nginx", "-o", "a.folded", "--", "ls", "-l",
-	               NULL};
+	char *rec[] = {"record",   "-d",      "5m", "-F", "99",     "--memory-budget", "1G",
+	               "--view",   "off-cpu", "-p", "1",  "--unit", "nginx",           "-o",
+	               "a.folded", "--",      "ls", "-l", NULL};
 	char *top[] = {"top", "in.pb.gz", "-n", "7", "--sort", "total", NULL};
 
 	ck_assert_int_eq(parse_args("record", 18, rec, &c), -1);
@@ -173,14 +176,19 @@ START_TEST(bad_values_and_misplaced_options_are_usage_errors)
 {
 	static struct ember_cli c;
 	char *bad[][4] = {
-	    {"record", "-F", "0", NULL},          {"record", "-F", "10001", NULL},
-	    {"record", "-d", "soon", NULL},       {"record", "--view", "all", NULL},
-	    {"record", "-o", "p.txt", NULL},      {"record", "--memory-budget", "1M", NULL},
+	    {"record", "-F", "0", NULL},
+	    {"record", "-F", "10001", NULL},
+	    {"record", "-d", "soon", NULL},
+	    {"record", "--view", "all", NULL},
+	    {"record", "-o", "p.txt", NULL},
+	    {"record", "--memory-budget", "1M", NULL},
 	    {"record", "--runtime-dir", "/x", NULL}, /* the collector's */
-	    {"collector", "-d", "5", NULL},       /* record's */
-	    {"top", "-o", "x.html", NULL},        /* report's and diff's */
-	    {"diff", "-o", "d.folded", NULL},     {"symbolizer", "--keep", "-1", NULL},
-	    {"record", "--frobnicate", NULL, NULL}, {"record", "-d", NULL, NULL},
+	    {"collector", "-d", "5", NULL},          /* record's */
+	    {"top", "-o", "x.html", NULL},           /* report's and diff's */
+	    {"diff", "-o", "d.folded", NULL},
+	    {"symbolizer", "--keep", "-1", NULL},
+	    {"record", "--frobnicate", NULL, NULL},
+	    {"record", "-d", NULL, NULL},
 	    {"check", "extra", NULL, NULL},
 	};
 

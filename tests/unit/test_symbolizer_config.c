@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "bpf/interp.h"
 #include "symbolizer/config.h"
 #include "symbolizer/profile/top.h"
 
@@ -86,6 +87,8 @@ START_TEST(fields_out_of_bounds_are_refused)
 	c.view = 3;
 	refused("view");
 	c.interpreters = 1; /* bit 0 is no runtime */
+	refused("interpreters");
+	c.interpreters = 1u << EMBER_RUNTIME_MAX; /* one past the last */
 	refused("interpreters");
 	c.memory_budget = 1u << 20;
 	refused("memory_budget");
