@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "frontend/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -569,7 +570,13 @@ static void man_option(const struct ember_option *op, FILE *f)
 	else
 		fputc('"', f);
 	fputc('\n', f);
-	man_text(op->doc ? op->doc : op->help, f);
+	if (op->doc) {
+		man_text(op->doc, f);
+	} else { /* --help's words as a sentence */
+		fputc(toupper((unsigned char)op->help[0]), f);
+		man_text(op->help + 1, f);
+		fputc('.', f);
+	}
 	fputc('\n', f);
 }
 
