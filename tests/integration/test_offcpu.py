@@ -31,12 +31,13 @@ TOTAL_PCT = 5.0     # total off-CPU time, percent
 
 
 def pprof_module():
-    """ember's pprof schema as Python classes (protoc, then import)."""
+    """google/pprof's schema (tests/upstream/pprof, not ember's) as Python classes (protoc,
+    then import)."""
     out = tempfile.mkdtemp(prefix="pprof-py-", dir=WD)
-    proto_dir = os.path.join(SRC, "symbolizer", "formats", "proto")
-    subprocess.run(["protoc", f"-I{proto_dir}", f"--python_out={out}", "pprof.proto"], check=True)
+    proto_dir = os.path.join(SRC, "tests", "upstream", "pprof")
+    subprocess.run(["protoc", f"-I{proto_dir}", f"--python_out={out}", "profile.proto"], check=True)
     sys.path.insert(0, out)
-    return importlib.import_module("pprof_pb2")
+    return importlib.import_module("profile_pb2")
 
 
 def read_pprof(path):
@@ -303,8 +304,11 @@ def test_off_cpu_view_in_chromium():
         # The CPU view: the waiting functions are (nearly) gone, warm_up runs.
         b.evaluate("emberFlame.setMetric('cpu')")
         assert b.evaluate("emberFlame.state().metric") == "cpu"
-        cpu_labels = b.evaluate("emberFlame.visibleLabels()")
-        assert "warm_up" in cpu_labels, cpu_labels
+        # (Its box may be too narrow for a label beside the CPU time of the host's own
+        # context switches: found by the page's search, not by its labels.)
+        warm = b.evaluate("emberFlame.search('^warm_up$')")
+        b.evaluate("emberFlame.search('')")
+        assert warm > 0, "warm_up has no CPU samples in the CPU view"
         assert b.evaluate("document.getElementById('metric-cpu').getAttribute('aria-pressed')") == "true"
         # Both: the CPU samples as time (each one period) added to the time off CPU.
         off_total = b.evaluate("emberFlame.setMetric('off-cpu'), emberFlame.allTotal()")
