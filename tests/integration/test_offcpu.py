@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from emberlib import (BUILD, EMBER, SRC, build_workload, collector_argv, ember, html_data, kill, log,
+from emberlib import (BUILD, EMBER, GO, SRC, build_workload, collector_argv, ember, html_data, kill, log,
                       read_folded, require_root, run_tests, skip_or_fail, symbolizer_argv, workdir)
 
 require_root()
@@ -198,11 +198,11 @@ def test_pprof_has_off_cpu_values_and_wait_reasons():
 
 def test_go_tool_pprof_reads_the_off_cpu_type():
     env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"))
-    g = subprocess.run(["go", "tool", "pprof", "-sample_index=off_cpu", "-top", "-nodecount=200",
+    g = subprocess.run([GO, "tool", "pprof", "-sample_index=off_cpu", "-top", "-nodecount=200",
                         KNOWN["pb"]], capture_output=True, text=True, env=env, timeout=120)
     assert g.returncode == 0, g.stderr
     assert "Type: off_cpu" in g.stdout and "wait_futex" in g.stdout, g.stdout[:2000]
-    g = subprocess.run(["go", "tool", "pprof", "-sample_index=off_cpu", "-tagfocus=wait=futex", "-top",
+    g = subprocess.run([GO, "tool", "pprof", "-sample_index=off_cpu", "-tagfocus=wait=futex", "-top",
                         KNOWN["pb"]], capture_output=True, text=True, env=env, timeout=120)
     assert g.returncode == 0 and "wait_futex" in g.stdout and "wait_sleep" not in g.stdout, g.stdout[:2000]
 
