@@ -21,12 +21,10 @@
 #include "profile_fixture.h"
 #include "shared/err.h"
 
-#define REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
-
 /* Bytes that start no UTF-8 sequence, each kind once. */
 static const char *const bad_names[] = {
     "ap\xffp",                  /* a byte UTF-8 never uses */
-    "le\xc0\xaf" "af",          /* an overlong '/' */
+    "le\300\257af",            /* an overlong '/' */
     "sur\xed\xa0\x80rogate",    /* U+D800 */
     "big\xf4\x90\x80\x80",      /* above U+10FFFF */
     "stray\x80",                /* a continuation byte alone */
@@ -110,8 +108,9 @@ static bool encode_checked(const struct ember_profile *p, enum ember_format f, c
 
 START_TEST(every_writer_writes_utf8)
 {
-	static const char *const kept[] = {"ap" REPLACEMENT "p", "le" REPLACEMENT REPLACEMENT "af",
-	                                   "stray" REPLACEMENT, "w" REPLACEMENT "ird" REPLACEMENT};
+	/* Each U+FFFD (\357\277\275) where a bad byte was. */
+	static const char *const kept[] = {"ap\357\277\275p", "le\357\277\275\357\277\275af",
+	                                   "stray\357\277\275", "w\357\277\275ird\357\277\275"};
 	const char *failed[EMBER_FORMAT_MAX] = {0};
 	struct ember_profile p;
 	int nfailed = 0;
