@@ -1,9 +1,10 @@
 #!/bin/sh
-# Line coverage the fuzz targets reach in each parser: builds them with clang's
-# source-based coverage (and their sanitizers), optionally fuzzes each for a
-# while, runs each over its corpus (the seeds in tests/fuzz/corpus/NAME and
-# what fuzzing kept in BUILD/tests/fuzz/corpus_NAME) without mutating, and
-# prints llvm-cov's report for the sources of the parsers they feed.
+# Line coverage the fuzz targets reach, target by target: each target is run over its corpus
+# (the seeds in tests/fuzz/corpus/NAME and what fuzzing kept in BUILD/tests/fuzz/corpus_NAME)
+# without mutating, with clang's source-based coverage, and llvm-cov reports the lines of the
+# sources that target is there for (TARGET_SOURCES below); then the same over every target.
+# BUILD is a fuzz build with coverage (-DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON): made here
+# when it is not one. Optionally each target is fuzzed first for SECONDS.
 # Usage: scripts/fuzz-coverage.sh [BUILD_DIR [SECONDS_OF_FUZZING_PER_TARGET]]
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,15 +16,45 @@ for tool in clang llvm-profdata llvm-cov; do
 		exit 2
 	}
 done
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON \
-	-DEMBER_FUZZ_SECONDS="$seconds" >/dev/null
+if ! grep -q '^EMBER_FUZZ_COVERAGE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON \
+		-DEMBER_FUZZ_SECONDS="$seconds" >/dev/null
+fi
 targets=$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$(nproc)" --target $targets >/dev/null
+
+# The sources each target is there for.
+target_sources() {
+	case "$1" in
+	in_pprof) echo symbolizer/formats/in_pprof.c ;;
+	in_folded) echo symbolizer/formats/in_folded.c ;;
+	ehframe) echo symbolizer/unwind/cfi.c ;;
+	stack_unwind) echo symbolizer/unwind/stack_unwind.c ;;
+	elf) echo symbolizer/symbols/objfile.c symbolizer/symbols/elf_syms.c symbolizer/symbols/dwarf.c \
+		symbolizer/symbols/debuginfo.c symbolizer/symbols/plt.c symbolizer/symbols/dynsym.c ;;
+	gopclntab) echo symbolizer/symbols/gopclntab.c ;;
+	maps) echo symbolizer/process/maps_parser.c ;;
+	kallsyms) echo symbolizer/symbols/kallsyms.c ;;
+	demangle) echo symbolizer/symbols/demangle.c ;;
+	cgroup) echo symbolizer/process/container.c ;;
+	otlp_answer) echo symbolizer/export/otlp_transport.c ;;
+	python_lines) echo symbolizer/interp/python_lines.c ;;
+	python_code) echo symbolizer/interp/python_code.c ;;
+	python_elf) echo symbolizer/interp/python_elf.c ;;
+	proto) echo ipc/proto.c ;;
+	table_loader) echo collector/table_loader.c ;;
+	peer) echo collector/peer.c ;;
+	broker_maps) echo collector/broker.c ;;
+	*) echo "fuzz-coverage: no sources named for fuzz_$1 (scripts/fuzz-coverage.sh)" >&2; exit 2 ;;
+	esac
+}
+
 prof="$build/coverage"
 rm -rf "$prof"
 mkdir -p "$prof"
 objects=""
+summary=""
 for t in $targets; do
 	name=${t#fuzz_}
 	exe="$build/tests/fuzz/$t"
@@ -31,23 +62,34 @@ for t in $targets; do
 	# As tests/fuzz/CMakeLists.txt gives them.
 	case "$name" in
 	elf | gopclntab) max_len="-max_len=4194304" ;;
+	proto) max_len="-max_len=8192" ;;
+	table_loader | peer | broker_maps) max_len="-max_len=65536" ;;
 	*) max_len="" ;;
 	esac
 	mkdir -p "$corpus"
 	if [ "$seconds" -gt 0 ]; then
+		# shellcheck disable=SC2086
 		LLVM_PROFILE_FILE=/dev/null "$exe" -max_total_time="$seconds" -rss_limit_mb=1024 \
 			-timeout=10 $max_len "$corpus" "tests/fuzz/corpus/$name" >"$prof/$name.log" 2>&1 ||
 			echo "fuzz-coverage: $t stopped with a finding, see $prof/$name.log" >&2
 	fi
+	# shellcheck disable=SC2086
 	LLVM_PROFILE_FILE="$prof/$name.profraw" "$exe" -runs=0 -rss_limit_mb=2048 $max_len \
 		"$corpus" "tests/fuzz/corpus/$name" >>"$prof/$name.log" 2>&1
-	echo "$t: $(find "$corpus" "tests/fuzz/corpus/$name" -type f | wc -l) inputs"
+	llvm-profdata merge -sparse "$prof/$name.profraw" -o "$prof/$name.profdata"
+	# shellcheck disable=SC2046
+	line=$(llvm-cov report -instr-profile "$prof/$name.profdata" "$exe" $(target_sources "$name") |
+		awk '$1 == "TOTAL" { print $10 " of " $8 " lines (" $9 " missed)" }')
+	inputs=$(find "$corpus" "tests/fuzz/corpus/$name" -type f | wc -l)
+	summary="$summary$(printf '%-22s %5d inputs  %s (%s)' "$t" "$inputs" "${line:-no lines}" "$(target_sources "$name" | tr ' ' ',')")
+"
 	# llvm-cov takes the first program as an argument, the others after -object.
 	objects="${objects:+$objects -object }$exe"
 done
+echo "fuzz-coverage: each target over its corpus, the lines of its sources covered:"
+printf '%s' "$summary"
 llvm-profdata merge -sparse "$prof"/*.profraw -o "$prof/all.profdata"
-# The parsers of untrusted input, and what they call.
-# shellcheck disable=SC2086
+echo "fuzz-coverage: every target together, by file:"
+# shellcheck disable=SC2046,SC2086
 llvm-cov report -instr-profile "$prof/all.profdata" $objects \
-	symbolizer/symbols/*.c symbolizer/process/*.c symbolizer/unwind/*.c \
-	symbolizer/formats/in_*.c symbolizer/export/otlp_transport.c
+	$(for t in $targets; do target_sources "${t#fuzz_}"; done | tr ' ' '\n' | sort -u)

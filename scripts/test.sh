@@ -1,7 +1,19 @@
 #!/bin/sh
-# Builds ember and runs every test: Check unit tests, integration tests with
-# the real eBPF programs (root), and the fuzz targets for a bounded time.
-# Usage: sudo scripts/test.sh [extra ctest arguments, e.g. -L unit]
+# Builds ember and runs every test, in two builds:
+#   build/       (gcc, as users build it, with the test hooks): the Check unit tests, the
+#                integration tests with the real eBPF programs (root), the benchmarks' budgets;
+#   build-fuzz/  (clang with AddressSanitizer and UndefinedBehaviorSanitizer, libFuzzer and
+#                source-based coverage): the unit tests again under the sanitizers (but those of
+#                NOT_SANITIZED below); then each fuzz target for EMBER_FUZZ_SECONDS (default 30)
+#                from the corpus kept in tests/fuzz/corpus, and scripts/fuzz-coverage.sh, which
+#                prints the lines each target reaches (scripts/fuzz-merge.sh adds what fuzzing
+#                found to the kept corpus). The integration tests do not run under the
+#                sanitizers: the daemons' system-call filters kill a sanitized process (its
+#                runtime calls sigaltstack and prctl, which the policies do not list).
+# Every test that skipped is listed at the end (under CI=true nothing skips: it fails), and so
+# is the time each part took.
+# Usage: sudo scripts/test.sh [extra ctest arguments, e.g. -L unit]: with arguments, the first
+# build's tests only, with those arguments.
 set -eu
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
@@ -9,34 +21,76 @@ if [ "$(id -u)" -eq 0 ]; then
 else
 	echo "test.sh: not root: installing nothing, and the eBPF tests will skip (run with sudo)" >&2
 fi
+# The unit tests the sanitizer build leaves out, and why: policy and sandbox install the
+# symbolizer's system-call filter, which kills a sanitized process (its runtime calls
+# sigaltstack before every call that does not return); objcache, dwarf and export_queue hold
+# their memory to bounds the sanitizers' own allocator and shadow memory exceed.
+NOT_SANITIZED="policy|sandbox|objcache|dwarf|export_queue"
+times=""
+started=$(date +%s)
+lap() {
+	now=$(date +%s)
+	times="$times$(printf '  %-44s %4d s' "$1" $((now - started)))
+"
+	started=$now
+}
+status=0
+skipped=""
+# Runs ctest in build dir $1 with the other arguments; keeps the lines of the tests that
+# skipped ("SKIP program test: reason", printed by each test that skips, inside a program
+# that passed as a whole too), which ctest shows only for failures: listed at the end.
+# (Under CI=true nothing skips: such a test fails.)
+run_ctest() {
+	dir=$1
+	shift
+	(cd "$dir" && ctest --output-on-failure "$@") || status=1
+	log="$dir/Testing/Temporary/LastTest.log"
+	if [ -f "$log" ] && grep -q '^SKIP ' "$log"; then
+		skipped="$skipped$(grep '^SKIP ' "$log" | sed 's/^/  /')
+"
+	fi
+}
 # A test build: the test hooks (EMBER_TEST_HOOKS) let test_security.py make the
 # sandboxed symbolizer misbehave. Builds for use leave them off (the default).
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TEST_HOOKS=ON
 cmake --build build -j"$(nproc)"
-status=0
-(cd build && ctest --output-on-failure "$@") || status=1
-# Each test that skipped says so in one line ("SKIP program test: reason"), inside a
-# program that passed as a whole too: listed here, since ctest shows only the failures'
-# output. (Under CI=true nothing skips: such a test fails.)
-skips() {
-	log="$1/Testing/Temporary/LastTest.log"
-	[ -f "$log" ] || return 0
-	n=$(grep -c '^SKIP ' "$log" || true)
-	[ "$n" -eq 0 ] && return 0
-	echo "test.sh: $n tests skipped in $1:"
-	grep '^SKIP ' "$log" | sed 's/^/  /'
-}
-# The fuzz targets (tests/fuzz): a clang build of their own, each target run for
-# a bounded time (EMBER_FUZZ_SECONDS, default 30). Skipped when ctest arguments
-# select other tests.
-if [ $# -eq 0 ]; then
-	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON \
-		-DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-30}"
-	# shellcheck disable=SC2046
-	cmake --build build-fuzz -j"$(nproc)" --target $(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
-	(cd build-fuzz && ctest --output-on-failure -L fuzz) || status=1
+lap "build (gcc)"
+if [ $# -gt 0 ]; then
+	run_ctest build "$@"
+	lap "ctest $*"
+else
+	run_ctest build -L unit
+	lap "unit tests"
+	run_ctest build -L integration
+	lap "integration tests"
+	run_ctest build -L bench
+	lap "benchmark budgets (bench_flamegraph, bench_soak)"
+	# The sanitizer and fuzz build: ASan+UBSan in every library and program (UBSan's findings
+	# fatal), libFuzzer targets, coverage. The counting allocator stays out of it: it would
+	# hand ASan's checks glibc's blocks.
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON \
+		-DEMBER_TEST_HOOKS=ON -DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-30}"
+	cmake --build build-fuzz -j"$(nproc)"
+	lap "build (clang, sanitizers, fuzzers)"
+	# A finding ends the process. Coverage is measured by fuzz-coverage.sh alone.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1}"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+	export LLVM_PROFILE_FILE=/dev/null
+	echo "test.sh: under the sanitizers, all unit tests but unit_{${NOT_SANITIZED}} (see test.sh)"
+	run_ctest build-fuzz -L unit -E "^unit_(${NOT_SANITIZED})\$"
+	lap "unit tests under ASan+UBSan"
+	run_ctest build-fuzz -L fuzz
+	lap "fuzz targets (${EMBER_FUZZ_SECONDS:-30} s each)"
+	unset LLVM_PROFILE_FILE
+	scripts/fuzz-coverage.sh build-fuzz 0 || status=1
+	lap "fuzz coverage"
 fi
-skips build
+if [ -n "$skipped" ]; then
+	echo "test.sh: $(printf '%s' "$skipped" | grep -c .) tests skipped:"
+	printf '%s' "$skipped"
+fi
+echo "test.sh: time by part:"
+printf '%s' "$times"
 if [ "$status" -ne 0 ]; then
 	echo "test.sh: some tests failed (see above)" >&2
 fi

@@ -29,12 +29,19 @@ raw slope over 15 minutes says mostly where the rows fell in that swing;
 one floor and one median per interval do not depend on it, and a leak lifts
 both.
 
---check (the CI version, 3 minutes by default) fails when the symbolizer's
-median resident size after the first third exceeds --max-mib (default 72: the
-64 MiB budget with a margin), when its peak exceeds --max-peak-mib (96), when
-its floor (the least size measured) grows by more than --max-growth-mib from
-the middle to the last third of the run, or when the collector's memory (by more than 2 MiB) or its
-BPF map memory (by more than --max-growth-mib) grows.
+--check (the CI version: 5 minutes and 5 s intervals by default) fails when the
+symbolizer's median resident size after the first third exceeds --max-mib
+(default 72: the 64 MiB budget with a margin), when its peak exceeds
+--max-peak-mib (96), when its floor (the least size measured) grows by more
+than --max-growth-mib from the middle to the last third of the run, when the
+collector's memory (by more than 2 MiB) or its BPF map memory (by more than
+--max-growth-mib) grows, or when the heap the symbolizer's steady owners hold
+(STEADY_OWNERS: its counting allocator's exact figures in each interval's
+profile) grows by more than --max-leak-mib-per-hour (5) after the first third.
+The resident size swings too much for a short run to see a leak of 10 MiB an
+hour (its floors' slope in one 7-minute run: -48 +- 17 MiB/hour); the steady
+heap shows one as a line (--leak-mib-per-hour 10 makes the symbolizer leak
+that much, to see it fail).
 
 Usage: sudo bench/soak/run.py [--mode daemons|record] [--duration 1800] [--rate 12]
                               [--check] [--build build] [--keep-logs DIR]
@@ -306,32 +313,52 @@ def profile_split(build, path):
     return split
 
 
-PROFILE_STATS = {}
+PROFILE_STATS = {}  # path -> (when it was written, {name: value})
+# The symbolizer's heap owners whose size does not follow what the host runs: no cache, no
+# table of live processes. Its counting allocator charges every block to the owner current
+# when it was allocated, so their sum grows only by what is never freed (a leak there).
+STEADY_OWNERS = ("other", "kallsyms", "heap_unowned")
 
 
-def newest_profile_stats(build, out_dir, names=("unwind.tables_live", "unwind.blocks_live")):
-    """Statistics of the newest interval profile the daemon wrote (`ember report --stats`):
-    {name: value}, read once per file."""
+def read_profile_stats(build, out_dir):
+    """Reads the statistics (`ember report --stats`) of every interval profile in out_dir not
+    read yet, once each."""
     try:
         files = sorted(f for f in os.listdir(out_dir) if f.endswith(".pb.gz"))
     except OSError:
-        return {}
-    if not files:
-        return {}
-    path = os.path.join(out_dir, files[-1])
-    if path not in PROFILE_STATS:
+        return
+    for f in files:
+        path = os.path.join(out_dir, f)
+        if path in PROFILE_STATS:
+            continue
         stats = {}
         try:
+            when = os.stat(path).st_mtime
             out = subprocess.run([os.path.join(build, "ember"), "report", "--stats", path],
                                  capture_output=True, text=True, timeout=60).stdout
         except (OSError, subprocess.TimeoutExpired):
-            out = ""
+            continue
         for line in out.splitlines():
-            f = line.split()
-            if len(f) == 2 and f[0] in names and f[1].isdigit():
-                stats[f[0]] = int(f[1])
-        PROFILE_STATS[path] = stats
-    return PROFILE_STATS[path]
+            f2 = line.split()
+            if len(f2) == 2 and f2[1].isdigit():
+                stats[f2[0]] = int(f2[1])
+        PROFILE_STATS[path] = (when, stats)
+
+
+def newest_profile_stats(build, out_dir):
+    """Statistics of the newest interval profile the daemon wrote: {name: value}."""
+    read_profile_stats(build, out_dir)
+    newest = [PROFILE_STATS[p] for p in sorted(PROFILE_STATS) if p.startswith(out_dir)]
+    return newest[-1][1] if newest else {}
+
+
+def steady_heap(since_wall):
+    """[(seconds since since_wall, MiB)] of the steady owners' sum in each interval profile
+    written after since_wall."""
+    return sorted((when - since_wall,
+                   sum(stats.get(f"memory.{o}", 0) for o in STEADY_OWNERS) / 1048576)
+                  for when, stats in PROFILE_STATS.values()
+                  if when > since_wall and "memory.other" in stats)
 
 
 def child_pid(parent, name):
@@ -360,10 +387,18 @@ def start_daemons(wd, a, log_dir):
             sys.exit("bench/soak: ember-collector failed: see " + col_log.name)
         time.sleep(0.1)
     sym_log = open(os.path.join(log_dir, "symbolizer.log"), "w")
+    env = dict(os.environ)
+    if a.leak_mib_per_hour:
+        # A leak of a known rate (leak.c), to see --check catch it.
+        lib = os.path.join(wd, "leak.so")
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", lib, os.path.join(HERE, "leak.c"), "-ldl"],
+                       check=True)
+        env.update(LD_PRELOAD=lib, EMBER_SOAK_LEAK_BYTES_PER_S=str(a.leak_mib_per_hour * 1048576 / 3600))
     sym = subprocess.Popen(symbolizer_argv(a.build, "--connect", sock, "--output-dir", out, "--interval",
                                            f"{a.interval}s", "--format", "folded", "--format", "pprof",
-                                           "--keep", "4", "--user", "nobody", *a.symbolizer_arg),
-                           stdout=sym_log, stderr=subprocess.STDOUT)
+                                           "--keep", "0" if a.keep_intervals else "4", "--user", "nobody",
+                                           *a.symbolizer_arg),
+                           stdout=sym_log, stderr=subprocess.STDOUT, env=env)
     return col, sym, sym_log.name
 
 
@@ -452,7 +487,7 @@ def main():
     ap.add_argument("--rate", type=float, default=12.0, help="new processes a second")
     ap.add_argument("--programs", type=int, default=64)
     ap.add_argument("--hz", type=int, default=49)
-    ap.add_argument("--interval", type=int, default=30)
+    ap.add_argument("--interval", type=int, default=0, help="seconds (default 30; 5 with --check)")
     ap.add_argument("--every", type=int, default=10, help="seconds between measurements")
     ap.add_argument("--build", default=BUILD)
     ap.add_argument("--check", action="store_true")
@@ -464,11 +499,21 @@ def main():
                     "if they fit the room left; 59.6-63.1 MiB in 3-4 minute runs at load 4-13, "
                     "a noisy CI host needs the margin)")
     ap.add_argument("--max-growth-mib", type=float, default=6.0)
+    ap.add_argument("--max-leak-mib-per-hour", type=float, default=5.0,
+                    help="--check: the growth of the symbolizer's heap charged to its steady "
+                    "owners (no cache, no table of live processes), least squares over every "
+                    "interval after the first third (a leak of 10 MiB/h fails it)")
     ap.add_argument("--keep-logs", default="")
+    ap.add_argument("--keep-intervals", action="store_true",
+                    help="daemons: keep every interval the symbolizer writes (in the work directory)")
+    ap.add_argument("--leak-mib-per-hour", type=float, default=0,
+                    help="daemons: make the symbolizer leak this much (leak.c, preloaded): --check "
+                    "must fail with 10")
     ap.add_argument("--symbolizer-arg", action="append", default=[],
                     help="passed to ember-symbolizer (daemons) or ember record")
     a = ap.parse_args()
-    a.duration = a.duration or (180 if a.check else 1800)
+    a.duration = a.duration or (300 if a.check else 1800)
+    a.interval = a.interval or (5 if a.check else 30)
     # Ctrl-C or SIGTERM (a CI timeout, a long run stopped by hand) ends the run early: the
     # churn and the daemons stop and what was measured is reported (--check fails then).
     stopped = []
@@ -502,6 +547,7 @@ def main():
             col_pid = col.pid
         churn.start()
         t0 = time.monotonic()
+        a.t0_wall = time.time()
         next_at = t0
         while time.monotonic() - t0 < a.duration and not stopped:
             # `ember record -d N` counts its N seconds from its own start, before the
@@ -621,6 +667,14 @@ def report(a, rows, samples, peak, churn, log_dir, stopped):
         f"{slope_mib_per_hour(bpf_half):+.1f} (raw slopes of the 10 s rows)")
     log("  (the raw slope follows where the rows fall in each interval's 15-20 MiB swing; a "
         "leak lifts every interval's floor and median)")
+    # The heap its steady owners hold, exactly (its counting allocator): a leak in them is a
+    # line, without the swing of the resident size.
+    held = steady_heap(getattr(a, "t0_wall", 0) + elapsed / 3) if a.mode == "daemons" else []
+    leak = slope_and_error(held) if len(held) >= 3 else (0.0, 0.0)
+    if held:
+        log(f"  symbolizer's heap of its steady owners ({', '.join(STEADY_OWNERS)}) in "
+            f"{len(held)} intervals after the first third: {held[0][1]:.2f} -> "
+            f"{held[-1][1]:.2f} MiB, {leak[0]:+.1f} +- {leak[1]:.1f} MiB/hour")
     log(f"symbolizer: peak {peak['sym'] / 1024:.1f} MiB (0.5 s samples), second half "
         f"{growth:+.1f} MiB/hour raw, {floors[0]:+.1f} MiB/hour by interval floors; collector: "
         f"peak {peak['col'] / 1024:.1f} MiB, second half {slope_mib_per_hour(col_half):+.1f} "
@@ -694,6 +748,12 @@ def report(a, rows, samples, peak, churn, log_dir, stopped):
             if grew > limit:
                 what = "floor" if pick is floor else "median"
                 failures.append(f"{name} grew {grew:.1f} MiB ({what}) from the middle to the last third")
+    if a.mode == "daemons":
+        if len(held) < 10:
+            failures.append(f"only {len(held)} intervals' statistics to measure a leak by")
+        elif leak[0] > a.max_leak_mib_per_hour:
+            failures.append(f"the symbolizer's steady heap grew {leak[0]:+.1f} MiB/hour "
+                            f"(more than {a.max_leak_mib_per_hour})")
     if churn.started < 0.8 * a.rate * elapsed:
         failures.append(f"the churn started only {churn.started} processes")
     for f in failures:

@@ -8,6 +8,7 @@
 
 #include "shared/strtab.h"
 #include "shared/vec.h"
+#include "symbolizer/formats/utf8.h"
 
 struct line_buf {
 	char *s;
@@ -26,6 +27,22 @@ static int buf_append(struct line_buf *b, const char *s, size_t n)
 	return 0;
 }
 
+/* A name as UTF-8: each byte that starts no sequence as U+FFFD (utf8.h). */
+static int buf_append_name(struct line_buf *b, const char *s, size_t n)
+{
+	char *clean;
+	int err;
+
+	if (ember_utf8_valid(s, n))
+		return buf_append(b, s, n);
+	clean = ember_utf8_sanitize(s, n);
+	if (!clean)
+		return -ENOMEM;
+	err = buf_append(b, clean, strlen(clean));
+	free(clean);
+	return err;
+}
+
 /* Frame names may contain the separators of the format; replace them. */
 static int append_frame(void *ctx, const char *name, enum ember_frame_kind kind)
 {
@@ -36,7 +53,7 @@ static int append_frame(void *ctx, const char *name, enum ember_frame_kind kind)
 	(void)kind;
 	err = buf_append(b, ";", 1);
 	if (!err)
-		err = buf_append(b, name, n);
+		err = buf_append_name(b, name, n);
 	if (err)
 		return err;
 	for (size_t i = start + 1; i < b->len; i++)
@@ -90,8 +107,8 @@ int ember_write_folded(const struct ember_profile *p, FILE *out)
 		const char *comm = ember_profile_str(p, s->key.comm);
 
 		b.len = 0;
-		err =
-		    buf_append(&b, *comm ? comm : "[unknown]", strlen(*comm ? comm : "[unknown]"));
+		err = buf_append_name(&b, *comm ? comm : "[unknown]",
+		                      strlen(*comm ? comm : "[unknown]"));
 		for (size_t j = 0; !err && j < b.len; j++)
 			if (b.s[j] == ';' || (unsigned char)b.s[j] < 0x20)
 				b.s[j] = '_';

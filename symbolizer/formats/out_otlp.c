@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "otlp/profiles_service.pb-c.h"
+#include "symbolizer/formats/utf8.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
     OtlpRequest;
@@ -93,6 +94,23 @@ static char *arena_strdup(struct arena *a, const char *s)
 	return d ? memcpy(d, s, n) : NULL;
 }
 
+/*
+ * s as proto3 wants its strings, UTF-8 (a backend refuses a whole request for one that is
+ * not): s itself, or an arena copy with U+FFFD for each byte that starts no sequence
+ * (utf8.h). NULL when out of memory.
+ */
+static const char *arena_utf8(struct arena *a, const char *s)
+{
+	char *clean, *d;
+
+	if (ember_utf8_valid(s, strlen(s)))
+		return s;
+	clean = ember_utf8_sanitize(s, strlen(s));
+	d = clean ? arena_strdup(a, clean) : NULL;
+	free(clean);
+	return d;
+}
+
 /* A table of the dictionary: pointers to its entries, deduplicated by key bytes. */
 struct table {
 	struct ember_vec items; /* void * */
@@ -168,10 +186,16 @@ static bool key_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 /* The index of s in the string table; s must outlive the build (profile or arena memory). */
 static int str_index(struct build *b, const char *s, int32_t *out)
 {
-	size_t len = strlen(s);
-	uint64_t h = ember_hash(&b->p->hash_key, s, len);
+	size_t len;
+	uint64_t h;
 	uint32_t found;
 	int err;
+
+	s = arena_utf8(&b->arena, s);
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	h = ember_hash(&b->p->hash_key, s, len);
 
 	if (!ember_index_find(&b->strings.index, h, s, len, string_eq, &b->strings, &found)) {
 		*out = (int32_t)found;
@@ -520,7 +544,8 @@ static int kv(struct build *b, OtlpKeyValue **slot, const char *key, const char 
 	OtlpKeyValue *k = arena_alloc(&b->arena, 1, sizeof(*k));
 	OtlpAnyValue *v = arena_alloc(&b->arena, 1, sizeof(*v));
 
-	if (!k || !v)
+	if (!k || !v || !(key = arena_utf8(&b->arena, key)) ||
+	    (str && !(str = arena_utf8(&b->arena, str))))
 		return -ENOMEM;
 	opentelemetry__proto__common__v1__key_value__init(k);
 	opentelemetry__proto__common__v1__any_value__init(v);

@@ -10,6 +10,7 @@
 #include "pprof.pb-c.h"
 #include "shared/strtab.h"
 #include "symbolizer/formats/gzip.h"
+#include "symbolizer/formats/utf8.h"
 
 /*
  * The pprof string table starts with the profile's own strings (same
@@ -19,7 +20,8 @@
 struct strtab {
 	size_t base; /* the profile's strings */
 	struct ember_strset extra;
-	char **v; /* the whole table, made last */
+	char **v;     /* the whole table, made last */
+	char **clean; /* by index, the UTF-8 copy of a string that is not UTF-8, or NULL */
 };
 
 static int64_t strtab_add(struct strtab *t, const char *s)
@@ -33,8 +35,11 @@ static int64_t strtab_add(struct strtab *t, const char *s)
 
 static void strtab_free(struct strtab *t)
 {
+	for (size_t i = 0; t->clean && t->v && i < t->base + ember_strset_count(&t->extra); i++)
+		free(t->clean[i]);
 	ember_strset_free(&t->extra);
 	free(t->v);
+	free(t->clean);
 }
 
 struct pprof_build {
@@ -102,12 +107,20 @@ static int finish_strings(struct pprof_build *b)
 	struct strtab *t = &b->strs;
 	size_t n = t->base + ember_strset_count(&t->extra);
 
-	if (!ALLOC(t->v, n))
+	if (!ALLOC(t->v, n) || !ALLOC(t->clean, n))
 		return -ENOMEM;
 	for (size_t i = 0; i < t->base; i++)
 		t->v[i] = (char *)ember_profile_str(b->p, (uint32_t)i);
 	for (size_t i = t->base; i < n; i++)
 		t->v[i] = (char *)ember_strset_str(&t->extra, (uint32_t)(i - t->base));
+	/* proto3 strings are UTF-8: names a process chose need not be (utf8.h). */
+	for (size_t i = 0; i < n; i++)
+		if (!ember_utf8_valid(t->v[i], strlen(t->v[i]))) {
+			t->clean[i] = ember_utf8_sanitize(t->v[i], strlen(t->v[i]));
+			if (!t->clean[i])
+				return -ENOMEM;
+			t->v[i] = t->clean[i];
+		}
 	b->prof.n_string_table = n;
 	b->prof.string_table = t->v;
 	return 0;

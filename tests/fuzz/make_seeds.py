@@ -7,7 +7,8 @@ few lines of C; the largest (a few hundred functions with DWARF) is some
 hundred kilobytes, so that the fuzzers start from files of a real size.
 
 fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
-(see each target): seeds are written for each."""
+(see each target): seeds are written for each. Usage: make_seeds.py [GROUP...]
+(gopclntab, elf, text, stack_unwind, python, ipc; all by default)."""
 import os
 import shutil
 import struct
@@ -435,12 +436,28 @@ def python_seeds():
             write("python_elf", "fake-312", f.read())
 
 
+def ipc_seeds():
+    """The collector's targets (fuzz_proto, fuzz_table_loader, fuzz_peer, fuzz_broker_maps):
+    seeds_ipc.c writes them, with the protocol's own structs."""
+    src = os.path.dirname(os.path.dirname(HERE))
+    for kind in ("proto", "table_loader", "peer", "broker_maps"):
+        os.makedirs(os.path.join(SEEDS, kind), exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "seeds_ipc")
+        subprocess.run(["gcc", "-O1", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-I", src,
+                        "-o", exe, os.path.join(HERE, "seeds_ipc.c"), os.path.join(src, "ipc", "proto.c")],
+                       check=True)
+        subprocess.run([exe, SEEDS], check=True)
+
+
+GROUPS = {"gopclntab": gopclntab_seeds, "elf": elf_seeds, "text": text_seeds,
+          "stack_unwind": stack_unwind_seeds, "python": python_seeds, "ipc": ipc_seeds}
+
 if __name__ == "__main__":
-    gopclntab_seeds()
-    elf_seeds()
-    text_seeds()
-    stack_unwind_seeds()
-    python_seeds()
+    # Usage: make_seeds.py [GROUP...] (all of them by default)
+    import sys
+    for group in sys.argv[1:] or GROUPS:
+        GROUPS[group]()
     for root, _, files in os.walk(SEEDS):
         for f in sorted(files):
             p = os.path.join(root, f)

@@ -66,6 +66,11 @@ class KernelLog:
         os.close(self.fd)
 
 
+# Debian's Go (golang-go, scripts/install-deps.sh): what a fresh machine has, whatever else PATH
+# finds first.
+GO = "/usr/bin/go" if os.path.exists("/usr/bin/go") else (shutil.which("go") or "go")
+
+
 def log(*args):
     print(*args, flush=True)
 
@@ -161,13 +166,63 @@ def with_root_a_mount(cmd):
             "sh", *cmd]
 
 
-def start_recording(args):
+class podman_run:
+    """A podman container that runs a static program (copied into an image of its own), as a
+    context: .cid is podman's own id of it (64 hex digits), .pid its process on the host.
+    Skips (fails under CI) without podman."""
+
+    def __init__(self, wd, program, *args):
+        self.exe = shutil.which("podman")
+        if not self.exe:
+            skip_or_fail("podman is not installed (scripts/install-deps.sh installs it)")
+        self.wd, self.program, self.args = wd, program, args
+        self.image = f"localhost/ember-it-{os.path.basename(program)}:{os.getpid()}"
+        self.cid = None
+        # This test host's quirks: no CAP_SYS_RESOURCE for podman's default limits, and crun
+        # refuses a hybrid cgroup layout that runc accepts.
+        conf = os.path.join(wd, "containers.conf")
+        with open(conf, "w") as f:
+            f.write('[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n'
+                    '[engine]\nruntime = "runc"\n')
+        self.env = dict(os.environ, CONTAINERS_CONF=conf)
+
+    def podman(self, *args, check=True, **kw):
+        r = subprocess.run(with_root_a_mount([self.exe, *args]), capture_output=True,
+                           env=self.env, timeout=120, **kw)
+        if check and r.returncode:
+            err = r.stderr if isinstance(r.stderr, str) else r.stderr.decode(errors="replace")
+            raise AssertionError(f"podman {args[0]}: {err[-1000:]}")
+        return r
+
+    def __enter__(self):
+        root = tempfile.mkdtemp(dir=self.wd)
+        name = os.path.basename(self.program)
+        shutil.copy(self.program, os.path.join(root, name))
+        tar = subprocess.run(["tar", "-C", root, "-c", name], capture_output=True, check=True)
+        self.podman("import", "-q", "-", self.image, input=tar.stdout)
+        try:
+            self.cid = self.podman("run", "-d", "--rm", self.image, f"/{name}", *self.args,
+                                   text=True).stdout.strip()
+            self.pid = int(self.podman("inspect", "--format", "{{.State.Pid}}", self.cid,
+                                       text=True).stdout)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.cid:
+            self.podman("rm", "-f", self.cid, check=False)
+        self.podman("rmi", "-f", self.image, check=False)
+
+
+def start_recording(args, env=None):
     """Starts ember record; returns (process, lines of stderr so far, an event set once it
     samples: the collector says so once its programs are attached, after the symbolizer
     connected; its .time is when the test read that line, its .reader the thread that reads
     the log: joined, the log is whole)."""
     proc = subprocess.Popen([EMBER, "record", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
     lines, sampling = [], threading.Event()
 
     def drain():
@@ -264,8 +319,9 @@ def _packed(wire, v):
 
 def read_pprof(path):
     """A gzipped pprof profile as plain data: {"mappings": {id: {...}}, "locations": {id:
-    {"address", "mapping", "names"}}, "samples": [(count, [location ids, leaf first])],
-    "comments": [...], "strings": [...]} (profile.proto field numbers)."""
+    {"address", "mapping", "names", "lines": [(name, file, line), innermost first]}},
+    "samples": [(count, [location ids, leaf first])], "comments": [...], "strings": [...]}
+    (profile.proto field numbers)."""
     data = gzip.decompress(open(path, "rb").read())
     top = collections.defaultdict(list)
     for field, wire, v in _fields(data):
@@ -281,10 +337,11 @@ def read_pprof(path):
     def one(m, field, default=0):
         return m[field][0][1] if m[field] else default
 
-    functions = {}
+    functions, files = {}, {}
     for _, raw in top[5]:
         m = message(raw)
         functions[one(m, 1)] = strings[one(m, 2)]
+        files[one(m, 1)] = strings[one(m, 4)]
     mappings = {}
     for _, raw in top[3]:
         m = message(raw)
@@ -293,8 +350,10 @@ def read_pprof(path):
     locations = {}
     for _, raw in top[4]:
         m = message(raw)
-        names = [functions.get(one(message(line), 1), "") for _, line in m[4]]
-        locations[one(m, 1)] = {"mapping": one(m, 2), "address": one(m, 3), "names": names}
+        lines = [(functions.get(one(ln, 1), ""), files.get(one(ln, 1), ""), one(ln, 2))
+                 for ln in (message(raw_line) for _, raw_line in m[4])]
+        locations[one(m, 1)] = {"mapping": one(m, 2), "address": one(m, 3),
+                                "names": [name for name, _, _ in lines], "lines": lines}
     samples = []
     for _, raw in top[2]:
         m = message(raw)
@@ -351,6 +410,16 @@ def assert_samples(name, got, cpu_s, hz, low=0.85, high=None):
     assert want > 0, f"{name}: no CPU time measured"
     assert ratio >= low, f"{name}: {got} samples, {100 * low:.0f}% of {want:.0f} wanted"
     assert high is None or ratio <= high, f"{name}: {got} samples, more than {100 * high:.0f}% of {want:.0f}"
+
+
+def assert_workload_ran(truth, nominal):
+    """The workload measured each leaf near its nominal share: a leaf that did not run, or
+    not as written, breaks the workload, not ember. Near, not within a few points: the same
+    binary measures 60/30/10 as 60/30/10 on one CPU and 66/25/9 on another, whose loop runs
+    the six-unit call faster per unit; ember is compared with the measurement, not with this."""
+    for leaf, share in nominal.items():
+        assert 0.5 * share <= truth.get(leaf, 0) <= 1.5 * share, \
+            f"the workload itself is off: {truth} (nominal {nominal})"
 
 
 def assert_close(name, got, want, tolerance):

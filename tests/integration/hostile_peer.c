@@ -13,6 +13,8 @@
  *   hostile_peer SOCKET linger      passes a socket whose last close blocks for 30 s
  *   hostile_peer SOCKET serve PID   expects the maps of PID to be served
  *   hostile_peer SOCKET refuse PID  expects the maps and memory of PID to be refused
+ *   hostile_peer SOCKET tables PID  sends unwind tables and mappings (of PID, a sampled process)
+ *                                   out of bounds and out of order, then well-formed ones
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -367,6 +369,138 @@ static int cmd_messages(void)
 	return failures;
 }
 
+/* ---- unwind tables (UNWIND_TABLE, UNWIND_ROWS, UNWIND_PROC) ------------------------------ */
+
+static size_t table_msg(union ember_msg *m, uint32_t slot, uint32_t op, uint32_t nrows)
+{
+	ember_msg_init(m, EMBER_MSG_UNWIND_TABLE, 2);
+	m->unwind_table.table = slot;
+	m->unwind_table.op = op;
+	m->unwind_table.nrows = nrows;
+	return sizeof(m->unwind_table);
+}
+
+/* count sorted CFA_SP rows of slot from row first on. */
+static size_t rows_msg(union ember_msg *m, uint32_t slot, uint32_t first, uint32_t count)
+{
+	ember_msg_init(m, EMBER_MSG_UNWIND_ROWS, 2);
+	m->unwind_rows.table = slot;
+	m->unwind_rows.first = first;
+	m->unwind_rows.count = count;
+	for (uint32_t i = 0; i < count; i++) {
+		m->unwind_rows.rows[i].pc = 0x1000 + 16 * (first + i);
+		m->unwind_rows.rows[i].kind = EMBER_ROW_CFA_SP;
+		m->unwind_rows.rows[i].cfa_slots = 1;
+	}
+	return sizeof(m->unwind_rows);
+}
+
+static size_t proc_msg(union ember_msg *m, uint32_t pid, uint32_t slot)
+{
+	ember_msg_init(m, EMBER_MSG_UNWIND_PROC, 2);
+	m->unwind_proc.pid = pid;
+	m->unwind_proc.count = m->unwind_proc.total = 2;
+	m->unwind_proc.mappings[0] = (struct ember_unwind_mapping){
+	    .start = 0x400000, .end = 0x500000, .bias = 0, .table = slot};
+	m->unwind_proc.mappings[1] = (struct ember_unwind_mapping){
+	    .start = 0x600000, .end = 0x700000, .bias = 0x200000, .table = EMBER_UNWIND_NO_TABLE};
+	return sizeof(m->unwind_proc);
+}
+
+/*
+ * After a handshake, the messages before (sent and taken) and then bad, which must end the
+ * connection.
+ */
+static void expect_table_disconnect(const char *name, const union ember_msg *before,
+                                    size_t nbefore, const union ember_msg *bad, size_t len)
+{
+	struct conn c;
+	int err = open_conn(&c);
+
+	if (err) {
+		CHECK(name, false, "cannot connect: %s", strerror(-err));
+		return;
+	}
+	for (size_t i = 0; i < nbefore && !err; i++)
+		err = ember_msg_send(c.sock, &before[i], NULL, 0);
+	CHECK(name, !err && !closed_within(c.sock, 300), "the well-formed messages before it: %s",
+	      err ? strerror(-err) : "the collector hung up");
+	err = send_raw(c.sock, bad, len, -1);
+	CHECK(name, err == -EPIPE || err == -ECONNRESET || closed_within(c.sock, 3000),
+	      "the collector kept the connection");
+	close_conn(&c);
+}
+
+static int cmd_tables(uint32_t pid)
+{
+	union ember_msg ok[4], bad;
+	struct conn c;
+	int err;
+
+	table_msg(&ok[0], 3, EMBER_UNWIND_TABLE_CREATE, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	rows_msg(&ok[1], 3, 0, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	table_msg(&ok[2], 3, EMBER_UNWIND_TABLE_COMMIT, 0);
+	proc_msg(&ok[3], pid, 3);
+
+	expect_table_disconnect("table slot past the last", NULL, 0, &bad,
+	                        table_msg(&bad, EMBER_UNWIND_MAX_TABLES, EMBER_UNWIND_TABLE_CREATE,
+	                                  EMBER_UNWIND_BLOCK_ROWS));
+	expect_table_disconnect("table of part of a block", NULL, 0, &bad,
+	                        table_msg(&bad, 3, EMBER_UNWIND_TABLE_CREATE, 100));
+	expect_table_disconnect("table of too many rows", NULL, 0, &bad,
+	                        table_msg(&bad, 3, EMBER_UNWIND_TABLE_CREATE,
+	                                  EMBER_UNWIND_MAX_TABLE_ROWS + EMBER_UNWIND_BLOCK_ROWS));
+	expect_table_disconnect("unknown table operation", NULL, 0, &bad,
+	                        table_msg(&bad, 3, 9, EMBER_UNWIND_BLOCK_ROWS));
+	expect_table_disconnect("rows of no table", NULL, 0, &bad, rows_msg(&bad, 3, 0, 128));
+	rows_msg(&bad, 3, 0, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	bad.unwind_rows.rows[7].kind = EMBER_ROW_KIND_MAX;
+	expect_table_disconnect("row of an unknown kind", ok, 1, &bad, sizeof(bad.unwind_rows));
+	rows_msg(&bad, 3, 0, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	bad.unwind_rows.rows[9].pc = 0x10;
+	expect_table_disconnect("rows out of order", ok, 1, &bad, sizeof(bad.unwind_rows));
+	rows_msg(&bad, 3, 0, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	bad.unwind_rows.rows[3].cfa_slots = 0;
+	expect_table_disconnect("row whose CFA is the stack pointer", ok, 1, &bad,
+	                        sizeof(bad.unwind_rows));
+	rows_msg(&bad, 3, 0, 2 * EMBER_UNWIND_BLOCK_ROWS);
+	bad.unwind_rows.rows[3].kind = EMBER_ROW_CFA_FP;
+	bad.unwind_rows.rows[3].fp_slot = 1;
+	expect_table_disconnect("row with the saved FP above the CFA", ok, 1, &bad,
+	                        sizeof(bad.unwind_rows));
+	expect_table_disconnect("rows past the table's end", ok, 1, &bad,
+	                        rows_msg(&bad, 3, 2 * EMBER_UNWIND_BLOCK_ROWS, 128));
+	expect_table_disconnect("commit before every row", ok, 1, &bad,
+	                        table_msg(&bad, 3, EMBER_UNWIND_TABLE_COMMIT, 0));
+	expect_table_disconnect("drop of the table being built", ok, 1, &bad,
+	                        table_msg(&bad, 3, EMBER_UNWIND_TABLE_DROP, 0));
+	proc_msg(&bad, pid, 3);
+	bad.unwind_proc.mappings[1].start = 0x4f0000; /* overlaps the first */
+	expect_table_disconnect("overlapping mappings", ok, 3, &bad, sizeof(bad.unwind_proc));
+	proc_msg(&bad, pid, EMBER_UNWIND_MAX_TABLES);
+	expect_table_disconnect("mapping of a table past the last", ok, 3, &bad,
+	                        sizeof(bad.unwind_proc));
+	proc_msg(&bad, pid, 3);
+	bad.unwind_proc.total = EMBER_UNWIND_MAX_MAPPINGS + 1;
+	expect_table_disconnect("more mappings than a process may have", ok, 3, &bad,
+	                        sizeof(bad.unwind_proc));
+
+	/* Well formed: taken, the connection kept. */
+	err = open_conn(&c);
+	CHECK("handshake for a well-formed table", !err, "%s", strerror(-err));
+	if (err)
+		return failures;
+	for (int i = 0; i < 4 && !err; i++)
+		err = ember_msg_send(c.sock, &ok[i], NULL, 0);
+	table_msg(&bad, 3, EMBER_UNWIND_TABLE_DROP, 0);
+	if (!err)
+		err = ember_msg_send(c.sock, &bad, NULL, 0);
+	CHECK("a well-formed table, mappings and drop are taken", !err && !closed_within(c.sock, 1000),
+	      "%s", err ? strerror(-err) : "the collector hung up");
+	close_conn(&c);
+	return failures;
+}
+
 /* One broker request on c; returns the descriptor or the negative errno. */
 static int ask(struct conn *c, uint32_t what, uint32_t pid, uint64_t addr, const char *arg)
 {
@@ -602,7 +736,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr,
 		        "usage: hostile_peer SOCKET seals|positions|messages|refused|wakeup|"
-		        "linger|serve PID|refuse PID|broker SAMPLED OTHER GONE\n");
+		        "linger|serve PID|refuse PID|tables PID|broker SAMPLED OTHER GONE\n");
 		return 100;
 	}
 	sock_path = argv[1];
@@ -622,6 +756,8 @@ int main(int argc, char **argv)
 		return cmd_serve((uint32_t)atoi(argv[3]));
 	if (!strcmp(argv[2], "refuse") && argc == 4)
 		return cmd_refuse((uint32_t)atoi(argv[3]));
+	if (!strcmp(argv[2], "tables") && argc == 4)
+		return cmd_tables((uint32_t)atoi(argv[3]));
 	if (!strcmp(argv[2], "broker") && argc == 6)
 		return cmd_broker((uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
 		                  (uint32_t)atoi(argv[5]));

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Test receivers for OTLP profiles over HTTP and gRPC, decoding with classes
-generated at run time (protoc) from the upstream opentelemetry-proto schema in
-../shared/testdata, never from ember's own .proto files. Each receiver can be
+generated at run time (protoc) from the upstream opentelemetry-proto schema kept
+in tests/upstream (see its README), never from ember's own .proto files. Each receiver can be
 scripted to misbehave (503 with Retry-After, 400, hang, partial success,
 gRPC UNAVAILABLE / INVALID_ARGUMENT) and records every attempt.
 
@@ -24,7 +24,7 @@ from concurrent import futures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("EMBER_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
-UPSTREAM = os.path.normpath(os.path.join(SRC, "..", "shared", "testdata", "opentelemetry-proto"))
+UPSTREAM = os.path.join(SRC, "tests", "upstream", "opentelemetry-proto")
 GRPC_METHOD = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 HTTP_PATH = "/v1development/profiles"
 

@@ -6,13 +6,15 @@ no console errors, no request but the page itself, the function names drawn,
 a click that zooms, search, tooltip, icicle view, the diff table. Screenshots
 are kept in build/artifacts/. As root, also `ember record -o profile.html` of
 a known workload."""
+import collections
 import os
+import re
 import shutil
 import subprocess
 import time
 
 from chromium import Browser as _Browser, find_chromium
-from emberlib import (BUILD, EMBER, build_workload, ember, kill, log, read_folded, run_tests,
+from emberlib import (BUILD, EMBER, GO, SRC, build_workload, ember, kill, log, read_folded, run_tests,
                       skip_or_fail, staged_for_others, start, workdir)
 
 WD = workdir()
@@ -171,7 +173,7 @@ def test_top_matches_go_tool_pprof():
     r = ember("top", src, "--sort", "total", "-n", "2")
     assert [l.split()[-1] for l in r.stdout.splitlines()[3:]] == ["main", "_start"], r.stdout
     env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"))
-    g = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=4", pb], capture_output=True,
+    g = subprocess.run([GO, "tool", "pprof", "-top", "-nodecount=4", pb], capture_output=True,
                        text=True, env=env, timeout=120)
     assert g.returncode == 0, g.stderr
     flat = {l.split()[-1]: l.split()[0] for l in g.stdout.splitlines() if l.strip().endswith(
@@ -179,6 +181,36 @@ def test_top_matches_go_tool_pprof():
     log(f"  go tool pprof flat: {flat}")
     for row in rows:
         assert flat.get(row[-1]) == row[0], f"{row[-1]}: ember {row[0]}, pprof {flat.get(row[-1])}"
+
+
+def test_reads_a_profile_go_wrote():
+    """A CPU profile Go's own runtime/pprof wrote (tests/workloads/gopprof.go), read by ember:
+    every function's samples, on its own and with its callees, as go tool pprof counts them."""
+    src = os.path.join(SRC, "tests", "workloads", "gopprof.go")
+    exe, prof, folded = (os.path.join(WD, n) for n in ("gopprof", "go.pprof", "go.folded"))
+    env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"), CGO_ENABLED="0")
+    subprocess.run([GO, "build", "-o", exe, src], check=True, env=env, timeout=600)
+    subprocess.run([exe, "1.5", prof], check=True, capture_output=True, timeout=60)
+    ember("report", prof, "-o", folded)
+    rows = read_folded(folded)
+    flat, cum = collections.Counter(), collections.Counter()
+    for frames, n in rows:
+        flat[frames[-1]] += n
+        for f in set(frames[1:]):
+            cum[f] += n
+    g = subprocess.run([GO, "tool", "pprof", "-top", "-nodecount=10000", "-sample_index=samples", prof],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert g.returncode == 0, g.stderr
+    go_flat, go_cum = {}, {}
+    for line in g.stdout.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[0].isdigit() and f[3].isdigit():
+            go_flat[f[5]], go_cum[f[5]] = int(f[0]), int(f[3])
+    total = int(re.search(r"of (\d+) total", g.stdout).group(1))
+    log(f"  {total} samples; go tool pprof: {go_flat}; ember: {dict(flat)}")
+    assert total > 50 and sum(n for _, n in rows) == total, (total, rows[:5])
+    assert {k: v for k, v in flat.items() if v} == {k: v for k, v in go_flat.items() if v}, (flat, go_flat)
+    assert dict(cum) == go_cum, (cum, go_cum)
 
 
 def Browser():
@@ -356,6 +388,7 @@ run_tests([
     test_report_runs_without_root_and_drops_root,
     test_report_errors_are_clear_and_leave_no_file,
     test_top_matches_go_tool_pprof,
+    test_reads_a_profile_go_wrote,
     test_flame_graph_in_chromium,
     test_deep_stacks_scroll_in_a_window_sized_canvas,
     test_diff_in_chromium,

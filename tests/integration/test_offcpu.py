@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from emberlib import (BUILD, EMBER, SRC, build_workload, collector_argv, ember, html_data, kill, log,
+from emberlib import (BUILD, EMBER, GO, SRC, build_workload, collector_argv, ember, html_data, kill, log,
                       read_folded, require_root, run_tests, skip_or_fail, symbolizer_argv, workdir)
 
 require_root()
@@ -31,12 +31,13 @@ TOTAL_PCT = 5.0     # total off-CPU time, percent
 
 
 def pprof_module():
-    """ember's pprof schema as Python classes (protoc, then import)."""
+    """google/pprof's schema (tests/upstream/pprof, not ember's) as Python classes (protoc,
+    then import)."""
     out = tempfile.mkdtemp(prefix="pprof-py-", dir=WD)
-    proto_dir = os.path.join(SRC, "symbolizer", "formats", "proto")
-    subprocess.run(["protoc", f"-I{proto_dir}", f"--python_out={out}", "pprof.proto"], check=True)
+    proto_dir = os.path.join(SRC, "tests", "upstream", "pprof")
+    subprocess.run(["protoc", f"-I{proto_dir}", f"--python_out={out}", "profile.proto"], check=True)
     sys.path.insert(0, out)
-    return importlib.import_module("pprof_pb2")
+    return importlib.import_module("profile_pb2")
 
 
 def read_pprof(path):
@@ -197,11 +198,11 @@ def test_pprof_has_off_cpu_values_and_wait_reasons():
 
 def test_go_tool_pprof_reads_the_off_cpu_type():
     env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"))
-    g = subprocess.run(["go", "tool", "pprof", "-sample_index=off_cpu", "-top", "-nodecount=200",
+    g = subprocess.run([GO, "tool", "pprof", "-sample_index=off_cpu", "-top", "-nodecount=200",
                         KNOWN["pb"]], capture_output=True, text=True, env=env, timeout=120)
     assert g.returncode == 0, g.stderr
     assert "Type: off_cpu" in g.stdout and "wait_futex" in g.stdout, g.stdout[:2000]
-    g = subprocess.run(["go", "tool", "pprof", "-sample_index=off_cpu", "-tagfocus=wait=futex", "-top",
+    g = subprocess.run([GO, "tool", "pprof", "-sample_index=off_cpu", "-tagfocus=wait=futex", "-top",
                         KNOWN["pb"]], capture_output=True, text=True, env=env, timeout=120)
     assert g.returncode == 0 and "wait_futex" in g.stdout and "wait_sleep" not in g.stdout, g.stdout[:2000]
 
@@ -303,8 +304,11 @@ def test_off_cpu_view_in_chromium():
         # The CPU view: the waiting functions are (nearly) gone, warm_up runs.
         b.evaluate("emberFlame.setMetric('cpu')")
         assert b.evaluate("emberFlame.state().metric") == "cpu"
-        cpu_labels = b.evaluate("emberFlame.visibleLabels()")
-        assert "warm_up" in cpu_labels, cpu_labels
+        # (Its box may be too narrow for a label beside the CPU time of the host's own
+        # context switches: found by the page's search, not by its labels.)
+        warm = b.evaluate("emberFlame.search('^warm_up$')")
+        b.evaluate("emberFlame.search('')")
+        assert warm > 0, "warm_up has no CPU samples in the CPU view"
         assert b.evaluate("document.getElementById('metric-cpu').getAttribute('aria-pressed')") == "true"
         # Both: the CPU samples as time (each one period) added to the time off CPU.
         off_total = b.evaluate("emberFlame.setMetric('off-cpu'), emberFlame.allTotal()")

@@ -24,7 +24,7 @@ import sys
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, SRC, build_workload, ember, kill, log, read_folded,
+from emberlib import (BUILD, EMBER, GO, SRC, build_workload, ember, kill, log, read_folded,
                       require_root, run_tests, skip_or_fail, start, workdir)
 
 require_root()
@@ -120,7 +120,7 @@ def read_truth(path):
 
 def profile_stats(pprof):
     env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"))
-    r = subprocess.run(["go", "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
+    r = subprocess.run([GO, "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: #?([\w.]+)=(\d+)", r.stdout)}
@@ -258,8 +258,24 @@ def check_split(label, samples, truth, path, min_samples=1000, tolerance=3.0, ti
 SUMMARY = []
 
 
+def claimed_versions():
+    """The CPython releases the README claims and scripts/install-pythons.sh installs."""
+    out = subprocess.run([os.path.join(SRC, "scripts", "install-pythons.sh"), "--list"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out, "scripts/install-pythons.sh lists no version"
+    return out
+
+
 def test_known_split_every_version():
-    for label, exe in interpreters():
+    """Every CPython 3 here; then the count of the claimed ones (scripts/install-pythons.sh):
+    one missing skips this test outside CI, and fails it under CI."""
+    found = interpreters()
+    here = {label.split("-", 1)[1] for label, _ in found if label.startswith("pyenv-")}
+    claimed = [v for v in claimed_versions() if v.startswith("3.")]
+    missing = [v for v in claimed if v not in here]
+    log(f"  {len(claimed) - len(missing)} of the {len(claimed)} claimed CPython 3 releases "
+        f"here, and Debian's python3.11")
+    for label, exe in found:
         pid, samples, stats, truth = run_workload(label, exe, "split", 8)
         result, complete = check_split(label, samples, next(iter(truth.values())),
                                        ["main", "run_main_split", "run_split", "handle_request"])
@@ -270,6 +286,9 @@ def test_known_split_every_version():
     for label, r, c in SUMMARY:
         log(f"  {label:<13} " + "  ".join(f"{r[l][0]:5.1f} ({r[l][1]:5.1f})" for l in LEAVES) +
             f"   {c:.2f}%")
+    if missing:
+        skip_or_fail(f"CPython {', '.join(missing)} not installed (scripts/install-pythons.sh): "
+                     f"{len(found)} interpreters checked")
 
 
 def newest():
@@ -392,8 +411,7 @@ def test_python2_is_named_unsupported():
     exes = [p for p in glob.glob(os.path.join(root, "versions", "2.*", "bin", "python2.*"))
             if re.search(r"python2\.\d+$", p)]
     if not exes:
-        log("  no CPython 2 under ~/.pyenv/versions: nothing to check")
-        return
+        skip_or_fail(f"no CPython 2 under {root}/versions (scripts/install-pythons.sh installs 2.7)")
     wl = start([exes[0], "-c", "while True: sum(range(1000))"])
     try:
         time.sleep(0.5)

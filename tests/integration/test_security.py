@@ -346,7 +346,8 @@ def test_hostile_peer():
         assert os.path.exists(f"/proc/{victim.pid}/maps")
         log(f"  PID {victim.pid} now names a thread of {helper.pid}")
         for args in (["seals"], ["positions"], ["messages"],
-                     ["broker", str(wl.pid), str(other.pid), str(victim.pid)], ["wakeup"]):
+                     ["broker", str(wl.pid), str(other.pid), str(victim.pid)], ["wakeup"],
+                     ["tables", str(wl.pid)]):
             log(f"  hostile_peer {' '.join(args)}")
             r = hostile(col, *args)
             assert r.returncode == 0, f"{args}: {r.returncode}\n{r.stdout}\n{r.stderr}"
@@ -358,6 +359,10 @@ def test_hostile_peer():
         for t in ("WELCOME in state 1", "HELLO in state 2", "FLUSH in state 2",
                   "BROKER_REPLY in state 2", "INTERP_ROW in state 2"):
             assert t in text, t
+        # Each table, row and mapping out of bounds or out of order ended its connection.
+        for t, n in (("UNWIND_TABLE in state 2", 6), ("UNWIND_ROWS in state 2", 6),
+                     ("UNWIND_PROC in state 2", 3)):
+            assert text.count(t) == n, (t, text.count(t), text)
         assert "another one is connected" not in text, text
         # A wrong uid is turned away; so is a wrong group (the socket is root:nogroup 0660).
         r = hostile(col, "refused", uid=NOBODY - 1, gid=NOBODY)

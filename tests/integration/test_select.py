@@ -7,15 +7,14 @@ first instruction, ember exiting as the command did, Ctrl-C) and `--cgroup`
 sample, a child forked inside it after the start does, and so does a cgroup
 created at the chosen path after the start, as a restarted service's)."""
 import os
-import shutil
 import signal
 import subprocess
 import time
 
 from emberlib import (EMBER, CpuClock, assert_close, assert_samples, build_workload, collector_argv,
                       cpu_seconds, kill, log, pprof_comments, read_folded,
-                      read_pprof, require_root, run_tests, skip_or_fail, start, truth_shares,
-                      start_recording, symbolizer_argv, with_root_a_mount, workdir)
+                      podman_run, read_pprof, require_root, run_tests, skip_or_fail, start,
+                      start_recording, symbolizer_argv, truth_shares, workdir)
 
 require_root()
 WD = workdir()
@@ -292,48 +291,21 @@ def test_unit_and_pod_by_name():
 def test_container():
     """--container with a podman container running the workload beside the same workload
     outside it: only the container's samples."""
-    podman = shutil.which("podman")
-    if not podman:
-        skip_or_fail("podman is not installed (scripts/install-deps.sh installs it)")
     root = os.path.join(WD, "image")
     os.makedirs(root, exist_ok=True)
     static = build_workload("split", root, cflags=("-O2", "-static", "-fno-omit-frame-pointer"))
     os.rename(static, os.path.join(root, "split_box"))
-    image = f"localhost/ember-it-split:{os.getpid()}"
-    # This test host's quirks: no CAP_SYS_RESOURCE for podman's default limits, and crun
-    # refuses a hybrid cgroup layout that runc accepts.
-    conf = os.path.join(WD, "containers.conf")
-    with open(conf, "w") as f:
-        f.write('[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n'
-                '[engine]\nruntime = "runc"\n')
-    env = dict(os.environ, CONTAINERS_CONF=conf)
-    tar = subprocess.run(["tar", "-C", root, "-c", "split_box"], capture_output=True, check=True)
-    r = subprocess.run(with_root_a_mount([podman, "import", "-q", "-", image]), input=tar.stdout,
-                       env=env, capture_output=True, timeout=120)
-    assert r.returncode == 0, f"podman import: {r.stderr.decode(errors='replace')[-1000:]}"
     twin = start([copy_as("split_twin"), "30"])
-    cid = None
     try:
-        r = subprocess.run(with_root_a_mount([podman, "run", "-d", "--rm", image, "/split_box", "30"]),
-                           capture_output=True, text=True, env=env, timeout=120)
-        assert r.returncode == 0, r.stderr
-        cid = r.stdout.strip()
-        r = subprocess.run(with_root_a_mount([podman, "inspect", "--format", "{{.State.Pid}}", cid]),
-                           capture_output=True, text=True, env=env, timeout=120)
-        assert r.returncode == 0 and int(r.stdout), r.stderr
-        clock = CpuClock(int(r.stdout))
-        counts, err, window = record_counts(["--container", cid[:12]])
-        log(f"  --container {cid[:12]}: {counts}")
-        assert "sampling container" in err, err
-        assert set(counts) == {"split_box"}, counts
-        assert_sampled_as_measured("split_box", counts["split_box"], clock, window, 499)
+        with podman_run(WD, os.path.join(root, "split_box"), "30") as box:
+            clock = CpuClock(box.pid)
+            counts, err, window = record_counts(["--container", box.cid[:12]])
+            log(f"  --container {box.cid[:12]}: {counts}")
+            assert "sampling container" in err, err
+            assert set(counts) == {"split_box"}, counts
+            assert_sampled_as_measured("split_box", counts["split_box"], clock, window, 499)
     finally:
         kill(twin)
-        if cid:
-            subprocess.run(with_root_a_mount([podman, "rm", "-f", cid]), capture_output=True, env=env,
-                           timeout=120)
-        subprocess.run(with_root_a_mount([podman, "rmi", "-f", image]), capture_output=True, env=env,
-                       timeout=120)
 
 
 def test_daemon_takes_the_selection():

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+from emberlib import GO
+
 LEAVES = {"leaf_a": 60, "leaf_b": 30, "leaf_c": 10}
 # What each leaf's callers must be, innermost last; None: any frames (libc's qsort internals).
 PATHS = {
@@ -100,7 +102,7 @@ def wait_for_symbolizer(parent, timeout=30):
 def profile_stats(pprof, wd):
     """The profile's statistics (pprof comments "name=value")."""
     env = dict(os.environ, HOME=wd, GOCACHE=os.path.join(wd, "gocache"), GOFLAGS="-mod=mod")
-    r = subprocess.run(["go", "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
+    r = subprocess.run([GO, "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: #?([\w.]+)=(\d+)", r.stdout)}

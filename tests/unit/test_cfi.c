@@ -434,6 +434,7 @@ START_TEST(agrees_with_libdw_on_system_libraries)
 			ck_assert_uint_ge(kinds[EMBER_ROW_END], 1);    /* clone, clone3 */
 			ck_assert_uint_ge(kinds[EMBER_ROW_RA_DI], 1);  /* vfork */
 		}
+		dwarf_cfi_end(cfi); /* what dwarf_getcfi_elf made is the caller's to free */
 		elf_end(elf);
 		close(fd);
 		ember_unwind_rows_free(&r);
@@ -457,7 +458,9 @@ END_TEST
  */
 static uint8_t *many_fdes(size_t ncies, size_t nops, size_t nfdes, size_t *len)
 {
-	size_t cie_len = 4 + 1 + 3 + 3 + 1 + 1 + 5 + nops, fde_len = 4 + 4 + 4 + 1 + 3;
+	/* A CIE's length is rounded up to 4 bytes, as it is written below. */
+	size_t cie_len = (4 + 1 + 3 + 3 + 1 + 1 + 5 + nops + 3) & ~(size_t)3;
+	size_t fde_len = 4 + 4 + 4 + 1 + 3;
 	size_t n = ncies * (4 + cie_len) + nfdes * (4 + fde_len), at = 0;
 	uint8_t *x = calloc(1, n),
 		head[] = {1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1};
@@ -465,7 +468,6 @@ static uint8_t *many_fdes(size_t ncies, size_t nops, size_t nfdes, size_t *len)
 
 	ck_assert_ptr_nonnull(x);
 	ck_assert_uint_le(ncies, 2);
-	cie_len = (cie_len + 3) & ~(size_t)3;
 	for (size_t i = 0; i < ncies; i++) {
 		cie_at[i] = at;
 		memcpy(x + at, &(uint32_t){(uint32_t)cie_len}, 4);

@@ -125,9 +125,10 @@ START_TEST(exec_makes_the_maps_name_and_facts_stale)
 	struct ember_process *p = ember_processes_get(&t, 42, SEC);
 	const char *exe, *container;
 
-	ember_process_learn_comm(p, "worker", false);
-	ember_process_learn_comm(p, "main", true);
-	ember_process_learn_comm(p, "other", false);
+	/* As samples carry it: the kernel's 16-byte comm. */
+	ember_process_learn_comm(p, (char[16]){"worker"}, false);
+	ember_process_learn_comm(p, (char[16]){"main"}, true);
+	ember_process_learn_comm(p, (char[16]){"other"}, false);
 	ck_assert_str_eq(p->comm, "main");
 	ck_assert_ptr_nonnull(ember_process_find_mapping(&t, p, 0x401000, SEC));
 	ck_assert(ember_process_facts(&t, p, SEC, &exe, &container));

@@ -59,7 +59,7 @@ static void put_str(struct mem *m, const struct ember_py_layout *l, uint64_t add
 		if (kind == 1)
 			m->bytes[data - MEM_BASE + i] = (uint8_t)cps[i];
 		else if (kind == 2)
-			memcpy(m->bytes + data - MEM_BASE + 2 * i, &(uint16_t){(uint16_t)cps[i]},
+			memcpy(m->bytes + (data - MEM_BASE + 2 * i), &(uint16_t){(uint16_t)cps[i]},
 			       2);
 		else
 			put32(m, data + 4 * i, cps[i]);
@@ -104,7 +104,7 @@ static struct mem *fake_code(const struct ember_py_layout *l)
 	put_ascii(m, l, FILE_, "/srv/app/server.py");
 	put64(m, TABLE + l->ob_type, BYTES_TYPE);
 	put64(m, TABLE + l->bytes_size, sizeof(table));
-	memcpy(m->bytes + TABLE - MEM_BASE + l->bytes_data, table, sizeof(table));
+	memcpy(m->bytes + (TABLE - MEM_BASE + l->bytes_data), table, sizeof(table));
 	return m;
 }
 
