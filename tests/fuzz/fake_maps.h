@@ -30,6 +30,9 @@
 #define FD_TABLES 1001
 #define FD_BLOCKS 1002
 #define FD_PROCS  1003
+/* The maps keyed by process: the unwinder's mapping lists stood in for, the interpreters'
+ * index and rows absent (-1). */
+static const int fake_proc_fds[EMBER_PROC_MAPS] = {[0] = FD_PROCS, [1 ... EMBER_PROC_MAPS - 1] = -1};
 #define MAX_BLOCKS_HERE 256 /* the stand-in blocks map's capacity (the budget is 64) */
 #define ROW_BUDGET      (64u * EMBER_UNWIND_BLOCK_ROWS)
 

@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	maps_clear();
 	if (devnull < 0 || ember_procs_init(&c.procs, 64) ||
-	    ember_tables_init(&c.tables, FD_TABLES, FD_BLOCKS, FD_PROCS, ROW_BUDGET))
+	    ember_tables_init(&c.tables, FD_TABLES, FD_BLOCKS, fake_proc_fds, ROW_BUDGET))
 		finding("cannot set up", errno);
 	ember_broker_init(&c.broker, &c.procs);
 	ember_drain_init(&c.drain, &c.procs);

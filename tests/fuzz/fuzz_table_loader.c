@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t at = 0;
 
 	maps_clear();
-	if (ember_tables_init(&t, FD_TABLES, FD_BLOCKS, FD_PROCS, ROW_BUDGET))
+	if (ember_tables_init(&t, FD_TABLES, FD_BLOCKS, fake_proc_fds, ROW_BUDGET))
 		return 0;
 	while (at < size) {
 		union ember_msg m;
