@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -108,9 +109,13 @@ static int find_named(const char *root, const struct ember_cli_choice *ch, uid_t
 		/* The directories' names are anyone's: read them with no privilege. A unit or
 		 * container without CAP_SETUID stays its user, capabilities dropped. */
 		in = ember_safe_close(in);
-		_exit(ember_caps_become(uid, gid)
-		          ? 1
-		          : ember_cgroup_find_command(fd, ch->kind, ch->arg, wr));
+		if (ember_caps_become(uid, gid)) {
+			/* No CAP_SETUID here: the same user, but no capability left. */
+			ember_caps_limit(0);
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || ember_caps_effective())
+				_exit(1);
+		}
+		_exit(ember_cgroup_find_command(fd, ch->kind, ch->arg, wr));
 	}
 	wr = ember_safe_close(wr);
 	while (len < size - 1 &&
