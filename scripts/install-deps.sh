@@ -20,9 +20,9 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
   procps util-linux strace chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
-  podman runc uidmap debootstrap systemd-container"
+  podman runc uidmap catatonit debootstrap systemd-container"
 packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
-  podman runc uidmap git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"
+  podman runc uidmap catatonit git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"
 export DEBIAN_FRONTEND=noninteractive
 # The compiler-rt runtimes (ASan, UBSan, libFuzzer) match clang's major version:
 # read it from the archive's `clang` package (Debian 12: 14).

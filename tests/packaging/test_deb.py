@@ -171,16 +171,23 @@ def test_conffile_sets_options_and_profiles_appear():
     clock = busy_unit("busy_conf")
     try:
         conf("--interval 10s --keep 60 --format folded --format pprof")
+        # The programs behind `ember collector` and `ember symbolizer` take no command line
+        # (the front end hands each its configuration): the options show in what they do.
         sym = wait_for(lambda: cmdline("ember-symbolizer", "ember-symbolizer"), 10, "the symbolizer")
         col = wait_for(lambda: cmdline("ember-collector", "ember-collector"), 10, "the collector")
         log(f"  {sym}\n  {col}")
-        assert "--interval 10s" in sym and "-F 49" in col
         before = set(profile_files(".folded"))
         t = time.time()
         new = wait_for(lambda: len(set(profile_files(".folded")) - before) >= 2 and
                        sorted(set(profile_files(".folded")) - before), 35, "two profiles")
         n = folded_samples(new[1])
         log(f"  {new[1]} after {time.time() - t:.1f}s: {n} samples")
+        stats = box().sh(f"ember report --stats {PROFILES}/{new[1][:-len('.folded')]}.pb.gz").stdout
+        hz = re.search(r"^frequency_hz\s+(\d+)$", stats, re.M)
+        seconds = re.search(r"^duration_seconds\s+([\d.]+)$", stats, re.M)
+        log(f"  its pprof: {hz.group(0) if hz else '?'}, {seconds.group(0) if seconds else '?'}")
+        assert hz and hz.group(1) == "49", stats  # -F 49 reached the collector
+        assert seconds and 9 <= float(seconds.group(1)) <= 11, stats  # --interval 10s the symbolizer
         sampled_as_measured("busy_conf", new[1], clock)
     finally:
         box().sh("systemctl stop ember-busy-conf", check=False)
