@@ -59,3 +59,8 @@ int ember_config_fd_read(int fd, uint32_t kind, uint32_t version, void *out, siz
 		return -EPROTO;
 	return h->size == size ? 0 : -EMSGSIZE;
 }
+
+bool ember_config_fd_ok(int32_t fd)
+{
+	return fd >= EMBER_CONFIG_FIRST_FD && fcntl(fd, F_GETFD) >= 0;
+}

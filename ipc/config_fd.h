@@ -14,6 +14,7 @@
 #ifndef EMBER_IPC_CONFIG_FD_H
 #define EMBER_IPC_CONFIG_FD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,5 +56,17 @@ static inline int ember_config_str_ok(const char *s, size_t size)
 }
 
 #define EMBER_CONFIG_STR_OK(arr) ember_config_str_ok((arr), sizeof(arr))
+
+/* Whether fd is a descriptor passed beside a configuration: above it, and open. */
+bool ember_config_fd_ok(int32_t fd);
+
+/* In a configuration's check: fails with -EINVAL and the field's name in *why when bad. */
+#define EMBER_CONFIG_REFUSE_IF(bad, reason)                                                        \
+	do {                                                                                       \
+		if (bad) {                                                                         \
+			*why = (reason);                                                           \
+			return -EINVAL;                                                            \
+		}                                                                                  \
+	} while (0)
 
 #endif

@@ -17,23 +17,10 @@
 #define MAX_KEEP        1000000
 #define MAX_TOP_ROWS    1000000
 
-#define REFUSE_IF(bad, reason)                                                                     \
-	do {                                                                                       \
-		if (bad) {                                                                         \
-			*why = (reason);                                                           \
-			return -EINVAL;                                                            \
-		}                                                                                  \
-	} while (0)
-
-static bool fd_ok(int32_t fd)
-{
-	return fd >= EMBER_CONFIG_FIRST_FD && fcntl(fd, F_GETFD) >= 0;
-}
-
 static bool files_ok(const struct ember_symbolizer_file *f, uint32_t n, bool outputs)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (!fd_ok(f[i].fd) || !EMBER_CONFIG_STR_OK(f[i].path) ||
+		if (!ember_config_fd_ok(f[i].fd) || !EMBER_CONFIG_STR_OK(f[i].path) ||
 		    (outputs && f[i].format >= EMBER_FORMAT_MAX))
 			return false;
 	return true;
@@ -41,20 +28,21 @@ static bool files_ok(const struct ember_symbolizer_file *f, uint32_t n, bool out
 
 static int check_common(const struct ember_symbolizer_config *c, const char **why)
 {
-	REFUSE_IF(c->mode < EMBER_SYMBOLIZER_RECORD || c->mode >= EMBER_SYMBOLIZER_MODE_MAX,
-	          "mode");
-	REFUSE_IF(c->log_level > EMBER_LOG_DEBUG, "log_level");
-	REFUSE_IF(c->view >= EMBER_VIEW_MAX, "view");
-	REFUSE_IF(c->interpreters & ~EMBER_RUNTIMES_ALL, "interpreters");
-	REFUSE_IF(c->memory_budget &&
-	              (c->memory_budget < MIN_BUDGET || c->memory_budget > MAX_BYTES),
-	          "memory_budget");
-	REFUSE_IF(c->cache_bytes && (c->cache_bytes < MIN_CACHE || c->cache_bytes > MAX_BYTES),
-	          "cache_bytes");
-	REFUSE_IF(c->noutputs > EMBER_MAX_OUTPUTS || !files_ok(c->outputs, c->noutputs, true),
-	          "outputs");
-	REFUSE_IF(c->progress > 1 || (c->progress && c->mode != EMBER_SYMBOLIZER_RECORD),
-	          "progress");
+	EMBER_CONFIG_REFUSE_IF(
+	    c->mode < EMBER_SYMBOLIZER_RECORD || c->mode >= EMBER_SYMBOLIZER_MODE_MAX, "mode");
+	EMBER_CONFIG_REFUSE_IF(c->log_level > EMBER_LOG_DEBUG, "log_level");
+	EMBER_CONFIG_REFUSE_IF(c->view >= EMBER_VIEW_MAX, "view");
+	EMBER_CONFIG_REFUSE_IF(c->interpreters & ~EMBER_RUNTIMES_ALL, "interpreters");
+	EMBER_CONFIG_REFUSE_IF(c->memory_budget &&
+	                           (c->memory_budget < MIN_BUDGET || c->memory_budget > MAX_BYTES),
+	                       "memory_budget");
+	EMBER_CONFIG_REFUSE_IF(c->cache_bytes &&
+	                           (c->cache_bytes < MIN_CACHE || c->cache_bytes > MAX_BYTES),
+	                       "cache_bytes");
+	EMBER_CONFIG_REFUSE_IF(
+	    c->noutputs > EMBER_MAX_OUTPUTS || !files_ok(c->outputs, c->noutputs, true), "outputs");
+	EMBER_CONFIG_REFUSE_IF(
+	    c->progress > 1 || (c->progress && c->mode != EMBER_SYMBOLIZER_RECORD), "progress");
 	return 0;
 }
 
@@ -63,14 +51,18 @@ static int check_daemon(const struct ember_symbolizer_config *c, const char **wh
 {
 	bool daemon = c->mode == EMBER_SYMBOLIZER_DAEMON;
 
-	REFUSE_IF(!EMBER_CONFIG_STR_OK(c->connect) || daemon != (c->connect[0] == '/'), "connect");
-	REFUSE_IF(daemon != fd_ok(c->output_dir_fd), "output_dir_fd");
-	REFUSE_IF(c->nformats > EMBER_FORMAT_MAX || daemon != (c->nformats > 0), "nformats");
+	EMBER_CONFIG_REFUSE_IF(!EMBER_CONFIG_STR_OK(c->connect) || daemon != (c->connect[0] == '/'),
+	                       "connect");
+	EMBER_CONFIG_REFUSE_IF(daemon != ember_config_fd_ok(c->output_dir_fd), "output_dir_fd");
+	EMBER_CONFIG_REFUSE_IF(c->nformats > EMBER_FORMAT_MAX || daemon != (c->nformats > 0),
+	                       "nformats");
 	for (uint32_t i = 0; i < c->nformats; i++)
-		REFUSE_IF(c->formats[i] >= EMBER_FORMAT_MAX, "formats");
-	REFUSE_IF(daemon ? c->interval_ms < MIN_INTERVAL_MS : c->interval_ms != 0, "interval_ms");
-	REFUSE_IF(c->keep > MAX_KEEP, "keep");
-	REFUSE_IF(daemon && c->noutputs, "outputs: the daemon writes into its directory");
+		EMBER_CONFIG_REFUSE_IF(c->formats[i] >= EMBER_FORMAT_MAX, "formats");
+	EMBER_CONFIG_REFUSE_IF(daemon ? c->interval_ms < MIN_INTERVAL_MS : c->interval_ms != 0,
+	                       "interval_ms");
+	EMBER_CONFIG_REFUSE_IF(c->keep > MAX_KEEP, "keep");
+	EMBER_CONFIG_REFUSE_IF(daemon && c->noutputs,
+	                       "outputs: the daemon writes into its directory");
 	return 0;
 }
 
@@ -78,12 +70,14 @@ static int check_export(const struct ember_symbolizer_config *c, const char **wh
 {
 	bool live = c->mode == EMBER_SYMBOLIZER_RECORD || c->mode == EMBER_SYMBOLIZER_DAEMON;
 
-	REFUSE_IF(c->export > 1 || (c->export && !live), "export");
-	REFUSE_IF(c->export && ember_export_config_check(&c->export_cfg), "export_cfg");
-	REFUSE_IF(c->export_interval_ms && c->export_interval_ms < MIN_INTERVAL_MS,
-	          "export_interval_ms");
-	REFUSE_IF(!EMBER_CONFIG_STR_OK(c->service_name) || !EMBER_CONFIG_STR_OK(c->resource_attrs),
-	          "service_name");
+	EMBER_CONFIG_REFUSE_IF(c->export > 1 || (c->export && !live), "export");
+	EMBER_CONFIG_REFUSE_IF(c->export && ember_export_config_check(&c->export_cfg),
+	                       "export_cfg");
+	EMBER_CONFIG_REFUSE_IF(c->export_interval_ms && c->export_interval_ms < MIN_INTERVAL_MS,
+	                       "export_interval_ms");
+	EMBER_CONFIG_REFUSE_IF(!EMBER_CONFIG_STR_OK(c->service_name) ||
+	                           !EMBER_CONFIG_STR_OK(c->resource_attrs),
+	                       "service_name");
 	return 0;
 }
 
@@ -95,17 +89,22 @@ static int check_files(const struct ember_symbolizer_config *c, const char **why
 	                      ? 1
 	                      : 0;
 
-	REFUSE_IF(c->ninputs != inputs || !files_ok(c->inputs, c->ninputs, false), "inputs");
-	REFUSE_IF(c->stats > 1 || (c->stats && c->mode != EMBER_SYMBOLIZER_REPORT), "stats");
-	REFUSE_IF(c->mode == EMBER_SYMBOLIZER_REPORT && !c->noutputs && !c->stats, "outputs");
-	REFUSE_IF(c->mode == EMBER_SYMBOLIZER_DIFF &&
-	              (c->noutputs != 1 || c->outputs[0].format != EMBER_FORMAT_HTML),
-	          "outputs: a diff is one HTML file");
-	REFUSE_IF(c->mode == EMBER_SYMBOLIZER_TOP && c->noutputs, "outputs: top prints");
-	REFUSE_IF(c->mode == EMBER_SYMBOLIZER_TOP ? c->top_rows < 1 || c->top_rows > MAX_TOP_ROWS
-	                                          : c->top_rows != 0,
-	          "top_rows");
-	REFUSE_IF(c->top_order > EMBER_TOP_BY_TOTAL, "top_order");
+	EMBER_CONFIG_REFUSE_IF(c->ninputs != inputs || !files_ok(c->inputs, c->ninputs, false),
+	                       "inputs");
+	EMBER_CONFIG_REFUSE_IF(c->stats > 1 || (c->stats && c->mode != EMBER_SYMBOLIZER_REPORT),
+	                       "stats");
+	EMBER_CONFIG_REFUSE_IF(c->mode == EMBER_SYMBOLIZER_REPORT && !c->noutputs && !c->stats,
+	                       "outputs");
+	EMBER_CONFIG_REFUSE_IF(c->mode == EMBER_SYMBOLIZER_DIFF &&
+	                           (c->noutputs != 1 || c->outputs[0].format != EMBER_FORMAT_HTML),
+	                       "outputs: a diff is one HTML file");
+	EMBER_CONFIG_REFUSE_IF(c->mode == EMBER_SYMBOLIZER_TOP && c->noutputs,
+	                       "outputs: top prints");
+	EMBER_CONFIG_REFUSE_IF(c->mode == EMBER_SYMBOLIZER_TOP
+	                           ? c->top_rows < 1 || c->top_rows > MAX_TOP_ROWS
+	                           : c->top_rows != 0,
+	                       "top_rows");
+	EMBER_CONFIG_REFUSE_IF(c->top_order > EMBER_TOP_BY_TOTAL, "top_order");
 	return 0;
 }
 

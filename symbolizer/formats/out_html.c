@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbolizer/formats/out_html.h"
+#include "symbolizer/formats/utf8.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -21,29 +22,6 @@ static void put_u64(FILE *out, uint64_t v)
 		v /= 10;
 	} while (v);
 	fwrite(buf + i, 1, sizeof(buf) - i, out);
-}
-
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		unsigned char lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
-
-		return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		unsigned char lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-
-		return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
-		               (s[3] & 0xc0) == 0x80
-		           ? 4
-		           : 0;
-	}
-	return 0;
 }
 
 /*
@@ -72,7 +50,7 @@ static void put_json_str(FILE *out, const char *str)
 			i++;
 			continue;
 		}
-		len = utf8_len(s + i, n - i);
+		len = ember_utf8_seq(s + i, n - i);
 		if (!len) {
 			fputs("\\ufffd", out);
 			i++;
