@@ -393,8 +393,11 @@ def check_kptr_line(value, as_nobody=False):
         fake = os.path.join(WD, f"kptr_restrict-{value}")
         with open(fake, "w") as f:
             f.write(f"{value}\n")
-        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-               'mount --bind "$0" /proc/sys/kernel/kptr_restrict && exec "$@"', fake, *cmd]
+        # /proc made private in a mount namespace of its own, not / (which is no mount point
+        # in a chroot): the bind over kptr_restrict cannot reach the host's namespace.
+        cmd = ["unshare", "-m", "--propagation", "unchanged", "sh", "-c",
+               'mount --make-rprivate /proc && mount --bind "$0" /proc/sys/kernel/kptr_restrict && '
+               'exec "$@"', fake, *cmd]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     m = re.search(r"^[ \t]*kptr_restrict[ \t]+(\S+)[ \t]+(\S+)[ \t]*(.*)$", r.stdout + r.stderr, re.M)
     assert m, f"ember check says nothing of kptr_restrict:\n{r.stdout}{r.stderr}"
