@@ -25,14 +25,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf/python.h"
 #include "collector/table_loader.h"
 
 #define FD_TABLES 1001
 #define FD_BLOCKS 1002
 #define FD_PROCS  1003
-/* The maps keyed by process: the unwinder's mapping lists stood in for, the interpreters'
- * index and rows absent (-1). */
-static const int fake_proc_fds[EMBER_PROC_MAPS] = {[0] = FD_PROCS, [1 ... EMBER_PROC_MAPS - 1] = -1};
+#define FD_INDEX  1004 /* interp_procs: tgid -> runtime */
+#define FD_PY     1005 /* py_procs: tgid -> Python's row */
+/* The maps keyed by process: the unwinder's mapping lists, the interpreters' index, Python's
+ * rows; another runtime's none (-1). */
+static const int *fake_proc_fds_get(void)
+{
+	static int fds[EMBER_PROC_MAPS];
+
+	for (size_t i = 0; i < EMBER_PROC_MAPS; i++)
+		fds[i] = i == 0 ? FD_PROCS : i == 1 ? FD_INDEX : i == 1 + EMBER_RUNTIME_PYTHON ? FD_PY : -1;
+	return fds;
+}
+#define fake_proc_fds fake_proc_fds_get()
 #define MAX_BLOCKS_HERE 256 /* the stand-in blocks map's capacity (the budget is 64) */
 #define ROW_BUDGET      (64u * EMBER_UNWIND_BLOCK_ROWS)
 
@@ -50,6 +61,13 @@ static struct proc_entry {
 	struct ember_unwind_proc proc;
 	bool used;
 } procs[64];
+/* The interpreters' maps: the index and Python's rows, by process. */
+static struct interp_entry {
+	uint32_t pid;
+	uint32_t runtime;
+	struct ember_py_proc row;
+	bool used;
+} interp_index[64], py_rows[64];
 static bool refuse_memory; /* the maps say E2BIG/ENOMEM to updates */
 
 static void maps_finding(const char *what, long a, long b)
@@ -72,6 +90,17 @@ static struct proc_entry *find_proc(uint32_t pid)
 	for (size_t i = 0; i < 64; i++)
 		if (procs[i].used && procs[i].pid == pid)
 			return &procs[i];
+	return NULL;
+}
+
+static struct interp_entry *interp_entry(struct interp_entry *in, uint32_t pid, bool add)
+{
+	for (size_t i = 0; i < 64; i++)
+		if (in[i].used && in[i].pid == pid)
+			return &in[i];
+	for (size_t i = 0; add && i < 64; i++)
+		if (!in[i].used)
+			return &in[i];
 	return NULL;
 }
 
@@ -134,6 +163,22 @@ int bpf_map_update_elem(int fd, const void *key, const void *value, unsigned lon
 		memcpy(&e->proc, value, sizeof(e->proc));
 		return 0;
 	}
+	if (fd == FD_INDEX || fd == FD_PY) {
+		uint32_t pid;
+		struct interp_entry *e;
+
+		memcpy(&pid, key, sizeof(pid));
+		e = interp_entry(fd == FD_INDEX ? interp_index : py_rows, pid, true);
+		if (!e || refuse_memory)
+			return fail(-E2BIG);
+		e->used = true;
+		e->pid = pid;
+		if (fd == FD_INDEX)
+			memcpy(&e->runtime, value, sizeof(e->runtime));
+		else
+			memcpy(&e->row, value, sizeof(e->row));
+		return 0;
+	}
 	return fail(-EBADF);
 }
 
@@ -161,17 +206,30 @@ int bpf_map_delete_elem(int fd, const void *key)
 		e->used = false;
 		return 0;
 	}
+	if (fd == FD_INDEX || fd == FD_PY) {
+		uint32_t pid;
+		struct interp_entry *e;
+
+		memcpy(&pid, key, sizeof(pid));
+		e = interp_entry(fd == FD_INDEX ? interp_index : py_rows, pid, false);
+		if (!e)
+			return fail(-ENOENT);
+		e->used = false;
+		return 0;
+	}
 	return fail(fd == FD_TABLES ? -EINVAL : -EBADF);
 }
 
 int bpf_map_get_next_key(int fd, const void *key, void *next)
 {
+	const struct interp_entry *in = fd == FD_INDEX ? interp_index : py_rows;
+
 	(void)key; /* the loader asks for the first key each time */
-	if (fd != FD_PROCS)
+	if (fd != FD_PROCS && fd != FD_INDEX && fd != FD_PY)
 		return fail(-EBADF);
 	for (size_t i = 0; i < 64; i++)
-		if (procs[i].used) {
-			memcpy(next, &procs[i].pid, sizeof(uint32_t));
+		if (fd == FD_PROCS ? procs[i].used : in[i].used) {
+			memcpy(next, fd == FD_PROCS ? &procs[i].pid : &in[i].pid, sizeof(uint32_t));
 			return 0;
 		}
 	return fail(-ENOENT);
@@ -196,6 +254,48 @@ static bool row_as_the_unwinder_reads_it(const struct ember_unwind_row *r)
 		return r->cfa_slots == 0 && r->fp_slot == 0;
 	default:
 		return false;
+	}
+}
+
+/*
+ * What python.bpf.h assumes of a row it walks with (python.h), said on its own terms: each
+ * window it reads is at most EMBER_PY_WINDOW bytes and every field it takes from a window lies
+ * whole inside it; the pointers it follows start from a user address; the loop's parts are
+ * non-empty user ranges, the first present; each enum is one the walker knows.
+ */
+static bool python_row_as_the_walker_reads_it(const struct ember_py_proc *r)
+{
+	unsigned instr_bytes = r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8;
+	bool frame = r->frame_read <= EMBER_PY_WINDOW && r->frame_code + 8u <= r->frame_read &&
+	             r->frame_back + 8u <= r->frame_read && r->frame_entry < r->frame_read &&
+	             r->frame_instr + instr_bytes <= r->frame_read;
+	bool code = r->code_read <= EMBER_PY_WINDOW && r->code_argcount + 4u <= r->code_read &&
+	            r->code_firstlineno + 4u <= r->code_read && r->code_name + 8u <= r->code_read &&
+	            r->code_filename + 8u <= r->code_read;
+	bool loop = r->eval_end[0] > r->eval_start[0] && r->eval_end[0] <= EMBER_PY_USER_LIMIT &&
+	            (!r->eval_end[1] ? !r->eval_start[1]
+	                             : r->eval_end[1] > r->eval_start[1] &&
+	                                   r->eval_end[1] <= EMBER_PY_USER_LIMIT);
+
+	for (size_t i = 0; i < sizeof(r->reserved); i++)
+		if (r->reserved[i])
+			return false;
+	return frame && code && loop && r->tss_key && r->tss_key + 4 <= EMBER_PY_USER_LIMIT &&
+	       r->tsd_offset <= EMBER_PY_MAX_TSD && r->tstate_frame <= EMBER_PY_MAX_TSTATE &&
+	       r->cframe_frame <= EMBER_PY_MAX_TSTATE && r->code_units <= EMBER_PY_MAX_CODE &&
+	       r->chain >= 1 && r->chain < EMBER_PY_CHAIN_MAX && r->entry >= 1 &&
+	       r->entry < EMBER_PY_ENTRY_MAX && r->instr >= 1 && r->instr < EMBER_PY_INSTR_MAX;
+}
+
+static void interp_check(void)
+{
+	for (size_t i = 0; i < 64; i++) {
+		if (interp_index[i].used && (interp_index[i].runtime < 1 ||
+		                             interp_index[i].runtime >= EMBER_RUNTIME_MAX))
+			maps_finding("an index entry of no runtime", interp_index[i].pid,
+			             interp_index[i].runtime);
+		if (py_rows[i].used && !python_row_as_the_walker_reads_it(&py_rows[i].row))
+			maps_finding("a Python row the walker cannot read", py_rows[i].pid, 0);
 	}
 }
 
@@ -242,6 +342,7 @@ static void maps_check(const struct ember_tables *t)
 		    !(t->building && t->build_slot == e->key.table))
 			maps_finding("a block outside its table", e->key.table, e->key.block);
 	}
+	interp_check();
 	for (size_t i = 0; i < 64; i++) {
 		const struct ember_unwind_proc *p = &procs[i].proc;
 
@@ -272,7 +373,7 @@ static void maps_check_empty(void)
 		if (blocks[i].used)
 			maps_finding("a block left after the reset", blocks[i].key.table, blocks[i].key.block);
 	for (size_t i = 0; i < 64; i++)
-		if (procs[i].used)
+		if (procs[i].used || interp_index[i].used || py_rows[i].used)
 			maps_finding("a process left after the reset", procs[i].pid, 0);
 }
 
@@ -284,6 +385,8 @@ static void maps_clear(void)
 	touched_all = false;
 	memset(blocks, 0, sizeof(blocks));
 	memset(procs, 0, sizeof(procs));
+	memset(interp_index, 0, sizeof(interp_index));
+	memset(py_rows, 0, sizeof(py_rows));
 	refuse_memory = false;
 }
 

@@ -8,8 +8,8 @@
  * and after the reset every map is empty.
  * Input: a series of steps, each a byte (the message type, and whether the maps refuse
  * memory for it) and that message's bytes (the header is made valid: the loader receives
- * messages ember_msg_validate passed). The Python row (PY_PROC) is left out: its message is
- * being replaced by a generic interpreter row.
+ * messages ember_msg_validate passed; an interpreter row's length is taken from the input,
+ * as a runtime's row may be shorter than the message's largest).
  */
 #include <stdint.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint16_t types[] = {EMBER_MSG_UNWIND_TABLE, EMBER_MSG_UNWIND_ROWS,
-	                                 EMBER_MSG_UNWIND_PROC};
+	                                 EMBER_MSG_UNWIND_PROC, EMBER_MSG_INTERP_ROW};
 	struct ember_tables t;
 	size_t at = 0;
 
@@ -31,11 +31,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (at < size) {
 		union ember_msg m;
 		uint8_t step = data[at++];
-		uint16_t type = types[(step & 0x7f) % 3];
-		size_t len = ember_msg_size(type), take = len - sizeof(m.hdr);
+		uint16_t type = types[(step & 0x7f) % 4];
+		size_t len = ember_msg_size(type), take;
 
+		if (type == EMBER_MSG_INTERP_ROW && at < size) /* a row of any length up to the most */
+			len = EMBER_MSG_INTERP_ROW_HEADER + data[at++] * (EMBER_INTERP_MAX_ROW + 1) / 256;
+		take = len - sizeof(m.hdr);
 		refuse_memory = step & 0x80;
 		ember_msg_init(&m, type, 0);
+		m.hdr.length = (uint32_t)len;
 		if (take > size - at)
 			take = size - at;
 		memcpy((char *)&m + sizeof(m.hdr), data + at, take);
