@@ -227,7 +227,11 @@ def test_cgroup_only_its_processes():
     loads = int(stats["unwind.process_loads"])
     log(f"  unwind tables loaded for {loads} processes (the host runs {len(os.listdir('/proc'))} "
         f"/proc entries)")
-    assert loads <= 20, f"unwind tables of {loads} processes: unselected ones listed?"
+    # Loads, not processes: a chosen process is loaded again after a miss (a new library),
+    # each of the four a few times; listing the host's processes would load every one of them.
+    host = len([d for d in os.listdir("/proc") if d.isdigit()])
+    assert loads <= 40 and loads < host / 2, \
+        f"unwind tables of {loads} processes of the host's {host}: unselected ones listed?"
 
 
 def record_counts(args, seconds=4):
