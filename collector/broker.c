@@ -380,13 +380,13 @@ static int copy_maps(struct ember_broker_job *job)
 static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	/*                             name           pid?   waits? per peer  validate            open or file */
 	[EMBER_BROKER_MAPS]        = {"maps",        true,  false, 0,  validate_pid,       NULL, "maps"},
-	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  true,  0,  validate_pid,       open_mapped_file},
+	[EMBER_BROKER_MAPPED_FILE] = {"mapped-file", true,  true,  0,  validate_pid,       open_mapped_file,     NULL},
 	[EMBER_BROKER_KALLSYMS]    = {"kallsyms",    false, false, 64, NULL,               NULL, "/proc/kallsyms"},
 	[EMBER_BROKER_MEM]         = {"mem",         true,  false, 0,  validate_pid,       NULL, "mem"},
 	[EMBER_BROKER_MODULES]     = {"modules",     false, false, 64, NULL,               NULL, "/proc/modules"},
-	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, true,  0,  validate_build_id,  open_debug_file},
-	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink},
-	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file},
+	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, true,  0,  validate_build_id,  open_debug_file,      NULL},
+	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink,       NULL},
+	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file, NULL},
 };
 /* clang-format on */
 

@@ -15,16 +15,16 @@ static const struct {
 	size_t size;  /* exactly; or, with least, at most */
 	size_t least; /* 0: the size is exact */
 } msg_types[EMBER_MSG_TYPE_MAX] = {
-    [EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello)},
-    [EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome)},
-    [EMBER_MSG_REJECT] = {"REJECT", sizeof(struct ember_msg_reject)},
-    [EMBER_MSG_BROKER_REQ] = {"BROKER_REQ", sizeof(struct ember_msg_broker_req)},
-    [EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply)},
-    [EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush)},
-    [EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed)},
-    [EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table)},
-    [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows)},
-    [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc)},
+    [EMBER_MSG_HELLO] = {"HELLO", sizeof(struct ember_msg_hello), 0},
+    [EMBER_MSG_WELCOME] = {"WELCOME", sizeof(struct ember_msg_welcome), 0},
+    [EMBER_MSG_REJECT] = {"REJECT", sizeof(struct ember_msg_reject), 0},
+    [EMBER_MSG_BROKER_REQ] = {"BROKER_REQ", sizeof(struct ember_msg_broker_req), 0},
+    [EMBER_MSG_BROKER_REPLY] = {"BROKER_REPLY", sizeof(struct ember_msg_broker_reply), 0},
+    [EMBER_MSG_FLUSH] = {"FLUSH", sizeof(struct ember_msg_flush), 0},
+    [EMBER_MSG_FLUSHED] = {"FLUSHED", sizeof(struct ember_msg_flushed), 0},
+    [EMBER_MSG_UNWIND_TABLE] = {"UNWIND_TABLE", sizeof(struct ember_msg_unwind_table), 0},
+    [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows), 0},
+    [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc), 0},
     [EMBER_MSG_INTERP_ROW] = {"INTERP_ROW", sizeof(struct ember_msg_interp_row),
                               EMBER_MSG_INTERP_ROW_HEADER},
 };
