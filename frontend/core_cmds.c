@@ -148,7 +148,6 @@ static int open_outputs(const struct ember_cli *c, struct ember_core_config *cfg
 		ember_strlcpy(cfg->outputs[i].path, path, sizeof(cfg->outputs[i].path));
 		ember_strlcpy(cfg->outputs[i].format, ember_format_name(f),
 		              sizeof(cfg->outputs[i].format));
-		cfg->outputs[i].fd = (int32_t)fds->n; /* its place for now: a number once passed */
 		cfg->noutputs++;
 		sym->outputs[i].fd = ember_fdlist_add(fds, fd);
 		sym->outputs[i].format = f;
@@ -159,12 +158,10 @@ static int open_outputs(const struct ember_cli *c, struct ember_core_config *cfg
 }
 
 /* Execs the collector, which checks its configuration. Returns only on failure. */
-static int exec_collector(const struct ember_cli *c, struct ember_core_config *cfg,
-                          struct ember_fdlist *fds)
+static int exec_collector(struct ember_core_config *cfg, struct ember_fdlist *fds)
 {
 	int exe, memfd, err;
 
-	(void)c;
 	exe = ember_program_open("ember-collector");
 	memfd = exe < 0 ? exe : ember_config_memfd(cfg, sizeof(*cfg));
 	err = memfd < 0 ? memfd : ember_exec(exe, "ember-collector", memfd, fds);
@@ -187,8 +184,9 @@ static int hand_over(struct ember_core_config *cfg, const struct ember_symbolize
 	cfg->symbolizer_config_fd = ember_fdlist_add(fds, memfd);
 	for (size_t i = 0; i < symfds->n; i++)
 		cfg->passed_fds[cfg->npassed++] = ember_fdlist_add(fds, symfds->fds[i]);
+	/* An output is the collector's passed descriptor at its place in the symbolizer's list. */
 	for (uint32_t i = 0; i < cfg->noutputs; i++)
-		cfg->outputs[i].fd = cfg->passed_fds[cfg->outputs[i].fd];
+		cfg->outputs[i].fd = cfg->passed_fds[sym->outputs[i].fd - symfds->base];
 	return 0;
 }
 
@@ -217,7 +215,7 @@ int ember_cmd_record(struct ember_cli *c)
 	sym.progress_s = c->duration_ms / 1000;
 	cfg.flags = (sym.progress ? EMBER_CORE_PROGRESS : 0) | (sym.export ? EMBER_CORE_EXPORT : 0);
 	if ((err = open_outputs(c, &cfg, &sym, &symfds)) ||
-	    (err = hand_over(&cfg, &sym, &symfds, &fds)) || (err = exec_collector(c, &cfg, &fds)))
+	    (err = hand_over(&cfg, &sym, &symfds, &fds)) || (err = exec_collector(&cfg, &fds)))
 		unlink_outputs(&cfg);
 	return err;
 }
@@ -243,5 +241,5 @@ int ember_cmd_collector(struct ember_cli *c)
 		                         dir);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return ember_usage_error(c, "cannot create the runtime directory %s", dir);
-	return exec_collector(c, &cfg, &fds);
+	return exec_collector(&cfg, &fds);
 }
