@@ -78,7 +78,7 @@ struct expect {
 	int err;
 	uint64_t end, ino;
 	uint32_t dev[2];
-	char path[512];
+	char path[1024]; /* as long as the longest shown path: 255 bytes each written \012 */
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
