@@ -49,8 +49,9 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 		count_lost(d, EMBER_LOST_OTHER, 1);
 		return 0;
 	}
-	/* The broker serves only processes seen here. */
-	if (!ember_procs_note(d->procs, s->tgid, ember_monotonic_ns()))
+	/* The broker serves only processes seen here, and not by a sample older than an exit. */
+	if (!ember_procs_stale(d->procs, s->tgid, s->time_ns) &&
+	    !ember_procs_note(d->procs, s->tgid, ember_monotonic_ns()))
 		ember_procs_sampled(d->procs, s->tgid);
 	forward(d, EMBER_REC_SAMPLE, data, size);
 	return 0;
@@ -71,10 +72,11 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 		 * them: nothing else deletes them. Lists sent after this are refused (peer.c). */
 		for (int i = 0; i < EMBER_PROC_MAPS; i++)
 			bpf_map_delete_elem(d->proc_map_fds[i], &ev->tgid);
-		ember_procs_forget(d->procs, ev->tgid);
+		ember_procs_forget(d->procs, ev->tgid, ev->time_ns);
 	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {
 		/* Tables are loaded at exec (and start), before the first sample. */
-		if (!ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns()))
+		if (!ember_procs_stale(d->procs, ev->tgid, ev->time_ns) &&
+		    !ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns()))
 			ember_procs_program(d->procs, ev->tgid, ev->kind == EMBER_EV_EXEC);
 		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
 	} else {

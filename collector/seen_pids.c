@@ -118,12 +118,23 @@ int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
 	return 0;
 }
 
-void ember_procs_forget(struct ember_procs *t, uint32_t tgid)
+void ember_procs_forget(struct ember_procs *t, uint32_t tgid, uint64_t exit_ns)
 {
 	struct ember_proc_entry *e = find(t, tgid);
+	uint64_t *last = &t->exited_ns[tgid % EMBER_EXIT_TIMES];
 
 	if (e)
 		release(t, e);
+	if (exit_ns > *last)
+		*last = exit_ns;
+}
+
+bool ember_procs_stale(struct ember_procs *t, uint32_t tgid, uint64_t event_ns)
+{
+	if (event_ns > t->exited_ns[tgid % EMBER_EXIT_TIMES])
+		return false;
+	t->stale_events++;
+	return true;
 }
 
 int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uint64_t max_age_ns)

@@ -39,6 +39,7 @@ struct ember_proc_entry {
 #define EMBER_SNAPSHOT_MAX_BYTES   (16u << 10) /* one process's maps: larger ones are not kept */
 #define EMBER_SNAPSHOT_KEEP_NS     (10ull * 1000000000ull)
 #define EMBER_SNAPSHOT_QUEUE       32
+#define EMBER_EXIT_TIMES           1024 /* exits remembered, by tgid modulo this */
 #define EMBER_SNAPSHOT_LAST_SAMPLE 16 /* the last sample of a process that makes one due */
 #define EMBER_SNAPSHOT_YOUNG_NS    (2ull * 1000000000ull) /* ... within this of its start */
 
@@ -56,6 +57,9 @@ struct ember_procs {
 	struct ember_maps_snapshot snaps[EMBER_SNAPSHOTS_MAX];
 	uint32_t snaps_max; /* a descriptor each: at most a quarter of `capacity` */
 	uint64_t snaps_taken, snaps_served, snaps_dropped; /* dropped: for the caps */
+	/* The latest exit (CLOCK_MONOTONIC) of any process whose tgid falls in each slot. */
+	uint64_t exited_ns[EMBER_EXIT_TIMES];
+	uint64_t stale_events; /* an exited process's, drained after its exit: not noted */
 };
 
 int ember_procs_init(struct ember_procs *t, size_t capacity);
@@ -64,8 +68,13 @@ void ember_procs_free(struct ember_procs *t);
 /* Records that tgid was sampled at now_ns. Returns 0 or a negative errno
  * (-ESRCH if the process is already gone). */
 int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
-/* Forgets tgid (its last thread exited). */
-void ember_procs_forget(struct ember_procs *t, uint32_t tgid);
+/* Forgets tgid, whose last thread exited at exit_ns (CLOCK_MONOTONIC). */
+void ember_procs_forget(struct ember_procs *t, uint32_t tgid, uint64_t exit_ns);
+/* Whether an event of tgid that happened at event_ns may belong to a process that exited
+ * since (its PID perhaps another process's now): a sample drained late, after its process's
+ * exit, must not note the PID, or the broker would serve whichever process took it. Errs on
+ * the side of true (another tgid's exit in the same slot): that process's next sample notes it. */
+bool ember_procs_stale(struct ember_procs *t, uint32_t tgid, uint64_t event_ns);
 
 /*
  * Returns 0 if tgid was seen within max_age_ns and is still the same,

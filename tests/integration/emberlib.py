@@ -393,6 +393,16 @@ def truth_shares(path):
     return {leaf: 100.0 * n / total for leaf, n in ns.items()}
 
 
+def truth_seconds(path):
+    """The CPU time (seconds) the workloads measured in their leaves (the same lines as
+    truth_shares), summed: what the samples in those leaves should add up to at a rate."""
+    total = 0
+    with open(path) as f:
+        for line in f:
+            total += sum(int(field.partition("=")[2]) for field in line.split())
+    return total / 1e9
+
+
 def cpu_seconds(path):
     """The CPU time (seconds) the known-split processes wrote to their EMBER_CPU_FILE at exit
     (tests/workloads/known_split.h), summed."""

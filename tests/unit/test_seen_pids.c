@@ -14,7 +14,9 @@
 #include "check_main.h"
 #include "waiting_child.h"
 #include "collector/broker.h"
+#include "collector/ring_drain.h"
 #include "collector/seen_pids.h"
+#include "shared/clock.h"
 
 #define SEC 1000000000ull
 
@@ -31,7 +33,7 @@ START_TEST(seen_living_processes_pass)
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), SEC - 1, SEC), 0);
 	/* Not seen recently enough. */
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 5 * SEC, SEC), -EPERM);
-	ember_procs_forget(&t, (uint32_t)getpid());
+	ember_procs_forget(&t, (uint32_t)getpid(), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 0, SEC), -EPERM);
 	ember_procs_free(&t);
 }
@@ -54,6 +56,37 @@ START_TEST(exited_process_is_refused)
 	waitpid(child, &status, 0);
 	/* Its PID may be reused from now on: the pidfd says it is gone. */
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)child, 0, SEC), -ESRCH);
+	ember_procs_free(&t);
+}
+END_TEST
+
+/* A sample drained after its process's exit event: its PID may name another process by then
+ * (here: this one, alive), which must not become one the broker serves. A sample taken after
+ * the exit is the new process's own. */
+START_TEST(late_sample_of_an_exited_process_notes_nothing)
+{
+	struct ember_procs t;
+	struct ember_drain d;
+	struct ember_proc_event exit_ev = {.kind = EMBER_EV_EXIT, .tgid = (uint32_t)getpid(),
+	                                   .time_ns = 5 * SEC};
+	struct ember_proc_event exec_ev = {.kind = EMBER_EV_EXEC, .tgid = (uint32_t)getpid(),
+	                                   .time_ns = 4 * SEC};
+	struct ember_sample_event s = {.kind = EMBER_EV_SAMPLE, .tgid = (uint32_t)getpid(),
+	                               .time_ns = 4 * SEC};
+	uint64_t now = ember_monotonic_ns();
+
+	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
+	ember_drain_init(&d, &t);
+	ck_assert_int_eq(ember_drain_on_proc_event(&d, &exit_ev, sizeof(exit_ev)), 0);
+	ck_assert_int_eq(ember_drain_on_sample(&d, &s, sizeof(s)), 0);
+	ck_assert_int_eq(ember_drain_on_proc_event(&d, &exec_ev, sizeof(exec_ev)), 0);
+	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), now, SEC), -EPERM);
+	ck_assert_uint_eq(t.stale_events, 2);
+	/* Another PID in another slot is not held back by this exit. */
+	ck_assert(!ember_procs_stale(&t, (uint32_t)getpid() + 1, 1));
+	s.time_ns = 5 * SEC + 1;
+	ck_assert_int_eq(ember_drain_on_sample(&d, &s, sizeof(s)), 0);
+	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), ember_monotonic_ns(), SEC), 0);
 	ember_procs_free(&t);
 }
 END_TEST
@@ -173,7 +206,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	}
 	ck_assert_uint_eq(t.snaps_served, 2);
 	/* Forgotten at its exit: still served, until it is too old. */
-	ember_procs_forget(&t, (uint32_t)child);
+	ember_procs_forget(&t, (uint32_t)child, 0);
 	fd = ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -199,7 +232,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	child = ember_waiting_child();
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
 	make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
-	ember_procs_forget(&t, (uint32_t)child); /* it exited */
+	ember_procs_forget(&t, (uint32_t)child, 0); /* it exited */
 	fd = ember_procs_snapshot_open(&t, (uint32_t)child, 1);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -288,6 +321,7 @@ static Suite *procs_suite(void)
 
 	tcase_add_test(tc, seen_living_processes_pass);
 	tcase_add_test(tc, exited_process_is_refused);
+	tcase_add_test(tc, late_sample_of_an_exited_process_notes_nothing);
 	tcase_add_test(tc, full_table_evicts_oldest);
 	tcase_add_test(tc, snapshots_are_served_for_their_own_process_once_it_is_gone);
 	tcase_add_test(tc, snapshots_are_bounded_and_checked);
