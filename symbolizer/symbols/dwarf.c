@@ -41,6 +41,7 @@ struct unit {
 	size_t nsegs;
 	Dwarf_Files *files;
 	size_t nfiles;
+	Dwarf_Half version; /* of the unit's header: file 0 names a file from DWARF 5 on */
 };
 
 struct unit_range {
@@ -331,9 +332,25 @@ static const char *absolute(struct ember_dwarf *d, const struct unit *u, const c
 
 static const char *unit_file(const struct unit *u, Dwarf_Word idx)
 {
-	if (!u->files || idx >= u->nfiles)
+	if (!u->files || idx >= u->nfiles || (!idx && u->version < 5))
 		return NULL;
 	return dwarf_filesrc(u->files, idx, NULL, NULL);
+}
+
+/* dwarf_decl_file() of elfutils before 0.191 takes file 0 for none, as DWARF 4 meant it; from
+ * DWARF 5 on (clang's default) it is the unit's primary file, where most functions are
+ * declared. The attribute is read here when it is this unit's; else (another unit's, through
+ * an abstract origin) libdw finds that unit's file table. */
+static const char *decl_file(const struct unit *u, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+
+	if (!dwarf_attr_integrate(die, DW_AT_decl_file, &a))
+		return NULL;
+	if (a.cu != u->cudie.cu)
+		return dwarf_decl_file(die);
+	return dwarf_formudata(&a, &w) ? NULL : unit_file(u, w);
 }
 
 static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent, uint32_t depth,
@@ -371,7 +388,7 @@ static int add_node(struct expander *x, Dwarf_Die *die, int tag, uint32_t parent
 	memset(nd, 0, sizeof(*nd));
 	nd->parent = parent;
 	nd->name = function_name(die);
-	nd->decl_file = absolute(x->d, u, dwarf_decl_file(die));
+	nd->decl_file = absolute(x->d, u, decl_file(u, die));
 	if (!dwarf_decl_line(die, &line) && line > 0)
 		nd->decl_line = (uint32_t)line;
 	if (tag == DW_TAG_inlined_subroutine) {
@@ -615,7 +632,8 @@ static int expand_unit(struct ember_dwarf *d, struct unit *u)
 	u->expanded = true;
 	/* Read here, not for every unit at open: only expanded units name files. */
 	u->comp_dir = dwarf_formstring(dwarf_attr(&u->cudie, DW_AT_comp_dir, &attr));
-	if (dwarf_next_unit(d->dw, start, &x.unit_end, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+	if (dwarf_next_unit(d->dw, start, &x.unit_end, NULL, &u->version, NULL, NULL, NULL, NULL,
+	                    NULL))
 		x.unit_end = 0;
 	if (dwarf_getsrcfiles(&u->cudie, &u->files, &u->nfiles) != 0) {
 		u->files = NULL;

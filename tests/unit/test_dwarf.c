@@ -519,6 +519,13 @@ START_TEST(relative_file_names_are_joined_with_comp_dir_dwarf4)
 }
 END_TEST
 
+/* clang's DWARF 5: DW_AT_decl_file 0 is the unit's own file, not "none" as in DWARF 4. */
+START_TEST(clang_dwarf5_file_zero_is_the_primary_file)
+{
+	check_relative_name("librelname-clang.so");
+}
+END_TEST
+
 /*
  * comp_dir "./src" (-ffile-prefix-map=fixtures=.), as in Debian's libraries:
  * paths relative to the source tree, as eu-addr2line and llvm-symbolizer
@@ -601,6 +608,7 @@ static Suite *dwarf_suite(void)
 	tc = tcase_create("corners");
 	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir);
 	tcase_add_test(tc, relative_file_names_are_joined_with_comp_dir_dwarf4);
+	tcase_add_test(tc, clang_dwarf5_file_zero_is_the_primary_file);
 	tcase_add_test(tc, relative_comp_dir_names_files_from_the_source_tree);
 	tcase_add_test(tc, stripped_file_with_debug_file_names_its_plt);
 	suite_add_tcase(s, tc);
