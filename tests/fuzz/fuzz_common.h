@@ -187,7 +187,28 @@ static inline void fuzz_check_html(const char *buf, size_t len)
 		fuzz_fail("html", "the data holds markup");
 }
 
-/* Writes p in every format and checks each as above. */
+/* Checks what format f wrote, as above. */
+static inline void fuzz_check_format(enum ember_format f, const char *buf, size_t len)
+{
+	switch (f) {
+	case EMBER_FORMAT_FOLDED:
+		fuzz_check_folded(buf, len);
+		break;
+	case EMBER_FORMAT_PPROF:
+		fuzz_check_pprof(buf, len);
+		break;
+	case EMBER_FORMAT_HTML:
+		fuzz_check_html(buf, len);
+		break;
+	case EMBER_FORMAT_OTLP:
+		fuzz_check_otlp(buf, len);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Writes p in every format and checks each. */
 static inline void fuzz_write_all_formats(const struct ember_profile *p)
 {
 	for (int f = 0; f < EMBER_FORMAT_MAX; f++) {
@@ -196,22 +217,7 @@ static inline void fuzz_write_all_formats(const struct ember_profile *p)
 
 		if (ember_format_encode((enum ember_format)f, p, &buf, &len))
 			continue;
-		switch ((enum ember_format)f) {
-		case EMBER_FORMAT_FOLDED:
-			fuzz_check_folded(buf, len);
-			break;
-		case EMBER_FORMAT_PPROF:
-			fuzz_check_pprof(buf, len);
-			break;
-		case EMBER_FORMAT_HTML:
-			fuzz_check_html(buf, len);
-			break;
-		case EMBER_FORMAT_OTLP:
-			fuzz_check_otlp(buf, len);
-			break;
-		default:
-			break;
-		}
+		fuzz_check_format((enum ember_format)f, buf, len);
 		free(buf);
 	}
 }

@@ -84,20 +84,7 @@ static bool encode_checked(const struct ember_profile *p, enum ember_format f, c
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		switch (f) {
-		case EMBER_FORMAT_FOLDED:
-			fuzz_check_folded(buf, len);
-			break;
-		case EMBER_FORMAT_PPROF:
-			fuzz_check_pprof(buf, len);
-			break;
-		case EMBER_FORMAT_HTML:
-			fuzz_check_html(buf, len);
-			break;
-		default:
-			fuzz_check_otlp(buf, len);
-			break;
-		}
+		fuzz_check_format(f, buf, len);
 		_exit(0);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
