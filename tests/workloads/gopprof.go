@@ -2,7 +2,8 @@
 
 // Writes a CPU profile with Go's own runtime/pprof (not ember): for the tests of ember's pprof
 // reader, a profile of another writer. Its work is gosplit.go's: main.alpha about 70%,
-// main.beta about 30%, one unit at a time. Usage: gopprof SECONDS PROFILE.
+// main.beta about 30%, one unit at a time, until the process has used SECONDS of CPU time (not
+// of the wall clock: a loaded host would give it few samples). Usage: gopprof SECONDS PROFILE.
 package main
 
 import (
@@ -11,7 +12,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"time"
+	"syscall"
 )
 
 const unit = 20000
@@ -32,6 +33,15 @@ func beta(units int) {
 	}
 }
 
+// cpuSeconds is the CPU time the process has used, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 1e9
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 func main() {
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: gopprof SECONDS PROFILE")
@@ -50,9 +60,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
 	rng := rand.New(rand.NewSource(1))
-	for time.Now().Before(deadline) {
+	for cpuSeconds() < seconds {
 		if rng.Intn(10) < 7 {
 			alpha(1)
 		} else {
