@@ -19,9 +19,14 @@ int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *
 		return neg_errno();
 	*pid = fork();
 	if (*pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC), err = null;
 
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+#ifdef EMBER_SANITIZER_REPORT_FD
+		/* A sanitized build's reports reach the test's log (tests/sanitizer/report.c). */
+		if (fcntl(EMBER_SANITIZER_REPORT_FD, F_GETFD) >= 0)
+			err = EMBER_SANITIZER_REPORT_FD;
+#endif
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0)
 			_exit(1);
 		close_range(3, (unsigned int)sv[1] - 1, 0);
 		close_range((unsigned int)sv[1] + 1, ~0u, 0);
