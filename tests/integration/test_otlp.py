@@ -15,9 +15,10 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, CpuClock, assert_close, assert_workload_ran, build_workload,
-                      collector_argv, kill, log, podman_run, read_folded, truth_shares, require_root,
-                      run_tests, skip_or_fail, start, start_recording, symbolizer_argv, workdir)
+from emberlib import (BUILD, EMBER, SANITIZED, CpuClock, assert_close, assert_workload_ran,
+                      build_workload, collector_argv, kill, log, podman_run, read_folded,
+                      truth_shares, require_root, run_tests, skip_or_fail, start, start_recording,
+                      symbolizer_argv, workdir)
 
 require_root()
 if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
@@ -543,7 +544,9 @@ def test_full_queue_drops_the_oldest_and_memory_stays_flat():
     assert peak and int(peak.group(1)) <= int(peak.group(2)) == 48 * 1024, err
     assert dropped and int(dropped.group(1)) > 0, err
     assert "the delivery queue is full" in err, err
-    assert late - early < 2048, f"the symbolizer grew by {late - early} kB while the endpoint was down"
+    # Not in a sanitized build: ASan's quarantine holds freed blocks back, and grows by design.
+    assert SANITIZED or late - early < 2048, \
+        f"the symbolizer grew by {late - early} kB while the endpoint was down"
 
 
 def test_daemons_ship_as_well():
