@@ -9,6 +9,11 @@
 
 #include "shared/err.h"
 
+#ifdef EMBER_SANITIZERS
+/* The sanitizers' log of a sanitized program (tests/sanitizer/report.c; absent elsewhere). */
+extern int ember_sanitizer_report_fd __attribute__((weak));
+#endif
+
 int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *ctx), void *ctx,
                        pid_t *pid, int *sock)
 {
@@ -21,10 +26,10 @@ int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *
 	if (*pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC), err = null;
 
-#ifdef EMBER_SANITIZER_REPORT_FD
+#ifdef EMBER_SANITIZERS
 		/* A sanitized build's reports reach the test's log (tests/sanitizer/report.c). */
-		if (fcntl(EMBER_SANITIZER_REPORT_FD, F_GETFD) >= 0)
-			err = EMBER_SANITIZER_REPORT_FD;
+		if (&ember_sanitizer_report_fd && ember_sanitizer_report_fd >= 0)
+			err = ember_sanitizer_report_fd;
 #endif
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0)
 			_exit(1);

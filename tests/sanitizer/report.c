@@ -7,8 +7,8 @@
  *
  * With EMBER_SANITIZER_LOG naming a file (tests/integration/emberlib.py makes one for each
  * test script, writable by every user), each program opens it for appending before main,
- * while it still may (the symbolizer's sandbox opens nothing later), at the descriptor
- * EMBER_SANITIZER_REPORT_FD, and the runtime writes its reports there instead of to stderr.
+ * while it still may (the symbolizer's sandbox opens nothing later), and the runtime writes
+ * its reports there instead of to stderr.
  * A process forked without exec writes its reports to stderr: the broker's workers and the
  * symbolizer's readers (shared/helper_proc.c) point their stderr at that descriptor in a
  * sanitized build, where they would point it at /dev/null.
@@ -44,6 +44,9 @@ const char *__ubsan_default_options(void)
 	return "print_stacktrace=1:halt_on_error=1:symbolize=0";
 }
 
+/* The log's descriptor, -1 without one; shared/helper_proc.c points its helpers' stderr at it. */
+int ember_sanitizer_report_fd = -1;
+
 static void reports_to_stderr(void)
 {
 	__sanitizer_set_report_fd((void *)(long)STDERR_FILENO);
@@ -52,23 +55,22 @@ static void reports_to_stderr(void)
 __attribute__((constructor)) static void open_report_log(void)
 {
 	const char *path = getenv("EMBER_SANITIZER_LOG");
-	int fd;
+	int fd, high;
 
 	if (!path || !*path)
 		return;
-	/* No O_CREAT: the test made the file (fs.protected_regular refuses other users'
-	 * O_CREAT opens of a file in a sticky directory). */
+	/* No O_CREAT: the test made the file, writable by every user. */
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd < 0)
 		return; /* reports stay on stderr */
-	if (fd != EMBER_SANITIZER_REPORT_FD) {
-		if (dup3(fd, EMBER_SANITIZER_REPORT_FD, O_CLOEXEC) < 0) {
-			close(fd);
-			return;
-		}
+	/* Out of the way of the descriptors a program is handed from 3 on. */
+	high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	if (high >= 0) {
 		close(fd);
+		fd = high;
 	}
-	__sanitizer_set_report_fd((void *)(long)EMBER_SANITIZER_REPORT_FD);
+	ember_sanitizer_report_fd = fd;
+	__sanitizer_set_report_fd((void *)(long)fd);
 	/* The runtime would reopen a log by name in a forked child (and be killed by its
 	 * filter): a child reports on its stderr, which the helpers point at the log. */
 	pthread_atfork(NULL, NULL, reports_to_stderr);
