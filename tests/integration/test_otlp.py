@@ -337,7 +337,12 @@ def test_receiver_absent_at_start():
         args = ["--no-progress", "-d", "7", "-F", str(HZ), "-p", str(wl.pid), "-o", folded,
                 "--interval", "1s", "--otlp", f"http://127.0.0.1:{port}"]
         proc, lines, sampling = start_recording(args)
-        time.sleep(3.5)
+        # The receiver comes up once a batch has failed: after a fixed 3.5 s, a sanitized
+        # build on a loaded host had sent no batch yet (8 of 8 delivered at the first attempt).
+        deadline = time.time() + 60
+        while (not any("retrying" in l for l in lines) and proc.poll() is None
+               and time.time() < deadline):
+            time.sleep(0.1)
         receivers.append(rx.HttpReceiver(port))
         proc.wait(timeout=120)
         note_sampled(args, sampling)
