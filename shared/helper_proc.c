@@ -12,6 +12,7 @@
 #ifdef EMBER_SANITIZERS
 /* The sanitizers' log of a sanitized program (tests/sanitizer/report.c; absent elsewhere). */
 extern int ember_sanitizer_report_fd __attribute__((weak));
+extern void ember_sanitizer_reports_to_stderr(void) __attribute__((weak));
 #endif
 
 int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *ctx), void *ctx,
@@ -35,6 +36,11 @@ int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *
 			_exit(1);
 		close_range(3, (unsigned int)sv[1] - 1, 0);
 		close_range((unsigned int)sv[1] + 1, ~0u, 0);
+#ifdef EMBER_SANITIZERS
+		/* That closed the log's descriptor: reports go to stderr, the log (above). */
+		if (ember_sanitizer_reports_to_stderr)
+			ember_sanitizer_reports_to_stderr();
+#endif
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent ||
 		    confine(ctx))
 			_exit(1);

@@ -9,9 +9,9 @@
  * test script, writable by every user), each program opens it for appending before main,
  * while it still may (the symbolizer's sandbox opens nothing later), and the runtime writes
  * its reports there instead of to stderr.
- * A process forked without exec writes its reports to stderr: the broker's workers and the
- * symbolizer's readers (shared/helper_proc.c) point their stderr at that descriptor in a
- * sanitized build, where they would point it at /dev/null.
+ * A process forked without exec writes its reports to the same descriptor; the broker's
+ * workers and the symbolizer's readers (shared/helper_proc.c), which close it, point their
+ * stderr at it in a sanitized build, where they would point it at /dev/null, and report there.
  *
  * The programs also write no coverage profile at exit (a coverage build links clang's
  * profile runtime into everything): none of their sandboxes may create a file, and the
@@ -47,7 +47,17 @@ const char *__ubsan_default_options(void)
 /* The log's descriptor, -1 without one; shared/helper_proc.c points its helpers' stderr at it. */
 int ember_sanitizer_report_fd = -1;
 
-static void reports_to_stderr(void)
+/* The runtime takes a report descriptor set by another process (the parent) for one to close
+ * and reopen by name, and there is no name: a forked child sets it again, so that its reports
+ * reach the log too (the front end's cgroup search, a child before its exec). */
+static void reports_in_child(void)
+{
+	__sanitizer_set_report_fd((void *)(long)ember_sanitizer_report_fd);
+}
+
+/* For the helpers (shared/helper_proc.c), which close every descriptor but their socket and
+ * stdio, the log's own too, once their stderr is the log. */
+void ember_sanitizer_reports_to_stderr(void)
 {
 	__sanitizer_set_report_fd((void *)(long)STDERR_FILENO);
 }
@@ -71,7 +81,5 @@ __attribute__((constructor)) static void open_report_log(void)
 	}
 	ember_sanitizer_report_fd = fd;
 	__sanitizer_set_report_fd((void *)(long)fd);
-	/* The runtime would reopen a log by name in a forked child (and be killed by its
-	 * filter): a child reports on its stderr, which the helpers point at the log. */
-	pthread_atfork(NULL, NULL, reports_to_stderr);
+	pthread_atfork(NULL, NULL, reports_in_child);
 }
