@@ -4,13 +4,14 @@
 #                integration tests with the real eBPF programs (root), the benchmarks' budgets;
 #   build-fuzz/  (clang with AddressSanitizer and UndefinedBehaviorSanitizer, libFuzzer and
 #                source-based coverage): the unit tests and the integration tests again under the
-#                sanitizers (but those of NOT_SANITIZED_INTEGRATION below);
-#                then each fuzz target for EMBER_FUZZ_SECONDS (default 30) from the corpus kept
-#                in tests/fuzz/corpus, and scripts/fuzz-coverage.sh, which prints the lines each
-#                target reaches (scripts/fuzz-merge.sh adds what fuzzing found to the kept
-#                corpus). Its daemons' filters allow what the sanitizers' runtimes call
-#                (seccomp/sanitizer.policy); a report from any process a test starts, sandboxed
-#                or not, fails that test (tests/sanitizer/report.c, emberlib.py's SanitizerLog).
+#                sanitizers (but those of NOT_SANITIZED_INTEGRATION below); then each fuzz
+#                target for EMBER_FUZZ_SECONDS (default 30) from the corpus kept in
+#                tests/fuzz/corpus, and scripts/fuzz-coverage.sh, which prints each target's
+#                cov/ft, the lines it reaches and the inputs fuzzing found (scripts/fuzz-merge.sh
+#                adds those to the kept corpus). Its daemons' filters allow what the sanitizers'
+#                runtimes call (seccomp/sanitizer.policy); a report from any process a test
+#                starts, sandboxed or not, fails that test (tests/sanitizer/report.c,
+#                emberlib.py's SanitizerLog).
 # Every test that skipped is listed at the end (under CI=true nothing skips: it fails), and so
 # is the time each part took.
 # Usage: sudo scripts/test.sh [extra ctest arguments, e.g. -L unit]: with arguments, the first
