@@ -90,7 +90,9 @@ else
 		"integration_{${NOT_SANITIZED_INTEGRATION}} (see test.sh)"
 	run_ctest build-fuzz -L integration -E "^integration_(${NOT_SANITIZED_INTEGRATION})\$"
 	lap "integration tests under ASan+UBSan"
-	run_ctest build-fuzz -L fuzz
+	# A fuzz target is one process on one CPU for its seconds of wall time: one per CPU at
+	# once, the same fuzzing in half the time on CI's two CPUs.
+	run_ctest build-fuzz -L fuzz -j"$(nproc)"
 	lap "fuzz targets (${EMBER_FUZZ_SECONDS:-30} s each)"
 	unset LLVM_PROFILE_FILE
 	scripts/fuzz-coverage.sh build-fuzz 0 || status=1
