@@ -2,7 +2,8 @@
 # Line coverage the fuzz targets reach, target by target: each target is run over its corpus
 # (the seeds in tests/fuzz/corpus/NAME and what fuzzing kept in BUILD/tests/fuzz/corpus_NAME)
 # without mutating, with clang's source-based coverage, and llvm-cov reports the lines of the
-# sources that target is there for (TARGET_SOURCES below); then the same over every target.
+# sources that target is there for (TARGET_SOURCES below), with libFuzzer's cov and ft of the
+# same corpus and how many inputs fuzzing added to it; then the lines over every target.
 # BUILD is a fuzz build with coverage (-DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON): made here
 # when it is not one. Optionally each target is fuzzed first for SECONDS.
 # Usage: scripts/fuzz-coverage.sh [BUILD_DIR [SECONDS_OF_FUZZING_PER_TARGET]]
@@ -55,6 +56,7 @@ rm -rf "$prof"
 mkdir -p "$prof"
 objects=""
 summary=""
+found=0
 for t in $targets; do
 	name=${t#fuzz_}
 	exe="$build/tests/fuzz/$t"
@@ -80,14 +82,27 @@ for t in $targets; do
 	# shellcheck disable=SC2046
 	line=$(llvm-cov report -instr-profile "$prof/$name.profdata" "$exe" $(target_sources "$name") |
 		awk '$1 == "TOTAL" { print $10 " of " $8 " lines (" $9 " missed)" }')
-	inputs=$(find "$corpus" "tests/fuzz/corpus/$name" -type f | wc -l)
-	summary="$summary$(printf '%-22s %5d inputs  %s (%s)' "$t" "$inputs" "${line:-no lines}" "$(target_sources "$name" | tr ' ' ',')")
+	# libFuzzer's own measure of the same corpus, from the end of the run over it: cov, the
+	# edges reached in the whole program, and ft, its features (edges by hit count and the
+	# like), what -merge=1 compares when it decides whether an input is new.
+	cov=$(grep 'DONE *cov:' "$prof/$name.log" | tail -n1 |
+		sed -n 's/.*cov: \([0-9]*\) ft: \([0-9]*\).*/cov \1 ft \2/p')
+	kept=$(find "tests/fuzz/corpus/$name" -type f | wc -l)
+	new=$(find "$corpus" -type f | wc -l)
+	found=$((found + new))
+	summary="$summary$(printf '%-22s %4d+%-4d inputs  %-18s %s (%s)' "$t" "$kept" "$new" \
+		"${cov:-no cov/ft}" "${line:-no lines}" "$(target_sources "$name" | tr ' ' ',')")
 "
 	# llvm-cov takes the first program as an argument, the others after -object.
 	objects="${objects:+$objects -object }$exe"
 done
-echo "fuzz-coverage: each target over its corpus, the lines of its sources covered:"
+echo "fuzz-coverage: each target over its corpus (kept in tests/fuzz/corpus + found by fuzzing in" \
+	"$build), libFuzzer's cov/ft, the lines of its sources covered:"
 printf '%s' "$summary"
+if [ "$found" -gt 0 ]; then
+	echo "fuzz-coverage: $found inputs found by fuzzing, in $build/tests/fuzz/corpus_*:" \
+		"scripts/fuzz-merge.sh $build adds those that reach new code to tests/fuzz/corpus (commit it)"
+fi
 llvm-profdata merge -sparse "$prof"/*.profraw -o "$prof/all.profdata"
 echo "fuzz-coverage: every target together, by file:"
 # shellcheck disable=SC2046,SC2086

@@ -72,6 +72,9 @@ int ember_policy_load(const struct ember_policy *p, uint32_t groups,
 
 	if (!ctx)
 		return -ENOMEM;
+#ifdef EMBER_SANITIZERS
+	groups |= EMBER_POLICY_SANITIZER; /* what the sanitizers' runtimes call, in every process */
+#endif
 	/*
 	 * Every thread. The kernel logs what the filter kills whatever its flags; the
 	 * errno: lines are refusals the policy expects in normal operation (libdw's

@@ -24,6 +24,7 @@ enum ember_policy_group {
 	EMBER_POLICY_DAEMON = 1u << 4,     /* collector: accepting symbolizers on a socket */
 	EMBER_POLICY_WORKER = 1u << 5,     /* collector's broker workers: opens that may wait */
 	EMBER_POLICY_READER = 1u << 6,     /* symbolizer's readers: reads that may wait */
+	EMBER_POLICY_SANITIZER = 1u << 7,  /* sanitized builds only: seccomp/sanitizer.policy */
 };
 
 enum ember_policy_action {
@@ -80,7 +81,8 @@ extern const struct ember_policy ember_collector_policy;
 
 /*
  * Installs the rules of the given groups as a seccomp filter on every thread
- * of the process: default action KILL_PROCESS, no_new_privs set. A rule that
+ * of the process: default action KILL_PROCESS, no_new_privs set. A sanitized
+ * build (EMBER_SANITIZERS) adds the sanitizer group to every filter. A rule that
  * refers to a parameter not given fails the load (nothing is installed).
  * Returns 0 or a negative errno.
  */

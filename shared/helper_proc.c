@@ -9,6 +9,12 @@
 
 #include "shared/err.h"
 
+#ifdef EMBER_SANITIZERS
+/* The sanitizers' log of a sanitized program (tests/sanitizer/report.c; absent elsewhere). */
+extern int ember_sanitizer_report_fd __attribute__((weak));
+extern void ember_sanitizer_reports_to_stderr(void) __attribute__((weak));
+#endif
+
 int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *ctx), void *ctx,
                        pid_t *pid, int *sock)
 {
@@ -19,12 +25,22 @@ int ember_helper_start(int (*confine)(void *ctx), void (*serve)(int sock, void *
 		return neg_errno();
 	*pid = fork();
 	if (*pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC), err = null;
 
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+#ifdef EMBER_SANITIZERS
+		/* A sanitized build's reports reach the test's log (tests/sanitizer/report.c). */
+		if (&ember_sanitizer_report_fd && ember_sanitizer_report_fd >= 0)
+			err = ember_sanitizer_report_fd;
+#endif
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0)
 			_exit(1);
 		close_range(3, (unsigned int)sv[1] - 1, 0);
 		close_range((unsigned int)sv[1] + 1, ~0u, 0);
+#ifdef EMBER_SANITIZERS
+		/* That closed the log's descriptor: reports go to stderr, the log (above). */
+		if (ember_sanitizer_reports_to_stderr)
+			ember_sanitizer_reports_to_stderr();
+#endif
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent ||
 		    confine(ctx))
 			_exit(1);

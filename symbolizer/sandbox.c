@@ -149,6 +149,15 @@ void ember_sandbox_test_violation(void)
 		            MAP_FAILED
 		        ? -1
 		        : 0;
+	else if (!strcmp(what, "heap-overflow")) {
+		/* Not a system call: a read past a block, which a sanitized build reports from
+		 * inside the sandbox (test_security.py: the report fails the test it is in). */
+		volatile size_t n = 8;
+		volatile char *p = malloc(n);
+
+		r = p ? p[n] : 0;
+		free((void *)p);
+	}
 	log_error_errno(errno, "test hook: forbidden call '%s' returned %d (%m) instead of killing",
 	                what, r);
 	_exit(99);

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,24 @@
 
 #include "symbolizer/memory/mem_owners.h"
 
+#ifdef EMBER_SANITIZERS
+/*
+ * A sanitized build: AddressSanitizer's allocator, under the names its runtime gives the
+ * functions behind its own (weak) malloc and the rest, so that each block, header included,
+ * is still checked: redzones around it, freed blocks held back to catch their use, double
+ * frees. (glibc's blocks would be invisible to it.)
+ */
+#include <sanitizer/allocator_interface.h>
+#define ALLOCATOR(name) __interceptor_##name
+#else
 /* glibc's own allocator, under the names it exports for this purpose. */
-extern void *__libc_malloc(size_t size);
-extern void __libc_free(void *ptr);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *ptr, size_t size);
-extern void *__libc_memalign(size_t alignment, size_t size);
+#define ALLOCATOR(name) __libc_##name
+#endif
+extern void *ALLOCATOR(malloc)(size_t size);
+extern void ALLOCATOR(free)(void *ptr);
+extern void *ALLOCATOR(calloc)(size_t n, size_t size);
+extern void *ALLOCATOR(realloc)(void *ptr, size_t size);
+extern void *ALLOCATOR(memalign)(size_t alignment, size_t size);
 
 #define MAGIC      0xe3b7u
 #define HDR        16u /* keeps glibc's 16-byte alignment */
@@ -86,7 +99,7 @@ void *malloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return hand_out(__libc_malloc(size + HDR), size + HDR, HDR, ember_mem_tag);
+	return hand_out(ALLOCATOR(malloc)(size + HDR), size + HDR, HDR, ember_mem_tag);
 }
 
 void free(void *ptr)
@@ -98,7 +111,7 @@ void free(void *ptr)
 	h = header_of(ptr);
 	ember_mem_account(h->owner, -(long)h->charged, -1);
 	h->magic = 0;
-	__libc_free((char *)ptr - h->offset);
+	ALLOCATOR(free)((char *)ptr - h->offset);
 }
 
 void *calloc(size_t n, size_t size)
@@ -109,7 +122,7 @@ void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return hand_out(__libc_calloc(1, total + HDR), total + HDR, HDR, ember_mem_tag);
+	return hand_out(ALLOCATOR(calloc)(1, total + HDR), total + HDR, HDR, ember_mem_tag);
 }
 
 static size_t user_size(void *ptr, const struct header *h)
@@ -149,7 +162,7 @@ void *realloc(void *ptr, size_t size)
 	/* The block keeps its owner: whoever grows it, it is the same data. */
 	owner = h->owner;
 	charged = h->charged;
-	base = __libc_realloc((char *)ptr - HDR, size + HDR);
+	base = ALLOCATOR(realloc)((char *)ptr - HDR, size + HDR);
 	if (!base)
 		return NULL; /* the old block is untouched, header included */
 	ember_mem_account(owner, -(long)charged, -1);
@@ -176,7 +189,7 @@ static void *aligned(size_t alignment, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return hand_out(__libc_memalign(alignment, size + alignment), size + alignment,
+	return hand_out(ALLOCATOR(memalign)(alignment, size + alignment), size + alignment,
 	                (uint32_t)alignment, ember_mem_tag);
 }
 
@@ -240,8 +253,68 @@ static void give(void *ptr, enum ember_mem_owner to)
 	ember_mem_account(to, (long)h->charged, 1);
 }
 
+#ifdef EMBER_SANITIZERS
+/* What ASan handed out for the block: the size asked (its chunks have no slack to count). */
+static size_t sanitizer_usable(void *ptr)
+{
+	return __sanitizer_get_allocated_size(ptr);
+}
+
+/*
+ * ASan's own versions of these allocate from its allocator directly (not through malloc),
+ * and the caller frees the block: through this file's free, which would find no header.
+ * They allocate here instead; ASan still checks what they read (memcpy, its realpath).
+ */
+extern char *__interceptor_realpath(const char *path, char *resolved);
+
+static char *copy_string(const char *s, size_t n)
+{
+	char *out = malloc(n + 1);
+
+	if (out) {
+		memcpy(out, s, n);
+		out[n] = '\0';
+	}
+	return out;
+}
+
+char *strdup(const char *s)
+{
+	return copy_string(s, strlen(s));
+}
+
+char *__strdup(const char *s)
+{
+	return strdup(s);
+}
+
+char *strndup(const char *s, size_t n)
+{
+	return copy_string(s, strnlen(s, n));
+}
+
+char *__strndup(const char *s, size_t n)
+{
+	return strndup(s, n);
+}
+
+char *realpath(const char *restrict path, char *restrict resolved)
+{
+	char *buf = resolved ? resolved : malloc(PATH_MAX);
+	char *r = buf ? __interceptor_realpath(path, buf) : NULL;
+
+	if (!r && !resolved)
+		free(buf);
+	return r;
+}
+#endif
+
 __attribute__((constructor)) static void counting_malloc_start(void)
 {
+#ifdef EMBER_SANITIZERS
+	libc_usable = sanitizer_usable;
+#else
 	libc_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+#endif
 	ember_mem_set_give(give);
 }

@@ -27,7 +27,17 @@
 #include "symbolizer/memory/mem_owners.h"
 #include "shared/stat_sink.h"
 
+#ifdef EMBER_SANITIZERS
+/*
+ * A sanitized build's resident memory holds what AddressSanitizer adds to every block:
+ * shadow memory, redzones, and the quarantine of freed blocks it holds back to catch their
+ * use (up to 256 MiB by default). Against the shipped default the symbolizer would shed
+ * its caches and leave frames unsymbolized for memory the product does not have.
+ */
+#define EMBER_MEM_DEFAULT_BUDGET (512u << 20)
+#else
 #define EMBER_MEM_DEFAULT_BUDGET (64u << 20)
+#endif
 
 /* One measurement; every field in bytes. */
 struct ember_mem_split {

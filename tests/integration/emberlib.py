@@ -19,6 +19,63 @@ SRC = os.environ.get("EMBER_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path
 BUILD = os.environ.get("EMBER_BUILD_DIR", os.path.join(SRC, "build"))
 EMBER = os.path.join(BUILD, "ember")
 IN_CI = os.environ.get("CI", "") == "true"
+# A sanitized build (ASan+UBSan: -DEMBER_FUZZ=ON, scripts/test.sh's build-fuzz), told by the
+# build's ctest (tests/integration/CMakeLists.txt).
+SANITIZED = os.environ.get("EMBER_SANITIZED") == "1"
+
+
+class SanitizerLog:
+    """Where a sanitized build's programs write their sanitizer reports (tests/sanitizer/report.c):
+    one file for this script, which every process it starts inherits through the environment,
+    and every user can append to (the symbolizer runs as nobody). A report in any of them, a
+    sandboxed symbolizer, a broker worker or a reader too, fails the test that was running
+    (run_tests), however the test treats that process's exit and stderr.
+
+    The programs' own defaults (report.c) keep off two things their filters rightly forbid:
+    LeakSanitizer's check at exit (it ptraces the process from a clone of it) and
+    symbolization inside the process (it forks llvm-symbolizer). The options given here
+    (scripts/test.sh's, a developer's) must not turn them back on."""
+
+    def __init__(self):
+        d = tempfile.mkdtemp(prefix="ember-sanitizer-")
+        os.chmod(d, 0o755)
+        self.path = os.path.join(d, "reports.log")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.fchmod(fd, 0o666)
+        os.close(fd)
+        self.read_to = 0
+        os.environ["EMBER_SANITIZER_LOG"] = self.path
+        for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+            os.environ[name] = os.environ.get(name, "") + \
+                (":detect_leaks=0" if name == "ASAN_OPTIONS" else "") + ":symbolize=0"
+
+    def new_reports(self):
+        """What the programs wrote to the log since the last call: their sanitizer reports, and
+        what the helper processes log (in a sanitized build their stderr is this file).
+        Returns "" when that holds no sanitizer report."""
+        with open(self.path, errors="replace") as f:
+            f.seek(self.read_to)
+            text = f.read()
+            self.read_to = f.tell()
+        return text if re.search(r"Sanitizer|runtime error:", text) else ""
+
+
+SANITIZER_LOG = SanitizerLog() if SANITIZED else None
+
+
+def _reports_outside_tests():
+    """A report written outside run_tests's tests (a file's set-up, its last processes) fails
+    the file at exit."""
+    reports = SANITIZER_LOG.new_reports()
+    if reports:
+        print(reports + f"\nFAIL: sanitizer reports outside a test ({SANITIZER_LOG.path})",
+              flush=True)
+        os._exit(1)
+
+
+if SANITIZER_LOG:
+    import atexit
+    atexit.register(_reports_outside_tests)
 
 
 # The daemons' command lines, in one place: every test and benchmark that starts
@@ -540,17 +597,30 @@ def run_tests(tests):
         log(f"== {t.__name__}")
         start_t = time.time()
         _current_test = t.__name__
+        outcome = "passed"
         try:
             t()
-            log(f"   passed ({time.time() - start_t:.1f}s)")
         except Skipped as e:
             skipped.append((t.__name__, str(e)))
-            log(f"   skipped: {e}")
+            outcome = f"skipped: {e}"
         except Exception as e:  # noqa: BLE001 - report every failure and go on
-            failed += 1
-            log(f"   FAILED: {e!r}")
+            outcome = f"FAILED: {e!r}"
         finally:
             _current_test = None
+        # A sanitizer's report from any process the test started fails it, whatever else
+        # the test saw.
+        reports = SANITIZER_LOG.new_reports() if SANITIZER_LOG else ""
+        if reports:
+            log(reports.rstrip("\n"))
+            outcome = f"FAILED: sanitizer reports above ({SANITIZER_LOG.path})" + \
+                ("" if outcome == "passed" else f"; and {outcome}")
+            if skipped and skipped[-1][0] == t.__name__:
+                skipped.pop()
+        if outcome == "passed":
+            log(f"   passed ({time.time() - start_t:.1f}s)")
+        else:
+            log(f"   {outcome}")
+            failed += outcome.startswith("FAILED")
     for test, reason in skipped:
         log(f"SKIP {name} {test}: {reason}")
     log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "

@@ -14,9 +14,9 @@ import statistics
 import subprocess
 import time
 
-from emberlib import (BUILD, EMBER, CpuClock, KernelLog, build_workload, collector_argv, kill, log,
-                      pprof_comments, read_folded, require_root, run_tests, staged_for_others, start,
-                      skip_or_fail, symbolizer_argv, workdir)
+from emberlib import (BUILD, EMBER, SANITIZED, SANITIZER_LOG, CpuClock, KernelLog, build_workload,
+                      collector_argv, kill, log, pprof_comments, read_folded, require_root, run_tests,
+                      staged_for_others, start, skip_or_fail, symbolizer_argv, workdir)
 
 require_root()
 WD = workdir()
@@ -265,6 +265,35 @@ def test_forbidden_calls_kill_the_symbolizer():
     log("  record: " + r.stderr.strip().splitlines()[-2])
     assert r.returncode == 1 and "killed by its sandbox (SIGSYS" in r.stderr, r.stderr
 
+
+
+def test_sanitizer_report_from_the_sandbox():
+    """A sanitized build only: a report from inside the symbolizer's sandbox arrives whole in
+    the log the tests read (emberlib.SanitizerLog: had this test not read it, it would have
+    failed), with each frame's module and offset, which llvm-symbolizer names afterwards; the
+    filter lets the runtime write it and abort (SIGABRT), and kills nothing."""
+    hooks_built()
+    kmsg = KernelLog()
+    try:
+        r = subprocess.run([EMBER, "record", "-d", "2", "-o", os.path.join(WD, "report.folded")],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, EMBER_TEST_SANDBOX_VIOLATION="heap-overflow"))
+        time.sleep(0.5)
+        events = kmsg.seccomp_events(BUILD, WD)
+    finally:
+        kmsg.close()
+    reports = SANITIZER_LOG.new_reports()
+    log("  record: " + r.stderr.strip().splitlines()[-2])
+    assert r.returncode == 1 and "the symbolizer was killed by signal 6" in r.stderr, r.stderr
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in reports, reports
+    assert "SUMMARY: AddressSanitizer: heap-buffer-overflow" in reports, reports
+    assert not events, "\n".join(events[:5])
+    frame = re.search(r"#0 0x[0-9a-f]+ +\((\S*/ember-symbolizer)\+(0x[0-9a-f]+)\)", reports)
+    assert frame, reports
+    where = subprocess.run(["llvm-symbolizer", f"--obj={frame.group(1)}", frame.group(2)],
+                           capture_output=True, text=True, check=True).stdout
+    log(f"  frame #0: {where.split()[0]}")
+    assert where.split()[0] == "ember_sandbox_test_violation", where
 
 
 def test_no_seccomp_event_in_normal_operation():
@@ -687,6 +716,8 @@ if __name__ == "__main__":
         test_symbolizer_is_never_root,
         test_forbidden_calls_kill_the_symbolizer,
         test_no_seccomp_event_in_normal_operation,
+        # What the sanitized run of scripts/test.sh relies on: only there is there a report.
+        *([test_sanitizer_report_from_the_sandbox] if SANITIZED else []),
         test_hostile_peer,
         test_pid_filter_forgets_an_exited_process,
         test_passed_descriptor_cannot_block,

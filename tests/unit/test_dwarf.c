@@ -157,6 +157,11 @@ START_TEST(file_without_debug_info_falls_back_to_symbols)
 }
 END_TEST
 
+/*
+ * The process's peak resident size. The bounds on it hold in the shipped build only: in a
+ * sanitized one AddressSanitizer's quarantine keeps freed blocks resident by design (the
+ * capped unit ranges peak at 2.1 GiB with it, 104 MiB with quarantine_size_mb=0).
+ */
 static long max_rss_kib(void)
 {
 	struct rusage ru;
@@ -364,7 +369,9 @@ START_TEST(unit_ranges_are_capped_per_file)
 	ck_assert_uint_lt(ember_objfile_bytes(&o), 64u << 20);
 	ember_objfile_lookup(&o, 0x1000, &fr);
 	ember_objfile_close(&o);
+#ifndef EMBER_SANITIZERS /* see max_rss_kib */
 	ck_assert_int_lt(max_rss_kib(), 300 * 1024);
+#endif
 	free(img);
 	free(info.p);
 	free(abbrev.p);
@@ -401,7 +408,9 @@ START_TEST(function_ranges_are_capped)
 		ember_objfile_lookup(&o, pc, &fr);
 	ck_assert_uint_gt(ember_objfile_errors(&o), 0);
 	ember_objfile_close(&o);
+#ifndef EMBER_SANITIZERS /* see max_rss_kib */
 	ck_assert_int_lt(max_rss_kib(), 200 * 1024);
+#endif
 	free(img);
 	free(info.p);
 	free(abbrev.p);

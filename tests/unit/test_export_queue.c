@@ -228,9 +228,15 @@ START_TEST(full_queue_drops_the_oldest_and_stays_bounded)
 	ck_assert_uint_eq(st.queue_bytes, 8 * batch);
 	ck_assert_uint_eq(st.samples_dropped, st.evicted);
 	ck_assert_uint_eq(st.delivered, 0);
-	/* 200 x 32 KiB went through; the peak memory grew by about the bound, not by 6 MiB. */
+	/* 200 x 32 KiB went through; the peak memory grew by about the bound, not by 6 MiB.
+	 * Not in a sanitized build: AddressSanitizer's quarantine keeps the freed batches
+	 * resident by design (it grew by 9.4 MiB there). */
+#ifndef EMBER_SANITIZERS
 	ck_assert_msg(vm_hwm_kb() - hwm_before < 3 * 1024, "VmHWM grew by %zu kB",
 	              vm_hwm_kb() - hwm_before);
+#else
+	(void)hwm_before;
+#endif
 	/* Stopping aborts the hanging transfer at once and counts what was left. */
 	t0 = ember_monotonic_ns();
 	ck_assert_int_eq(ember_exporter_flush(e, ember_monotonic_ns() + SEC / 5), -ETIMEDOUT);

@@ -349,6 +349,12 @@ static struct ember_objfile_cost cost_of(const char *path)
 	return cost;
 }
 
+/*
+ * Not in a sanitized build, the next two: their file is this program, whose symbols must cost
+ * less than its DWARF, and a sanitized build links the sanitizers' runtimes in, symbols
+ * without DWARF (the symbols estimated at 652 KB, the DWARF at 171 KB): another shape.
+ */
+#ifndef EMBER_SANITIZERS
 /* A file whose DWARF would take more than the room keeps its symbols alone; one that fits is
  * read whole; one whose symbols do not fit is not read. */
 START_TEST(the_admission_estimate_decides_what_is_read)
@@ -455,6 +461,7 @@ START_TEST(files_that_do_not_fit_the_budget_are_deferred_and_counted)
 	close(fd);
 }
 END_TEST
+#endif
 
 /* A file is not read at the expense of the working set (entries used in the last seconds): that
  * would only read them again a moment later. */
@@ -524,8 +531,10 @@ static Suite *objcache_suite(void)
 	tcase_add_test(tc, a_full_file_has_its_dwarf_reset_at_most_every_30_s);
 	tcase_add_test(tc, the_budget_shrinks_the_cache_and_counts_it);
 	tcase_add_test(tc, a_file_not_had_through_one_process_is_asked_through_another);
+#ifndef EMBER_SANITIZERS /* see the tests */
 	tcase_add_test(tc, the_admission_estimate_decides_what_is_read);
 	tcase_add_test(tc, files_that_do_not_fit_the_budget_are_deferred_and_counted);
+#endif
 	tcase_add_test(tc, a_file_is_not_read_at_the_working_sets_expense);
 	suite_add_tcase(s, tc);
 	return s;

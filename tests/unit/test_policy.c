@@ -259,6 +259,39 @@ START_TEST(collector_workers_only_open)
 }
 END_TEST
 
+/*
+ * The sanitizer group (seccomp/sanitizer.policy) is in a sanitized build's tables alone: any
+ * other build's tables are its .policy files row for row, and so are its filters. Where it
+ * is, it allows two calls about the calling thread alone and refuses the others without
+ * killing.
+ */
+START_TEST(sanitizer_rows_only_when_sanitized)
+{
+	const struct ember_policy *pols[] = {&ember_symbolizer_policy, &ember_collector_policy};
+	size_t rows = 0;
+
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < pols[i]->nrules; j++) {
+			const struct ember_policy_rule *r = &pols[i]->rules[j];
+
+			if (!(r->group & EMBER_POLICY_SANITIZER))
+				continue;
+			rows++;
+			ck_assert_msg(r->group == EMBER_POLICY_SANITIZER, "%s line %u",
+			              pols[i]->name, r->line);
+			if (r->action == EMBER_RULE_ALLOW)
+				ck_assert_msg(!strcmp(r->syscall, "sigaltstack") ||
+				                  !strcmp(r->syscall, "rt_sigprocmask"),
+				              "the sanitizer group allows %s", r->syscall);
+		}
+#ifdef EMBER_SANITIZERS
+	ck_assert_uint_gt(rows, 0);
+#else
+	ck_assert_uint_eq(rows, 0);
+#endif
+}
+END_TEST
+
 /* Runs fn in a child under the policy; returns its wait status. */
 static int run_confined(const struct ember_policy *p, uint32_t groups, int dir_fd,
                         void (*fn)(int dir_fd))
@@ -531,6 +564,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(t, collector_forbidden_calls_absent);
 	tcase_add_test(t, collector_workers_only_open);
 	tcase_add_test(t, symbolizer_readers_only_read);
+	tcase_add_test(t, sanitizer_rows_only_when_sanitized);
 	tcase_add_test(t, symbolizer_filter_kills_forbidden_calls);
 	tcase_add_test(t, symbolizer_groups_widen_only_as_listed);
 	tcase_add_test(t, collector_filter);
