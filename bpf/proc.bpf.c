@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
  * Process life cycle (raw tracepoints: no tracefs needed): tells user space when a process runs a
- * new program (its mappings changed) and when its last thread exits (its mappings and cached state
+ * new program (its mappings changed; the time goes to unwind_execs too, for the unwinder) and when
+ * its last thread exits (its mappings and cached state
  * can be dropped, and with -p its PID leaves the filter). A task iterator lists the processes
  * already running when sampling starts, with the CPU time each has used (their unwind tables are
  * loaded the busiest first).
@@ -75,7 +76,13 @@ int ember_running(struct bpf_iter__task *ctx)
 SEC("raw_tp/sched_process_exec")
 int ember_exec(void *ctx)
 {
-	return send_event(EMBER_EV_EXEC, bpf_get_current_pid_tgid() >> 32);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now = bpf_ktime_get_ns();
+
+	/* Before the new program's first sample: the old one's mapping list is stale from now. */
+	if (selected(tgid))
+		bpf_map_update_elem(&unwind_execs, &tgid, &now, BPF_ANY);
+	return send_event(EMBER_EV_EXEC, tgid);
 }
 
 SEC("raw_tp/sched_process_exit")
@@ -89,6 +96,7 @@ int ember_exit(void *ctx)
 	if (BPF_CORE_READ(task, signal, live.counter))
 		return 0;
 	send_event(EMBER_EV_EXIT, tgid);
+	bpf_map_delete_elem(&unwind_execs, &tgid);
 	/* With -p, its PID names no process to sample any more: were it reused, another
 	 * process would be sampled, and its files brokered, in its place. */
 	if (filter_pids)

@@ -15,7 +15,7 @@
 
 #include "interp.h"
 
-#define EMBER_RECORDS_VERSION 10
+#define EMBER_RECORDS_VERSION 11
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
@@ -82,7 +82,14 @@ enum ember_drop_reason {
 #define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
 #define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
 #define EMBER_STACK_INTERP          0x200 /* interpreted frames (interp.h) among the user words */
-#define EMBER_STACK_UNWIND_BORROWED 0x400 /* no table of its own: another process's, by file */
+#define EMBER_STACK_UNWIND_BY_FILE  0x400 /* a frame's table was found by its file (no list) */
+/* Why a frame's table could not be found by its file (with NO_PROC or MAP_MISS): */
+#define EMBER_STACK_FILE_UNSEEN  0x800  /* the file has no table yet */
+#define EMBER_STACK_FILE_CHANGED 0x1000 /* not the file its table was built from any more */
+#define EMBER_STACK_FILE_NO_VMA                                                                    \
+	0x2000                               /* its mapping could not be looked up (the sample's   \
+	                                        one lookup spent, or the memory map locked) */
+#define EMBER_STACK_UNWIND_STALE_LIST 0x4000 /* the process's list predates its exec: unused */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * What the sampler (sampler.bpf.c, offcpu.bpf.h) and the process events
- * (proc.bpf.c) share: the PID filter of -p and the drop counters. Both
- * objects define these maps; the collector loads the sampler's and hands
+ * (proc.bpf.c) share: the PID filter of -p, the times of execs and the drop
+ * counters. Both objects define these maps; the collector loads the sampler's and hands
  * the process-event object the same two (bpf_map__reuse_fd), so a process
  * is filtered, and a drop counted, in one place whichever program sees it.
  */
@@ -10,6 +10,7 @@
 #define EMBER_BPF_SHARED_BPF_H
 
 #include "records.h"
+#include "unwind_table.h"
 
 /* Set by the collector before load (each object has its own copy). */
 const volatile bool filter_pids = false;
@@ -22,6 +23,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } pid_filter SEC(".maps");
+
+/*
+ * When each process last ran a new program (tgid -> CLOCK_MONOTONIC ns), written at
+ * exec and deleted at exit by proc.bpf.c: the unwinder ignores a mapping list read
+ * before (unwind.bpf.h). Only processes that exec'd while ember runs have an entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_PROCS * 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_execs SEC(".maps");
 
 /* Records not sent, by enum ember_drop_reason. */
 struct {

@@ -27,6 +27,8 @@
 
 #include "records.h"
 #include "scratch.bpf.h"
+#include "shared.bpf.h"
+#include "unwind_file.h"
 #include "unwind_table.h"
 
 #define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */
@@ -85,48 +87,23 @@ struct {
 } unwind_procs SEC(".maps");
 
 /*
- * Tables by file, for frames whose process has no mapping list yet (a
- * program just started) or whose mapping is newer than its list: a table is
- * the file's, shared by every process that maps it, so the unwinder learns
- * which table slot (and bias) a file's executable mapping has from a
- * process whose list it has, and a process without a list borrows it,
- * finding the file of the pc with bpf_find_vma. A process of a program
- * already running elsewhere (a compiler in a build, a shell loop's
- * commands) is then unwound in the kernel from its first sample: no miss,
- * no stack copy. A file is named by device, inode number and generation (a
- * new file with a reused inode number has another generation) and the
- * offset of its mapping; an entry is checked against the table's size and
- * a signature of its first rows when used, so a slot freed and filled with
- * another file's table is not borrowed (a wrong stack at worst).
+ * Tables by file: the symbolizer names the file each table is for (device,
+ * inode, modification time and size, its executable segments), and the
+ * unwinder finds a frame's table from the file behind its pc: the
+ * executable's and the vDSO's from the memory map's own fields, another
+ * file's through bpf_find_vma. So every process of a program whose table is
+ * loaded is unwound in the kernel from its first sample, without a message
+ * for it (a compiler in a build, a shell loop's commands, any process of a
+ * host where the program ran before). The collector deletes an entry when
+ * its table goes; a file changed since its table was built is not served.
  */
-struct ember_file_key {
-	__u64 ino;
-	__u64 pgoff;
-	__u32 dev;
-	__u32 generation;
-};
-
-struct ember_file_table {
-	__u64 delta;     /* table address = pc - (vm_start - pgoff * 4096 - delta) */
-	__u64 signature; /* of the table's first block (table_signature) */
-	__u32 table;
-	__u32 nblocks;
-};
-
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_FILES);
 	__type(key, struct ember_file_key);
-	__type(value, struct ember_file_table);
+	__type(value, struct ember_file_entry);
 } unwind_files SEC(".maps");
-
-/* Table slot -> its number of blocks when its file was learned (0: not learned). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, EMBER_UNWIND_MAX_TABLES);
-	__type(key, __u32);
-	__type(value, __u32);
-} unwind_learned SEC(".maps");
 
 #if defined(__TARGET_ARCH_x86)
 #include "stack_copy.bpf.h"
@@ -143,12 +120,16 @@ struct ember_uw_state {
 	__u8 exact;  /* pc is where execution stopped, not a return address */
 	__u8 copy;   /* where tables are missing, copy the stack (once) and stop */
 	__u8 budget_spent;
-	__u8 vma_tried; /* bpf_find_vma was called (once per sample) */
-	__u8 bx_known;  /* the sample's, or restored from where a callee saved it */
-	__u32 copied;   /* bytes of the stack copy that follows the frames */
-	/* The library mapping whose table was borrowed last (ember_borrow_mapping). */
+	__u8 vma_tried;  /* bpf_find_vma was called (once per sample) */
+	__u8 bx_known;   /* the sample's, or restored from where a callee saved it */
+	__u8 list_stale; /* the process's mapping list is older than its exec: not used */
+	__u8 exe_known;  /* exe_* are set (ember_file_mapping, once a sample) */
+	__u32 copied;    /* bytes of the stack copy that follows the frames */
+	/* Found by file (ember_file_mapping): the executable's code and its table, and the
+	 * mapping bpf_find_vma found; *_why: 0, or the EMBER_STACK_FILE_* flag of a miss. */
+	__u64 exe_start, exe_end, exe_bias;
 	__u64 vma_start, vma_end, vma_bias;
-	__u32 vma_table;
+	__u32 exe_table, exe_why, vma_table, vma_why;
 };
 
 #include "interp.bpf.h"
@@ -469,181 +450,232 @@ __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __
 	return 1;
 }
 
-/* The file of the vma that bpf_find_vma found, and where it is mapped. */
-struct file_vma {
-	struct ember_file_key key;
-	__u64 start, end;
-	struct inode *inode;
+/*
+ * The modification time of an inode: its field moved in 6.7 and again in 6.11,
+ * each layout under its own name here (CO-RE picks the one the kernel has).
+ */
+struct timespec64___ember {
+	__s64 tv_sec;
+	long tv_nsec;
 };
 
-static __always_inline void file_key(struct ember_file_key *key, struct inode *inode, __u64 pgoff)
+struct inode___ember_v611 {
+	__s64 i_mtime_sec;
+	__u32 i_mtime_nsec;
+} __attribute__((preserve_access_index));
+
+struct inode___ember_v67 {
+	struct timespec64___ember __i_mtime;
+} __attribute__((preserve_access_index));
+
+struct inode___ember_v50 {
+	struct timespec64___ember i_mtime;
+} __attribute__((preserve_access_index));
+
+/*
+ * Since 6.6 a file that overlayfs maps is a backing file: its inode is the
+ * layer's, while /proc/PID/maps (which the symbolizer reads) and the
+ * executable's file name the overlay's, which the backing file keeps beside
+ * it (the user path).
+ */
+struct path___ember {
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct backing_file___ember {
+	struct path___ember user_path;
+} __attribute__((preserve_access_index));
+
+/* An inode's entry, if the symbolizer named it; what the kernel says of the file in *seen. */
+static __always_inline const struct ember_file_entry *inode_entry(struct inode *inode,
+                                                                  struct ember_file_seen *seen)
 {
-	key->ino = BPF_CORE_READ(inode, i_ino);
-	key->generation = BPF_CORE_READ(inode, i_generation);
-	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	key->pgoff = pgoff;
+	struct inode___ember_v611 *v611 = (void *)inode;
+	struct inode___ember_v67 *v67 = (void *)inode;
+	struct inode___ember_v50 *v50 = (void *)inode;
+	struct ember_file_key key = {};
+	const struct ember_file_entry *f;
+
+	if (!inode)
+		return NULL;
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	f = bpf_map_lookup_elem(&unwind_files, &key);
+	if (!f)
+		return NULL;
+	seen->size = BPF_CORE_READ(inode, i_size);
+	if (bpf_core_field_exists(v611->i_mtime_sec)) {
+		seen->mtime_sec = BPF_CORE_READ(v611, i_mtime_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v611, i_mtime_nsec);
+	} else if (bpf_core_field_exists(v67->__i_mtime)) {
+		seen->mtime_sec = BPF_CORE_READ(v67, __i_mtime.tv_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v67, __i_mtime.tv_nsec);
+	} else {
+		seen->mtime_sec = BPF_CORE_READ(v50, i_mtime.tv_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v50, i_mtime.tv_nsec);
+	}
+	return f;
 }
+
+/*
+ * The entry of a mapped file: by its inode, else (a backing file) by the
+ * overlay's. A file that is no backing file has no user path after it: what is
+ * read there names no entry (a miss; reads are checked).
+ */
+static __always_inline const struct ember_file_entry *file_entry(struct file *file,
+                                                                 struct ember_file_seen *seen)
+{
+	const struct ember_file_entry *f = inode_entry(BPF_CORE_READ(file, f_inode), seen);
+	struct backing_file___ember *bf = (void *)file; /* its first member is the file */
+
+	if (f || !bpf_core_type_exists(struct backing_file___ember))
+		return f;
+	return inode_entry(BPF_CORE_READ(bf, user_path.dentry, d_inode), seen);
+}
+
+/* The vma that bpf_find_vma found: its file and where it is mapped. */
+struct file_vma {
+	struct file *file;
+	__u64 start, end, offset;
+	bool found;
+};
 
 static long file_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
 	struct file_vma *fv = ctx;
 
-	fv->inode = BPF_CORE_READ(vma, vm_file, f_inode);
-	if (!fv->inode)
-		return 0;
-	file_key(&fv->key, fv->inode, BPF_CORE_READ(vma, vm_pgoff));
+	fv->found = true;
+	fv->file = BPF_CORE_READ(vma, vm_file);
 	fv->start = BPF_CORE_READ(vma, vm_start);
 	fv->end = BPF_CORE_READ(vma, vm_end);
+	fv->offset = BPF_CORE_READ(vma, vm_pgoff) << 12;
 	return 0;
 }
 
-/*
- * In a perf-event program one bpf_find_vma succeeds per sample (the memory
- * map's lock is let go after the program, and a second lookup finds that
- * pending): the executable's code and the vDSO go without it, found by the
- * memory map's code range and executable file, and by its vDSO address and
- * size, under these offsets in the key.
- */
-#define EXE_PGOFF  (~0ull)
-#define VDSO_PGOFF (~1ull)
-
-/* If pc is in the executable's code or the vDSO: its key, and *start the address the
- * learned delta is from. */
-static __always_inline bool fixed_range(struct task_struct *task, __u64 pc,
-                                        struct ember_file_key *key, __u64 *start)
+/* A table found by file: its mapping, or the flag that says why there is none. */
+static __always_inline long file_fit(const struct ember_file_entry *f, int fit, __u64 bias,
+                                     struct ember_unwind_mapping *m)
 {
-	__u64 vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso);
-	__u64 vdso_size = BPF_CORE_READ(task, mm, context.vdso_image, size);
-	struct inode *inode;
-
-	*start = BPF_CORE_READ(task, mm, start_code);
-	if (pc >= *start && pc < BPF_CORE_READ(task, mm, end_code)) {
-		inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
-		if (!inode)
-			return false;
-		file_key(key, inode, EXE_PGOFF);
-		return true;
-	}
-	/* One image for every 64-bit process (a compat process's is another size). */
-	if (vdso && pc >= vdso && pc < vdso + vdso_size) {
-		*start = vdso;
-		key->ino = vdso_size;
-		key->pgoff = VDSO_PGOFF;
-		return true;
-	}
-	return false;
-}
-
-/* A few rows of the table's first block and its size: which file's table fills a slot. */
-static __always_inline __u64 table_signature(__u32 table, __u32 nblocks)
-{
-	struct ember_unwind_block_key key = {.table = table};
-	const struct ember_unwind_block *blk = bpf_map_lookup_elem(&unwind_blocks, &key);
-	const __u64 *w;
-
-	if (!blk)
-		return 0;
-	w = (const __u64 *)blk->rows;
-	return w[0] ^ (w[1] << 7) ^ (w[42] << 13) ^ (w[85] << 29) ^ (w[127] << 37) ^ nblocks;
-}
-
-/* The learned table of a file, if its slot still holds it. */
-static __always_inline const struct ember_file_table *file_table(const struct ember_file_key *key)
-{
-	const struct ember_file_table *ft = bpf_map_lookup_elem(&unwind_files, key);
-	__u32 *nblocks;
-
-	if (!ft)
-		return NULL;
-	nblocks = bpf_map_lookup_elem(&unwind_tables, &ft->table);
-	if (!nblocks || *nblocks != ft->nblocks ||
-	    table_signature(ft->table, ft->nblocks) != ft->signature)
-		return NULL;
-	return ft;
-}
-
-/*
- * Where a process has a table for pc's mapping: remembers the file's table
- * for processes that have none (once per table slot and size). Global: the
- * verifier checks it once.
- */
-__attribute__((noinline)) long ember_learn_file(struct ember_uw_state *st, __u64 pc, __u32 table,
-                                                __u64 bias)
-{
-	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
-	__u32 *learned = bpf_map_lookup_elem(&unwind_learned, &table);
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct ember_file_table ft = {.table = table};
-	struct file_vma fv = {};
-	__u64 start;
-
-	if (!st || !nblocks || !learned || !*nblocks || *learned == *nblocks)
-		return 0;
-	if (fixed_range(task, pc, &fv.key, &start)) {
-		ft.delta = start - bias;
-	} else {
-		if (st->vma_tried)
-			return 0;
-		st->vma_tried = 1;
-		if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
-			return 0;
-		ft.delta = fv.start - (fv.key.pgoff << 12) - bias;
-	}
-	ft.nblocks = *nblocks;
-	ft.signature = table_signature(table, ft.nblocks);
-	if (!bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY))
-		*learned = ft.nblocks;
+	if (!f)
+		return EMBER_STACK_FILE_UNSEEN;
+	if (fit == EMBER_FILE_CHANGED)
+		return EMBER_STACK_FILE_CHANGED;
+	/* No executable segment there: as the process's list would say, no table. */
+	m->table = fit == EMBER_FILE_FITS ? f->table : EMBER_UNWIND_NO_TABLE;
+	m->bias = bias;
 	return 0;
 }
 
+/* The executable's code, once a sample: st->exe_* (a miss leaves it to bpf_find_vma). */
+static __always_inline void resolve_exe(struct ember_uw_state *st, struct task_struct *task)
+{
+	struct ember_unwind_mapping m = {};
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
+	__u64 bias = 0;
+	int fit = EMBER_FILE_NO_SEGMENT;
+
+	st->exe_start = BPF_CORE_READ(task, mm, start_code);
+	st->exe_end = BPF_CORE_READ(task, mm, end_code);
+	f = file_entry(BPF_CORE_READ(task, mm, exe_file), &seen);
+	if (f)
+		fit = ember_file_base_bias(f, &seen, st->exe_start, &bias);
+	st->exe_why = file_fit(f, fit, bias, &m);
+	st->exe_table = m.table;
+	st->exe_bias = m.bias;
+	st->exe_known = 1;
+}
+
+/* The vDSO, which is no file: one image for every 64-bit process, its size its check. */
+static __always_inline long vdso_mapping(struct task_struct *task, __u64 pc,
+                                         struct ember_unwind_mapping *m)
+{
+	struct ember_file_key key = {};
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
+	__u64 vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso), bias = 0;
+	int fit = EMBER_FILE_NO_SEGMENT;
+
+	seen.size = BPF_CORE_READ(task, mm, context.vdso_image, size);
+	if (!vdso || pc < vdso || pc >= vdso + seen.size)
+		return -1;
+	f = bpf_map_lookup_elem(&unwind_files, &key);
+	if (f)
+		fit = ember_file_base_bias(f, &seen, vdso, &bias);
+	return file_fit(f, fit, bias, m);
+}
+
 /*
- * Fills *m with the mapping of pc from the table another process's
- * mapping of the same file has; returns 0, or -1 where there is none.
+ * Fills *m with the mapping of pc from its file's table: the executable's and
+ * the vDSO's by the memory map's fields, another file's with bpf_find_vma. In a
+ * perf-event program one bpf_find_vma succeeds per sample (the memory map's lock
+ * is let go after the program, and a second lookup finds that pending): the
+ * mapping it finds is kept for the sample's later frames. Returns 0; an
+ * EMBER_STACK_FILE_* flag that says why there is no table (a stack copy may
+ * help); or -1 for a pc in no mapping. Global: the verifier checks it once.
  */
-__attribute__((noinline)) long ember_borrow_mapping(struct ember_uw_state *st, __u64 pc,
-                                                    struct ember_unwind_mapping *m)
+__attribute__((noinline)) long ember_file_mapping(struct ember_uw_state *st, __u64 pc,
+                                                  struct ember_unwind_mapping *m)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	const struct ember_file_table *ft;
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
 	struct file_vma fv = {};
-	__u64 start;
+	__u64 bias = 0;
+	long why;
+	int fit = EMBER_FILE_NO_SEGMENT;
 
 	if (!st || !m)
 		return -1;
-	if (fixed_range(task, pc, &fv.key, &start)) {
-		ft = file_table(&fv.key);
-		if (!ft)
-			return -1;
-		m->table = ft->table;
-		m->bias = start - ft->delta;
+	if (!st->exe_known)
+		resolve_exe(st, task);
+	if (pc >= st->exe_start && pc < st->exe_end && !st->exe_why) {
+		m->table = st->exe_table;
+		m->bias = st->exe_bias;
 		return 0;
 	}
 	if (pc >= st->vma_start && pc < st->vma_end) {
 		m->table = st->vma_table;
 		m->bias = st->vma_bias;
-		return 0;
+		return st->vma_why;
 	}
+	why = vdso_mapping(task, pc, m);
+	if (why >= 0)
+		return why;
 	if (st->vma_tried)
-		return -1;
+		return EMBER_STACK_FILE_NO_VMA;
 	st->vma_tried = 1;
-	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
+	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0))
+		return fv.found ? 0 : EMBER_STACK_FILE_NO_VMA;
+	if (!fv.found)
 		return -1;
-	ft = file_table(&fv.key);
-	if (!ft)
-		return -1;
-	m->table = st->vma_table = ft->table;
-	m->bias = st->vma_bias = fv.start - (fv.key.pgoff << 12) - ft->delta;
+	/* Anonymous executable memory (JIT code): frame pointers, as the process's list says. */
+	if (!fv.file) {
+		f = NULL;
+		why = 0;
+		m->table = EMBER_UNWIND_NO_TABLE;
+		m->bias = 0;
+	} else {
+		f = file_entry(fv.file, &seen);
+		if (f)
+			fit = ember_file_mapping_bias(f, &seen, fv.start, fv.offset, pc, &bias);
+		why = file_fit(f, fit, bias, m);
+	}
 	st->vma_start = fv.start;
 	st->vma_end = fv.end;
-	return 0;
+	st->vma_table = m->table;
+	st->vma_bias = m->bias;
+	st->vma_why = why;
+	return why;
 }
 
 static long unwind_step(__u64 i, void *ctx)
 {
 	struct ember_uw_state *st = ctx;
 	const struct ember_unwind_mapping *m;
-	struct ember_unwind_mapping borrowed;
+	struct ember_unwind_mapping by_file;
 	struct ember_unwind_proc *proc;
+	long why;
 	struct ember_unwind_row row;
 	struct sample_scratch *s;
 	__u32 idx, flag = 0;
@@ -678,24 +710,27 @@ static long unwind_step(__u64 i, void *ctx)
 	s->uw_words++;
 	s->uw_native++;
 	st->exact = 0;
-	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+	proc = st->list_stale ? NULL : bpf_map_lookup_elem(&unwind_procs, &st->tgid);
 	m = proc ? find_mapping(proc, pc) : NULL;
-	/* No list yet, or a mapping made after it was sent (the symbolizer reloads): the
-	 * file's table if another process has taught it, else a copy. */
+	/* No list (yet), or a mapping made after it was read (the symbolizer reloads): the
+	 * table of the file behind pc, else a copy. */
 	if (!m) {
 		flag = proc ? EMBER_STACK_UNWIND_MAP_MISS : EMBER_STACK_UNWIND_NO_PROC;
-		if (ember_borrow_mapping(st, pc, &borrowed))
-			return ember_missing_table(st, exact, flag) != 0;
-		st->flags |= EMBER_STACK_UNWIND_BORROWED;
-		m = &borrowed;
+		why = ember_file_mapping(st, pc, &by_file);
+		if (why < 0) {
+			st->stop = EMBER_UNWIND_STOP_NO_MAPPING;
+			return 1;
+		}
+		if (why)
+			return ember_missing_table(st, exact, flag | (__u32)why) != 0;
+		st->flags |= EMBER_STACK_UNWIND_BY_FILE;
+		m = &by_file;
 	}
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
 	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row))
-		return ember_missing_table(st, exact, m == &borrowed ? flag : 0) != 0;
-	if (m != &borrowed)
-		ember_learn_file(st, pc, m->table, m->bias);
+		return ember_missing_table(st, exact, m == &by_file ? flag : 0) != 0;
 	return step_row(st, &row, exact && s->uw_native == 1);
 }
 
@@ -773,7 +808,15 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
                                          __u32 *stack_flags, __u32 *copy_bytes)
 {
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &st->slot);
+	struct ember_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+	__u64 *exec_ns = proc ? bpf_map_lookup_elem(&unwind_execs, &st->tgid) : NULL;
 
+	/* A list read before the process's last exec is the old program's: its addresses name
+	 * other files, maybe at the same places (without address space randomization). */
+	if (proc && exec_ns && proc->read_ns < *exec_ns) {
+		st->list_stale = 1;
+		st->flags |= EMBER_STACK_UNWIND_STALE_LIST;
+	}
 	*copy_bytes = 0;
 	if (!have_regs || !s) {
 		*stack_flags |= (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;

@@ -220,8 +220,12 @@ struct super_block {
 
 struct inode {
 	unsigned long i_ino;
-	unsigned int i_generation;
+	long long i_size;
 	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct inode *d_inode;
 } __attribute__((preserve_access_index));
 
 struct file {

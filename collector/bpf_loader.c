@@ -158,6 +158,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		return err;
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
+	b->unwind_files_fd = bpf_map__fd(b->sampler->maps.unwind_files);
 	b->proc_map_fds[0] = bpf_map__fd(b->sampler->maps.unwind_procs);
 	b->proc_map_fds[1] = bpf_map__fd(b->sampler->maps.interp_procs);
 	for (int rt = 1; rt < EMBER_RUNTIME_MAX; rt++) /* by the name in the runtime's entry */
@@ -166,14 +167,15 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	return 0;
 }
 
-/* Process events share the sampler's selection (with -p, others' execs are not ours) and drop
- * counters (bpf/shared.bpf.h, select.bpf.h). */
+/* Process events share the sampler's selection (with -p, others' execs are not ours), the times
+ * of execs and the drop counters (bpf/shared.bpf.h, select.bpf.h). */
 static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	struct bpf_map *const shared[][2] = {
 	    {b->proc->maps.pid_filter, b->sampler->maps.pid_filter},
 	    {b->proc->maps.cgroup_filter, b->sampler->maps.cgroup_filter},
 	    {b->proc->maps.cgroup_verdicts, b->sampler->maps.cgroup_verdicts},
+	    {b->proc->maps.unwind_execs, b->sampler->maps.unwind_execs},
 	    {b->proc->maps.drops, b->sampler->maps.drops}};
 	int err = 0;
 

@@ -106,7 +106,7 @@ def volume(stats):
 
 def split_line(stats):
     log(f"  unwound in the kernel {stats['unwind.samples_complete_kernel']} ("
-        f"{stats['unwind.samples_borrowed_tables']} with another process's tables), from stack copies "
+        f"{stats['unwind.samples_by_file']} with tables found by file), from stack copies "
         f"{stats['unwind.samples_complete_copy']}, incomplete {stats['unwind.samples_incomplete']} "
         f"(copies {stats['unwind.copy.samples']}, {stats['unwind.copy.bytes']} bytes; budget "
         f"spent {stats['unwind.copy.skipped_budget']}; copy failed {stats['unwind.copy.failed']}; "
@@ -308,9 +308,9 @@ def test_one_shot_processes():
     good = kinds["complete"] + kinds["no user stack"]
     assert good >= 0.99 * total, f"only {good} of {total} samples complete"
     assert stats["unwind.execs_met_first"] >= len(first), stats["unwind.execs_met_first"]
-    # Twenty processes of each program: later ones borrow the tables their files have in the
-    # earlier ones' until their own are loaded (bpf/unwind.bpf.h).
-    assert stats["unwind.samples_borrowed_tables"] > 0, "no process borrowed another's tables"
+    # Twenty processes of each program: later ones find the tables of their files by file,
+    # with no mapping list of their own (bpf/unwind.bpf.h).
+    assert stats["unwind.samples_by_file"] > 0, "no table was found by file"
     # Issue 15's target: the samples, copies and all, at most twice their frames alone.
     with_copies, without = volume(stats)
     assert with_copies <= 2 * without, f"{with_copies / without:.2f}x the bytes without copies"

@@ -266,7 +266,7 @@ START_TEST(validation_without_maps)
 	int none[EMBER_PROC_MAPS];
 
 	memset(none, -1, sizeof(none));
-	ck_assert_int_eq(ember_tables_init(&t, -1, -1, none, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, none, 0), 0);
 	check_validation(&t);
 	check_interp_validation(&t);
 	check_py_validation(&t);
@@ -306,7 +306,7 @@ START_TEST(loads_and_forgets_with_maps)
 	proc_fds[0] = procs;
 	proc_fds[1] = index;
 	proc_fds[1 + EMBER_RUNTIME_PYTHON] = py_procs;
-	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, proc_fds, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, -1, proc_fds, 0), 0);
 	check_validation(&t);
 	check_interp_validation(&t);
 	check_py_validation(&t);

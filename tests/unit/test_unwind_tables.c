@@ -16,12 +16,15 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bpf/unwind_file.h"
 #include "check_main.h"
 #include "symbolizer/profile/profile.h"
 #include "waiting_child.h"
@@ -46,6 +49,9 @@ struct fake_collector {
 	/* The last process message of each pid (whole, when total fits in one message). */
 	struct ember_msg_unwind_proc procs[MAX_PROC_MSG];
 	unsigned int nprocs;
+	/* File entries as they stand (SET replaces, DROP deletes), by key. */
+	struct ember_msg_unwind_file files[MAX_TABLES];
+	unsigned int nfiles, file_drops;
 	unsigned int maps_requests, file_requests;
 };
 
@@ -110,6 +116,23 @@ static void serve_request(const union ember_msg *in)
 		close(fd);
 }
 
+static void record_file(const struct ember_msg_unwind_file *m)
+{
+	unsigned int i = 0;
+
+	while (i < fc.nfiles && memcmp(&fc.files[i].key, &m->key, sizeof(m->key)))
+		i++;
+	if (m->op == EMBER_UNWIND_FILE_DROP) {
+		fc.file_drops++;
+		if (i < fc.nfiles)
+			fc.files[i] = fc.files[--fc.nfiles];
+		return;
+	}
+	ck_assert_uint_lt(i, MAX_TABLES);
+	fc.files[i] = *m;
+	fc.nfiles += i == fc.nfiles;
+}
+
 static void record(const union ember_msg *in)
 {
 	uint32_t t;
@@ -140,6 +163,9 @@ static void record(const union ember_msg *in)
 	case EMBER_MSG_UNWIND_PROC:
 		if (in->unwind_proc.first == 0 && fc.nprocs < MAX_PROC_MSG)
 			fc.procs[fc.nprocs++] = in->unwind_proc;
+		break;
+	case EMBER_MSG_UNWIND_FILE:
+		record_file(&in->unwind_file);
 		break;
 	}
 	pthread_mutex_unlock(&fc.lock);
@@ -302,6 +328,125 @@ START_TEST(tables_are_built_once_and_shared)
 	ck_assert_uint_eq(stat_of("unwind.process_loads"), 2);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+}
+END_TEST
+
+/* Field 26 of /proc/PID/stat: where the kernel says the program's code starts (mm->start_code). */
+static uint64_t start_code_of(uint32_t pid)
+{
+	char path[64], buf[4096] = "", *p;
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')'); /* after the name, which may hold spaces */
+	for (int field = 2; field < 26 && p; field++)
+		p = strchr(p + 1, ' ');
+	ck_assert(p && sscanf(p + 1, "%llu", &v) == 1);
+	return v;
+}
+
+static void read_maps(uint32_t pid, struct ember_maps *maps)
+{
+	char path[64], *text = NULL;
+	long len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	len = ember_maps_read_fd(fd, &text);
+	close(fd);
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, maps), 0);
+	free(text);
+}
+
+/* The file entry of key, as the fake collector holds it, or NULL. */
+static const struct ember_msg_unwind_file *file_entry_of(const struct ember_file_key *key)
+{
+	for (unsigned int i = 0; i < fc.nfiles; i++)
+		if (!memcmp(&fc.files[i].key, key, sizeof(*key)))
+			return &fc.files[i];
+	return NULL;
+}
+
+/*
+ * The unwinder finds a table by the file behind a pc (bpf/unwind_file.h): for every mapping of
+ * this process the entry of its file, keyed as the kernel names the file (the device as
+ * major << 20 | minor, the inode), gives the table and the bias its mapping list gives; the
+ * executable from where the kernel says its code starts, the vDSO from its base; the entry
+ * holds the file's time and size as stat gives them.
+ */
+START_TEST(tables_found_by_file_agree_with_the_process_lists)
+{
+	uint32_t self = (uint32_t)getpid();
+	uint64_t start_code = start_code_of(self);
+	__u64 bias = 0;
+	const struct ember_msg_unwind_proc *mp;
+	unsigned int checked = 0, exe = 0, vdso = 0;
+	struct ember_maps maps;
+
+	exec_at(self, SEC);
+	settle();
+	read_maps(self, &maps);
+	pthread_mutex_lock(&fc.lock);
+	mp = last_proc(self);
+	ck_assert_ptr_nonnull(mp);
+	ck_assert_uint_gt(mp->read_ns, 0);
+	for (uint32_t i = 0; i < mp->count; i++) {
+		const struct ember_unwind_mapping *m = &mp->mappings[i];
+		const struct ember_map_entry *e = ember_maps_find(&maps, m->start);
+		struct ember_file_key key = {0};
+		const struct ember_msg_unwind_file *f;
+		struct ember_file_seen seen;
+		struct stat st;
+
+		if (m->table == EMBER_UNWIND_NO_TABLE)
+			continue;
+		ck_assert(e && e->start == m->start);
+		if (e->kind != EMBER_MAP_VDSO)
+			key =
+			    (struct ember_file_key){e->inode, e->dev_major << 20 | e->dev_minor, 0};
+		f = file_entry_of(&key);
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(f->file.table, m->table);
+		seen =
+		    (struct ember_file_seen){f->file.mtime_sec, f->file.mtime_nsec, f->file.size};
+		if (e->kind == EMBER_MAP_VDSO) {
+			ck_assert_int_eq(ember_file_base_bias(&f->file, &seen, m->start, &bias), 0);
+			ck_assert_uint_eq(f->file.size, m->end - m->start);
+			vdso++;
+		} else {
+			/* Its first byte: a mapping may reach past its segment's bytes (to a page).
+			 */
+			ck_assert_int_eq(ember_file_mapping_bias(&f->file, &seen, m->start,
+			                                         e->offset, m->start, &bias),
+			                 0);
+			ck_assert_int_eq(stat(ember_maps_path(&maps, e), &st), 0);
+			ck_assert_int_eq(f->file.mtime_sec, st.st_mtim.tv_sec);
+			ck_assert_uint_eq(f->file.mtime_nsec, st.st_mtim.tv_nsec);
+			ck_assert_uint_eq(f->file.size, st.st_size);
+		}
+		ck_assert_uint_eq(bias, m->bias);
+		if (start_code >= m->start && start_code < m->end) {
+			ck_assert_int_eq(ember_file_base_bias(&f->file, &seen, start_code, &bias),
+			                 0);
+			ck_assert_uint_eq(bias, m->bias);
+			exe++;
+		}
+		checked++;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	ember_maps_free(&maps);
+	ck_assert_uint_ge(checked, 3);
+	ck_assert_uint_eq(exe, 1);
+	ck_assert_uint_eq(vdso, 1);
+	ck_assert_uint_eq(stat_of("unwind.files_named"), fc.nfiles);
 }
 END_TEST
 
@@ -507,6 +652,7 @@ static Suite *unwind_tables_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, tables_are_built_once_and_shared);
+	tcase_add_test(tc, tables_found_by_file_agree_with_the_process_lists);
 	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
 	tcase_add_test(tc, refused_maps_back_off);
 	tcase_add_test(tc, processes_found_gone_are_forgotten);
