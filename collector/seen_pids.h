@@ -16,6 +16,8 @@
  * with that PID, which drops the old snapshot), served only once that process
  * is gone, at most EMBER_SNAPSHOT_KEEP_NS old; at most EMBER_SNAPSHOTS_MAX of
  * them, each at most EMBER_SNAPSHOT_MAX_BYTES (the oldest go first, counted).
+ * With it the process's root is kept, from which the broker opens the files
+ * the snapshot names once the process is gone (checked by device and inode).
  */
 #ifndef EMBER_COLLECTOR_SEEN_PIDS_H
 #define EMBER_COLLECTOR_SEEN_PIDS_H
@@ -48,6 +50,7 @@ struct ember_maps_snapshot {
 	int fd;             /* a sealed memfd, or -1 before the first copy */
 	int pending;        /* the memfd a worker copies into now, or -1 */
 	uint64_t taken_ns;
+	int root; /* the process's root (O_PATH), where its mapped files' paths lead, or -1 */
 };
 
 struct ember_procs {
@@ -103,5 +106,8 @@ void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t ge
 /* A new read-only descriptor of the snapshot of tgid, a process gone (ember_procs_check
  * refused it), or a negative errno. */
 int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
+/* A new descriptor of the root of tgid, a process whose snapshot is kept, or a negative errno:
+ * its mapped files are reached from there once it is gone. */
+int ember_procs_snapshot_root(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
 
 #endif
