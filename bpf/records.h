@@ -98,6 +98,7 @@ enum ember_event_kind {
 	EMBER_EV_EXIT = 3,
 	EMBER_EV_OFF_CPU = 4,
 	EMBER_EV_RUNNING = 5, /* a process that was running when sampling started */
+	EMBER_EV_MMAP = 6,    /* a process mapped a file executable */
 };
 
 /* Off-CPU samples at most, per second and CPU, that the sampling aims at (offcpu.bpf.h). */
@@ -201,16 +202,28 @@ static inline __u64 ember_sample_size(const struct ember_sample_event *s, __u64 
 }
 
 /*
- * A process began a new program (exec), its last thread left (exit), or it
- * was running when sampling started (its unwind tables are wanted at once,
- * the busiest first).
+ * A process began a new program (exec), its last thread left (exit), it was
+ * running when sampling started (its unwind tables are wanted at once, the
+ * busiest first), or it mapped a file executable (mmap: the kernel's word on
+ * its mappings, for a process gone before its maps could be read).
  */
+#define EMBER_MMAP_DEPTH    8  /* path components of a mapped file's name, the file's first */
+#define EMBER_MMAP_NAME_LEN 32 /* of each (longer ones cut) */
+
 struct ember_proc_event {
-	__u32 kind; /* EMBER_EV_EXEC, EMBER_EV_EXIT or EMBER_EV_RUNNING */
+	__u32 kind; /* EMBER_EV_EXEC, EMBER_EV_EXIT, EMBER_EV_RUNNING or EMBER_EV_MMAP */
 	__u32 tgid;
 	__u64 time_ns;
 	__u64 cpu_ns; /* EMBER_EV_RUNNING: CPU time the process has used */
 	char comm[EMBER_COMM_LEN];
+	/* EXEC: the new program's vDSO [start, end); MMAP: the mapping, its file offset, the
+	 * file (device as major << 20 | minor and inode, as /proc/PID/maps shows them) and its
+	 * path within its mount, up to depth components (the last first). */
+	__u64 start, end, offset, ino;
+	__u64 exec_id; /* EXEC, MMAP: the process's execs so far: which program mapped it */
+	__u32 dev;
+	__u32 depth;
+	char name[EMBER_MMAP_DEPTH][EMBER_MMAP_NAME_LEN];
 };
 
 #endif

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * What the sampler (sampler.bpf.c, offcpu.bpf.h) and the process events
- * (proc.bpf.c) share: the PID filter of -p, the times of execs and the drop
- * counters. Both objects define these maps; the collector loads the sampler's and hands
- * the process-event object the same two (bpf_map__reuse_fd), so a process
- * is filtered, and a drop counted, in one place whichever program sees it.
+ * (proc.bpf.c) share: the PID filter of -p, the times of execs, the mappings
+ * the unwinder learnt, the process events' ring and the drop counters. Both objects define these
+ * maps; the collector loads the sampler's and hands the process-event object the same two
+ * (bpf_map__reuse_fd), so a process is filtered, and a drop counted, in one place whichever program
+ * sees it.
  */
 #ifndef EMBER_BPF_SHARED_BPF_H
 #define EMBER_BPF_SHARED_BPF_H
@@ -36,6 +37,44 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } unwind_execs SEC(".maps");
+
+/*
+ * Process events (proc.bpf.c: exec, exit, the processes running at the start) and the
+ * mappings the unwinder learns of processes (unwind.bpf.h), for user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} proc_events SEC(".maps");
+
+/*
+ * The executable mappings of each process sampled without a mapping list, as the unwinder
+ * learns them (unwind.bpf.h: one a sample, bpf_find_vma), for its frames' tables by file; a
+ * process with an entry reports its mappings at its exit (proc.bpf.c), for user space to
+ * know the maps of a process gone before they could be read. Of one memory map: a process
+ * that exec'd starts afresh.
+ */
+#define EMBER_PROC_VMAS  24
+#define EMBER_VMAS_PROCS 2048
+
+struct ember_proc_vma {
+	__u64 start, end, offset;
+	__u64 file; /* struct file *, 0: anonymous */
+};
+
+struct ember_proc_vmas {
+	__u64 mm;
+	__u32 n;
+	__u32 reserved;
+	struct ember_proc_vma v[EMBER_PROC_VMAS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EMBER_VMAS_PROCS);
+	__type(key, __u32);
+	__type(value, struct ember_proc_vmas);
+} unwind_vmas SEC(".maps");
 
 /* Records not sent, by enum ember_drop_reason. */
 struct {

@@ -25,6 +25,7 @@
 #ifndef EMBER_BPF_UNWIND_BPF_H
 #define EMBER_BPF_UNWIND_BPF_H
 
+#include "mapped_file.bpf.h"
 #include "records.h"
 #include "scratch.bpf.h"
 #include "shared.bpf.h"
@@ -91,8 +92,8 @@ struct {
  * inode, modification time and size, its executable segments), and the
  * unwinder finds a frame's table from the file behind its pc: the
  * executable's and the vDSO's from the memory map's own fields, another
- * file's through bpf_find_vma. So every process of a program whose table is
- * loaded is unwound in the kernel from its first sample, without a message
+ * file's from the process's mappings the unwinder learns (unwind_vmas). So every process of a
+ * program whose table is loaded is unwound in the kernel from its first sample, without a message
  * for it (a compiler in a build, a shell loop's commands, any process of a
  * host where the program ran before). The collector deletes an entry when
  * its table goes; a file changed since its table was built is not served.
@@ -472,20 +473,6 @@ struct inode___ember_v50 {
 	struct timespec64___ember i_mtime;
 } __attribute__((preserve_access_index));
 
-/*
- * Since 6.6 a file that overlayfs maps is a backing file: its inode is the
- * layer's, while /proc/PID/maps (which the symbolizer reads) and the
- * executable's file name the overlay's, which the backing file keeps beside
- * it (the user path).
- */
-struct path___ember {
-	struct dentry *dentry;
-} __attribute__((preserve_access_index));
-
-struct backing_file___ember {
-	struct path___ember user_path;
-} __attribute__((preserve_access_index));
-
 /* An inode's entry, if the symbolizer named it; what the kernel says of the file in *seen. */
 static __always_inline const struct ember_file_entry *inode_entry(struct inode *inode,
                                                                   struct ember_file_seen *seen)
@@ -517,39 +504,75 @@ static __always_inline const struct ember_file_entry *inode_entry(struct inode *
 	return f;
 }
 
-/*
- * The entry of a mapped file: by its inode, else (a backing file) by the
- * overlay's. A file that is no backing file has no user path after it: what is
- * read there names no entry (a miss; reads are checked).
- */
+/* The entry of a mapped file, by the inode /proc/PID/maps names (mapped_file.bpf.h). */
 static __always_inline const struct ember_file_entry *file_entry(struct file *file,
                                                                  struct ember_file_seen *seen)
 {
-	const struct ember_file_entry *f = inode_entry(BPF_CORE_READ(file, f_inode), seen);
-	struct backing_file___ember *bf = (void *)file; /* its first member is the file */
-
-	if (f || !bpf_core_type_exists(struct backing_file___ember))
-		return f;
-	return inode_entry(BPF_CORE_READ(bf, user_path.dentry, d_inode), seen);
+	return file ? inode_entry(BPF_CORE_READ(maps_dentry(file), d_inode), seen) : NULL;
 }
 
-/* The vma that bpf_find_vma found: its file and where it is mapped. */
-struct file_vma {
-	struct file *file;
-	__u64 start, end, offset;
-	bool found;
-};
+#define VM_EXEC_FLAG 0x4 /* VM_EXEC in include/linux/mm.h */
 
-static long file_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+/* The mapping bpf_find_vma found, kept if executable (found->end 0: not). */
+static long exec_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
-	struct file_vma *fv = ctx;
+	struct ember_proc_vma *found = ctx;
 
-	fv->found = true;
-	fv->file = BPF_CORE_READ(vma, vm_file);
-	fv->start = BPF_CORE_READ(vma, vm_start);
-	fv->end = BPF_CORE_READ(vma, vm_end);
-	fv->offset = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC_FLAG))
+		return 0;
+	found->start = BPF_CORE_READ(vma, vm_start);
+	found->end = BPF_CORE_READ(vma, vm_end);
+	found->offset = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	found->file = (__u64)BPF_CORE_READ(vma, vm_file);
 	return 0;
+}
+
+/* Learns the executable mapping at pc into pv. Returns -1 for a pc in no mapping. */
+static __always_inline int learn_vma(struct ember_proc_vmas *pv, struct task_struct *task, __u64 pc)
+{
+	struct ember_proc_vma found = {};
+	__u32 n = pv->n;
+
+	/* -2 (-ENOENT): no mapping there; another error: the lock was not to be had. */
+	if (bpf_find_vma(task, pc, exec_vma_found, &found, 0) == -2)
+		return -1;
+	if (found.end && n < EMBER_PROC_VMAS) {
+		pv->v[n] = found;
+		pv->n = n + 1;
+	}
+	return 0;
+}
+
+/* The learnt mapping holding pc, or NULL. */
+static __always_inline const struct ember_proc_vma *find_vma_of(const struct ember_proc_vmas *pv,
+                                                                __u64 pc)
+{
+	for (int i = 0; i < EMBER_PROC_VMAS; i++) {
+		if (i >= (int)pv->n)
+			break;
+		if (pc >= pv->v[i].start && pc < pv->v[i].end)
+			return &pv->v[i];
+	}
+	return NULL;
+}
+
+/* The current process's learnt mappings, of its memory map now (a fresh entry if none: the
+ * process exits reporting its mappings, proc.bpf.c). */
+static __always_inline struct ember_proc_vmas *proc_vmas(__u32 tgid, struct task_struct *task)
+{
+	static const struct ember_proc_vmas none;
+	struct ember_proc_vmas *pv = bpf_map_lookup_elem(&unwind_vmas, &tgid);
+	__u64 mm = (__u64)BPF_CORE_READ(task, mm);
+
+	if (!pv) {
+		bpf_map_update_elem(&unwind_vmas, &tgid, &none, BPF_ANY);
+		pv = bpf_map_lookup_elem(&unwind_vmas, &tgid);
+	}
+	if (pv && pv->mm != mm) {
+		pv->mm = mm;
+		pv->n = 0;
+	}
+	return pv;
 }
 
 /* A table found by file: its mapping, or the flag that says why there is none. */
@@ -607,20 +630,23 @@ static __always_inline long vdso_mapping(struct task_struct *task, __u64 pc,
 
 /*
  * Fills *m with the mapping of pc from its file's table: the executable's and
- * the vDSO's by the memory map's fields, another file's with bpf_find_vma. In a
- * perf-event program one bpf_find_vma succeeds per sample (the memory map's lock
- * is let go after the program, and a second lookup finds that pending): the
- * mapping it finds is kept for the sample's later frames. Returns 0; an
- * EMBER_STACK_FILE_* flag that says why there is no table (a stack copy may
- * help); or -1 for a pc in no mapping. Global: the verifier checks it once.
+ * the vDSO's by the memory map's fields, another file's from the mappings the
+ * unwinder learnt of the process (unwind_vmas, shared.bpf.h). Where pc is in
+ * none, one is learnt with bpf_find_vma: in a perf-event program one succeeds
+ * per sample (the memory map's lock is let go after the program, and a second
+ * lookup finds that pending), so a stack through several libraries is whole
+ * from a few samples on. Returns 0; an EMBER_STACK_FILE_* flag that says why
+ * there is no table (a stack copy may help); or -1 for a pc in no mapping.
+ * Global: the verifier checks it once.
  */
 __attribute__((noinline)) long ember_file_mapping(struct ember_uw_state *st, __u64 pc,
                                                   struct ember_unwind_mapping *m)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	const struct ember_proc_vma *v;
 	struct ember_file_seen seen = {};
 	const struct ember_file_entry *f;
-	struct file_vma fv = {};
+	struct ember_proc_vmas *pv;
 	__u64 bias = 0;
 	long why;
 	int fit = EMBER_FILE_NO_SEGMENT;
@@ -642,27 +668,31 @@ __attribute__((noinline)) long ember_file_mapping(struct ember_uw_state *st, __u
 	why = vdso_mapping(task, pc, m);
 	if (why >= 0)
 		return why;
-	if (st->vma_tried)
+	pv = proc_vmas(st->tgid, task);
+	if (!pv)
 		return EMBER_STACK_FILE_NO_VMA;
-	st->vma_tried = 1;
-	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0))
-		return fv.found ? 0 : EMBER_STACK_FILE_NO_VMA;
-	if (!fv.found)
-		return -1;
+	v = find_vma_of(pv, pc);
+	if (!v && !st->vma_tried) {
+		st->vma_tried = 1;
+		if (learn_vma(pv, task, pc))
+			return -1;
+		v = find_vma_of(pv, pc);
+	}
+	if (!v)
+		return EMBER_STACK_FILE_NO_VMA;
 	/* Anonymous executable memory (JIT code): frame pointers, as the process's list says. */
-	if (!fv.file) {
-		f = NULL;
+	if (!v->file) {
 		why = 0;
 		m->table = EMBER_UNWIND_NO_TABLE;
 		m->bias = 0;
 	} else {
-		f = file_entry(fv.file, &seen);
+		f = file_entry((struct file *)v->file, &seen);
 		if (f)
-			fit = ember_file_mapping_bias(f, &seen, fv.start, fv.offset, pc, &bias);
+			fit = ember_file_mapping_bias(f, &seen, v->start, v->offset, pc, &bias);
 		why = file_fit(f, fit, bias, m);
 	}
-	st->vma_start = fv.start;
-	st->vma_end = fv.end;
+	st->vma_start = v->start;
+	st->vma_end = v->end;
 	st->vma_table = m->table;
 	st->vma_bias = m->bias;
 	st->vma_why = why;

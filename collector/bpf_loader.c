@@ -168,7 +168,8 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 }
 
 /* Process events share the sampler's selection (with -p, others' execs are not ours), the times
- * of execs and the drop counters (bpf/shared.bpf.h, select.bpf.h). */
+ * of execs, their ring (the unwinder reports mappings) and the drop counters (bpf/shared.bpf.h,
+ * select.bpf.h). */
 static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	struct bpf_map *const shared[][2] = {
@@ -176,6 +177,8 @@ static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	    {b->proc->maps.cgroup_filter, b->sampler->maps.cgroup_filter},
 	    {b->proc->maps.cgroup_verdicts, b->sampler->maps.cgroup_verdicts},
 	    {b->proc->maps.unwind_execs, b->sampler->maps.unwind_execs},
+	    {b->proc->maps.proc_events, b->sampler->maps.proc_events},
+	    {b->proc->maps.unwind_vmas, b->sampler->maps.unwind_vmas},
 	    {b->proc->maps.drops, b->sampler->maps.drops}};
 	int err = 0;
 
@@ -280,11 +283,12 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		    err, "cannot load the process-event eBPF program: %m; run `ember check`");
 		goto fail;
 	}
-	b->rings =
-	    ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample, o->cb_ctx, NULL);
+	/* Process events first in each drain: a process's exec and mappings before its samples. */
+	b->rings = ring_buffer__new(bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
+	                            o->cb_ctx, NULL);
 	err = !b->rings ? neg_errno()
-	                : ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events),
-	                                   o->on_proc_event, o->cb_ctx);
+	                : ring_buffer__add(b->rings, bpf_map__fd(b->sampler->maps.samples),
+	                                   o->on_sample, o->cb_ctx);
 	if (err)
 		goto fail;
 
@@ -384,10 +388,10 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 
 uint64_t ember_bpf_map_bytes(const struct ember_bpf *b)
 {
-	uint64_t total = ember_fd_memlock(bpf_map__fd(b->proc->maps.proc_events));
+	uint64_t total = 0;
 	struct bpf_map *m;
 
-	/* The process events' other maps are the sampler's (reused): counted once, there. */
+	/* The process events' maps are the sampler's (reused) or tiny: counted once, there. */
 	bpf_object__for_each_map(m, b->sampler->obj) total += ember_fd_memlock(bpf_map__fd(m));
 	return total;
 }

@@ -765,7 +765,7 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	u->process_loads++;
 	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
 	read_ns = ember_monotonic_ns();
-	err = ember_process_fetch_maps(u->broker, pid, &pm);
+	err = ember_process_fetch_maps(u->broker, u->kmaps, pid, &pm);
 	if (forgot_a_gone_process(u, p, pid, err, &pm, now_ns))
 		return;
 	if (err) {

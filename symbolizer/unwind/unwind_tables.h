@@ -155,8 +155,9 @@ struct ember_unwind {
 	ember_unwind_file_fn on_file;
 	void *on_maps_ctx; /* of both */
 	struct ember_broker_client *broker;
-	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
-	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
+	struct ember_kernel_maps *kmaps; /* the caller's: a gone process's maps (process/) */
+	struct ember_slots files;        /* struct ember_unwind_file, by (dev, inode) */
+	struct ember_slots procs;        /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;
 	uint64_t rows_bytes;  /* kept rows */
 	uint64_t rows_limit;  /* EMBER_UNWIND_KEEP_ROWS_BYTES, or less for the memory budget */
