@@ -23,18 +23,20 @@
 /* User words: native frames, two per interpreted frame, and one two-word marker (interp.h). */
 #define EMBER_MAX_USTACK_WORDS (EMBER_MAX_USTACK + 2 * EMBER_INTERP_MAX_FRAMES + 2)
 /*
- * A sample whose user stack leads where no unwind table is loaded yet (the
- * first samples of a process) carries the top of that stack, up to this
- * many bytes, for the symbolizer to unwind. The copies of a CPU's samples
- * add at most as many bytes as those samples carry themselves, or the burst
- * lent at the start if that is more (bpf/stack_copy.bpf.h): at most twice
- * the bytes of the stacks alone over a run longer than the burst's
- * repayment (some ten seconds). The burst follows the sampling frequency, up
- * to EMBER_STACK_COPY_BURST_MAX.
+ * A sample whose user stack leads where no unwind table is loaded yet (a
+ * file no table was built for yet: a program's first run, a library's first
+ * mapping) carries the top of that stack, up to this many bytes, for the
+ * symbolizer to unwind. The copies of a CPU's samples add at most as many
+ * bytes as those samples carry themselves, or the burst lent at the start if
+ * that is more (bpf/stack_copy.bpf.h): at most twice the bytes of the stacks
+ * alone over a run longer than the burst's repayment. The burst follows the
+ * sampling frequency (a second of samples that each carry a copy of the size
+ * measured: 4-5 KiB for a compiler's, whose table takes the symbolizer half
+ * a second to a second on a busy host), up to EMBER_STACK_COPY_BURST_MAX.
  */
 #define EMBER_MAX_STACK_COPY          (16u << 10)
-#define EMBER_STACK_COPY_BURST_PER_HZ (2u << 10)
-#define EMBER_STACK_COPY_BURST_MAX    (256u << 10)
+#define EMBER_STACK_COPY_BURST_PER_HZ (4u << 10)
+#define EMBER_STACK_COPY_BURST_MAX    (512u << 10)
 #define EMBER_STACK_COPY_BURST(hz)                                                                 \
 	((__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ < EMBER_STACK_COPY_BURST_MAX                    \
 	     ? (__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ                                           \

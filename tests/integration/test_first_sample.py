@@ -33,7 +33,7 @@ from unwindlib import LEAVES, complete, profile_stats, start_stopped, wait_for_s
 require_root()
 WD = workdir()
 NO_FRAME_POINTERS = ("-O2", "-fomit-frame-pointer")
-BURST = 256 << 10  # EMBER_STACK_COPY_BURST_MAX: the most a CPU lends (99 Hz: 198 KiB)
+BURST = 512 << 10  # EMBER_STACK_COPY_BURST_MAX: the most a CPU lends (99 Hz: 396 KiB)
 MAX_COPY = 16 << 10  # EMBER_MAX_STACK_COPY
 BUDGET_MARKER = "[unwind stopped: no tables yet, copy budget spent]"
 
