@@ -24,6 +24,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gelf.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+
 #include "bpf/unwind_file.h"
 #include "check_main.h"
 #include "symbolizer/profile/profile.h"
@@ -85,8 +89,12 @@ static int open_mapped(uint32_t pid, uint64_t addr)
 		free(text);
 	}
 	e = ember_maps_find(&maps, addr);
-	if (e && e->start == addr && e->kind == EMBER_MAP_FILE)
-		fd = open(ember_maps_path(&maps, e), O_RDONLY | O_CLOEXEC);
+	if (e && e->start == addr && e->kind == EMBER_MAP_FILE) {
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		         (unsigned long long)e->start, (unsigned long long)e->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+	}
 	ember_maps_free(&maps);
 	return fd;
 }
@@ -450,6 +458,227 @@ START_TEST(tables_found_by_file_agree_with_the_process_lists)
 }
 END_TEST
 
+/* Copies the file at from to to. */
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	ck_assert_int_ge(in, 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* Maps the ELF file at path's first executable segment executable, as the loader would. */
+static uint64_t map_exec(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t off = 0, len = 0;
+	size_t n = 0;
+	void *at;
+	Elf *elf;
+
+	ck_assert_int_ge(fd, 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_int_eq(elf_getphdrnum(elf, &n), 0);
+	for (size_t i = 0; i < n && !len; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			off = ph.p_offset & ~4095ull;
+			len = ph.p_offset + ph.p_filesz - off;
+		}
+	}
+	elf_end(elf);
+	ck_assert_uint_gt(len, 0);
+	at = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)off);
+	ck_assert_ptr_ne(at, MAP_FAILED);
+	close(fd);
+	return (uint64_t)(uintptr_t)at;
+}
+
+/* What the kernel would see of the file: its key as maps names it, its time and size. */
+static struct ember_file_key kernel_key(const char *path, struct ember_file_seen *seen)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	*seen = (struct ember_file_seen){st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                 (uint64_t)st.st_size};
+	return (struct ember_file_key){st.st_ino, major(st.st_dev) << 20 | minor(st.st_dev), 0};
+}
+
+/* A sample of this process whose table the unwinder found changed (bpf/unwind.bpf.h). */
+static void changed_sample(uint64_t now_ns)
+{
+	const struct ember_sample_event s = {
+	    .kind = EMBER_EV_SAMPLE,
+	    .tgid = (uint32_t)getpid(),
+	    .ustack_len = 1,
+	    .stack_flags = EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_FILE_CHANGED |
+	                   EMBER_UNWIND_STOP_UNCHECKED << EMBER_STACK_UNWIND_STOP_SHIFT};
+
+	sample_at(&s, now_ns);
+}
+
+/*
+ * A binary rewritten in place (same device and inode): the unwinder refuses the table built
+ * from the old one (its time and size differ), and the symbolizer, told so, opens the file
+ * again and builds the new one's, its old entry and table dropped first.
+ */
+START_TEST(a_file_rewritten_in_place_is_built_again)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", path[64];
+	const struct ember_msg_unwind_file *f;
+	struct ember_file_seen before, after;
+	struct ember_file_key key;
+	unsigned int drops;
+	uint32_t table;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	copy_file("/proc/self/exe", path);
+	map_exec(path);
+	key = kernel_key(path, &before);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &before));
+	table = f->file.table;
+	drops = fc.file_drops;
+	pthread_mutex_unlock(&fc.lock);
+
+	usleep(20000); /* another modification time, whatever the file system's granularity */
+	copy_file("/bin/true", path);
+	ck_assert_uint_eq(kernel_key(path, &after).ino, key.ino);
+	pthread_mutex_lock(&fc.lock);
+	ck_assert(!ember_file_same(&file_entry_of(&key)->file, &after));
+	pthread_mutex_unlock(&fc.lock);
+
+	changed_sample(5 * SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &after));
+	ck_assert_uint_eq(f->file.table, table); /* the file's slot, rebuilt */
+	ck_assert_uint_eq(fc.file_drops, drops + 1);
+	ck_assert_uint_eq(fc.drops[table], 1);
+	ck_assert_uint_eq(fc.commits[table], 2);
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_eq(stat_of("unwind.files_rebuilt_changed"), 1);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * A binary deleted while mapped keeps its inode, time and size: its table still serves it
+ * (unlinking changes the inode's change time only), and a process loaded after the
+ * deletion, told the file changed, finds it the same and builds nothing.
+ */
+START_TEST(a_file_deleted_while_mapped_keeps_its_table)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", path[64], link[96];
+	const struct ember_msg_unwind_file *f;
+	struct ember_file_seen seen;
+	struct ember_file_key key;
+	unsigned int built;
+	uint64_t at;
+	struct stat st;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	copy_file("/proc/self/exe", path);
+	at = map_exec(path);
+	key = kernel_key(path, &seen);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	built = tables_created();
+	ck_assert_int_eq(unlink(path), 0);
+	/* What the kernel sees through the mapping now. */
+	for (FILE *maps = fopen("/proc/self/maps", "re"); maps; fclose(maps), maps = NULL) {
+		unsigned long long start, end;
+
+		while (fscanf(maps, "%llx-%llx%*[^\n]\n", &start, &end) == 2)
+			if (start == at)
+				snprintf(link, sizeof(link), "/proc/self/map_files/%llx-%llx",
+				         start, end);
+	}
+	fd = open(link, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	ck_assert_uint_eq(st.st_nlink, 0);
+	seen = (struct ember_file_seen){st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                (uint64_t)st.st_size};
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &seen));
+	pthread_mutex_unlock(&fc.lock);
+
+	changed_sample(5 * SEC);
+	settle();
+	ck_assert_uint_eq(tables_created(), built);
+	ck_assert_uint_eq(stat_of("unwind.files_rebuilt_changed"), 0);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * Two files with the same inode number on two devices (two tmpfs mounts number their inodes
+ * alike; so do containers' layers): two entries, keyed apart by device, with tables of
+ * their own. Mounting needs root.
+ */
+START_TEST(the_same_inode_on_two_devices_is_two_files)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", sub[2][64], path[2][80];
+	const struct ember_msg_unwind_file *f[2];
+	struct ember_file_seen seen;
+	struct ember_file_key key[2];
+
+	if (geteuid() != 0)
+		EMBER_SKIP("not root: no tmpfs mounted (run as root)");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(sub[i], sizeof(sub[i]), "%s/%c", dir, 'a' + i);
+		snprintf(path[i], sizeof(path[i]), "%s/prog", sub[i]);
+		ck_assert_int_eq(mkdir(sub[i], 0700), 0);
+		ck_assert_int_eq(mount("none", sub[i], "tmpfs", 0, NULL), 0);
+		copy_file(i ? "/bin/true" : "/proc/self/exe", path[i]);
+		map_exec(path[i]);
+		key[i] = kernel_key(path[i], &seen);
+	}
+	ck_assert_uint_eq(key[0].ino, key[1].ino);
+	ck_assert_uint_ne(key[0].dev, key[1].dev);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f[0] = file_entry_of(&key[0]);
+	f[1] = file_entry_of(&key[1]);
+	ck_assert_ptr_nonnull(f[0]);
+	ck_assert_ptr_nonnull(f[1]);
+	ck_assert_uint_ne(f[0]->file.table, f[1]->file.table);
+	ck_assert_uint_ne(f[0]->file.size, f[1]->file.size);
+	pthread_mutex_unlock(&fc.lock);
+	for (int i = 0; i < 2; i++) {
+		umount2(sub[i], MNT_DETACH); /* mapped still: gone once unmapped */
+		rmdir(sub[i]);
+	}
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(exits_and_idle_tables_are_dropped)
 {
 	const struct ember_sample_event complete = {
@@ -653,6 +882,9 @@ static Suite *unwind_tables_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, tables_are_built_once_and_shared);
 	tcase_add_test(tc, tables_found_by_file_agree_with_the_process_lists);
+	tcase_add_test(tc, a_file_rewritten_in_place_is_built_again);
+	tcase_add_test(tc, a_file_deleted_while_mapped_keeps_its_table);
+	tcase_add_test(tc, the_same_inode_on_two_devices_is_two_files);
 	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
 	tcase_add_test(tc, refused_maps_back_off);
 	tcase_add_test(tc, processes_found_gone_are_forgotten);
