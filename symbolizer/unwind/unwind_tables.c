@@ -26,7 +26,7 @@
 #define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
 #define VDSO_MAX_BYTES (1u << 20)
 #define FILE_RETRY_NS  (30ull * 1000000000ull)
-#define STALL_RETRY_NS (2ull * 1000000000ull) /* a file that could not be read in time */
+#define STALL_RETRY_NS (2ull * 1000000000ull) /* a file not read in time, or not with room */
 #define SWEEP_EVERY_NS 1000000000ull
 #define PAGE_MASK_4K   (~(uint64_t)4095)
 
@@ -324,8 +324,11 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 	if (!err)
 		err = fd < 0 ? ember_cfi_from_elf(image, len, max_rows, rows)
 		             : ember_cfi_from_fd(fd, max_rows, rows);
-	if (err == -E2BIG && max_rows && max_rows < EMBER_UNWIND_MAX_TABLE_ROWS)
+	/* Not the file's own size but the room left now (-ENOSPC): tried again soon. */
+	if (err == -E2BIG && max_rows && max_rows < EMBER_UNWIND_MAX_TABLE_ROWS) {
 		u->tables_deferred_for_budget++;
+		err = -ENOSPC;
+	}
 	if (!err && (!rows->count || rows->count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
 	/* The file shrank while it was read: the rows may hold its lost pages as
@@ -339,6 +342,32 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 	return err;
 }
 
+/*
+ * A table that did not fit the room the memory budget leaves is worth more than
+ * rows kept for stack copies (rebuilt when a copy needs them): the least recently
+ * used go until the file's rows would fit (at most a row per 50 bytes of file, 40
+ * bytes each while built: cc1's 479,243 rows of its 30 MB took 19 MB), and the
+ * room grows by what they held. Returns whether any went.
+ */
+static bool room_from_kept_rows(struct ember_unwind *u, int fd)
+{
+	uint64_t want, keep, held = u->rows_bytes;
+	struct stat st;
+
+	if (fd < 0 || !u->build_bytes || !held || fstat(fd, &st))
+		return false;
+	want = (uint64_t)st.st_size / 50 * EMBER_CFI_BUILD_BYTES_PER_ROW;
+	if (want <= u->build_bytes)
+		return false;
+	keep = held > want - u->build_bytes ? held - (want - u->build_bytes) : 0;
+	u->rows_evicted_for_budget +=
+	    make_room_for_rows(u, u->rows_limit > keep ? u->rows_limit - keep : 0);
+	if (u->rows_bytes == held)
+		return false;
+	ember_unwind_set_build_bytes(u, u->build_bytes + (held - u->rows_bytes));
+	return true;
+}
+
 /* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
 static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t now_ns)
 {
@@ -346,6 +375,8 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	struct ember_unwind_rows rows = {0};
 	int err = file_rows(u, f, fd, &rows);
 
+	if (err == -ENOSPC && room_from_kept_rows(u, fd))
+		err = file_rows(u, f, fd, &rows);
 	if (!err)
 		err = send_table(u, slot, &rows);
 	if (!err) {
@@ -511,7 +542,8 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	if (has_table ? !(recheck && f->named && e->kind != EMBER_MAP_VDSO)
 	              : r != 1 && !(f->failed_pid && f->failed_pid != pid) &&
 	                    now_ns - f->idle_since_ns <
-	                        (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS))
+	                        (f->error == -ETIMEDOUT || f->error == -ENOSPC ? STALL_RETRY_NS
+	                                                                       : FILE_RETRY_NS))
 		return (int)slot;
 	if (e->kind != EMBER_MAP_VDSO)
 		fd = ember_broker_mapped_file(u->broker, pid, e->start, e->dev_major, e->dev_minor,
@@ -706,7 +738,7 @@ static void keep_mappings(struct ember_unwind *u, struct ember_unwind_process *p
 {
 	if (p->nmaps && n == p->nmaps && !memcmp(p->maps, maps, n * sizeof(*maps)))
 		return;
-	if (!u->hold_back_procs)
+	if (!u->hold_back_procs && !u->hold_back_lists)
 		send_proc(u, pid, maps, n, read_ns);
 	free(p->maps);
 	p->maps = n ? malloc(n * sizeof(*maps)) : NULL;
