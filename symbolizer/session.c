@@ -906,6 +906,8 @@ static int init_parts(struct session *s, const struct ember_session_opts *o)
 #ifdef EMBER_TEST_HOOKS
 	/* Test builds: EMBER_TEST_NO_PROCESS_TABLES makes every stack go through a stack copy. */
 	s->unwind.hold_back_procs = getenv("EMBER_TEST_NO_PROCESS_TABLES") != NULL;
+	/* EMBER_TEST_NO_PROCESS_LISTS: the kernel finds every table by file. */
+	s->unwind.hold_back_lists = getenv("EMBER_TEST_NO_PROCESS_LISTS") != NULL;
 #endif
 	return err;
 }

@@ -173,6 +173,9 @@ struct ember_unwind {
 	/* Tests: neither process mapping lists nor files' entries are sent, so every sample
 	 * carries a stack copy. */
 	bool hold_back_procs;
+	/* Tests: mapping lists are not sent (files' entries are): the kernel finds every table it
+	 * uses by file. */
+	bool hold_back_lists;
 	uint8_t copy_stack[EMBER_MAX_STACK_COPY]; /* the stack a copy stands for, expanded */
 	/* Work done and what samples showed, for the profile's statistics. */
 	uint64_t process_loads, loads_deferred, tables_built, table_errors, rows_sent;
