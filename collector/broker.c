@@ -520,7 +520,7 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	/* Gone: its maps as they were while it ran, if a snapshot was made. */
 	if (err && req->what == EMBER_BROKER_MAPS && (err == -ESRCH || err == -EPERM) &&
-	    (fd = ember_procs_snapshot_open(b->procs, req->pid, now_ns)) >= 0) {
+	    (fd = ember_procs_snapshot_open(b->procs, req->pid, now_ns, false)) >= 0) {
 		file->flags = EMBER_BROKER_SNAPSHOT;
 		b->served[req->what]++;
 		b->served_peer[req->what]++;

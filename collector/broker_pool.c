@@ -323,18 +323,16 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
 {
-	int gone[2] = {-1, -1}, err;
+	_cleanup_close_ int maps = -1, root = -1;
 
 	if (!(file->flags & EMBER_BROKER_SNAPSHOT))
 		return submit(p, req, NULL, peer_gen, 0, now_ns, file);
 	/* A gone process's mapped file (ember_broker_handle): its snapshot and root go along. */
-	gone[0] = ember_procs_snapshot_open(p->procs, req->pid, now_ns);
-	gone[1] = ember_procs_snapshot_root(p->procs, req->pid, now_ns);
-	err =
-	    gone[0] < 0 || gone[1] < 0 ? -ENOENT : submit(p, req, gone, peer_gen, 0, now_ns, file);
-	ember_closep(&gone[0]);
-	ember_closep(&gone[1]);
-	return err;
+	maps = ember_procs_snapshot_open(p->procs, req->pid, now_ns, false);
+	root = ember_procs_snapshot_open(p->procs, req->pid, now_ns, true);
+	if (maps < 0 || root < 0)
+		return -ENOENT;
+	return submit(p, req, (const int[]){maps, root}, peer_gen, 0, now_ns, file);
 }
 
 int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int maps_fd, int memfd,

@@ -261,32 +261,20 @@ void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t ge
 	t->snaps_taken++;
 }
 
-int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool root)
 {
 	struct ember_maps_snapshot *s = snap_of(t, tgid);
 	char self[32];
 	int fd;
 
-	if (!s || s->fd < 0 || now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
+	if (!s || s->fd < 0 || (root && s->root < 0) ||
+	    now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
 		return -ENOENT;
 	/* A description of its own: one reader's offset is not the next one's. */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", s->fd);
-	fd = open(self, O_RDONLY | O_CLOEXEC);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", root ? s->root : s->fd);
+	fd = open(self, (root ? O_PATH | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return neg_errno();
-	t->snaps_served++;
+	t->snaps_served += !root;
 	return fd;
-}
-
-int ember_procs_snapshot_root(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
-{
-	struct ember_maps_snapshot *s = snap_of(t, tgid);
-	char self[32];
-	int fd;
-
-	if (!s || s->fd < 0 || s->root < 0 || now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
-		return -ENOENT;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", s->root);
-	fd = open(self, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	return fd < 0 ? neg_errno() : fd;
 }

@@ -103,11 +103,9 @@ int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *t
  * plausible and that process is still the last one with the PID. */
 void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t gen, int result,
                                uint64_t now_ns);
-/* A new read-only descriptor of the snapshot of tgid, a process gone (ember_procs_check
- * refused it), or a negative errno. */
-int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
-/* A new descriptor of the root of tgid, a process whose snapshot is kept, or a negative errno:
- * its mapped files are reached from there once it is gone. */
-int ember_procs_snapshot_root(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
+/* A new descriptor of what is kept of tgid, a process gone (ember_procs_check refused it): the
+ * snapshot of its maps (read-only) or, with root, its root (O_PATH), from which the files the
+ * snapshot names are reached; or a negative errno. */
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool root);
 
 #endif
