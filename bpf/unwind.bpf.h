@@ -609,6 +609,19 @@ static __always_inline void resolve_exe(struct ember_uw_state *st, struct task_s
 	st->exe_known = 1;
 }
 
+/*
+ * Whether the executable was rewritten in place since its table was built: its
+ * processes' mapping lists and the symbolizer's rows are then the old file's.
+ * Global: the verifier checks it once.
+ */
+__attribute__((noinline)) int ember_exe_changed(struct ember_uw_state *st)
+{
+	if (!st)
+		return 0;
+	resolve_exe(st, bpf_get_current_task_btf());
+	return st->exe_why == EMBER_STACK_FILE_CHANGED;
+}
+
 /* The vDSO, which is no file: one image for every 64-bit process, its size its check. */
 static __always_inline long vdso_mapping(struct task_struct *task, __u64 pc,
                                          struct ember_unwind_mapping *m)
@@ -742,6 +755,11 @@ static long unwind_step(__u64 i, void *ctx)
 	st->exact = 0;
 	proc = st->list_stale ? NULL : bpf_map_lookup_elem(&unwind_procs, &st->tgid);
 	m = proc ? find_mapping(proc, pc) : NULL;
+	/* The list's table of an executable rewritten since is the old file's: the file is
+	 * asked instead, which refuses it too, and learns the process's mappings for its exit
+	 * (proc.bpf.c), where the symbolizer may find the maps of a process gone. */
+	if (m && st->exe_why == EMBER_STACK_FILE_CHANGED && pc >= st->exe_start && pc < st->exe_end)
+		m = NULL;
 	/* No list (yet), or a mapping made after it was read (the symbolizer reloads): the
 	 * table of the file behind pc, else a copy. */
 	if (!m) {
@@ -853,6 +871,10 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
 		return 0;
 	}
 	s->uw_words = s->uw_native = 0;
+	/* Said by every sample of a rewritten executable, not only one whose walk reaches it:
+	 * the symbolizer builds the new file's table before it unwinds a copy with it. */
+	if (ember_exe_changed(st))
+		st->flags |= EMBER_STACK_FILE_CHANGED;
 	interp_walk_init(st, s);
 	/* Each step records a native frame, an interpreted frame, or passes a frame the
 	 * runtime does not show (at most one per native frame). */

@@ -787,8 +787,10 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 	if (!p || u->disabled)
 		return;
-	/* The first miss after exec is the dynamic loader's libraries: reload at once. */
-	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec) {
+	/* The first miss after exec is the dynamic loader's libraries, and a file the unwinder
+	 * found changed is rebuilt before a copy is unwound with it: reload at once. */
+	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec &&
+	    !p->recheck_files) {
 		u->loads_deferred++;
 		return;
 	}
@@ -1140,10 +1142,10 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
-	/* No list of its own (its tables found by file or not): its maps are read, for
-	 * symbolization, and its list sent for what the kernel cannot find by file. */
+	/* No list of its own (its tables found by file or not), or a file found changed: its maps
+	 * are read, for symbolization, and its list sent for what the kernel cannot find by file. */
 	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS |
-	                                EMBER_STACK_UNWIND_BY_FILE);
+	                                EMBER_STACK_UNWIND_BY_FILE | EMBER_STACK_FILE_CHANGED);
 
 	if (!s->ustack_len && !stop)
 		return false; /* a kernel thread: no user stack to unwind */
