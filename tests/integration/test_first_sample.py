@@ -45,9 +45,10 @@ def build_quiet(variant, name):
     return out
 
 
-def otlp_stacks(path):
+def otlp_stacks(path, name_of=None):
     """[(pid, thread name, first timestamp, count, [(function, kind)] leaf first)] of every
-    sample in an .otlp file."""
+    sample in an .otlp file. name_of(pid, mapped file, file offset, leaf), if given, names a
+    location in ember's place (None: ember's names stand)."""
     req_cls, _ = otlp_receiver.classes()
     with open(path, "rb") as f:
         req = req_cls.FromString(f.read())
@@ -64,6 +65,14 @@ def otlp_stacks(path):
                         loc = d.location_table[li]
                         kind = otlp_receiver.attrs_of(d, loc.attribute_indices).get(
                             "profile.frame.type", "unknown")
+                        m = d.mapping_table[loc.mapping_index]
+                        named = name_of and loc.mapping_index and name_of(
+                            pid, d.string_table[m.filename_strindex],
+                            loc.address - m.memory_start + m.file_offset,
+                            not any(k != "kernel" for _, k in frames))
+                        if named:
+                            frames.append((named, kind))
+                            continue
                         for line in loc.lines:
                             fn = d.function_table[line.function_index]
                             frames.append((d.string_table[fn.name_strindex], kind))
