@@ -8,7 +8,8 @@ work started afresh for each tool:
            --build-files of ember's own sources:
            cc1, as), 99 Hz
   oneshot  a shell loop starting short -fomit-frame-pointer programs one after
-           the other (tests/workloads/quiet.c, 40 ms of CPU each), 99 Hz
+           the other (tests/workloads/quiet.c, 40 ms of CPU each, 10 binaries), after
+           a burst of the 10 at once the moment the tool samples, 99 Hz
   quiet    a quiet host: --procs processes of --binaries distinct
            -fomit-frame-pointer programs (quiet.c variants), each waking every
            300 ms for a moment of CPU, started before the tool; 19 Hz
@@ -307,7 +308,9 @@ def stop_hogs(hogs):
 
 def start_work(args, case, tool, wd, run):
     if case == "oneshot":
-        loop = "for i in $(seq %d); do \"$0\"_$((i %% 10)) 0 40; done" % args.oneshots
+        # The burst: each binary's first run, all at once, in the tool's first 100 ms.
+        loop = ("for v in $(seq 0 9); do \"$0\"_$v 0 40 & done; "
+                "for i in $(seq %d); do \"$0\"_$((i %% 10)) 0 40; done; wait" % args.oneshots)
         return subprocess.Popen(["/bin/sh", "-c", loop, os.path.join(wd, "fsb_q")])
     objs = os.path.join(wd, f"obj-{tool}-{run}")
     os.makedirs(objs, exist_ok=True)
