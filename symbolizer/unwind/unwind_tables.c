@@ -266,8 +266,9 @@ static void drop_rows(struct ember_unwind *u, struct ember_unwind_file *f)
 	ember_unwind_rows_free(&f->rows);
 }
 
-/* Drops the least recently used rows until `bytes` more fit within the cap; returns how many. */
-static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes)
+/* Drops the least recently used rows, of those last used before used_before_ns, until `bytes`
+ * more fit within the cap; returns how many. */
+static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes, uint64_t used_before_ns)
 {
 	uint64_t dropped = 0;
 
@@ -276,6 +277,7 @@ static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes)
 
 		for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
 			if ((g = ember_slots_get(&u->files, i)) && g->rows.rows &&
+			    g->rows_used_ns < used_before_ns &&
 			    (!oldest || g->rows_used_ns < oldest->rows_used_ns))
 				oldest = g;
 		if (!oldest)
@@ -293,11 +295,12 @@ static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
 	uint64_t bytes = rows->count * sizeof(*rows->rows);
 
 	drop_rows(u, f);
-	u->rows_evicted += make_room_for_rows(u, bytes);
+	/* Rows that could never fit make no room: the others stay. */
 	if (bytes > u->rows_limit) {
 		ember_unwind_rows_free(rows);
 		return;
 	}
+	u->rows_evicted += make_room_for_rows(u, bytes, UINT64_MAX);
 	f->rows = *rows;
 	f->rows_used_ns = now_ns;
 	u->rows_bytes += bytes;
@@ -344,12 +347,14 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 
 /*
  * A table that did not fit the room the memory budget leaves is worth more than
- * rows kept for stack copies (rebuilt when a copy needs them): the least recently
- * used go until the file's rows would fit (at most a row per 50 bytes of file, 40
- * bytes each while built: cc1's 479,243 rows of its 30 MB took 19 MB), and the
- * room grows by what they held. Returns whether any went.
+ * rows kept for stack copies that no copy used for EMBER_UNWIND_REBUILD_NS (rebuilt
+ * when one needs them): the least recently used go until the file's rows would fit
+ * (at most a row per 50 bytes of file, 40 bytes each while built: cc1's 479,243 rows
+ * of its 30 MB took 19 MB), and the room grows by what they held. Rows in use stay:
+ * the copies that need them are mostly of processes gone, through which they could not
+ * be built again ('table not loaded'). Returns whether any went.
  */
-static bool room_from_kept_rows(struct ember_unwind *u, int fd)
+static bool room_from_kept_rows(struct ember_unwind *u, int fd, uint64_t now_ns)
 {
 	uint64_t want, keep, held = u->rows_bytes;
 	struct stat st;
@@ -360,8 +365,9 @@ static bool room_from_kept_rows(struct ember_unwind *u, int fd)
 	if (want <= u->build_bytes)
 		return false;
 	keep = held > want - u->build_bytes ? held - (want - u->build_bytes) : 0;
-	u->rows_evicted_for_budget +=
-	    make_room_for_rows(u, u->rows_limit > keep ? u->rows_limit - keep : 0);
+	u->rows_evicted_for_budget += make_room_for_rows(
+	    u, u->rows_limit > keep ? u->rows_limit - keep : 0,
+	    now_ns > EMBER_UNWIND_REBUILD_NS ? now_ns - EMBER_UNWIND_REBUILD_NS : 0);
 	if (u->rows_bytes == held)
 		return false;
 	ember_unwind_set_build_bytes(u, u->build_bytes + (held - u->rows_bytes));
@@ -375,7 +381,7 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	struct ember_unwind_rows rows = {0};
 	int err = file_rows(u, f, fd, &rows);
 
-	if (err == -ENOSPC && room_from_kept_rows(u, fd))
+	if (err == -ENOSPC && room_from_kept_rows(u, fd, now_ns))
 		err = file_rows(u, f, fd, &rows);
 	if (!err)
 		err = send_table(u, slot, &rows);
@@ -1194,7 +1200,7 @@ size_t ember_unwind_set_rows_limit(struct ember_unwind *u, size_t bytes)
 
 	u->rows_limit =
 	    MIN(MAX(bytes, EMBER_UNWIND_ROWS_FLOOR_BYTES), EMBER_UNWIND_KEEP_ROWS_BYTES);
-	u->rows_evicted_for_budget += make_room_for_rows(u, 0);
+	u->rows_evicted_for_budget += make_room_for_rows(u, 0, UINT64_MAX);
 	return (size_t)(held - u->rows_bytes);
 }
 
