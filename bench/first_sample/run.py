@@ -333,35 +333,37 @@ def run_case(args, case, tool, wd, bins, run=0):
     hz = 19 if case == "quiet" else 99
     procs = []
     hogs = start_hogs(args)
-    if case == "quiet":
-        # Started before the tool: a host's daemons are running when the profiler starts.
-        procs = [subprocess.Popen([bins[i % len(bins)], "300", str(args.quiet_work),
-                                   str(args.quiet_seconds + 30)]) for i in range(args.procs)]
-        time.sleep(3)
-        wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
-    elif case == "oneshot":
-        wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
-    else:
-        wanted = lambda c: c in BUILD_COMMS  # noqa: E731
-    rec = Recording(tool, build, wd, tag, hz, args.beside)
-    t0 = time.monotonic()
-    work = None
-    if case == "quiet":
-        while time.monotonic() - t0 < args.quiet_seconds:
+    try:
+        if case == "quiet":
+            # Started before the tool: a host's daemons are running when the profiler starts.
+            procs = [subprocess.Popen([bins[i % len(bins)], "300", str(args.quiet_work),
+                                       str(args.quiet_seconds + 30)]) for i in range(args.procs)]
+            time.sleep(3)
+            wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
+        elif case == "oneshot":
+            wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
+        else:
+            wanted = lambda c: c in BUILD_COMMS  # noqa: E731
+        rec = Recording(tool, build, wd, tag, hz, args.beside)
+        t0 = time.monotonic()
+        work = None
+        if case == "quiet":
+            while time.monotonic() - t0 < args.quiet_seconds:
+                rec.poll()
+                time.sleep(1)
+        else:
+            work = start_work(args, case, tool, wd, run)
+        while work and work.poll() is None:
             rec.poll()
-            time.sleep(1)
-    else:
-        work = start_work(args, case, tool, wd, run)
-    while work and work.poll() is None:
-        rec.poll()
-        time.sleep(0.5)
-    elapsed = time.monotonic() - t0
-    time.sleep(1)
-    samples, cpu, per_sample, ratio = rec.stop()
-    stop_hogs(hogs)
-    for p in procs:
-        p.kill()
-        p.wait()
+            time.sleep(0.5)
+        elapsed = time.monotonic() - t0
+        time.sleep(1)
+        samples, cpu, per_sample, ratio = rec.stop()
+    finally:  # a run that fails leaves no CPU hog behind
+        stop_hogs(hogs)
+        for p in procs:
+            p.kill()
+            p.wait()
     (good, total), (fgood, ftotal), (egood, etotal), why = shares(samples, wanted, rec.ready_ns)
     row = {"all": (good, total), "first": (fgood, ftotal), "early": (egood, etotal), "cpu": cpu,
            "bytes": per_sample, "ratio": ratio, "rss": rec.peak_kib, "maps": rec.map_bytes,
