@@ -37,8 +37,8 @@
 #define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
 #define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
 #define EMBER_UNWIND_HINTS         4096       /* per-CPU block hints (a power of 2) */
-#define EMBER_UNWIND_MAX_MAPPINGS  256        /* executable mappings of one process */
-#define EMBER_UNWIND_MAPPING_STEPS 9          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
+#define EMBER_UNWIND_MAX_MAPPINGS  64         /* executable mappings of one process's list */
+#define EMBER_UNWIND_MAPPING_STEPS 7          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
 #define EMBER_UNWIND_MAX_PROCS     32768      /* processes with tables at once */
 #define EMBER_UNWIND_MAX_FILES     65536      /* files with an entry in unwind_files */
 #define EMBER_UNWIND_FILE_SEGS     4          /* executable segments of one file */
@@ -108,7 +108,12 @@ struct ember_unwind_mapping {
 /*
  * The executable mappings of a process, sorted by start, not overlapping, as
  * its maps were read at read_ns (CLOCK_MONOTONIC): a list read before the
- * process's last exec is another program's, and the unwinder ignores it.
+ * process's last exec is another program's, and the unwinder ignores it. At
+ * most EMBER_UNWIND_MAX_MAPPINGS, the lowest: the files of the others are
+ * found by file (unwind_files). Every process's entry takes the whole value:
+ * at 256 mappings, 8 KiB each, 8 MiB of a host of 1,000 processes (a quarter
+ * of the maps' memory); at 64, 2 KiB (the most a process of this host had:
+ * 50).
  */
 struct ember_unwind_proc {
 	__u32 count;

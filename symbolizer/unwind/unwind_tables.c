@@ -812,18 +812,16 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		back_off(p);
 		return;
 	}
-	files = malloc(EMBER_UNWIND_MAX_MAPPINGS * sizeof(*files));
+	files = malloc((pm.count ? pm.count : 1) * sizeof(*files));
 	for (size_t i = 0; files && i < pm.count; i++) {
 		const struct ember_map_entry *e = &pm.entries[i];
-		struct ember_unwind_mapping *m = &maps[n];
+		/* Past the list's room, the file's table is still built: found by file. */
+		struct ember_unwind_mapping spare, *m = n < EMBER_UNWIND_MAX_MAPPINGS ? &maps[n] : &spare;
 		int slot = -1;
 
 		if (!(e->perms & EMBER_MAP_X) || (common_only && !common_file(&pm, e)))
 			continue;
-		if (n == EMBER_UNWIND_MAX_MAPPINGS) {
-			u->mappings_truncated++;
-			break;
-		}
+		u->mappings_truncated += m == &spare;
 		*m = (struct ember_unwind_mapping){e->start, e->end, 0, EMBER_UNWIND_NO_TABLE, 0};
 		if ((e->kind == EMBER_MAP_FILE && e->inode) || e->kind == EMBER_MAP_VDSO)
 			slot = file_slot(u, pid, e, share, p->recheck_files, now_ns);
@@ -836,6 +834,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 			if (!f->error && mapping_bias(f, e, &m->bias))
 				m->table = (uint32_t)slot;
 		}
+		if (m == &spare)
+			continue;
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;
 	}

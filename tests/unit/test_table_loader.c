@@ -124,10 +124,10 @@ static void check_file_validation(struct ember_tables *t, bool maps)
 	ck_assert_int_eq(handle(t, file_msg(EMBER_UNWIND_FILE_DROP, 45, 0)), 0); /* none: fine */
 #undef REFUSED
 	/* A list's parts come from one read of the maps. */
-	m = proc_msg(42, 0, EMBER_UNWIND_MAPPINGS_PER_MSG, 130);
+	m = proc_msg(42, 0, 40, 60);
 	m.unwind_proc.read_ns = 1;
 	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
-	ck_assert_int_eq(handle(t, proc_msg(42, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, 40, 20, 60)), -EPROTO);
 	/* The symbolizer drops a file's entry before its table; one left names an empty slot. */
 	ck_assert_int_eq(handle(t, table_msg(5, EMBER_UNWIND_TABLE_DROP, 0)), 0);
 }
@@ -324,9 +324,13 @@ static void check_validation(struct ember_tables *t)
 	m.unwind_proc.mappings[0].end = m.unwind_proc.mappings[0].start;
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 	/* In two parts, in order; a part of another process in between is refused. */
-	ck_assert_int_eq(handle(t, proc_msg(42, 0, EMBER_UNWIND_MAPPINGS_PER_MSG, 130)), 0);
-	ck_assert_int_eq(handle(t, proc_msg(43, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), -EPROTO);
-	ck_assert_int_eq(handle(t, proc_msg(42, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, 40, EMBER_UNWIND_MAX_MAPPINGS)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(43, 40, EMBER_UNWIND_MAX_MAPPINGS - 40,
+	                                    EMBER_UNWIND_MAX_MAPPINGS)),
+	                 -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, 40, EMBER_UNWIND_MAX_MAPPINGS - 40,
+	                                    EMBER_UNWIND_MAX_MAPPINGS)),
+	                 0);
 	ck_assert_int_eq(handle(t, proc_msg(42, 0, 0, 0)), 0); /* forget it */
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_DROP, 0)), 0);
 }
