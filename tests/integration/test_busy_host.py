@@ -114,6 +114,8 @@ def volume(stats):
 # The copy budget's loan at 99 Hz, all CPUs (bpf/records.h, EMBER_STACK_COPY_BURST: 4 KiB per
 # Hz and CPU): a run whose samples carry more stays within twice their bytes (stack_copy.bpf.h).
 LOAN = os.cpu_count() * 99 * 4096
+# The work goes on this long at least (whole rounds), so that its samples repay the loan.
+WORK_S = 40
 
 
 def assert_volume(ratio):
@@ -126,22 +128,23 @@ def assert_volume(ratio):
 def test_overcommitted_build():
     files = sorted(glob.glob(os.path.join(SRC, "shared", "*.c")) +
                    glob.glob(os.path.join(SRC, "symbolizer", "*", "*.c")))[:36]
-    objs = os.path.join(WD, "objs")
-    os.makedirs(objs)
-    # Each file three times: a run long enough to repay the copy budget's loan (assert_volume).
-    objs_of = [(f"o{i}_{r}.o", src) for r in range(3) for i, src in enumerate(files)]
     with open(os.path.join(WD, "build.mk"), "w") as f:
-        f.write("all: " + " ".join(o for o, _ in objs_of) + "\n")
-        for o, src in objs_of:
-            f.write(f"{o}: {src}\n\tgcc -O2 -g -std=gnu17 -I{SRC} -I{BUILD} -I{BUILD}/proto "
+        f.write("all: " + " ".join(f"o{i}.o" for i in range(len(files))) + "\n")
+        for i, src in enumerate(files):
+            f.write(f"o{i}.o: {src}\n\tgcc -O2 -g -std=gnu17 -I{SRC} -I{BUILD} -I{BUILD}/proto "
                     f"-c -o $@ $<\n")
 
     def build():
-        t0 = time.monotonic()
-        subprocess.run(["make", "-s", "-k", f"-j{2 * os.cpu_count()}", "-C", objs, "-f",
-                        os.path.join(WD, "build.mk")],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        log(f"  {len(objs_of)} compilations in {time.monotonic() - t0:.1f} s")
+        """Rounds of the build, each into a directory of its own, for WORK_S at least."""
+        t0, rounds = time.monotonic(), 0
+        while time.monotonic() - t0 < WORK_S:
+            objs = os.path.join(WD, f"objs{rounds}")
+            os.makedirs(objs)
+            subprocess.run(["make", "-s", "-k", f"-j{2 * os.cpu_count()}", "-C", objs, "-f",
+                            os.path.join(WD, "build.mk")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rounds += 1
+        log(f"  {rounds * len(files)} compilations in {time.monotonic() - t0:.1f} s")
 
     with Hogs():
         stats, samples, since = record_while("build", build)
@@ -163,13 +166,16 @@ def test_overcommitted_one_shot_programs():
                         os.path.join(SRC, "tests", "workloads", "quiet.c")], check=True)
     # The burst: 10 programs at once the moment ember samples, none run before (no table
     # yet): the processes started in the first 100 ms. Then the loop.
-    loop = ("for v in $(seq 0 9); do \"$0\"/bh_burst_$v 0 40 & done; "
-            "for i in $(seq 250); do \"$0\"/bh_oneshot_$((i % 10)) 0 40; done; wait")
+    # The loop goes on for WORK_S, a program at a time; it counts them.
+    loop = ("for v in $(seq 0 9); do \"$0\"/bh_burst_$v 0 40 & done; end=$(($(date +%s) + $1)); "
+            "i=0; while [ $(date +%s) -lt $end ]; do \"$0\"/bh_oneshot_$((i % 10)) 0 40; "
+            "i=$((i + 1)); done; wait; echo $i")
 
     def one_shots():
         t0 = time.monotonic()
-        subprocess.run(["/bin/sh", "-c", loop, WD], check=True)
-        log(f"  260 one-shot programs in {time.monotonic() - t0:.1f} s")
+        n = subprocess.run(["/bin/sh", "-c", loop, WD, str(WORK_S)], check=True,
+                           capture_output=True, text=True).stdout.strip()
+        log(f"  {n} one-shot programs after the burst in {time.monotonic() - t0:.1f} s")
 
     with Hogs():
         stats, samples, since = record_while("oneshot", one_shots)
