@@ -15,7 +15,7 @@
 
 #include "interp.h"
 
-#define EMBER_RECORDS_VERSION 10
+#define EMBER_RECORDS_VERSION 11
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
@@ -23,18 +23,20 @@
 /* User words: native frames, two per interpreted frame, and one two-word marker (interp.h). */
 #define EMBER_MAX_USTACK_WORDS (EMBER_MAX_USTACK + 2 * EMBER_INTERP_MAX_FRAMES + 2)
 /*
- * A sample whose user stack leads where no unwind table is loaded yet (the
- * first samples of a process) carries the top of that stack, up to this
- * many bytes, for the symbolizer to unwind. The copies of a CPU's samples
- * add at most as many bytes as those samples carry themselves, or the burst
- * lent at the start if that is more (bpf/stack_copy.bpf.h): at most twice
- * the bytes of the stacks alone over a run longer than the burst's
- * repayment (some ten seconds). The burst follows the sampling frequency, up
- * to EMBER_STACK_COPY_BURST_MAX.
+ * A sample whose user stack leads where no unwind table is loaded yet (a
+ * file no table was built for yet: a program's first run, a library's first
+ * mapping) carries the top of that stack, up to this many bytes, for the
+ * symbolizer to unwind. The copies of a CPU's samples add at most as many
+ * bytes as those samples carry themselves, or the burst lent at the start if
+ * that is more (bpf/stack_copy.bpf.h): at most twice the bytes of the stacks
+ * alone over a run longer than the burst's repayment. The burst follows the
+ * sampling frequency (a second of samples that each carry a copy of the size
+ * measured: 4-5 KiB for a compiler's, whose table takes the symbolizer half
+ * a second to a second on a busy host), up to EMBER_STACK_COPY_BURST_MAX.
  */
 #define EMBER_MAX_STACK_COPY          (16u << 10)
-#define EMBER_STACK_COPY_BURST_PER_HZ (2u << 10)
-#define EMBER_STACK_COPY_BURST_MAX    (256u << 10)
+#define EMBER_STACK_COPY_BURST_PER_HZ (4u << 10)
+#define EMBER_STACK_COPY_BURST_MAX    (512u << 10)
 #define EMBER_STACK_COPY_BURST(hz)                                                                 \
 	((__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ < EMBER_STACK_COPY_BURST_MAX                    \
 	     ? (__u64)(hz)*EMBER_STACK_COPY_BURST_PER_HZ                                           \
@@ -82,7 +84,14 @@ enum ember_drop_reason {
 #define EMBER_STACK_COPY            0x80  /* a struct ember_stack_copy follows the frames */
 #define EMBER_STACK_COPY_FAILED     0x100 /* no copy could be read: frame pointers took over */
 #define EMBER_STACK_INTERP          0x200 /* interpreted frames (interp.h) among the user words */
-#define EMBER_STACK_UNWIND_BORROWED 0x400 /* no table of its own: another process's, by file */
+#define EMBER_STACK_UNWIND_BY_FILE  0x400 /* a frame's table was found by its file (no list) */
+/* Why a frame's table could not be found by its file (with NO_PROC or MAP_MISS): */
+#define EMBER_STACK_FILE_UNSEEN  0x800  /* the file has no table yet */
+#define EMBER_STACK_FILE_CHANGED 0x1000 /* not the file its table was built from any more */
+#define EMBER_STACK_FILE_NO_VMA                                                                    \
+	0x2000                               /* its mapping could not be looked up (the sample's   \
+	                                        one lookup spent, or the memory map locked) */
+#define EMBER_STACK_UNWIND_STALE_LIST 0x4000 /* the process's list predates its exec: unused */
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {
@@ -91,6 +100,7 @@ enum ember_event_kind {
 	EMBER_EV_EXIT = 3,
 	EMBER_EV_OFF_CPU = 4,
 	EMBER_EV_RUNNING = 5, /* a process that was running when sampling started */
+	EMBER_EV_MMAP = 6,    /* a process mapped a file executable */
 };
 
 /* Off-CPU samples at most, per second and CPU, that the sampling aims at (offcpu.bpf.h). */
@@ -194,16 +204,28 @@ static inline __u64 ember_sample_size(const struct ember_sample_event *s, __u64 
 }
 
 /*
- * A process began a new program (exec), its last thread left (exit), or it
- * was running when sampling started (its unwind tables are wanted at once,
- * the busiest first).
+ * A process began a new program (exec), its last thread left (exit), it was
+ * running when sampling started (its unwind tables are wanted at once, the
+ * busiest first), or it mapped a file executable (mmap: the kernel's word on
+ * its mappings, for a process gone before its maps could be read).
  */
+#define EMBER_MMAP_DEPTH    8  /* path components of a mapped file's name, the file's first */
+#define EMBER_MMAP_NAME_LEN 32 /* of each (longer ones cut) */
+
 struct ember_proc_event {
-	__u32 kind; /* EMBER_EV_EXEC, EMBER_EV_EXIT or EMBER_EV_RUNNING */
+	__u32 kind; /* EMBER_EV_EXEC, EMBER_EV_EXIT, EMBER_EV_RUNNING or EMBER_EV_MMAP */
 	__u32 tgid;
 	__u64 time_ns;
 	__u64 cpu_ns; /* EMBER_EV_RUNNING: CPU time the process has used */
 	char comm[EMBER_COMM_LEN];
+	/* EXEC: the new program's vDSO [start, end); MMAP: the mapping, its file offset, the
+	 * file (device as major << 20 | minor and inode, as /proc/PID/maps shows them) and its
+	 * path within its mount, up to depth components (the last first). */
+	__u64 start, end, offset, ino;
+	__u64 exec_id; /* EXEC, MMAP: the process's execs so far: which program mapped it */
+	__u32 dev;
+	__u32 depth;
+	char name[EMBER_MMAP_DEPTH][EMBER_MMAP_NAME_LEN];
 };
 
 #endif

@@ -85,12 +85,12 @@ static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u
 	/*
 	 * Waking the collector for every sample costs more than the sample: it
 	 * drains on its timer, and is woken early only when the ring fills up or
-	 * when a sample shows a process lacks unwind tables of its own, borrowed or
-	 * not (they are wanted now, and a new process's maps are copied while it
-	 * lives: one of 50 ms is gone by the next timer).
+	 * when a sample shows a process lacks a mapping list, its tables found by
+	 * file or not (its maps are wanted now, and a new process's maps are copied
+	 * while it lives: one of 50 ms is gone by the next timer).
 	 */
 	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS |
-	                              EMBER_STACK_UNWIND_BORROWED)) ||
+	                              EMBER_STACK_UNWIND_BY_FILE)) ||
 	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
 	if (bpf_ringbuf_output(&samples, s, size, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);

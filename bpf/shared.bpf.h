@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * What the sampler (sampler.bpf.c, offcpu.bpf.h) and the process events
- * (proc.bpf.c) share: the PID filter of -p and the drop counters. Both
- * objects define these maps; the collector loads the sampler's and hands
- * the process-event object the same two (bpf_map__reuse_fd), so a process
- * is filtered, and a drop counted, in one place whichever program sees it.
+ * (proc.bpf.c) share: the PID filter of -p, the times of execs, the mappings
+ * the unwinder learnt, the process events' ring and the drop counters. Both objects define these
+ * maps; the collector loads the sampler's and hands the process-event object the same two
+ * (bpf_map__reuse_fd), so a process is filtered, and a drop counted, in one place whichever program
+ * sees it.
  */
 #ifndef EMBER_BPF_SHARED_BPF_H
 #define EMBER_BPF_SHARED_BPF_H
 
 #include "records.h"
+#include "unwind_table.h"
 
 /* Set by the collector before load (each object has its own copy). */
 const volatile bool filter_pids = false;
@@ -22,6 +24,57 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } pid_filter SEC(".maps");
+
+/*
+ * When each process last ran a new program (tgid -> CLOCK_MONOTONIC ns), written at
+ * exec and deleted at exit by proc.bpf.c: the unwinder ignores a mapping list read
+ * before (unwind.bpf.h). Only processes that exec'd while ember runs have an entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_PROCS * 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_execs SEC(".maps");
+
+/*
+ * Process events (proc.bpf.c: exec, exit, the processes running at the start) and the
+ * mappings the unwinder learns of processes (unwind.bpf.h), for user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} proc_events SEC(".maps");
+
+/*
+ * The executable mappings of each process sampled without a mapping list, as the unwinder
+ * learns them (unwind.bpf.h: one a sample, bpf_find_vma), for its frames' tables by file; a
+ * process with an entry reports its mappings at its exit (proc.bpf.c), for user space to
+ * know the maps of a process gone before they could be read. Of one memory map: a process
+ * that exec'd starts afresh.
+ */
+#define EMBER_PROC_VMAS  24
+#define EMBER_VMAS_PROCS 2048
+
+struct ember_proc_vma {
+	__u64 start, end, offset;
+	__u64 file; /* struct file *, 0: anonymous */
+};
+
+struct ember_proc_vmas {
+	__u64 mm;
+	__u32 n;
+	__u32 reserved;
+	struct ember_proc_vma v[EMBER_PROC_VMAS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EMBER_VMAS_PROCS);
+	__type(key, __u32);
+	__type(value, struct ember_proc_vmas);
+} unwind_vmas SEC(".maps");
 
 /* Records not sent, by enum ember_drop_reason. */
 struct {

@@ -15,9 +15,10 @@
  * stacks alone, however short, and the first moments, when the running
  * processes' tables are not loaded yet, still get the burst at once. The
  * collector sets the burst from the sampling frequency
- * (EMBER_STACK_COPY_BURST_PER_HZ): about ten seconds of samples' bytes, so
- * that the loan is repaid early in a run at any frequency (a fixed burst
- * outweighed a minute of 19 Hz samples). Whether a sample may copy does not depend
+ * (EMBER_STACK_COPY_BURST_PER_HZ): a second of samples each with a copy,
+ * about fifteen seconds of samples' bytes, so that the loan is repaid early
+ * in a run at any frequency (a fixed burst outweighed a minute of 19 Hz
+ * samples). Whether a sample may copy does not depend
  * on its copy's size (the bucket may go into debt by one copy): deep stacks
  * are not passed over for shallow ones, which would skew the profile. A
  * sample that finds the budget spent says so, and frame pointers take over.

@@ -25,8 +25,11 @@
 #ifndef EMBER_BPF_UNWIND_BPF_H
 #define EMBER_BPF_UNWIND_BPF_H
 
+#include "mapped_file.bpf.h"
 #include "records.h"
 #include "scratch.bpf.h"
+#include "shared.bpf.h"
+#include "unwind_file.h"
 #include "unwind_table.h"
 
 #define PF_KTHREAD_FLAG 0x00200000 /* PF_KTHREAD in include/linux/sched.h */
@@ -85,48 +88,23 @@ struct {
 } unwind_procs SEC(".maps");
 
 /*
- * Tables by file, for frames whose process has no mapping list yet (a
- * program just started) or whose mapping is newer than its list: a table is
- * the file's, shared by every process that maps it, so the unwinder learns
- * which table slot (and bias) a file's executable mapping has from a
- * process whose list it has, and a process without a list borrows it,
- * finding the file of the pc with bpf_find_vma. A process of a program
- * already running elsewhere (a compiler in a build, a shell loop's
- * commands) is then unwound in the kernel from its first sample: no miss,
- * no stack copy. A file is named by device, inode number and generation (a
- * new file with a reused inode number has another generation) and the
- * offset of its mapping; an entry is checked against the table's size and
- * a signature of its first rows when used, so a slot freed and filled with
- * another file's table is not borrowed (a wrong stack at worst).
+ * Tables by file: the symbolizer names the file each table is for (device,
+ * inode, modification time and size, its executable segments), and the
+ * unwinder finds a frame's table from the file behind its pc: the
+ * executable's and the vDSO's from the memory map's own fields, another
+ * file's from the process's mappings the unwinder learns (unwind_vmas). So every process of a
+ * program whose table is loaded is unwound in the kernel from its first sample, without a message
+ * for it (a compiler in a build, a shell loop's commands, any process of a
+ * host where the program ran before). The collector deletes an entry when
+ * its table goes; a file changed since its table was built is not served.
  */
-struct ember_file_key {
-	__u64 ino;
-	__u64 pgoff;
-	__u32 dev;
-	__u32 generation;
-};
-
-struct ember_file_table {
-	__u64 delta;     /* table address = pc - (vm_start - pgoff * 4096 - delta) */
-	__u64 signature; /* of the table's first block (table_signature) */
-	__u32 table;
-	__u32 nblocks;
-};
-
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EMBER_UNWIND_MAX_FILES);
 	__type(key, struct ember_file_key);
-	__type(value, struct ember_file_table);
+	__type(value, struct ember_file_entry);
 } unwind_files SEC(".maps");
-
-/* Table slot -> its number of blocks when its file was learned (0: not learned). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, EMBER_UNWIND_MAX_TABLES);
-	__type(key, __u32);
-	__type(value, __u32);
-} unwind_learned SEC(".maps");
 
 #if defined(__TARGET_ARCH_x86)
 #include "stack_copy.bpf.h"
@@ -143,12 +121,16 @@ struct ember_uw_state {
 	__u8 exact;  /* pc is where execution stopped, not a return address */
 	__u8 copy;   /* where tables are missing, copy the stack (once) and stop */
 	__u8 budget_spent;
-	__u8 vma_tried; /* bpf_find_vma was called (once per sample) */
-	__u8 bx_known;  /* the sample's, or restored from where a callee saved it */
-	__u32 copied;   /* bytes of the stack copy that follows the frames */
-	/* The library mapping whose table was borrowed last (ember_borrow_mapping). */
+	__u8 vma_tried;  /* bpf_find_vma was called (once per sample) */
+	__u8 bx_known;   /* the sample's, or restored from where a callee saved it */
+	__u8 list_stale; /* the process's mapping list is older than its exec: not used */
+	__u8 exe_known;  /* exe_* are set (ember_file_mapping, once a sample) */
+	__u32 copied;    /* bytes of the stack copy that follows the frames */
+	/* Found by file (ember_file_mapping): the executable's code and its table, and the
+	 * mapping bpf_find_vma found; *_why: 0, or the EMBER_STACK_FILE_* flag of a miss. */
+	__u64 exe_start, exe_end, exe_bias;
 	__u64 vma_start, vma_end, vma_bias;
-	__u32 vma_table;
+	__u32 exe_table, exe_why, vma_table, vma_why;
 };
 
 #include "interp.bpf.h"
@@ -469,181 +451,274 @@ __attribute__((noinline)) long ember_missing_table(struct ember_uw_state *st, __
 	return 1;
 }
 
-/* The file of the vma that bpf_find_vma found, and where it is mapped. */
-struct file_vma {
-	struct ember_file_key key;
-	__u64 start, end;
-	struct inode *inode;
+/*
+ * The modification time of an inode: its field moved in 6.7 and again in 6.11,
+ * each layout under its own name here (CO-RE picks the one the kernel has).
+ */
+struct timespec64___ember {
+	__s64 tv_sec;
+	long tv_nsec;
 };
 
-static __always_inline void file_key(struct ember_file_key *key, struct inode *inode, __u64 pgoff)
+struct inode___ember_v611 {
+	__s64 i_mtime_sec;
+	__u32 i_mtime_nsec;
+} __attribute__((preserve_access_index));
+
+struct inode___ember_v67 {
+	struct timespec64___ember __i_mtime;
+} __attribute__((preserve_access_index));
+
+struct inode___ember_v50 {
+	struct timespec64___ember i_mtime;
+} __attribute__((preserve_access_index));
+
+/* An inode's entry, if the symbolizer named it; what the kernel says of the file in *seen. */
+static __always_inline const struct ember_file_entry *inode_entry(struct inode *inode,
+                                                                  struct ember_file_seen *seen)
 {
-	key->ino = BPF_CORE_READ(inode, i_ino);
-	key->generation = BPF_CORE_READ(inode, i_generation);
-	key->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	key->pgoff = pgoff;
-}
+	struct inode___ember_v611 *v611 = (void *)inode;
+	struct inode___ember_v67 *v67 = (void *)inode;
+	struct inode___ember_v50 *v50 = (void *)inode;
+	struct ember_file_key key = {};
+	const struct ember_file_entry *f;
 
-static long file_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
-{
-	struct file_vma *fv = ctx;
-
-	fv->inode = BPF_CORE_READ(vma, vm_file, f_inode);
-	if (!fv->inode)
-		return 0;
-	file_key(&fv->key, fv->inode, BPF_CORE_READ(vma, vm_pgoff));
-	fv->start = BPF_CORE_READ(vma, vm_start);
-	fv->end = BPF_CORE_READ(vma, vm_end);
-	return 0;
-}
-
-/*
- * In a perf-event program one bpf_find_vma succeeds per sample (the memory
- * map's lock is let go after the program, and a second lookup finds that
- * pending): the executable's code and the vDSO go without it, found by the
- * memory map's code range and executable file, and by its vDSO address and
- * size, under these offsets in the key.
- */
-#define EXE_PGOFF  (~0ull)
-#define VDSO_PGOFF (~1ull)
-
-/* If pc is in the executable's code or the vDSO: its key, and *start the address the
- * learned delta is from. */
-static __always_inline bool fixed_range(struct task_struct *task, __u64 pc,
-                                        struct ember_file_key *key, __u64 *start)
-{
-	__u64 vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso);
-	__u64 vdso_size = BPF_CORE_READ(task, mm, context.vdso_image, size);
-	struct inode *inode;
-
-	*start = BPF_CORE_READ(task, mm, start_code);
-	if (pc >= *start && pc < BPF_CORE_READ(task, mm, end_code)) {
-		inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
-		if (!inode)
-			return false;
-		file_key(key, inode, EXE_PGOFF);
-		return true;
-	}
-	/* One image for every 64-bit process (a compat process's is another size). */
-	if (vdso && pc >= vdso && pc < vdso + vdso_size) {
-		*start = vdso;
-		key->ino = vdso_size;
-		key->pgoff = VDSO_PGOFF;
-		return true;
-	}
-	return false;
-}
-
-/* A few rows of the table's first block and its size: which file's table fills a slot. */
-static __always_inline __u64 table_signature(__u32 table, __u32 nblocks)
-{
-	struct ember_unwind_block_key key = {.table = table};
-	const struct ember_unwind_block *blk = bpf_map_lookup_elem(&unwind_blocks, &key);
-	const __u64 *w;
-
-	if (!blk)
-		return 0;
-	w = (const __u64 *)blk->rows;
-	return w[0] ^ (w[1] << 7) ^ (w[42] << 13) ^ (w[85] << 29) ^ (w[127] << 37) ^ nblocks;
-}
-
-/* The learned table of a file, if its slot still holds it. */
-static __always_inline const struct ember_file_table *file_table(const struct ember_file_key *key)
-{
-	const struct ember_file_table *ft = bpf_map_lookup_elem(&unwind_files, key);
-	__u32 *nblocks;
-
-	if (!ft)
+	if (!inode)
 		return NULL;
-	nblocks = bpf_map_lookup_elem(&unwind_tables, &ft->table);
-	if (!nblocks || *nblocks != ft->nblocks ||
-	    table_signature(ft->table, ft->nblocks) != ft->signature)
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	f = bpf_map_lookup_elem(&unwind_files, &key);
+	if (!f)
 		return NULL;
-	return ft;
-}
-
-/*
- * Where a process has a table for pc's mapping: remembers the file's table
- * for processes that have none (once per table slot and size). Global: the
- * verifier checks it once.
- */
-__attribute__((noinline)) long ember_learn_file(struct ember_uw_state *st, __u64 pc, __u32 table,
-                                                __u64 bias)
-{
-	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
-	__u32 *learned = bpf_map_lookup_elem(&unwind_learned, &table);
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct ember_file_table ft = {.table = table};
-	struct file_vma fv = {};
-	__u64 start;
-
-	if (!st || !nblocks || !learned || !*nblocks || *learned == *nblocks)
-		return 0;
-	if (fixed_range(task, pc, &fv.key, &start)) {
-		ft.delta = start - bias;
+	seen->size = BPF_CORE_READ(inode, i_size);
+	if (bpf_core_field_exists(v611->i_mtime_sec)) {
+		seen->mtime_sec = BPF_CORE_READ(v611, i_mtime_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v611, i_mtime_nsec);
+	} else if (bpf_core_field_exists(v67->__i_mtime)) {
+		seen->mtime_sec = BPF_CORE_READ(v67, __i_mtime.tv_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v67, __i_mtime.tv_nsec);
 	} else {
-		if (st->vma_tried)
-			return 0;
-		st->vma_tried = 1;
-		if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
-			return 0;
-		ft.delta = fv.start - (fv.key.pgoff << 12) - bias;
+		seen->mtime_sec = BPF_CORE_READ(v50, i_mtime.tv_sec);
+		seen->mtime_nsec = BPF_CORE_READ(v50, i_mtime.tv_nsec);
 	}
-	ft.nblocks = *nblocks;
-	ft.signature = table_signature(table, ft.nblocks);
-	if (!bpf_map_update_elem(&unwind_files, &fv.key, &ft, BPF_ANY))
-		*learned = ft.nblocks;
+	return f;
+}
+
+/* The entry of a mapped file, by the inode /proc/PID/maps names (mapped_file.bpf.h). */
+static __always_inline const struct ember_file_entry *file_entry(struct file *file,
+                                                                 struct ember_file_seen *seen)
+{
+	return file ? inode_entry(BPF_CORE_READ(maps_dentry(file), d_inode), seen) : NULL;
+}
+
+#define VM_EXEC_FLAG 0x4 /* VM_EXEC in include/linux/mm.h */
+
+/* The mapping bpf_find_vma found, kept if executable (found->end 0: not). */
+static long exec_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct ember_proc_vma *found = ctx;
+
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC_FLAG))
+		return 0;
+	found->start = BPF_CORE_READ(vma, vm_start);
+	found->end = BPF_CORE_READ(vma, vm_end);
+	found->offset = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	found->file = (__u64)BPF_CORE_READ(vma, vm_file);
 	return 0;
 }
 
+/* Learns the executable mapping at pc into pv. Returns -1 for a pc in no mapping. */
+static __always_inline int learn_vma(struct ember_proc_vmas *pv, struct task_struct *task, __u64 pc)
+{
+	struct ember_proc_vma found = {};
+	__u32 n = pv->n;
+
+	/* -2 (-ENOENT): no mapping there; another error: the lock was not to be had. */
+	if (bpf_find_vma(task, pc, exec_vma_found, &found, 0) == -2)
+		return -1;
+	if (found.end && n < EMBER_PROC_VMAS) {
+		pv->v[n] = found;
+		pv->n = n + 1;
+	}
+	return 0;
+}
+
+/* The learnt mapping holding pc, or NULL. */
+static __always_inline const struct ember_proc_vma *find_vma_of(const struct ember_proc_vmas *pv,
+                                                                __u64 pc)
+{
+	for (int i = 0; i < EMBER_PROC_VMAS; i++) {
+		if (i >= (int)pv->n)
+			break;
+		if (pc >= pv->v[i].start && pc < pv->v[i].end)
+			return &pv->v[i];
+	}
+	return NULL;
+}
+
+/* The current process's learnt mappings, of its memory map now (a fresh entry if none: the
+ * process exits reporting its mappings, proc.bpf.c). */
+static __always_inline struct ember_proc_vmas *proc_vmas(__u32 tgid, struct task_struct *task)
+{
+	static const struct ember_proc_vmas none;
+	struct ember_proc_vmas *pv = bpf_map_lookup_elem(&unwind_vmas, &tgid);
+	__u64 mm = (__u64)BPF_CORE_READ(task, mm);
+
+	if (!pv) {
+		bpf_map_update_elem(&unwind_vmas, &tgid, &none, BPF_ANY);
+		pv = bpf_map_lookup_elem(&unwind_vmas, &tgid);
+	}
+	if (pv && pv->mm != mm) {
+		pv->mm = mm;
+		pv->n = 0;
+	}
+	return pv;
+}
+
+/* A table found by file: its mapping, or the flag that says why there is none. */
+static __always_inline long file_fit(const struct ember_file_entry *f, int fit, __u64 bias,
+                                     struct ember_unwind_mapping *m)
+{
+	if (!f)
+		return EMBER_STACK_FILE_UNSEEN;
+	if (fit == EMBER_FILE_CHANGED)
+		return EMBER_STACK_FILE_CHANGED;
+	/* No executable segment there: as the process's list would say, no table. */
+	m->table = fit == EMBER_FILE_FITS ? f->table : EMBER_UNWIND_NO_TABLE;
+	m->bias = bias;
+	return 0;
+}
+
+/* The executable's code, once a sample: st->exe_* (a miss leaves it to bpf_find_vma). */
+static __always_inline void resolve_exe(struct ember_uw_state *st, struct task_struct *task)
+{
+	struct ember_unwind_mapping m = {};
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
+	__u64 bias = 0;
+	int fit = EMBER_FILE_NO_SEGMENT;
+
+	st->exe_start = BPF_CORE_READ(task, mm, start_code);
+	st->exe_end = BPF_CORE_READ(task, mm, end_code);
+	f = file_entry(BPF_CORE_READ(task, mm, exe_file), &seen);
+	if (f)
+		fit = ember_file_base_bias(f, &seen, st->exe_start, &bias);
+	st->exe_why = file_fit(f, fit, bias, &m);
+	st->exe_table = m.table;
+	st->exe_bias = m.bias;
+	st->exe_known = 1;
+}
+
 /*
- * Fills *m with the mapping of pc from the table another process's
- * mapping of the same file has; returns 0, or -1 where there is none.
+ * Whether the executable was rewritten in place since its table was built: its
+ * processes' mapping lists and the symbolizer's rows are then the old file's.
+ * Global: the verifier checks it once.
  */
-__attribute__((noinline)) long ember_borrow_mapping(struct ember_uw_state *st, __u64 pc,
-                                                    struct ember_unwind_mapping *m)
+__attribute__((noinline)) int ember_exe_changed(struct ember_uw_state *st)
+{
+	if (!st)
+		return 0;
+	resolve_exe(st, bpf_get_current_task_btf());
+	return st->exe_why == EMBER_STACK_FILE_CHANGED;
+}
+
+/* The vDSO, which is no file: one image for every 64-bit process, its size its check. */
+static __always_inline long vdso_mapping(struct task_struct *task, __u64 pc,
+                                         struct ember_unwind_mapping *m)
+{
+	struct ember_file_key key = {};
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
+	__u64 vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso), bias = 0;
+	int fit = EMBER_FILE_NO_SEGMENT;
+
+	seen.size = BPF_CORE_READ(task, mm, context.vdso_image, size);
+	if (!vdso || pc < vdso || pc >= vdso + seen.size)
+		return -1;
+	f = bpf_map_lookup_elem(&unwind_files, &key);
+	if (f)
+		fit = ember_file_base_bias(f, &seen, vdso, &bias);
+	return file_fit(f, fit, bias, m);
+}
+
+/*
+ * Fills *m with the mapping of pc from its file's table: the executable's and
+ * the vDSO's by the memory map's fields, another file's from the mappings the
+ * unwinder learnt of the process (unwind_vmas, shared.bpf.h). Where pc is in
+ * none, one is learnt with bpf_find_vma: in a perf-event program one succeeds
+ * per sample (the memory map's lock is let go after the program, and a second
+ * lookup finds that pending), so a stack through several libraries is whole
+ * from a few samples on. Returns 0; an EMBER_STACK_FILE_* flag that says why
+ * there is no table (a stack copy may help); or -1 for a pc in no mapping.
+ * Global: the verifier checks it once.
+ */
+__attribute__((noinline)) long ember_file_mapping(struct ember_uw_state *st, __u64 pc,
+                                                  struct ember_unwind_mapping *m)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	const struct ember_file_table *ft;
-	struct file_vma fv = {};
-	__u64 start;
+	const struct ember_proc_vma *v;
+	struct ember_file_seen seen = {};
+	const struct ember_file_entry *f;
+	struct ember_proc_vmas *pv;
+	__u64 bias = 0;
+	long why;
+	int fit = EMBER_FILE_NO_SEGMENT;
 
 	if (!st || !m)
 		return -1;
-	if (fixed_range(task, pc, &fv.key, &start)) {
-		ft = file_table(&fv.key);
-		if (!ft)
-			return -1;
-		m->table = ft->table;
-		m->bias = start - ft->delta;
+	if (!st->exe_known)
+		resolve_exe(st, task);
+	if (pc >= st->exe_start && pc < st->exe_end && !st->exe_why) {
+		m->table = st->exe_table;
+		m->bias = st->exe_bias;
 		return 0;
 	}
 	if (pc >= st->vma_start && pc < st->vma_end) {
 		m->table = st->vma_table;
 		m->bias = st->vma_bias;
-		return 0;
+		return st->vma_why;
 	}
-	if (st->vma_tried)
-		return -1;
-	st->vma_tried = 1;
-	if (bpf_find_vma(task, pc, file_vma_found, &fv, 0) || !fv.inode)
-		return -1;
-	ft = file_table(&fv.key);
-	if (!ft)
-		return -1;
-	m->table = st->vma_table = ft->table;
-	m->bias = st->vma_bias = fv.start - (fv.key.pgoff << 12) - ft->delta;
-	st->vma_start = fv.start;
-	st->vma_end = fv.end;
-	return 0;
+	why = vdso_mapping(task, pc, m);
+	if (why >= 0)
+		return why;
+	pv = proc_vmas(st->tgid, task);
+	if (!pv)
+		return EMBER_STACK_FILE_NO_VMA;
+	v = find_vma_of(pv, pc);
+	if (!v && !st->vma_tried) {
+		st->vma_tried = 1;
+		if (learn_vma(pv, task, pc))
+			return -1;
+		v = find_vma_of(pv, pc);
+	}
+	if (!v)
+		return EMBER_STACK_FILE_NO_VMA;
+	/* Anonymous executable memory (JIT code): frame pointers, as the process's list says. */
+	if (!v->file) {
+		why = 0;
+		m->table = EMBER_UNWIND_NO_TABLE;
+		m->bias = 0;
+	} else {
+		f = file_entry((struct file *)v->file, &seen);
+		if (f)
+			fit = ember_file_mapping_bias(f, &seen, v->start, v->offset, pc, &bias);
+		why = file_fit(f, fit, bias, m);
+	}
+	st->vma_start = v->start;
+	st->vma_end = v->end;
+	st->vma_table = m->table;
+	st->vma_bias = m->bias;
+	st->vma_why = why;
+	return why;
 }
 
 static long unwind_step(__u64 i, void *ctx)
 {
 	struct ember_uw_state *st = ctx;
 	const struct ember_unwind_mapping *m;
-	struct ember_unwind_mapping borrowed;
+	struct ember_unwind_mapping by_file;
 	struct ember_unwind_proc *proc;
+	long why;
 	struct ember_unwind_row row;
 	struct sample_scratch *s;
 	__u32 idx, flag = 0;
@@ -678,24 +753,32 @@ static long unwind_step(__u64 i, void *ctx)
 	s->uw_words++;
 	s->uw_native++;
 	st->exact = 0;
-	proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+	proc = st->list_stale ? NULL : bpf_map_lookup_elem(&unwind_procs, &st->tgid);
 	m = proc ? find_mapping(proc, pc) : NULL;
-	/* No list yet, or a mapping made after it was sent (the symbolizer reloads): the
-	 * file's table if another process has taught it, else a copy. */
+	/* The list's table of an executable rewritten since is the old file's: the file is
+	 * asked instead, which refuses it too, and learns the process's mappings for its exit
+	 * (proc.bpf.c), where the symbolizer may find the maps of a process gone. */
+	if (m && st->exe_why == EMBER_STACK_FILE_CHANGED && pc >= st->exe_start && pc < st->exe_end)
+		m = NULL;
+	/* No list (yet), or a mapping made after it was read (the symbolizer reloads): the
+	 * table of the file behind pc, else a copy. */
 	if (!m) {
 		flag = proc ? EMBER_STACK_UNWIND_MAP_MISS : EMBER_STACK_UNWIND_NO_PROC;
-		if (ember_borrow_mapping(st, pc, &borrowed))
-			return ember_missing_table(st, exact, flag) != 0;
-		st->flags |= EMBER_STACK_UNWIND_BORROWED;
-		m = &borrowed;
+		why = ember_file_mapping(st, pc, &by_file);
+		if (why < 0) {
+			st->stop = EMBER_UNWIND_STOP_NO_MAPPING;
+			return 1;
+		}
+		if (why)
+			return ember_missing_table(st, exact, flag | (__u32)why) != 0;
+		st->flags |= EMBER_STACK_UNWIND_BY_FILE;
+		m = &by_file;
 	}
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
 	if (addr > 0xffffffffull || find_row(m->table, (__u32)addr, &row))
-		return ember_missing_table(st, exact, m == &borrowed ? flag : 0) != 0;
-	if (m != &borrowed)
-		ember_learn_file(st, pc, m->table, m->bias);
+		return ember_missing_table(st, exact, m == &by_file ? flag : 0) != 0;
 	return step_row(st, &row, exact && s->uw_native == 1);
 }
 
@@ -773,13 +856,25 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
                                          __u32 *stack_flags, __u32 *copy_bytes)
 {
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &st->slot);
+	struct ember_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+	__u64 *exec_ns = proc ? bpf_map_lookup_elem(&unwind_execs, &st->tgid) : NULL;
 
+	/* A list read before the process's last exec is the old program's: its addresses name
+	 * other files, maybe at the same places (without address space randomization). */
+	if (proc && exec_ns && proc->read_ns < *exec_ns) {
+		st->list_stale = 1;
+		st->flags |= EMBER_STACK_UNWIND_STALE_LIST;
+	}
 	*copy_bytes = 0;
 	if (!have_regs || !s) {
 		*stack_flags |= (__u32)st->stop << EMBER_STACK_UNWIND_STOP_SHIFT;
 		return 0;
 	}
 	s->uw_words = s->uw_native = 0;
+	/* Said by every sample of a rewritten executable, not only one whose walk reaches it:
+	 * the symbolizer builds the new file's table before it unwinds a copy with it. */
+	if (ember_exe_changed(st))
+		st->flags |= EMBER_STACK_FILE_CHANGED;
 	interp_walk_init(st, s);
 	/* Each step records a native frame, an interpreted frame, or passes a frame the
 	 * runtime does not show (at most one per native frame). */

@@ -6,8 +6,11 @@
  *
  * A table belongs to one file and is shared by every process that maps it.
  * The BPF maps: unwind_tables (slot -> number of blocks, 0: empty),
- * unwind_blocks (hash: block key -> block of rows), unwind_procs (tgid ->
- * struct ember_unwind_proc).
+ * unwind_blocks (hash: block key -> block of rows), unwind_files (a file's
+ * device and inode -> struct ember_file_entry: its table, found by the
+ * kernel from the file behind a pc) and unwind_procs (tgid -> struct
+ * ember_unwind_proc: a process's mappings, for what the kernel cannot find
+ * by file).
  * Its rows are sorted by pc; a row covers the addresses from its pc up to
  * the next row's pc. Addresses are the file's ELF virtual addresses; a
  * process's mapping tells the unwinder the bias to subtract from a pc.
@@ -34,9 +37,11 @@
 #define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
 #define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
 #define EMBER_UNWIND_HINTS         4096       /* per-CPU block hints (a power of 2) */
-#define EMBER_UNWIND_MAX_MAPPINGS  256        /* executable mappings of one process */
-#define EMBER_UNWIND_MAPPING_STEPS 9          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
+#define EMBER_UNWIND_MAX_MAPPINGS  64         /* executable mappings of one process's list */
+#define EMBER_UNWIND_MAPPING_STEPS 7          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
 #define EMBER_UNWIND_MAX_PROCS     32768      /* processes with tables at once */
+#define EMBER_UNWIND_MAX_FILES     65536      /* files with an entry in unwind_files */
+#define EMBER_UNWIND_FILE_SEGS     4          /* executable segments of one file */
 #define EMBER_UNWIND_NO_TABLE      0xffffffffu
 
 /* What a row says about the addresses it covers. */
@@ -100,11 +105,59 @@ struct ember_unwind_mapping {
 	__u32 reserved;
 };
 
-/* The executable mappings of a process, sorted by start, not overlapping. */
+/*
+ * The executable mappings of a process, sorted by start, not overlapping, as
+ * its maps were read at read_ns (CLOCK_MONOTONIC): a list read before the
+ * process's last exec is another program's, and the unwinder ignores it. At
+ * most EMBER_UNWIND_MAX_MAPPINGS, the lowest: the files of the others are
+ * found by file (unwind_files). Every process's entry takes the whole value:
+ * at 256 mappings, 8 KiB each, 8 MiB of a host of 1,000 processes (a quarter
+ * of the maps' memory); at 64, 2 KiB (the most a process of this host had:
+ * 50).
+ */
 struct ember_unwind_proc {
 	__u32 count;
 	__u32 reserved;
+	__u64 read_ns;
 	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAX_MAPPINGS];
+};
+
+/*
+ * A file by the kernel's names for it: the device of its super block
+ * (major << 20 | minor, as /proc/PID/maps prints it) and its inode number.
+ * The vDSO, which is no file, is {0, 0}.
+ */
+struct ember_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 reserved;
+};
+
+/* Executable segment of a file: its file offsets [start, end), and table address - offset. */
+struct ember_file_seg {
+	__u64 start, end;
+	__s64 delta;
+};
+
+/*
+ * The table of a file, found by the file from a process's first sample
+ * (bpf/unwind_file.h). The file must still be as the symbolizer read it:
+ * same modification time and size (a file rewritten in place, or another
+ * file given the inode number, is another version; the vDSO: its size). A
+ * pc of the executable's code (mm->start_code up to end_code) is at table
+ * address pc - start_code + exe_start (start_code is the lowest executable
+ * segment's address; the vDSO: pc - its base + exe_start); a pc of another
+ * mapping at the table address of its file offset.
+ */
+struct ember_file_entry {
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 table; /* slot, or EMBER_UNWIND_NO_TABLE: the file has none (frame pointers) */
+	__u64 size;
+	__u64 exe_start;
+	__u32 nsegs; /* at most EMBER_UNWIND_FILE_SEGS */
+	__u32 reserved;
+	struct ember_file_seg segs[EMBER_UNWIND_FILE_SEGS];
 };
 
 /*

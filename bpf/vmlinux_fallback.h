@@ -211,26 +211,52 @@ struct task_struct {
 	struct sched_entity se;
 	unsigned int in_execve : 1;
 	struct css_set *cgroups;
+	unsigned long long self_exec_id;
 } __attribute__((preserve_access_index));
 
-/* Tables borrowed by file (unwind.bpf.h): a mapping's file and its identity. */
+/* Tables found by file (unwind.bpf.h) and the mappings processes make (proc.bpf.c): a
+ * mapping's file, its identity and its name. */
 struct super_block {
 	unsigned int s_dev;
+	unsigned long s_magic;
 } __attribute__((preserve_access_index));
 
 struct inode {
 	unsigned long i_ino;
-	unsigned int i_generation;
+	long long i_size;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
 
+struct qstr {
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+	struct inode *d_inode;
+	struct super_block *d_sb;
+} __attribute__((preserve_access_index));
+
+struct path {
+	void *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
 struct file {
+	struct path f_path;
 	struct inode *f_inode;
 } __attribute__((preserve_access_index));
+
+/* The task_vma iterator's state (6.7 and later; unwind.bpf.h asks for it weakly). */
+struct bpf_iter_task_vma {
+	__u64 __opaque[1];
+};
 
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
+	unsigned long vm_flags;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
 } __attribute__((preserve_access_index));

@@ -158,6 +158,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		return err;
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
+	b->unwind_files_fd = bpf_map__fd(b->sampler->maps.unwind_files);
 	b->proc_map_fds[0] = bpf_map__fd(b->sampler->maps.unwind_procs);
 	b->proc_map_fds[1] = bpf_map__fd(b->sampler->maps.interp_procs);
 	for (int rt = 1; rt < EMBER_RUNTIME_MAX; rt++) /* by the name in the runtime's entry */
@@ -166,14 +167,18 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	return 0;
 }
 
-/* Process events share the sampler's selection (with -p, others' execs are not ours) and drop
- * counters (bpf/shared.bpf.h, select.bpf.h). */
+/* Process events share the sampler's selection (with -p, others' execs are not ours), the times
+ * of execs, their ring (the unwinder reports mappings) and the drop counters (bpf/shared.bpf.h,
+ * select.bpf.h). */
 static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	struct bpf_map *const shared[][2] = {
 	    {b->proc->maps.pid_filter, b->sampler->maps.pid_filter},
 	    {b->proc->maps.cgroup_filter, b->sampler->maps.cgroup_filter},
 	    {b->proc->maps.cgroup_verdicts, b->sampler->maps.cgroup_verdicts},
+	    {b->proc->maps.unwind_execs, b->sampler->maps.unwind_execs},
+	    {b->proc->maps.proc_events, b->sampler->maps.proc_events},
+	    {b->proc->maps.unwind_vmas, b->sampler->maps.unwind_vmas},
 	    {b->proc->maps.drops, b->sampler->maps.drops}};
 	int err = 0;
 
@@ -278,11 +283,12 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		    err, "cannot load the process-event eBPF program: %m; run `ember check`");
 		goto fail;
 	}
-	b->rings =
-	    ring_buffer__new(bpf_map__fd(b->sampler->maps.samples), o->on_sample, o->cb_ctx, NULL);
+	/* Process events first in each drain: a process's exec and mappings before its samples. */
+	b->rings = ring_buffer__new(bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
+	                            o->cb_ctx, NULL);
 	err = !b->rings ? neg_errno()
-	                : ring_buffer__add(b->rings, bpf_map__fd(b->proc->maps.proc_events),
-	                                   o->on_proc_event, o->cb_ctx);
+	                : ring_buffer__add(b->rings, bpf_map__fd(b->sampler->maps.samples),
+	                                   o->on_sample, o->cb_ctx);
 	if (err)
 		goto fail;
 
@@ -382,10 +388,10 @@ int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX]
 
 uint64_t ember_bpf_map_bytes(const struct ember_bpf *b)
 {
-	uint64_t total = ember_fd_memlock(bpf_map__fd(b->proc->maps.proc_events));
+	uint64_t total = 0;
 	struct bpf_map *m;
 
-	/* The process events' other maps are the sampler's (reused): counted once, there. */
+	/* The process events' maps are the sampler's (reused) or tiny: counted once, there. */
 	bpf_object__for_each_map(m, b->sampler->obj) total += ember_fd_memlock(bpf_map__fd(m));
 	return total;
 }

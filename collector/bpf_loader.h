@@ -45,6 +45,7 @@ struct ember_bpf {
 	bool enabled;
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
+	int unwind_files_fd;
 	int proc_map_fds[EMBER_PROC_MAPS]; /* keyed by process (table_loader.h) */
 };
 

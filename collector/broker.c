@@ -143,15 +143,16 @@ static int open_proc_file(const struct ember_msg_broker_req *req, const char *na
 
 /*
  * Finds the mapping of req->pid that starts at req->addr in the kernel's own
- * list (the symbolizer's claim is not trusted) and copies out its end, inode,
- * device and path. Returns 0, -ENOENT (no such mapping, or not a file that still
- * exists) or another negative errno.
+ * list (the symbolizer's claim is not trusted; maps_fd >= 0: the kernel's list in
+ * a snapshot, taken over) and copies out its end, inode, device and path. Returns
+ * 0, -ENOENT (no such mapping, or not a file that still exists) or another
+ * negative errno.
  */
-static int find_mapping(const struct ember_msg_broker_req *req, uint64_t *end_out, ino_t *ino,
-                        uint32_t dev[2], char *path, size_t path_size)
+static int find_mapping(const struct ember_msg_broker_req *req, int maps_fd, uint64_t *end_out,
+                        ino_t *ino, uint32_t dev[2], char *path, size_t path_size)
 {
 	_cleanup_free_ char *line = NULL;
-	_cleanup_close_ int fd = open_proc_file(req, "maps");
+	_cleanup_close_ int fd = maps_fd >= 0 ? maps_fd : open_proc_file(req, "maps");
 	_cleanup_fclose_ FILE *f = NULL;
 	size_t cap = 0, total = 0;
 	ssize_t n;
@@ -208,6 +209,34 @@ int ember_broker_open_in_root(int rootfd, const char *path)
 }
 
 /*
+ * The file a process that is gone had mapped at req->addr: as the snapshot of its
+ * maps (in_fd) names it, by that path inside its root (out_fd), if it is still
+ * that device and inode. No mapping holds the inode any more, so a file given its
+ * number since could be another: only a file anyone may read is served.
+ */
+static int open_gone_file(const struct ember_msg_broker_req *req, struct ember_broker_job *job)
+{
+	char path[4096];
+	uint64_t end = 0;
+	uint32_t dev[2];
+	ino_t ino = 0;
+	int err = find_mapping(req, TAKE_FD(job->in_fd), &end, &ino, dev, path, sizeof(path)), fd;
+
+	if (!err)
+		err = ember_broker_reach_device(job, dev[0], dev[1]);
+	if (err)
+		return err;
+	fd = open_regular(job->out_fd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ino, S_IROTH,
+	                  job);
+	if (fd >= 0 && (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1])) {
+		close(fd);
+		return -ESTALE;
+	}
+	job->file.flags |= EMBER_BROKER_SNAPSHOT;
+	return fd;
+}
+
+/*
  * The very file mapped there, through /proc/PID/map_files: no path is
  * resolved, so nothing a process mounts or links over the path it mapped
  * (another file, maybe of the same inode number on another device) can be
@@ -221,9 +250,11 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 	uint64_t end = 0, end2 = 0;
 	uint32_t dev[2], dev2[2];
 	ino_t ino = 0, ino2 = 0;
-	int err = find_mapping(req, &end, &ino, dev, path, sizeof(path)), fd;
+	int err = find_mapping(req, -1, &end, &ino, dev, path, sizeof(path)), fd;
 
 	(void)b;
+	if (job->gone)
+		return open_gone_file(req, job);
 	/* A stalled device (or, for the last worker, one that can stall) is refused before
 	 * anything is looked up. map_files waits on the process's lock, not on the device: the
 	 * device is reached (named if the open misses its deadline) only by a walk of the path. */
@@ -248,7 +279,7 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 	/* Still mapped there after the open: the mapping holds its inode, so no other file
 	 * (freed, its number reused) can be the one opened under that device and number. */
 	if (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1] ||
-	    find_mapping(req, &end2, &ino2, dev2, path, sizeof(path)) || end2 != end ||
+	    find_mapping(req, -1, &end2, &ino2, dev2, path, sizeof(path)) || end2 != end ||
 	    ino2 != ino || dev2[0] != dev[0] || dev2[1] != dev[1]) {
 		close(fd);
 		return -ESTALE;
@@ -308,7 +339,7 @@ static int open_debuglink(const struct ember_broker *b, const struct ember_msg_b
 	ino_t ino = 0;
 	int fd = -ENOENT, err, n;
 
-	err = find_mapping(req, &end, &ino, dev, dir, sizeof(dir));
+	err = find_mapping(req, -1, &end, &ino, dev, dir, sizeof(dir));
 	if (err)
 		return err;
 	*strrchr(dir, '/') = '\0'; /* find_mapping returns absolute paths only */
@@ -489,11 +520,17 @@ int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_re
 		err = ember_procs_check(b->procs, req->pid, now_ns, b->pid_max_age_ns);
 	/* Gone: its maps as they were while it ran, if a snapshot was made. */
 	if (err && req->what == EMBER_BROKER_MAPS && (err == -ESRCH || err == -EPERM) &&
-	    (fd = ember_procs_snapshot_open(b->procs, req->pid, now_ns)) >= 0) {
+	    (fd = ember_procs_snapshot_open(b->procs, req->pid, now_ns, false)) >= 0) {
 		file->flags = EMBER_BROKER_SNAPSHOT;
 		b->served[req->what]++;
 		b->served_peer[req->what]++;
 		return fd;
+	}
+	/* Gone: the files it mapped, through that snapshot, by a worker (ember_pool_submit). */
+	if (err && req->what == EMBER_BROKER_MAPPED_FILE && (err == -ESRCH || err == -EPERM) &&
+	    b->pooled) {
+		file->flags = EMBER_BROKER_SNAPSHOT;
+		return -EINPROGRESS;
 	}
 	if (err)
 		return refuse(b, req, err);

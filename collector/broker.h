@@ -56,6 +56,9 @@ struct ember_broker_job {
 	/* A snapshot of a process's maps (seen_pids.h): in_fd, the maps the collector opened,
 	 * copied into its memfd out_fd. */
 	bool snapshot;
+	/* A mapped file of a process that is gone: in_fd, the snapshot of its maps; out_fd,
+	 * its root. */
+	bool gone;
 	int in_fd, out_fd;
 	struct ember_broker_file file; /* what the reply says */
 };
@@ -63,6 +66,7 @@ struct ember_broker_job {
 /* A job's flags in the reserved field of the request a worker gets. */
 #define EMBER_BROKER_JOB_BY_PATH  1u
 #define EMBER_BROKER_JOB_SNAPSHOT 2u
+#define EMBER_BROKER_JOB_GONE     4u
 
 struct ember_broker {
 	struct ember_procs *procs;
@@ -93,7 +97,11 @@ void ember_broker_new_peer(struct ember_broker *b);
  * checks but may wait and b->pooled: the caller hands it to the pool and,
  * with the pool's answer, calls ember_broker_complete. file gets what the
  * reply says about the file. The maps of a process that is gone are its
- * snapshot, if one was made (EMBER_BROKER_SNAPSHOT).
+ * snapshot, if one was made (EMBER_BROKER_SNAPSHOT); its mapped files are
+ * opened by the paths the snapshot gives, inside its root, if they are still
+ * the device and inode mapped and anyone may read them: -EINPROGRESS, with
+ * EMBER_BROKER_SNAPSHOT in file->flags (ember_pool_submit hands the worker
+ * the snapshot and the root).
  */
 int ember_broker_handle(struct ember_broker *b, const struct ember_msg_broker_req *req,
                         uint64_t now_ns, struct ember_broker_file *file);

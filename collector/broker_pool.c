@@ -75,6 +75,7 @@ static void serve(int sock, void *ctx)
 		__atomic_store_n(&pg->job, in.hdr.seq, __ATOMIC_RELEASE);
 		job.by_path = in.broker_req.reserved & EMBER_BROKER_JOB_BY_PATH;
 		job.snapshot = in.broker_req.reserved & EMBER_BROKER_JOB_SNAPSHOT;
+		job.gone = in.broker_req.reserved & EMBER_BROKER_JOB_GONE;
 		job.in_fd = nfds > 0 ? fds[0] : -1;
 		job.out_fd = nfds > 1 ? fds[1] : -1;
 		fd = wk->p->open(wk->b, &in.broker_req, &job);
@@ -114,6 +115,7 @@ int ember_pool_start(struct ember_pool *p, struct ember_broker *b, unsigned int 
 		p->nworkers++;
 	}
 	b->pooled = true;
+	p->procs = b->procs;
 	return 0;
 }
 
@@ -265,7 +267,7 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 {
 	unsigned int idle = 0, wi = 0;
 	int ps = req->pid ? find_stall(p, req->pid, 0, 0) : -1;
-	uint32_t flags = snapshot_gen ? EMBER_BROKER_JOB_SNAPSHOT : 0;
+	uint32_t flags = snapshot_gen ? EMBER_BROKER_JOB_SNAPSHOT : fds ? EMBER_BROKER_JOB_GONE : 0;
 	struct ember_worker *w;
 	union ember_msg m;
 
@@ -321,7 +323,16 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file)
 {
-	return submit(p, req, NULL, peer_gen, 0, now_ns, file);
+	_cleanup_close_ int maps = -1, root = -1;
+
+	if (!(file->flags & EMBER_BROKER_SNAPSHOT))
+		return submit(p, req, NULL, peer_gen, 0, now_ns, file);
+	/* A gone process's mapped file (ember_broker_handle): its snapshot and root go along. */
+	maps = ember_procs_snapshot_open(p->procs, req->pid, now_ns, false);
+	root = ember_procs_snapshot_open(p->procs, req->pid, now_ns, true);
+	if (maps < 0 || root < 0)
+		return -ENOENT;
+	return submit(p, req, (const int[]){maps, root}, peer_gen, 0, now_ns, file);
 }
 
 int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int maps_fd, int memfd,

@@ -84,6 +84,7 @@ struct ember_pool {
 	/* worker: the open a worker makes (ember_broker_open; tests put their own) */
 	int (*open)(const struct ember_broker *b, const struct ember_msg_broker_req *req,
 	            struct ember_broker_job *job);
+	struct ember_procs *procs; /* the broker's: snapshots of processes gone */
 	uint64_t by_worker, abandoned, refused_stalled, refused_busy, late;
 };
 
@@ -108,10 +109,11 @@ void ember_pool_stop(struct ember_pool *p);
 
 /*
  * Hands a request ember_broker_handle left to the pool (-EINPROGRESS) to a free
- * worker. Returns 0 (the answer comes from ember_pool_on_readable or
- * ember_pool_expire) or a negative errno to answer now: -ETIMEDOUT with
- * EMBER_BROKER_STALLED in file->flags for a stalled process, -EBUSY when no
- * worker is free.
+ * worker, with the snapshot and root of a process gone when it says so
+ * (EMBER_BROKER_SNAPSHOT in file->flags; -ENOENT when they are not kept). Returns 0 (the answer
+ * comes from ember_pool_on_readable or ember_pool_expire) or a negative errno to answer now:
+ * -ETIMEDOUT with EMBER_BROKER_STALLED in file->flags for a stalled process, -EBUSY when no worker
+ * is free.
  */
 int ember_pool_submit(struct ember_pool *p, const struct ember_msg_broker_req *req,
                       uint64_t peer_gen, uint64_t now_ns, struct ember_broker_file *file);

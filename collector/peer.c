@@ -187,6 +187,7 @@ static const struct peer_handler {
 	[EMBER_MSG_UNWIND_TABLE] = {LIVE,                       on_unwind},
 	[EMBER_MSG_UNWIND_ROWS]  = {LIVE,                       on_unwind},
 	[EMBER_MSG_UNWIND_PROC]  = {LIVE,                       on_unwind},
+	[EMBER_MSG_UNWIND_FILE]  = {LIVE,                       on_unwind},
 	[EMBER_MSG_INTERP_ROW]   = {LIVE,                       on_unwind},
 	[EMBER_MSG_FLUSHED]      = {IN(EMBER_PEER_FLUSHING),    on_flushed},
 };

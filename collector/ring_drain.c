@@ -73,6 +73,8 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 		for (int i = 0; i < EMBER_PROC_MAPS; i++)
 			bpf_map_delete_elem(d->proc_map_fds[i], &ev->tgid);
 		ember_procs_forget(d->procs, ev->tgid, ev->time_ns);
+	} else if (ev->kind == EMBER_EV_MMAP) {
+		forward(d, EMBER_REC_PROCESS_EXEC, data, size); /* the symbolizer's to read */
 	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {
 		/* Tables are loaded at exec (and start), before the first sample. */
 		if (!ember_procs_stale(d->procs, ev->tgid, ev->time_ns) &&

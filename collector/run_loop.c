@@ -262,7 +262,10 @@ static void deliver(struct recorder *r, struct ember_pool_done *d, uint64_t now_
 		ember_procs_snapshot_done(&r->procs, d->req.pid, d->snapshot_gen, d->fd, now_ns);
 		return;
 	}
-	fd = ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
+	/* A gone process's file, found through its snapshot: no process left to check. */
+	fd = d->file.flags & EMBER_BROKER_SNAPSHOT
+	         ? d->fd
+	         : ember_broker_complete(&r->broker, &d->req, d->fd, now_ns);
 
 	if (d->peer_gen == r->peer.gen && ember_peer_active(&r->peer))
 		ember_peer_send_reply(&r->peer, d->req.id, fd, &d->file); /* closes fd */
@@ -525,8 +528,9 @@ static int start_programs(struct recorder *r)
 	memcpy(r->drain.proc_map_fds, r->bpf.proc_map_fds, sizeof(r->drain.proc_map_fds));
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
-		err = ember_tables_init(&r->tables, r->bpf.unwind_tables_fd,
-		                        r->bpf.unwind_blocks_fd, r->bpf.proc_map_fds, 0);
+		err =
+		    ember_tables_init(&r->tables, r->bpf.unwind_tables_fd, r->bpf.unwind_blocks_fd,
+		                      r->bpf.unwind_files_fd, r->bpf.proc_map_fds, 0);
 	if (err)
 		return err;
 	r->peer.tables = &r->tables;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +26,7 @@ int ember_procs_init(struct ember_procs *t, size_t capacity)
 {
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
-		t->snaps[i] = (struct ember_maps_snapshot){.fd = -1, .pending = -1};
+		t->snaps[i] = (struct ember_maps_snapshot){.fd = -1, .pending = -1, .root = -1};
 	t->snaps_max =
 	    capacity / 4 < EMBER_SNAPSHOTS_MAX ? (uint32_t)(capacity / 4) : EMBER_SNAPSHOTS_MAX;
 	return ember_slots_init(&t->slots, sizeof(struct ember_proc_entry), capacity, entry_eq);
@@ -44,6 +45,7 @@ static void snap_drop(struct ember_maps_snapshot *s)
 	if (s) {
 		s->fd = ember_safe_close(s->fd);
 		s->pending = ember_safe_close(s->pending);
+		s->root = ember_safe_close(s->root);
 		s->tgid = 0;
 	}
 }
@@ -204,6 +206,8 @@ static struct ember_maps_snapshot *snap_slot(struct ember_procs *t, uint64_t now
 int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *tgid, uint32_t *gen,
                              int *memfd)
 {
+	char root[32];
+
 	while (t->ndue) {
 		struct ember_proc_entry *e = find(t, t->due[--t->ndue]);
 		struct ember_maps_snapshot *s = e ? snap_of(t, e->tgid) : NULL;
@@ -212,7 +216,10 @@ int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *t
 			continue; /* gone, running at the start, or a copy is under way */
 		if (!s) {
 			s = snap_slot(t, now_ns);
-			*s = (struct ember_maps_snapshot){e->tgid, e->gen, -1, -1, now_ns};
+			*s = (struct ember_maps_snapshot){e->tgid, e->gen, -1, -1, now_ns, -1};
+			/* Checked with the maps (the same process after both opens: run_loop.c). */
+			snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", e->tgid);
+			s->root = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		}
 		s->pending = memfd_create("ember-maps", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		if (s->pending < 0)
@@ -234,6 +241,10 @@ void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t ge
 	ember_closep(&result); /* the worker's copy of the memfd: the table has its own */
 	if (!s || s->gen != gen || s->pending < 0)
 		return;
+	/* No spare worker: due again at the next chance (the process may not live to its next
+	 * sample that makes one due). */
+	if (result == -EBUSY && t->ndue < EMBER_SNAPSHOT_QUEUE)
+		t->due[t->ndue++] = tgid;
 	/* The worker's word that it copied, and a size the maps may have: sealed, unchangeable. */
 	if (result < 0 || fstat(s->pending, &st) || st.st_size <= 0 ||
 	    st.st_size > EMBER_SNAPSHOT_MAX_BYTES ||
@@ -250,19 +261,20 @@ void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t ge
 	t->snaps_taken++;
 }
 
-int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool root)
 {
 	struct ember_maps_snapshot *s = snap_of(t, tgid);
 	char self[32];
 	int fd;
 
-	if (!s || s->fd < 0 || now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
+	if (!s || s->fd < 0 || (root && s->root < 0) ||
+	    now_ns > s->taken_ns + EMBER_SNAPSHOT_KEEP_NS)
 		return -ENOENT;
 	/* A description of its own: one reader's offset is not the next one's. */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", s->fd);
-	fd = open(self, O_RDONLY | O_CLOEXEC);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", root ? s->root : s->fd);
+	fd = open(self, (root ? O_PATH | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return neg_errno();
-	t->snaps_served++;
+	t->snaps_served += !root;
 	return fd;
 }

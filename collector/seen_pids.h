@@ -16,6 +16,8 @@
  * with that PID, which drops the old snapshot), served only once that process
  * is gone, at most EMBER_SNAPSHOT_KEEP_NS old; at most EMBER_SNAPSHOTS_MAX of
  * them, each at most EMBER_SNAPSHOT_MAX_BYTES (the oldest go first, counted).
+ * With it the process's root is kept, from which the broker opens the files
+ * the snapshot names once the process is gone (checked by device and inode).
  */
 #ifndef EMBER_COLLECTOR_SEEN_PIDS_H
 #define EMBER_COLLECTOR_SEEN_PIDS_H
@@ -48,6 +50,7 @@ struct ember_maps_snapshot {
 	int fd;             /* a sealed memfd, or -1 before the first copy */
 	int pending;        /* the memfd a worker copies into now, or -1 */
 	uint64_t taken_ns;
+	int root; /* the process's root (O_PATH), where its mapped files' paths lead, or -1 */
 };
 
 struct ember_procs {
@@ -100,8 +103,9 @@ int ember_procs_snapshot_due(struct ember_procs *t, uint64_t now_ns, uint32_t *t
  * plausible and that process is still the last one with the PID. */
 void ember_procs_snapshot_done(struct ember_procs *t, uint32_t tgid, uint32_t gen, int result,
                                uint64_t now_ns);
-/* A new read-only descriptor of the snapshot of tgid, a process gone (ember_procs_check
- * refused it), or a negative errno. */
-int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
+/* A new descriptor of what is kept of tgid, a process gone (ember_procs_check refused it): the
+ * snapshot of its maps (read-only) or, with root, its root (O_PATH), from which the files the
+ * snapshot names are reached; or a negative errno. */
+int ember_procs_snapshot_open(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool root);
 
 #endif

@@ -16,12 +16,13 @@ const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] =
     [EMBER_RUNTIME_PYTHON] = &ember_row_python,
 };
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd,
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,
                       const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows)
 {
 	memset(t, 0, sizeof(*t));
 	t->tables_fd = tables_fd;
 	t->blocks_fd = blocks_fd;
+	t->files_fd = files_fd;
 	memcpy(t->proc_fds, proc_fds, sizeof(t->proc_fds));
 	t->max_rows = max_rows ? max_rows : EMBER_TABLES_MAX_ROWS;
 	t->slot_rows = calloc(EMBER_UNWIND_MAX_TABLES, sizeof(*t->slot_rows));
@@ -133,6 +134,38 @@ static int on_rows(struct ember_tables *t, const struct ember_msg_unwind_rows *m
 	return 0;
 }
 
+/*
+ * A file's entry: a loaded table's slot (or none), executable segments in order. Which
+ * file a table is for is the symbolizer's word, as a process's list is: a wrong entry in
+ * bounds (another file's table, a slot emptied since) can only make wrong stacks.
+ */
+static int on_file(struct ember_tables *t, const struct ember_msg_unwind_file *m)
+{
+	const struct ember_file_entry *f = &m->file;
+	uint32_t slot = f->table;
+
+	if (m->reserved || m->key.reserved || f->reserved || f->nsegs > EMBER_UNWIND_FILE_SEGS)
+		return -EPROTO;
+	if (m->op == EMBER_UNWIND_FILE_DROP) {
+		bpf_map_delete_elem(t->files_fd, &m->key);
+		return 0;
+	}
+	if (m->op != EMBER_UNWIND_FILE_SET ||
+	    (slot != EMBER_UNWIND_NO_TABLE &&
+	     (slot >= EMBER_UNWIND_MAX_TABLES || !t->slot_rows[slot])))
+		return -EPROTO;
+	for (uint32_t i = 0; i < EMBER_UNWIND_FILE_SEGS; i++) {
+		const struct ember_file_seg *g = &f->segs[i];
+
+		if (i >= f->nsegs ? g->start || g->end || g->delta
+		                  : g->start >= g->end || (i && g->start < g[-1].end))
+			return -EPROTO;
+	}
+	if (bpf_map_update_elem(t->files_fd, &m->key, f, BPF_ANY))
+		failed(t, "file entry", neg_errno());
+	return 0;
+}
+
 static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m)
 {
 	struct ember_unwind_proc *s = &t->staging;
@@ -149,8 +182,10 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 		memset(s, 0, sizeof(*s));
 		t->staging_pid = m->pid;
 		s->count = m->total;
+		s->read_ns = m->read_ns;
 		t->staged = 0;
-	} else if (m->pid != t->staging_pid || m->total != s->count || m->first != t->staged) {
+	} else if (m->pid != t->staging_pid || m->total != s->count || m->first != t->staged ||
+	           m->read_ns != s->read_ns) {
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < m->count; i++) {
@@ -206,6 +241,8 @@ int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 		return on_rows(t, &m->unwind_rows);
 	case EMBER_MSG_UNWIND_PROC:
 		return on_proc(t, &m->unwind_proc);
+	case EMBER_MSG_UNWIND_FILE:
+		return on_file(t, &m->unwind_file);
 	case EMBER_MSG_INTERP_ROW:
 		return on_interp_row(t, &m->interp_row);
 	default:
@@ -215,7 +252,7 @@ int ember_tables_handle(struct ember_tables *t, const union ember_msg *m)
 
 void ember_tables_reset(struct ember_tables *t)
 {
-	uint32_t next;
+	struct ember_file_key next; /* the largest key of the maps emptied */
 
 	/* A table cut off before its COMMIT: its blocks would otherwise stay in the map. */
 	if (t->building)
@@ -226,9 +263,9 @@ void ember_tables_reset(struct ember_tables *t)
 		if (t->slot_rows[slot])
 			drop_slot(t, slot, t->slot_rows[slot]);
 	/* Deleting the first key each time walks the whole map without a cursor. */
-	for (int i = 0, fd; i < EMBER_PROC_MAPS; i++)
-		while ((fd = t->proc_fds[i]) >= 0 && !bpf_map_get_next_key(fd, NULL, &next) &&
-		       !bpf_map_delete_elem(fd, &next))
+	for (int i = 0, fd; i <= EMBER_PROC_MAPS; i++)
+		while ((fd = i < EMBER_PROC_MAPS ? t->proc_fds[i] : t->files_fd) >= 0 &&
+		       !bpf_map_get_next_key(fd, NULL, &next) && !bpf_map_delete_elem(fd, &next))
 			;
 }
 

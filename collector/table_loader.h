@@ -9,9 +9,10 @@
  * malformed message ends the connection.
  *
  * bpf() commands used after start-up, on maps created at load: only
- * MAP_UPDATE_ELEM and MAP_DELETE_ELEM (blocks of rows, table slots,
- * processes, interpreter rows), MAP_LOOKUP_ELEM (a process's runtime) and
- * MAP_GET_NEXT_KEY (forgetting every process). No map is created at run
+ * MAP_UPDATE_ELEM and MAP_DELETE_ELEM (blocks of rows, table slots, file
+ * entries, processes, interpreter rows), MAP_LOOKUP_ELEM (a process's
+ * runtime) and MAP_GET_NEXT_KEY (forgetting
+ * every process and file). No map is created at run
  * time, so no capability is needed.
  */
 #ifndef EMBER_COLLECTOR_TABLE_LOADER_H
@@ -42,7 +43,7 @@ struct ember_interp_row_kind {
 extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX];
 
 struct ember_tables {
-	int tables_fd, blocks_fd, proc_fds[EMBER_PROC_MAPS];
+	int tables_fd, blocks_fd, files_fd, proc_fds[EMBER_PROC_MAPS];
 	/* The table being created: in use only once COMMIT sets its slot's block count. */
 	bool building, build_failed;
 	uint32_t build_slot, build_rows, build_next, build_last_pc;
@@ -53,7 +54,7 @@ struct ember_tables {
 	uint64_t tables_loaded, failures;
 };
 
-int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd,
+int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,
                       const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows);
 void ember_tables_free(struct ember_tables *t);
 

@@ -15,6 +15,8 @@
  *   C->S FLUSH       / S->C FLUSHED  consume up to a head, write outputs
  *   S->C UNWIND_TABLE CREATE, UNWIND_ROWS..., UNWIND_TABLE COMMIT   a file's
  *        unwind table, in order; UNWIND_TABLE DROP when no process maps it
+ *   S->C UNWIND_FILE                which file a loaded table is for (SET), or a file
+ *        without one; DROP forgets a file
  *   S->C UNWIND_PROC...             a process's executable mappings and tables
  *   S->C INTERP_ROW                 a process's row for its runtime's frame walker
  * The collector does not answer unwind and interpreter messages; it checks
@@ -30,7 +32,7 @@
 #include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
-#define EMBER_PROTO_VERSION 3
+#define EMBER_PROTO_VERSION 4
 #define EMBER_MSG_MAX       4096
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
 
@@ -57,6 +59,7 @@ enum ember_msg_type {
 	EMBER_MSG_UNWIND_ROWS = 9,
 	EMBER_MSG_UNWIND_PROC = 10,
 	EMBER_MSG_INTERP_ROW = 11,
+	EMBER_MSG_UNWIND_FILE = 12,
 	EMBER_MSG_TYPE_MAX,
 };
 
@@ -201,12 +204,32 @@ struct ember_msg_unwind_rows {
 	struct ember_unwind_row rows[EMBER_UNWIND_ROWS_PER_MSG];
 };
 
+enum ember_unwind_file_op {
+	EMBER_UNWIND_FILE_SET = 1,  /* the file's entry: a slot holding its table, or no table */
+	EMBER_UNWIND_FILE_DROP = 2, /* forget the file (only key counts) */
+};
+
+/*
+ * The file a table is for, by the kernel's names for it (bpf/unwind_table.h):
+ * the unwinder finds the table from the file behind a pc, so a process needs
+ * no mapping list of its own. SET names a slot that holds a loaded table (or
+ * EMBER_UNWIND_NO_TABLE: frame pointers), and replaces the file's entry; the
+ * symbolizer drops the entry before the table.
+ */
+struct ember_msg_unwind_file {
+	struct ember_msg_hdr hdr;
+	uint32_t op; /* enum ember_unwind_file_op */
+	uint32_t reserved;
+	struct ember_file_key key;
+	struct ember_file_entry file;
+};
+
 #define EMBER_UNWIND_MAPPINGS_PER_MSG 120
 
 /*
- * Mappings [first, first + count) of the total a process has, sent in
- * order; the message that completes them replaces the process's entry.
- * total 0 removes the process.
+ * Mappings [first, first + count) of the total a process has, as its maps
+ * were read at read_ns, sent in order; the message that completes them
+ * replaces the process's entry. total 0 removes the process.
  */
 struct ember_msg_unwind_proc {
 	struct ember_msg_hdr hdr;
@@ -214,6 +237,7 @@ struct ember_msg_unwind_proc {
 	uint32_t first;
 	uint32_t count;
 	uint32_t total;
+	uint64_t read_ns;
 	struct ember_unwind_mapping mappings[EMBER_UNWIND_MAPPINGS_PER_MSG];
 };
 
@@ -251,6 +275,7 @@ union ember_msg {
 	struct ember_msg_unwind_table unwind_table;
 	struct ember_msg_unwind_rows unwind_rows;
 	struct ember_msg_unwind_proc unwind_proc;
+	struct ember_msg_unwind_file unwind_file;
 	struct ember_msg_interp_row interp_row;
 	unsigned char bytes[EMBER_MSG_MAX];
 };

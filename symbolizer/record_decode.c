@@ -39,7 +39,8 @@ int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc
 
 	if (len != sizeof(*e) || ((uintptr_t)buf & 7))
 		return -EBADMSG;
-	if (e->kind != EMBER_EV_EXEC && e->kind != EMBER_EV_EXIT && e->kind != EMBER_EV_RUNNING)
+	if (e->kind != EMBER_EV_EXEC && e->kind != EMBER_EV_EXIT && e->kind != EMBER_EV_RUNNING &&
+	    e->kind != EMBER_EV_MMAP)
 		return -EBADMSG;
 	*ev = e;
 	return 0;

@@ -57,11 +57,12 @@ struct session {
 	bool keep_total;
 	struct ember_symbolizer sym;
 	struct ember_unwind unwind;
-	struct ember_readers readers; /* reads that may wait */
-	struct ember_interps interps; /* the readers of interpreted frames */
+	struct ember_readers readers;   /* reads that may wait */
+	struct ember_interps interps;   /* the readers of interpreted frames */
+	struct ember_kernel_maps kmaps; /* mappings as the kernel reported them */
 	/* A second read cursor, ahead of symbolization: see look_ahead(). */
 	struct ember_ring_consumer ahead;
-	/* A third, ahead of both, for exec records: see scan_execs(). */
+	/* A third, ahead of both, for exec and mapping records: see scan_execs(). */
 	struct ember_ring_consumer execs;
 	uint64_t execs_first; /* execs met by the third cursor */
 	bool unwind_warm;
@@ -266,12 +267,14 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	case EMBER_REC_PROCESS_EXIT:
 		if (ember_decode_proc_event(s->buf, len, &ev))
 			return -EBADMSG;
-		if (ev->kind == EMBER_EV_RUNNING)
-			return 0; /* for the unwind tables only */
-		if (ev->kind == EMBER_EV_EXEC)
+		if (ev->kind == EMBER_EV_RUNNING || ev->kind == EMBER_EV_MMAP)
+			return 0; /* for the unwind tables and kernel maps only */
+		if (ev->kind == EMBER_EV_EXEC) {
 			ember_symbolizer_on_exec(&s->sym, ev->tgid, ev->time_ns);
-		else
+		} else {
 			ember_symbolizer_on_exit(&s->sym, ev->tgid, now_ns);
+			ember_kernel_maps_exited(&s->kmaps, ev->tgid, now_ns);
+		}
 		return 0;
 	case EMBER_REC_LOST:
 		if (ember_decode_lost(s->buf, len, &lost))
@@ -348,7 +351,7 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 			ember_interps_warm(&s->interps, sample->tgid, frames + sample->kstack_len,
 			                   sample->ustack_len, now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
-	           !ember_decode_proc_event(s->ahead_buf, len, &ev)) {
+	           !ember_decode_proc_event(s->ahead_buf, len, &ev) && ev->kind != EMBER_EV_MMAP) {
 		if (ev->kind == EMBER_EV_RUNNING)
 			ember_unwind_on_running(&s->unwind, ev->tgid, ev->cpu_ns);
 		else if (ev->kind == EMBER_EV_EXEC)
@@ -389,7 +392,11 @@ static void scan_execs(struct session *s)
 		if (len == -EBADMSG)
 			return; /* the cursor ahead reports it when it gets there */
 		if (len < 0 || type != EMBER_REC_PROCESS_EXEC ||
-		    ember_decode_proc_event(buf, (size_t)len, &ev) || ev->kind != EMBER_EV_EXEC)
+		    ember_decode_proc_event(buf, (size_t)len, &ev))
+			continue;
+		/* Where a new program's code is, as the kernel says: read before any sample. */
+		ember_kernel_maps_event(&s->kmaps, ev, ember_monotonic_ns());
+		if (ev->kind != EMBER_EV_EXEC)
 			continue;
 		s->execs_first++;
 		ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, ember_monotonic_ns());
@@ -528,6 +535,7 @@ static void set_run_stats(struct session *s)
 	ember_symbolizer_report_stats(&s->sym, p);
 	ember_unwind_report_stats(&s->unwind, &sink);
 	ember_readers_report_stats(&s->readers, &sink);
+	ember_kernel_maps_report_stats(&s->kmaps, &sink);
 	ember_profile_stat_set(p, "broker.stalled_refused", s->broker.stalled_refused);
 	ember_profile_stat_set(p, "broker.stalled_deadline", s->broker.stalled_deadline);
 	ember_profile_stat_set(p, "ring.records", s->records);
@@ -887,14 +895,19 @@ static int init_parts(struct session *s, const struct ember_session_opts *o)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
 		err = ember_interps_init(&s->interps, o->interpreters, &s->broker);
+	if (!err)
+		err = ember_kernel_maps_init(&s->kmaps);
 	s->sym.interps = &s->interps;
 	s->sym.unwind = &s->unwind;
+	s->sym.procs.kmaps = s->unwind.kmaps = &s->kmaps;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;
 #ifdef EMBER_TEST_HOOKS
 	/* Test builds: EMBER_TEST_NO_PROCESS_TABLES makes every stack go through a stack copy. */
 	s->unwind.hold_back_procs = getenv("EMBER_TEST_NO_PROCESS_TABLES") != NULL;
+	/* EMBER_TEST_NO_PROCESS_LISTS: the kernel finds every table by file. */
+	s->unwind.hold_back_lists = getenv("EMBER_TEST_NO_PROCESS_LISTS") != NULL;
 #endif
 	return err;
 }
@@ -956,6 +969,7 @@ out:
 	ember_symbolizer_free(&s->sym);
 	ember_unwind_free(&s->unwind);
 	ember_interps_free(&s->interps);
+	ember_kernel_maps_free(&s->kmaps);
 	ember_profile_free(&s->profile);
 	ember_profile_free(&s->total);
 	if (s->ring.hdr)

@@ -4,10 +4,12 @@
 
 Cases (issue 15), each recorded whole-system by every tool in turn, on the same
 work started afresh for each tool:
-  build    a parallel C build (make -j2 of --build-files of ember's own sources:
+  build    a parallel C build (make -j2, or -j twice the CPUs with --overcommit, of
+           --build-files of ember's own sources:
            cc1, as), 99 Hz
   oneshot  a shell loop starting short -fomit-frame-pointer programs one after
-           the other (tests/workloads/quiet.c, 40 ms of CPU each), 99 Hz
+           the other (tests/workloads/quiet.c, 40 ms of CPU each, 10 binaries), after
+           a burst of the 10 at once the moment the tool samples, 99 Hz
   quiet    a quiet host: --procs processes of --binaries distinct
            -fomit-frame-pointer programs (quiet.c variants), each waking every
            300 ms for a moment of CPU, started before the tool; 19 Hz
@@ -15,13 +17,21 @@ Tools: ember (this build), optionally ember as it was before (--before BUILD,
 e.g. main without stack copies), `perf record -a --call-graph fp` and
 `--call-graph dwarf`.
 
+--overcommit loads the host (issue 27): one CPU-bound process per CPU at the
+same nice level, started before the tool, and the build at make -j twice the
+CPUs. --beside perf-g runs `perf record -a -g -F 99` beside ember (and the
+older build) for the whole recording. --runs N repeats every case and tool N
+times; the summary gives each run's figure and the lowest.
+
 Only the samples of the case's own processes count (by command name: cc1, as,
 ld, collect2, gcc for the build; the programs' names otherwise). A stack is
 complete when it reaches the program's entry (_start, __libc_start_main, the
 dynamic loader's _dl_start_user) or a thread's (start_thread, clone3) and
 carries no "[unwind stopped" marker; samples with no user frames (a process in
 exec or exit) are left out. Printed per case and tool: the share of complete
-stacks among all samples and among each process's first sample; bytes per
+stacks among all samples and among each process's first sample (and among
+the first samples of processes first sampled in the 100 ms after the tool
+said it samples); bytes per
 sample (ember: through the sample ring, and the ratio to the same samples
 without their stack copies; perf: perf.data size per sample); the tool's CPU
 seconds (record + post-processing; ember's eBPF run time not included); for
@@ -30,9 +40,14 @@ broker workers and readers: the sum of their proportional set sizes, so pages
 they share, the program's text and libraries, count once) and the BPF maps'
 memory.
 
+the ember statistics' split of samples
+(complete in the kernel with every table from the process's list, with some
+found by file, from a stack copy; why tables were not found by file).
+
 Usage: sudo bench/first_sample/run.py [--build build] [--before BUILD]
            [--cases build,oneshot,quiet] [--tools ember,before,perf-fp,perf-dwarf]
            [--procs 1000] [--binaries 250] [--quiet-seconds 60] [--oneshots 200]
+           [--overcommit] [--beside perf-g] [--runs 5]
 """
 import argparse
 import collections
@@ -122,8 +137,9 @@ def perf_samples(data):
     return out, post
 
 
-def shares(samples, wanted):
-    """(complete, total) over all samples and over each process's first sample."""
+def shares(samples, wanted, ready_ns):
+    """(complete, total) over all samples, over each process's first sample, and over the
+    first samples of processes first sampled within 100 ms of ready_ns (the samples' clock)."""
     kinds, first = collections.Counter(), {}
     for comm, pid, ts, n, frames in samples:
         if not wanted(comm):
@@ -135,8 +151,10 @@ def shares(samples, wanted):
         if pid not in first or ts < first[pid][0]:
             first[pid] = (ts, k)
     fk = collections.Counter(k for _, k in first.values())
+    early = [k for ts, k in first.values() if ts < ready_ns + 100_000_000]
     why = [f"{n} {k}" for k, n in kinds.most_common(4) if k != "complete"][:3]
-    return (kinds["complete"], sum(kinds.values())), (fk["complete"], len(first)), why
+    return ((kinds["complete"], sum(kinds.values())), (fk["complete"], len(first)),
+            (early.count("complete"), len(early)), why)
 
 
 def wait_cpu(proc):
@@ -188,8 +206,15 @@ def bpf_map_bytes(pid):
 class Recording:
     """One tool recording the whole system until stop(); then its samples and costs."""
 
-    def __init__(self, tool, build, wd, tag, hz):
+    def __init__(self, tool, build, wd, tag, hz, beside=None):
         self.tool, self.wd, self.tag, self.peak_kib, self.map_bytes = tool, wd, tag, 0, 0
+        self.beside = None
+        if beside == "perf-g" and not tool.startswith("perf"):
+            # Another profiler on the host, for the whole recording: its samples, its CPU.
+            self.beside = subprocess.Popen(["perf", "record", "-q", "-a", "-g", "-F", "99", "-o",
+                                            os.path.join(wd, f"{tag}-beside.data")],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.5)
         if tool.startswith("perf"):
             self.out = os.path.join(wd, f"{tag}.data")
             mode = tool.split("-")[1]
@@ -197,6 +222,7 @@ class Recording:
                                           "--call-graph", mode, "-o", self.out],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1.5)  # perf has no "ready" signal: give it its start-up
+            self.ready_ns = time.monotonic_ns()  # perf script's clock: the kernel's, from boot
             return
         self.out = os.path.join(wd, f"{tag}.otlp")
         self.pprof = os.path.join(wd, f"{tag}.pb.gz")
@@ -211,9 +237,11 @@ class Recording:
         for line in self.proc.stderr:
             self.err.append(line)
             if re.match(r"ember: sampling \d+ CPUs at", line):
+                self.ready_ns = time.time_ns()  # ember's samples carry the time of day
                 break
             if "connected" in line and tool == "before":
                 time.sleep(2)
+                self.ready_ns = time.time_ns()
                 break
         else:
             sys.exit(f"{tag}: ember did not start:\n" + "".join(self.err))
@@ -226,6 +254,11 @@ class Recording:
 
     def stop(self):
         os.kill(self.proc.pid, 2)  # not Popen.send_signal: it may reap, and wait4 needs the child
+        if self.beside:
+            self.beside.send_signal(2)
+            self.beside.wait()
+            os.unlink(os.path.join(self.wd, f"{self.tag}-beside.data"))
+        self.stats = {}
         if self.tool.startswith("perf"):
             cpu = wait_cpu(self.proc)
             samples, post = perf_samples(self.out)
@@ -236,7 +269,7 @@ class Recording:
         if not os.path.exists(self.pprof):
             print(f"{self.tag}: ember wrote no profile:\n" + "".join(self.err), flush=True)
             return [], cpu, float("nan"), None
-        stats = pprof_comments(self.pprof)
+        stats = self.stats = pprof_comments(self.pprof)
         samples = ember_samples(self.out)
         n = sum(s[3] for s in samples)
         ring = stats.get("ring.sample_bytes")
@@ -259,56 +292,90 @@ def build_quiet(wd, variants):
     return [os.path.join(wd, f"fsb_q{v}") for v in range(variants)]
 
 
-def run_case(args, case, tool, wd, bins):
+def start_hogs(args):
+    """--overcommit: one CPU-bound process per CPU, at the same nice level as the work."""
+    if not args.overcommit:
+        return []
+    return [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], start_new_session=True)
+            for _ in range(os.cpu_count())]
+
+
+def stop_hogs(hogs):
+    for h in hogs:
+        os.killpg(h.pid, 9)
+        h.wait()
+
+
+def start_work(args, case, tool, wd, run):
+    if case == "oneshot":
+        # The burst: each binary's first run, all at once, in the tool's first 100 ms.
+        loop = ("for v in $(seq 0 9); do \"$0\"_$v 0 40 & done; "
+                "for i in $(seq %d); do \"$0\"_$((i %% 10)) 0 40; done; wait" % args.oneshots)
+        return subprocess.Popen(["/bin/sh", "-c", loop, os.path.join(wd, "fsb_q")])
+    objs = os.path.join(wd, f"obj-{tool}-{run}")
+    os.makedirs(objs, exist_ok=True)
+    jobs = 2 * os.cpu_count() if args.overcommit else 2
+    return subprocess.Popen(["make", "-s", "-k", f"-j{jobs}", "-C", objs, "-f",
+                             os.path.join(wd, "build.mk")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# The ember statistics that say how samples were unwound, and why tables were not found by file.
+SPLIT = ("unwind.samples_by_process", "unwind.samples_by_file", "unwind.samples_complete_copy",
+         "unwind.samples_incomplete", "unwind.file.unseen", "unwind.file.no_vma",
+         "unwind.file.changed", "unwind.copy.skipped_budget", "unwind.stop.maps_not_read")
+
+
+def run_case(args, case, tool, wd, bins, run=0):
     """Runs one case under one tool; returns the printed row's cells."""
     build = args.before if tool == "before" else args.build
-    tag = f"{case}-{tool}"
+    tag = f"{case}-{tool}-{run}"
     hz = 19 if case == "quiet" else 99
     procs = []
-    if case == "quiet":
-        # Started before the tool: a host's daemons are running when the profiler starts.
-        procs = [subprocess.Popen([bins[i % len(bins)], "300", str(args.quiet_work),
-                                   str(args.quiet_seconds + 30)]) for i in range(args.procs)]
-        time.sleep(3)
-        wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
-    elif case == "oneshot":
-        wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
-    else:
-        wanted = lambda c: c in BUILD_COMMS  # noqa: E731
-    rec = Recording(tool, build, wd, tag, hz)
-    t0 = time.monotonic()
-    if case == "quiet":
+    hogs = start_hogs(args)
+    try:
+        if case == "quiet":
+            # Started before the tool: a host's daemons are running when the profiler starts.
+            procs = [subprocess.Popen([bins[i % len(bins)], "300", str(args.quiet_work),
+                                       str(args.quiet_seconds + 30)]) for i in range(args.procs)]
+            time.sleep(3)
+            wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
+        elif case == "oneshot":
+            wanted = lambda c: c.startswith("fsb_q")  # noqa: E731
+        else:
+            wanted = lambda c: c in BUILD_COMMS  # noqa: E731
+        rec = Recording(tool, build, wd, tag, hz, args.beside)
+        t0 = time.monotonic()
         work = None
-        while time.monotonic() - t0 < args.quiet_seconds:
+        if case == "quiet":
+            while time.monotonic() - t0 < args.quiet_seconds:
+                rec.poll()
+                time.sleep(1)
+        else:
+            work = start_work(args, case, tool, wd, run)
+        while work and work.poll() is None:
             rec.poll()
-            time.sleep(1)
-    elif case == "oneshot":
-        loop = "for i in $(seq %d); do \"$0\"_$((i %% 10)) 0 40; done" % args.oneshots
-        work = subprocess.Popen(["/bin/sh", "-c", loop, os.path.join(wd, "fsb_q")])
-    else:
-        objs = os.path.join(wd, f"obj-{tool}")
-        os.makedirs(objs, exist_ok=True)
-        work = subprocess.Popen(["make", "-s", "-k", "-j2", "-C", objs, "-f",
-                                 os.path.join(wd, "build.mk")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while work and work.poll() is None:
-        rec.poll()
-        time.sleep(0.5)
-    elapsed = time.monotonic() - t0
-    time.sleep(1)
-    samples, cpu, per_sample, ratio = rec.stop()
-    for p in procs:
-        p.kill()
-        p.wait()
-    (good, total), (fgood, ftotal), why = shares(samples, wanted)
-    row = {"all": (good, total), "first": (fgood, ftotal), "cpu": cpu, "bytes": per_sample,
-           "ratio": ratio, "rss": rec.peak_kib, "maps": rec.map_bytes, "elapsed": elapsed}
-    print(f"{case:8s} {tool:10s} {elapsed:5.1f}s: complete {good}/{total}, first samples "
-          f"{fgood}/{ftotal}, {per_sample:.0f} B/sample"
-          + (f" ({ratio:.2f}x without copies)" if ratio else "")
+            time.sleep(0.5)
+        elapsed = time.monotonic() - t0
+        time.sleep(1)
+        samples, cpu, per_sample, ratio = rec.stop()
+    finally:  # a run that fails leaves no CPU hog behind
+        stop_hogs(hogs)
+        for p in procs:
+            p.kill()
+            p.wait()
+    (good, total), (fgood, ftotal), (egood, etotal), why = shares(samples, wanted, rec.ready_ns)
+    row = {"all": (good, total), "first": (fgood, ftotal), "early": (egood, etotal), "cpu": cpu,
+           "bytes": per_sample, "ratio": ratio, "rss": rec.peak_kib, "maps": rec.map_bytes,
+           "elapsed": elapsed}
+    print(f"{case:8s} {tool:10s} run {run}, {elapsed:5.1f}s: complete {good}/{total}, first "
+          f"samples {fgood}/{ftotal} (in the first 100 ms {egood}/{etotal}), "
+          f"{per_sample:.0f} B/sample" + (f" ({ratio:.2f}x without copies)" if ratio else "")
           + f", cpu {cpu:.2f}s" + (f", peak resident (PSS) {rec.peak_kib / 1024:.1f} MiB, BPF maps "
                                    f"{rec.map_bytes / 2**20:.1f} MiB" if rec.peak_kib else ""),
           flush=True)
+    if rec.stats:
+        print("    " + ", ".join(f"{k[7:]} {rec.stats.get(k, 0)}" for k in SPLIT))
     for w in why:
         print(f"    incomplete: {w}")
     return row
@@ -334,6 +401,10 @@ def pct(cell):
     return f"{100.0 * good / total:.1f}% of {total}" if total else "no samples"
 
 
+def share(cell):
+    return 100.0 * cell[0] / cell[1] if cell[1] else 100.0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
@@ -347,6 +418,10 @@ def main():
     ap.add_argument("--oneshots", type=int, default=200)
     ap.add_argument("--build-files", type=int, default=48, help="C files the build compiles")
     ap.add_argument("--build-rounds", type=int, default=3, help="times it compiles each")
+    ap.add_argument("--overcommit", action="store_true",
+                    help="a CPU-bound process per CPU, and the build at make -j twice the CPUs")
+    ap.add_argument("--beside", choices=["perf-g"], help="another profiler beside ember")
+    ap.add_argument("--runs", type=int, default=1, help="times each case and tool runs")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/first_sample: run as root (eBPF, perf)")
@@ -357,24 +432,31 @@ def main():
     for v in range(10):
         os.symlink(bins[v], os.path.join(wd, f"fsb_q_{v}"))
     if "build" in cases:
-        print(f"build: {write_build_makefile(args, wd)} compilations, make -j2", flush=True)
-    results = {}
-    for case in cases:
-        for tool in tools:
-            results[(case, tool)] = run_case(args, case, tool, wd, bins)
+        jobs = 2 * os.cpu_count() if args.overcommit else 2
+        print(f"build: {write_build_makefile(args, wd)} compilations, make -j{jobs}", flush=True)
+    results = collections.defaultdict(list)
+    for run in range(args.runs):
+        for case in cases:
+            for tool in tools:
+                results[(case, tool)].append(run_case(args, case, tool, wd, bins, run))
 
     print("\ncomplete = reaches _start/__libc_start_main/a thread entry, no marker; "
-          "samples without user frames left out\n")
-    print("| case | tool | complete | first samples complete | bytes/sample | tool CPU s "
-          "| peak resident (PSS) | BPF maps |")
-    print("|---|---|---|---|---|---|---|---|")
+          "samples without user frames left out" + ("; host overcommitted" if args.overcommit
+                                                    else "") +
+          (f"; {args.beside} beside" if args.beside else "") + "\n")
+    print("| case | tool | complete (each run; lowest) | first samples complete | of them in the "
+          "first 100 ms | bytes/sample | tool CPU s | peak resident (PSS) | BPF maps |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for case in cases:
         for tool in tools:
-            r = results[(case, tool)]
+            rows = results[(case, tool)]
+            r = rows[-1]
             ratio = f" ({r['ratio']:.2f}x fp-only)" if r["ratio"] else ""
-            rss = f"{r['rss'] / 1024:.1f} MiB" if r["rss"] else "-"
-            maps = f"{r['maps'] / 2**20:.1f} MiB" if r["maps"] else "-"
-            print(f"| {case} | {tool} | {pct(r['all'])} | {pct(r['first'])} | "
+            rss = f"{max(x['rss'] for x in rows) / 1024:.1f} MiB" if r["rss"] else "-"
+            maps = f"{max(x['maps'] for x in rows) / 2**20:.1f} MiB" if r["maps"] else "-"
+            each = lambda key: ", ".join(pct(x[key]) for x in rows) + (  # noqa: E731
+                f"; lowest {min(share(x[key]) for x in rows):.1f}%" if len(rows) > 1 else "")
+            print(f"| {case} | {tool} | {each('all')} | {each('first')} | {each('early')} | "
                   f"{r['bytes']:.0f}{ratio} | {r['cpu']:.2f} | {rss} | {maps} |")
 
 

@@ -189,6 +189,15 @@ int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64
 		else if (e->used < oldest->used)
 			oldest = e;
 	}
+	/* Another file at that address now (the caller's maps are of an earlier program of the
+	 * process, or of another process with the PID): not the one asked for, whose table or
+	 * symbols would be built from it. By inode only: an overlay's file is opened as its
+	 * layer's, whose device is not the one maps names. */
+	if (fd >= 0 && ino && c->last.ino && c->last.ino != ino) {
+		close(fd);
+		c->not_the_file++;
+		return -ESTALE;
+	}
 	/* Gone, or no such mapping any more: the file as another process had it. */
 	if (fd == -ESRCH || fd == -EPERM || fd == -ENOENT) {
 		int kept = k ? fcntl(k->fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -222,4 +231,5 @@ void ember_broker_client_report_stats(const struct ember_broker_client *c,
 	ember_stat(sink, "broker.failures", c->failures);
 	ember_stat(sink, "broker.late_replies", c->late_replies);
 	ember_stat(sink, "broker.kept_files_served", c->kept_served);
+	ember_stat(sink, "broker.mapped_files_not_the_file", c->not_the_file);
 }

@@ -51,6 +51,7 @@ struct ember_broker_client {
 	uint64_t stalled_deadline; /* ... of which the request itself missed its deadline */
 	struct ember_kept_file kept[EMBER_BROKER_KEPT_FILES];
 	uint64_t kept_clock, kept_served;
+	uint64_t not_the_file; /* mapped files refused: another file is mapped there now */
 };
 
 void ember_broker_client_init(struct ember_broker_client *c, int sock);
@@ -68,8 +69,9 @@ int ember_broker_request(struct ember_broker_client *c, uint32_t what, uint32_t 
 /*
  * The file mapped at start in pid, whose maps name it by device and inode: asked of the
  * broker, and if the process is gone (or maps it no more), the same file as another process
- * of the program had it (a short-lived process's frames, read after it exited). Returns a
- * descriptor or a negative errno.
+ * of the program had it (a short-lived process's frames, read after it exited). A file the
+ * broker says is another (maps read before an exec or a PID's reuse name the address) is
+ * refused: -ESTALE. Returns a descriptor or a negative errno.
  */
 int ember_broker_mapped_file(struct ember_broker_client *c, uint32_t pid, uint64_t start,
                              uint32_t dev_major, uint32_t dev_minor, uint64_t ino);

@@ -189,13 +189,20 @@ void ember_processes_adopt_maps(struct ember_processes *t, uint32_t pid, struct 
 	t->maps_adopted++;
 }
 
-int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
-                             struct ember_maps *out)
+int ember_process_fetch_maps(struct ember_broker_client *broker, struct ember_kernel_maps *kmaps,
+                             uint32_t pid, struct ember_maps *out)
 {
 	char *text = NULL;
 	long len;
 	int fd = ember_broker_request(broker, EMBER_BROKER_MAPS, pid, 0, NULL), err;
 
+	/* Gone (its snapshot, if any, made at one of its first samples): what the kernel said. */
+	if ((fd < 0 || (broker->last.flags & EMBER_BROKER_SNAPSHOT)) && kmaps &&
+	    !ember_kernel_maps_get(kmaps, pid, out)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
 	if (fd < 0)
 		return fd;
 	len = ember_maps_read_fd(fd, &text);
@@ -225,7 +232,7 @@ static int load_maps(struct ember_processes *t, struct ember_process *p, uint64_
 	p->maps_stale = false;
 	p->maps_after_exit = p->exited_ns != 0;
 	t->maps_loads++;
-	err = ember_process_fetch_maps(t->broker, p->pid, &fresh);
+	err = ember_process_fetch_maps(t->broker, t->kmaps, p->pid, &fresh);
 	if (!err && (err = ember_maps_keep_executable(&fresh)))
 		ember_maps_free(&fresh);
 	if (err) {

@@ -27,6 +27,7 @@
 
 #include "symbolizer/client/broker_client.h"
 #include "symbolizer/process/container.h"
+#include "symbolizer/process/kernel_maps.h"
 #include "symbolizer/process/maps_parser.h"
 #include "shared/slots.h"
 #include "shared/stat_sink.h"
@@ -65,8 +66,9 @@ struct ember_process {
 /* Every field is process_table.c's: read the table through the functions below. */
 struct ember_processes {
 	struct ember_broker_client *broker;
-	struct ember_slots slots; /* struct ember_process * per slot */
-	size_t maps_bytes;        /* entries and paths held, all processes */
+	struct ember_kernel_maps *kmaps; /* a gone process's maps, as the kernel reported them */
+	struct ember_slots slots;        /* struct ember_process * per slot */
+	size_t maps_bytes;               /* entries and paths held, all processes */
 	uint64_t last_sweep_ns;
 	uint64_t maps_loads, maps_failures, maps_adopted;
 	uint64_t freed_exited, freed_idle, evicted, shrunk;
@@ -97,9 +99,13 @@ void ember_processes_on_exit(struct ember_processes *t, uint32_t pid, uint64_t n
 void ember_processes_adopt_maps(struct ember_processes *t, uint32_t pid, struct ember_maps *maps,
                                 uint64_t now_ns);
 
-/* Reads pid's maps (all of them) through the broker into out. Returns 0 or a negative errno. */
-int ember_process_fetch_maps(struct ember_broker_client *broker, uint32_t pid,
-                             struct ember_maps *out);
+/*
+ * Reads pid's maps (all of them) through the broker into out; for a process that is gone, its
+ * mappings as the kernel reported them (kmaps, if not NULL) rather than a snapshot made while
+ * it ran, which may be older than its last mapping. Returns 0 or a negative errno.
+ */
+int ember_process_fetch_maps(struct ember_broker_client *broker, struct ember_kernel_maps *kmaps,
+                             uint32_t pid, struct ember_maps *out);
 
 /*
  * The mapping containing addr, (re)loading the maps through the broker when

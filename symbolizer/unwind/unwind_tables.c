@@ -3,6 +3,7 @@
 #include "symbolizer/symbols/sigbus_guard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/param.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@
 #define VDSO_DEV       UINT64_MAX /* no file has this device: the key of the vDSO's table */
 #define VDSO_MAX_BYTES (1u << 20)
 #define FILE_RETRY_NS  (30ull * 1000000000ull)
-#define STALL_RETRY_NS (2ull * 1000000000ull) /* a file that could not be read in time */
+#define STALL_RETRY_NS (2ull * 1000000000ull) /* a file not read in time, or not with room */
 #define SWEEP_EVERY_NS 1000000000ull
 #define PAGE_MASK_4K   (~(uint64_t)4095)
 
@@ -123,6 +125,8 @@ void ember_unwind_free(struct ember_unwind *u)
 	for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
 		if (ember_slots_get(&u->files, i))
 			ember_unwind_rows_free(&file_at(u, i)->rows);
+	for (; u->npreloads; u->npreloads--, u->preloads_head++)
+		close(u->preloads[u->preloads_head % EMBER_UNWIND_MAX_PRELOADS].fd);
 	free(u->running);
 	ember_slots_free(&u->procs);
 	ember_slots_free(&u->files);
@@ -176,7 +180,7 @@ static int send_table(struct ember_unwind *u, uint32_t slot, const struct ember_
 }
 
 static int send_proc(struct ember_unwind *u, uint32_t pid, const struct ember_unwind_mapping *maps,
-                     uint32_t n)
+                     uint32_t n, uint64_t read_ns)
 {
 	union ember_msg m;
 	uint32_t first = 0;
@@ -192,6 +196,7 @@ static int send_proc(struct ember_unwind *u, uint32_t pid, const struct ember_un
 		m.unwind_proc.first = first;
 		m.unwind_proc.count = count;
 		m.unwind_proc.total = n;
+		m.unwind_proc.read_ns = read_ns;
 		if (count)
 			memcpy(m.unwind_proc.mappings, maps + first, count * sizeof(*maps));
 		err = send(u, &m);
@@ -261,8 +266,9 @@ static void drop_rows(struct ember_unwind *u, struct ember_unwind_file *f)
 	ember_unwind_rows_free(&f->rows);
 }
 
-/* Drops the least recently used rows until `bytes` more fit within the cap; returns how many. */
-static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes)
+/* Drops the least recently used rows, of those last used before used_before_ns, until `bytes`
+ * more fit within the cap; returns how many. */
+static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes, uint64_t used_before_ns)
 {
 	uint64_t dropped = 0;
 
@@ -271,6 +277,7 @@ static uint64_t make_room_for_rows(struct ember_unwind *u, uint64_t bytes)
 
 		for (uint32_t i = 0; i < ember_slots_end(&u->files); i++)
 			if ((g = ember_slots_get(&u->files, i)) && g->rows.rows &&
+			    g->rows_used_ns < used_before_ns &&
 			    (!oldest || g->rows_used_ns < oldest->rows_used_ns))
 				oldest = g;
 		if (!oldest)
@@ -288,11 +295,12 @@ static void keep_rows(struct ember_unwind *u, struct ember_unwind_file *f,
 	uint64_t bytes = rows->count * sizeof(*rows->rows);
 
 	drop_rows(u, f);
-	u->rows_evicted += make_room_for_rows(u, bytes);
+	/* Rows that could never fit make no room: the others stay. */
 	if (bytes > u->rows_limit) {
 		ember_unwind_rows_free(rows);
 		return;
 	}
+	u->rows_evicted += make_room_for_rows(u, bytes, UINT64_MAX);
 	f->rows = *rows;
 	f->rows_used_ns = now_ns;
 	u->rows_bytes += bytes;
@@ -319,8 +327,11 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 	if (!err)
 		err = fd < 0 ? ember_cfi_from_elf(image, len, max_rows, rows)
 		             : ember_cfi_from_fd(fd, max_rows, rows);
-	if (err == -E2BIG && max_rows && max_rows < EMBER_UNWIND_MAX_TABLE_ROWS)
+	/* Not the file's own size but the room left now (-ENOSPC): tried again soon. */
+	if (err == -E2BIG && max_rows && max_rows < EMBER_UNWIND_MAX_TABLE_ROWS) {
 		u->tables_deferred_for_budget++;
+		err = -ENOSPC;
+	}
 	if (!err && (!rows->count || rows->count > EMBER_UNWIND_MAX_TABLE_ROWS))
 		err = -E2BIG;
 	/* The file shrank while it was read: the rows may hold its lost pages as
@@ -334,6 +345,35 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 	return err;
 }
 
+/*
+ * A table that did not fit the room the memory budget leaves is worth more than
+ * rows kept for stack copies that no copy used for EMBER_UNWIND_REBUILD_NS (rebuilt
+ * when one needs them): the least recently used go until the file's rows would fit
+ * (at most a row per 50 bytes of file, 40 bytes each while built: cc1's 479,243 rows
+ * of its 30 MB took 19 MB), and the room grows by what they held. Rows in use stay:
+ * the copies that need them are mostly of processes gone, through which they could not
+ * be built again ('table not loaded'). Returns whether any went.
+ */
+static bool room_from_kept_rows(struct ember_unwind *u, int fd, uint64_t now_ns)
+{
+	uint64_t want, keep, held = u->rows_bytes;
+	struct stat st;
+
+	if (fd < 0 || !u->build_bytes || !held || fstat(fd, &st))
+		return false;
+	want = (uint64_t)st.st_size / 50 * EMBER_CFI_BUILD_BYTES_PER_ROW;
+	if (want <= u->build_bytes)
+		return false;
+	keep = held > want - u->build_bytes ? held - (want - u->build_bytes) : 0;
+	u->rows_evicted_for_budget += make_room_for_rows(
+	    u, u->rows_limit > keep ? u->rows_limit - keep : 0,
+	    now_ns > EMBER_UNWIND_REBUILD_NS ? now_ns - EMBER_UNWIND_REBUILD_NS : 0);
+	if (u->rows_bytes == held)
+		return false;
+	ember_unwind_set_build_bytes(u, u->build_bytes + (held - u->rows_bytes));
+	return true;
+}
+
 /* Builds the table of the file open at fd (or of the vDSO when fd < 0) and sends it. */
 static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t now_ns)
 {
@@ -341,6 +381,8 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	struct ember_unwind_rows rows = {0};
 	int err = file_rows(u, f, fd, &rows);
 
+	if (err == -ENOSPC && room_from_kept_rows(u, fd, now_ns))
+		err = file_rows(u, f, fd, &rows);
 	if (!err)
 		err = send_table(u, slot, &rows);
 	if (!err) {
@@ -359,15 +401,138 @@ static int build_table(struct ember_unwind *u, uint32_t slot, int fd, uint64_t n
 	return err;
 }
 
+/* The kernel's number for a device (MKDEV): what an inode's super block holds. */
+static uint32_t kernel_dev(uint32_t major, uint32_t minor)
+{
+	return major << 20 | (minor & 0xfffff);
+}
+
+/* The entry of file f for the unwinder, its table in slot `table` (or none). st: the file as
+ * its table was built from it; NULL for the vDSO of mapping e, whose check is its size. */
+static void fill_entry(struct ember_unwind_file *f, const struct ember_map_entry *e,
+                       const struct stat *st, uint32_t table)
+{
+	struct ember_file_entry *x = &f->entry;
+
+	memset(x, 0, sizeof(*x));
+	memset(&f->kkey, 0, sizeof(f->kkey));
+	x->table = table;
+	x->size = st ? (uint64_t)st->st_size : e->end - e->start;
+	if (st) {
+		f->kkey =
+		    (struct ember_file_key){e->inode, kernel_dev(e->dev_major, e->dev_minor), 0};
+		x->mtime_sec = st->st_mtim.tv_sec;
+		x->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	}
+	x->exe_start = UINT64_MAX;
+	for (uint32_t i = 0; i < f->nsegs && x->nsegs < EMBER_UNWIND_FILE_SEGS; i++) {
+		const struct ember_unwind_segment *g = &f->segs[i];
+		uint64_t start = g->offset & PAGE_MASK_4K, end = g->offset + g->filesz;
+
+		/* In order and apart, as the collector checks (segments sharing a page, in
+		 * the order the file lists them: the later one gives up the shared part). */
+		if (x->nsegs && start < x->segs[x->nsegs - 1].end)
+			start = x->segs[x->nsegs - 1].end;
+		if (start >= end)
+			continue;
+		x->segs[x->nsegs++] =
+		    (struct ember_file_seg){start, end, (int64_t)(g->vaddr - g->offset)};
+		x->exe_start = MIN(x->exe_start, g->vaddr);
+	}
+	/* The executable's code starts at its lowest executable segment; the vDSO's image at
+	 * its byte 0. */
+	x->exe_start = !st && x->nsegs              ? (uint64_t)x->segs[0].delta
+	               : x->exe_start == UINT64_MAX ? 0
+	                                            : x->exe_start;
+}
+
+/* Tells the collector which file f's table is for (or that it has none): the unwinder
+ * finds it from the file behind a pc, in every process, from its first sample. */
+static void name_file(struct ember_unwind *u, struct ember_unwind_file *f,
+                      const struct ember_map_entry *e, const struct stat *st, uint32_t table)
+{
+	union ember_msg m;
+
+	fill_entry(f, e, st, table);
+	if (u->hold_back_procs)
+		return; /* tests: every sample carries a stack copy */
+	ember_msg_init(&m, EMBER_MSG_UNWIND_FILE, 0);
+	m.unwind_file.op = EMBER_UNWIND_FILE_SET;
+	m.unwind_file.key = f->kkey;
+	m.unwind_file.file = f->entry;
+	f->named = !send(u, &m);
+	u->files_named += f->named;
+}
+
+/* The unwinder forgets f's file (before its table goes). */
+static int forget_file(struct ember_unwind *u, const struct ember_unwind_file *f)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_FILE, 0);
+	m.unwind_file.op = EMBER_UNWIND_FILE_DROP;
+	m.unwind_file.key = f->kkey;
+	return send(u, &m);
+}
+
+/* Whether the file open at fd is no longer the one f's table was built from. */
+static bool file_changed(const struct ember_unwind_file *f, int fd)
+{
+	struct stat st;
+
+	return f->named && !fstat(fd, &st) &&
+	       (st.st_mtim.tv_sec != f->entry.mtime_sec ||
+	        (uint32_t)st.st_mtim.tv_nsec != f->entry.mtime_nsec ||
+	        (uint64_t)st.st_size != f->entry.size);
+}
+
+/* Builds f's table from fd (the vDSO's if fd < 0) and names its file; a file that is no
+ * x86-64 ELF or has no CFI is named as having no table (frame pointers). */
+static void build_and_name(struct ember_unwind *u, uint32_t slot, const struct ember_map_entry *e,
+                           int fd, uint64_t now_ns)
+{
+	struct ember_unwind_file *f = file_at(u, slot);
+	struct stat st;
+	bool stat_ok = fd >= 0 && !fstat(fd, &st);
+
+	f->error = build_table(u, slot, fd, now_ns);
+	if (!f->error && (stat_ok || fd < 0))
+		name_file(u, f, e, fd < 0 ? NULL : &st, slot);
+	else if ((f->error == -ENOEXEC || f->error == -ENOENT) && stat_ok)
+		name_file(u, f, e, &st, EMBER_UNWIND_NO_TABLE);
+}
+
+/* A new program's file whose symbols are read ahead once its tables are out (on_file). */
+static void queue_preload(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
+                          int fd)
+{
+	struct ember_unwind_preload *q;
+
+	if (u->npreloads == EMBER_UNWIND_MAX_PRELOADS) {
+		u->preloads_dropped++; /* symbolization opens it when it gets there */
+		return;
+	}
+	q = &u->preloads[(u->preloads_head + u->npreloads) % EMBER_UNWIND_MAX_PRELOADS];
+	q->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (q->fd < 0)
+		return;
+	q->pid = pid;
+	q->e = *e;
+	u->npreloads++;
+}
+
 /*
  * The slot of the file behind mapping e of pid, building its table on first
- * sight; with share, the file goes to on_file too (see load_process).
+ * sight; with share, the file goes to on_file too (see load_process). With
+ * recheck (the unwinder found the file changed), a file with a table is opened
+ * again, and rebuilt if it is not the file its table was built from.
  */
 static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_map_entry *e,
-                     bool share, uint64_t now_ns)
+                     bool share, bool recheck, uint64_t now_ns)
 {
 	struct ember_obj_key key = {VDSO_DEV, 0};
 	struct ember_unwind_file *f;
+	bool has_table;
 	uint32_t slot;
 	int fd = -1, r;
 
@@ -379,24 +544,43 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	f = file_at(u, slot);
 	if (r == 1)
 		f->key = key;
-	else if (!f->error || (!(f->failed_pid && f->failed_pid != pid) &&
-	                       now_ns - f->idle_since_ns <
-	                           (f->error == -ETIMEDOUT ? STALL_RETRY_NS : FILE_RETRY_NS)))
+	has_table = r != 1 && !f->error;
+	if (has_table ? !(recheck && f->named && e->kind != EMBER_MAP_VDSO)
+	              : r != 1 && !(f->failed_pid && f->failed_pid != pid) &&
+	                    now_ns - f->idle_since_ns <
+	                        (f->error == -ETIMEDOUT || f->error == -ENOSPC ? STALL_RETRY_NS
+	                                                                       : FILE_RETRY_NS))
 		return (int)slot;
-	if (e->kind != EMBER_MAP_VDSO) {
+	if (e->kind != EMBER_MAP_VDSO)
 		fd = ember_broker_mapped_file(u->broker, pid, e->start, e->dev_major, e->dev_minor,
 		                              e->inode);
-		if (fd < 0)
-			f->error = fd;
+	/* Checked again: the same file (or one that cannot be opened now) keeps its table. */
+	if (has_table && (fd < 0 || !file_changed(f, fd))) {
+		if (fd >= 0)
+			close(fd);
+		return (int)slot;
+	}
+	/* Rebuilt: the old table, and the file's entry with it, go first. */
+	if (has_table) {
+		u->files_changed++;
+		f->error = (f->named && forget_file(u, f)) ||
+		                   send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0)
+		               ? -EPIPE
+		               : -ESTALE;
+		f->named = false;
+	}
+	if (fd < 0 && e->kind != EMBER_MAP_VDSO) {
 		/* Not opened through this process (gone: its maps a snapshot; no longer mapping it;
 		 * no worker free): not the file's fault, and a live process of the same program
 		 * must not be left without its table. A stall is the file system's. */
-		f->failed_pid = fd < 0 && fd != -ETIMEDOUT ? pid : 0;
+		f->error = fd;
+		f->failed_pid = fd != -ETIMEDOUT ? pid : 0;
+	} else {
+		f->failed_pid = 0;
+		build_and_name(u, slot, e, fd, now_ns);
 	}
-	if (fd >= 0 || e->kind == EMBER_MAP_VDSO)
-		f->error = build_table(u, slot, fd, now_ns);
 	if (fd >= 0 && share && u->on_file)
-		u->on_file(u->on_maps_ctx, pid, e, fd, now_ns);
+		queue_preload(u, pid, e, fd);
 	if (fd >= 0)
 		close(fd);
 	/* For a failed file this is when it failed: it is retried after FILE_RETRY_NS. */
@@ -460,7 +644,10 @@ static void sweep(struct ember_unwind *u, uint64_t now_ns)
 
 		if (!f || f->refs || now_ns - f->idle_since_ns < EMBER_UNWIND_IDLE_DROP_NS)
 			continue;
-		if (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0))
+		/* The file's entry goes before its table: the unwinder would find the slot empty,
+		 * or another file's table in it later. */
+		if ((f->named && forget_file(u, f)) ||
+		    (!f->error && send_table_op(u, slot, EMBER_UNWIND_TABLE_DROP, 0)))
 			return;
 		drop_rows(u, f);
 		ember_slots_remove(&u->files, slot, &f->key, sizeof(f->key));
@@ -494,7 +681,7 @@ static void evict_oldest(struct ember_unwind *u, uint64_t now_ns)
 			oldest = i;
 	if (oldest == UINT32_MAX)
 		return;
-	send_proc(u, proc_at(u, oldest)->pid, NULL, 0);
+	send_proc(u, proc_at(u, oldest)->pid, NULL, 0, 0);
 	remove_proc(u, oldest, now_ns);
 }
 
@@ -553,12 +740,12 @@ static void back_off(struct ember_unwind_process *p)
 /* Sends pid's mapping list to the collector and keeps it, unless it is the one sent last
  * (a reload that found nothing new). */
 static void keep_mappings(struct ember_unwind *u, struct ember_unwind_process *p, uint32_t pid,
-                          const struct ember_unwind_mapping *maps, uint32_t n)
+                          const struct ember_unwind_mapping *maps, uint32_t n, uint64_t read_ns)
 {
 	if (p->nmaps && n == p->nmaps && !memcmp(p->maps, maps, n * sizeof(*maps)))
 		return;
-	if (!u->hold_back_procs)
-		send_proc(u, pid, maps, n);
+	if (!u->hold_back_procs && !u->hold_back_lists)
+		send_proc(u, pid, maps, n, read_ns);
 	free(p->maps);
 	p->maps = n ? malloc(n * sizeof(*maps)) : NULL;
 	p->nmaps = p->maps ? n : 0;
@@ -606,8 +793,10 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 
 	if (!p || u->disabled)
 		return;
-	/* The first miss after exec is the dynamic loader's libraries: reload at once. */
-	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec) {
+	/* The first miss after exec is the dynamic loader's libraries, and a file the unwinder
+	 * found changed is rebuilt before a copy is unwound with it: reload at once. */
+	if (!force && p->loaded_ns && now_ns - p->loaded_ns < p->backoff_ns && !p->after_exec &&
+	    !p->recheck_files) {
 		u->loads_deferred++;
 		return;
 	}
@@ -616,28 +805,26 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	u->process_loads++;
 	/* The time of the read itself: an exec is compared with it (now_ns may be older). */
 	read_ns = ember_monotonic_ns();
-	err = ember_process_fetch_maps(u->broker, pid, &pm);
+	err = ember_process_fetch_maps(u->broker, u->kmaps, pid, &pm);
 	if (forgot_a_gone_process(u, p, pid, err, &pm, now_ns))
 		return;
 	if (err) {
 		back_off(p);
 		return;
 	}
-	files = malloc(EMBER_UNWIND_MAX_MAPPINGS * sizeof(*files));
+	files = malloc((pm.count ? pm.count : 1) * sizeof(*files));
 	for (size_t i = 0; files && i < pm.count; i++) {
 		const struct ember_map_entry *e = &pm.entries[i];
-		struct ember_unwind_mapping *m = &maps[n];
+		/* Past the list's room, the file's table is still built: found by file. */
+		struct ember_unwind_mapping spare, *m = n < EMBER_UNWIND_MAX_MAPPINGS ? &maps[n] : &spare;
 		int slot = -1;
 
 		if (!(e->perms & EMBER_MAP_X) || (common_only && !common_file(&pm, e)))
 			continue;
-		if (n == EMBER_UNWIND_MAX_MAPPINGS) {
-			u->mappings_truncated++;
-			break;
-		}
+		u->mappings_truncated += m == &spare;
 		*m = (struct ember_unwind_mapping){e->start, e->end, 0, EMBER_UNWIND_NO_TABLE, 0};
 		if ((e->kind == EMBER_MAP_FILE && e->inode) || e->kind == EMBER_MAP_VDSO)
-			slot = file_slot(u, pid, e, share, now_ns);
+			slot = file_slot(u, pid, e, share, p->recheck_files, now_ns);
 		if (slot >= 0) {
 			struct ember_unwind_file *f = file_at(u, (uint32_t)slot);
 
@@ -647,6 +834,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 			if (!f->error && mapping_bias(f, e, &m->bias))
 				m->table = (uint32_t)slot;
 		}
+		if (m == &spare)
+			continue;
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;
 	}
@@ -655,8 +844,9 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 	ember_maps_free(&pm);
 	if (!files)
 		return;
-	keep_mappings(u, p, pid, maps, n);
+	keep_mappings(u, p, pid, maps, n, read_ns);
 	p->maps_read_ns = read_ns;
+	p->recheck_files = false;
 	log_debug("unwind: pid %u: %u executable mappings loaded in %.1f ms (%s)", pid, n,
 	          (double)(ember_monotonic_ns() - now_ns) / 1e6, force ? "exec" : "miss");
 	/* New references were taken above, so a file both lists share never drops to 0. */
@@ -706,7 +896,7 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 	 * forgotten before the reload, here and in the collector. */
 	if (p && p->nmaps) {
 		if (!u->disabled && !u->hold_back_procs)
-			send_proc(u, pid, NULL, 0);
+			send_proc(u, pid, NULL, 0, 0);
 		free(p->maps);
 		p->maps = NULL;
 		p->nmaps = 0;
@@ -725,7 +915,7 @@ void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 	if (ember_slots_find(&u->procs, &pid, sizeof(pid), &slot))
 		return;
 	if (!u->disabled)
-		send_proc(u, pid, NULL, 0);
+		send_proc(u, pid, NULL, 0, 0);
 	remove_proc(u, slot, now_ns);
 	sweep(u, now_ns);
 }
@@ -783,6 +973,17 @@ uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t dea
 		    r.attempt + 1 < EMBER_UNWIND_EXEC_RELOADS)
 			queue_reload(u, r.pid, r.attempt + 1, now_ns);
 	}
+	/* New programs' symbols, read ahead once their tables are out. */
+	while (u->npreloads && now_ns < deadline_ns) {
+		struct ember_unwind_preload q = u->preloads[u->preloads_head];
+
+		u->preloads_head = (u->preloads_head + 1) % EMBER_UNWIND_MAX_PRELOADS;
+		u->npreloads--;
+		if (u->on_file)
+			u->on_file(u->on_maps_ctx, q.pid, &q.e, q.fd, now_ns);
+		close(q.fd);
+		now_ns = ember_monotonic_ns();
+	}
 	if (!u->running_sorted) {
 		/* The busiest last: they are taken from the end. */
 		qsort(u->running, u->nrunning, sizeof(*u->running), by_cpu);
@@ -803,7 +1004,7 @@ uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t dea
 		u->running = NULL;
 		u->running_cap = 0;
 	}
-	if (u->nrunning)
+	if (u->nrunning || u->npreloads)
 		return now_ns;
 	return u->nreloads ? u->reloads[u->reloads_head].due_ns : 0;
 }
@@ -926,23 +1127,38 @@ static void unwind_copy(struct ember_unwind *u, const struct ember_sample_event 
 	out->stop = w.stop;
 }
 
+/* What the sampler says of the tables it looked for by file (bpf/records.h). */
+static void count_file_lookups(struct ember_unwind *u, uint32_t flags, uint32_t tgid,
+                               uint64_t now_ns)
+{
+	struct ember_unwind_process *p;
+
+	u->missed_unseen += !!(flags & EMBER_STACK_FILE_UNSEEN);
+	u->missed_changed += !!(flags & EMBER_STACK_FILE_CHANGED);
+	u->missed_no_vma += !!(flags & EMBER_STACK_FILE_NO_VMA);
+	u->stale_lists += !!(flags & EMBER_STACK_UNWIND_STALE_LIST);
+	/* Not the file its table was built from: its files are opened again at its load. */
+	if ((flags & EMBER_STACK_FILE_CHANGED) && (p = get_proc(u, tgid, now_ns)))
+		p->recheck_files = true;
+}
+
 bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_event *s,
                             const struct ember_stack_copy *copy, const uint8_t *stack,
                             uint64_t now_ns, struct ember_copy_stack *out)
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_UNWIND);
 	uint32_t stop = EMBER_STACK_UNWIND_STOP(s->stack_flags);
-	/* Tables borrowed from another process of the same file (bpf/unwind.bpf.h) stand in
-	 * for the process's own until they are loaded: it is still a miss. */
+	/* No list of its own (its tables found by file or not), or a file found changed: its maps
+	 * are read, for symbolization, and its list sent for what the kernel cannot find by file. */
 	bool missed = s->stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS |
-	                                EMBER_STACK_UNWIND_BORROWED);
+	                                EMBER_STACK_UNWIND_BY_FILE | EMBER_STACK_FILE_CHANGED);
 
 	if (!s->ustack_len && !stop)
 		return false; /* a kernel thread: no user stack to unwind */
 	u->samples++;
+	count_file_lookups(u, s->stack_flags, s->tgid, now_ns);
 	if (missed) {
 		u->samples_missed++;
-		u->samples_borrowed += !!(s->stack_flags & EMBER_STACK_UNWIND_BORROWED);
 		load_process(u, s->tgid, now_ns, false, false, false);
 	}
 	if (copy) {
@@ -958,8 +1174,10 @@ bool ember_unwind_on_sample(struct ember_unwind *u, const struct ember_sample_ev
 		u->samples_complete++;
 		if (copy)
 			u->samples_complete_copy++;
+		else if (s->stack_flags & EMBER_STACK_UNWIND_BY_FILE)
+			u->samples_by_file++;
 		else
-			u->samples_complete_kernel++;
+			u->samples_by_process++;
 	}
 	sweep(u, now_ns);
 	return copy != NULL;
@@ -982,7 +1200,7 @@ size_t ember_unwind_set_rows_limit(struct ember_unwind *u, size_t bytes)
 
 	u->rows_limit =
 	    MIN(MAX(bytes, EMBER_UNWIND_ROWS_FLOOR_BYTES), EMBER_UNWIND_KEEP_ROWS_BYTES);
-	u->rows_evicted_for_budget += make_room_for_rows(u, 0);
+	u->rows_evicted_for_budget += make_room_for_rows(u, 0, UINT64_MAX);
 	return (size_t)(held - u->rows_bytes);
 }
 
@@ -1009,11 +1227,22 @@ void ember_unwind_report_stats(const struct ember_unwind *u, const struct ember_
 	ember_stat(sink, "unwind.samples", u->samples);
 	ember_stat(sink, "unwind.samples_complete", u->samples_complete);
 	/* Where complete stacks were unwound, and how many stayed incomplete (unwind.stop.*). */
-	ember_stat(sink, "unwind.samples_complete_kernel", u->samples_complete_kernel);
+	ember_stat(sink, "unwind.samples_complete_kernel",
+	           u->samples_by_process + u->samples_by_file);
+	/* Of them: every table from the process's list, or some found by their file. */
+	ember_stat(sink, "unwind.samples_by_process", u->samples_by_process);
+	ember_stat(sink, "unwind.samples_by_file", u->samples_by_file);
 	ember_stat(sink, "unwind.samples_complete_copy", u->samples_complete_copy);
 	ember_stat(sink, "unwind.samples_incomplete", u->samples - u->samples_complete);
 	ember_stat(sink, "unwind.samples_missed_tables", u->samples_missed);
-	ember_stat(sink, "unwind.samples_borrowed_tables", u->samples_borrowed);
+	/* Samples where a file's table was not found by file: why. */
+	ember_stat(sink, "unwind.file.unseen", u->missed_unseen);
+	ember_stat(sink, "unwind.file.changed", u->missed_changed);
+	ember_stat(sink, "unwind.file.no_vma", u->missed_no_vma);
+	ember_stat(sink, "unwind.file.stale_lists", u->stale_lists);
+	ember_stat(sink, "unwind.files_named", u->files_named);
+	ember_stat(sink, "unwind.files_rebuilt_changed", u->files_changed);
+	ember_stat(sink, "unwind.preloads_dropped", u->preloads_dropped);
 	ember_stat(sink, "unwind.missed_ppm",
 	           u->samples ? u->samples_missed * 1000000 / u->samples : 0);
 	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++) {

@@ -5,10 +5,13 @@
  * sampling started (the busiest first, a slice of time at a time), and when
  * a sample shows the unwinder had no tables for it (or met a mapping made
  * since): its executable mappings are read, each mapped file's table is
- * built once (cfi.c) and sent, shared by every process that maps the file,
- * and the process's mapping list follows. A table no process maps any more
- * is dropped after a grace period. The work per process is bounded
- * (mappings, rows, reload rate) and counted in the profile's statistics.
+ * built once (cfi.c) and sent with the file it is for (device, inode, time
+ * and size, executable segments: the unwinder then finds it from the file
+ * behind a pc, for every process that maps the file, from its first sample),
+ * and the process's mapping list follows, for what the kernel cannot find by
+ * file. A table no process maps any more is dropped after a grace period.
+ * The work per process is bounded (mappings, rows, reload rate) and counted
+ * in the profile's statistics.
  *
  * A sample taken before its process's tables were loaded carries a copy of
  * its stack (bpf/records.h): it is unwound here (stack_unwind.c) with the
@@ -55,6 +58,13 @@
 #define EMBER_UNWIND_EXEC_RELOAD_NS (2ull * 1000000ull)
 #define EMBER_UNWIND_EXEC_RELOADS   6
 #define EMBER_UNWIND_MAX_RELOADS    4096 /* exec reloads waiting */
+/*
+ * A new program's files go to on_file (their symbols are read ahead) once its
+ * tables and list are out, as time allows: a large binary's symbols take longer
+ * than its table, and the next program's tables come first. At most this many wait
+ * (a descriptor each); more are not read ahead (symbolization opens them).
+ */
+#define EMBER_UNWIND_MAX_PRELOADS 32
 
 struct ember_unwind_segment {
 	uint64_t offset, vaddr, filesz;
@@ -64,6 +74,11 @@ struct ember_unwind_segment {
 struct ember_unwind_file {
 	struct ember_obj_key key;
 	int error; /* 0: the table is loaded */
+	/* What the unwinder knows of the file (UNWIND_FILE): named, with the table or as
+	 * having none (a file that is no x86-64 ELF, or has no CFI: frame pointers). */
+	bool named;
+	struct ember_file_key kkey;
+	struct ember_file_entry entry;
 	/* It could not be opened through this process (gone, or its mapping): through another
 	 * one it is asked for again at once. 0: the error is the file's own. */
 	uint32_t failed_pid;
@@ -86,6 +101,7 @@ struct ember_unwind_process {
 	uint64_t backoff_ns;
 	uint64_t maps_digest; /* of the executable mappings at the last load */
 	bool after_exec;      /* loaded at exec: the loader maps libraries right after */
+	bool recheck_files;   /* the unwinder found a file changed: its tables are checked again */
 	struct ember_unwind_mapping *maps; /* as sent at the last load, sorted by start */
 	uint32_t nmaps;
 };
@@ -95,6 +111,13 @@ struct ember_unwind_reload {
 	uint32_t pid;
 	uint32_t attempt;
 	uint64_t due_ns;
+};
+
+/* A file of a program just started whose symbols are to be read ahead (on_file). */
+struct ember_unwind_preload {
+	uint32_t pid;
+	int fd;
+	struct ember_map_entry e;
 };
 
 /* A process that was running when sampling started, waiting for its first load. */
@@ -132,8 +155,9 @@ struct ember_unwind {
 	ember_unwind_file_fn on_file;
 	void *on_maps_ctx; /* of both */
 	struct ember_broker_client *broker;
-	struct ember_slots files; /* struct ember_unwind_file, by (dev, inode) */
-	struct ember_slots procs; /* struct ember_unwind_process *, by pid */
+	struct ember_kernel_maps *kmaps; /* the caller's: a gone process's maps (process/) */
+	struct ember_slots files;        /* struct ember_unwind_file, by (dev, inode) */
+	struct ember_slots procs;        /* struct ember_unwind_process *, by pid */
 	uint64_t last_sweep_ns;
 	uint64_t rows_bytes;  /* kept rows */
 	uint64_t rows_limit;  /* EMBER_UNWIND_KEEP_ROWS_BYTES, or less for the memory budget */
@@ -143,15 +167,27 @@ struct ember_unwind {
 	bool running_sorted;
 	struct ember_unwind_reload reloads[EMBER_UNWIND_MAX_RELOADS]; /* a FIFO, by due time */
 	uint32_t reloads_head, nreloads;
+	struct ember_unwind_preload preloads[EMBER_UNWIND_MAX_PRELOADS]; /* a FIFO */
+	uint32_t preloads_head, npreloads;
 	bool disabled; /* the collector went away */
-	/* Tests: process mapping lists are never sent, so every sample carries a stack copy. */
+	/* Tests: neither process mapping lists nor files' entries are sent, so every sample
+	 * carries a stack copy. */
 	bool hold_back_procs;
+	/* Tests: mapping lists are not sent (files' entries are): the kernel finds every table it
+	 * uses by file. */
+	bool hold_back_lists;
 	uint8_t copy_stack[EMBER_MAX_STACK_COPY]; /* the stack a copy stands for, expanded */
 	/* Work done and what samples showed, for the profile's statistics. */
 	uint64_t process_loads, loads_deferred, tables_built, table_errors, rows_sent;
 	uint64_t tables_dropped, mappings_truncated;
 	uint64_t samples, samples_complete, samples_missed, stops[256];
-	uint64_t samples_complete_kernel, samples_complete_copy, samples_borrowed;
+	uint64_t samples_complete_copy;
+	/* Complete in the kernel: every table from the process's list, or some found by file. */
+	uint64_t samples_by_process, samples_by_file;
+	/* Why a table was not found by file: none yet, the file changed, its mapping not found;
+	 * lists ignored as older than their process's exec. */
+	uint64_t missed_unseen, missed_changed, missed_no_vma, stale_lists;
+	uint64_t files_named, files_changed, preloads_dropped;
 	uint64_t copies, copy_bytes, copy_stack_bytes, copies_failed, copy_reloads, rows_rebuilt,
 	    rows_evicted;
 	uint64_t rows_not_rebuilt, rows_evicted_for_budget, tables_deferred_for_budget;
@@ -178,10 +214,11 @@ void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 /* A process that was running when sampling started (cpu_ns: CPU time it has used). */
 void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns);
 /*
- * The work that waits for its time: reloads after exec that are due, then
- * the processes ember_unwind_on_running listed, the busiest first, until
- * deadline_ns. Returns when more is to be done: now_ns for running
- * processes still waiting, the next reload's time, or 0 for nothing.
+ * The work that waits for its time: reloads after exec that are due, the
+ * symbols of new programs' files read ahead, then the processes
+ * ember_unwind_on_running listed, the busiest first, until deadline_ns.
+ * Returns when more is to be done: now_ns for preloads or running processes
+ * still waiting, the next reload's time, or 0 for nothing.
  */
 uint64_t ember_unwind_work(struct ember_unwind *u, uint64_t now_ns, uint64_t deadline_ns);
 /*

@@ -12,6 +12,9 @@
  *   - no block outlives its table (blocks the unwinder cannot reach are memory lost);
  *   - a process's mappings: at most EMBER_UNWIND_MAX_MAPPINGS, each start below its end,
  *     sorted and not overlapping, a table slot below EMBER_UNWIND_MAX_TABLES or none;
+ *   - a file's entry: a table slot below EMBER_UNWIND_MAX_TABLES or none, at most
+ *     EMBER_UNWIND_FILE_SEGS executable segments, each start below its end, sorted and not
+ *     overlapping (bpf/unwind_file.h stops at the first that holds a pc's offset);
  *   - no more rows loaded than the budget.
  * For fuzz_table_loader.c and fuzz_peer.c; a failed check aborts (a finding).
  */
@@ -33,6 +36,7 @@
 #define FD_PROCS  1003
 #define FD_INDEX  1004 /* interp_procs: tgid -> runtime */
 #define FD_PY     1005 /* py_procs: tgid -> Python's row */
+#define FD_FILES  1006 /* unwind_files: device and inode -> a file's entry */
 /* The maps keyed by process: the unwinder's mapping lists, the interpreters' index, Python's
  * rows; another runtime's none (-1). */
 static const int *fake_proc_fds_get(void)
@@ -68,6 +72,12 @@ static struct interp_entry {
 	struct ember_py_proc row;
 	bool used;
 } interp_index[64], py_rows[64];
+/* The files' entries, by device and inode. */
+static struct file_entry {
+	struct ember_file_key key;
+	struct ember_file_entry file;
+	bool used;
+} files[64];
 static bool refuse_memory; /* the maps say E2BIG/ENOMEM to updates */
 
 static void maps_finding(const char *what, long a, long b)
@@ -101,6 +111,22 @@ static struct interp_entry *interp_entry(struct interp_entry *in, uint32_t pid, 
 	for (size_t i = 0; add && i < 64; i++)
 		if (!in[i].used)
 			return &in[i];
+	return NULL;
+}
+
+static struct file_entry *file_entry(const void *key, bool add)
+{
+	struct ember_file_key k;
+
+	memcpy(&k, key, sizeof(k));
+	for (size_t i = 0; i < 64; i++)
+		if (files[i].used && !memcmp(&files[i].key, &k, sizeof(k)))
+			return &files[i];
+	for (size_t i = 0; add && i < 64; i++)
+		if (!files[i].used) {
+			files[i].key = k;
+			return &files[i];
+		}
 	return NULL;
 }
 
@@ -179,6 +205,15 @@ int bpf_map_update_elem(int fd, const void *key, const void *value, unsigned lon
 			memcpy(&e->row, value, sizeof(e->row));
 		return 0;
 	}
+	if (fd == FD_FILES) {
+		struct file_entry *e = file_entry(key, !refuse_memory);
+
+		if (!e || refuse_memory)
+			return fail(-E2BIG);
+		e->used = true;
+		memcpy(&e->file, value, sizeof(e->file));
+		return 0;
+	}
 	return fail(-EBADF);
 }
 
@@ -217,6 +252,14 @@ int bpf_map_delete_elem(int fd, const void *key)
 		e->used = false;
 		return 0;
 	}
+	if (fd == FD_FILES) {
+		struct file_entry *e = file_entry(key, false);
+
+		if (!e)
+			return fail(-ENOENT);
+		e->used = false;
+		return 0;
+	}
 	return fail(fd == FD_TABLES ? -EINVAL : -EBADF);
 }
 
@@ -225,8 +268,13 @@ int bpf_map_get_next_key(int fd, const void *key, void *next)
 	const struct interp_entry *in = fd == FD_INDEX ? interp_index : py_rows;
 
 	(void)key; /* the loader asks for the first key each time */
+	for (size_t i = 0; fd == FD_FILES && i < 64; i++)
+		if (files[i].used) {
+			memcpy(next, &files[i].key, sizeof(files[i].key));
+			return 0;
+		}
 	if (fd != FD_PROCS && fd != FD_INDEX && fd != FD_PY)
-		return fail(-EBADF);
+		return fail(fd == FD_FILES ? -ENOENT : -EBADF);
 	for (size_t i = 0; i < 64; i++)
 		if (fd == FD_PROCS ? procs[i].used : in[i].used) {
 			memcpy(next, fd == FD_PROCS ? &procs[i].pid : &in[i].pid, sizeof(uint32_t));
@@ -299,6 +347,22 @@ static void interp_check(void)
 	}
 }
 
+static void files_check(void)
+{
+	for (size_t i = 0; i < 64; i++) {
+		const struct ember_file_entry *f = &files[i].file;
+		bool ok = f->nsegs <= EMBER_UNWIND_FILE_SEGS && !f->reserved && !files[i].key.reserved &&
+		          (f->table == EMBER_UNWIND_NO_TABLE || f->table < EMBER_UNWIND_MAX_TABLES);
+
+		for (uint32_t s = 0; ok && s < f->nsegs && s < EMBER_UNWIND_FILE_SEGS; s++)
+			ok = f->segs[s].start < f->segs[s].end &&
+			     (!s || f->segs[s].start >= f->segs[s - 1].end);
+		if (files[i].used && !ok)
+			maps_finding("a file entry the unwinder cannot search", (long)files[i].key.ino,
+			             f->nsegs);
+	}
+}
+
 static void maps_check(const struct ember_tables *t)
 {
 	uint64_t rows = 0;
@@ -343,6 +407,7 @@ static void maps_check(const struct ember_tables *t)
 			maps_finding("a block outside its table", e->key.table, e->key.block);
 	}
 	interp_check();
+	files_check();
 	for (size_t i = 0; i < 64; i++) {
 		const struct ember_unwind_proc *p = &procs[i].proc;
 
@@ -373,7 +438,7 @@ static void maps_check_empty(void)
 		if (blocks[i].used)
 			maps_finding("a block left after the reset", blocks[i].key.table, blocks[i].key.block);
 	for (size_t i = 0; i < 64; i++)
-		if (procs[i].used || interp_index[i].used || py_rows[i].used)
+		if (procs[i].used || interp_index[i].used || py_rows[i].used || files[i].used)
 			maps_finding("a process left after the reset", procs[i].pid, 0);
 }
 
@@ -387,6 +452,7 @@ static void maps_clear(void)
 	memset(procs, 0, sizeof(procs));
 	memset(interp_index, 0, sizeof(interp_index));
 	memset(py_rows, 0, sizeof(py_rows));
+	memset(files, 0, sizeof(files));
 	refuse_memory = false;
 }
 

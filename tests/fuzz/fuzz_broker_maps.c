@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		maps_len = text_len;
 	}
 	maps_at = 0;
-	err = find_mapping(&req, &end, &ino, dev, path, path_size);
+	err = find_mapping(&req, -1, &end, &ino, dev, path, path_size);
 	if (!(data[0] & 1)) {
 		if (err != want.err)
 			finding("not the answer the kernel's lines give", (unsigned long long)err);

@@ -37,6 +37,7 @@ static bool spec_allows(enum ember_peer_state state, uint32_t type)
 	case EMBER_MSG_UNWIND_TABLE:
 	case EMBER_MSG_UNWIND_ROWS:
 	case EMBER_MSG_UNWIND_PROC:
+	case EMBER_MSG_UNWIND_FILE:
 	case EMBER_MSG_INTERP_ROW:
 		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
 	case EMBER_MSG_FLUSHED:
@@ -132,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	maps_clear();
 	if (devnull < 0 || ember_procs_init(&c.procs, 64) ||
-	    ember_tables_init(&c.tables, FD_TABLES, FD_BLOCKS, fake_proc_fds, ROW_BUDGET))
+	    ember_tables_init(&c.tables, FD_TABLES, FD_BLOCKS, FD_FILES, fake_proc_fds, ROW_BUDGET))
 		finding("cannot set up", errno);
 	ember_broker_init(&c.broker, &c.procs);
 	ember_drain_init(&c.drain, &c.procs);

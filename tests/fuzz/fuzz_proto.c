@@ -45,6 +45,8 @@ static size_t spec_size(uint16_t type)
 		return sizeof(struct ember_msg_unwind_rows);
 	case EMBER_MSG_UNWIND_PROC:
 		return sizeof(struct ember_msg_unwind_proc);
+	case EMBER_MSG_UNWIND_FILE:
+		return sizeof(struct ember_msg_unwind_file);
 	case EMBER_MSG_INTERP_ROW: /* its largest: a runtime's row may be shorter */
 		return sizeof(struct ember_msg_interp_row);
 	default:

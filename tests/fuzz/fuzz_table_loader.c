@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: the collector's checks of the unwind tables and process mappings the
- * symbolizer sends (collector/table_loader.c: UNWIND_TABLE, UNWIND_ROWS, UNWIND_PROC), which
+ * symbolizer sends (collector/table_loader.c: UNWIND_TABLE, UNWIND_ROWS, UNWIND_PROC,
+ * UNWIND_FILE, INTERP_ROW), which
  * go into the maps the in-kernel unwinder follows. The BPF maps are stood in for
  * (fake_maps.h), which after every message checks what the unwinder would find against what
  * bpf/unwind_table.h and bpf/unwind.bpf.h assume of it; a refused message ends the connection,
@@ -21,17 +22,18 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint16_t types[] = {EMBER_MSG_UNWIND_TABLE, EMBER_MSG_UNWIND_ROWS,
-	                                 EMBER_MSG_UNWIND_PROC, EMBER_MSG_INTERP_ROW};
+	                                 EMBER_MSG_UNWIND_PROC, EMBER_MSG_INTERP_ROW,
+	                                 EMBER_MSG_UNWIND_FILE};
 	struct ember_tables t;
 	size_t at = 0;
 
 	maps_clear();
-	if (ember_tables_init(&t, FD_TABLES, FD_BLOCKS, fake_proc_fds, ROW_BUDGET))
+	if (ember_tables_init(&t, FD_TABLES, FD_BLOCKS, FD_FILES, fake_proc_fds, ROW_BUDGET))
 		return 0;
 	while (at < size) {
 		union ember_msg m;
 		uint8_t step = data[at++];
-		uint16_t type = types[(step & 0x7f) % 4];
+		uint16_t type = types[(step & 0x7f) % 5];
 		size_t len = ember_msg_size(type), take;
 
 		if (type == EMBER_MSG_INTERP_ROW && at < size) /* a row of any length up to the most */

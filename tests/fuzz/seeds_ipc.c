@@ -104,6 +104,20 @@ static void proc_msg(union ember_msg *m, uint32_t pid, uint32_t slot)
 	                                  .table = EMBER_UNWIND_NO_TABLE};
 }
 
+/* Which file table slot is for (op SET), or the file forgotten (op DROP). */
+static void file_msg(union ember_msg *m, uint32_t op, uint32_t slot)
+{
+	ember_msg_init(m, EMBER_MSG_UNWIND_FILE, 0);
+	m->unwind_file.op = op;
+	m->unwind_file.key = (struct ember_file_key){.ino = 131, .dev = 254u << 20 | 1};
+	m->unwind_file.file.table = slot;
+	m->unwind_file.file.mtime_sec = 1700000000;
+	m->unwind_file.file.size = 0x6000;
+	m->unwind_file.file.nsegs = 2;
+	m->unwind_file.file.segs[0] = (struct ember_file_seg){0x1000, 0x3000, 0};
+	m->unwind_file.file.segs[1] = (struct ember_file_seg){0x4000, 0x5000, 0x1000};
+}
+
 static void proto_seeds(void)
 {
 	for (uint16_t type = 1; type < EMBER_MSG_TYPE_MAX; type++) {
@@ -158,8 +172,41 @@ static void table_steps(uint8_t refuse, bool swap)
 	put_body(&m);
 }
 
+/* A table built, a file's entry naming it, the entry dropped, then the table. */
+static void file_steps(void)
+{
+	union ember_msg m;
+	uint8_t step;
+
+	step = 0;
+	put(&step, 1);
+	table_msg(&m, 3, EMBER_UNWIND_TABLE_CREATE, EMBER_UNWIND_BLOCK_ROWS);
+	put_body(&m);
+	step = 1;
+	put(&step, 1);
+	rows_msg(&m, 3, 0, EMBER_UNWIND_BLOCK_ROWS, false);
+	put_body(&m);
+	step = 0;
+	put(&step, 1);
+	table_msg(&m, 3, EMBER_UNWIND_TABLE_COMMIT, 0);
+	put_body(&m);
+	step = 4;
+	put(&step, 1);
+	file_msg(&m, EMBER_UNWIND_FILE_SET, 3);
+	put_body(&m);
+	put(&step, 1);
+	file_msg(&m, EMBER_UNWIND_FILE_DROP, 0);
+	put_body(&m);
+	step = 0;
+	put(&step, 1);
+	table_msg(&m, 3, EMBER_UNWIND_TABLE_DROP, 0);
+	put_body(&m);
+}
+
 static void table_loader_seeds(void)
 {
+	file_steps();
+	save("table_loader", "create-rows-commit-file-drop");
 	table_steps(0, false);
 	save("table_loader", "create-rows-commit-proc-drop");
 	table_steps(0x80, false);
@@ -208,6 +255,21 @@ static void peer_seeds(void)
 	ember_msg_init(&m, EMBER_MSG_FLUSHED, 0);
 	peer_send(&m);
 	save("peer", "handshake-broker-table-flush");
+	/* A table and its file's entry, the file forgotten. */
+	ember_msg_init(&m, EMBER_MSG_HELLO, 0);
+	m.hello.records_version = EMBER_RECORDS_VERSION;
+	peer_send(&m);
+	table_msg(&m, 6, EMBER_UNWIND_TABLE_CREATE, EMBER_UNWIND_BLOCK_ROWS);
+	peer_send(&m);
+	rows_msg(&m, 6, 0, EMBER_UNWIND_BLOCK_ROWS, false);
+	peer_send(&m);
+	table_msg(&m, 6, EMBER_UNWIND_TABLE_COMMIT, 0);
+	peer_send(&m);
+	file_msg(&m, EMBER_UNWIND_FILE_SET, 6);
+	peer_send(&m);
+	file_msg(&m, EMBER_UNWIND_FILE_DROP, 0);
+	peer_send(&m);
+	save("peer", "handshake-table-file");
 	/* Out of place: a broker request before HELLO, FLUSHED unasked, a second HELLO. */
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 0);
 	peer_send(&m);

@@ -369,7 +369,7 @@ static int cmd_messages(void)
 	return failures;
 }
 
-/* ---- unwind tables (UNWIND_TABLE, UNWIND_ROWS, UNWIND_PROC) ------------------------------ */
+/* ---- unwind tables (UNWIND_TABLE, UNWIND_ROWS, UNWIND_PROC, UNWIND_FILE) ----------------- */
 
 static size_t table_msg(union ember_msg *m, uint32_t slot, uint32_t op, uint32_t nrows)
 {
@@ -405,6 +405,20 @@ static size_t proc_msg(union ember_msg *m, uint32_t pid, uint32_t slot)
 	m->unwind_proc.mappings[1] = (struct ember_unwind_mapping){
 	    .start = 0x600000, .end = 0x700000, .bias = 0x200000, .table = EMBER_UNWIND_NO_TABLE};
 	return sizeof(m->unwind_proc);
+}
+
+/* Which file slot's table is for: two executable segments. */
+static size_t file_msg(union ember_msg *m, uint32_t op, uint32_t slot)
+{
+	ember_msg_init(m, EMBER_MSG_UNWIND_FILE, 2);
+	m->unwind_file.op = op;
+	m->unwind_file.key = (struct ember_file_key){.ino = 131, .dev = 254u << 20 | 1};
+	m->unwind_file.file.table = slot;
+	m->unwind_file.file.size = 0x6000;
+	m->unwind_file.file.nsegs = 2;
+	m->unwind_file.file.segs[0] = (struct ember_file_seg){0x1000, 0x3000, 0};
+	m->unwind_file.file.segs[1] = (struct ember_file_seg){0x4000, 0x5000, 0x1000};
+	return sizeof(m->unwind_file);
 }
 
 /*
@@ -484,6 +498,17 @@ static int cmd_tables(uint32_t pid)
 	bad.unwind_proc.total = EMBER_UNWIND_MAX_MAPPINGS + 1;
 	expect_table_disconnect("more mappings than a process may have", ok, 3, &bad,
 	                        sizeof(bad.unwind_proc));
+	expect_table_disconnect("file of a table past the last", ok, 3, &bad,
+	                        file_msg(&bad, EMBER_UNWIND_FILE_SET, EMBER_UNWIND_MAX_TABLES));
+	expect_table_disconnect("file of an empty slot", ok, 3, &bad,
+	                        file_msg(&bad, EMBER_UNWIND_FILE_SET, 4));
+	file_msg(&bad, EMBER_UNWIND_FILE_SET, 3);
+	bad.unwind_file.file.nsegs = EMBER_UNWIND_FILE_SEGS + 1;
+	expect_table_disconnect("file of too many segments", ok, 3, &bad, sizeof(bad.unwind_file));
+	file_msg(&bad, EMBER_UNWIND_FILE_SET, 3);
+	bad.unwind_file.file.segs[1].start = 0x2000; /* overlaps the first */
+	expect_table_disconnect("file of overlapping segments", ok, 3, &bad, sizeof(bad.unwind_file));
+	expect_table_disconnect("unknown file operation", ok, 3, &bad, file_msg(&bad, 9, 3));
 
 	/* Well formed: taken, the connection kept. */
 	err = open_conn(&c);
@@ -492,10 +517,17 @@ static int cmd_tables(uint32_t pid)
 		return failures;
 	for (int i = 0; i < 4 && !err; i++)
 		err = ember_msg_send(c.sock, &ok[i], NULL, 0);
+	file_msg(&bad, EMBER_UNWIND_FILE_SET, 3);
+	if (!err)
+		err = ember_msg_send(c.sock, &bad, NULL, 0);
+	file_msg(&bad, EMBER_UNWIND_FILE_DROP, 0);
+	if (!err)
+		err = ember_msg_send(c.sock, &bad, NULL, 0);
 	table_msg(&bad, 3, EMBER_UNWIND_TABLE_DROP, 0);
 	if (!err)
 		err = ember_msg_send(c.sock, &bad, NULL, 0);
-	CHECK("a well-formed table, mappings and drop are taken", !err && !closed_within(c.sock, 1000),
+	CHECK("a well-formed table, mappings, file entry and drops are taken",
+	      !err && !closed_within(c.sock, 1000),
 	      "%s", err ? strerror(-err) : "the collector hung up");
 	close_conn(&c);
 	return failures;

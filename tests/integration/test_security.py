@@ -390,7 +390,7 @@ def test_hostile_peer():
             assert t in text, t
         # Each table, row and mapping out of bounds or out of order ended its connection.
         for t, n in (("UNWIND_TABLE in state 2", 6), ("UNWIND_ROWS in state 2", 6),
-                     ("UNWIND_PROC in state 2", 3)):
+                     ("UNWIND_PROC in state 2", 3), ("UNWIND_FILE in state 2", 5)):
             assert text.count(t) == n, (t, text.count(t), text)
         assert "another one is connected" not in text, text
         # A wrong uid is turned away; so is a wrong group (the socket is root:nogroup 0660).

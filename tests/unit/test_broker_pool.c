@@ -277,7 +277,7 @@ START_TEST(snapshots_take_only_spare_workers)
 	ember_procs_snapshot_done(&procs, self, gen, d.fd, now_ns());
 	ck_assert_uint_eq(procs.snaps_taken, 1);
 	ember_procs_forget(&procs, self, 0); /* as if it exited */
-	fd = ember_procs_snapshot_open(&procs, self, now_ns());
+	fd = ember_procs_snapshot_open(&procs, self, now_ns(), false);
 	ck_assert_int_ge(fd, 0);
 	n = pread(fd, copy, sizeof(copy) - 1, 0);
 	close(fd);

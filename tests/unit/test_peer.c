@@ -152,6 +152,7 @@ static bool expected_allowed(enum ember_peer_state state, uint32_t type)
 	case EMBER_MSG_UNWIND_TABLE:
 	case EMBER_MSG_UNWIND_ROWS:
 	case EMBER_MSG_UNWIND_PROC:
+	case EMBER_MSG_UNWIND_FILE:
 	case EMBER_MSG_INTERP_ROW:
 		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
 	case EMBER_MSG_FLUSHED:

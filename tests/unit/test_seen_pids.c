@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +162,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	struct ember_procs t;
 	uint32_t due, gen, old;
 	pid_t child = ember_waiting_child();
+	struct stat st, root_st;
 	int fd, memfd;
 
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
@@ -184,7 +186,7 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 0);
 	ember_procs_note(&t, (uint32_t)child, 0);
 	ember_procs_program(&t, (uint32_t)child, true);
-	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 0), -ENOENT);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 0, false), -ENOENT);
 	gen = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
 	ck_assert_uint_eq(t.snaps_taken, 1);
 
@@ -207,11 +209,22 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_uint_eq(t.snaps_served, 2);
 	/* Forgotten at its exit: still served, until it is too old. */
 	ember_procs_forget(&t, (uint32_t)child, 0);
-	fd = ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS);
+	fd = ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS, false);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS + 1),
-	                 -ENOENT);
+	/* Its root with it (where the broker opens the files the snapshot names), no reader's. */
+	fd = ember_procs_snapshot_open(&t, (uint32_t)child, EMBER_SNAPSHOT_KEEP_NS, true);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstatat(fd, "", &st, AT_EMPTY_PATH), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(stat("/", &root_st), 0); /* the child's, as ours */
+	ck_assert(st.st_ino == root_st.st_ino && st.st_dev == root_st.st_dev);
+	close(fd);
+	ck_assert_uint_eq(t.snaps_served, 3);
+	for (int root = 0; root < 2; root++)
+		ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child,
+		                                           EMBER_SNAPSHOT_KEEP_NS + 1, root),
+		                 -ENOENT);
 	ck_assert_int_eq(ember_broker_handle(&b, &req, EMBER_SNAPSHOT_KEEP_NS + 1, &file), -EPERM);
 
 	/* A copy made for an earlier program of the process (it exec'd since) is not kept. */
@@ -233,11 +246,11 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
 	make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
 	ember_procs_forget(&t, (uint32_t)child, 0); /* it exited */
-	fd = ember_procs_snapshot_open(&t, (uint32_t)child, 1);
+	fd = ember_procs_snapshot_open(&t, (uint32_t)child, 1, false);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 1), 0); /* "another" process */
-	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 1), -ENOENT);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 1, false), -ENOENT);
 	reap(child);
 
 	/* Processes running when sampling started get none (their maps are read at once). */
@@ -283,7 +296,7 @@ START_TEST(snapshots_are_bounded_and_checked)
 	ck_assert_int_eq(write(memfd, "a\n", 2), 2);
 	ember_procs_snapshot_done(&t, due, gen, -EIO, 0);
 	ck_assert_uint_eq(t.snaps_taken, 0);
-	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[0], 0), -ENOENT);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[0], 0, false), -ENOENT);
 
 	/* The largest there may be, then one more than the table holds: the oldest goes. */
 	for (int i = 1; i <= EMBER_SNAPSHOTS_MAX; i++)
@@ -293,9 +306,9 @@ START_TEST(snapshots_are_bounded_and_checked)
 	make_snapshot(&t, (uint32_t)kids[0], "m\n", 2, 1000);
 	ck_assert_uint_eq(t.snaps_taken, EMBER_SNAPSHOTS_MAX + 1);
 	ck_assert_uint_eq(t.snaps_dropped, 1);
-	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[1], 1000), -ENOENT);
+	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)kids[1], 1000, false), -ENOENT);
 	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i += EMBER_SNAPSHOTS_MAX) {
-		fd = ember_procs_snapshot_open(&t, (uint32_t)kids[i], 1000);
+		fd = ember_procs_snapshot_open(&t, (uint32_t)kids[i], 1000, false);
 		ck_assert_int_ge(fd, 0);
 		close(fd);
 	}

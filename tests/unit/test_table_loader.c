@@ -60,6 +60,78 @@ static int handle(struct ember_tables *t, union ember_msg m)
 	return ember_tables_handle(t, &m);
 }
 
+/* The entry of a file (device 8:1, inode ino) with its table in slot, two executable segments. */
+static union ember_msg file_msg(uint32_t op, uint64_t ino, uint32_t slot)
+{
+	union ember_msg m;
+
+	ember_msg_init(&m, EMBER_MSG_UNWIND_FILE, 0);
+	m.unwind_file.op = op;
+	m.unwind_file.key = (struct ember_file_key){ino, 8u << 20 | 1, 0};
+	m.unwind_file.file = (struct ember_file_entry){
+	    .mtime_sec = 1700000000,
+	    .mtime_nsec = 5,
+	    .table = slot,
+	    .size = 1 << 20,
+	    .exe_start = 0x1000,
+	    .nsegs = 2,
+	    .segs = {{0x1000, 0x8000, 0}, {0x9000, 0xa000, 0x1000}},
+	};
+	return m;
+}
+
+/*
+ * Which file a table is for: bounds and order, a slot that holds a loaded table. Without maps no
+ * table loads: the entries are then of files without one (EMBER_UNWIND_NO_TABLE).
+ */
+static void check_file_validation(struct ember_tables *t, bool maps)
+{
+	uint32_t slot = maps ? 5 : EMBER_UNWIND_NO_TABLE;
+	union ember_msg m;
+
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		m = file_msg(EMBER_UNWIND_FILE_SET, 42, slot);                                     \
+		change;                                                                            \
+		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
+	} while (0)
+	REFUSED(m.unwind_file.file.table = 5); /* slot 5 holds no table yet */
+	ck_assert_int_eq(handle(t, table_msg(5, EMBER_UNWIND_TABLE_CREATE, B)), 0);
+	REFUSED(m.unwind_file.file.table = 5); /* nor while it is built */
+	ck_assert_int_eq(handle(t, rows_msg(5, 0, B)), 0);
+	ck_assert_int_eq(handle(t, table_msg(5, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
+	ck_assert_int_eq(handle(t, file_msg(EMBER_UNWIND_FILE_SET, 42, slot)), 0);
+	ck_assert_int_eq(handle(t, file_msg(EMBER_UNWIND_FILE_SET, 43, EMBER_UNWIND_NO_TABLE)), 0);
+	REFUSED(m.unwind_file.op = 0);
+	REFUSED(m.unwind_file.op = 3);
+	REFUSED(m.unwind_file.reserved = 1);
+	REFUSED(m.unwind_file.key.reserved = 1);
+	REFUSED(m.unwind_file.file.reserved = 1);
+	REFUSED(m.unwind_file.file.table = 6); /* empty */
+	REFUSED(m.unwind_file.file.table = EMBER_UNWIND_MAX_TABLES);
+	REFUSED(m.unwind_file.file.nsegs = EMBER_UNWIND_FILE_SEGS + 1);
+	REFUSED(m.unwind_file.file.segs[1].end = 0x9000);    /* empty */
+	REFUSED(m.unwind_file.file.segs[1].start = 0x7000);  /* overlaps */
+	REFUSED(m.unwind_file.file.segs[2].start = 0x10000); /* past nsegs */
+	REFUSED(m.unwind_file.file.nsegs = 1);               /* ... so is [1] */
+	REFUSED(m.unwind_file.op = EMBER_UNWIND_FILE_DROP; m.unwind_file.reserved = 2);
+	/* Wrong but in bounds: any times, sizes and deltas (another file's slot, too). */
+	m = file_msg(EMBER_UNWIND_FILE_SET, 44, slot);
+	m.unwind_file.file.segs[0].delta = -0x7fffffff;
+	m.unwind_file.file.mtime_sec = -1;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+	ck_assert_int_eq(handle(t, file_msg(EMBER_UNWIND_FILE_DROP, 44, 0)), 0);
+	ck_assert_int_eq(handle(t, file_msg(EMBER_UNWIND_FILE_DROP, 45, 0)), 0); /* none: fine */
+#undef REFUSED
+	/* A list's parts come from one read of the maps. */
+	m = proc_msg(42, 0, 40, 60);
+	m.unwind_proc.read_ns = 1;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+	ck_assert_int_eq(handle(t, proc_msg(42, 40, 20, 60)), -EPROTO);
+	/* The symbolizer drops a file's entry before its table; one left names an empty slot. */
+	ck_assert_int_eq(handle(t, table_msg(5, EMBER_UNWIND_TABLE_DROP, 0)), 0);
+}
+
 /* A well-formed row, as the symbolizer builds it for CPython 3.12 (none to REMOVE). */
 static union ember_msg py_msg(uint32_t pid, uint32_t op)
 {
@@ -252,9 +324,13 @@ static void check_validation(struct ember_tables *t)
 	m.unwind_proc.mappings[0].end = m.unwind_proc.mappings[0].start;
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 	/* In two parts, in order; a part of another process in between is refused. */
-	ck_assert_int_eq(handle(t, proc_msg(42, 0, EMBER_UNWIND_MAPPINGS_PER_MSG, 130)), 0);
-	ck_assert_int_eq(handle(t, proc_msg(43, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), -EPROTO);
-	ck_assert_int_eq(handle(t, proc_msg(42, EMBER_UNWIND_MAPPINGS_PER_MSG, 10, 130)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(42, 0, 40, EMBER_UNWIND_MAX_MAPPINGS)), 0);
+	ck_assert_int_eq(handle(t, proc_msg(43, 40, EMBER_UNWIND_MAX_MAPPINGS - 40,
+	                                    EMBER_UNWIND_MAX_MAPPINGS)),
+	                 -EPROTO);
+	ck_assert_int_eq(handle(t, proc_msg(42, 40, EMBER_UNWIND_MAX_MAPPINGS - 40,
+	                                    EMBER_UNWIND_MAX_MAPPINGS)),
+	                 0);
 	ck_assert_int_eq(handle(t, proc_msg(42, 0, 0, 0)), 0); /* forget it */
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_DROP, 0)), 0);
 }
@@ -266,8 +342,9 @@ START_TEST(validation_without_maps)
 	int none[EMBER_PROC_MAPS];
 
 	memset(none, -1, sizeof(none));
-	ck_assert_int_eq(ember_tables_init(&t, -1, -1, none, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, -1, -1, -1, none, 0), 0);
 	check_validation(&t);
+	check_file_validation(&t, false);
 	check_interp_validation(&t);
 	check_py_validation(&t);
 	ember_tables_free(&t);
@@ -283,7 +360,9 @@ START_TEST(loads_and_forgets_with_maps)
 	struct ember_tables t;
 	uint32_t slot = 7, pid = 42, nblocks;
 	struct ember_py_proc py_row;
-	int tables, blocks, procs, index, py_procs, proc_fds[EMBER_PROC_MAPS];
+	struct ember_file_key fkey = {42, 8u << 20 | 1, 0};
+	struct ember_file_entry fentry;
+	int tables, blocks, procs, index, py_procs, files, proc_fds[EMBER_PROC_MAPS];
 	uint32_t runtime;
 
 	/* Creating maps needs CAP_BPF; the checks above ran without it. */
@@ -299,17 +378,30 @@ START_TEST(loads_and_forgets_with_maps)
 	index = bpf_map_create(BPF_MAP_TYPE_HASH, "t_index", 4, 4, 64, &hash_opts);
 	py_procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py", 4, sizeof(struct ember_py_proc), 64,
 	                          &hash_opts);
+	files = bpf_map_create(BPF_MAP_TYPE_HASH, "t_files", sizeof(fkey), sizeof(fentry), 64,
+	                       &hash_opts);
 	ck_assert_int_ge(procs, 0);
 	ck_assert_int_ge(index, 0);
 	ck_assert_int_ge(py_procs, 0);
+	ck_assert_int_ge(files, 0);
 	memset(proc_fds, -1, sizeof(proc_fds));
 	proc_fds[0] = procs;
 	proc_fds[1] = index;
 	proc_fds[1 + EMBER_RUNTIME_PYTHON] = py_procs;
-	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, proc_fds, 0), 0);
+	ck_assert_int_eq(ember_tables_init(&t, tables, blocks, files, proc_fds, 0), 0);
 	check_validation(&t);
+	check_file_validation(&t, true);
 	check_interp_validation(&t);
 	check_py_validation(&t);
+	/* The files named stand as the last messages left them. */
+	ck_assert_int_eq(bpf_map_lookup_elem(files, &fkey, &fentry), 0);
+	ck_assert_uint_eq(fentry.table, 5);
+	ck_assert_uint_eq(fentry.segs[1].start, 0x9000);
+	fkey.ino = 43;
+	ck_assert_int_eq(bpf_map_lookup_elem(files, &fkey, &fentry), 0);
+	ck_assert_uint_eq(fentry.table, EMBER_UNWIND_NO_TABLE);
+	fkey.ino = 44;
+	ck_assert_int_ne(bpf_map_lookup_elem(files, &fkey, &fentry), 0);
 	/* The last row accepted for 42 is loaded, and the index names its runtime; 43's row was
 	 * removed (its index entry stays until it exits: a runtime without its row is not
 	 * walked). */
@@ -318,7 +410,7 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_eq(bpf_map_lookup_elem(index, &pid, &runtime), 0);
 	ck_assert_uint_eq(runtime, EMBER_RUNTIME_PYTHON);
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &(uint32_t){43}, &py_row), 0);
-	ck_assert_uint_eq(t.tables_loaded, 1);
+	ck_assert_uint_eq(t.tables_loaded, 2); /* 7 and 5 */
 	ck_assert_uint_eq(t.failures, 0);
 	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
 	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
@@ -368,8 +460,13 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(index, &pid, &runtime), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(index, &(uint32_t){43}, &runtime), 0);
+	fkey.ino = 42;
+	ck_assert_int_ne(bpf_map_lookup_elem(files, &fkey, &fentry), 0);
+	fkey.ino = 43;
+	ck_assert_int_ne(bpf_map_lookup_elem(files, &fkey, &fentry), 0);
 	ck_assert_uint_eq(t.rows_loaded, 0);
 	ember_tables_free(&t);
+	close(files);
 	close(py_procs);
 	close(index);
 	close(tables);

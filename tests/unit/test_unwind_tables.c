@@ -16,12 +16,19 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gelf.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+
+#include "bpf/unwind_file.h"
 #include "check_main.h"
 #include "symbolizer/profile/profile.h"
 #include "waiting_child.h"
@@ -46,6 +53,9 @@ struct fake_collector {
 	/* The last process message of each pid (whole, when total fits in one message). */
 	struct ember_msg_unwind_proc procs[MAX_PROC_MSG];
 	unsigned int nprocs;
+	/* File entries as they stand (SET replaces, DROP deletes), by key. */
+	struct ember_msg_unwind_file files[MAX_TABLES];
+	unsigned int nfiles, file_drops;
 	unsigned int maps_requests, file_requests;
 };
 
@@ -79,8 +89,12 @@ static int open_mapped(uint32_t pid, uint64_t addr)
 		free(text);
 	}
 	e = ember_maps_find(&maps, addr);
-	if (e && e->start == addr && e->kind == EMBER_MAP_FILE)
-		fd = open(ember_maps_path(&maps, e), O_RDONLY | O_CLOEXEC);
+	if (e && e->start == addr && e->kind == EMBER_MAP_FILE) {
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		         (unsigned long long)e->start, (unsigned long long)e->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+	}
 	ember_maps_free(&maps);
 	return fd;
 }
@@ -108,6 +122,23 @@ static void serve_request(const union ember_msg *in)
 	ember_msg_send(fc.sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	if (fd >= 0)
 		close(fd);
+}
+
+static void record_file(const struct ember_msg_unwind_file *m)
+{
+	unsigned int i = 0;
+
+	while (i < fc.nfiles && memcmp(&fc.files[i].key, &m->key, sizeof(m->key)))
+		i++;
+	if (m->op == EMBER_UNWIND_FILE_DROP) {
+		fc.file_drops++;
+		if (i < fc.nfiles)
+			fc.files[i] = fc.files[--fc.nfiles];
+		return;
+	}
+	ck_assert_uint_lt(i, MAX_TABLES);
+	fc.files[i] = *m;
+	fc.nfiles += i == fc.nfiles;
 }
 
 static void record(const union ember_msg *in)
@@ -140,6 +171,9 @@ static void record(const union ember_msg *in)
 	case EMBER_MSG_UNWIND_PROC:
 		if (in->unwind_proc.first == 0 && fc.nprocs < MAX_PROC_MSG)
 			fc.procs[fc.nprocs++] = in->unwind_proc;
+		break;
+	case EMBER_MSG_UNWIND_FILE:
+		record_file(&in->unwind_file);
 		break;
 	}
 	pthread_mutex_unlock(&fc.lock);
@@ -302,6 +336,346 @@ START_TEST(tables_are_built_once_and_shared)
 	ck_assert_uint_eq(stat_of("unwind.process_loads"), 2);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+}
+END_TEST
+
+/* Field 26 of /proc/PID/stat: where the kernel says the program's code starts (mm->start_code). */
+static uint64_t start_code_of(uint32_t pid)
+{
+	char path[64], buf[4096] = "", *p;
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')'); /* after the name, which may hold spaces */
+	for (int field = 2; field < 26 && p; field++)
+		p = strchr(p + 1, ' ');
+	ck_assert(p && sscanf(p + 1, "%llu", &v) == 1);
+	return v;
+}
+
+static void read_maps(uint32_t pid, struct ember_maps *maps)
+{
+	char path[64], *text = NULL;
+	long len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	len = ember_maps_read_fd(fd, &text);
+	close(fd);
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, maps), 0);
+	free(text);
+}
+
+/* The file entry of key, as the fake collector holds it, or NULL. */
+static const struct ember_msg_unwind_file *file_entry_of(const struct ember_file_key *key)
+{
+	for (unsigned int i = 0; i < fc.nfiles; i++)
+		if (!memcmp(&fc.files[i].key, key, sizeof(*key)))
+			return &fc.files[i];
+	return NULL;
+}
+
+/*
+ * The unwinder finds a table by the file behind a pc (bpf/unwind_file.h): for every mapping of
+ * this process the entry of its file, keyed as the kernel names the file (the device as
+ * major << 20 | minor, the inode), gives the table and the bias its mapping list gives; the
+ * executable from where the kernel says its code starts, the vDSO from its base; the entry
+ * holds the file's time and size as stat gives them.
+ */
+START_TEST(tables_found_by_file_agree_with_the_process_lists)
+{
+	uint32_t self = (uint32_t)getpid();
+	uint64_t start_code = start_code_of(self);
+	__u64 bias = 0;
+	const struct ember_msg_unwind_proc *mp;
+	unsigned int checked = 0, exe = 0, vdso = 0;
+	struct ember_maps maps;
+
+	exec_at(self, SEC);
+	settle();
+	read_maps(self, &maps);
+	pthread_mutex_lock(&fc.lock);
+	mp = last_proc(self);
+	ck_assert_ptr_nonnull(mp);
+	ck_assert_uint_gt(mp->read_ns, 0);
+	for (uint32_t i = 0; i < mp->count; i++) {
+		const struct ember_unwind_mapping *m = &mp->mappings[i];
+		const struct ember_map_entry *e = ember_maps_find(&maps, m->start);
+		struct ember_file_key key = {0};
+		const struct ember_msg_unwind_file *f;
+		struct ember_file_seen seen;
+		struct stat st;
+
+		if (m->table == EMBER_UNWIND_NO_TABLE)
+			continue;
+		ck_assert(e && e->start == m->start);
+		if (e->kind != EMBER_MAP_VDSO)
+			key =
+			    (struct ember_file_key){e->inode, e->dev_major << 20 | e->dev_minor, 0};
+		f = file_entry_of(&key);
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(f->file.table, m->table);
+		seen =
+		    (struct ember_file_seen){f->file.mtime_sec, f->file.mtime_nsec, f->file.size};
+		if (e->kind == EMBER_MAP_VDSO) {
+			ck_assert_int_eq(ember_file_base_bias(&f->file, &seen, m->start, &bias), 0);
+			ck_assert_uint_eq(f->file.size, m->end - m->start);
+			vdso++;
+		} else {
+			/* Its first byte: a mapping may reach past its segment's bytes (to a page).
+			 */
+			ck_assert_int_eq(ember_file_mapping_bias(&f->file, &seen, m->start,
+			                                         e->offset, m->start, &bias),
+			                 0);
+			ck_assert_int_eq(stat(ember_maps_path(&maps, e), &st), 0);
+			ck_assert_int_eq(f->file.mtime_sec, st.st_mtim.tv_sec);
+			ck_assert_uint_eq(f->file.mtime_nsec, st.st_mtim.tv_nsec);
+			ck_assert_uint_eq(f->file.size, st.st_size);
+		}
+		ck_assert_uint_eq(bias, m->bias);
+		if (start_code >= m->start && start_code < m->end) {
+			ck_assert_int_eq(ember_file_base_bias(&f->file, &seen, start_code, &bias),
+			                 0);
+			ck_assert_uint_eq(bias, m->bias);
+			exe++;
+		}
+		checked++;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	ember_maps_free(&maps);
+	ck_assert_uint_ge(checked, 3);
+	ck_assert_uint_eq(exe, 1);
+	ck_assert_uint_eq(vdso, 1);
+	ck_assert_uint_eq(stat_of("unwind.files_named"), fc.nfiles);
+}
+END_TEST
+
+/* Copies the file at from to to. */
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	ck_assert_int_ge(in, 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* Maps the ELF file at path's first executable segment executable, as the loader would. */
+static uint64_t map_exec(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t off = 0, len = 0;
+	size_t n = 0;
+	void *at;
+	Elf *elf;
+
+	ck_assert_int_ge(fd, 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_int_eq(elf_getphdrnum(elf, &n), 0);
+	for (size_t i = 0; i < n && !len; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			off = ph.p_offset & ~4095ull;
+			len = ph.p_offset + ph.p_filesz - off;
+		}
+	}
+	elf_end(elf);
+	ck_assert_uint_gt(len, 0);
+	at = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)off);
+	ck_assert_ptr_ne(at, MAP_FAILED);
+	close(fd);
+	return (uint64_t)(uintptr_t)at;
+}
+
+/* What the kernel would see of the file: its key as maps names it, its time and size. */
+static struct ember_file_key kernel_key(const char *path, struct ember_file_seen *seen)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	*seen = (struct ember_file_seen){st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                 (uint64_t)st.st_size};
+	return (struct ember_file_key){st.st_ino, major(st.st_dev) << 20 | minor(st.st_dev), 0};
+}
+
+/* A sample of this process whose table the unwinder found changed (bpf/unwind.bpf.h). */
+static void changed_sample(uint64_t now_ns)
+{
+	const struct ember_sample_event s = {
+	    .kind = EMBER_EV_SAMPLE,
+	    .tgid = (uint32_t)getpid(),
+	    .ustack_len = 1,
+	    .stack_flags = EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_FILE_CHANGED |
+	                   EMBER_UNWIND_STOP_UNCHECKED << EMBER_STACK_UNWIND_STOP_SHIFT};
+
+	sample_at(&s, now_ns);
+}
+
+/*
+ * A binary rewritten in place (same device and inode): the unwinder refuses the table built
+ * from the old one (its time and size differ), and the symbolizer, told so, opens the file
+ * again and builds the new one's, its old entry and table dropped first.
+ */
+START_TEST(a_file_rewritten_in_place_is_built_again)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", path[64];
+	const struct ember_msg_unwind_file *f;
+	struct ember_file_seen before, after;
+	struct ember_file_key key;
+	unsigned int drops;
+	uint32_t table;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	copy_file("/proc/self/exe", path);
+	map_exec(path);
+	key = kernel_key(path, &before);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &before));
+	table = f->file.table;
+	drops = fc.file_drops;
+	pthread_mutex_unlock(&fc.lock);
+
+	usleep(20000); /* another modification time, whatever the file system's granularity */
+	copy_file("/bin/true", path);
+	ck_assert_uint_eq(kernel_key(path, &after).ino, key.ino);
+	pthread_mutex_lock(&fc.lock);
+	ck_assert(!ember_file_same(&file_entry_of(&key)->file, &after));
+	pthread_mutex_unlock(&fc.lock);
+
+	changed_sample(5 * SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &after));
+	ck_assert_uint_eq(f->file.table, table); /* the file's slot, rebuilt */
+	ck_assert_uint_eq(fc.file_drops, drops + 1);
+	ck_assert_uint_eq(fc.drops[table], 1);
+	ck_assert_uint_eq(fc.commits[table], 2);
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_eq(stat_of("unwind.files_rebuilt_changed"), 1);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * A binary deleted while mapped keeps its inode, time and size: its table still serves it
+ * (unlinking changes the inode's change time only), and a process loaded after the
+ * deletion, told the file changed, finds it the same and builds nothing.
+ */
+START_TEST(a_file_deleted_while_mapped_keeps_its_table)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", path[64], link[96];
+	const struct ember_msg_unwind_file *f;
+	struct ember_file_seen seen;
+	struct ember_file_key key;
+	unsigned int built;
+	uint64_t at;
+	struct stat st;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	copy_file("/proc/self/exe", path);
+	at = map_exec(path);
+	key = kernel_key(path, &seen);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	built = tables_created();
+	ck_assert_int_eq(unlink(path), 0);
+	/* What the kernel sees through the mapping now. */
+	for (FILE *maps = fopen("/proc/self/maps", "re"); maps; fclose(maps), maps = NULL) {
+		unsigned long long start, end;
+
+		while (fscanf(maps, "%llx-%llx%*[^\n]\n", &start, &end) == 2)
+			if (start == at)
+				snprintf(link, sizeof(link), "/proc/self/map_files/%llx-%llx",
+				         start, end);
+	}
+	fd = open(link, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	ck_assert_uint_eq(st.st_nlink, 0);
+	seen = (struct ember_file_seen){st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                (uint64_t)st.st_size};
+	pthread_mutex_lock(&fc.lock);
+	f = file_entry_of(&key);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(ember_file_same(&f->file, &seen));
+	pthread_mutex_unlock(&fc.lock);
+
+	changed_sample(5 * SEC);
+	settle();
+	ck_assert_uint_eq(tables_created(), built);
+	ck_assert_uint_eq(stat_of("unwind.files_rebuilt_changed"), 0);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * Two files with the same inode number on two devices (two tmpfs mounts number their inodes
+ * alike; so do containers' layers): two entries, keyed apart by device, with tables of
+ * their own. Mounting needs root.
+ */
+START_TEST(the_same_inode_on_two_devices_is_two_files)
+{
+	char dir[] = "/tmp/ember-ut-XXXXXX", sub[2][64], path[2][80];
+	const struct ember_msg_unwind_file *f[2];
+	struct ember_file_seen seen;
+	struct ember_file_key key[2];
+
+	if (geteuid() != 0)
+		EMBER_SKIP("not root: no tmpfs mounted (run as root)");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int i = 0; i < 2; i++) {
+		snprintf(sub[i], sizeof(sub[i]), "%s/%c", dir, 'a' + i);
+		snprintf(path[i], sizeof(path[i]), "%s/prog", sub[i]);
+		ck_assert_int_eq(mkdir(sub[i], 0700), 0);
+		ck_assert_int_eq(mount("none", sub[i], "tmpfs", 0, NULL), 0);
+		copy_file(i ? "/bin/true" : "/proc/self/exe", path[i]);
+		map_exec(path[i]);
+		key[i] = kernel_key(path[i], &seen);
+	}
+	ck_assert_uint_eq(key[0].ino, key[1].ino);
+	ck_assert_uint_ne(key[0].dev, key[1].dev);
+	exec_at((uint32_t)getpid(), SEC);
+	settle();
+	pthread_mutex_lock(&fc.lock);
+	f[0] = file_entry_of(&key[0]);
+	f[1] = file_entry_of(&key[1]);
+	ck_assert_ptr_nonnull(f[0]);
+	ck_assert_ptr_nonnull(f[1]);
+	ck_assert_uint_ne(f[0]->file.table, f[1]->file.table);
+	ck_assert_uint_ne(f[0]->file.size, f[1]->file.size);
+	pthread_mutex_unlock(&fc.lock);
+	for (int i = 0; i < 2; i++) {
+		umount2(sub[i], MNT_DETACH); /* mapped still: gone once unmapped */
+		rmdir(sub[i]);
+	}
+	rmdir(dir);
 }
 END_TEST
 
@@ -507,6 +881,10 @@ static Suite *unwind_tables_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, tables_are_built_once_and_shared);
+	tcase_add_test(tc, tables_found_by_file_agree_with_the_process_lists);
+	tcase_add_test(tc, a_file_rewritten_in_place_is_built_again);
+	tcase_add_test(tc, a_file_deleted_while_mapped_keeps_its_table);
+	tcase_add_test(tc, the_same_inode_on_two_devices_is_two_files);
 	tcase_add_test(tc, exits_and_idle_tables_are_dropped);
 	tcase_add_test(tc, refused_maps_back_off);
 	tcase_add_test(tc, processes_found_gone_are_forgotten);
