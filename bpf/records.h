@@ -15,7 +15,7 @@
 
 #include "interp.h"
 
-#define EMBER_RECORDS_VERSION 11
+#define EMBER_RECORDS_VERSION 12
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127

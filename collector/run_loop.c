@@ -601,6 +601,10 @@ static int setup(struct recorder *r)
 	}
 	if ((err = start_programs(r)) || (err = watch_events(r)))
 		return err;
+	if (r->drain.ring) /* ember record's symbolizer, past its handshake */
+		ember_ring_write(r->drain.ring, EMBER_REC_SAMPLING,
+		                 &(struct ember_rec_sampling){ember_realtime_ns()},
+		                 sizeof(struct ember_rec_sampling));
 	err = confine(r);
 	if (err)
 		return log_error_errno(err, "cannot confine the collector: %m");

@@ -39,6 +39,7 @@ enum ember_rec_type {
 	EMBER_REC_PROCESS_EXIT = 3,     /* struct ember_proc_event */
 	EMBER_REC_LOST = 4,             /* struct ember_rec_lost */
 	EMBER_REC_COLLECTOR_MEMORY = 5, /* struct ember_rec_collector_memory */
+	EMBER_REC_SAMPLING = 6,         /* struct ember_rec_sampling */
 	EMBER_REC_TYPE_MAX,
 };
 
@@ -66,6 +67,12 @@ struct ember_rec_lost {
 	uint64_t count;
 	uint32_t reason;
 	uint32_t reserved;
+};
+
+/* ember record: when the programs were attached, after the handshake (loading them takes a
+ * good part of a second): the profile's time starts there. */
+struct ember_rec_sampling {
+	uint64_t realtime_ns; /* Unix time */
 };
 
 /* The collector's own memory, every EMBER_COLLECTOR_MEMORY_EVERY_S, for the profiles' statistics.

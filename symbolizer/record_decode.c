@@ -65,6 +65,14 @@ int ember_decode_collector_memory(const void *buf, size_t len,
 	return 0;
 }
 
+int ember_decode_sampling(const void *buf, size_t len, struct ember_rec_sampling *out)
+{
+	if (len != sizeof(*out))
+		return -EBADMSG;
+	memcpy(out, buf, sizeof(*out));
+	return 0;
+}
+
 const char *ember_lost_reason_name(uint32_t reason)
 {
 	switch (reason) {

@@ -28,6 +28,7 @@ int ember_decode_proc_event(const void *buf, size_t len, const struct ember_proc
 /* A LOST payload. */
 int ember_decode_lost(const void *buf, size_t len, struct ember_rec_lost *out);
 /* A COLLECTOR_MEMORY payload (numbers only: any value is taken as the collector says). */
+int ember_decode_sampling(const void *buf, size_t len, struct ember_rec_sampling *out);
 int ember_decode_collector_memory(const void *buf, size_t len,
                                   struct ember_rec_collector_memory *out);
 /* "bpf_ringbuf", "sample_ring", ... for a lost reason. */

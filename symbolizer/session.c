@@ -249,11 +249,23 @@ static int add_sample(struct session *s, const struct ember_sample_event *sample
 	return err;
 }
 
+/* ember record's profile covers the time from when the programs sampled, not from the
+ * handshake before they loaded; a daemon's intervals start at its own clock (rotation). A time
+ * before the handshake's or after now is not taken. */
+static void sampling_started(struct session *s, uint64_t realtime_ns)
+{
+	if (s->opts->rotation || realtime_ns < s->profile.start_ns ||
+	    realtime_ns > ember_realtime_ns() || s->profile.start_ns != s->total.start_ns)
+		return;
+	s->profile.start_ns = s->total.start_ns = realtime_ns;
+}
+
 static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)
 {
 	const struct ember_sample_event *sample;
 	const struct ember_proc_event *ev;
 	struct ember_rec_collector_memory memory;
+	struct ember_rec_sampling sampling;
 	struct ember_rec_lost lost;
 	const uint64_t *frames;
 
@@ -285,6 +297,11 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 		if (ember_decode_collector_memory(s->buf, len, &memory))
 			return -EBADMSG;
 		ember_symbolizer_collector_memory(&s->sym, &memory);
+		return 0;
+	case EMBER_REC_SAMPLING:
+		if (ember_decode_sampling(s->buf, len, &sampling))
+			return -EBADMSG;
+		sampling_started(s, sampling.realtime_ns);
 		return 0;
 	default:
 		return -EBADMSG;

@@ -212,10 +212,14 @@ def test_ctrl_c_still_writes_outputs():
     assert proc.returncode == 0, err
     with open(pprof, "rb") as f:
         assert f.read(2) == b"\x1f\x8b"
-    # Every sample up to the signal: as many as the workload's CPU time since ember said it
-    # samples calls for (the profile's own window starts before that).
+    # The profile's time starts when the programs sampled (the collector says so on the ring),
+    # not at the handshake before they loaded (0.46 s earlier here): at most 0.3 s before the
+    # test read the collector's "sampling" line, not after it.
     st = pprof_comments(pprof)
     t0 = st["time_nanos"] / 1e9
+    log(f"  the profile starts {sampling.time - t0:.3f} s before the test read 'sampling'")
+    assert sampling.time - 0.3 <= t0 <= sampling.time + 1, (t0, sampling.time)
+    # Every sample up to the signal: as many as the workload's CPU time since then calls for.
     window = (max(t0, sampling.time), t0 + st["duration_nanos"] / 1e9)
     assert_samples("split", sum(n for f, n in read_folded(folded) if f[0] == "split"),
                    clock.cpu_between(*window), 199)
