@@ -25,27 +25,9 @@
 #include "collector/peer.h"
 #include "collector/ring_drain.h"
 #include "fake_maps.h"
+#include "tests/unit/peer_spec.h"
 
 #define SAMPLED_PID 42 /* a process the collector has seen: its UNWIND_PROC is taken */
-
-static bool spec_allows(enum ember_peer_state state, uint32_t type)
-{
-	switch (type) {
-	case EMBER_MSG_HELLO:
-		return state == EMBER_PEER_AWAIT_HELLO;
-	case EMBER_MSG_BROKER_REQ:
-	case EMBER_MSG_UNWIND_TABLE:
-	case EMBER_MSG_UNWIND_ROWS:
-	case EMBER_MSG_UNWIND_PROC:
-	case EMBER_MSG_UNWIND_FILE:
-	case EMBER_MSG_INTERP_ROW:
-		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
-	case EMBER_MSG_FLUSHED:
-		return state == EMBER_PEER_FLUSHING;
-	default:
-		return false;
-	}
-}
 
 static void finding(const char *what, long a)
 {
@@ -127,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int s = 0; s < EMBER_PEER_STATE_MAX; s++)
 			for (uint32_t t = 0; t < EMBER_MSG_TYPE_MAX + 4; t++)
 				if (ember_peer_allows((enum ember_peer_state)s, t) !=
-				    spec_allows((enum ember_peer_state)s, t))
+				    peer_spec_allows((enum ember_peer_state)s, t))
 					finding("the dispatch table is not the protocol's", (long)(s * 100 + t));
 		table_checked = true;
 	}
@@ -202,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (with_fd || ember_msg_validate(&m, len)) {
 			if (!err)
 				finding("a descriptor or a bad header was taken", type);
-		} else if (!spec_allows(before, type)) {
+		} else if (!peer_spec_allows(before, type)) {
 			if (err != -EPROTO)
 				finding("a message out of place did not end the connection", type);
 		} else if (err) {

@@ -11,6 +11,7 @@
 #include "check_main.h"
 #include "collector/peer.h"
 #include "collector/ring_drain.h"
+#include "peer_spec.h"
 
 static int sv[2];
 static struct ember_peer peer;
@@ -138,30 +139,6 @@ START_TEST(broker_refuses_unseen_pids)
 }
 END_TEST
 
-/*
- * The dispatch table, as the protocol wants it: what the symbolizer may send
- * in each state. Written here on its own, so that a change to the table
- * has to change this too.
- */
-static bool expected_allowed(enum ember_peer_state state, uint32_t type)
-{
-	switch (type) {
-	case EMBER_MSG_HELLO:
-		return state == EMBER_PEER_AWAIT_HELLO;
-	case EMBER_MSG_BROKER_REQ:
-	case EMBER_MSG_UNWIND_TABLE:
-	case EMBER_MSG_UNWIND_ROWS:
-	case EMBER_MSG_UNWIND_PROC:
-	case EMBER_MSG_UNWIND_FILE:
-	case EMBER_MSG_INTERP_ROW:
-		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
-	case EMBER_MSG_FLUSHED:
-		return state == EMBER_PEER_FLUSHING; /* only after a FLUSH */
-	default:
-		return false; /* the collector's own messages, and unknown types */
-	}
-}
-
 static void drain_welcome(void)
 {
 	union ember_msg m;
@@ -199,7 +176,7 @@ START_TEST(dispatch_table_by_state)
 	enum ember_peer_state state = (enum ember_peer_state)_i;
 
 	for (uint32_t type = 0; type <= EMBER_MSG_TYPE_MAX; type++)
-		ck_assert_msg(ember_peer_allows(state, type) == expected_allowed(state, type),
+		ck_assert_msg(ember_peer_allows(state, type) == peer_spec_allows(state, type),
 		              "state %d, %s", state, ember_msg_type_name((uint16_t)type));
 	/* And the peer acts on it: each type a symbolizer could send, in this state. */
 	for (uint32_t type = 1; type < EMBER_MSG_TYPE_MAX; type++) {
@@ -218,7 +195,7 @@ START_TEST(dispatch_table_by_state)
 		}
 		ck_assert_int_eq(ember_msg_send(sv[1], &m, NULL, 0), 0);
 		err = ember_peer_on_readable(&peer, &broker, &drain, 0);
-		if (!expected_allowed(state, type)) {
+		if (!peer_spec_allows(state, type)) {
 			ck_assert_msg(err == -EPROTO, "%s in state %d: %d",
 			              ember_msg_type_name((uint16_t)type), state, err);
 			continue;
