@@ -32,8 +32,8 @@ import subprocess
 import threading
 import time
 
-from emberlib import (SRC, kill, log, require_root, run_tests, skip_or_fail, start_recording,
-                      workdir)
+from emberlib import (SANITIZED, SRC, kill, log, require_root, run_tests, skip_or_fail,
+                      start_recording, workdir)
 from test_first_sample import otlp_stacks, quiet_stack, start_stopped_shell
 from unwindlib import profile_stats
 
@@ -158,7 +158,12 @@ def check(stats, samples, comm_prefix, programs, lists=False):
         return
     # No list was sent: whatever the kernel unwound, it found by file.
     assert stats["unwind.samples_by_process"] == 0, stats["unwind.samples_by_process"]
-    assert stats["unwind.samples_by_file"] >= 0.8 * total, "tables not found by file"
+    # The rest came before their file's table was built and were unwound from their copies:
+    # a sanitized symbolizer builds tables two to three times slower (200 of 252 by file, 52
+    # from copies, in a fresh Debian's sanitized run).
+    share = 0.6 if SANITIZED else 0.8
+    assert stats["unwind.samples_by_file"] >= share * total, \
+        f"tables not found by file: {stats['unwind.samples_by_file']} of {total}"
 
 
 def one_shots(path, n):
