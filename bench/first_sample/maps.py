@@ -23,7 +23,6 @@ Usage: sudo bench/first_sample/maps.py [--build build] [--procs 1000]
 """
 import argparse
 import contextlib
-import glob
 import json
 import os
 import re
@@ -35,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import SRC, build_quiet  # noqa: E402  (run.py's quiet binaries)
+from run import SRC, bpf_map_memory, build_quiet  # noqa: E402  (run.py's quiet binaries)
 
 NAME = "bench/first_sample/maps"
 
@@ -55,21 +54,6 @@ def map_name(map_id, map_type):
             pass
         MAP_NAMES[map_id] = name
     return MAP_NAMES[map_id]
-
-
-def map_memory(pid):
-    """{map id: (bytes, type)} of the BPF maps process pid holds (memlock in fdinfo)."""
-    seen = {}
-    for fd in glob.glob(f"/proc/{pid}/fd/*"):
-        try:
-            if os.readlink(fd) != "anon_inode:bpf-map":
-                continue
-            with open(fd.replace("/fd/", "/fdinfo/")) as f:
-                info = dict(l.split(":", 1) for l in f if ":" in l)
-            seen[int(info["map_id"])] = (int(info["memlock"]), info.get("map_type", "?").strip())
-        except (OSError, KeyError, ValueError):
-            pass
-    return seen
 
 
 def quiet_binaries(args):
@@ -135,7 +119,7 @@ def main():
                                stdout=subprocess.DEVNULL, stderr=err)
         # `ember record` becomes the collector (it execs it): its descriptors hold the maps.
         while rec.poll() is None:
-            m = map_memory(rec.pid)
+            m = bpf_map_memory(rec.pid)
             total = sum(b for b, _ in m.values())
             if total > peak:
                 peak, at_peak = total, {i: (b, map_name(i, t)) for i, (b, t) in m.items()}

@@ -188,8 +188,9 @@ def pss_kib(pid):
         return 0
 
 
-def bpf_map_bytes(pid):
-    """Memory of the BPF maps process pid holds (memlock in each map descriptor's fdinfo)."""
+def bpf_map_memory(pid):
+    """{map id: (bytes, type)} of the BPF maps process pid holds (memlock in each map
+    descriptor's fdinfo)."""
     seen = {}
     for fd in glob.glob(f"/proc/{pid}/fd/*"):
         try:
@@ -197,10 +198,15 @@ def bpf_map_bytes(pid):
                 continue
             with open(fd.replace("/fd/", "/fdinfo/")) as f:
                 info = dict(l.split(":", 1) for l in f if ":" in l)
-            seen[int(info["map_id"])] = int(info["memlock"])
+            seen[int(info["map_id"])] = (int(info["memlock"]), info.get("map_type", "?").strip())
         except (OSError, KeyError, ValueError):
             pass
-    return sum(seen.values())
+    return seen
+
+
+def bpf_map_bytes(pid):
+    """Memory of the BPF maps process pid holds."""
+    return sum(n for n, _ in bpf_map_memory(pid).values())
 
 
 class Recording:
