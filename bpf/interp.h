@@ -42,7 +42,7 @@
  * nibble holds them); a number once released is never given to another
  * runtime.
  */
-#define EMBER_RUNTIMES(X) X(PYTHON, 1, "python", "cpython")
+#define EMBER_RUNTIMES(X) X(PYTHON, 1, "python", "cpython") X(RUBY, 2, "ruby", "ruby")
 
 enum ember_runtime {
 	EMBER_RUNTIME_NONE = 0,

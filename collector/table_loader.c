@@ -8,12 +8,14 @@
 #include <bpf/bpf.h>
 
 #include "collector/row_python.h"
+#include "collector/row_ruby.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
 /* The runtimes whose rows the collector loads (bpf/interp.h), one line each. */
 const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] = {
     [EMBER_RUNTIME_PYTHON] = &ember_row_python,
+    [EMBER_RUNTIME_RUBY] = &ember_row_ruby,
 };
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,

@@ -42,7 +42,8 @@ target_sources() {
 	otlp_answer) echo symbolizer/export/otlp_transport.c ;;
 	python_lines) echo symbolizer/interp/python_lines.c ;;
 	python_code) echo symbolizer/interp/python_code.c ;;
-	python_elf) echo symbolizer/interp/python_elf.c ;;
+	python_elf) echo symbolizer/interp/python_elf.c symbolizer/interp/elf_image.c ;;
+	ruby_elf) echo symbolizer/interp/ruby_elf.c symbolizer/interp/elf_image.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;

@@ -5,23 +5,20 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ipc/proto.h"
 #include "shared/hash.h"
 #include "shared/log.h"
 #include "shared/slots.h"
+#include "symbolizer/interp/interp_files.h"
+#include "symbolizer/interp/interp_mem.h"
 #include "symbolizer/interp/python_code.h"
 #include "symbolizer/interp/python_elf.h"
 #include "symbolizer/interp/python_lines.h"
-#include "symbolizer/client/reader.h"
-
-#define PAGE_MASK_4K (~(uint64_t)4095)
 
 /* Counters for the statistics (python.*). */
 struct ember_python_stats {
-	uint64_t files_read, file_errors;
 	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
 	uint64_t markers_truncated, markers_unreadable;
@@ -31,42 +28,25 @@ struct ember_python_stats {
 struct ember_python {
 	struct ember_broker_client *broker;
 	struct ember_hash_key hash_key;
-	struct ember_slots files; /* struct py_file, by (dev, ino) */
-	struct ember_slots procs; /* struct py_process, by pid */
-	struct ember_slots cache; /* struct py_code, by (pid, address, checksum) */
-	uint32_t clock_hand;      /* eviction: the next slot looked at */
+	struct ember_interp_files files; /* struct ember_py_elf of each file */
+	struct ember_slots procs;        /* struct py_process, by pid */
+	struct ember_slots cache;        /* struct py_code, by (pid, address, checksum) */
+	uint32_t clock_hand;             /* eviction: the next slot looked at */
 	uint64_t cache_bytes;
 	bool disabled; /* the collector went away: no rows can be sent */
 	struct ember_python_stats stats;
 };
 
-struct file_key {
-	uint64_t dev, ino;
-};
-
-struct py_file {
-	struct file_key key;
-	int error; /* the file could not be opened or read: retried after EMBER_PY_FILE_RETRY_NS */
-	uint64_t read_ns;
-	struct ember_py_elf elf;
-};
-
 struct py_process {
 	uint32_t pid;
 	bool row_sent;
-	bool gone;    /* exited: no memory to read, no row */
 	bool counted; /* in the statistics */
 	bool warned;  /* said once why it cannot be walked */
 	struct ember_py_proc row;
 	struct ember_py_layout layout;
 	struct ember_py_types types;
-	int mem_fd; /* -1 until needed; the broker's /proc/PID/mem */
-	/* Who reads it (reader.h): a read waits on the process's memory-map lock, or on a
-	 * file system behind a page. NULL: read directly. */
-	struct ember_readers *readers;
-	int mem_error;
-	uint64_t mem_retry_ns;
-	uint32_t cached; /* code objects of this process in the cache */
+	struct ember_interp_mem mem; /* its memory, once needed */
+	uint32_t cached;             /* code objects of this process in the cache */
 };
 
 struct code_key {
@@ -93,11 +73,9 @@ struct py_code {
 	int last_line_error;
 };
 
-static bool file_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+static int read_file_facts(int fd, const char *path, void *facts)
 {
-	const struct py_file *f = ember_slots_at(ctx, slot);
-
-	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
+	return ember_py_elf_read(fd, path, facts);
 }
 
 static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
@@ -127,8 +105,9 @@ static int python_init(void **state, struct ember_broker_client *broker)
 	py->broker = broker;
 	err = ember_hash_key_init(&py->hash_key);
 	if (!err)
-		err = ember_slots_init(&py->files, sizeof(struct py_file), EMBER_PY_MAX_FILES,
-		                       file_eq);
+		err = ember_interp_files_init(&py->files, sizeof(struct ember_py_elf),
+		                              EMBER_PY_MAX_FILES, read_file_facts,
+		                              EMBER_PY_FILE_RETRY_NS);
 	if (!err)
 		err = ember_slots_init(&py->procs, sizeof(struct py_process), EMBER_PY_MAX_TRACKED,
 		                       proc_eq);
@@ -168,13 +147,6 @@ static void drop_process_code(struct ember_python *py, struct py_process *p)
 	}
 }
 
-static void close_process(struct py_process *p)
-{
-	if (p->mem_fd >= 0)
-		close(p->mem_fd);
-	p->mem_fd = -1;
-}
-
 static void python_free(void *state)
 {
 	struct ember_python *py = state;
@@ -186,9 +158,9 @@ static void python_free(void *state)
 		struct py_process *p = ember_slots_get(&py->procs, s);
 
 		if (p)
-			close_process(p);
+			ember_interp_mem_close(&p->mem);
 	}
-	ember_slots_free(&py->files);
+	ember_interp_files_free(&py->files);
 	ember_slots_free(&py->procs);
 	ember_slots_free(&py->cache);
 	free(py);
@@ -210,58 +182,6 @@ static bool candidate(const struct ember_maps *maps, const struct ember_map_entr
 
 	return first || strstr(base, "python") || !strncmp(base, "libc.so", 7) ||
 	       !strncmp(base, "libc-", 5) || !strncmp(base, "libpthread", 10);
-}
-
-static const struct py_file *file_facts(struct ember_python *py, uint32_t pid,
-                                        const struct ember_maps *maps,
-                                        const struct ember_map_entry *e, uint64_t now_ns)
-{
-	struct file_key key = {makedev(e->dev_major, e->dev_minor), e->inode};
-	struct py_file *f;
-	uint32_t slot;
-	int fd, r = ember_slots_add(&py->files, &key, sizeof(key), &slot);
-
-	if (r == -ENOSPC) {
-		/* Full: start over (files are read again as processes need them). */
-		for (uint32_t s = 0; s < ember_slots_end(&py->files); s++) {
-			f = ember_slots_get(&py->files, s);
-			if (f)
-				ember_slots_remove(&py->files, s, &f->key, sizeof(f->key));
-		}
-		r = ember_slots_add(&py->files, &key, sizeof(key), &slot);
-	}
-	if (r < 0)
-		return NULL;
-	f = ember_slots_at(&py->files, slot);
-	if (!r && (!f->error || now_ns - f->read_ns < EMBER_PY_FILE_RETRY_NS))
-		return f;
-	f->key = key;
-	f->read_ns = now_ns;
-	fd = ember_broker_request(py->broker, EMBER_BROKER_MAPPED_FILE, pid, e->start, NULL);
-	f->error = fd < 0 ? fd : ember_py_elf_read(fd, ember_maps_path(maps, e), &f->elf);
-	if (fd >= 0)
-		close(fd);
-	py->stats.files_read++;
-	if (f->error) {
-		py->stats.file_errors++;
-		memset(&f->elf, 0, sizeof(f->elf));
-	}
-	return f;
-}
-
-/* What to add to the file's ELF addresses in this mapping of it. */
-static bool file_bias(const struct ember_py_elf *elf, const struct ember_map_entry *e,
-                      uint64_t *bias)
-{
-	for (uint32_t i = 0; i < elf->nsegs; i++) {
-		const struct ember_py_segment *s = &elf->segs[i];
-
-		if (e->offset >= (s->offset & PAGE_MASK_4K) && e->offset < s->offset + s->filesz) {
-			*bias = e->start - (s->vaddr + (e->offset - s->offset));
-			return true;
-		}
-	}
-	return false;
 }
 
 static void send_row(struct ember_python *py, struct py_process *p, uint32_t op)
@@ -328,7 +248,7 @@ static struct py_process *get_process(struct ember_python *py, uint32_t pid, boo
 	p = ember_slots_at(&py->procs, slot);
 	if (r == 1) {
 		p->pid = pid;
-		p->mem_fd = -1;
+		ember_interp_mem_init(&p->mem, pid);
 	}
 	return p;
 }
@@ -342,7 +262,7 @@ static void forget_process(struct ember_python *py, uint32_t pid)
 		return;
 	p = ember_slots_at(&py->procs, slot);
 	drop_process_code(py, p);
-	close_process(p);
+	ember_interp_mem_close(&p->mem);
 	ember_slots_remove(&py->procs, slot, &pid, sizeof(pid));
 }
 
@@ -362,19 +282,19 @@ static void python_on_maps(void *state, uint32_t pid, const struct ember_maps *m
 
 	for (size_t i = 0; i < maps->count; i++) {
 		const struct ember_map_entry *e = &maps->entries[i];
-		const struct py_file *f;
+		const struct ember_py_elf *f;
 
 		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted)
 			continue;
 		if ((e->perms & EMBER_MAP_X) && candidate(maps, e, first) &&
-		    (f = file_facts(py, pid, maps, e, now_ns))) {
-			if (!have_python && f->elf.kind != EMBER_PY_ELF_OTHER) {
-				python = f->elf;
+		    (f = ember_interp_files_get(&py->files, py->broker, pid, maps, e, now_ns))) {
+			if (!have_python && f->kind != EMBER_PY_ELF_OTHER) {
+				python = *f;
 				have_python = true;
 				python_map = e;
 			}
-			if (!have_libc && f->elf.has_tsd) {
-				tsd_offset = f->elf.tsd_offset;
+			if (!have_libc && f->has_tsd) {
+				tsd_offset = f->tsd_offset;
 				have_libc = true;
 			}
 		}
@@ -394,9 +314,10 @@ static void python_on_maps(void *state, uint32_t pid, const struct ember_maps *m
 		p->counted = true;
 		py->stats.processes++;
 	}
-	p->gone = false;
+	p->mem.gone = false;
 	if (python.kind != EMBER_PY_ELF_PYTHON || !have_libc ||
-	    !file_bias(&python, python_map, &bias)) {
+	    !ember_elf_bias(python.segs, python.nsegs, python_map->offset, python_map->start,
+	                    &bias)) {
 		if (!p->warned) {
 			p->warned = true;
 			py->stats.unsupported++;
@@ -433,8 +354,8 @@ static void python_on_exit_ahead(void *state, uint32_t pid)
 	if (p->row_sent)
 		send_row(py, p, EMBER_INTERP_ROW_REMOVE);
 	p->row_sent = false;
-	p->gone = true;
-	close_process(p);
+	p->mem.gone = true;
+	ember_interp_mem_close(&p->mem);
 }
 
 static void python_on_exec(void *state, uint32_t pid)
@@ -444,8 +365,8 @@ static void python_on_exec(void *state, uint32_t pid)
 
 	if (p) {
 		drop_process_code(py, p);
-		close_process(p);
-		p->mem_error = 0;
+		ember_interp_mem_close(&p->mem);
+		p->mem.error = 0;
 	}
 }
 
@@ -455,49 +376,6 @@ static void python_on_exit(void *state, uint32_t pid)
 }
 
 /* ---- code objects ---- */
-
-static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct py_process *p = ctx;
-	struct ember_read_of of = {p->pid, 0, 0, 0};
-	ssize_t n;
-
-	if (addr >= EMBER_PY_USER_LIMIT || len > EMBER_PY_MAX_LINETABLE * 4)
-		return -EFAULT;
-	if (!p->readers)
-		return pread(p->mem_fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
-	for (size_t done = 0; done < len; done += (size_t)n) {
-		size_t part = len - done < EMBER_READ_MAX_PREAD ? len - done : EMBER_READ_MAX_PREAD;
-
-		n = ember_readers_pread(p->readers, p->mem_fd, (char *)buf + done, part,
-		                        addr + done, &of);
-		if (n != (ssize_t)part)
-			return -EFAULT;
-	}
-	return 0;
-}
-
-static int open_mem(struct ember_python *py, struct py_process *p, uint64_t now_ns)
-{
-	int fd;
-
-	if (p->mem_fd >= 0)
-		return 0;
-	if (p->gone)
-		return -ESRCH;
-	if (p->mem_error && now_ns < p->mem_retry_ns)
-		return p->mem_error;
-	fd = ember_broker_request(py->broker, EMBER_BROKER_MEM, p->pid, 0, NULL);
-	if (fd < 0) {
-		p->mem_error = fd;
-		p->mem_retry_ns = now_ns + EMBER_PY_MEM_RETRY_NS;
-		return fd;
-	}
-	p->mem_fd = fd;
-	p->mem_error = 0;
-	p->readers = py->broker->readers;
-	return 0;
-}
 
 /* Makes room: entries not used since the hand last passed them go first. */
 static void evict(struct ember_python *py)
@@ -540,12 +418,13 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 	if (!p->layout.major)
 		return NULL;
 	/* Not in the cache: read it, if the process can be read now. */
-	err = open_mem(py, p, now_ns);
+	err = ember_interp_mem_open(&p->mem, py->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return NULL; /* the broker is busy: another sample tries again */
 	py->stats.code_reads++;
 	if (!err)
-		err = ember_py_read_code(&p->layout, &p->types, read_mem, p, addr, &code);
+		err = ember_py_read_code(&p->layout, &p->types, ember_interp_mem_read, &p->mem,
+		                         addr, &code);
 	if (err) {
 		py->stats.code_read_errors++;
 		memset(&code, 0, sizeof(code));
@@ -663,7 +542,8 @@ static const char *python_marker(void *state, uint64_t w0)
 
 static void python_stats(void *state, const struct ember_stat_sink *sink)
 {
-	const struct ember_python_stats *ps = &((struct ember_python *)state)->stats;
+	const struct ember_python *py = state;
+	const struct ember_python_stats *ps = &py->stats;
 
 	ember_stat(sink, "python.processes", ps->processes);
 	ember_stat(sink, "python.processes_unsupported", ps->unsupported);
@@ -678,7 +558,7 @@ static void python_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "python.code_reads", ps->code_reads);
 	ember_stat(sink, "python.code_read_errors", ps->code_read_errors);
 	ember_stat(sink, "python.cache_evictions", ps->cache_evictions);
-	ember_stat(sink, "python.files_read", ps->files_read);
+	ember_stat(sink, "python.files_read", py->files.files_read);
 }
 
 const struct ember_interp_ops ember_python_ops = {

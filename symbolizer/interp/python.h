@@ -33,7 +33,6 @@
 #define EMBER_PY_CACHE_ENTRIES 65536
 #define EMBER_PY_CACHE_BYTES   (32u << 20)
 #define EMBER_PY_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
-#define EMBER_PY_MEM_RETRY_NS  (1000ull * 1000000ull)  /* a process whose memory was refused */
 
 /* The CPython reader (interp_ops.h), listed in interp.c's registry. */
 extern const struct ember_interp_ops ember_python_ops;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SYMBOLS     (4u << 20) /* symbols looked at, over all tables */
 #define STUB_BYTES      64         /* of PyGILState_GetThisThreadState, Py_GetVersion, ... */
 #define MAX_EVAL_BYTES  (1u << 20) /* of the interpreter loop scanned for jumps */
 #define MAX_COLD_LOOKUP 4096       /* jump targets looked up in the CFI */
@@ -47,80 +46,10 @@ static const char *const wanted_names[W_COUNT] = {
     [W_EVAL_EX] = "PyEval_EvalFrameEx",
 };
 
-struct sym {
-	uint64_t addr, size;
-};
-
 struct file {
-	Elf *elf;
-	const uint8_t *image;
-	size_t len;
-	GElf_Phdr loads[EMBER_PY_ELF_MAX_SEGMENTS];
-	size_t nloads;
-	struct sym syms[W_COUNT];
+	struct ember_elf_image img;
+	struct ember_elf_sym syms[W_COUNT];
 };
-
-/* Reads len bytes at ELF address vaddr, from the file bytes of a loadable segment. */
-static int read_at(const struct file *f, uint64_t vaddr, void *buf, size_t len)
-{
-	for (size_t i = 0; i < f->nloads; i++) {
-		const GElf_Phdr *p = &f->loads[i];
-
-		if (vaddr < p->p_vaddr || vaddr - p->p_vaddr > p->p_filesz ||
-		    len > p->p_filesz - (vaddr - p->p_vaddr))
-			continue;
-		if (p->p_offset > f->len || vaddr - p->p_vaddr + len > f->len - p->p_offset)
-			return -EBADMSG;
-		memcpy(buf, f->image + p->p_offset + (vaddr - p->p_vaddr), len);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-static bool in_segment(const struct file *f, uint64_t vaddr, uint32_t flag)
-{
-	for (size_t i = 0; i < f->nloads; i++)
-		if ((f->loads[i].p_flags & flag) && vaddr >= f->loads[i].p_vaddr &&
-		    vaddr - f->loads[i].p_vaddr < f->loads[i].p_memsz)
-			return true;
-	return false;
-}
-
-static void scan_symbols(struct file *f)
-{
-	size_t seen = 0;
-
-	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
-		Elf_Data *d;
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_SYMBOLS;
-		     i++, seen++) {
-			const char *name;
-			GElf_Sym s;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value ||
-			    GELF_ST_TYPE(s.st_info) == STT_TLS ||
-			    !(name = elf_strptr(f->elf, sh.sh_link, s.st_name)))
-				continue;
-			for (int w = 0; w < W_COUNT; w++)
-				if (!f->syms[w].addr && !strcmp(name, wanted_names[w]))
-					f->syms[w] = (struct sym){s.st_value, s.st_size};
-		}
-	}
-}
-
-static int32_t disp32(const uint8_t *p)
-{
-	int32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
 
 int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t runtime,
                             uint64_t runtime_size, uint64_t *key)
@@ -131,7 +60,7 @@ int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uin
 
 		/* mov r32, [rip + disp]: the key itself (a static build, or 3.6's int). */
 		if (p[0] == 0x8b && (p[1] & 0xc7) == 0x05) {
-			target = vaddr + i + 6 + (int64_t)disp32(p + 2);
+			target = vaddr + i + 6 + (int64_t)ember_elf_disp32(p + 2);
 			if (!runtime_size ||
 			    (target >= runtime && target - runtime <= runtime_size - 4)) {
 				*key = target;
@@ -142,16 +71,16 @@ int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uin
 			continue;
 		/* lea r64, [rip + disp]: the Py_tss_t, its key after an int. */
 		if ((p[2] & 0xc7) == 0x05) {
-			target = vaddr + i + 7 + (int64_t)disp32(p + 3);
+			target = vaddr + i + 7 + (int64_t)ember_elf_disp32(p + 3);
 			if (target >= runtime && target - runtime <= runtime_size - 8) {
 				*key = target + 4;
 				return 0;
 			}
 		}
 		/* lea r64, [rax + disp32], rax = &_PyRuntime from the GOT (a shared library). */
-		if ((p[2] & 0xc7) == 0x80 && disp32(p + 3) >= 0 &&
-		    (uint64_t)disp32(p + 3) + 8 <= runtime_size) {
-			*key = runtime + (uint64_t)disp32(p + 3) + 4;
+		if ((p[2] & 0xc7) == 0x80 && ember_elf_disp32(p + 3) >= 0 &&
+		    (uint64_t)ember_elf_disp32(p + 3) + 8 <= runtime_size) {
+			*key = runtime + (uint64_t)ember_elf_disp32(p + 3) + 4;
 			return 0;
 		}
 	}
@@ -229,15 +158,18 @@ static int version_from_get_version(const struct file *f, unsigned int *major, u
 		return -ENOENT;
 	if (f->syms[W_GET_VERSION].size && f->syms[W_GET_VERSION].size < len)
 		len = f->syms[W_GET_VERSION].size;
-	if (read_at(f, at, code, len))
+	if (ember_elf_image_read(&f->img, at, code, len))
 		return -ENOENT;
 	for (size_t i = 0; i + 7 <= len; i++) {
 		char s[24] = "";
 
 		if ((code[i] & 0xfb) != 0x48 || code[i + 1] != 0x8d || (code[i + 2] & 0xc7) != 0x05)
 			continue;
-		if (read_at(f, at + i + 7 + (int64_t)disp32(code + i + 3), s, sizeof(s) - 1) &&
-		    read_at(f, at + i + 7 + (int64_t)disp32(code + i + 3), s, 8))
+		if (ember_elf_image_read(&f->img,
+		                         at + i + 7 + (int64_t)ember_elf_disp32(code + i + 3), s,
+		                         sizeof(s) - 1) &&
+		    ember_elf_image_read(
+			&f->img, at + i + 7 + (int64_t)ember_elf_disp32(code + i + 3), s, 8))
 			continue;
 		if (!parse_version(s, major, minor))
 			return 0;
@@ -257,24 +189,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The .eh_frame range of addr, or 0. */
-static int fde_range(Dwarf_CFI *cfi, uint64_t addr, uint64_t *start, uint64_t *end)
-{
-	Dwarf_Frame *frame = NULL;
-	Dwarf_Addr s, e;
-	int ok;
-
-	if (!cfi || dwarf_cfi_addrframe(cfi, addr, &frame))
-		return -ENOENT;
-	ok = dwarf_frame_info(frame, &s, &e, NULL) >= 0 && s <= addr && addr < e;
-	free(frame);
-	if (!ok)
-		return -ENOENT;
-	*start = s;
-	*end = e;
-	return 0;
-}
-
 /*
  * The cold part of the loop (GCC's -freorder-blocks-and-partition): its
  * .cold symbol, else the .eh_frame range most of the loop's jumps to
@@ -283,13 +197,13 @@ static int fde_range(Dwarf_CFI *cfi, uint64_t addr, uint64_t *start, uint64_t *e
  */
 static void find_cold(const struct file *f, Dwarf_CFI *cfi, uint64_t out[2])
 {
-	const struct sym *hot = &f->syms[W_EVAL], *cold = &f->syms[W_EVAL_COLD];
+	const struct ember_elf_sym *hot = &f->syms[W_EVAL], *cold = &f->syms[W_EVAL_COLD];
 	struct cold_range best = {0}, cur = {0};
 	uint64_t *targets, n = 0, size = hot->size;
 	uint8_t *code;
 
 	if (cold->addr) {
-		if (fde_range(cfi, cold->addr, &out[0], &out[1])) {
+		if (ember_elf_fde_range(cfi, cold->addr, &out[0], &out[1])) {
 			out[0] = cold->addr;
 			out[1] = cold->addr + (cold->size ? cold->size : 1);
 		}
@@ -299,17 +213,18 @@ static void find_cold(const struct file *f, Dwarf_CFI *cfi, uint64_t out[2])
 		return;
 	code = malloc(size);
 	targets = malloc(MAX_COLD_LOOKUP * sizeof(*targets));
-	if (code && targets && !read_at(f, hot->addr, code, size))
+	if (code && targets && !ember_elf_image_read(&f->img, hot->addr, code, size))
 		for (uint64_t i = 0; i + 5 <= size && n < MAX_COLD_LOOKUP; i++) {
 			uint64_t t;
 
 			if (code[i] == 0xe9)
-				t = hot->addr + i + 5 + (int64_t)disp32(code + i + 1);
+				t = hot->addr + i + 5 + (int64_t)ember_elf_disp32(code + i + 1);
 			else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= size)
-				t = hot->addr + i + 6 + (int64_t)disp32(code + i + 2);
+				t = hot->addr + i + 6 + (int64_t)ember_elf_disp32(code + i + 2);
 			else
 				continue;
-			if ((t < hot->addr || t >= hot->addr + size) && in_segment(f, t, PF_X))
+			if ((t < hot->addr || t >= hot->addr + size) &&
+			    ember_elf_image_in_segment(&f->img, t, PF_X))
 				targets[n++] = t;
 		}
 	qsort(targets, n, sizeof(*targets), cmp_u64);
@@ -320,7 +235,7 @@ static void find_cold(const struct file *f, Dwarf_CFI *cfi, uint64_t out[2])
 			if (cur.jumps > best.jumps)
 				best = cur;
 			cur = (struct cold_range){0};
-			if (!fde_range(cfi, targets[i], &cur.start, &cur.end) &&
+			if (!ember_elf_fde_range(cfi, targets[i], &cur.start, &cur.end) &&
 			    (cur.end <= hot->addr || cur.start >= hot->addr + size))
 				cur.jumps = 1;
 			else
@@ -340,7 +255,7 @@ static void find_cold(const struct file *f, Dwarf_CFI *cfi, uint64_t out[2])
 /* The key of the thread state: decoded, checked against the version's table. */
 static int find_tss_key(const struct file *f, const struct ember_py_layout *l, uint64_t *key)
 {
-	const struct sym *rt = &f->syms[W_RUNTIME], *gil = &f->syms[W_GILSTATE];
+	const struct ember_elf_sym *rt = &f->syms[W_RUNTIME], *gil = &f->syms[W_GILSTATE];
 	uint8_t code[STUB_BYTES];
 	size_t len = sizeof(code);
 
@@ -350,9 +265,9 @@ static int find_tss_key(const struct file *f, const struct ember_py_layout *l, u
 	}
 	if (gil->size && gil->size < len)
 		len = gil->size;
-	if (gil->addr && !read_at(f, gil->addr, code, len) &&
+	if (gil->addr && !ember_elf_image_read(&f->img, gil->addr, code, len) &&
 	    !ember_py_decode_tss_key(code, len, gil->addr, rt->addr, rt->size, key) &&
-	    in_segment(f, *key, PF_W))
+	    ember_elf_image_in_segment(&f->img, *key, PF_W))
 		return 0;
 	if (rt->addr && l->runtime_tss && l->runtime_tss + 8u <= rt->size) {
 		*key = rt->addr + l->runtime_tss + 4;
@@ -363,13 +278,14 @@ static int find_tss_key(const struct file *f, const struct ember_py_layout *l, u
 
 static void python_facts(struct file *f, const char *path, Dwarf_CFI *cfi, struct ember_py_elf *out)
 {
-	const struct sym *rt = &f->syms[W_RUNTIME];
+	const struct ember_elf_sym *rt = &f->syms[W_RUNTIME];
 	unsigned int major = 0, minor = 0;
 	uint64_t hex;
 	int err;
 
 	out->kind = EMBER_PY_ELF_UNSUPPORTED;
-	if (f->syms[W_VERSION].addr && !read_at(f, f->syms[W_VERSION].addr, &hex, sizeof(hex))) {
+	if (f->syms[W_VERSION].addr &&
+	    !ember_elf_image_read(&f->img, f->syms[W_VERSION].addr, &hex, sizeof(hex))) {
 		major = (unsigned int)(hex >> 24);
 		minor = (unsigned int)(hex >> 16) & 0xff;
 	} else if (version_from_get_version(f, &major, &minor) &&
@@ -381,7 +297,7 @@ static void python_facts(struct file *f, const char *path, Dwarf_CFI *cfi, struc
 		uint8_t buf[EMBER_PY_DEBUG_OFFSETS_BYTES];
 		size_t n = rt->size < sizeof(buf) ? rt->size : sizeof(buf);
 
-		err = rt->addr && !read_at(f, rt->addr, buf, n)
+		err = rt->addr && !ember_elf_image_read(&f->img, rt->addr, buf, n)
 		          ? ember_py_layout_from_debug(buf, n, &out->layout)
 		          : -ENOENT;
 		if (err) {
@@ -420,37 +336,27 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 {
 	struct file *f;
 	Dwarf_CFI *cfi;
-	GElf_Ehdr eh;
-	size_t nph;
+	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
-	    elf_getphdrnum(elf, &nph))
-		return -ENOEXEC;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->elf = elf;
-	f->image = (const uint8_t *)elf_rawfile(elf, &f->len);
-	for (size_t i = 0; f->image && i < nph && f->nloads < EMBER_PY_ELF_MAX_SEGMENTS; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			f->loads[f->nloads++] = ph;
-			out->segs[out->nsegs++] =
-			    (struct ember_py_segment){ph.p_offset, ph.p_vaddr, ph.p_filesz};
-		}
-	}
-	if (!f->image || !f->nloads) {
+	err = ember_elf_image_open(elf, &f->img);
+	if (err) {
 		free(f);
-		return -ENOEXEC;
+		return err;
 	}
-	scan_symbols(f);
+	out->nsegs = ember_elf_image_segments(&f->img, out->segs);
+	ember_elf_image_symbols(&f->img, wanted_names, W_COUNT, f->syms);
+	for (int w = 0; w < W_COUNT; w++) /* no thread-local variable is wanted */
+		if (f->syms[w].type == STT_TLS)
+			f->syms[w] = (struct ember_elf_sym){0};
 	if (f->syms[W_GETSPECIFIC].addr) {
 		uint8_t code[STUB_BYTES];
 
-		out->has_tsd = !read_at(f, f->syms[W_GETSPECIFIC].addr, code, sizeof(code)) &&
+		out->has_tsd = !ember_elf_image_read(&f->img, f->syms[W_GETSPECIFIC].addr, code,
+		                                     sizeof(code)) &&
 		               !ember_py_decode_tsd(code, sizeof(code), &out->tsd_offset);
 	}
 	if (f->syms[W_EVAL].addr &&

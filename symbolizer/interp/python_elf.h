@@ -21,18 +21,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "symbolizer/interp/elf_image.h"
 #include "symbolizer/interp/python_layout.h"
-
-#define EMBER_PY_ELF_MAX_SEGMENTS 16
 
 enum ember_py_elf_kind {
 	EMBER_PY_ELF_OTHER = 0,   /* no interpreter */
 	EMBER_PY_ELF_PYTHON,      /* a CPython interpreter ember can walk */
 	EMBER_PY_ELF_UNSUPPORTED, /* a CPython interpreter ember cannot walk: see why */
-};
-
-struct ember_py_segment {
-	uint64_t offset, vaddr, filesz;
 };
 
 /* Addresses are the file's ELF virtual addresses. */
@@ -45,7 +40,7 @@ struct ember_py_elf {
 	bool has_tsd;        /* the file has glibc's pthread_getspecific: */
 	uint16_t tsd_offset; /* key k's value at thread pointer + tsd_offset + 16 k */
 	const char *why;     /* UNSUPPORTED: what is missing */
-	struct ember_py_segment segs[EMBER_PY_ELF_MAX_SEGMENTS]; /* PT_LOAD, for the bias */
+	struct ember_elf_segment segs[EMBER_ELF_IMAGE_MAX_SEGMENTS]; /* PT_LOAD, for the bias */
 	uint32_t nsegs;
 };
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "bpf/python.h"
+#include "bpf/ruby.h"
 #include "check_main.h"
 #include "collector/table_loader.h"
 
@@ -204,6 +205,64 @@ static void check_interp_validation(struct ember_tables *t)
 }
 
 /* Each field out of bounds, one at a time: the collector refuses the row. */
+/* A Ruby 3.1 row as Debian 12's libruby gives it. */
+static union ember_msg rb_msg(uint32_t pid)
+{
+	struct ember_rb_proc row = {
+	    .loop_start = {0x7f000024ebd0, 0x7f0000253060},
+	    .loop_end = {0x7f0000253047, 0x7f0000253bca},
+	    .modid_slot = 0x7f00003aea48,
+	    .dtv_offset = 8,
+	    .tls_offset = 8,
+	    .dtv_shift = 4,
+	    .ec_read = 24,
+	    .ec_cfp = 0x10,
+	    .cfp_read = 0x40,
+	    .iseq_read = 0x18,
+	    .body_read = 0x60,
+	    .cme_read = 0x28,
+	    .version = 0x31,
+	};
+	union ember_msg m;
+
+	ck_assert_int_eq(ember_msg_interp_row(&m, pid, EMBER_RUNTIME_RUBY, EMBER_INTERP_ROW_SET,
+	                                      &row, sizeof(row)),
+	                 0);
+	return m;
+}
+
+static void check_rb_validation(struct ember_tables *t)
+{
+	struct ember_rb_proc *r;
+	union ember_msg m;
+
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		m = rb_msg(42);                                                                    \
+		r = (struct ember_rb_proc *)m.interp_row.row;                                      \
+		change;                                                                            \
+		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
+	} while (0)
+	ck_assert_int_eq(handle(t, rb_msg(42)), 0);
+	REFUSED(r->loop_end[1] = 0); /* both parts of the loop are needed */
+	REFUSED(r->loop_end[0] = r->loop_start[0]);
+	REFUSED(r->loop_end[0] = r->loop_start[0] + EMBER_RB_MAX_LOOP + 1);
+	REFUSED(r->loop_start[1] = 1ull << 60; r->loop_end[1] = (1ull << 60) + 10);
+	REFUSED(r->modid_slot = 0);
+	REFUSED(r->modid_slot += 4); /* misaligned */
+	REFUSED(r->modid_slot = 0xffff800000001000ull);
+	REFUSED(r->dtv_offset = EMBER_RB_MAX_TLS);
+	REFUSED(r->tls_offset = EMBER_RB_MAX_TLS - 7);
+	REFUSED(r->dtv_shift = 8);
+	REFUSED(r->cfp_read = 0); /* no step between frames */
+	REFUSED(r->cfp_read = 0x44);
+	REFUSED(r->cfp_read = EMBER_RB_WINDOW + 8);
+	REFUSED(r->body_read = EMBER_RB_WINDOW + 1);
+	REFUSED(r->cme_read = 255);
+	REFUSED(r->reserved[6] = 1);
+#undef REFUSED
+}
+
 static void check_py_validation(struct ember_tables *t)
 {
 	struct ember_py_proc *r;
@@ -347,6 +406,7 @@ START_TEST(validation_without_maps)
 	check_file_validation(&t, false);
 	check_interp_validation(&t);
 	check_py_validation(&t);
+	check_rb_validation(&t);
 	ember_tables_free(&t);
 }
 END_TEST

@@ -123,6 +123,7 @@
     native: [0, 48, 78, 60],   /* red to yellow, the classic flame */
     go: [178, 200, 55, 58],    /* aqua */
     cpython: [92, 130, 45, 55], /* green: interpreted */
+    ruby: [330, 352, 55, 62],   /* ruby red to pink: interpreted */
     unknown: [8, 56, 62, 64],  /* paler flame: kind not recorded (e.g. folded input) */
     process: [262, 276, 30, 76],
     all: [0, 0, 0, 76],
@@ -393,7 +394,7 @@
       sw.className = 'sw';
       const p = PALETTE[kn] || PALETTE.unknown;
       sw.style.background = 'hsl(' + (p[0] + p[1]) / 2 + ',' + p[2] + '%,' + p[3] + '%)';
-      item.append(sw, kn === 'cpython' ? 'interpreted' : kn);
+      item.append(sw, kn === 'cpython' ? 'python' : kn);
       el.appendChild(item);
     }
   }

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/elf_image.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ember_elf_image_open(Elf *elf, struct ember_elf_image *f)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+
+	memset(f, 0, sizeof(*f));
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
+	    elf_getphdrnum(elf, &nph))
+		return -ENOEXEC;
+	f->elf = elf;
+	f->image = (const uint8_t *)elf_rawfile(elf, &f->len);
+	for (size_t i = 0; f->image && i < nph && f->nloads < EMBER_ELF_IMAGE_MAX_SEGMENTS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_LOAD)
+			f->loads[f->nloads++] = ph;
+		else if (ph.p_type == PT_GNU_EH_FRAME) {
+			f->eh_frame_hdr = ph.p_vaddr;
+			f->eh_frame_hdr_size = ph.p_filesz;
+		}
+	}
+	return f->image && f->nloads ? 0 : -ENOEXEC;
+}
+
+uint32_t ember_elf_image_segments(const struct ember_elf_image *f, struct ember_elf_segment *out)
+{
+	for (size_t i = 0; i < f->nloads; i++)
+		out[i] = (struct ember_elf_segment){f->loads[i].p_offset, f->loads[i].p_vaddr,
+		                                    f->loads[i].p_filesz};
+	return (uint32_t)f->nloads;
+}
+
+int ember_elf_image_read(const struct ember_elf_image *f, uint64_t vaddr, void *buf, size_t len)
+{
+	for (size_t i = 0; i < f->nloads; i++) {
+		const GElf_Phdr *p = &f->loads[i];
+
+		if (vaddr < p->p_vaddr || vaddr - p->p_vaddr > p->p_filesz ||
+		    len > p->p_filesz - (vaddr - p->p_vaddr))
+			continue;
+		if (p->p_offset > f->len || vaddr - p->p_vaddr + len > f->len - p->p_offset)
+			return -EBADMSG;
+		memcpy(buf, f->image + p->p_offset + (vaddr - p->p_vaddr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+bool ember_elf_image_in_segment(const struct ember_elf_image *f, uint64_t vaddr, uint32_t flag)
+{
+	for (size_t i = 0; i < f->nloads; i++)
+		if ((f->loads[i].p_flags & flag) && vaddr >= f->loads[i].p_vaddr &&
+		    vaddr - f->loads[i].p_vaddr < f->loads[i].p_memsz)
+			return true;
+	return false;
+}
+
+void ember_elf_image_symbols(const struct ember_elf_image *f, const char *const *names, size_t n,
+                             struct ember_elf_sym *syms)
+{
+	size_t seen = 0;
+
+	memset(syms, 0, n * sizeof(*syms));
+	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0;
+		     i < sh.sh_size / sh.sh_entsize && seen < EMBER_ELF_IMAGE_MAX_SYMBOLS;
+		     i++, seen++) {
+			const char *name;
+			GElf_Sym s;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value ||
+			    !(name = elf_strptr(f->elf, sh.sh_link, s.st_name)))
+				continue;
+			for (size_t w = 0; w < n; w++)
+				if (!syms[w].addr && !strcmp(name, names[w]))
+					syms[w] = (struct ember_elf_sym){
+					    s.st_value, s.st_size,
+					    (uint8_t)GELF_ST_TYPE(s.st_info)};
+		}
+	}
+}
+
+int ember_elf_fde_range(Dwarf_CFI *cfi, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr s, e;
+	int ok;
+
+	if (!cfi || dwarf_cfi_addrframe(cfi, addr, &frame))
+		return -ENOENT;
+	ok = dwarf_frame_info(frame, &s, &e, NULL) >= 0 && s <= addr && addr < e;
+	free(frame);
+	if (!ok)
+		return -ENOENT;
+	*start = s;
+	*end = e;
+	return 0;
+}
+
+int32_t ember_elf_disp32(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+bool ember_elf_bias(const struct ember_elf_segment *segs, size_t n, uint64_t map_offset,
+                    uint64_t start, uint64_t *bias)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ember_elf_segment *s = &segs[i];
+
+		if (map_offset >= (s->offset & ~(uint64_t)4095) &&
+		    map_offset < s->offset + s->filesz) {
+			*bias = start - (s->vaddr + (map_offset - s->offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The .eh_frame_hdr search table's entry i: {initial location, FDE address}. */
+static int hdr_entry(const struct ember_elf_image *f, uint64_t table, uint64_t i, uint64_t out[2])
+{
+	uint8_t pair[8];
+	int err = ember_elf_image_read(f, table + 8 * i, pair, sizeof(pair));
+
+	if (err)
+		return err;
+	out[0] = f->eh_frame_hdr + (int64_t)ember_elf_disp32(pair);
+	out[1] = f->eh_frame_hdr + (int64_t)ember_elf_disp32(pair + 4);
+	return 0;
+}
+
+int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_t *start,
+                         uint64_t *end)
+{
+	/* version 1, eh_frame_ptr pcrel sdata4, fde_count udata4, table datarel sdata4 */
+	static const uint8_t gnu[4] = {1, 0x1b, 0x03, 0x3b};
+	uint8_t hdr[12], fde[16];
+	uint64_t table = f->eh_frame_hdr + 12, lo = 0, hi, e[2];
+	uint32_t count, range;
+
+	if (!f->eh_frame_hdr || ember_elf_image_read(f, f->eh_frame_hdr, hdr, sizeof(hdr)) ||
+	    memcmp(hdr, gnu, sizeof(gnu)))
+		return -ENOENT;
+	memcpy(&count, hdr + 8, sizeof(count));
+	if (!count || count > (f->eh_frame_hdr_size - 12) / 8)
+		return -ENOENT;
+	/* The last entry whose start is at or below addr. */
+	for (hi = count; hi - lo > 1;) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (hdr_entry(f, table, mid, e))
+			return -ENOENT;
+		if (e[0] <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (hdr_entry(f, table, lo, e) || e[0] > addr ||
+	    ember_elf_image_read(f, e[1], fde, sizeof(fde)))
+		return -ENOENT;
+	memcpy(&range, fde + 12, sizeof(range));
+	if (e[1] + 8 + (int64_t)ember_elf_disp32(fde + 8) != e[0] || addr - e[0] >= range)
+		return -ENOENT;
+	*start = e[0];
+	*end = e[0] + range;
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An ELF file as the interpreters' readers look at it: its loadable
+ * segments, the symbols they ask for by name, bytes at an ELF address, and
+ * the .eh_frame range around an address. x86-64, 64-bit files only.
+ *
+ * The file is hostile: libelf bounds-checks its tables, symbols looked at
+ * are capped, every byte range read must lie in a segment's file bytes.
+ */
+#ifndef EMBER_SYMBOLIZER_INTERP_ELF_IMAGE_H
+#define EMBER_SYMBOLIZER_INTERP_ELF_IMAGE_H
+
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_ELF_IMAGE_MAX_SEGMENTS 16
+#define EMBER_ELF_IMAGE_MAX_SYMBOLS  (4u << 20) /* symbols looked at, over all tables */
+
+struct ember_elf_image {
+	Elf *elf;
+	const uint8_t *image;
+	size_t len;
+	GElf_Phdr loads[EMBER_ELF_IMAGE_MAX_SEGMENTS];
+	size_t nloads;
+	uint64_t eh_frame_hdr, eh_frame_hdr_size; /* PT_GNU_EH_FRAME; 0: none */
+};
+
+/* A symbol asked for: its value, size and type (STT_*); value 0: not found. */
+struct ember_elf_sym {
+	uint64_t addr, size;
+	uint8_t type;
+};
+
+/* A loadable segment, kept after the file is closed: where its mappings' bias comes from. */
+struct ember_elf_segment {
+	uint64_t offset, vaddr, filesz;
+};
+
+/* What to add to the file's ELF addresses in a mapping of it at start, from file offset
+ * map_offset: true, or false when no segment holds that offset. */
+bool ember_elf_bias(const struct ember_elf_segment *segs, size_t n, uint64_t map_offset,
+                    uint64_t start, uint64_t *bias);
+
+/* Takes an x86-64 ELF file's segments: 0, or -ENOEXEC for anything else. */
+int ember_elf_image_open(Elf *elf, struct ember_elf_image *f);
+
+/* Copies the loadable segments (at most EMBER_ELF_IMAGE_MAX_SEGMENTS) to out: how many. */
+uint32_t ember_elf_image_segments(const struct ember_elf_image *f, struct ember_elf_segment *out);
+
+/* Reads len bytes at ELF address vaddr, from a loadable segment's file bytes. */
+int ember_elf_image_read(const struct ember_elf_image *f, uint64_t vaddr, void *buf, size_t len);
+
+/* Whether vaddr lies in a loadable segment with flag (PF_X, PF_W, PF_R). */
+bool ember_elf_image_in_segment(const struct ember_elf_image *f, uint64_t vaddr, uint32_t flag);
+
+/* Finds the n names in the symbol tables (the first definition of each) into syms[n]. */
+void ember_elf_image_symbols(const struct ember_elf_image *f, const char *const *names, size_t n,
+                             struct ember_elf_sym *syms);
+
+/* The .eh_frame range [start, end) of the function holding addr: 0 or -ENOENT. */
+int ember_elf_fde_range(Dwarf_CFI *cfi, uint64_t addr, uint64_t *start, uint64_t *end);
+
+/*
+ * The function holding addr, by the .eh_frame_hdr search table and the FDE it
+ * points at: [start, end). 0, or -ENOENT (no table, not in it, or encodings
+ * other than GNU's usual ones: a table of datarel sdata4 pairs, FDEs with a
+ * pcrel sdata4 start, checked against the table's, and a 4-byte range).
+ */
+int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_t *start,
+                         uint64_t *end);
+
+/* The signed 32-bit little-endian displacement at p. */
+int32_t ember_elf_disp32(const uint8_t *p);
+
+#endif

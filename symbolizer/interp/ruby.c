@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/ruby.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/proto.h"
+#include "shared/hash.h"
+#include "shared/log.h"
+#include "shared/slots.h"
+#include "symbolizer/interp/interp_files.h"
+#include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/interp/ruby_elf.h"
+#include "symbolizer/interp/ruby_frames.h"
+
+#define ADDR_MASK ((1ull << EMBER_RB_ADDR_BITS) - 1)
+
+/* Counters for the statistics (ruby.*). */
+struct ember_ruby_stats {
+	uint64_t processes, unsupported, rows_sent, rows_removed;
+	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
+	uint64_t markers_truncated, markers_unreadable;
+	uint64_t reads, read_errors, cache_evictions;
+};
+
+struct ember_ruby {
+	struct ember_broker_client *broker;
+	struct ember_hash_key hash_key;
+	struct ember_interp_files files; /* struct ember_rb_elf of each file */
+	struct ember_slots procs;        /* struct rb_process, by pid */
+	struct ember_slots cache;        /* struct rb_frame, by (pid, address, checksum) */
+	uint32_t clock_hand;             /* eviction: the next slot looked at */
+	uint64_t cache_bytes;
+	bool disabled; /* the collector went away: no rows can be sent */
+	struct ember_ruby_stats stats;
+};
+
+struct rb_process {
+	uint32_t pid;
+	bool row_sent;
+	bool counted; /* in the statistics */
+	bool warned;  /* said once why it cannot be walked */
+	struct ember_rb_proc row;
+	struct ember_rb_layout layout;
+	struct ember_rb_symbols syms;
+	struct ember_interp_mem mem; /* its memory, once needed */
+	uint32_t cached;             /* frames of this process in the cache */
+};
+
+struct frame_key {
+	uint32_t pid;
+	uint32_t checksum;
+	uint64_t w0; /* kind and address */
+};
+
+/* A frame read, or the failure to read it (then name is NULL). */
+struct rb_frame {
+	struct frame_key key;
+	int error; /* -ESTALE: the structure there now is another one; else why it was not read */
+	bool used; /* since the clock hand last passed */
+	bool has_iseq;
+	struct ember_rb_iseq iseq; /* Ruby code */
+	char *name;
+	size_t bytes;
+	/* The last instruction resolved and its line: samples repeat them. */
+	uint32_t last_pos;
+	int32_t last_line;
+	int last_line_error;
+};
+
+static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct rb_process *p = ember_slots_at(ctx, slot);
+
+	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
+}
+
+static bool frame_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct rb_frame *f = ember_slots_at(ctx, slot);
+
+	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
+}
+
+static int read_file_facts(int fd, const char *path, void *facts)
+{
+	(void)path;
+	return ember_rb_elf_read(fd, facts);
+}
+
+static void ruby_free(void *state);
+
+static int ruby_init(void **state, struct ember_broker_client *broker)
+{
+	struct ember_ruby *rb = calloc(1, sizeof(*rb));
+	int err;
+
+	if (!rb)
+		return -ENOMEM;
+	*state = rb;
+	rb->broker = broker;
+	err = ember_hash_key_init(&rb->hash_key);
+	if (!err)
+		err = ember_interp_files_init(&rb->files, sizeof(struct ember_rb_elf),
+		                              EMBER_RB_MAX_FILES, read_file_facts,
+		                              EMBER_RB_FILE_RETRY_NS);
+	if (!err)
+		err = ember_slots_init(&rb->procs, sizeof(struct rb_process), EMBER_RB_MAX_TRACKED,
+		                       proc_eq);
+	if (!err)
+		err = ember_slots_init(&rb->cache, sizeof(struct rb_frame), EMBER_RB_CACHE_ENTRIES,
+		                       frame_eq);
+	if (err) {
+		ruby_free(rb);
+		*state = NULL;
+	}
+	return err;
+}
+
+static void drop_frame(struct ember_ruby *rb, uint32_t slot)
+{
+	struct rb_frame *f = ember_slots_at(&rb->cache, slot);
+	struct rb_process *p;
+	uint32_t ps;
+
+	if (!ember_slots_find(&rb->procs, &f->key.pid, sizeof(f->key.pid), &ps) &&
+	    (p = ember_slots_at(&rb->procs, ps))->cached)
+		p->cached--;
+	rb->cache_bytes -= f->bytes;
+	if (f->has_iseq)
+		ember_rb_iseq_free(&f->iseq);
+	free(f->name);
+	ember_slots_remove(&rb->cache, slot, &f->key, sizeof(f->key));
+}
+
+static void drop_process_frames(struct ember_ruby *rb, struct rb_process *p)
+{
+	for (uint32_t s = 0; p->cached && s < ember_slots_end(&rb->cache); s++) {
+		struct rb_frame *f = ember_slots_get(&rb->cache, s);
+
+		if (f && f->key.pid == p->pid)
+			drop_frame(rb, s);
+	}
+}
+
+static void ruby_free(void *state)
+{
+	struct ember_ruby *rb = state;
+
+	for (uint32_t s = 0; s < ember_slots_end(&rb->cache); s++)
+		if (ember_slots_get(&rb->cache, s))
+			drop_frame(rb, s);
+	for (uint32_t s = 0; s < ember_slots_end(&rb->procs); s++) {
+		struct rb_process *p = ember_slots_get(&rb->procs, s);
+
+		if (p)
+			ember_interp_mem_close(&p->mem);
+	}
+	ember_interp_files_free(&rb->files);
+	ember_slots_free(&rb->procs);
+	ember_slots_free(&rb->cache);
+	free(rb);
+}
+
+/* ---- detection ---- */
+
+static const char *basename_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Files worth a look: the executable (the lowest file mapping), *ruby*, the dynamic linker. */
+static bool candidate(const struct ember_maps *maps, const struct ember_map_entry *e, bool first)
+{
+	const char *base = basename_of(ember_maps_path(maps, e));
+
+	return first || strstr(base, "ruby") || !strncmp(base, "ld-linux", 8);
+}
+
+static void send_row(struct ember_ruby *rb, struct rb_process *p, uint32_t op)
+{
+	bool set = op == EMBER_INTERP_ROW_SET;
+	union ember_msg m;
+
+	if (rb->disabled)
+		return;
+	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_RUBY, op, &p->row, set ? sizeof(p->row) : 0);
+	if (ember_broker_client_send(rb->broker, &m)) {
+		rb->disabled = true;
+		return;
+	}
+	if (set)
+		rb->stats.rows_sent++;
+	else
+		rb->stats.rows_removed++;
+}
+
+static void fill_row(struct ember_rb_proc *r, const struct ember_rb_elf *elf, uint64_t bias,
+                     const struct ember_rb_elf *ld)
+{
+	const struct ember_rb_layout *l = &elf->layout;
+
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 2; i++) {
+		r->loop_start[i] = elf->loop[i][0] + bias;
+		r->loop_end[i] = elf->loop[i][1] + bias;
+	}
+	r->modid_slot = elf->modid_slot + bias;
+	r->dtv_offset = ld->dtv_offset;
+	r->dtv_shift = ld->dtv_shift;
+	r->tls_offset = elf->tls_offset;
+	r->ec_read = l->ec_read;
+	r->ec_vm_stack = l->ec_vm_stack;
+	r->ec_vm_stack_size = l->ec_vm_stack_size;
+	r->ec_cfp = l->ec_cfp;
+	r->cfp_read = l->cfp_read;
+	r->cfp_pc = l->cfp_pc;
+	r->cfp_iseq = l->cfp_iseq;
+	r->cfp_ep = l->cfp_ep;
+	r->iseq_read = l->iseq_read;
+	r->iseq_body = l->iseq_body;
+	r->body_read = l->body_read;
+	r->body_type = l->body_type;
+	r->body_size = l->body_size;
+	r->body_encoded = l->body_encoded;
+	r->body_first_lineno = l->body_first_lineno;
+	r->cme_read = l->cme_read;
+	r->cme_def = l->cme_def;
+	r->cme_called_id = l->cme_called_id;
+	r->cme_owner = l->cme_owner;
+	r->version = (uint8_t)(l->major << 4 | (l->minor & 0xf));
+}
+
+static struct rb_process *get_process(struct ember_ruby *rb, uint32_t pid, bool create)
+{
+	struct rb_process *p;
+	uint32_t slot;
+	int r = create ? ember_slots_add(&rb->procs, &pid, sizeof(pid), &slot)
+	               : ember_slots_find(&rb->procs, &pid, sizeof(pid), &slot);
+
+	if (r < 0)
+		return NULL;
+	p = ember_slots_at(&rb->procs, slot);
+	if (r == 1) {
+		p->pid = pid;
+		ember_interp_mem_init(&p->mem, pid);
+	}
+	return p;
+}
+
+static void remove_row(struct ember_ruby *rb, struct rb_process *p)
+{
+	if (p && p->row_sent)
+		send_row(rb, p, EMBER_INTERP_ROW_REMOVE);
+	if (p)
+		p->row_sent = false;
+}
+
+/* Says once why pid's Ruby cannot be walked, and takes its row away. */
+static void unsupported(struct ember_ruby *rb, struct rb_process *p, const char *why)
+{
+	if (!p->warned) {
+		p->warned = true;
+		rb->stats.unsupported++;
+		log_info("pid %u runs Ruby, but ember cannot read its frames: %s", p->pid, why);
+	}
+	remove_row(rb, p);
+}
+
+static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
+                         uint64_t now_ns)
+{
+	struct ember_ruby *rb = state;
+	/* Copies: a later lookup can move the cache's slots, or empty it when full. */
+	struct ember_rb_elf ruby = {0}, ld = {0};
+	const struct ember_map_entry *ruby_map = NULL;
+	struct ember_rb_proc row;
+	struct rb_process *p;
+	const char *why;
+	uint64_t bias = 0;
+
+	for (size_t i = 0; i < maps->count; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		const struct ember_rb_elf *f;
+
+		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted ||
+		    !(e->perms & EMBER_MAP_X) || !candidate(maps, e, !i) ||
+		    !(f = ember_interp_files_get(&rb->files, rb->broker, pid, maps, e, now_ns)))
+			continue;
+		if (!ruby_map && f->kind != EMBER_RB_ELF_OTHER) {
+			ruby = *f;
+			ruby_map = e;
+		}
+		if (!ld.has_dtv && f->has_dtv)
+			ld = *f;
+	}
+	p = get_process(rb, pid, ruby_map != NULL);
+	if (!ruby_map || !p) {
+		remove_row(rb, p);
+		return;
+	}
+	if (!p->counted) {
+		p->counted = true;
+		rb->stats.processes++;
+	}
+	p->mem.gone = false;
+	why = ruby.kind != EMBER_RB_ELF_RUBY ? ruby.why
+	      : !ld.has_dtv                  ? "it uses a dynamic linker other than glibc's"
+	      : !ember_elf_bias(ruby.segs, ruby.nsegs, ruby_map->offset, ruby_map->start, &bias)
+	          ? "its interpreter is mapped in an unexpected way"
+	          : NULL;
+	if (why) {
+		unsupported(rb, p, why);
+		return;
+	}
+	p->layout = ruby.layout;
+	ember_rb_symbols_init(&ruby.layout, ruby.global_symbols ? ruby.global_symbols + bias : 0,
+	                      &p->syms);
+	fill_row(&row, &ruby, bias, &ld);
+	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
+		p->row = row;
+		p->row_sent = true;
+		send_row(rb, p, EMBER_INTERP_ROW_SET);
+		log_debug("pid %u: Ruby %u.%u.%u, interpreter loop at %#llx", pid, ruby.layout.major,
+		          ruby.layout.minor, ruby.teeny, (unsigned long long)row.loop_start[0]);
+	}
+}
+
+static void ruby_on_exit_ahead(void *state, uint32_t pid)
+{
+	struct ember_ruby *rb = state;
+	struct rb_process *p = get_process(rb, pid, false);
+
+	if (!p)
+		return;
+	remove_row(rb, p);
+	p->mem.gone = true;
+	ember_interp_mem_close(&p->mem);
+}
+
+static void ruby_on_exec(void *state, uint32_t pid)
+{
+	struct ember_ruby *rb = state;
+	struct rb_process *p = get_process(rb, pid, false);
+
+	if (p) {
+		drop_process_frames(rb, p);
+		ember_interp_mem_close(&p->mem);
+		p->mem.error = 0;
+	}
+}
+
+static void ruby_on_exit(void *state, uint32_t pid)
+{
+	struct ember_ruby *rb = state;
+	uint32_t slot;
+	struct rb_process *p;
+
+	if (ember_slots_find(&rb->procs, &pid, sizeof(pid), &slot))
+		return;
+	p = ember_slots_at(&rb->procs, slot);
+	drop_process_frames(rb, p);
+	ember_interp_mem_close(&p->mem);
+	ember_slots_remove(&rb->procs, slot, &pid, sizeof(pid));
+}
+
+/* ---- frames ---- */
+
+/* Makes room: entries not used since the hand last passed them go first. */
+static void evict(struct ember_ruby *rb)
+{
+	uint32_t end = ember_slots_end(&rb->cache);
+
+	for (uint32_t steps = 0;
+	     end && steps < 2 * end + 1 &&
+	     (rb->cache.count >= EMBER_RB_CACHE_ENTRIES || rb->cache_bytes > EMBER_RB_CACHE_BYTES);
+	     steps++) {
+		uint32_t s = rb->clock_hand++ % end;
+		struct rb_frame *f = ember_slots_get(&rb->cache, s);
+
+		if (!f)
+			continue;
+		if (f->used) {
+			f->used = false;
+			continue;
+		}
+		drop_frame(rb, s);
+		rb->stats.cache_evictions++;
+	}
+}
+
+/* Reads the frame w0 (with its checksum) names into f: 0, or why not (-ESTALE: another). */
+static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, struct rb_frame *f)
+{
+	const struct ember_rb_layout *l = &p->layout;
+	uint32_t kind = (uint32_t)(w0 >> EMBER_RB_ADDR_BITS) & 0xff;
+	uint64_t addr = w0 & ADDR_MASK, body = addr;
+	struct ember_rb_cfunc c;
+	char *class_path = NULL;
+	bool singleton = false;
+	int err;
+
+	if (kind == EMBER_RB_FRAME_CFUNC) {
+		err = ember_rb_read_cfunc(l, ember_interp_mem_read, &p->mem, &p->syms, addr, &c);
+		if (!err && c.checksum != checksum) {
+			ember_rb_cfunc_free(&c);
+			err = -ESTALE;
+		}
+		if (!err)
+			f->name = c.name;
+		return err;
+	}
+	if (kind == EMBER_RB_FRAME_METHOD) {
+		err = ember_rb_method_body(l, ember_interp_mem_read, &p->mem, addr, &body);
+		if (err)
+			return err;
+		/* Unqualified when the class has no name (anonymous) or cannot be read. */
+		ember_rb_method_class(l, ember_interp_mem_read, &p->mem, &p->syms, addr, &class_path,
+		                      &singleton);
+	} else if (kind != EMBER_RB_FRAME_ISEQ) {
+		return -EBADMSG;
+	}
+	err = ember_rb_read_iseq(l, ember_interp_mem_read, &p->mem, body, &f->iseq);
+	if (!err && f->iseq.checksum != checksum) {
+		ember_rb_iseq_free(&f->iseq);
+		err = -ESTALE;
+	}
+	if (!err) {
+		f->has_iseq = true;
+		err = ember_rb_iseq_name(&f->iseq, class_path, singleton, &f->name);
+	}
+	free(class_path);
+	return err;
+}
+
+/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
+static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, uint64_t w0,
+                                 uint32_t checksum, uint64_t now_ns)
+{
+	struct frame_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
+	struct rb_frame f = {.key = key, .used = true, .last_pos = UINT32_MAX}, *c;
+	uint32_t slot;
+	int err;
+
+	if (!ember_slots_find(&rb->cache, &key, sizeof(key), &slot)) {
+		c = ember_slots_at(&rb->cache, slot);
+		c->used = true;
+		return c;
+	}
+	if (!p->layout.major)
+		return NULL;
+	/* Not in the cache: read it, if the process can be read now. */
+	err = ember_interp_mem_open(&p->mem, rb->broker, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL; /* the broker is busy: another sample tries again */
+	rb->stats.reads++;
+	if (!err)
+		err = read_frame(p, key.w0, checksum, &f);
+	if (err && err != -ESTALE)
+		rb->stats.read_errors++;
+	f.error = err;
+	if (err && f.has_iseq) {
+		ember_rb_iseq_free(&f.iseq);
+		f.has_iseq = false;
+	}
+	evict(rb);
+	if (ember_slots_add(&rb->cache, &key, sizeof(key), &slot) < 0) {
+		if (f.has_iseq)
+			ember_rb_iseq_free(&f.iseq);
+		free(f.name);
+		return NULL;
+	}
+	f.bytes = sizeof(f) + (f.name ? strlen(f.name) : 0) +
+	          (f.has_iseq ? f.iseq.nlines * sizeof(*f.iseq.lines) + f.iseq.succ_len +
+	                            (f.iseq.path ? strlen(f.iseq.path) : 0)
+	                      : 0);
+	c = ember_slots_at(&rb->cache, slot);
+	*c = f;
+	rb->cache_bytes += c->bytes;
+	p->cached++;
+	return c;
+}
+
+static void ruby_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns,
+                       struct ember_interp_frame *out)
+{
+	struct ember_ruby *rb = state;
+	struct rb_process *p = get_process(rb, pid, false);
+	uint32_t pos = (uint32_t)(w1 >> 32);
+	struct rb_frame *f = p ? frame_of(rb, p, w0, (uint32_t)w1, now_ns) : NULL;
+	uint64_t k[3] = {pid, w0, w1};
+
+	out->key = ember_hash(&rb->hash_key, k, sizeof(k));
+	rb->stats.frames++;
+	if (!f || !f->name) {
+		if (f && f->error == -ESTALE)
+			rb->stats.frames_stale++;
+		else
+			rb->stats.frames_unreadable++;
+		return;
+	}
+	rb->stats.frames_named++;
+	out->name = f->name;
+	if (!f->has_iseq)
+		return; /* a C function: no file, no line */
+	out->file = f->iseq.path;
+	out->firstlineno = f->iseq.first_lineno;
+	if (pos != f->last_pos) {
+		f->last_pos = pos;
+		f->last_line_error = ember_rb_iseq_line(&f->iseq, pos, &f->last_line);
+	}
+	if (f->last_line_error)
+		rb->stats.frames_no_line++;
+	else
+		out->line = f->last_line;
+}
+
+/* Frames are read at sample time, while the process lives and before they are freed. */
+static void ruby_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
+{
+	struct ember_ruby *rb = state;
+	struct rb_process *p = get_process(rb, pid, false);
+
+	if (p)
+		frame_of(rb, p, w0, (uint32_t)w1, now_ns);
+}
+
+static const char *ruby_marker(void *state, uint64_t w0)
+{
+	struct ember_ruby *rb = state;
+
+	switch (w0 & 0xff) {
+	case EMBER_INTERP_MARK_TRUNCATED:
+		rb->stats.markers_truncated++;
+		return "[ruby frames truncated]";
+	case EMBER_INTERP_MARK_UNREADABLE:
+		rb->stats.markers_unreadable++;
+		return "[ruby frame not readable]";
+	default:
+		return "[ruby frames stopped]";
+	}
+}
+
+static void ruby_stats(void *state, const struct ember_stat_sink *sink)
+{
+	const struct ember_ruby *rb = state;
+	const struct ember_ruby_stats *rs = &rb->stats;
+
+	ember_stat(sink, "ruby.processes", rs->processes);
+	ember_stat(sink, "ruby.processes_unsupported", rs->unsupported);
+	ember_stat(sink, "ruby.rows_sent", rs->rows_sent);
+	ember_stat(sink, "ruby.frames", rs->frames);
+	ember_stat(sink, "ruby.frames_named", rs->frames_named);
+	ember_stat(sink, "ruby.frames_stale", rs->frames_stale);
+	ember_stat(sink, "ruby.frames_unreadable", rs->frames_unreadable);
+	ember_stat(sink, "ruby.frames_no_line", rs->frames_no_line);
+	ember_stat(sink, "ruby.markers_truncated", rs->markers_truncated);
+	ember_stat(sink, "ruby.markers_unreadable", rs->markers_unreadable);
+	ember_stat(sink, "ruby.reads", rs->reads);
+	ember_stat(sink, "ruby.read_errors", rs->read_errors);
+	ember_stat(sink, "ruby.cache_evictions", rs->cache_evictions);
+	ember_stat(sink, "ruby.files_read", rb->files.files_read);
+}
+
+const struct ember_interp_ops ember_ruby_ops = {
+    .init = ruby_init,
+    .free = ruby_free,
+    .on_maps = ruby_on_maps,
+    .on_exit_ahead = ruby_on_exit_ahead,
+    .on_exec = ruby_on_exec,
+    .on_exit = ruby_on_exit,
+    .warm = ruby_warm,
+    .frame = ruby_frame,
+    .marker = ruby_marker,
+    .stats = ruby_stats,
+};
