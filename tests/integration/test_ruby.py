@@ -438,7 +438,7 @@ def test_recursion_300_deep_is_cut_with_a_marker():
                                            for x in f))
     along = sum(n for n, f in deep if follows(ruby_names(f), [*RECURSION_PATH,
                                                               innermost_leaf(f).name]))
-    depth = max(ruby_names(f).count("Object#recurse") for _, f in deep)
+    depth = max((ruby_names(f).count("Object#recurse") for _, f in deep), default=0)
     counts = collections.Counter()
     for n, f in deep:
         counts[LEAF_OF[innermost_leaf(f).name]] += n
