@@ -56,7 +56,7 @@ LEAF_OF = {name: leaf for leaf, name in NAMES.items()}
 HANDLE = "Shop::Cart#handle_request"
 TIMES = "Integer#times"  # a C function (numeric.c's int_dotimes) in 3.1
 TRUNCATED = "[ruby frames truncated]"
-MARKERS = {TRUNCATED, "[ruby frame not readable]", "[unknown]",
+MARKERS = {TRUNCATED, "[ruby frame not readable]", "[ruby frames stopped]", "[unknown]",
            "[unwind stopped: depth limit]"}
 # The main thread's native root (the program's entry) and what libruby must show on the way.
 MAIN_ROOT = re.compile(r"^_start$")
