@@ -10,6 +10,16 @@
  * (3.1.2p20, build id 862794fb...): rb_profile_frames reads ec+0x10, steps
  * control frames by 0x40, reads cfp+0x10/+0x20, iseq+0x10, body+0/+4/+8 and
  * +0x58; rb_id2str reads the symbol table's last id and ids at +0x10.
+ * Naming: rb_profile_frame_classpath reads the method entry's defined class
+ * at +8, follows an iclass (0x1c) to its klass at +8, tests FL_SINGLETON
+ * (0x1000) and asks rb_ivar_get for id 0xc11 (__attached__); rb_mod_name
+ * (classname inlined) reads RClass+0x18 (the rb_classext_t: USE_RVARGC is
+ * off), its iv_tbl at +8, and rb_st_lookup scans a table without bins
+ * (+0x18) from entries_start +0x20 to entries_bound +0x28 over entries
+ * (+0x30) of 24 bytes {hash, key, record}; rb_ary_entry tests 0x2000 for an
+ * embedded array, its length (flags >> 15) & 3 at +0x10, else len +0x10,
+ * ptr +0x20; rb_str_hash tests 0x2000 (not embedded: len +0x10, ptr +0x18)
+ * and takes an embedded length from (flags >> 14) & 0x1f.
  */
 static const struct ember_rb_layout table[] = {
     {.major = 3,
@@ -53,7 +63,27 @@ static const struct ember_rb_layout table[] = {
      .array_ptr = 0x20,
      .array_embed = 0x10,
      .symbols_last_id = 0,
-     .symbols_ids = 0x10},
+     .symbols_ids = 0x10,
+     .cme_defined_class = 8,
+     .class_ext = 0x18,
+     .ext_iv_tbl = 8,
+     .st_read = 0x38,
+     .st_entry_power = 0,
+     .st_entries_start = 0x20,
+     .st_entries_bound = 0x28,
+     .st_entries = 0x30,
+     .st_entry_size = 24,
+     .st_entry_hash = 0,
+     .st_entry_key = 8,
+     .st_entry_record = 0x10,
+     .string_noembed_flag = 1u << 13,
+     .string_embed_shift = 14,
+     .string_embed_mask = 0x1f,
+     .array_embed_flag = 1u << 13,
+     .array_embed_shift = 15,
+     .array_embed_mask = 3,
+     .id_last_op = 169,
+     .id_attached = 0xc11},
 };
 
 int ember_rb_layout_for(unsigned int major, unsigned int minor, struct ember_rb_layout *out)

@@ -29,10 +29,18 @@ struct ember_rb_layout {
 	uint16_t body_parent_iseq, body_local_iseq;
 	uint16_t insn_info_size, insn_info_line; /* struct iseq_insn_info_entry */
 	uint16_t def_type, def_original_id;      /* rb_method_definition_t: type & 0xf */
-	uint16_t string_len, string_ptr,
-	    string_embed;                           /* RString: heap len and ptr, embedded bytes */
-	uint16_t array_len, array_ptr, array_embed; /* RArray */
-	uint16_t symbols_last_id, symbols_ids;      /* ruby_global_symbols */
+	uint16_t string_len, string_ptr, string_embed; /* RString: heap len and ptr, embedded bytes */
+	uint16_t array_len, array_ptr, array_embed;    /* RArray */
+	uint16_t symbols_last_id, symbols_ids;         /* ruby_global_symbols */
+	/* Naming frames (ruby_frames.c). */
+	uint16_t cme_defined_class;     /* the class stackprof qualifies a method by */
+	uint16_t class_ext, ext_iv_tbl; /* RClass's rb_classext_t, its ivar st_table */
+	uint16_t st_read, st_entry_power, st_entries_start, st_entries_bound, st_entries;
+	uint16_t st_entry_size, st_entry_hash, st_entry_key, st_entry_record;
+	uint32_t string_noembed_flag, string_embed_shift, string_embed_mask; /* RString flags */
+	uint32_t array_embed_flag, array_embed_shift, array_embed_mask;      /* RArray flags */
+	uint32_t id_last_op;  /* tLAST_OP_ID: a larger id's serial is id >> 4 */
+	uint32_t id_attached; /* id__attached__ (predefined): a singleton class's object */
 };
 
 /* The layout of Ruby major.minor from the built-in table: 0 or -ENOTSUP. */

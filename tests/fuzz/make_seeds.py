@@ -8,7 +8,7 @@ hundred kilobytes, so that the fuzzers start from files of a real size.
 
 fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
 (see each target): seeds are written for each. Usage: make_seeds.py [GROUP...]
-(gopclntab, elf, text, stack_unwind, python, ipc; all by default)."""
+(gopclntab, elf, text, stack_unwind, python, ruby, ipc; all by default)."""
 import os
 import shutil
 import struct
@@ -436,6 +436,92 @@ def python_seeds():
             write("python_elf", "fake-312", f.read())
 
 
+def ruby_seeds():
+    """Inputs of fuzz_ruby_frames.c: Ruby 3.1's objects from 0x10000 on, as its header says
+    (first byte 1: the symbol table at +0x40, ids to learn; 3: ids known). A method body
+    with a line table and its succinct index (iseq.c's succ_index_table_create), a block of
+    it with an Array path, a C function's method entry, its class and the symbol table."""
+    base, mem = 0x10000, bytearray(0xe00)
+    T_STRING, T_ARRAY, T_CLASS, T_IMEMO, EMBED = 5, 7, 2, 0x1A, 1 << 13
+
+    def put(at, fmt, *v):
+        struct.pack_into(fmt, mem, at, *v)
+
+    def string(at, text):  # embedded: length in bits 14..18
+        put(at, "<Q", T_STRING | len(text) << 14)
+        mem[at + 16:at + 16 + len(text)] = text
+
+    def succ(at, max_pos, data):
+        imm = (max_pos + 8 if max_pos < 54 else 54) // 9
+        blocks = 0 if max_pos < 54 else (max_pos - 54 + 511) // 512
+        r = 0
+        for j in range(imm):
+            w = 0
+            for i in range(9):
+                if r < len(data) and data[r] == j * 9 + i:
+                    r += 1
+                w |= r << (7 * i)
+            put(at + 8 * j, "<Q", w)
+        for k in range(blocks):
+            b, small, rank = at + 48 + 80 * k, 0, 0
+            put(b, "<I", r)
+            for j in range(8):
+                bits = 0
+                if j:
+                    small |= rank << (9 * (j - 1))
+                for i in range(64):
+                    if r < len(data) and data[r] == k * 512 + j * 64 + i + 54:
+                        bits |= 1 << i
+                        r += 1
+                put(b + 16 + 8 * j, "<Q", bits)
+                rank += bin(bits).count("1")
+            put(b + 8, "<Q", small)
+
+    # Symbols: last id 1000, ids an embedded Array of one chunk (a heap Array of 96 slots).
+    put(0x40, "<I", 1000)
+    put(0x50, "<Q", base + 0x80)
+    put(0x80, "<QQQ", T_ARRAY | EMBED | 1 << 15, 0, base + 0x200)
+    put(0x200, "<QQQQQ", T_ARRAY, 0, 96, 0, base + 0x600)
+    for at in range(0x600, 0x900, 8):
+        put(at, "<Q", 8)  # nil
+    put(0x600 + 8 * 80, "<Q", base + 0x440)  # serial 40: "times"
+    put(0x600 + 8 * 82, "<Q", base + 0x470)  # serial 41: "__classpath__"
+    string(0x440, b"times")
+    string(0x470, b"__classpath__")
+    # Integer: its rb_classext_t, ivar table, one entry {hash, key 41, "Integer"}.
+    put(0x280, "<QQQQ", T_CLASS, 0, 0, base + 0x2C0)
+    put(0x2C8, "<Q", base + 0x300)
+    put(0x300, "<B", 2)
+    put(0x320, "<QQQ", 0, 1, base + 0x340)
+    put(0x340, "<QQQ", 5, 41, base + 0x380)
+    string(0x380, b"Integer")
+    # Integer#times: method entry {flags, defined_class, def, called_id, owner}, its def.
+    put(0x3C0, "<QQQQQ", T_IMEMO | 6 << 12, base + 0x280, base + 0x400, 40, base + 0x280)
+    put(0x400, "<B", 1)
+    put(0x420, "<Q", 40)
+    # leaf_a: its iseq object, body (size 100), path, label, line table at 0, 5, 60.
+    string(0x4A0, b"shop/cart.rb")
+    string(0x4D0, b"leaf_a")
+    put(0x4F0, "<QQQ", T_IMEMO | 7 << 12, 0, base + 0x900)
+    put(0x900, "<IIQ", 1, 100, 0x7F0000001000)
+    put(0x940, "<QQQQ", base + 0x4A0, base + 0x4D0, base + 0x4D0, 14 * 2 + 1)
+    put(0x978, "<QQIxxxxQ", base + 0xA80, 0, 3, base + 0xAC0)
+    put(0x9B0, "<Q", base + 0x4F0)
+    for i, line in enumerate((15, 16, 17)):
+        put(0xA80 + 12 * i, "<III", line, i, 2)
+    succ(0xAC0, 100, [0, 5, 60])
+    # block in leaf_a: path [path, path], local iseq leaf_a's.
+    string(0x520, b"block in leaf_a")
+    put(0x550, "<QQQQ", T_ARRAY | EMBED | 2 << 15, 0, base + 0x4A0, base + 0x4A0)
+    put(0xB80, "<IIQ", 2, 10, 0x7F0000002000)
+    put(0xBC0, "<QQQQ", base + 0x550, base + 0x4D0, base + 0x520, 15 * 2 + 1)
+    put(0xC30, "<Q", base + 0x4F0)
+    mem[0] = 1
+    write("ruby_frames", "ruby31-learn-ids", bytes(mem))
+    mem[0] = 3
+    write("ruby_frames", "ruby31-ids-known", bytes(mem))
+
+
 def ipc_seeds():
     """The collector's targets (fuzz_proto, fuzz_table_loader, fuzz_peer, fuzz_broker_maps):
     seeds_ipc.c writes them, with the protocol's own structs."""
@@ -451,7 +537,8 @@ def ipc_seeds():
 
 
 GROUPS = {"gopclntab": gopclntab_seeds, "elf": elf_seeds, "text": text_seeds,
-          "stack_unwind": stack_unwind_seeds, "python": python_seeds, "ipc": ipc_seeds}
+          "stack_unwind": stack_unwind_seeds, "python": python_seeds, "ruby": ruby_seeds,
+          "ipc": ipc_seeds}
 
 if __name__ == "__main__":
     # Usage: make_seeds.py [GROUP...] (all of them by default)
