@@ -19,6 +19,7 @@
 #define IMEMO_ISEQ    7u
 #define FL_SINGLETON  (1u << 12)
 #define QNIL          8u
+#define METHOD_ISEQ   0u   /* VM_METHOD_TYPE_ISEQ */
 #define METHOD_CFUNC  1u   /* VM_METHOD_TYPE_CFUNC */
 #define ID_ENTRY_UNIT 512u /* symbol.c: ids in arrays of 512 (string, symbol) pairs */
 
@@ -719,4 +720,26 @@ int ember_rb_method_class(const struct ember_rb_layout *l, ember_rb_read_fn read
 		return err;
 	return ember_rb_class_path(l, read, ctx, syms, u64_at(me, l->cme_defined_class), out,
 	                           singleton);
+}
+
+int ember_rb_method_body(const struct ember_rb_layout *l, ember_rb_read_fn read, void *ctx,
+                         uint64_t cme, uint64_t *body)
+{
+	uint8_t me[SMALL_READ], def[SMALL_READ];
+	uint64_t d;
+	int err;
+
+	if (!layout_ok(l) || l->def_iseq + 8u > SMALL_READ)
+		return -EINVAL;
+	err = read_imemo(read, ctx, cme, IMEMO_MENT, me, l->cme_read);
+	if (err)
+		return err;
+	d = u64_at(me, l->cme_def);
+	if (!user_ptr(d))
+		return -EBADMSG;
+	if (read(ctx, d, def, l->def_iseq + 8u))
+		return -EFAULT;
+	if ((def[l->def_type] & 0xf) != METHOD_ISEQ)
+		return -EBADMSG;
+	return iseq_body_of(l, read, ctx, u64_at(def, l->def_iseq), body);
 }

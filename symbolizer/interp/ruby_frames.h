@@ -147,4 +147,13 @@ int ember_rb_class_path(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 int ember_rb_method_class(const struct ember_rb_layout *l, ember_rb_read_fn read, void *ctx,
                           struct ember_rb_symbols *syms, uint64_t cme, char **out, bool *singleton);
 
+/*
+ * The iseq body of the method written in Ruby whose method entry is at cme
+ * (a method frame's ep[-2]: what the walker records for it): through its
+ * definition (an iseq method's) and iseq. 0, -EFAULT, -EBADMSG (not a
+ * method entry, not a Ruby method, not an iseq).
+ */
+int ember_rb_method_body(const struct ember_rb_layout *l, ember_rb_read_fn read, void *ctx,
+                         uint64_t cme, uint64_t *body);
+
 #endif

@@ -56,6 +56,7 @@ static const struct ember_rb_layout table[] = {
      .insn_info_line = 0,
      .def_type = 0,
      .def_original_id = 0x20,
+     .def_iseq = 8,
      .string_len = 0x10,
      .string_ptr = 0x18,
      .string_embed = 0x10,
