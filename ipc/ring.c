@@ -248,13 +248,6 @@ void ember_ring_consumer_close(struct ember_ring_consumer *c)
 	memset(c, 0, sizeof(*c));
 }
 
-uint64_t ember_ring_pending(const struct ember_ring_consumer *c)
-{
-	uint64_t head = __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE);
-
-	return head >= c->tail ? head - c->tail : 0;
-}
-
 int ember_ring_read(struct ember_ring_consumer *c, uint16_t *type, void *buf, size_t buf_len)
 {
 	for (;;) {

@@ -159,7 +159,5 @@ void ember_ring_consumer_close(struct ember_ring_consumer *c);
 int ember_ring_read(struct ember_ring_consumer *c, uint16_t *type, void *buf, size_t buf_len);
 /* Publishes the consumer position so the producer can reuse the space. */
 void ember_ring_release(struct ember_ring_consumer *c);
-/* Bytes written by the producer and not yet read. */
-uint64_t ember_ring_pending(const struct ember_ring_consumer *c);
 
 #endif
