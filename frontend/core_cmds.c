@@ -24,6 +24,7 @@
 #include "shared/fdio.h"
 #include "shared/formats.h"
 #include "shared/log.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 
 #define DEFAULT_OUTPUT "profile.html"
