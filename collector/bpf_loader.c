@@ -16,8 +16,8 @@
 #include "sampler.skel.h"
 #include "shared/cleanup.h"
 #include "shared/err.h"
-#include "shared/fdio.h"
 #include "shared/log.h"
+#include "shared/proc_number.h"
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
