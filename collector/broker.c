@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
