@@ -16,8 +16,8 @@
 #include "sampler.skel.h"
 #include "shared/cleanup.h"
 #include "shared/err.h"
-#include "shared/fdio.h"
 #include "shared/log.h"
+#include "shared/proc_number.h"
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -192,17 +192,23 @@ static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	return err ? err : proc_bpf__load(b->proc);
 }
 
+/* Puts key in one of the sets select.bpf.h reads (a map whose values are the byte 1). */
+static int set_add(struct bpf_map *set, const void *key, size_t key_size)
+{
+	static const __u8 one = 1;
+
+	return bpf_map__update_elem(set, key, key_size, &one, sizeof(one), BPF_ANY);
+}
+
 /* The chosen cgroups' ids, for select.bpf.h; a verdict kept for one (judged in between) goes. */
 static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
 {
-	__u8 one = 1;
 	int err = 0;
 
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++) {
 		if (!s->ids[i])
 			continue;
-		err = bpf_map__update_elem(b->sampler->maps.cgroup_filter, &s->ids[i],
-		                           sizeof(s->ids[i]), &one, sizeof(one), BPF_ANY);
+		err = set_add(b->sampler->maps.cgroup_filter, &s->ids[i], sizeof(s->ids[i]));
 		bpf_map__delete_elem(b->sampler->maps.cgroup_verdicts, &s->ids[i],
 		                     sizeof(s->ids[i]), 0);
 	}
@@ -214,18 +220,13 @@ static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
 static int fill_selection(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
 	const struct ember_selection *s = o->selection;
-	__u8 one = 1;
 	int err = 0;
 
-	for (size_t i = 0; i < o->npids && !err; i++) {
-		__u32 pid = (__u32)o->pids[i];
-
-		err = bpf_map__update_elem(b->sampler->maps.pid_filter, &pid, sizeof(pid), &one,
-		                           sizeof(one), BPF_ANY);
-	}
+	for (size_t i = 0; i < o->npids && !err; i++)
+		err = set_add(b->sampler->maps.pid_filter, &(__u32){(__u32)o->pids[i]},
+		              sizeof(__u32));
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++)
-		err = bpf_map__update_elem(b->proc->maps.cgroup_paths, &s->paths[i],
-		                           sizeof(s->paths[i]), &one, sizeof(one), BPF_ANY);
+		err = set_add(b->proc->maps.cgroup_paths, &s->paths[i], sizeof(s->paths[i]));
 	return err ? err : fill_cgroups(b, s);
 }
 

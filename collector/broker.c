@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -72,32 +71,42 @@ int ember_broker_reach_device(struct ember_broker_job *job, uint32_t major, uint
 }
 
 /*
- * Opens path (from dirfd, resolved as `resolve` says) as O_PATH, and for reading only once
- * it is a regular file, of inode want_ino if not 0, with the mode bits want_mode: a device,
- * FIFO or socket that a process mounts or links where a file should be is never opened.
- * The checks use the attributes the kernel has cached (AT_STATX_DONT_SYNC): they ask the
- * file system nothing, so the device is known (and a stalled one refused) before statfs
- * and the open itself, which may wait (FUSE, NFS).
+ * Opens path (from dirfd, resolved as `resolve` says) as O_PATH (| flags) and reaches its
+ * device with the attributes the kernel has cached (AT_STATX_DONT_SYNC, into stx): the
+ * file system is asked nothing, so the device is known (and a stalled one refused) before
+ * anything that may wait (FUSE, NFS). Returns the O_PATH descriptor or a negative errno.
+ */
+static int reach_path(int dirfd, const char *path, uint64_t flags, uint64_t resolve,
+                      struct statx *stx, struct ember_broker_job *job)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC | flags, .resolve = resolve};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	int err;
+
+	if (fd < 0 || statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+	                    STATX_TYPE | STATX_MODE | STATX_INO, stx) < 0)
+		return neg_errno();
+	err = ember_broker_reach_device(job, stx->stx_dev_major, stx->stx_dev_minor);
+	return err ? err : TAKE_FD(fd);
+}
+
+/*
+ * Opens path (reach_path) for reading only once it is a regular file, of inode want_ino if
+ * not 0, with the mode bits want_mode: a device, FIFO or socket that a process mounts or
+ * links where a file should be is never opened. statfs and the open itself come after the
+ * device was reached: they may wait.
  */
 static int open_regular(int dirfd, const char *path, uint64_t resolve, ino_t want_ino,
                         mode_t want_mode, struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
-	_cleanup_close_ int pathfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	struct statx stx;
+	_cleanup_close_ int pathfd = reach_path(dirfd, path, 0, resolve, &stx, job);
 	struct ember_broker_file *f = &job->file;
 	char self[32];
-	struct statx stx;
 	struct statfs sfs;
-	int err;
 
 	if (pathfd < 0)
-		return neg_errno();
-	if (statx(pathfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
-	          STATX_TYPE | STATX_MODE | STATX_INO, &stx) < 0)
-		return neg_errno();
-	err = ember_broker_reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
-	if (err)
-		return err;
+		return pathfd;
 	f->ino = stx.stx_ino;
 	if (!S_ISREG(stx.stx_mode))
 		return -EINVAL;
@@ -141,15 +150,21 @@ static int open_proc_file(const struct ember_msg_broker_req *req, const char *na
 	return open_ro(path);
 }
 
+/* A mapping as the kernel's maps give it: its end, its file's inode and device. */
+struct mapping {
+	uint64_t end, ino;
+	uint32_t dev[2];
+};
+
 /*
  * Finds the mapping of req->pid that starts at req->addr in the kernel's own
  * list (the symbolizer's claim is not trusted; maps_fd >= 0: the kernel's list in
- * a snapshot, taken over) and copies out its end, inode, device and path. Returns
+ * a snapshot, taken over) and copies out its end, inode, device (m) and path. Returns
  * 0, -ENOENT (no such mapping, or not a file that still exists) or another
  * negative errno.
  */
-static int find_mapping(const struct ember_msg_broker_req *req, int maps_fd, uint64_t *end_out,
-                        ino_t *ino, uint32_t dev[2], char *path, size_t path_size)
+static int find_mapping(const struct ember_msg_broker_req *req, int maps_fd, struct mapping *m,
+                        char *path, size_t path_size)
 {
 	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int fd = maps_fd >= 0 ? maps_fd : open_proc_file(req, "maps");
@@ -183,10 +198,7 @@ static int find_mapping(const struct ember_msg_broker_req *req, int maps_fd, uin
 			err = -ENAMETOOLONG;
 			break;
 		}
-		*end_out = end;
-		*ino = (ino_t)inode;
-		dev[0] = major;
-		dev[1] = minor;
+		*m = (struct mapping){end, inode, {major, minor}};
 		err = 0;
 		break;
 	}
@@ -217,18 +229,16 @@ int ember_broker_open_in_root(int rootfd, const char *path)
 static int open_gone_file(const struct ember_msg_broker_req *req, struct ember_broker_job *job)
 {
 	char path[4096];
-	uint64_t end = 0;
-	uint32_t dev[2];
-	ino_t ino = 0;
-	int err = find_mapping(req, TAKE_FD(job->in_fd), &end, &ino, dev, path, sizeof(path)), fd;
+	struct mapping m;
+	int err = find_mapping(req, TAKE_FD(job->in_fd), &m, path, sizeof(path)), fd;
 
 	if (!err)
-		err = ember_broker_reach_device(job, dev[0], dev[1]);
+		err = ember_broker_reach_device(job, m.dev[0], m.dev[1]);
 	if (err)
 		return err;
-	fd = open_regular(job->out_fd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ino, S_IROTH,
-	                  job);
-	if (fd >= 0 && (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1])) {
+	fd = open_regular(job->out_fd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, m.ino,
+	                  S_IROTH, job);
+	if (fd >= 0 && (job->file.dev_major != m.dev[0] || job->file.dev_minor != m.dev[1])) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -247,10 +257,8 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 {
 	char path[4096], link[80];
 	_cleanup_close_ int rootfd = -1;
-	uint64_t end = 0, end2 = 0;
-	uint32_t dev[2], dev2[2];
-	ino_t ino = 0, ino2 = 0;
-	int err = find_mapping(req, -1, &end, &ino, dev, path, sizeof(path)), fd;
+	struct mapping m, now;
+	int err = find_mapping(req, -1, &m, path, sizeof(path)), fd;
 
 	(void)b;
 	if (job->gone)
@@ -259,28 +267,28 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 	 * anything is looked up. map_files waits on the process's lock, not on the device: the
 	 * device is reached (named if the open misses its deadline) only by a walk of the path. */
 	if (!err)
-		err = job->by_path ? ember_broker_reach_device(job, dev[0], dev[1])
-		                   : device_refused(job, dev[0], dev[1]);
+		err = job->by_path ? ember_broker_reach_device(job, m.dev[0], m.dev[1])
+		                   : device_refused(job, m.dev[0], m.dev[1]);
 	if (err)
 		return err;
 	if (!job->by_path) {
 		snprintf(link, sizeof(link), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
-		         req->pid, req->addr, end);
-		return open_regular(AT_FDCWD, link, 0, ino, 0, job);
+		         req->pid, req->addr, m.end);
+		return open_regular(AT_FDCWD, link, 0, m.ino, 0, job);
 	}
 	/* map_files waits for the lock: the same file by its path, the same device and inode. */
 	snprintf(link, sizeof(link), "/proc/%" PRIu32 "/root", req->pid);
 	rootfd = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return neg_errno();
-	fd = open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ino, 0, job);
+	fd = open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, m.ino, 0, job);
 	if (fd < 0)
 		return fd;
 	/* Still mapped there after the open: the mapping holds its inode, so no other file
 	 * (freed, its number reused) can be the one opened under that device and number. */
-	if (job->file.dev_major != dev[0] || job->file.dev_minor != dev[1] ||
-	    find_mapping(req, -1, &end2, &ino2, dev2, path, sizeof(path)) || end2 != end ||
-	    ino2 != ino || dev2[0] != dev[0] || dev2[1] != dev[1]) {
+	if (job->file.dev_major != m.dev[0] || job->file.dev_minor != m.dev[1] ||
+	    find_mapping(req, -1, &now, path, sizeof(path)) || now.end != m.end ||
+	    now.ino != m.ino || now.dev[0] != m.dev[0] || now.dev[1] != m.dev[1]) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -290,21 +298,13 @@ static int open_mapped_file(const struct ember_broker *b, const struct ember_msg
 static int open_debug_file(const struct ember_broker *b, const struct ember_msg_broker_req *req,
                            struct ember_broker_job *job)
 {
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC};
-	_cleanup_close_ int dirfd =
-	    (int)syscall(SYS_openat2, AT_FDCWD, b->debug_root, &how, sizeof(how));
-	char rel[BUILD_ID_MAX_HEX + 32];
 	struct statx stx;
-	int err;
+	/* The walk below looks names up on the debug tree's file system. */
+	_cleanup_close_ int dirfd = reach_path(AT_FDCWD, b->debug_root, O_DIRECTORY, 0, &stx, job);
+	char rel[BUILD_ID_MAX_HEX + 32];
 
 	if (dirfd < 0)
-		return neg_errno();
-	/* The walk below looks names up on the debug tree's file system. */
-	if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
-		return neg_errno();
-	err = ember_broker_reach_device(job, stx.stx_dev_major, stx.stx_dev_minor);
-	if (err)
-		return err;
+		return dirfd;
 	snprintf(rel, sizeof(rel), ".build-id/%.2s/%s.debug", req->arg, req->arg + 2);
 	/* Symbolic links inside the debug tree are fine, out of it not. */
 	return open_regular(dirfd, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, 0, 0, job);
@@ -334,12 +334,10 @@ static int open_debuglink(const struct ember_broker *b, const struct ember_msg_b
 {
 	char dir[4096], cand[4096 + 256], root[64];
 	_cleanup_close_ int rootfd = -1;
-	uint64_t end = 0;
-	uint32_t dev[2];
-	ino_t ino = 0;
+	struct mapping m;
 	int fd = -ENOENT, err, n;
 
-	err = find_mapping(req, -1, &end, &ino, dev, dir, sizeof(dir));
+	err = find_mapping(req, -1, &m, dir, sizeof(dir));
 	if (err)
 		return err;
 	*strrchr(dir, '/') = '\0'; /* find_mapping returns absolute paths only */
@@ -348,7 +346,7 @@ static int open_debuglink(const struct ember_broker *b, const struct ember_msg_b
 	if (rootfd < 0)
 		return neg_errno();
 	/* The names are looked up beside the mapped file, on its file system first. */
-	err = ember_broker_reach_device(job, dev[0], dev[1]);
+	err = ember_broker_reach_device(job, m.dev[0], m.dev[1]);
 	for (int i = 0; i < 3 && !err && fd < 0; i++) {
 		if (i == 2)
 			n = snprintf(cand, sizeof(cand), "%s%s/%s", b->debug_root, dir, req->arg);

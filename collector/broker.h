@@ -20,7 +20,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "ipc/proto.h"
 #include "collector/seen_pids.h"

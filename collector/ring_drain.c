@@ -7,7 +7,7 @@
 #include <bpf/bpf.h>
 
 #include "shared/clock.h"
-#include "shared/fdio.h"
+#include "shared/proc_number.h"
 
 void ember_drain_init(struct ember_drain *d, struct ember_procs *procs)
 {

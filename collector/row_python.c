@@ -8,8 +8,8 @@
 
 /*
  * Every offset {at, bytes used there, limit} stays inside the window the walker reads;
- * the loop's ranges are user addresses; enums are known. The row lies 8-aligned in the
- * message (struct ember_msg_interp_row).
+ * the loop's ranges are user addresses (the checks of table_loader.h); enums are known.
+ * The row lies 8-aligned in the message (struct ember_msg_interp_row).
  */
 static bool row_ok(const void *row)
 {
@@ -32,16 +32,11 @@ static bool row_ok(const void *row)
 	                         {r->code_units, 0, EMBER_PY_MAX_CODE},
 	                         {r->tss_key, 4, EMBER_PY_USER_LIMIT}};
 
-	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
-		if (f[i][0] + f[i][1] > f[i][2])
-			return false;
-	for (int i = 0; i < 2; i++) /* the loop itself, then its cold part (optional) */
-		if (r->eval_end[i] ? r->eval_start[i] >= r->eval_end[i] ||
-		                         r->eval_end[i] > EMBER_PY_USER_LIMIT ||
-		                         r->eval_end[i] - r->eval_start[i] > EMBER_PY_MAX_EVAL
-		                   : r->eval_start[i] || !i)
-			return false;
-	return r->tss_key && !(r->tss_key % 4) && r->chain - 1u < EMBER_PY_CHAIN_MAX - 1u &&
+	/* The loop itself, then its cold part (optional). */
+	return ember_row_fields_ok(f, ARRAY_SIZE(f)) &&
+	       ember_row_ranges_ok(r->eval_start, r->eval_end, 2, 1, EMBER_PY_USER_LIMIT,
+	                           EMBER_PY_MAX_EVAL) &&
+	       r->tss_key && !(r->tss_key % 4) && r->chain - 1u < EMBER_PY_CHAIN_MAX - 1u &&
 	       r->entry - 1u < EMBER_PY_ENTRY_MAX - 1u && r->instr - 1u < EMBER_PY_INSTR_MAX - 1u &&
 	       !memcmp(r->reserved, zero, sizeof(zero));
 }

@@ -15,13 +15,10 @@
 #ifndef EMBER_COLLECTOR_RUN_LOOP_H
 #define EMBER_COLLECTOR_RUN_LOOP_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 #include "ipc/core_config.h"
-#include "ipc/proto.h"
 #include "collector/selection.h"
 #include "collector/spawn.h"
 

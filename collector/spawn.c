@@ -3,11 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <grp.h>
-#include <inttypes.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>

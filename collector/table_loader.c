@@ -18,6 +18,24 @@ const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] =
     [EMBER_RUNTIME_RUBY] = &ember_row_ruby,
 };
 
+bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i][1] > f[i][2] || f[i][0] > f[i][2] - f[i][1])
+			return false;
+	return true;
+}
+
+bool ember_row_ranges_ok(const __u64 *start, const __u64 *end, size_t n, size_t required,
+                         uint64_t limit, uint64_t max)
+{
+	for (size_t i = 0; i < n; i++)
+		if (end[i] ? start[i] >= end[i] || end[i] > limit || end[i] - start[i] > max
+		           : start[i] || i < required)
+			return false;
+	return true;
+}
+
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,
                       const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows)
 {

@@ -19,6 +19,7 @@
 #define EMBER_COLLECTOR_TABLE_LOADER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ipc/proto.h"
@@ -41,6 +42,18 @@ struct ember_interp_row_kind {
 
 /* Each runtime's entry (NULL: none), by enum ember_runtime. */
 extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX];
+
+/*
+ * The checks runtimes' rows share (row_RUNTIME.c). Each field {offset, bytes used there,
+ * limit}: offset + bytes <= limit (without overflow), as a window read at offset must fit.
+ */
+bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n);
+/*
+ * Each code range [start[i], end[i]) (an interpreter loop and its parts) is empty (both 0,
+ * allowed only for i >= required) or ordered, ends at or below limit and is at most max long.
+ */
+bool ember_row_ranges_ok(const __u64 *start, const __u64 *end, size_t n, size_t required,
+                         uint64_t limit, uint64_t max);
 
 struct ember_tables {
 	int tables_fd, blocks_fd, files_fd, proc_fds[EMBER_PROC_MAPS];

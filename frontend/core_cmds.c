@@ -21,9 +21,10 @@
 #include "ipc/endpoint.h"
 #include "seccomp/caps.h"
 #include "shared/err.h"
-#include "shared/fdio.h"
 #include "shared/formats.h"
 #include "shared/log.h"
+#include "shared/parse.h"
+#include "shared/proc_number.h"
 #include "shared/str.h"
 
 #define DEFAULT_OUTPUT "profile.html"

@@ -10,8 +10,8 @@
 
 #include "seccomp/caps.h"
 #include "shared/err.h"
-#include "shared/fdio.h"
 #include "shared/log.h"
+#include "shared/proc_number.h"
 
 #define MIN_KERNEL_MAJOR 5
 #define MIN_KERNEL_MINOR 17 /* bpf_loop, for the user-stack unwinder */

@@ -16,6 +16,7 @@
 #include "seccomp/caps.h"
 #include "shared/err.h"
 #include "shared/log.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 
 int ember_fdlist_add(struct ember_fdlist *l, int fd)

@@ -14,7 +14,7 @@
 #include "shared/err.h"
 #include "shared/formats.h"
 #include "shared/log.h"
-#include "shared/str.h"
+#include "shared/parse.h"
 #include "symbolizer/interp/runtimes.h"
 
 #define STR_(x) #x

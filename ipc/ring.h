@@ -16,6 +16,9 @@
  * never wraps: the producer fills the end of the area with a PAD record
  * instead. A full ring drops the record and counts it; the producer never
  * waits for the consumer.
+ *
+ * This header is the producer's (the collector's); the consumer's half is
+ * ring_consumer.h, which the collector does not link.
  */
 #ifndef EMBER_IPC_RING_H
 #define EMBER_IPC_RING_H
@@ -86,6 +89,12 @@ struct ember_rec_collector_memory {
 	uint64_t maps_snapshots_taken, maps_snapshots_served, maps_snapshots_dropped;
 };
 
+/* A record's bytes in the ring: header and payload, rounded up to 8. */
+static inline uint64_t ember_ring_align(uint64_t len)
+{
+	return (len + 7) & ~(uint64_t)7;
+}
+
 /* The producer-written header at the start of the data memfd. */
 struct ember_ring_shared_hdr {
 	uint32_t magic;
@@ -108,15 +117,6 @@ struct ember_ring_producer {
 	uint64_t notified_head;
 	uint64_t dropped_records; /* ring full */
 	uint64_t bad_positions;   /* consumer positions that made no sense */
-};
-
-struct ember_ring_consumer {
-	const struct ember_ring_shared_hdr *hdr;
-	const uint8_t *data;
-	uint64_t *consumer_pos;
-	uint64_t size;
-	uint64_t tail;
-	size_t map_len;
 };
 
 /*
@@ -144,22 +144,5 @@ int64_t ember_ring_free_space(const struct ember_ring_producer *p);
 bool ember_ring_consumer_pos(const struct ember_ring_producer *p, uint64_t *pos);
 /* Wakes the consumer if records were written since the last call; never blocks. */
 void ember_ring_notify(struct ember_ring_producer *p);
-
-/* Maps the producer's memfds: data read-only, position read-write. */
-int ember_ring_consumer_open(struct ember_ring_consumer *c, int data_fd, int pos_fd);
-void ember_ring_consumer_close(struct ember_ring_consumer *c);
-
-/*
- * Copies the next record into buf (the consumer validates its private copy,
- * never the shared bytes). Returns the payload length (>= 0) and sets *type,
- * -EAGAIN when empty, -EBADMSG when the ring holds something impossible (the
- * consumer should reconnect), -EMSGSIZE when buf is too small (the record is
- * skipped).
- */
-int ember_ring_read(struct ember_ring_consumer *c, uint16_t *type, void *buf, size_t buf_len);
-/* Publishes the consumer position so the producer can reuse the space. */
-void ember_ring_release(struct ember_ring_consumer *c);
-/* Bytes written by the producer and not yet read. */
-uint64_t ember_ring_pending(const struct ember_ring_consumer *c);
 
 #endif

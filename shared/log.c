@@ -25,16 +25,6 @@ void ember_log_init(const char *tag, enum ember_log_level max_level)
 
 static const char *const level_names[] = {"error", "warning", "info", "debug"};
 
-int ember_log_level_parse(const char *name, enum ember_log_level *out)
-{
-	for (int i = 0; i <= EMBER_LOG_DEBUG; i++)
-		if (!strcmp(name, level_names[i])) {
-			*out = (enum ember_log_level)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 void ember_log_set_level(enum ember_log_level max_level)
 {
 	logger.max_level = max_level;

@@ -16,8 +16,6 @@ enum ember_log_level {
  * the most verbose level that is printed. */
 void ember_log_init(const char *tag, enum ember_log_level max_level);
 void ember_log_set_level(enum ember_log_level max_level);
-/* "error", "warning", "info" or "debug". Returns 0 or -EINVAL. */
-int ember_log_level_parse(const char *name, enum ember_log_level *out);
 enum ember_log_level ember_log_get_level(void);
 
 /* Called before a line is written, e.g. to clear a progress line. */

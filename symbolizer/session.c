@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "symbolizer/client/broker_client.h"
-#include "ipc/ring.h"
+#include "ipc/ring_consumer.h"
 #include "symbolizer/formats/out_otlp.h"
 #include "symbolizer/interp/interp.h"
 #include "symbolizer/memory/mem_owners.h"

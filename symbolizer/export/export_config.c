@@ -18,6 +18,7 @@
 
 #include "shared/cleanup.h"
 #include "shared/err.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 
 #define TLS_FILE_MAX  (1u << 20)

@@ -14,6 +14,7 @@
 #include "symbolizer/formats/gzip.h"
 #include "otlp/profiles_service.pb-c.h"
 #include "otlp/rpc_status.pb-c.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 #include "shared/vec.h"
 

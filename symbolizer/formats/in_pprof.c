@@ -7,6 +7,7 @@
 
 #include "pprof.pb-c.h"
 #include "symbolizer/formats/gzip.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"

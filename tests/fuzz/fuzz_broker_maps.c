@@ -89,9 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct expect want = {.err = -ENOENT};
 	char path[4096], *text = NULL;
 	size_t text_len = 0, path_size;
-	uint64_t end = 0;
-	uint32_t dev[2] = {0};
-	ino_t ino = 0;
+	struct mapping got = {0};
 	bool found = false;
 	int err;
 
@@ -166,17 +164,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		maps_len = text_len;
 	}
 	maps_at = 0;
-	err = find_mapping(&req, -1, &end, &ino, dev, path, path_size);
+	err = find_mapping(&req, -1, &got, path, path_size);
 	if (!(data[0] & 1)) {
 		if (err != want.err)
 			finding("not the answer the kernel's lines give", (unsigned long long)err);
-		if (!err && (end != want.end || ino != want.ino || dev[0] != want.dev[0] ||
-		             dev[1] != want.dev[1] || strcmp(path, want.path)))
+		if (!err &&
+		    (got.end != want.end || got.ino != want.ino || got.dev[0] != want.dev[0] ||
+		     got.dev[1] != want.dev[1] || strcmp(path, want.path)))
 			finding("not the mapping the kernel's lines give", req.addr);
 	} else if (!err) {
 		size_t n = strnlen(path, path_size);
 
-		if (n == path_size || path[0] != '/' || !ino ||
+		if (n == path_size || path[0] != '/' || !got.ino ||
 		    (n >= 10 && !strcmp(path + n - 10, " (deleted)")))
 			finding("a mapping the broker must not open", req.addr);
 	}

@@ -337,6 +337,70 @@ START_TEST(mapped_file_of_a_seen_process)
 }
 END_TEST
 
+/* The same file as pid's executable (device and inode), opened read-only. */
+static void ck_is_exe(int fd, pid_t pid)
+{
+	struct stat st, exe;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(stat(path, &exe), 0);
+	ck_assert(st.st_ino == exe.st_ino && st.st_dev == exe.st_dev);
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	close(fd);
+}
+
+/*
+ * A worker's opens of a mapped file without map_files: by the path the kernel's maps give,
+ * inside the process's root (its lock stalled), and through the snapshot of its maps and
+ * its root (it is gone); each the mapped file, and refused on a device listed as stalled.
+ */
+START_TEST(mapped_file_by_path_and_through_a_snapshot)
+{
+	struct fixture f;
+	pid_t child = ember_waiting_child();
+	struct ember_msg_broker_req req = {
+	    .what = EMBER_BROKER_MAPPED_FILE, .pid = (uint32_t)child, .addr = exe_mapping(child)};
+	struct ember_broker_progress pg = {0};
+	struct ember_broker_job job = {.by_path = true, .in_fd = -1, .out_fd = -1};
+	char path[64];
+	int status;
+
+	fixture_init(&f);
+	ck_is_exe(ember_broker_open(&f.broker, &req, &job), child);
+	ck_assert_uint_ne(job.file.ino, 0);
+	/* Its device stalled: refused before any open. */
+	pg.nrefuse = 1;
+	pg.refuse[0].major = job.file.dev_major;
+	pg.refuse[0].minor = job.file.dev_minor;
+	job =
+	    (struct ember_broker_job){.progress = &pg, .by_path = true, .in_fd = -1, .out_fd = -1};
+	ck_assert_int_eq(ember_broker_open(&f.broker, &req, &job), -ETIMEDOUT);
+	ck_assert(job.file.flags & EMBER_BROKER_STALLED);
+	/* Gone: the snapshot names the file, its root leads there. */
+	job = (struct ember_broker_job){.gone = true};
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+	job.in_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)child);
+	job.out_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_is_exe(ember_broker_open(&f.broker, &req, &job), child);
+	ck_assert(job.file.flags & EMBER_BROKER_SNAPSHOT);
+	ck_assert_int_eq(job.in_fd, -1); /* taken over and closed */
+	close(job.out_fd);
+	/* A snapshot without that mapping: nothing. */
+	job = (struct ember_broker_job){.gone = true};
+	job.in_fd = memfd_create("maps", MFD_CLOEXEC);
+	job.out_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(ember_broker_open(&f.broker, &req, &job), -ENOENT);
+	close(job.out_fd);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	fixture_free(&f);
+}
+END_TEST
+
 /* The start of the mapping of path in pid's maps (0 if none). */
 static uint64_t mapping_of(pid_t pid, const char *path)
 {
@@ -618,6 +682,7 @@ static Suite *broker_suite(void)
 	tcase_add_test(t, named_files_stay_in_the_process_root);
 	tcase_add_test(t, pids_must_be_seen_living_and_the_same);
 	tcase_add_test(t, mapped_file_of_a_seen_process);
+	tcase_add_test(t, mapped_file_by_path_and_through_a_snapshot);
 	tcase_add_test(t, debuglinks_are_files_anyone_may_read);
 	tcase_add_test(t, mapped_file_is_the_one_mapped);
 	tcase_add_test(t, per_connection_limits_and_rate_cap);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 #include "symbolizer/export/export_config.h"
 

@@ -8,6 +8,7 @@
 
 #include "check_main.h"
 #include "shared/fdio.h"
+#include "shared/proc_number.h"
 
 /* A memfd holding n bytes of a repeating pattern, at offset `at`. */
 static int file_of(size_t n, off_t at)

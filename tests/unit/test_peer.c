@@ -11,6 +11,7 @@
 #include "check_main.h"
 #include "collector/peer.h"
 #include "collector/ring_drain.h"
+#include "ipc/ring_consumer.h"
 #include "peer_spec.h"
 
 static int sv[2];

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "ipc/ring.h"
+#include "ipc/ring_consumer.h"
 
 static struct ember_ring_producer prod;
 static struct ember_ring_consumer cons;

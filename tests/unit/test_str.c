@@ -2,6 +2,7 @@
 #include <errno.h>
 
 #include "check_main.h"
+#include "shared/parse.h"
 #include "shared/str.h"
 
 START_TEST(parse_u64_is_strict)

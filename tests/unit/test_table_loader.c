@@ -285,6 +285,7 @@ static void check_py_validation(struct ember_tables *t)
 	REFUSED(r->tss_key = 0);
 	REFUSED(r->tss_key = 0xffff800000001000ull); /* the kernel's */
 	REFUSED(r->tss_key += 2);                    /* misaligned */
+	REFUSED(r->tss_key = UINT64_MAX - 3);        /* its 4 bytes wrap past the top */
 	REFUSED(r->tsd_offset = EMBER_PY_MAX_TSD + 1);
 	REFUSED(r->tstate_frame = EMBER_PY_MAX_TSTATE + 1);
 	REFUSED(r->cframe_frame = EMBER_PY_MAX_TSTATE + 1);
@@ -393,6 +394,40 @@ static void check_validation(struct ember_tables *t)
 	ck_assert_int_eq(handle(t, proc_msg(42, 0, 0, 0)), 0); /* forget it */
 	ck_assert_int_eq(handle(t, table_msg(7, EMBER_UNWIND_TABLE_DROP, 0)), 0);
 }
+
+/* The checks every runtime's row uses: fields inside their windows, the loop's ranges. */
+START_TEST(row_checks)
+{
+	const uint64_t fits[][3] = {{0, 8, 8}, {120, 8, 128}, {128, 0, 128}, {0, 0, 0}},
+		       past[][3] = {{121, 8, 128}}, over[][3] = {{0, 9, 8}},
+		       wraps[][3] = {{UINT64_MAX - 3, 4, 1ull << 47}, {UINT64_MAX, 1, 10}};
+	__u64 start[3] = {0x1000, 0x3000, 0}, end[3] = {0x2000, 0x3100, 0};
+
+	ck_assert(ember_row_fields_ok(fits, 4));
+	ck_assert(ember_row_fields_ok(past, 0)); /* none */
+	ck_assert(!ember_row_fields_ok(past, 1));
+	ck_assert(!ember_row_fields_ok(over, 1));
+	ck_assert(!ember_row_fields_ok(wraps, 1));
+	ck_assert(!ember_row_fields_ok(wraps + 1, 1));
+	/* Two required, the third optional and absent. */
+	ck_assert(ember_row_ranges_ok(start, end, 3, 2, 0x4000, 0x1000));
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 3, 0x4000, 0x1000)); /* required */
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 2, 0x30ff, 0x1000)); /* past the limit */
+	ck_assert(ember_row_ranges_ok(start, end, 3, 2, 0x3100, 0x1000));  /* ends at it */
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 2, 0x4000, 0xfff));  /* too long */
+	start[2] = 0x5000; /* a start without an end */
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 2, UINT64_MAX, UINT64_MAX));
+	start[2] = 0;
+	end[1] = start[1]; /* empty, not absent */
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 1, 0x4000, 0x1000));
+	end[1] = start[1] - 1; /* reversed */
+	ck_assert(!ember_row_ranges_ok(start, end, 3, 1, 0x4000, 0x1000));
+	start[1] = end[1] = 0; /* the first alone */
+	ck_assert(ember_row_ranges_ok(start, end, 3, 1, 0x4000, 0x1000));
+	start[0] = 0; /* [0, end) is a range */
+	ck_assert(ember_row_ranges_ok(start, end, 3, 1, 0x4000, 0x2000));
+}
+END_TEST
 
 START_TEST(validation_without_maps)
 {
@@ -540,6 +575,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("tables");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_test(tc, row_checks);
 	tcase_add_test(tc, validation_without_maps);
 	tcase_add_test(tc, loads_and_forgets_with_maps);
 	suite_add_tcase(s, tc);

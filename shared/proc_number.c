@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "shared/proc_number.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shared/err.h"
+
+int ember_read_proc_number(const char *path, const char *key, int skip, long long *out)
+{
+	char buf[1024], *at;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return neg_errno();
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? neg_errno() : -ENODATA;
+	buf[n] = '\0';
+	at = key ? strstr(buf, key) : buf;
+	if (!at)
+		return -ENOENT;
+	at += key ? strlen(key) : 0;
+	for (; skip > 0 && at; skip--) /* past a number and the blanks after it */
+		at = strpbrk(at + strspn(at, " \t"), " \t\n");
+	return at && sscanf(at, "%lld", out) == 1 ? 0 : -EBADMSG;
+}
+
+uint64_t ember_self_rss_bytes(void)
+{
+	long long pages;
+
+	/* statm: size, then resident, in pages. */
+	if (ember_read_proc_number("/proc/self/statm", NULL, 1, &pages) || pages < 0)
+		return 0;
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+uint64_t ember_fd_memlock(int fd)
+{
+	char path[64];
+	long long bytes;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	return ember_read_proc_number(path, "memlock:", 0, &bytes) || bytes < 0 ? 0
+	                                                                        : (uint64_t)bytes;
+}
