@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "collector/row_ruby.h"
+#include "collector/table_loader.h"
 
 #include <string.h>
 

@@ -7,8 +7,6 @@
 
 #include <bpf/bpf.h>
 
-#include "collector/row_python.h"
-#include "collector/row_ruby.h"
 #include "shared/err.h"
 #include "shared/log.h"
 

@@ -43,6 +43,10 @@ struct ember_interp_row_kind {
 /* Each runtime's entry (NULL: none), by enum ember_runtime. */
 extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX];
 
+/* Each runtime's entry, in its own file: collector/row_<runtime>.c, its whole cost to the
+ * trusted base (bpf/<runtime>.h's row, checked by offsets against the windows read). */
+extern const struct ember_interp_row_kind ember_row_python, ember_row_ruby;
+
 /*
  * The checks runtimes' rows share (row_RUNTIME.c). Each field {offset, bytes used there,
  * limit}: offset + bytes <= limit (without overflow), as a window read at offset must fit.
