@@ -64,9 +64,10 @@ RUN_NODE = "ruby_run_node"
 
 
 def block_in(method):
-    """A block's frame: Ruby 3.1 labels it "block in run_split"; with the method's
-    class, as Ruby 3.4's backtraces do, "block in Object#run_split"."""
-    return re.compile(rf"block in (Object#)?{re.escape(method)}")
+    """A block's frame: Ruby 3.1 labels it "block in run_split" ("block (2 levels) in
+    run_threads" for a block in a block); with the method's class, as Ruby 3.4's
+    backtraces do, "block in Object#run_split"."""
+    return re.compile(rf"block (\([0-9]+ levels\) )?in (Object#)?{re.escape(method)}")
 
 
 def matches(name, want):
