@@ -85,11 +85,13 @@ void ember_elf_image_symbols(const struct ember_elf_image *f, const char *const 
 			const char *name;
 			GElf_Sym s;
 
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value ||
+			/* A thread-local variable's value is its offset in the TLS block: 0 is one. */
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    (!s.st_value && GELF_ST_TYPE(s.st_info) != STT_TLS) ||
 			    !(name = elf_strptr(f->elf, sh.sh_link, s.st_name)))
 				continue;
 			for (size_t w = 0; w < n; w++)
-				if (!syms[w].addr && !strcmp(name, names[w]))
+				if (!syms[w].type && !syms[w].addr && !strcmp(name, names[w]))
 					syms[w] = (struct ember_elf_sym){
 					    s.st_value, s.st_size,
 					    (uint8_t)GELF_ST_TYPE(s.st_info)};

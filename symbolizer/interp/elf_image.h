@@ -28,7 +28,7 @@ struct ember_elf_image {
 	uint64_t eh_frame_hdr, eh_frame_hdr_size; /* PT_GNU_EH_FRAME; 0: none */
 };
 
-/* A symbol asked for: its value, size and type (STT_*); value 0: not found. */
+/* A symbol asked for: its value, size and type (STT_*); value and type 0: not found. */
 struct ember_elf_sym {
 	uint64_t addr, size;
 	uint8_t type;

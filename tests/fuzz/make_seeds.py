@@ -436,8 +436,26 @@ def python_seeds():
             write("python_elf", "fake-312", f.read())
 
 
+RB_ELF_SEED = r"""__thread void *ruby_current_ec;
+const unsigned ruby_api_version[3] = {3, 1, 2};
+void *rb_current_ec(void) { return ruby_current_ec; }
+static struct { unsigned last_id, pad; void *a, *ids; } global_symbols __attribute__((used)) = {1, 0, 0, 0};
+__asm__(".text\n"
+        ".type vm_exec_core, @function\n"
+        "vm_exec_core:\n.cfi_startproc\n.fill 5000, 1, 0x90\nret\n.cfi_endproc\n"
+        ".size vm_exec_core, .-vm_exec_core\n"
+        ".globl rb_vm_exec\n.type rb_vm_exec, @function\n"
+        "rb_vm_exec:\n.cfi_startproc\ncall vm_exec_core\nret\n.cfi_endproc\n"
+        ".size rb_vm_exec, .-rb_vm_exec\n"
+        ".globl rb_id2str\n.type rb_id2str, @function\n"
+        "rb_id2str:\n.cfi_startproc\ncmp %edi, global_symbols(%rip)\njb 1f\n"
+        "mov global_symbols+16(%rip), %rdi\n1: ret\n.cfi_endproc\n"
+        ".size rb_id2str, .-rb_id2str\n.fill 256, 1, 0xcc\n");
+"""
+
+
 def ruby_seeds():
-    """Inputs of fuzz_ruby_frames.c: Ruby 3.1's objects from 0x10000 on, as its header says
+    """Inputs of fuzz_ruby_frames.c and fuzz_ruby_elf.c: Ruby 3.1's objects from 0x10000 on, as its header says
     (first byte 1: the symbol table at +0x40, ids to learn; 3: ids known). A method body
     with a line table and its succinct index (iseq.c's succ_index_table_create), a block of
     it with an Array path, a C function's method entry, its class and the symbol table."""
@@ -520,6 +538,17 @@ def ruby_seeds():
     write("ruby_frames", "ruby31-learn-ids", bytes(mem))
     mem[0] = 3
     write("ruby_frames", "ruby31-ids-known", bytes(mem))
+    # fuzz_ruby_elf: a shared library shaped as libruby is to ember: ruby_api_version,
+    # ruby_current_ec reached through DTPMOD64/DTPOFF64, rb_vm_exec calling a 5,000-byte
+    # function (vm_exec_core, by .eh_frame_hdr) and rb_id2str reading the symbol table.
+    with tempfile.TemporaryDirectory() as d:
+        src, lib = os.path.join(d, "rb.c"), os.path.join(d, "libruby-3.1.so")
+        with open(src, "w") as f:
+            f.write(RB_ELF_SEED)
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-nostdlib", "-Wl,--eh-frame-hdr",
+                        "-o", lib, src], check=True)
+        with open(lib, "rb") as f:
+            write("ruby_elf", "fake-31", f.read())
 
 
 def ipc_seeds():
