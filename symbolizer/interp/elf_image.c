@@ -85,7 +85,8 @@ void ember_elf_image_symbols(const struct ember_elf_image *f, const char *const 
 			const char *name;
 			GElf_Sym s;
 
-			/* A thread-local variable's value is its offset in the TLS block: 0 is one. */
+			/* A thread-local variable's value is its offset in the TLS block: 0 is one.
+			 */
 			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
 			    (!s.st_value && GELF_ST_TYPE(s.st_info) != STT_TLS) ||
 			    !(name = elf_strptr(f->elf, sh.sh_link, s.st_name)))

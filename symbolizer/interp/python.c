@@ -11,6 +11,7 @@
 #include "shared/hash.h"
 #include "shared/log.h"
 #include "shared/slots.h"
+#include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_mem.h"
 #include "symbolizer/interp/python_code.h"
@@ -22,7 +23,7 @@ struct ember_python_stats {
 	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
 	uint64_t markers_truncated, markers_unreadable;
-	uint64_t code_reads, code_read_errors, cache_evictions;
+	uint64_t code_reads, code_read_errors;
 };
 
 struct ember_python {
@@ -30,10 +31,8 @@ struct ember_python {
 	struct ember_hash_key hash_key;
 	struct ember_interp_files files; /* struct ember_py_elf of each file */
 	struct ember_slots procs;        /* struct py_process, by pid */
-	struct ember_slots cache;        /* struct py_code, by (pid, address, checksum) */
-	uint32_t clock_hand;             /* eviction: the next slot looked at */
-	uint64_t cache_bytes;
-	bool disabled; /* the collector went away: no rows can be sent */
+	struct ember_interp_cache cache; /* struct py_code, by (pid, address, checksum) */
+	bool disabled;                   /* the collector went away: no rows can be sent */
 	struct ember_python_stats stats;
 };
 
@@ -46,27 +45,18 @@ struct py_process {
 	struct ember_py_layout layout;
 	struct ember_py_types types;
 	struct ember_interp_mem mem; /* its memory, once needed */
-	uint32_t cached;             /* code objects of this process in the cache */
-};
-
-struct code_key {
-	uint32_t pid;
-	uint32_t checksum;
-	uint64_t addr;
 };
 
 /* A code object read, or the failure to read it (then name is NULL). */
 struct py_code {
-	struct code_key key;
 	int error; /* -ESTALE: the object there now is another one; else why it was not read */
-	bool used; /* since the clock hand last passed */
 	uint8_t lines;
 	uint8_t lasti_units;
 	int32_t firstlineno;
 	uint64_t nunits;
 	char *name, *file;
 	uint8_t *linetable;
-	size_t linetable_len, bytes;
+	size_t linetable_len;
 	/* The last offset resolved and its line: samples repeat offsets. */
 	int64_t last_offset;
 	int32_t last_line;
@@ -85,14 +75,8 @@ static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
 }
 
-static bool code_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct py_code *c = ember_slots_at(ctx, slot);
-
-	return len == sizeof(c->key) && !memcmp(&c->key, key, len);
-}
-
 static void python_free(void *state);
+static void release_code(void *value);
 
 static int python_init(void **state, struct ember_broker_client *broker)
 {
@@ -112,8 +96,9 @@ static int python_init(void **state, struct ember_broker_client *broker)
 		err = ember_slots_init(&py->procs, sizeof(struct py_process), EMBER_PY_MAX_TRACKED,
 		                       proc_eq);
 	if (!err)
-		err = ember_slots_init(&py->cache, sizeof(struct py_code), EMBER_PY_CACHE_ENTRIES,
-		                       code_eq);
+		err = ember_interp_cache_init(&py->cache, sizeof(struct py_code),
+		                              EMBER_PY_CACHE_ENTRIES, EMBER_PY_CACHE_BYTES,
+		                              release_code);
 	if (err) {
 		python_free(py);
 		*state = NULL;
@@ -121,39 +106,20 @@ static int python_init(void **state, struct ember_broker_client *broker)
 	return err;
 }
 
-static void drop_code(struct ember_python *py, uint32_t slot)
+static void release_code(void *value)
 {
-	struct py_code *c = ember_slots_at(&py->cache, slot);
-	struct py_process *p;
-	uint32_t ps;
+	struct py_code *c = value;
 
-	if (!ember_slots_find(&py->procs, &c->key.pid, sizeof(c->key.pid), &ps) &&
-	    (p = ember_slots_at(&py->procs, ps))->cached)
-		p->cached--;
-	py->cache_bytes -= c->bytes;
 	free(c->name);
 	free(c->file);
 	free(c->linetable);
-	ember_slots_remove(&py->cache, slot, &c->key, sizeof(c->key));
-}
-
-static void drop_process_code(struct ember_python *py, struct py_process *p)
-{
-	for (uint32_t s = 0; p->cached && s < ember_slots_end(&py->cache); s++) {
-		struct py_code *c = ember_slots_get(&py->cache, s);
-
-		if (c && c->key.pid == p->pid)
-			drop_code(py, s);
-	}
 }
 
 static void python_free(void *state)
 {
 	struct ember_python *py = state;
 
-	for (uint32_t s = 0; s < ember_slots_end(&py->cache); s++)
-		if (ember_slots_get(&py->cache, s))
-			drop_code(py, s);
+	ember_interp_cache_free(&py->cache);
 	for (uint32_t s = 0; s < ember_slots_end(&py->procs); s++) {
 		struct py_process *p = ember_slots_get(&py->procs, s);
 
@@ -162,7 +128,6 @@ static void python_free(void *state)
 	}
 	ember_interp_files_free(&py->files);
 	ember_slots_free(&py->procs);
-	ember_slots_free(&py->cache);
 	free(py);
 }
 
@@ -261,7 +226,7 @@ static void forget_process(struct ember_python *py, uint32_t pid)
 	if (ember_slots_find(&py->procs, &pid, sizeof(pid), &slot))
 		return;
 	p = ember_slots_at(&py->procs, slot);
-	drop_process_code(py, p);
+	ember_interp_cache_drop_pid(&py->cache, p->pid);
 	ember_interp_mem_close(&p->mem);
 	ember_slots_remove(&py->procs, slot, &pid, sizeof(pid));
 }
@@ -364,7 +329,7 @@ static void python_on_exec(void *state, uint32_t pid)
 	struct py_process *p = get_process(py, pid, false);
 
 	if (p) {
-		drop_process_code(py, p);
+		ember_interp_cache_drop_pid(&py->cache, p->pid);
 		ember_interp_mem_close(&p->mem);
 		p->mem.error = 0;
 	}
@@ -377,46 +342,17 @@ static void python_on_exit(void *state, uint32_t pid)
 
 /* ---- code objects ---- */
 
-/* Makes room: entries not used since the hand last passed them go first. */
-static void evict(struct ember_python *py)
-{
-	uint32_t end = ember_slots_end(&py->cache);
-
-	for (uint32_t steps = 0;
-	     end && steps < 2 * end + 1 &&
-	     (py->cache.count >= EMBER_PY_CACHE_ENTRIES || py->cache_bytes > EMBER_PY_CACHE_BYTES);
-	     steps++) {
-		uint32_t s = py->clock_hand++ % end;
-		struct py_code *c = ember_slots_get(&py->cache, s);
-
-		if (!c)
-			continue;
-		if (c->used) {
-			c->used = false;
-			continue;
-		}
-		drop_code(py, s);
-		py->stats.cache_evictions++;
-	}
-}
-
 /* The cached code object of (pid, addr, checksum), read on a miss; NULL without memory. */
 static struct py_code *code_of(struct ember_python *py, struct py_process *p, uint64_t addr,
                                uint32_t checksum, uint64_t now_ns)
 {
-	struct code_key key = {p->pid, checksum, addr};
+	struct ember_interp_key key = {p->pid, checksum, addr};
+	struct py_code *c = ember_interp_cache_find(&py->cache, &key), v;
 	struct ember_py_code code;
-	struct py_code *c;
-	uint32_t slot;
-	int r, err;
+	int err;
 
-	if (!ember_slots_find(&py->cache, &key, sizeof(key), &slot)) {
-		c = ember_slots_at(&py->cache, slot);
-		c->used = true;
+	if (c || !p->layout.major)
 		return c;
-	}
-	if (!p->layout.major)
-		return NULL;
 	/* Not in the cache: read it, if the process can be read now. */
 	err = ember_interp_mem_open(&p->mem, py->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
@@ -433,17 +369,12 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 		ember_py_code_free(&code);
 		err = -ESTALE;
 	}
-	evict(py);
-	r = ember_slots_add(&py->cache, &key, sizeof(key), &slot);
-	if (r < 0) {
-		ember_py_code_free(&code);
-		return NULL;
+	if (code.linetable_error) {
+		free(code.linetable);
+		code.linetable = NULL;
 	}
-	c = ember_slots_at(&py->cache, slot);
-	*c = (struct py_code){
-	    .key = key,
+	v = (struct py_code){
 	    .error = err,
-	    .used = true,
 	    .lines = p->layout.lines,
 	    .lasti_units = p->layout.lasti_units,
 	    .firstlineno = code.firstlineno,
@@ -452,17 +383,14 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 	    .file = code.file,
 	    .linetable = code.linetable,
 	    .linetable_len = code.linetable_error ? 0 : code.linetable_len,
-	    .bytes = sizeof(*c) + code.linetable_len + (code.name ? strlen(code.name) : 0) +
-	             (code.file ? strlen(code.file) : 0),
 	    .last_offset = INT64_MIN,
 	    .last_line_error = code.linetable_error ? code.linetable_error : -ENOENT,
 	};
-	if (code.linetable_error) {
-		free(code.linetable);
-		c->linetable = NULL;
-	}
-	py->cache_bytes += c->bytes;
-	p->cached++;
+	c = ember_interp_cache_add(&py->cache, &key, &v,
+	                           sizeof(v) + v.linetable_len + (v.name ? strlen(v.name) : 0) +
+	                               (v.file ? strlen(v.file) : 0));
+	if (!c)
+		release_code(&v);
 	return c;
 }
 
@@ -557,7 +485,7 @@ static void python_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "python.markers_unreadable", ps->markers_unreadable);
 	ember_stat(sink, "python.code_reads", ps->code_reads);
 	ember_stat(sink, "python.code_read_errors", ps->code_read_errors);
-	ember_stat(sink, "python.cache_evictions", ps->cache_evictions);
+	ember_stat(sink, "python.cache_evictions", py->cache.evictions);
 	ember_stat(sink, "python.files_read", py->files.files_read);
 }
 

@@ -11,6 +11,7 @@
 #include "shared/hash.h"
 #include "shared/log.h"
 #include "shared/slots.h"
+#include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_mem.h"
 #include "symbolizer/interp/ruby_elf.h"
@@ -23,7 +24,7 @@ struct ember_ruby_stats {
 	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
 	uint64_t markers_truncated, markers_unreadable;
-	uint64_t reads, read_errors, cache_evictions;
+	uint64_t reads, read_errors;
 };
 
 struct ember_ruby {
@@ -31,10 +32,8 @@ struct ember_ruby {
 	struct ember_hash_key hash_key;
 	struct ember_interp_files files; /* struct ember_rb_elf of each file */
 	struct ember_slots procs;        /* struct rb_process, by pid */
-	struct ember_slots cache;        /* struct rb_frame, by (pid, address, checksum) */
-	uint32_t clock_hand;             /* eviction: the next slot looked at */
-	uint64_t cache_bytes;
-	bool disabled; /* the collector went away: no rows can be sent */
+	struct ember_interp_cache cache; /* struct rb_frame, by (pid, kind and address, checksum) */
+	bool disabled;                   /* the collector went away: no rows can be sent */
 	struct ember_ruby_stats stats;
 };
 
@@ -47,24 +46,18 @@ struct rb_process {
 	struct ember_rb_layout layout;
 	struct ember_rb_symbols syms;
 	struct ember_interp_mem mem; /* its memory, once needed */
-	uint32_t cached;             /* frames of this process in the cache */
-};
-
-struct frame_key {
-	uint32_t pid;
-	uint32_t checksum;
-	uint64_t w0; /* kind and address */
 };
 
 /* A frame read, or the failure to read it (then name is NULL). */
 struct rb_frame {
-	struct frame_key key;
 	int error; /* -ESTALE: the structure there now is another one; else why it was not read */
-	bool used; /* since the clock hand last passed */
 	bool has_iseq;
 	struct ember_rb_iseq iseq; /* Ruby code */
 	char *name;
-	size_t bytes;
+	/* A method named without its class because the class could not be read (as while
+	 * GC.compact moves it): qualified again at the first use after class_retry_ns. */
+	bool unqualified;
+	uint64_t class_retry_ns;
 	/* The last instruction resolved and its line: samples repeat them. */
 	uint32_t last_pos;
 	int32_t last_line;
@@ -78,13 +71,6 @@ static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
 	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
 }
 
-static bool frame_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct rb_frame *f = ember_slots_at(ctx, slot);
-
-	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
-}
-
 static int read_file_facts(int fd, const char *path, void *facts)
 {
 	(void)path;
@@ -92,6 +78,7 @@ static int read_file_facts(int fd, const char *path, void *facts)
 }
 
 static void ruby_free(void *state);
+static void release_frame(void *value);
 
 static int ruby_init(void **state, struct ember_broker_client *broker)
 {
@@ -111,8 +98,9 @@ static int ruby_init(void **state, struct ember_broker_client *broker)
 		err = ember_slots_init(&rb->procs, sizeof(struct rb_process), EMBER_RB_MAX_TRACKED,
 		                       proc_eq);
 	if (!err)
-		err = ember_slots_init(&rb->cache, sizeof(struct rb_frame), EMBER_RB_CACHE_ENTRIES,
-		                       frame_eq);
+		err = ember_interp_cache_init(&rb->cache, sizeof(struct rb_frame),
+		                              EMBER_RB_CACHE_ENTRIES, EMBER_RB_CACHE_BYTES,
+		                              release_frame);
 	if (err) {
 		ruby_free(rb);
 		*state = NULL;
@@ -120,39 +108,20 @@ static int ruby_init(void **state, struct ember_broker_client *broker)
 	return err;
 }
 
-static void drop_frame(struct ember_ruby *rb, uint32_t slot)
+static void release_frame(void *value)
 {
-	struct rb_frame *f = ember_slots_at(&rb->cache, slot);
-	struct rb_process *p;
-	uint32_t ps;
+	struct rb_frame *f = value;
 
-	if (!ember_slots_find(&rb->procs, &f->key.pid, sizeof(f->key.pid), &ps) &&
-	    (p = ember_slots_at(&rb->procs, ps))->cached)
-		p->cached--;
-	rb->cache_bytes -= f->bytes;
 	if (f->has_iseq)
 		ember_rb_iseq_free(&f->iseq);
 	free(f->name);
-	ember_slots_remove(&rb->cache, slot, &f->key, sizeof(f->key));
-}
-
-static void drop_process_frames(struct ember_ruby *rb, struct rb_process *p)
-{
-	for (uint32_t s = 0; p->cached && s < ember_slots_end(&rb->cache); s++) {
-		struct rb_frame *f = ember_slots_get(&rb->cache, s);
-
-		if (f && f->key.pid == p->pid)
-			drop_frame(rb, s);
-	}
 }
 
 static void ruby_free(void *state)
 {
 	struct ember_ruby *rb = state;
 
-	for (uint32_t s = 0; s < ember_slots_end(&rb->cache); s++)
-		if (ember_slots_get(&rb->cache, s))
-			drop_frame(rb, s);
+	ember_interp_cache_free(&rb->cache);
 	for (uint32_t s = 0; s < ember_slots_end(&rb->procs); s++) {
 		struct rb_process *p = ember_slots_get(&rb->procs, s);
 
@@ -161,7 +130,6 @@ static void ruby_free(void *state)
 	}
 	ember_interp_files_free(&rb->files);
 	ember_slots_free(&rb->procs);
-	ember_slots_free(&rb->cache);
 	free(rb);
 }
 
@@ -272,8 +240,7 @@ static void unsupported(struct ember_ruby *rb, struct rb_process *p, const char 
 	remove_row(rb, p);
 }
 
-static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
-                         uint64_t now_ns)
+static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
 {
 	struct ember_ruby *rb = state;
 	/* Copies: a later lookup can move the cache's slots, or empty it when full. */
@@ -326,8 +293,9 @@ static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *map
 		p->row = row;
 		p->row_sent = true;
 		send_row(rb, p, EMBER_INTERP_ROW_SET);
-		log_debug("pid %u: Ruby %u.%u.%u, interpreter loop at %#llx", pid, ruby.layout.major,
-		          ruby.layout.minor, ruby.teeny, (unsigned long long)row.loop_start[0]);
+		log_debug("pid %u: Ruby %u.%u.%u, interpreter loop at %#llx", pid,
+		          ruby.layout.major, ruby.layout.minor, ruby.teeny,
+		          (unsigned long long)row.loop_start[0]);
 	}
 }
 
@@ -349,7 +317,7 @@ static void ruby_on_exec(void *state, uint32_t pid)
 	struct rb_process *p = get_process(rb, pid, false);
 
 	if (p) {
-		drop_process_frames(rb, p);
+		ember_interp_cache_drop_pid(&rb->cache, pid);
 		ember_interp_mem_close(&p->mem);
 		p->mem.error = 0;
 	}
@@ -364,45 +332,43 @@ static void ruby_on_exit(void *state, uint32_t pid)
 	if (ember_slots_find(&rb->procs, &pid, sizeof(pid), &slot))
 		return;
 	p = ember_slots_at(&rb->procs, slot);
-	drop_process_frames(rb, p);
+	ember_interp_cache_drop_pid(&rb->cache, pid);
 	ember_interp_mem_close(&p->mem);
 	ember_slots_remove(&rb->procs, slot, &pid, sizeof(pid));
 }
 
 /* ---- frames ---- */
 
-/* Makes room: entries not used since the hand last passed them go first. */
-static void evict(struct ember_ruby *rb)
+/* Names the Ruby code in f as a method of the class of the method entry at cme (0: none). */
+static int name_iseq(struct rb_process *p, struct rb_frame *f, uint64_t cme, uint64_t now_ns)
 {
-	uint32_t end = ember_slots_end(&rb->cache);
+	char *class_path = NULL, *name = NULL;
+	bool singleton = false;
+	int err = cme ? ember_rb_method_class(&p->layout, ember_interp_mem_read, &p->mem, &p->syms,
+	                                      cme, &class_path, &singleton)
+	              : -ENOENT;
 
-	for (uint32_t steps = 0;
-	     end && steps < 2 * end + 1 &&
-	     (rb->cache.count >= EMBER_RB_CACHE_ENTRIES || rb->cache_bytes > EMBER_RB_CACHE_BYTES);
-	     steps++) {
-		uint32_t s = rb->clock_hand++ % end;
-		struct rb_frame *f = ember_slots_get(&rb->cache, s);
-
-		if (!f)
-			continue;
-		if (f->used) {
-			f->used = false;
-			continue;
-		}
-		drop_frame(rb, s);
-		rb->stats.cache_evictions++;
-	}
+	/* Anonymous classes (-ENOENT) stay unqualified; a class not readable now is tried
+	 * again later. */
+	f->unqualified = err && err != -ENOENT;
+	f->class_retry_ns = now_ns + EMBER_RB_CLASS_RETRY_NS;
+	err = ember_rb_iseq_name(&f->iseq, class_path, singleton, &name);
+	free(class_path);
+	if (err)
+		return err;
+	free(f->name);
+	f->name = name;
+	return 0;
 }
 
 /* Reads the frame w0 (with its checksum) names into f: 0, or why not (-ESTALE: another). */
-static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, struct rb_frame *f)
+static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint64_t now_ns,
+                      struct rb_frame *f)
 {
 	const struct ember_rb_layout *l = &p->layout;
 	uint32_t kind = (uint32_t)(w0 >> EMBER_RB_ADDR_BITS) & 0xff;
 	uint64_t addr = w0 & ADDR_MASK, body = addr;
 	struct ember_rb_cfunc c;
-	char *class_path = NULL;
-	bool singleton = false;
 	int err;
 
 	if (kind == EMBER_RB_FRAME_CFUNC) {
@@ -415,52 +381,42 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, stru
 			f->name = c.name;
 		return err;
 	}
-	if (kind == EMBER_RB_FRAME_METHOD) {
+	if (kind == EMBER_RB_FRAME_METHOD)
 		err = ember_rb_method_body(l, ember_interp_mem_read, &p->mem, addr, &body);
-		if (err)
-			return err;
-		/* Unqualified when the class has no name (anonymous) or cannot be read. */
-		ember_rb_method_class(l, ember_interp_mem_read, &p->mem, &p->syms, addr, &class_path,
-		                      &singleton);
-	} else if (kind != EMBER_RB_FRAME_ISEQ) {
-		return -EBADMSG;
-	}
-	err = ember_rb_read_iseq(l, ember_interp_mem_read, &p->mem, body, &f->iseq);
-	if (!err && f->iseq.checksum != checksum) {
-		ember_rb_iseq_free(&f->iseq);
-		err = -ESTALE;
-	}
-	if (!err) {
-		f->has_iseq = true;
-		err = ember_rb_iseq_name(&f->iseq, class_path, singleton, &f->name);
-	}
-	free(class_path);
-	return err;
+	else
+		err = kind == EMBER_RB_FRAME_ISEQ ? 0 : -EBADMSG;
+	if (!err)
+		err = ember_rb_read_iseq(l, ember_interp_mem_read, &p->mem, body, &f->iseq);
+	if (err)
+		return err;
+	f->has_iseq = true;
+	if (f->iseq.checksum != checksum)
+		return -ESTALE;
+	return name_iseq(p, f, kind == EMBER_RB_FRAME_METHOD ? addr : 0, now_ns);
 }
 
 /* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
 static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, uint64_t w0,
                                  uint32_t checksum, uint64_t now_ns)
 {
-	struct frame_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
-	struct rb_frame f = {.key = key, .used = true, .last_pos = UINT32_MAX}, *c;
-	uint32_t slot;
+	struct ember_interp_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
+	struct rb_frame f = {.last_pos = UINT32_MAX},
+			*c = ember_interp_cache_find(&rb->cache, &key);
+	size_t bytes;
 	int err;
 
-	if (!ember_slots_find(&rb->cache, &key, sizeof(key), &slot)) {
-		c = ember_slots_at(&rb->cache, slot);
-		c->used = true;
+	if (c && c->unqualified && now_ns >= c->class_retry_ns &&
+	    !ember_interp_mem_open(&p->mem, rb->broker, now_ns))
+		name_iseq(p, c, key.addr & ADDR_MASK, now_ns);
+	if (c || !p->layout.major)
 		return c;
-	}
-	if (!p->layout.major)
-		return NULL;
 	/* Not in the cache: read it, if the process can be read now. */
 	err = ember_interp_mem_open(&p->mem, rb->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return NULL; /* the broker is busy: another sample tries again */
 	rb->stats.reads++;
 	if (!err)
-		err = read_frame(p, key.w0, checksum, &f);
+		err = read_frame(p, key.addr, checksum, now_ns, &f);
 	if (err && err != -ESTALE)
 		rb->stats.read_errors++;
 	f.error = err;
@@ -468,21 +424,13 @@ static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, ui
 		ember_rb_iseq_free(&f.iseq);
 		f.has_iseq = false;
 	}
-	evict(rb);
-	if (ember_slots_add(&rb->cache, &key, sizeof(key), &slot) < 0) {
-		if (f.has_iseq)
-			ember_rb_iseq_free(&f.iseq);
-		free(f.name);
-		return NULL;
-	}
-	f.bytes = sizeof(f) + (f.name ? strlen(f.name) : 0) +
-	          (f.has_iseq ? f.iseq.nlines * sizeof(*f.iseq.lines) + f.iseq.succ_len +
-	                            (f.iseq.path ? strlen(f.iseq.path) : 0)
-	                      : 0);
-	c = ember_slots_at(&rb->cache, slot);
-	*c = f;
-	rb->cache_bytes += c->bytes;
-	p->cached++;
+	bytes = sizeof(f) + (f.name ? strlen(f.name) : 0) +
+	        (f.has_iseq ? f.iseq.nlines * sizeof(*f.iseq.lines) + f.iseq.succ_len +
+	                          (f.iseq.path ? strlen(f.iseq.path) : 0)
+	                    : 0);
+	c = ember_interp_cache_add(&rb->cache, &key, &f, bytes);
+	if (!c)
+		release_frame(&f);
 	return c;
 }
 
@@ -563,7 +511,7 @@ static void ruby_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "ruby.markers_unreadable", rs->markers_unreadable);
 	ember_stat(sink, "ruby.reads", rs->reads);
 	ember_stat(sink, "ruby.read_errors", rs->read_errors);
-	ember_stat(sink, "ruby.cache_evictions", rs->cache_evictions);
+	ember_stat(sink, "ruby.cache_evictions", rb->cache.evictions);
 	ember_stat(sink, "ruby.files_read", rb->files.files_read);
 }
 

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a runtime's reader read of a process's frames (a code object, an iseq
+ * body, a method entry), or its failure to read it, by process, address and
+ * checksum: bounded in entries and bytes, the entries not used since the
+ * clock hand last passed going first, and dropped with their process at its
+ * exec and exit. A value is the reader's own struct, copied in; the cache
+ * calls release on it when it goes.
+ */
+#ifndef EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
+#define EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shared/slots.h"
+
+struct ember_interp_key {
+	uint32_t pid;
+	uint32_t checksum;
+	uint64_t addr;
+};
+
+typedef void (*ember_interp_release_fn)(void *value);
+
+struct ember_interp_cache {
+	struct ember_slots entries; /* by key: a header, then value_size bytes */
+	struct ember_slots pids;    /* pid -> its entries' count: an exit with none scans nothing */
+	size_t value_size;
+	uint32_t max_entries;
+	uint64_t max_bytes, bytes;
+	uint32_t clock_hand; /* eviction: the next slot looked at */
+	ember_interp_release_fn release;
+	uint64_t evictions;
+};
+
+int ember_interp_cache_init(struct ember_interp_cache *c, size_t value_size, uint32_t max_entries,
+                            uint64_t max_bytes, ember_interp_release_fn release);
+void ember_interp_cache_free(struct ember_interp_cache *c);
+
+/* The value of key (marked used), or NULL. */
+void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_interp_key *key);
+
+/* Makes room, then copies value in under key, counting bytes for it. Returns the cached
+ * value, or NULL without room (the caller still owns value then). */
+void *ember_interp_cache_add(struct ember_interp_cache *c, const struct ember_interp_key *key,
+                             const void *value, size_t bytes);
+
+/* Drops pid's values (its exec or exit). */
+void ember_interp_cache_drop_pid(struct ember_interp_cache *c, uint32_t pid);
+
+#endif
