@@ -7,20 +7,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ipc/proto.h"
 #include "shared/hash.h"
 #include "shared/log.h"
-#include "shared/slots.h"
 #include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/interp/interp_procs.h"
 #include "symbolizer/interp/python_code.h"
 #include "symbolizer/interp/python_elf.h"
 #include "symbolizer/interp/python_lines.h"
 
 /* Counters for the statistics (python.*). */
 struct ember_python_stats {
-	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
 	uint64_t markers_truncated, markers_unreadable;
 	uint64_t code_reads, code_read_errors;
@@ -30,21 +28,16 @@ struct ember_python {
 	struct ember_broker_client *broker;
 	struct ember_hash_key hash_key;
 	struct ember_interp_files files; /* struct ember_py_elf of each file */
-	struct ember_slots procs;        /* struct py_process, by pid */
+	struct ember_interp_procs procs; /* struct py_process, by pid */
 	struct ember_interp_cache cache; /* struct py_code, by (pid, address, checksum) */
-	bool disabled;                   /* the collector went away: no rows can be sent */
 	struct ember_python_stats stats;
 };
 
 struct py_process {
-	uint32_t pid;
-	bool row_sent;
-	bool counted; /* in the statistics */
-	bool warned;  /* said once why it cannot be walked */
+	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_py_proc row;
 	struct ember_py_layout layout;
 	struct ember_py_types types;
-	struct ember_interp_mem mem; /* its memory, once needed */
 };
 
 /* A code object read, or the failure to read it (then name is NULL). */
@@ -68,13 +61,6 @@ static int read_file_facts(int fd, const char *path, void *facts)
 	return ember_py_elf_read(fd, path, facts);
 }
 
-static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct py_process *p = ember_slots_at(ctx, slot);
-
-	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
-}
-
 static void python_free(void *state);
 static void release_code(void *value);
 
@@ -93,8 +79,9 @@ static int python_init(void **state, struct ember_broker_client *broker)
 		                              EMBER_PY_MAX_FILES, read_file_facts,
 		                              EMBER_PY_FILE_RETRY_NS);
 	if (!err)
-		err = ember_slots_init(&py->procs, sizeof(struct py_process), EMBER_PY_MAX_TRACKED,
-		                       proc_eq);
+		err = ember_interp_procs_init(&py->procs, sizeof(struct py_process),
+		                              EMBER_PY_MAX_TRACKED, broker, EMBER_RUNTIME_PYTHON,
+		                              "Python");
 	if (!err)
 		err = ember_interp_cache_init(&py->cache, sizeof(struct py_code),
 		                              EMBER_PY_CACHE_ENTRIES, EMBER_PY_CACHE_BYTES,
@@ -120,14 +107,8 @@ static void python_free(void *state)
 	struct ember_python *py = state;
 
 	ember_interp_cache_free(&py->cache);
-	for (uint32_t s = 0; s < ember_slots_end(&py->procs); s++) {
-		struct py_process *p = ember_slots_get(&py->procs, s);
-
-		if (p)
-			ember_interp_mem_close(&p->mem);
-	}
 	ember_interp_files_free(&py->files);
-	ember_slots_free(&py->procs);
+	ember_interp_procs_free(&py->procs);
 	free(py);
 }
 
@@ -147,25 +128,6 @@ static bool candidate(const struct ember_maps *maps, const struct ember_map_entr
 
 	return first || strstr(base, "python") || !strncmp(base, "libc.so", 7) ||
 	       !strncmp(base, "libc-", 5) || !strncmp(base, "libpthread", 10);
-}
-
-static void send_row(struct ember_python *py, struct py_process *p, uint32_t op)
-{
-	bool set = op == EMBER_INTERP_ROW_SET;
-	union ember_msg m;
-
-	if (py->disabled)
-		return;
-	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_PYTHON, op, &p->row,
-	                     set ? sizeof(p->row) : 0);
-	if (ember_broker_client_send(py->broker, &m)) {
-		py->disabled = true;
-		return;
-	}
-	if (set)
-		py->stats.rows_sent++;
-	else
-		py->stats.rows_removed++;
 }
 
 static void fill_row(struct ember_py_proc *r, const struct ember_py_elf *elf, uint64_t bias,
@@ -199,36 +161,6 @@ static void fill_row(struct ember_py_proc *r, const struct ember_py_elf *elf, ui
 	r->code_name = l->code_name;
 	r->code_filename = l->code_filename;
 	r->version = l->minor;
-}
-
-static struct py_process *get_process(struct ember_python *py, uint32_t pid, bool create)
-{
-	struct py_process *p;
-	uint32_t slot;
-	int r = create ? ember_slots_add(&py->procs, &pid, sizeof(pid), &slot)
-	               : ember_slots_find(&py->procs, &pid, sizeof(pid), &slot);
-
-	if (r < 0)
-		return NULL;
-	p = ember_slots_at(&py->procs, slot);
-	if (r == 1) {
-		p->pid = pid;
-		ember_interp_mem_init(&p->mem, pid);
-	}
-	return p;
-}
-
-static void forget_process(struct ember_python *py, uint32_t pid)
-{
-	uint32_t slot;
-	struct py_process *p;
-
-	if (ember_slots_find(&py->procs, &pid, sizeof(pid), &slot))
-		return;
-	p = ember_slots_at(&py->procs, slot);
-	ember_interp_cache_drop_pid(&py->cache, p->pid);
-	ember_interp_mem_close(&p->mem);
-	ember_slots_remove(&py->procs, slot, &pid, sizeof(pid));
 }
 
 static void python_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
@@ -265,79 +197,50 @@ static void python_on_maps(void *state, uint32_t pid, const struct ember_maps *m
 		}
 		first = false;
 	}
-	p = get_process(py, pid, have_python);
-	if (!have_python) {
-		if (p && p->row_sent)
-			send_row(py, p, EMBER_INTERP_ROW_REMOVE);
-		if (p)
-			p->row_sent = false;
+	p = ember_interp_procs_get(&py->procs, pid, have_python);
+	if (!have_python || !p) {
+		ember_interp_procs_remove_row(&py->procs, p ? &p->proc : NULL);
 		return;
 	}
-	if (!p)
-		return;
-	if (!p->counted) {
-		p->counted = true;
-		py->stats.processes++;
-	}
-	p->mem.gone = false;
+	ember_interp_procs_seen(&py->procs, &p->proc);
 	if (python.kind != EMBER_PY_ELF_PYTHON || !have_libc ||
 	    !ember_elf_bias(python.segs, python.nsegs, python_map->offset, python_map->start,
 	                    &bias)) {
-		if (!p->warned) {
-			p->warned = true;
-			py->stats.unsupported++;
-			log_info("pid %u runs Python, but ember cannot read its frames: %s", pid,
-			         python.kind != EMBER_PY_ELF_PYTHON ? python.why
-			         : !have_libc ? "it uses a C library other than glibc"
-			                      : "its interpreter is mapped in an unexpected way");
-		}
-		if (p->row_sent)
-			send_row(py, p, EMBER_INTERP_ROW_REMOVE);
-		p->row_sent = false;
+		ember_interp_procs_unsupported(&py->procs, &p->proc,
+		                               python.kind != EMBER_PY_ELF_PYTHON ? python.why
+		                               : !have_libc ? "it uses a C library other than glibc"
+		                                            : "its interpreter is mapped in an "
+		                                              "unexpected way");
 		return;
 	}
 	p->layout = python.layout;
 	p->types = (struct ember_py_types){python.code_type + bias, python.str_type + bias,
 	                                   python.bytes_type + bias};
 	fill_row(&row, &python, bias, tsd_offset);
-	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
-		p->row = row;
-		p->row_sent = true;
-		send_row(py, p, EMBER_INTERP_ROW_SET);
+	if (ember_interp_procs_set_row(&py->procs, &p->proc, &p->row, &row, sizeof(row)))
 		log_debug("pid %u: CPython 3.%u, interpreter loop at %#llx", pid, p->layout.minor,
 		          (unsigned long long)row.eval_start[0]);
-	}
 }
 
 static void python_on_exit_ahead(void *state, uint32_t pid)
 {
-	struct ember_python *py = state;
-	struct py_process *p = get_process(py, pid, false);
-
-	if (!p)
-		return;
-	if (p->row_sent)
-		send_row(py, p, EMBER_INTERP_ROW_REMOVE);
-	p->row_sent = false;
-	p->mem.gone = true;
-	ember_interp_mem_close(&p->mem);
+	ember_interp_procs_exit_ahead(&((struct ember_python *)state)->procs, pid);
 }
 
 static void python_on_exec(void *state, uint32_t pid)
 {
 	struct ember_python *py = state;
-	struct py_process *p = get_process(py, pid, false);
 
-	if (p) {
-		ember_interp_cache_drop_pid(&py->cache, p->pid);
-		ember_interp_mem_close(&p->mem);
-		p->mem.error = 0;
-	}
+	ember_interp_cache_drop_pid(&py->cache, pid);
+	ember_interp_procs_exec(&py->procs, pid);
 }
 
 static void python_on_exit(void *state, uint32_t pid)
 {
-	forget_process(state, pid);
+	struct ember_python *py = state;
+
+	ember_interp_cache_drop_pid(&py->cache, pid);
+	ember_interp_procs_exit(&py->procs, pid);
 }
 
 /* ---- code objects ---- */
@@ -346,7 +249,7 @@ static void python_on_exit(void *state, uint32_t pid)
 static struct py_code *code_of(struct ember_python *py, struct py_process *p, uint64_t addr,
                                uint32_t checksum, uint64_t now_ns)
 {
-	struct ember_interp_key key = {p->pid, checksum, addr};
+	struct ember_interp_key key = {p->proc.pid, checksum, addr};
 	struct py_code *c = ember_interp_cache_find(&py->cache, &key), v;
 	struct ember_py_code code;
 	int err;
@@ -354,12 +257,12 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 	if (c || !p->layout.major)
 		return c;
 	/* Not in the cache: read it, if the process can be read now. */
-	err = ember_interp_mem_open(&p->mem, py->broker, now_ns);
+	err = ember_interp_mem_open(&p->proc.mem, py->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return NULL; /* the broker is busy: another sample tries again */
 	py->stats.code_reads++;
 	if (!err)
-		err = ember_py_read_code(&p->layout, &p->types, ember_interp_mem_read, &p->mem,
+		err = ember_py_read_code(&p->layout, &p->types, ember_interp_mem_read, &p->proc.mem,
 		                         addr, &code);
 	if (err) {
 		py->stats.code_read_errors++;
@@ -405,7 +308,7 @@ static void python_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, ui
                          struct ember_interp_frame *out)
 {
 	struct ember_python *py = state;
-	struct py_process *p = get_process(py, pid, false);
+	struct py_process *p = ember_interp_procs_get(&py->procs, pid, false);
 	uint64_t addr = w0 & EMBER_INTERP_PAYLOAD_MASK;
 	uint32_t checksum = (uint32_t)w1;
 	int64_t offset = (int32_t)(w1 >> 32);
@@ -446,7 +349,7 @@ static void python_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, ui
 static void python_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
 {
 	struct ember_python *py = state;
-	struct py_process *p = get_process(py, pid, false);
+	struct py_process *p = ember_interp_procs_get(&py->procs, pid, false);
 
 	if (p)
 		code_of(py, p, w0 & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)w1, now_ns);
@@ -473,9 +376,9 @@ static void python_stats(void *state, const struct ember_stat_sink *sink)
 	const struct ember_python *py = state;
 	const struct ember_python_stats *ps = &py->stats;
 
-	ember_stat(sink, "python.processes", ps->processes);
-	ember_stat(sink, "python.processes_unsupported", ps->unsupported);
-	ember_stat(sink, "python.rows_sent", ps->rows_sent);
+	ember_stat(sink, "python.processes", py->procs.processes);
+	ember_stat(sink, "python.processes_unsupported", py->procs.unsupported);
+	ember_stat(sink, "python.rows_sent", py->procs.rows_sent);
 	ember_stat(sink, "python.frames", ps->frames);
 	ember_stat(sink, "python.frames_named", ps->frames_named);
 	ember_stat(sink, "python.frames_stale", ps->frames_stale);

@@ -7,13 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipc/proto.h"
 #include "shared/hash.h"
 #include "shared/log.h"
-#include "shared/slots.h"
 #include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/interp/interp_procs.h"
 #include "symbolizer/interp/ruby_elf.h"
 #include "symbolizer/interp/ruby_frames.h"
 
@@ -21,7 +20,6 @@
 
 /* Counters for the statistics (ruby.*). */
 struct ember_ruby_stats {
-	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_no_line;
 	uint64_t markers_truncated, markers_unreadable;
 	uint64_t reads, read_errors;
@@ -31,21 +29,16 @@ struct ember_ruby {
 	struct ember_broker_client *broker;
 	struct ember_hash_key hash_key;
 	struct ember_interp_files files; /* struct ember_rb_elf of each file */
-	struct ember_slots procs;        /* struct rb_process, by pid */
+	struct ember_interp_procs procs; /* struct rb_process, by pid */
 	struct ember_interp_cache cache; /* struct rb_frame, by (pid, kind and address, checksum) */
-	bool disabled;                   /* the collector went away: no rows can be sent */
 	struct ember_ruby_stats stats;
 };
 
 struct rb_process {
-	uint32_t pid;
-	bool row_sent;
-	bool counted; /* in the statistics */
-	bool warned;  /* said once why it cannot be walked */
+	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_rb_proc row;
 	struct ember_rb_layout layout;
 	struct ember_rb_symbols syms;
-	struct ember_interp_mem mem; /* its memory, once needed */
 };
 
 /* A frame read, or the failure to read it (then name is NULL). */
@@ -63,13 +56,6 @@ struct rb_frame {
 	int32_t last_line;
 	int last_line_error;
 };
-
-static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct rb_process *p = ember_slots_at(ctx, slot);
-
-	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
-}
 
 static int read_file_facts(int fd, const char *path, void *facts)
 {
@@ -95,8 +81,9 @@ static int ruby_init(void **state, struct ember_broker_client *broker)
 		                              EMBER_RB_MAX_FILES, read_file_facts,
 		                              EMBER_RB_FILE_RETRY_NS);
 	if (!err)
-		err = ember_slots_init(&rb->procs, sizeof(struct rb_process), EMBER_RB_MAX_TRACKED,
-		                       proc_eq);
+		err = ember_interp_procs_init(&rb->procs, sizeof(struct rb_process),
+		                              EMBER_RB_MAX_TRACKED, broker, EMBER_RUNTIME_RUBY,
+		                              "Ruby");
 	if (!err)
 		err = ember_interp_cache_init(&rb->cache, sizeof(struct rb_frame),
 		                              EMBER_RB_CACHE_ENTRIES, EMBER_RB_CACHE_BYTES,
@@ -122,14 +109,8 @@ static void ruby_free(void *state)
 	struct ember_ruby *rb = state;
 
 	ember_interp_cache_free(&rb->cache);
-	for (uint32_t s = 0; s < ember_slots_end(&rb->procs); s++) {
-		struct rb_process *p = ember_slots_get(&rb->procs, s);
-
-		if (p)
-			ember_interp_mem_close(&p->mem);
-	}
 	ember_interp_files_free(&rb->files);
-	ember_slots_free(&rb->procs);
+	ember_interp_procs_free(&rb->procs);
 	free(rb);
 }
 
@@ -148,24 +129,6 @@ static bool candidate(const struct ember_maps *maps, const struct ember_map_entr
 	const char *base = basename_of(ember_maps_path(maps, e));
 
 	return first || strstr(base, "ruby") || !strncmp(base, "ld-linux", 8);
-}
-
-static void send_row(struct ember_ruby *rb, struct rb_process *p, uint32_t op)
-{
-	bool set = op == EMBER_INTERP_ROW_SET;
-	union ember_msg m;
-
-	if (rb->disabled)
-		return;
-	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_RUBY, op, &p->row, set ? sizeof(p->row) : 0);
-	if (ember_broker_client_send(rb->broker, &m)) {
-		rb->disabled = true;
-		return;
-	}
-	if (set)
-		rb->stats.rows_sent++;
-	else
-		rb->stats.rows_removed++;
 }
 
 static void fill_row(struct ember_rb_proc *r, const struct ember_rb_elf *elf, uint64_t bias,
@@ -204,42 +167,6 @@ static void fill_row(struct ember_rb_proc *r, const struct ember_rb_elf *elf, ui
 	r->version = (uint8_t)(l->major << 4 | (l->minor & 0xf));
 }
 
-static struct rb_process *get_process(struct ember_ruby *rb, uint32_t pid, bool create)
-{
-	struct rb_process *p;
-	uint32_t slot;
-	int r = create ? ember_slots_add(&rb->procs, &pid, sizeof(pid), &slot)
-	               : ember_slots_find(&rb->procs, &pid, sizeof(pid), &slot);
-
-	if (r < 0)
-		return NULL;
-	p = ember_slots_at(&rb->procs, slot);
-	if (r == 1) {
-		p->pid = pid;
-		ember_interp_mem_init(&p->mem, pid);
-	}
-	return p;
-}
-
-static void remove_row(struct ember_ruby *rb, struct rb_process *p)
-{
-	if (p && p->row_sent)
-		send_row(rb, p, EMBER_INTERP_ROW_REMOVE);
-	if (p)
-		p->row_sent = false;
-}
-
-/* Says once why pid's Ruby cannot be walked, and takes its row away. */
-static void unsupported(struct ember_ruby *rb, struct rb_process *p, const char *why)
-{
-	if (!p->warned) {
-		p->warned = true;
-		rb->stats.unsupported++;
-		log_info("pid %u runs Ruby, but ember cannot read its frames: %s", p->pid, why);
-	}
-	remove_row(rb, p);
-}
-
 static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
 {
 	struct ember_ruby *rb = state;
@@ -266,75 +193,50 @@ static void ruby_on_maps(void *state, uint32_t pid, const struct ember_maps *map
 		if (!ld.has_dtv && f->has_dtv)
 			ld = *f;
 	}
-	p = get_process(rb, pid, ruby_map != NULL);
+	p = ember_interp_procs_get(&rb->procs, pid, ruby_map != NULL);
 	if (!ruby_map || !p) {
-		remove_row(rb, p);
+		ember_interp_procs_remove_row(&rb->procs, p ? &p->proc : NULL);
 		return;
 	}
-	if (!p->counted) {
-		p->counted = true;
-		rb->stats.processes++;
-	}
-	p->mem.gone = false;
+	ember_interp_procs_seen(&rb->procs, &p->proc);
 	why = ruby.kind != EMBER_RB_ELF_RUBY ? ruby.why
 	      : !ld.has_dtv                  ? "it uses a dynamic linker other than glibc's"
 	      : !ember_elf_bias(ruby.segs, ruby.nsegs, ruby_map->offset, ruby_map->start, &bias)
 	          ? "its interpreter is mapped in an unexpected way"
 	          : NULL;
 	if (why) {
-		unsupported(rb, p, why);
+		ember_interp_procs_unsupported(&rb->procs, &p->proc, why);
 		return;
 	}
 	p->layout = ruby.layout;
 	ember_rb_symbols_init(&ruby.layout, ruby.global_symbols ? ruby.global_symbols + bias : 0,
 	                      &p->syms);
 	fill_row(&row, &ruby, bias, &ld);
-	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
-		p->row = row;
-		p->row_sent = true;
-		send_row(rb, p, EMBER_INTERP_ROW_SET);
+	if (ember_interp_procs_set_row(&rb->procs, &p->proc, &p->row, &row, sizeof(row)))
 		log_debug("pid %u: Ruby %u.%u.%u, interpreter loop at %#llx", pid,
 		          ruby.layout.major, ruby.layout.minor, ruby.teeny,
 		          (unsigned long long)row.loop_start[0]);
-	}
 }
 
 static void ruby_on_exit_ahead(void *state, uint32_t pid)
 {
-	struct ember_ruby *rb = state;
-	struct rb_process *p = get_process(rb, pid, false);
-
-	if (!p)
-		return;
-	remove_row(rb, p);
-	p->mem.gone = true;
-	ember_interp_mem_close(&p->mem);
+	ember_interp_procs_exit_ahead(&((struct ember_ruby *)state)->procs, pid);
 }
 
 static void ruby_on_exec(void *state, uint32_t pid)
 {
 	struct ember_ruby *rb = state;
-	struct rb_process *p = get_process(rb, pid, false);
 
-	if (p) {
-		ember_interp_cache_drop_pid(&rb->cache, pid);
-		ember_interp_mem_close(&p->mem);
-		p->mem.error = 0;
-	}
+	ember_interp_cache_drop_pid(&rb->cache, pid);
+	ember_interp_procs_exec(&rb->procs, pid);
 }
 
 static void ruby_on_exit(void *state, uint32_t pid)
 {
 	struct ember_ruby *rb = state;
-	uint32_t slot;
-	struct rb_process *p;
 
-	if (ember_slots_find(&rb->procs, &pid, sizeof(pid), &slot))
-		return;
-	p = ember_slots_at(&rb->procs, slot);
 	ember_interp_cache_drop_pid(&rb->cache, pid);
-	ember_interp_mem_close(&p->mem);
-	ember_slots_remove(&rb->procs, slot, &pid, sizeof(pid));
+	ember_interp_procs_exit(&rb->procs, pid);
 }
 
 /* ---- frames ---- */
@@ -344,8 +246,8 @@ static int name_iseq(struct rb_process *p, struct rb_frame *f, uint64_t cme, uin
 {
 	char *class_path = NULL, *name = NULL;
 	bool singleton = false;
-	int err = cme ? ember_rb_method_class(&p->layout, ember_interp_mem_read, &p->mem, &p->syms,
-	                                      cme, &class_path, &singleton)
+	int err = cme ? ember_rb_method_class(&p->layout, ember_interp_mem_read, &p->proc.mem,
+	                                      &p->syms, cme, &class_path, &singleton)
 	              : -ENOENT;
 
 	/* Anonymous classes (-ENOENT) stay unqualified; a class not readable now is tried
@@ -372,7 +274,8 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint
 	int err;
 
 	if (kind == EMBER_RB_FRAME_CFUNC) {
-		err = ember_rb_read_cfunc(l, ember_interp_mem_read, &p->mem, &p->syms, addr, &c);
+		err =
+		    ember_rb_read_cfunc(l, ember_interp_mem_read, &p->proc.mem, &p->syms, addr, &c);
 		if (!err && c.checksum != checksum) {
 			ember_rb_cfunc_free(&c);
 			err = -ESTALE;
@@ -382,11 +285,11 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint
 		return err;
 	}
 	if (kind == EMBER_RB_FRAME_METHOD)
-		err = ember_rb_method_body(l, ember_interp_mem_read, &p->mem, addr, &body);
+		err = ember_rb_method_body(l, ember_interp_mem_read, &p->proc.mem, addr, &body);
 	else
 		err = kind == EMBER_RB_FRAME_ISEQ ? 0 : -EBADMSG;
 	if (!err)
-		err = ember_rb_read_iseq(l, ember_interp_mem_read, &p->mem, body, &f->iseq);
+		err = ember_rb_read_iseq(l, ember_interp_mem_read, &p->proc.mem, body, &f->iseq);
 	if (err)
 		return err;
 	f->has_iseq = true;
@@ -399,19 +302,19 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint
 static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, uint64_t w0,
                                  uint32_t checksum, uint64_t now_ns)
 {
-	struct ember_interp_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
+	struct ember_interp_key key = {p->proc.pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
 	struct rb_frame f = {.last_pos = UINT32_MAX},
 			*c = ember_interp_cache_find(&rb->cache, &key);
 	size_t bytes;
 	int err;
 
 	if (c && c->unqualified && now_ns >= c->class_retry_ns &&
-	    !ember_interp_mem_open(&p->mem, rb->broker, now_ns))
+	    !ember_interp_mem_open(&p->proc.mem, rb->broker, now_ns))
 		name_iseq(p, c, key.addr & ADDR_MASK, now_ns);
 	if (c || !p->layout.major)
 		return c;
 	/* Not in the cache: read it, if the process can be read now. */
-	err = ember_interp_mem_open(&p->mem, rb->broker, now_ns);
+	err = ember_interp_mem_open(&p->proc.mem, rb->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return NULL; /* the broker is busy: another sample tries again */
 	rb->stats.reads++;
@@ -438,7 +341,7 @@ static void ruby_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint
                        struct ember_interp_frame *out)
 {
 	struct ember_ruby *rb = state;
-	struct rb_process *p = get_process(rb, pid, false);
+	struct rb_process *p = ember_interp_procs_get(&rb->procs, pid, false);
 	uint32_t pos = (uint32_t)(w1 >> 32);
 	struct rb_frame *f = p ? frame_of(rb, p, w0, (uint32_t)w1, now_ns) : NULL;
 	uint64_t k[3] = {pid, w0, w1};
@@ -472,7 +375,7 @@ static void ruby_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint
 static void ruby_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
 {
 	struct ember_ruby *rb = state;
-	struct rb_process *p = get_process(rb, pid, false);
+	struct rb_process *p = ember_interp_procs_get(&rb->procs, pid, false);
 
 	if (p)
 		frame_of(rb, p, w0, (uint32_t)w1, now_ns);
@@ -499,9 +402,9 @@ static void ruby_stats(void *state, const struct ember_stat_sink *sink)
 	const struct ember_ruby *rb = state;
 	const struct ember_ruby_stats *rs = &rb->stats;
 
-	ember_stat(sink, "ruby.processes", rs->processes);
-	ember_stat(sink, "ruby.processes_unsupported", rs->unsupported);
-	ember_stat(sink, "ruby.rows_sent", rs->rows_sent);
+	ember_stat(sink, "ruby.processes", rb->procs.processes);
+	ember_stat(sink, "ruby.processes_unsupported", rb->procs.unsupported);
+	ember_stat(sink, "ruby.rows_sent", rb->procs.rows_sent);
 	ember_stat(sink, "ruby.frames", rs->frames);
 	ember_stat(sink, "ruby.frames_named", rs->frames_named);
 	ember_stat(sink, "ruby.frames_stale", rs->frames_stale);
