@@ -1,30 +1,42 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/python: what reading Python frames costs, and how it compares with perf.
+"""bench/interp: what reading interpreted frames costs, per runtime, beside native-only frames.
 
-The workload is tests/workloads/pysplit.py (60/30/10 over three Python
-functions, its own thread-CPU truth) on the newest CPython found (pyenv's,
-else Debian's python3.11). Each run records a fresh instance for the same time
-at the same frequency:
+Each runtime has a workload with a known split (60/30/10 over three leaf
+methods or functions) that measures its own thread-CPU truth:
 
-  ember python   ember record -p PID: Python frames walked in eBPF, named in
-                 the symbolizer
-  ember native   the same with --interpreters none: native frames only (the
-                 interpreter loop, no Python functions)
-  perf -X perf   python3.12 -X perf (3.12+; CPython's perf trampolines and
-                 /tmp/perf-PID.map) under `perf record --call-graph dwarf`
-                 (the interpreter has no frame pointers), then `perf script`
+  python   tests/workloads/pysplit.py split, on the newest CPython found
+           (pyenv's, else Debian's python3.11)
+  ruby     tests/workloads/rbsplit.rb split, on Debian's ruby3.1
+
+One run records, for each runtime chosen (--runtime, both by default), a fresh
+instance of its workload for the same time at the same frequency:
+
+  ember RUNTIME  ember record -p PID --interpreters RUNTIME: the runtime's
+                 frames walked in eBPF, named in the symbolizer
+  ember native   the same workload with --interpreters none: native frames only
+                 (the interpreter loop, no Python functions or Ruby methods)
+  perf -X perf   Python only: python3.12 -X perf (3.12+; CPython's perf
+                 trampolines and /tmp/perf-PID.map) under `perf record
+                 --call-graph dwarf` (the interpreter has no frame pointers),
+                 then `perf script`. ruby3.1 gives perf no names for Ruby
+                 methods (no perf map, no trampolines): Ruby has no perf row.
 
 Figures per run: samples of the workload; eBPF run time per sample
 (kernel.bpf_stats_enabled, ember's program only; the program also runs, and
 returns early, on the CPU samples of every process -p did not choose: a run
-recording an idle process measures that cost, which is taken out); symbolizer CPU (user +
-system of ember-symbolizer, read from /proc while it runs); for perf, the CPU
-of perf record and perf script; and the attribution: each leaf's share
-against the workload's own truth. A short run (--short) beside each long one
-separates start-up from the cost per 1,000 samples.
+recording an idle process measures that cost, which is taken out); symbolizer
+CPU (user + system of ember-symbolizer, read from /proc while it runs); for
+perf, the CPU of perf record and perf script; and the attribution: each
+leaf's share against the workload's own truth. A short run (--short) beside each
+long one separates start-up from the cost per 1,000 samples (the short run
+should outlast the symbolizer's start-up: about 2 s on a busy 2-CPU host).
+The table ends with ratios between rows of the same run (each runtime against
+native-only on its workload, Ruby against Python): on a shared machine the
+absolute figures move from run to run, the ratios less.
 
-Usage: sudo bench/python/run.py [--duration 10] [--short 3] [--hz 499] [--build build]
+Usage: sudo bench/interp/run.py [--runtime python] [--runtime ruby] [--duration 10]
+                                [--short 3] [--hz 499] [--build build]
 """
 import argparse
 import collections
@@ -40,8 +52,15 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
-WORKLOAD = os.path.join(SRC, "tests", "workloads", "pysplit.py")
+WORKLOADS = os.path.join(SRC, "tests", "workloads")
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
+RUBY = "/usr/bin/ruby3.1"
+
+# A runtime under test: its --interpreters name; the command that runs its workload
+# (`split SECONDS` appended; perf's flags go after exe); the comm its samples carry; its
+# leaves' frame names, as ember names them; what the table says of it; perf: True when
+# perf can name its frames, else why not.
+Runtime = collections.namedtuple("Runtime", "name exe script comm names label frames perf")
 
 
 def newest_python():
@@ -55,6 +74,30 @@ def newest_python():
     if found:
         return max(found)
     return (11, 2), "/usr/bin/python3.11"  # (minor, patch), as above
+
+
+def python_runtime():
+    version, exe = newest_python()
+    perf = version >= (12, 0) or f"no CPython 3.12+ for -X perf ({exe} is 3.{version[0]})"
+    return Runtime("python", exe, os.path.join(WORKLOADS, "pysplit.py"), "python",
+                   {leaf: leaf for leaf in LEAVES},
+                   f"{exe} (3.{version[0]}.{version[1]}), pysplit.py split", "Python functions",
+                   perf)
+
+
+def ruby_runtime():
+    if not os.access(RUBY, os.X_OK):
+        print(f"no {RUBY} (scripts/install-deps.sh installs it): no Ruby runs")
+        return None
+    r = subprocess.run([RUBY, "-e", "print RUBY_VERSION"], capture_output=True, text=True)
+    return Runtime("ruby", RUBY, os.path.join(WORKLOADS, "rbsplit.rb"), "ruby",
+                   {f"Shop::Cart#{leaf}": leaf for leaf in LEAVES},
+                   f"{RUBY} ({r.stdout.strip()}), rbsplit.rb split", "Ruby methods",
+                   "ruby3.1 gives perf no names for Ruby methods (no perf map, no trampolines "
+                   "like CPython 3.12's -X perf)")
+
+
+RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime}
 
 
 def cpu_of(pid):
@@ -100,9 +143,9 @@ def truth_of(path):
     return {k: 100.0 * ns[k] / total for k in LEAVES} if total else {}
 
 
-def start_workload(exe, wd, tag, extra=()):
+def start_workload(rt, wd, tag, extra=()):
     truth = os.path.join(wd, f"{tag}.truth")
-    proc = subprocess.Popen([exe, *extra, WORKLOAD, "split", "600"],
+    proc = subprocess.Popen([rt.exe, *extra, rt.script, "split", "600"],
                             env=dict(os.environ, EMBER_TRUTH_FILE=truth),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
@@ -123,12 +166,12 @@ def shares(counts):
     return {k: 100.0 * counts[k] / total for k in LEAVES} if total else {}
 
 
-def run_ember(args, exe, wd, tag, duration, python):
-    proc, truth = start_workload(exe, wd, tag)
+def run_ember(args, rt, wd, tag, duration, interpreters):
+    proc, truth = start_workload(rt, wd, tag)
     folded = os.path.join(wd, f"{tag}.folded")
     rec = subprocess.Popen([os.path.join(args.build, "ember"), "record", "-d", str(duration),
                             "-F", str(args.hz), "-p", str(proc.pid), "-o", folded,
-                            "--interpreters", "python" if python else "none"],
+                            "--interpreters", interpreters],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bpf, calls, sym_cpu, sym_pid = 0.0, 0, 0.0, None
     while rec.poll() is None:
@@ -149,10 +192,10 @@ def run_ember(args, exe, wd, tag, duration, python):
         for line in f:
             frames, _, n = line.rstrip("\n").rpartition(" ")
             frames = frames.split(";")
-            if not frames or not frames[0].startswith("python"):
+            if not frames or not frames[0].startswith(rt.comm):
                 continue
             samples += int(n)
-            leaf = next((x for x in reversed(frames) if x in LEAVES), None)
+            leaf = next((rt.names[x] for x in reversed(frames) if x in rt.names), None)
             if leaf:
                 counts[leaf] += int(n)
     return {"samples": samples, "bpf": bpf, "calls": calls, "cpu": sym_cpu,
@@ -179,8 +222,9 @@ def filtered_call_ns(args, wd, duration):
     return bpf / calls if calls else 0.0
 
 
-def run_perf(args, exe, wd, tag, duration):
-    proc, truth = start_workload(exe, wd, tag, extra=("-X", "perf"))
+def run_perf(args, rt, wd, tag, duration):
+    """CPython only: its -X perf trampolines name Python functions py::NAME:FILE for perf."""
+    proc, truth = start_workload(rt, wd, tag, extra=("-X", "perf"))
     data = os.path.join(wd, f"{tag}.data")
     rec = subprocess.Popen(["perf", "record", "-q", "-F", str(args.hz), "--call-graph", "dwarf",
                             "-p", str(proc.pid), "-o", data, "--", "sleep", str(duration)],
@@ -209,23 +253,34 @@ def run_perf(args, exe, wd, tag, duration):
             "shares": shares(counts), "truth": truth_of(truth)}
 
 
+def ratio(a, b):
+    """a / b, or n/a when either is not a positive figure: NaN (no samples), or a difference
+    of CPU times at the clock tick's resolution that came out at or below zero (short runs)."""
+    return f"x{a / b:.2f}" if a > 0 and b > 0 else "n/a"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runtime", action="append", choices=sorted(RUNTIMES),
+                    help="a runtime to measure (repeat for more; default: all of them)")
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--short", type=int, default=3)
     ap.add_argument("--hz", type=int, default=499)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     args = ap.parse_args()
     if os.geteuid() != 0:
-        sys.exit("bench/python: run as root (eBPF, perf)")
-    version, exe = newest_python()
-    wd = tempfile.mkdtemp(prefix="ember-bench-python-")
-    runs = [("ember python", lambda t, d: run_ember(args, exe, wd, t, d, True)),
-            ("ember native", lambda t, d: run_ember(args, exe, wd, t, d, False))]
-    if version >= (12, 0):
-        runs.append(("perf -X perf", lambda t, d: run_perf(args, exe, wd, t, d)))
-    else:
-        print(f"no CPython 3.12+ ({exe} is 3.{version[0]}): no perf -X perf comparison")
+        sys.exit("bench/interp: run as root (eBPF, perf)")
+    runtimes = [rt for rt in (RUNTIMES[n]() for n in args.runtime or RUNTIMES) if rt]
+    if not runtimes:
+        sys.exit("bench/interp: none of the runtimes asked for is installed")
+    wd = tempfile.mkdtemp(prefix="ember-bench-interp-")
+    runs = []  # (runtime, row name, fn(tag, seconds))
+    for rt in runtimes:
+        runs.append((rt, f"ember {rt.name}",
+                     lambda t, d, rt=rt: run_ember(args, rt, wd, t, d, rt.name)))
+        runs.append((rt, "ember native", lambda t, d, rt=rt: run_ember(args, rt, wd, t, d, "none")))
+        if rt.perf is True:
+            runs.append((rt, "perf -X perf", lambda t, d, rt=rt: run_perf(args, rt, wd, t, d)))
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_before = f.read().strip()
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
@@ -233,25 +288,26 @@ def main():
     try:
         call0 = filtered_call_ns(args, wd, args.short)
         print(f"ember_sample on a sample of a process not chosen: {call0:.0f} ns", flush=True)
-        for name, fn in runs:
+        for rt, name, fn in runs:
             for d in (args.duration, args.short):
-                r = fn(f"{name.replace(' ', '-')}-{d}", d)
-                results[(name, d)] = r
-                print(f"{name:13s} {d:3d}s: {r['samples']} samples, eBPF {r['bpf']:.4f}s, "
-                      f"CPU {r['cpu']:.2f}s, shares " +
+                r = fn(f"{rt.name}-{name.replace(' ', '-')}-{d}", d)
+                results[(rt.name, name, d)] = r
+                print(f"{rt.name:6s} {name:13s} {d:3d}s: {r['samples']} samples, "
+                      f"eBPF {r['bpf']:.4f}s, CPU {r['cpu']:.2f}s, shares " +
                       " ".join(f"{k} {r['shares'].get(k, 0):.1f}% ({r['truth'].get(k, 0):.1f}%)"
                                for k in LEAVES), flush=True)
     finally:
         subprocess.run(["sysctl", "-q", f"kernel.bpf_stats_enabled={stats_before}"], check=False)
 
-    print(f"\n{exe} (3.{version[0]}.{version[1]}), pysplit.py split, "
-          f"{args.hz} Hz, {args.duration} s and {args.short} s runs\n")
-    print("| run | samples | eBPF per sample | symbolizer (perf: record + script) CPU per "
-          "1000 samples | start-up CPU | worst share error vs truth |")
-    print("|---|---|---|---|---|---|")
+    print(f"\n{args.hz} Hz, {args.duration} s and {args.short} s runs of each:")
+    for rt in runtimes:
+        print(f"  {rt.name}: {rt.label}")
+    print("\n| workload | run | samples | eBPF per sample | symbolizer (perf: record + script) "
+          "CPU per 1000 samples | start-up CPU | worst share error vs truth |")
+    print("|---|---|---|---|---|---|---|")
     per = {}
-    for name, _ in runs:
-        lo, hi = results[(name, args.short)], results[(name, args.duration)]
+    for rt, name, _ in runs:
+        lo, hi = results[(rt.name, name, args.short)], results[(rt.name, name, args.duration)]
         dn = hi["samples"] - lo["samples"]
         cpu1000 = 1000.0 * (hi["cpu"] - lo["cpu"]) / dn if dn > 0 else float("nan")
         # The calls that were not the workload's samples cost what a filtered call costs.
@@ -259,18 +315,32 @@ def main():
         bpf_ns = own / hi["samples"] if hi["samples"] else float("nan")
         err = max(abs(hi["shares"].get(k, 0) - hi["truth"].get(k, 0)) for k in LEAVES) \
             if hi["shares"] else float("nan")
-        per[name] = (bpf_ns, cpu1000)
-        print(f"| {name} | {hi['samples']} | " +
+        per[(rt.name, name)] = (bpf_ns, cpu1000)
+        print(f"| {os.path.basename(rt.script)} | {name} | {hi['samples']} | " +
               (f"{bpf_ns / 1000:.1f} µs" if hi["bpf"] else "-") +
               f" | {cpu1000 * 1000:.1f} ms | {lo['cpu']:.2f} s | " +
-              (f"{err:.1f} points" if hi["shares"] else "no Python functions") + " |")
-    py, nat = per["ember python"], per["ember native"]
-    print(f"\nember python / native-only: eBPF per sample x{py[0] / nat[0]:.2f}, "
-          f"symbolizer CPU per 1000 samples x{py[1] / nat[1]:.2f}")
-    if "perf -X perf" in per:
-        pf = per["perf -X perf"]
-        print(f"ember python / perf -X perf: CPU per 1000 samples x{(py[1] + py[0] / 1e6) / pf[1]:.3f}"
-              " (ember: symbolizer + eBPF; perf: record + script)")
+              (f"{err:.1f} points" if hi["shares"] else f"no {rt.frames}") + " |")
+
+    print("\nRatios (eBPF per sample, symbolizer CPU per 1000 samples):")
+    for rt in runtimes:
+        mine, nat = per[(rt.name, f"ember {rt.name}")], per[(rt.name, "ember native")]
+        print(f"  ember {rt.name} / native-only on {os.path.basename(rt.script)}: "
+              f"{ratio(mine[0], nat[0])}, {ratio(mine[1], nat[1])}")
+    names = [rt.name for rt in runtimes]
+    if "python" in names and "ruby" in names:
+        rb, py = per[("ruby", "ember ruby")], per[("python", "ember python")]
+        rbn, pyn = per[("ruby", "ember native")], per[("python", "ember native")]
+        print(f"  ember ruby / ember python: {ratio(rb[0], py[0])}, {ratio(rb[1], py[1])} "
+              f"(native-only, rbsplit.rb / pysplit.py: {ratio(rbn[0], pyn[0])}, "
+              f"{ratio(rbn[1], pyn[1])})")
+    for rt in runtimes:
+        if rt.perf is True:
+            mine, pf = per[(rt.name, f"ember {rt.name}")], per[(rt.name, "perf -X perf")]
+            print(f"  ember {rt.name} / perf -X perf: CPU per 1000 samples "
+                  f"{ratio(mine[1] + mine[0] / 1e6, pf[1])} (ember: symbolizer + eBPF; perf: "
+                  "record + script)")
+        else:
+            print(f"  {rt.name}: no perf row: {rt.perf}")
 
 
 if __name__ == "__main__":
