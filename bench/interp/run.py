@@ -26,9 +26,10 @@ Figures per run: samples of the workload; eBPF run time per sample
 (kernel.bpf_stats_enabled, ember's program only; the program also runs, and
 returns early, on the CPU samples of every process -p did not choose: a run
 recording an idle process measures that cost, which is taken out); symbolizer
-CPU (user + system of ember-symbolizer, read from /proc while it runs); for
-perf, the CPU of perf record and perf script; and the attribution: each
-leaf's share against the workload's own truth. A short run (--short) beside each
+CPU (on-CPU time of ember-symbolizer and of its reader processes, which read
+the interpreters' memory for it, in ns from /proc while it runs); for perf,
+the CPU of perf record and perf script; and the attribution: each leaf's
+share against the workload's own truth. A short run (--short) beside each
 long one separates start-up from the cost per 1,000 samples (the short run
 should outlast the symbolizer's start-up: about 2 s on a busy 2-CPU host).
 The table ends with ratios between rows of the same run (each runtime against
@@ -101,13 +102,33 @@ RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime}
 
 
 def cpu_of(pid):
-    """CPU seconds (user + system) of a live process, or None."""
+    """CPU seconds of a live process's threads, or None: their on-CPU time in ns
+    (/proc/PID/task/TID/schedstat). /proc/PID/stat counts clock ticks, 10 ms: coarser than
+    what the symbolizer spends between a short run and a long one."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return None
+    ns = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass  # the thread exited
+    return ns / 1e9
+
+
+def symbolizer_cpu(pid):
+    """CPU seconds of ember-symbolizer and of its reader processes (symbolizer/client/reader.c:
+    they read the files, and the interpreters' memory, it asks for), or None."""
+    own = cpu_of(pid)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        children = []
+    return None if own is None else own + sum(cpu_of(c) or 0.0 for c in children)
 
 
 def ember_programs(pid):
@@ -184,7 +205,7 @@ def run_ember(args, rt, wd, tag, duration, interpreters):
                                capture_output=True, text=True)
             sym_pid = int(r.stdout.split()[0]) if r.stdout.strip() else None
         if sym_pid is not None:
-            sym_cpu = max(sym_cpu, cpu_of(sym_pid) or 0.0)
+            sym_cpu = max(sym_cpu, symbolizer_cpu(sym_pid) or 0.0)
         time.sleep(0.05)
     stop_workload(proc)
     counts, samples = collections.Counter(), 0
