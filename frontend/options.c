@@ -112,8 +112,8 @@ static int opt_interpreters(struct ember_cli *c, const char *arg)
 {
 	if (ember_interp_parse_list(arg, &c->interpreters))
 		return ember_usage_error(c,
-		                         "bad --interpreters '%s': give a list of python, ruby and php, "
-		                         "or all or none",
+		                         "bad --interpreters '%s': give a list of python, ruby "
+		                         "and php, or all or none",
 		                         arg);
 	c->interpreters_given = true;
 	return 0;

@@ -633,8 +633,8 @@ int ember_rb_read_iseq(const struct ember_rb_layout *l, ember_rb_read_fn read, v
 	out->iseq_size = u32_at(b, l->body_size);
 	out->first_lineno = (int32_t)((int64_t)u64_at(b, l->body_first_lineno) >> 1);
 	out->checksum = ember_interp_checksum(u64_at(b, l->body_encoded),
-	                                  out->iseq_size | (uint64_t)out->type << 32,
-	                                  u64_at(b, l->body_first_lineno));
+	                                      out->iseq_size | (uint64_t)out->type << 32,
+	                                      u64_at(b, l->body_first_lineno));
 	err = ember_rb_read_string(l, read, ctx, u64_at(b, l->body_label), EMBER_RB_MAX_STRING,
 	                           &out->label);
 	if (!err)

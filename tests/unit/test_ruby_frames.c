@@ -712,7 +712,8 @@ static void expect_cfunc(struct proc *p, uint64_t klass, uint64_t id, const char
 
 	ck_assert_int_eq(ember_rb_read_cfunc(&l, mem_read, p->m, &p->syms, me, &c), 0);
 	ck_assert_str_eq(c.name, want);
-	ck_assert_uint_eq(c.checksum, ember_interp_checksum(get64(p->m, me + l.cme_def), id, klass));
+	ck_assert_uint_eq(c.checksum,
+	                  ember_interp_checksum(get64(p->m, me + l.cme_def), id, klass));
 	ember_rb_cfunc_free(&c);
 }
 
