@@ -92,6 +92,7 @@ static __always_inline long interp_stop(struct ember_uw_state *st, struct sample
 /* The walkers, one per runtime. */
 #include "python.bpf.h"
 #include "ruby.bpf.h"
+#include "php.bpf.h"
 
 /* The one switch: the process's runtime's walker does op. */
 static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
@@ -102,6 +103,8 @@ static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_stat
 		return py_walker(op, st, s, pc);
 	case EMBER_RUNTIME_RUBY:
 		return rb_walker(op, st, s, pc);
+	case EMBER_RUNTIME_PHP:
+		return php_walker(op, st, s, pc);
 	}
 	return 0;
 }

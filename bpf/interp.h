@@ -42,7 +42,8 @@
  * nibble holds them); a number once released is never given to another
  * runtime.
  */
-#define EMBER_RUNTIMES(X) X(PYTHON, 1, "python", "cpython") X(RUBY, 2, "ruby", "ruby")
+#define EMBER_RUNTIMES(X)                                                                          \
+	X(PYTHON, 1, "python", "cpython") X(RUBY, 2, "ruby", "ruby") X(PHP, 3, "php", "php")
 
 enum ember_runtime {
 	EMBER_RUNTIME_NONE = 0,
@@ -89,6 +90,18 @@ static inline __u32 ember_interp_word_runtime(__u64 w)
 static inline int ember_interp_word_is_marker(__u64 w)
 {
 	return w >> (EMBER_INTERP_TAG_SHIFT + 4) == 0xa;
+}
+
+/* A mix of three fields that do not change while a runtime's structure lives (its frame's
+ * checksum: a structure freed and reused since the sample is told apart); never 0. */
+static inline __u32 ember_interp_checksum(__u64 a, __u64 b, __u64 c)
+{
+	__u64 h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c;
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (__u32)h ? (__u32)h : 1;
 }
 
 /* The walker's state during one sample (in the per-CPU scratch of sampler.bpf.c). */

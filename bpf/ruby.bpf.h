@@ -133,8 +133,8 @@ static __always_inline bool rb_iseq_words(struct rb_scratch *rs, __u64 iseq, __u
 		pos--;
 	w[0] = me ? (__u64)EMBER_RB_FRAME_METHOD << EMBER_RB_ADDR_BITS | me
 	          : (__u64)EMBER_RB_FRAME_ISEQ << EMBER_RB_ADDR_BITS | body;
-	w[1] = pos << 32 | ember_rb_checksum(encoded, size | (__u64)type << 32,
-	                                     rb_u64(rs->obj, p->body_first_lineno));
+	w[1] = pos << 32 | ember_interp_checksum(encoded, size | (__u64)type << 32,
+	                                         rb_u64(rs->obj, p->body_first_lineno));
 	return true;
 }
 
@@ -165,9 +165,9 @@ static __always_inline long rb_step(struct ember_uw_state *st, struct sample_scr
 		if (rb_read(rs->obj, p->cme_read, me))
 			return interp_stop(st, s, EMBER_INTERP_MARK_UNREADABLE);
 		w[0] = (__u64)EMBER_RB_FRAME_CFUNC << EMBER_RB_ADDR_BITS | me;
-		w[1] = ember_rb_checksum(rb_u64(rs->obj, p->cme_def),
-		                         rb_u64(rs->obj, p->cme_called_id),
-		                         rb_u64(rs->obj, p->cme_owner));
+		w[1] = ember_interp_checksum(rb_u64(rs->obj, p->cme_def),
+		                             rb_u64(rs->obj, p->cme_called_id),
+		                             rb_u64(rs->obj, p->cme_owner));
 	}
 	/* Other frames (a block given by C, the thread's first dummy frames) are not shown. */
 	if (w[0] && !interp_frame(st, s, w[0], w[1]))

@@ -24,7 +24,7 @@
  * A method's frame names its method entry, which knows the method's class
  * (an iseq does not, in 3.1) and leads to its body; a block's or a script's
  * names its body (rb_iseq_constant_body), which is malloc'd and never moved
- * by GC.compact, unlike the iseq object that points at it. The checksums (ember_rb_checksum)
+ * by GC.compact, unlike the iseq object that points at it. The checksums (ember_interp_checksum)
  * let the symbolizer tell a body or method entry freed and reused since the
  * sample.
  *
@@ -81,16 +81,5 @@ struct ember_rb_proc {
 };
 
 _Static_assert(sizeof(struct ember_rb_proc) <= EMBER_INTERP_MAX_ROW, "a row fits a message");
-
-/* A mix of three fields that do not change while a structure lives; never 0. */
-static inline __u32 ember_rb_checksum(__u64 a, __u64 b, __u64 c)
-{
-	__u64 h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c;
-
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 29;
-	return (__u32)h ? (__u32)h : 1;
-}
 
 #endif

@@ -7,9 +7,10 @@
 #include "shared/err.h"
 
 /*
- * Every offset {at, bytes used there, limit} stays inside the window the walker reads;
- * the loop's ranges are user addresses (the checks of table_loader.h); enums are known.
- * The row lies 8-aligned in the message (struct ember_msg_interp_row).
+ * Every offset {at, bytes used there, limit} stays inside the bytes the walker reads (it
+ * bounds the windows' sizes itself: py_step); the loop's ranges are user addresses (the checks of
+ * table_loader.h); enums are known. The row lies 8-aligned in the message (struct
+ * ember_msg_interp_row).
  */
 static bool row_ok(const void *row)
 {
@@ -24,8 +25,6 @@ static bool row_ok(const void *row)
 	                         {r->code_firstlineno, 4, co},
 	                         {r->code_name, 8, co},
 	                         {r->code_filename, 8, co},
-	                         {fr, 0, EMBER_PY_WINDOW},
-	                         {co, 0, EMBER_PY_WINDOW},
 	                         {r->tsd_offset, 0, EMBER_PY_MAX_TSD},
 	                         {r->tstate_frame, 0, EMBER_PY_MAX_TSTATE},
 	                         {r->cframe_frame, 0, EMBER_PY_MAX_TSTATE},

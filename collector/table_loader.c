@@ -14,6 +14,7 @@
 const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] = {
     [EMBER_RUNTIME_PYTHON] = &ember_row_python,
     [EMBER_RUNTIME_RUBY] = &ember_row_ruby,
+    [EMBER_RUNTIME_PHP] = &ember_row_php,
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)

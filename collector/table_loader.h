@@ -45,7 +45,7 @@ extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME
 
 /* Each runtime's entry, in its own file: collector/row_<runtime>.c, its whole cost to the
  * trusted base (bpf/<runtime>.h's row, checked by offsets against the windows read). */
-extern const struct ember_interp_row_kind ember_row_python, ember_row_ruby;
+extern const struct ember_interp_row_kind ember_row_python, ember_row_ruby, ember_row_php;
 
 /*
  * The checks runtimes' rows share (row_RUNTIME.c). Each field {offset, bytes used there,

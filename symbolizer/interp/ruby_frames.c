@@ -632,9 +632,9 @@ int ember_rb_read_iseq(const struct ember_rb_layout *l, ember_rb_read_fn read, v
 	out->type = u32_at(b, l->body_type);
 	out->iseq_size = u32_at(b, l->body_size);
 	out->first_lineno = (int32_t)((int64_t)u64_at(b, l->body_first_lineno) >> 1);
-	out->checksum = ember_rb_checksum(u64_at(b, l->body_encoded),
-	                                  out->iseq_size | (uint64_t)out->type << 32,
-	                                  u64_at(b, l->body_first_lineno));
+	out->checksum = ember_interp_checksum(u64_at(b, l->body_encoded),
+	                                      out->iseq_size | (uint64_t)out->type << 32,
+	                                      u64_at(b, l->body_first_lineno));
 	err = ember_rb_read_string(l, read, ctx, u64_at(b, l->body_label), EMBER_RB_MAX_STRING,
 	                           &out->label);
 	if (!err)
@@ -672,7 +672,7 @@ int ember_rb_read_cfunc(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 		return err;
 	d = u64_at(me, l->cme_def);
 	out->checksum =
-	    ember_rb_checksum(d, u64_at(me, l->cme_called_id), u64_at(me, l->cme_owner));
+	    ember_interp_checksum(d, u64_at(me, l->cme_called_id), u64_at(me, l->cme_owner));
 	if (!user_ptr(d))
 		return -EBADMSG;
 	if (read(ctx, d, def, l->def_original_id + 8u))

@@ -101,7 +101,7 @@ int ember_rb_iseq_name(const struct ember_rb_iseq *is, const char *class_path, b
                        char **out);
 
 struct ember_rb_cfunc {
-	uint32_t checksum; /* ember_rb_checksum(def, called_id, owner), as the walker */
+	uint32_t checksum; /* ember_interp_checksum(def, called_id, owner), as the walker */
 	char *name;        /* "Integer#times", "Process.clock_gettime", or "times" unqualified */
 };
 

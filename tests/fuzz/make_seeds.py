@@ -8,7 +8,7 @@ hundred kilobytes, so that the fuzzers start from files of a real size.
 
 fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
 (see each target): seeds are written for each. Usage: make_seeds.py [GROUP...]
-(gopclntab, elf, text, stack_unwind, python, ruby, ipc; all by default)."""
+(gopclntab, elf, text, stack_unwind, python, ruby, php, ipc; all by default)."""
 import os
 import shutil
 import struct
@@ -551,6 +551,54 @@ def ruby_seeds():
             write("ruby_elf", "fake-31", f.read())
 
 
+PHP_ELF_SEED = r"""struct { char pad[0x1e8]; void *current_execute_data; char rest[0x100]; } executor_globals;
+const char powered_by[] __attribute__((used)) = "X-Powered-By: PHP/8.2.36";
+__asm__(".text\n"
+        ".globl execute_ex\n.type execute_ex, @function\n"
+        "execute_ex:\n.cfi_startproc\n.fill 5000, 1, 0x90\nret\n.cfi_endproc\n"
+        ".size execute_ex, .-execute_ex\n");
+"""
+
+
+def php_seeds():
+    """Inputs of fuzz_php_frames.c and fuzz_php_elf.c. Frames: PHP 8.2's objects from 0x10000
+    on, as its header says: a method (Shop\\Cart::leaf_a, its class, file and lines) at +0,
+    an internal function (array_map) at +0x100, their strings and the class from +0x200.
+    ELF: an executable shaped as php8.2 is to ember (executor_globals, execute_ex, the
+    X-Powered-By string)."""
+    base = 0x10000
+    mem = bytearray(0x600)
+
+    def put(at, fmt, *v):
+        struct.pack_into(fmt, mem, at, *v)
+
+    def string(at, text):
+        put(at, "<IIQQ", 1, 6 | 0x10 << 4, 0, len(text))
+        mem[at + 0x18:at + 0x18 + len(text)] = text.encode()
+
+    put(0, "<B", 2)  # a user function
+    put(8, "<QQ", base + 0x200, base + 0x380)  # name, scope
+    put(0x58, "<Q", 0x7000)  # opcodes
+    put(0x98, "<QII", base + 0x240, 47, 57)  # filename, line_start, line_end
+    put(0x100, "<B", 1)  # an internal function
+    put(0x108, "<QQ", base + 0x2a0, 0)
+    put(0x148, "<Q", 0x5555deadbeef)  # handler
+    string(0x200, "leaf_a")
+    string(0x240, "/srv/app/Cart.php")
+    string(0x2a0, "array_map")
+    string(0x2e0, "Shop\\Cart")
+    put(0x380, "<BxxxxxxxQ", 2, base + 0x2e0)  # a user class and its name
+    write("php_frames", "php82-method-and-internal", bytes(mem))
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "php.c"), os.path.join(d, "php8.2")
+        with open(src, "w") as f:
+            f.write(PHP_ELF_SEED)
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-nostdlib", "-Wl,--eh-frame-hdr",
+                        "-o", exe, src], check=True)
+        with open(exe, "rb") as f:
+            write("php_elf", "fake-82", f.read())
+
+
 def ipc_seeds():
     """The collector's targets (fuzz_proto, fuzz_table_loader, fuzz_peer, fuzz_broker_maps):
     seeds_ipc.c writes them, with the protocol's own structs."""
@@ -567,6 +615,7 @@ def ipc_seeds():
 
 GROUPS = {"gopclntab": gopclntab_seeds, "elf": elf_seeds, "text": text_seeds,
           "stack_unwind": stack_unwind_seeds, "python": python_seeds, "ruby": ruby_seeds,
+          "php": php_seeds,
           "ipc": ipc_seeds}
 
 if __name__ == "__main__":

@@ -254,7 +254,7 @@ START_TEST(test_method_names)
 	ck_assert_uint_eq(is.iseq_size, 40);
 	/* What the walker computes from the body's window: the first line as its 8 raw bytes. */
 	ck_assert_uint_eq(is.checksum,
-	                  ember_rb_checksum(ENCODED, 40 | (uint64_t)TYPE_METHOD << 32, 29));
+	                  ember_interp_checksum(ENCODED, 40 | (uint64_t)TYPE_METHOD << 32, 29));
 	ck_assert_int_eq(ember_rb_iseq_name(&is, "Shop::Cart", false, &name), 0);
 	ck_assert_str_eq(name, "Shop::Cart#leaf_a");
 	free(name);
@@ -712,7 +712,8 @@ static void expect_cfunc(struct proc *p, uint64_t klass, uint64_t id, const char
 
 	ck_assert_int_eq(ember_rb_read_cfunc(&l, mem_read, p->m, &p->syms, me, &c), 0);
 	ck_assert_str_eq(c.name, want);
-	ck_assert_uint_eq(c.checksum, ember_rb_checksum(get64(p->m, me + l.cme_def), id, klass));
+	ck_assert_uint_eq(c.checksum,
+	                  ember_interp_checksum(get64(p->m, me + l.cme_def), id, klass));
 	ember_rb_cfunc_free(&c);
 }
 

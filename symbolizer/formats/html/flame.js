@@ -124,6 +124,7 @@
     go: [178, 200, 55, 58],    /* aqua */
     cpython: [92, 130, 45, 55], /* green: interpreted */
     ruby: [330, 352, 55, 62],   /* ruby red to pink: interpreted */
+    php: [250, 268, 40, 66],    /* PHP's indigo to violet: interpreted */
     unknown: [8, 56, 62, 64],  /* paler flame: kind not recorded (e.g. folded input) */
     process: [262, 276, 30, 76],
     all: [0, 0, 0, 76],

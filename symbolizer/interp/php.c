@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/php.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/proto.h"
+#include "shared/hash.h"
+#include "shared/log.h"
+#include "shared/slots.h"
+#include "symbolizer/interp/interp_files.h"
+#include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/interp/php_elf.h"
+#include "symbolizer/interp/php_frames.h"
+
+#define ADDR_MASK ((1ull << EMBER_PHP_ADDR_BITS) - 1)
+
+/* Counters for the statistics (php.*). */
+struct ember_php_stats {
+	uint64_t processes, unsupported, rows_sent, rows_removed;
+	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_internal;
+	uint64_t markers_truncated, markers_unreadable;
+	uint64_t reads, read_errors, cache_evictions;
+};
+
+struct ember_php {
+	struct ember_broker_client *broker;
+	struct ember_hash_key hash_key;
+	struct ember_interp_files files; /* struct ember_php_elf of each file */
+	struct ember_slots procs;        /* struct php_process, by pid */
+	struct ember_slots cache;        /* struct php_frame, by (pid, function, checksum) */
+	uint32_t clock_hand;             /* eviction: the next slot looked at */
+	bool disabled;                   /* the collector went away: no rows can be sent */
+	struct ember_php_stats stats;
+};
+
+struct php_process {
+	uint32_t pid;
+	bool row_sent;
+	bool counted; /* in the statistics */
+	bool warned;  /* said once why it cannot be walked */
+	struct ember_php_proc row;
+	struct ember_php_layout layout;
+	struct ember_interp_mem mem; /* its memory, once needed */
+	uint32_t cached;             /* frames of this process in the cache */
+};
+
+struct frame_key {
+	uint32_t pid;
+	uint32_t checksum;
+	uint64_t w0; /* type and address */
+};
+
+/* A function read, or the failure to read it (then func.name is NULL). */
+struct php_frame {
+	struct frame_key key;
+	int error; /* -ESTALE: the function there now is another one; else why it was not read */
+	bool used; /* since the clock hand last passed */
+	struct ember_php_func func;
+};
+
+static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct php_process *p = ember_slots_at(ctx, slot);
+
+	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
+}
+
+static bool frame_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
+{
+	const struct php_frame *f = ember_slots_at(ctx, slot);
+
+	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
+}
+
+static int read_file_facts(int fd, const char *path, void *facts)
+{
+	(void)path;
+	return ember_php_elf_read(fd, facts);
+}
+
+static void php_free(void *state);
+
+static int php_init(void **state, struct ember_broker_client *broker)
+{
+	struct ember_php *ph = calloc(1, sizeof(*ph));
+	int err;
+
+	if (!ph)
+		return -ENOMEM;
+	*state = ph;
+	ph->broker = broker;
+	err = ember_hash_key_init(&ph->hash_key);
+	if (!err)
+		err = ember_interp_files_init(&ph->files, sizeof(struct ember_php_elf),
+		                              EMBER_PHP_MAX_FILES, read_file_facts,
+		                              EMBER_PHP_FILE_RETRY_NS);
+	if (!err)
+		err = ember_slots_init(&ph->procs, sizeof(struct php_process),
+		                       EMBER_PHP_MAX_TRACKED, proc_eq);
+	if (!err)
+		err = ember_slots_init(&ph->cache, sizeof(struct php_frame),
+		                       EMBER_PHP_CACHE_ENTRIES, frame_eq);
+	if (err) {
+		php_free(ph);
+		*state = NULL;
+	}
+	return err;
+}
+
+static void drop_frame(struct ember_php *ph, uint32_t slot)
+{
+	struct php_frame *f = ember_slots_at(&ph->cache, slot);
+	struct php_process *p;
+	uint32_t ps;
+
+	if (!ember_slots_find(&ph->procs, &f->key.pid, sizeof(f->key.pid), &ps) &&
+	    (p = ember_slots_at(&ph->procs, ps))->cached)
+		p->cached--;
+	ember_php_func_free(&f->func);
+	ember_slots_remove(&ph->cache, slot, &f->key, sizeof(f->key));
+}
+
+static void drop_process_frames(struct ember_php *ph, struct php_process *p)
+{
+	for (uint32_t s = 0; p->cached && s < ember_slots_end(&ph->cache); s++) {
+		struct php_frame *f = ember_slots_get(&ph->cache, s);
+
+		if (f && f->key.pid == p->pid)
+			drop_frame(ph, s);
+	}
+}
+
+static void php_free(void *state)
+{
+	struct ember_php *ph = state;
+
+	for (uint32_t s = 0; s < ember_slots_end(&ph->cache); s++)
+		if (ember_slots_get(&ph->cache, s))
+			drop_frame(ph, s);
+	for (uint32_t s = 0; s < ember_slots_end(&ph->procs); s++) {
+		struct php_process *p = ember_slots_get(&ph->procs, s);
+
+		if (p)
+			ember_interp_mem_close(&p->mem);
+	}
+	ember_interp_files_free(&ph->files);
+	ember_slots_free(&ph->procs);
+	ember_slots_free(&ph->cache);
+	free(ph);
+}
+
+/* ---- detection ---- */
+
+/* Files worth a look: the executable (the lowest file mapping), *php* (libphp.so). */
+static bool candidate(const struct ember_maps *maps, const struct ember_map_entry *e, bool first)
+{
+	const char *path = ember_maps_path(maps, e), *base = strrchr(path, '/');
+
+	return first || strstr(base ? base + 1 : path, "php");
+}
+
+static void send_row(struct ember_php *ph, struct php_process *p, uint32_t op)
+{
+	bool set = op == EMBER_INTERP_ROW_SET;
+	union ember_msg m;
+
+	if (ph->disabled)
+		return;
+	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_PHP, op, &p->row, set ? sizeof(p->row) : 0);
+	if (ember_broker_client_send(ph->broker, &m)) {
+		ph->disabled = true;
+		return;
+	}
+	if (set)
+		ph->stats.rows_sent++;
+	else
+		ph->stats.rows_removed++;
+}
+
+static void fill_row(struct ember_php_proc *r, const struct ember_php_elf *elf, uint64_t bias)
+{
+	const struct ember_php_layout *l = &elf->layout;
+
+	memset(r, 0, sizeof(*r));
+	r->loop_start = elf->loop[0] + bias;
+	r->loop_end = elf->loop[1] + bias;
+	r->current_ex = elf->executor_globals + bias + l->eg_current_ex;
+	r->ex_read = l->ex_read;
+	r->ex_opline = l->ex_opline;
+	r->ex_func = l->ex_func;
+	r->ex_call_info = l->ex_call_info;
+	r->ex_prev = l->ex_prev;
+	r->fn_read = l->fn_read;
+	r->fn_type = l->fn_type;
+	r->fn_name = l->fn_name;
+	r->fn_scope = l->fn_scope;
+	r->fn_handler = l->fn_handler;
+	r->fn_opcodes = l->fn_opcodes;
+	r->fn_last = l->fn_last;
+	r->fn_filename = l->fn_filename;
+	r->fn_lines = l->fn_lines;
+	r->op_size = l->op_size;
+	r->op_lineno = l->op_lineno;
+	r->version = (uint8_t)(l->major << 4 | (l->minor & 0xf));
+}
+
+static struct php_process *get_process(struct ember_php *ph, uint32_t pid, bool create)
+{
+	struct php_process *p;
+	uint32_t slot;
+	int r = create ? ember_slots_add(&ph->procs, &pid, sizeof(pid), &slot)
+	               : ember_slots_find(&ph->procs, &pid, sizeof(pid), &slot);
+
+	if (r < 0)
+		return NULL;
+	p = ember_slots_at(&ph->procs, slot);
+	if (r == 1) {
+		p->pid = pid;
+		ember_interp_mem_init(&p->mem, pid);
+	}
+	return p;
+}
+
+static void remove_row(struct ember_php *ph, struct php_process *p)
+{
+	if (p && p->row_sent)
+		send_row(ph, p, EMBER_INTERP_ROW_REMOVE);
+	if (p)
+		p->row_sent = false;
+}
+
+/* Says once why pid's PHP cannot be walked, and takes its row away. */
+static void unsupported(struct ember_php *ph, struct php_process *p, const char *why)
+{
+	if (!p->warned) {
+		p->warned = true;
+		ph->stats.unsupported++;
+		log_info("pid %u runs PHP, but ember cannot read its frames: %s", p->pid, why);
+	}
+	remove_row(ph, p);
+}
+
+static void php_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
+{
+	struct ember_php *ph = state;
+	/* A copy: a later lookup can move the cache's slots, or empty it when full. */
+	struct ember_php_elf php = {0};
+	const struct ember_map_entry *php_map = NULL;
+	struct ember_php_proc row;
+	struct php_process *p;
+	uint64_t bias = 0;
+
+	for (size_t i = 0; i < maps->count && !php_map; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		const struct ember_php_elf *f;
+
+		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted ||
+		    !(e->perms & EMBER_MAP_X) || !candidate(maps, e, !i) ||
+		    !(f = ember_interp_files_get(&ph->files, ph->broker, pid, maps, e, now_ns)) ||
+		    f->kind == EMBER_PHP_ELF_OTHER)
+			continue;
+		php = *f;
+		php_map = e;
+	}
+	p = get_process(ph, pid, php_map != NULL);
+	if (!php_map || !p) {
+		remove_row(ph, p);
+		return;
+	}
+	if (!p->counted) {
+		p->counted = true;
+		ph->stats.processes++;
+	}
+	p->mem.gone = false;
+	if (php.kind != EMBER_PHP_ELF_PHP ||
+	    !ember_elf_bias(php.segs, php.nsegs, php_map->offset, php_map->start, &bias)) {
+		unsupported(ph, p,
+		            php.kind != EMBER_PHP_ELF_PHP
+		                ? php.why
+		                : "its engine is mapped in an unexpected way");
+		return;
+	}
+	p->layout = php.layout;
+	fill_row(&row, &php, bias);
+	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
+		p->row = row;
+		p->row_sent = true;
+		send_row(ph, p, EMBER_INTERP_ROW_SET);
+		log_debug("pid %u: PHP %u.%u.%u, interpreter loop at %#llx", pid, php.layout.major,
+		          php.layout.minor, php.release, (unsigned long long)row.loop_start);
+	}
+}
+
+static void php_on_exit_ahead(void *state, uint32_t pid)
+{
+	struct ember_php *ph = state;
+	struct php_process *p = get_process(ph, pid, false);
+
+	if (!p)
+		return;
+	remove_row(ph, p);
+	p->mem.gone = true;
+	ember_interp_mem_close(&p->mem);
+}
+
+static void php_on_exec(void *state, uint32_t pid)
+{
+	struct ember_php *ph = state;
+	struct php_process *p = get_process(ph, pid, false);
+
+	if (p) {
+		drop_process_frames(ph, p);
+		ember_interp_mem_close(&p->mem);
+		p->mem.error = 0;
+	}
+}
+
+static void php_on_exit(void *state, uint32_t pid)
+{
+	struct ember_php *ph = state;
+	uint32_t slot;
+	struct php_process *p;
+
+	if (ember_slots_find(&ph->procs, &pid, sizeof(pid), &slot))
+		return;
+	p = ember_slots_at(&ph->procs, slot);
+	drop_process_frames(ph, p);
+	ember_interp_mem_close(&p->mem);
+	ember_slots_remove(&ph->procs, slot, &pid, sizeof(pid));
+}
+
+/* ---- frames ---- */
+
+/* Makes room: entries not used since the hand last passed them go first. */
+static void evict(struct ember_php *ph)
+{
+	uint32_t end = ember_slots_end(&ph->cache);
+
+	for (uint32_t steps = 0;
+	     end && steps < 2 * end + 1 && ph->cache.count >= EMBER_PHP_CACHE_ENTRIES; steps++) {
+		uint32_t s = ph->clock_hand++ % end;
+		struct php_frame *f = ember_slots_get(&ph->cache, s);
+
+		if (!f)
+			continue;
+		if (f->used) {
+			f->used = false;
+			continue;
+		}
+		drop_frame(ph, s);
+		ph->stats.cache_evictions++;
+	}
+}
+
+/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
+static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, uint64_t w0,
+                                  uint32_t checksum, uint64_t now_ns)
+{
+	struct frame_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
+	struct php_frame f = {.key = key, .used = true}, *c;
+	uint32_t slot;
+	int err;
+
+	if (!ember_slots_find(&ph->cache, &key, sizeof(key), &slot)) {
+		c = ember_slots_at(&ph->cache, slot);
+		c->used = true;
+		return c;
+	}
+	if (!p->layout.major)
+		return NULL;
+	/* Not in the cache: read it, if the process can be read now. */
+	err = ember_interp_mem_open(&p->mem, ph->broker, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL; /* the broker is busy: another sample tries again */
+	ph->stats.reads++;
+	if (!err)
+		err = ember_php_read_func(&p->layout, ember_interp_mem_read, &p->mem,
+		                          key.w0 & ADDR_MASK, &f.func);
+	if (!err && f.func.checksum != checksum) {
+		ember_php_func_free(&f.func);
+		err = -ESTALE;
+	}
+	if (err && err != -ESTALE)
+		ph->stats.read_errors++;
+	f.error = err;
+	evict(ph);
+	if (ember_slots_add(&ph->cache, &key, sizeof(key), &slot) < 0) {
+		ember_php_func_free(&f.func);
+		return NULL;
+	}
+	c = ember_slots_at(&ph->cache, slot);
+	*c = f;
+	p->cached++;
+	return c;
+}
+
+static void php_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns,
+                      struct ember_interp_frame *out)
+{
+	struct ember_php *ph = state;
+	struct php_process *p = get_process(ph, pid, false);
+	struct php_frame *f = p ? frame_of(ph, p, w0, (uint32_t)w1, now_ns) : NULL;
+	uint64_t k[3] = {pid, w0, w1};
+
+	out->key = ember_hash(&ph->hash_key, k, sizeof(k));
+	ph->stats.frames++;
+	if (!f || !f->func.name) {
+		if (f && f->error == -ESTALE)
+			ph->stats.frames_stale++;
+		else
+			ph->stats.frames_unreadable++;
+		return;
+	}
+	ph->stats.frames_named++;
+	out->name = f->func.name;
+	if (f->func.type == EMBER_PHP_FUNC_INTERNAL) {
+		ph->stats.frames_internal++;
+		return; /* C: no file, no line */
+	}
+	out->file = f->func.file;
+	out->firstlineno = f->func.line_start;
+	out->line = (int32_t)(w1 >> 32);
+}
+
+/* Functions are read at sample time, while the process lives and before they are freed. */
+static void php_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
+{
+	struct ember_php *ph = state;
+	struct php_process *p = get_process(ph, pid, false);
+
+	if (p)
+		frame_of(ph, p, w0, (uint32_t)w1, now_ns);
+}
+
+static const char *php_marker(void *state, uint64_t w0)
+{
+	struct ember_php *ph = state;
+
+	switch (w0 & 0xff) {
+	case EMBER_INTERP_MARK_TRUNCATED:
+		ph->stats.markers_truncated++;
+		return "[php frames truncated]";
+	case EMBER_INTERP_MARK_UNREADABLE:
+		ph->stats.markers_unreadable++;
+		return "[php frame not readable]";
+	default:
+		return "[php frames stopped]";
+	}
+}
+
+static void php_stats(void *state, const struct ember_stat_sink *sink)
+{
+	const struct ember_php *ph = state;
+	const struct ember_php_stats *ps = &ph->stats;
+
+	ember_stat(sink, "php.processes", ps->processes);
+	ember_stat(sink, "php.processes_unsupported", ps->unsupported);
+	ember_stat(sink, "php.rows_sent", ps->rows_sent);
+	ember_stat(sink, "php.frames", ps->frames);
+	ember_stat(sink, "php.frames_named", ps->frames_named);
+	ember_stat(sink, "php.frames_internal", ps->frames_internal);
+	ember_stat(sink, "php.frames_stale", ps->frames_stale);
+	ember_stat(sink, "php.frames_unreadable", ps->frames_unreadable);
+	ember_stat(sink, "php.markers_truncated", ps->markers_truncated);
+	ember_stat(sink, "php.markers_unreadable", ps->markers_unreadable);
+	ember_stat(sink, "php.reads", ps->reads);
+	ember_stat(sink, "php.read_errors", ps->read_errors);
+	ember_stat(sink, "php.cache_evictions", ps->cache_evictions);
+	ember_stat(sink, "php.files_read", ph->files.files_read);
+}
+
+const struct ember_interp_ops ember_php_ops = {
+    .init = php_init,
+    .free = php_free,
+    .on_maps = php_on_maps,
+    .on_exit_ahead = php_on_exit_ahead,
+    .on_exec = php_on_exec,
+    .on_exit = php_on_exit,
+    .warm = php_warm,
+    .frame = php_frame,
+    .marker = php_marker,
+    .stats = php_stats,
+};

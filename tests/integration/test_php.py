@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""PHP frames end to end, with the real eBPF walker and Debian's php8.2 (8.2,
+NTS, the CLI). A known-split workload (tests/workloads/phpsplit.php) measures
+its own CPU time per leaf method: shares within 3 points of that truth over
+at least 2,000 leaf samples; 99% of them complete from the leaf through the
+script's file-scope code and on through php_execute_script to _start; the
+leaf's line the hot loop's in 95% of them, Cart::handle's the line that calls
+the leaf; PHP frames typed "php" in OTLP and named as PHP names them
+(Shop\\Cart::leaf_a, Shop\\{closure}, the internal function array_map between
+two PHP frames, with native frames between it and the closure it calls).
+Then recursion 300 deep (cut with a marker, counted) and Excimer in the same
+process beside ember (the leaves' names and hottest lines agree, shares
+within 5 points).
+
+    sudo python3 tests/integration/test_php.py     (or ctest -R integration_php)
+
+What the reader must give: the names above, OTLP profile.frame.type "php" on
+every PHP frame (internal functions too), the .php file and line, the marker
+"[php frames truncated]" and the statistics php.processes, php.frames,
+php.frames_stale and php.markers_truncated (pprof comments)."""
+import collections
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+import otlp_receiver as rx
+from emberlib import (EMBER, SRC, ember, kill, log, pprof_comments, read_folded, require_root,
+                      run_tests, skip_or_fail, start, workdir)
+
+WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
+PHP = "/usr/bin/php8.2"
+HZ = 997
+LEAVES = ("leaf_a", "leaf_b", "leaf_c")
+KIND = "php"  # OTLP's profile.frame.type for PHP frames
+NAMES = {leaf: f"Shop\\Cart::{leaf}" for leaf in LEAVES}
+LEAF_OF = {name: leaf for leaf, name in NAMES.items()}
+HANDLE = "Shop\\Cart::handle"
+CLOSURE = "Shop\\{closure}"
+MAP = "array_map"  # an internal function calling back into PHP
+TRUNCATED = "[php frames truncated]"
+MAIN_ROOT = re.compile(r"^_start$")
+SPLIT_PATH = [WORKLOAD, "Shop\\main", "Shop\\run_split", MAP, CLOSURE, HANDLE]
+RECURSION_PATH = ["Shop\\recurse", "Shop\\run_split", MAP, CLOSURE, HANDLE]
+
+
+def marks():
+    """Marked lines of the workload (// hot-a, // call-a, ...)."""
+    out = {}
+    with open(WORKLOAD) as f:
+        for n, text in enumerate(f, 1):
+            m = re.search(r"// (\w+-\w+)$", text.rstrip())
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+MARKS = marks()
+Frame = collections.namedtuple("Frame", "name file line kind")
+
+
+def decode_otlp(path):
+    """[(pid, count, [Frame] leaf first)] of every sample in an .otlp file."""
+    req_cls, _ = rx.classes()
+    req = req_cls()
+    with open(path, "rb") as f:
+        req.ParseFromString(f.read())
+    d, out = req.dictionary, []
+    st = d.string_table
+    for rp in req.resource_profiles:
+        pid = rx.resource_attrs(rp).get("process.pid")
+        for sp in rp.scope_profiles:
+            for p in sp.profiles:
+                for s in p.samples:
+                    frames = []
+                    for li in d.stack_table[s.stack_index].location_indices:
+                        loc = d.location_table[li]
+                        kind = rx.attrs_of(d, loc.attribute_indices).get("profile.frame.type")
+                        for line in loc.lines:
+                            fn = d.function_table[line.function_index]
+                            frames.append(Frame(st[fn.name_strindex], st[fn.filename_strindex],
+                                                line.line, kind))
+                        if not loc.lines:
+                            frames.append(Frame(f"0x{loc.address:x}", "", 0, kind))
+                    out.append((pid, rx.sample_count(s), frames))
+    return out
+
+
+def read_truth(path):
+    """{leaf: share %} from the workload's truth line."""
+    with open(path) as f:
+        fields = dict(kv.split("=", 1) for kv in f.read().split())
+    ns = {leaf: int(fields[leaf]) for leaf in LEAVES}
+    total = sum(ns.values())
+    assert total, f"no truth in {path}"
+    return {leaf: 100.0 * v / total for leaf, v in ns.items()}
+
+
+def php_names(frames):
+    """The PHP frames' names, root first."""
+    return [f.name for f in reversed(frames) if f.kind == KIND]
+
+
+def innermost_leaf(frames):
+    return next((f for f in frames if f.kind == KIND and f.name in LEAF_OF), None)
+
+
+def follows(names, path):
+    """path appears in names in this order (other frames may sit between)."""
+    it = iter(names)
+    return all(any(n == p for n in it) for p in path)
+
+
+def native_between(frames):
+    """Native frames (zend_call_function, execute_ex) between array_map and the closure."""
+    php = [f for f in frames if f.kind == KIND]
+    for i in range(len(php) - 1):
+        if php[i].name == CLOSURE and php[i + 1].name == MAP:
+            lo, hi = frames.index(php[i]), frames.index(php[i + 1])
+            return any(f.kind not in (KIND, "kernel") for f in frames[lo + 1:hi])
+    return False
+
+
+def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0):
+    """Shares vs truth; stacks complete along path and on to _start; the leaf's line the hot
+    loop's; Cart::handle's the call's; array_map between PHP frames; PHP frames typed."""
+    counts, complete, hot, callers, between, typed = collections.Counter(), 0, 0, 0, 0, 0
+    bad, lines = [], collections.defaultdict(collections.Counter)
+    for _, n, frames in samples:
+        leaf = innermost_leaf(frames)
+        if not leaf:
+            continue
+        key = LEAF_OF[leaf.name]
+        counts[key] += n
+        lines[key][leaf.line] += n
+        names = php_names(frames)
+        user = [f for f in frames if f.kind != "kernel"]
+        if names and names[0] == path[0] and follows(names, [*path, leaf.name]) and \
+                user and MAIN_ROOT.search(user[-1].name):
+            complete += n
+        elif len(bad) < 4:
+            bad.append(";".join(f.name + ("" if f.kind in (KIND, "kernel") else "(n)")
+                                for f in reversed(frames)))
+        if leaf.line == MARKS["hot-" + key[-1]] and leaf.file == WORKLOAD:
+            hot += n
+        handle = next((f for f in frames if f.kind == KIND and f.name == HANDLE), None)
+        if handle and handle.line == MARKS["call-" + key[-1]]:
+            callers += n
+        if native_between(frames):
+            between += n
+        if all(f.kind == KIND for f in frames if f.file.endswith(".php")):
+            typed += n
+    total = sum(counts.values())
+    log(f"  {label}: {total} samples in the leaves")
+    for ex in bad:
+        log(f"    incomplete ((n): native): {ex}")
+    assert total >= min_samples, f"{label}: too few samples ({total})"
+    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+    for leaf in LEAVES:
+        log(f"    {NAMES[leaf]}: {shares[leaf]:.1f}% (truth {truth[leaf]:.1f}%), lines "
+            f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
+    pct = {k: 100.0 * v / total for k, v in (("complete", complete), ("hot", hot),
+                                             ("callers", callers), ("between", between))}
+    log(f"    complete to {path[0]} and _start: {pct['complete']:.2f}%, the leaf's line exact: "
+        f"{pct['hot']:.2f}%, callers' lines: {pct['callers']:.2f}%, {MAP} between PHP frames "
+        f"with native frames: {pct['between']:.2f}%")
+    for leaf in LEAVES:
+        assert abs(shares[leaf] - truth[leaf]) <= tolerance, \
+            f"{label}: {leaf} {shares[leaf]:.1f}% vs truth {truth[leaf]:.1f}%"
+    assert pct["complete"] >= 99.0, f"{label}: only {pct['complete']:.2f}% complete"
+    assert pct["hot"] >= 95.0, f"{label}: the leaf's line exact in only {pct['hot']:.2f}%"
+    assert pct["callers"] >= 99.0, f"{label}: callers' lines right in only {pct['callers']:.2f}%"
+    assert pct["between"] >= 99.0, f"{label}: {MAP} between PHP frames in {pct['between']:.2f}%"
+    assert typed == total, f"{label}: a .php frame not typed {KIND} in {total - typed} samples"
+    return shares, lines
+
+
+def run_workload(wd, label, mode, seconds, env=None, min_samples=2000, attempts=4):
+    """Runs phpsplit MODE under ember; returns (pid, samples, stats, truth, outs). On a busy
+    machine the workload gets less CPU: it is recorded again (up to attempts times) until
+    min_samples of its samples reach the leaves."""
+    if not os.path.exists(PHP):
+        skip_or_fail(f"{PHP} is missing: run scripts/install-deps.sh")
+    truth_file = os.path.join(wd, f"{label}-{mode}.truth")
+    wl = start([PHP, WORKLOAD, mode, str(attempts * seconds + 60)],
+               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
+    samples, stats, outs = [], collections.Counter(), []
+    try:
+        time.sleep(1.0)  # the interpreter starts
+        for attempt in range(attempts):
+            out = {ext: os.path.join(wd, f"{label}-{mode}-{attempt}.{ext}")
+                   for ext in ("otlp", "folded", "pb.gz")}
+            args = ["record", "-d", str(seconds), "-F", str(HZ), "-p", str(wl.pid)]
+            for path in out.values():
+                args += ["-o", path]
+            ember(*args, timeout=seconds + 120)
+            outs.append(out)
+            samples += [s for s in decode_otlp(out["otlp"]) if s[0] == wl.pid]
+            stats.update({k: v for k, v in pprof_comments(out["pb.gz"]).items()
+                          if isinstance(v, int)})
+            got = sum(n for _, n, f in samples if innermost_leaf(f))
+            if got >= min_samples:
+                break
+            log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
+        os.kill(wl.pid, signal.SIGTERM)  # writes its truth (and Excimer's), then exits
+        wl.wait(timeout=60)
+    finally:
+        kill(wl)
+    return wl.pid, samples, stats, read_truth(truth_file), outs
+
+
+WD = None
+
+
+def test_known_split():
+    _, samples, stats, truth, outs = run_workload(WD, "php8.2", "split", 8)
+    check_split("php8.2 split", samples, truth, SPLIT_PATH)
+    log("  stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
+                                 if k.startswith("php.")))
+    assert stats.get("php.processes", 0) >= 1, "no php.processes in the statistics"
+    assert stats.get("php.frames_stale", 0) <= stats.get("php.frames", 0) // 100
+    rows = [(frames, n) for out in outs for frames, n in read_folded(out["folded"])]
+    want = ["Shop\\run_split", MAP, CLOSURE, HANDLE, NAMES["leaf_a"]]
+    folded = sum(n for frames, n in rows if follows(frames, want))
+    log(f"  folded: {folded} samples along {' > '.join(want)}")
+    assert folded > 0, "the folded output lacks the PHP frames"
+
+
+def test_recursion_marker():
+    _, samples, stats, truth, _ = run_workload(WD, "php8.2", "recursion", 8, min_samples=1500)
+    marked = sum(n for _, n, frames in samples
+                 if innermost_leaf(frames) and any(f.name == TRUNCATED for f in frames))
+    leaf = sum(n for _, n, frames in samples if innermost_leaf(frames))
+    depth = max(len(php_names(frames)) for _, _, frames in samples if innermost_leaf(frames))
+    log(f"  recursion: {marked} of {leaf} leaf samples end their PHP frames in {TRUNCATED}, "
+        f"{depth} PHP frames at most; php.markers_truncated="
+        f"{stats.get('php.markers_truncated', 0)}")
+    assert leaf >= 1500, f"too few leaf samples ({leaf})"
+    assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
+    assert stats.get("php.markers_truncated", 0) > 0
+    counts = collections.Counter()
+    for _, n, frames in samples:
+        f = innermost_leaf(frames)
+        if f:
+            counts[LEAF_OF[f.name]] += n
+    for l in LEAVES:
+        got = 100.0 * counts[l] / leaf
+        log(f"    {NAMES[l]}: {got:.1f}% (truth {truth[l]:.1f}%)")
+        assert abs(got - truth[l]) <= 3.0
+
+
+def test_excimer_beside():
+    """Excimer (CPU time, 1 ms) in the same process while ember records it."""
+    excimer = os.path.join(WD, "excimer.json")
+    _, samples, _, truth, _ = run_workload(WD, "php8.2-excimer", "split", 8,
+                                           env=dict(os.environ, EMBER_EXCIMER=excimer))
+    shares, lines = check_split("php8.2 with Excimer", samples, truth, SPLIT_PATH)
+    with open(excimer) as f:
+        peer = json.load(f)
+    total = sum(v["samples"] for v in peer.values())
+    assert total >= 500, f"Excimer has too few samples ({total})"
+    for leaf in LEAVES:
+        got = 100.0 * peer[leaf]["samples"] / total
+        hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
+        ours = lines[leaf].most_common(1)[0][0]
+        log(f"    Excimer {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, truth "
+            f"{truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
+        assert peer[leaf]["name"] == NAMES[leaf], f"Excimer names {leaf} {peer[leaf]['name']}"
+        assert int(hottest) == ours, f"hottest lines of {leaf}: Excimer {hottest}, ember {ours}"
+        assert abs(got - shares[leaf]) <= 5.0, f"{leaf}: Excimer {got:.1f}% vs {shares[leaf]:.1f}%"
+
+
+def main():
+    global WD
+    require_root()
+    if not os.path.exists(EMBER):
+        skip_or_fail(f"{EMBER} is missing: build first")
+    WD = workdir()
+    run_tests([test_known_split, test_recursion_marker, test_excimer_beside])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
