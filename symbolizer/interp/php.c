@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipc/proto.h"
 #include "shared/hash.h"
 #include "shared/log.h"
-#include "shared/slots.h"
+#include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/interp/interp_procs.h"
 #include "symbolizer/interp/php_elf.h"
 #include "symbolizer/interp/php_frames.h"
 
@@ -19,61 +19,31 @@
 
 /* Counters for the statistics (php.*). */
 struct ember_php_stats {
-	uint64_t processes, unsupported, rows_sent, rows_removed;
 	uint64_t frames, frames_named, frames_stale, frames_unreadable, frames_internal;
 	uint64_t markers_truncated, markers_unreadable;
-	uint64_t reads, read_errors, cache_evictions;
+	uint64_t reads, read_errors;
 };
 
 struct ember_php {
 	struct ember_broker_client *broker;
 	struct ember_hash_key hash_key;
 	struct ember_interp_files files; /* struct ember_php_elf of each file */
-	struct ember_slots procs;        /* struct php_process, by pid */
-	struct ember_slots cache;        /* struct php_frame, by (pid, function, checksum) */
-	uint32_t clock_hand;             /* eviction: the next slot looked at */
-	bool disabled;                   /* the collector went away: no rows can be sent */
+	struct ember_interp_procs procs; /* struct php_process, by pid */
+	struct ember_interp_cache cache; /* struct php_frame, by (pid, function, checksum) */
 	struct ember_php_stats stats;
 };
 
 struct php_process {
-	uint32_t pid;
-	bool row_sent;
-	bool counted; /* in the statistics */
-	bool warned;  /* said once why it cannot be walked */
+	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_php_proc row;
 	struct ember_php_layout layout;
-	struct ember_interp_mem mem; /* its memory, once needed */
-	uint32_t cached;             /* frames of this process in the cache */
-};
-
-struct frame_key {
-	uint32_t pid;
-	uint32_t checksum;
-	uint64_t w0; /* type and address */
 };
 
 /* A function read, or the failure to read it (then func.name is NULL). */
 struct php_frame {
-	struct frame_key key;
 	int error; /* -ESTALE: the function there now is another one; else why it was not read */
-	bool used; /* since the clock hand last passed */
 	struct ember_php_func func;
 };
-
-static bool proc_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct php_process *p = ember_slots_at(ctx, slot);
-
-	return len == sizeof(p->pid) && !memcmp(&p->pid, key, len);
-}
-
-static bool frame_eq(const void *ctx, uint32_t slot, const void *key, size_t len)
-{
-	const struct php_frame *f = ember_slots_at(ctx, slot);
-
-	return len == sizeof(f->key) && !memcmp(&f->key, key, len);
-}
 
 static int read_file_facts(int fd, const char *path, void *facts)
 {
@@ -82,6 +52,7 @@ static int read_file_facts(int fd, const char *path, void *facts)
 }
 
 static void php_free(void *state);
+static void release_frame(void *value);
 
 static int php_init(void **state, struct ember_broker_client *broker)
 {
@@ -98,11 +69,13 @@ static int php_init(void **state, struct ember_broker_client *broker)
 		                              EMBER_PHP_MAX_FILES, read_file_facts,
 		                              EMBER_PHP_FILE_RETRY_NS);
 	if (!err)
-		err = ember_slots_init(&ph->procs, sizeof(struct php_process),
-		                       EMBER_PHP_MAX_TRACKED, proc_eq);
+		err = ember_interp_procs_init(&ph->procs, sizeof(struct php_process),
+		                              EMBER_PHP_MAX_TRACKED, broker, EMBER_RUNTIME_PHP,
+		                              "PHP");
 	if (!err)
-		err = ember_slots_init(&ph->cache, sizeof(struct php_frame),
-		                       EMBER_PHP_CACHE_ENTRIES, frame_eq);
+		err = ember_interp_cache_init(&ph->cache, sizeof(struct php_frame),
+		                              EMBER_PHP_CACHE_ENTRIES, EMBER_PHP_CACHE_BYTES,
+		                              release_frame);
 	if (err) {
 		php_free(ph);
 		*state = NULL;
@@ -110,45 +83,18 @@ static int php_init(void **state, struct ember_broker_client *broker)
 	return err;
 }
 
-static void drop_frame(struct ember_php *ph, uint32_t slot)
+static void release_frame(void *value)
 {
-	struct php_frame *f = ember_slots_at(&ph->cache, slot);
-	struct php_process *p;
-	uint32_t ps;
-
-	if (!ember_slots_find(&ph->procs, &f->key.pid, sizeof(f->key.pid), &ps) &&
-	    (p = ember_slots_at(&ph->procs, ps))->cached)
-		p->cached--;
-	ember_php_func_free(&f->func);
-	ember_slots_remove(&ph->cache, slot, &f->key, sizeof(f->key));
-}
-
-static void drop_process_frames(struct ember_php *ph, struct php_process *p)
-{
-	for (uint32_t s = 0; p->cached && s < ember_slots_end(&ph->cache); s++) {
-		struct php_frame *f = ember_slots_get(&ph->cache, s);
-
-		if (f && f->key.pid == p->pid)
-			drop_frame(ph, s);
-	}
+	ember_php_func_free(&((struct php_frame *)value)->func);
 }
 
 static void php_free(void *state)
 {
 	struct ember_php *ph = state;
 
-	for (uint32_t s = 0; s < ember_slots_end(&ph->cache); s++)
-		if (ember_slots_get(&ph->cache, s))
-			drop_frame(ph, s);
-	for (uint32_t s = 0; s < ember_slots_end(&ph->procs); s++) {
-		struct php_process *p = ember_slots_get(&ph->procs, s);
-
-		if (p)
-			ember_interp_mem_close(&p->mem);
-	}
+	ember_interp_cache_free(&ph->cache);
 	ember_interp_files_free(&ph->files);
-	ember_slots_free(&ph->procs);
-	ember_slots_free(&ph->cache);
+	ember_interp_procs_free(&ph->procs);
 	free(ph);
 }
 
@@ -160,24 +106,6 @@ static bool candidate(const struct ember_maps *maps, const struct ember_map_entr
 	const char *path = ember_maps_path(maps, e), *base = strrchr(path, '/');
 
 	return first || strstr(base ? base + 1 : path, "php");
-}
-
-static void send_row(struct ember_php *ph, struct php_process *p, uint32_t op)
-{
-	bool set = op == EMBER_INTERP_ROW_SET;
-	union ember_msg m;
-
-	if (ph->disabled)
-		return;
-	ember_msg_interp_row(&m, p->pid, EMBER_RUNTIME_PHP, op, &p->row, set ? sizeof(p->row) : 0);
-	if (ember_broker_client_send(ph->broker, &m)) {
-		ph->disabled = true;
-		return;
-	}
-	if (set)
-		ph->stats.rows_sent++;
-	else
-		ph->stats.rows_removed++;
 }
 
 static void fill_row(struct ember_php_proc *r, const struct ember_php_elf *elf, uint64_t bias)
@@ -207,42 +135,6 @@ static void fill_row(struct ember_php_proc *r, const struct ember_php_elf *elf, 
 	r->version = (uint8_t)(l->major << 4 | (l->minor & 0xf));
 }
 
-static struct php_process *get_process(struct ember_php *ph, uint32_t pid, bool create)
-{
-	struct php_process *p;
-	uint32_t slot;
-	int r = create ? ember_slots_add(&ph->procs, &pid, sizeof(pid), &slot)
-	               : ember_slots_find(&ph->procs, &pid, sizeof(pid), &slot);
-
-	if (r < 0)
-		return NULL;
-	p = ember_slots_at(&ph->procs, slot);
-	if (r == 1) {
-		p->pid = pid;
-		ember_interp_mem_init(&p->mem, pid);
-	}
-	return p;
-}
-
-static void remove_row(struct ember_php *ph, struct php_process *p)
-{
-	if (p && p->row_sent)
-		send_row(ph, p, EMBER_INTERP_ROW_REMOVE);
-	if (p)
-		p->row_sent = false;
-}
-
-/* Says once why pid's PHP cannot be walked, and takes its row away. */
-static void unsupported(struct ember_php *ph, struct php_process *p, const char *why)
-{
-	if (!p->warned) {
-		p->warned = true;
-		ph->stats.unsupported++;
-		log_info("pid %u runs PHP, but ember cannot read its frames: %s", p->pid, why);
-	}
-	remove_row(ph, p);
-}
-
 static void php_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
 {
 	struct ember_php *ph = state;
@@ -265,120 +157,68 @@ static void php_on_maps(void *state, uint32_t pid, const struct ember_maps *maps
 		php = *f;
 		php_map = e;
 	}
-	p = get_process(ph, pid, php_map != NULL);
+	p = ember_interp_procs_get(&ph->procs, pid, php_map != NULL);
 	if (!php_map || !p) {
-		remove_row(ph, p);
+		ember_interp_procs_remove_row(&ph->procs, p ? &p->proc : NULL);
 		return;
 	}
-	if (!p->counted) {
-		p->counted = true;
-		ph->stats.processes++;
-	}
-	p->mem.gone = false;
+	ember_interp_procs_seen(&ph->procs, &p->proc);
 	if (php.kind != EMBER_PHP_ELF_PHP ||
 	    !ember_elf_bias(php.segs, php.nsegs, php_map->offset, php_map->start, &bias)) {
-		unsupported(ph, p,
-		            php.kind != EMBER_PHP_ELF_PHP
-		                ? php.why
-		                : "its engine is mapped in an unexpected way");
+		ember_interp_procs_unsupported(&ph->procs, &p->proc,
+		                               php.kind != EMBER_PHP_ELF_PHP
+		                                   ? php.why
+		                                   : "its engine is mapped in an unexpected way");
 		return;
 	}
 	p->layout = php.layout;
 	fill_row(&row, &php, bias);
-	if (!p->row_sent || memcmp(&row, &p->row, sizeof(row))) {
-		p->row = row;
-		p->row_sent = true;
-		send_row(ph, p, EMBER_INTERP_ROW_SET);
+	if (ember_interp_procs_set_row(&ph->procs, &p->proc, &p->row, &row, sizeof(row)))
 		log_debug("pid %u: PHP %u.%u.%u, interpreter loop at %#llx", pid, php.layout.major,
 		          php.layout.minor, php.release, (unsigned long long)row.loop_start);
-	}
 }
 
 static void php_on_exit_ahead(void *state, uint32_t pid)
 {
-	struct ember_php *ph = state;
-	struct php_process *p = get_process(ph, pid, false);
-
-	if (!p)
-		return;
-	remove_row(ph, p);
-	p->mem.gone = true;
-	ember_interp_mem_close(&p->mem);
+	ember_interp_procs_exit_ahead(&((struct ember_php *)state)->procs, pid);
 }
 
 static void php_on_exec(void *state, uint32_t pid)
 {
 	struct ember_php *ph = state;
-	struct php_process *p = get_process(ph, pid, false);
 
-	if (p) {
-		drop_process_frames(ph, p);
-		ember_interp_mem_close(&p->mem);
-		p->mem.error = 0;
-	}
+	ember_interp_cache_drop_pid(&ph->cache, pid);
+	ember_interp_procs_exec(&ph->procs, pid);
 }
 
 static void php_on_exit(void *state, uint32_t pid)
 {
 	struct ember_php *ph = state;
-	uint32_t slot;
-	struct php_process *p;
 
-	if (ember_slots_find(&ph->procs, &pid, sizeof(pid), &slot))
-		return;
-	p = ember_slots_at(&ph->procs, slot);
-	drop_process_frames(ph, p);
-	ember_interp_mem_close(&p->mem);
-	ember_slots_remove(&ph->procs, slot, &pid, sizeof(pid));
+	ember_interp_cache_drop_pid(&ph->cache, pid);
+	ember_interp_procs_exit(&ph->procs, pid);
 }
 
 /* ---- frames ---- */
-
-/* Makes room: entries not used since the hand last passed them go first. */
-static void evict(struct ember_php *ph)
-{
-	uint32_t end = ember_slots_end(&ph->cache);
-
-	for (uint32_t steps = 0;
-	     end && steps < 2 * end + 1 && ph->cache.count >= EMBER_PHP_CACHE_ENTRIES; steps++) {
-		uint32_t s = ph->clock_hand++ % end;
-		struct php_frame *f = ember_slots_get(&ph->cache, s);
-
-		if (!f)
-			continue;
-		if (f->used) {
-			f->used = false;
-			continue;
-		}
-		drop_frame(ph, s);
-		ph->stats.cache_evictions++;
-	}
-}
 
 /* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
 static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, uint64_t w0,
                                   uint32_t checksum, uint64_t now_ns)
 {
-	struct frame_key key = {p->pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
-	struct php_frame f = {.key = key, .used = true}, *c;
-	uint32_t slot;
+	struct ember_interp_key key = {p->proc.pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
+	struct php_frame f = {0}, *c = ember_interp_cache_find(&ph->cache, &key);
 	int err;
 
-	if (!ember_slots_find(&ph->cache, &key, sizeof(key), &slot)) {
-		c = ember_slots_at(&ph->cache, slot);
-		c->used = true;
+	if (c || !p->layout.major)
 		return c;
-	}
-	if (!p->layout.major)
-		return NULL;
 	/* Not in the cache: read it, if the process can be read now. */
-	err = ember_interp_mem_open(&p->mem, ph->broker, now_ns);
+	err = ember_interp_mem_open(&p->proc.mem, ph->broker, now_ns);
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return NULL; /* the broker is busy: another sample tries again */
 	ph->stats.reads++;
 	if (!err)
-		err = ember_php_read_func(&p->layout, ember_interp_mem_read, &p->mem,
-		                          key.w0 & ADDR_MASK, &f.func);
+		err = ember_php_read_func(&p->layout, ember_interp_mem_read, &p->proc.mem,
+		                          key.addr & ADDR_MASK, &f.func);
 	if (!err && f.func.checksum != checksum) {
 		ember_php_func_free(&f.func);
 		err = -ESTALE;
@@ -386,14 +226,11 @@ static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, u
 	if (err && err != -ESTALE)
 		ph->stats.read_errors++;
 	f.error = err;
-	evict(ph);
-	if (ember_slots_add(&ph->cache, &key, sizeof(key), &slot) < 0) {
-		ember_php_func_free(&f.func);
-		return NULL;
-	}
-	c = ember_slots_at(&ph->cache, slot);
-	*c = f;
-	p->cached++;
+	c = ember_interp_cache_add(&ph->cache, &key, &f,
+	                           sizeof(f) + (f.func.name ? strlen(f.func.name) : 0) +
+	                               (f.func.file ? strlen(f.func.file) : 0));
+	if (!c)
+		release_frame(&f);
 	return c;
 }
 
@@ -401,7 +238,7 @@ static void php_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
                       struct ember_interp_frame *out)
 {
 	struct ember_php *ph = state;
-	struct php_process *p = get_process(ph, pid, false);
+	struct php_process *p = ember_interp_procs_get(&ph->procs, pid, false);
 	struct php_frame *f = p ? frame_of(ph, p, w0, (uint32_t)w1, now_ns) : NULL;
 	uint64_t k[3] = {pid, w0, w1};
 
@@ -429,7 +266,7 @@ static void php_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
 static void php_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
 {
 	struct ember_php *ph = state;
-	struct php_process *p = get_process(ph, pid, false);
+	struct php_process *p = ember_interp_procs_get(&ph->procs, pid, false);
 
 	if (p)
 		frame_of(ph, p, w0, (uint32_t)w1, now_ns);
@@ -456,9 +293,9 @@ static void php_stats(void *state, const struct ember_stat_sink *sink)
 	const struct ember_php *ph = state;
 	const struct ember_php_stats *ps = &ph->stats;
 
-	ember_stat(sink, "php.processes", ps->processes);
-	ember_stat(sink, "php.processes_unsupported", ps->unsupported);
-	ember_stat(sink, "php.rows_sent", ps->rows_sent);
+	ember_stat(sink, "php.processes", ph->procs.processes);
+	ember_stat(sink, "php.processes_unsupported", ph->procs.unsupported);
+	ember_stat(sink, "php.rows_sent", ph->procs.rows_sent);
 	ember_stat(sink, "php.frames", ps->frames);
 	ember_stat(sink, "php.frames_named", ps->frames_named);
 	ember_stat(sink, "php.frames_internal", ps->frames_internal);
@@ -468,7 +305,7 @@ static void php_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "php.markers_unreadable", ps->markers_unreadable);
 	ember_stat(sink, "php.reads", ps->reads);
 	ember_stat(sink, "php.read_errors", ps->read_errors);
-	ember_stat(sink, "php.cache_evictions", ps->cache_evictions);
+	ember_stat(sink, "php.cache_evictions", ph->cache.evictions);
 	ember_stat(sink, "php.files_read", ph->files.files_read);
 }
 

@@ -28,6 +28,7 @@
 #define EMBER_PHP_MAX_FILES     1024
 #define EMBER_PHP_MAX_TRACKED   EMBER_INTERP_MAX_PROCS
 #define EMBER_PHP_CACHE_ENTRIES 65536
+#define EMBER_PHP_CACHE_BYTES   (16u << 20)
 #define EMBER_PHP_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
 
 /* The PHP reader (interp_ops.h), listed in interp.c's registry. */
