@@ -163,7 +163,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->proc_map_fds[1] = bpf_map__fd(b->sampler->maps.interp_procs);
 	for (int rt = 1; rt < EMBER_RUNTIME_MAX; rt++) /* by the name in the runtime's entry */
 		b->proc_map_fds[1 + rt] = bpf_object__find_map_fd_by_name(
-		    b->sampler->obj, ember_interp_rows[rt] ? ember_interp_rows[rt]->map : "");
+		    b->sampler->obj, ember_interp_rows[rt].size ? ember_interp_rows[rt].map : "");
 	return 0;
 }
 

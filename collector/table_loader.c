@@ -7,14 +7,21 @@
 
 #include <bpf/bpf.h>
 
+#include "bpf/php.h"
+#include "bpf/python.h"
+#include "bpf/ruby.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
 /* The runtimes whose rows the collector loads (bpf/interp.h), one line each. */
-const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX] = {
-    [EMBER_RUNTIME_PYTHON] = &ember_row_python,
-    [EMBER_RUNTIME_RUBY] = &ember_row_ruby,
-    [EMBER_RUNTIME_PHP] = &ember_row_php,
+const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
+    [EMBER_RUNTIME_PYTHON] =
+	EMBER_INTERP_ROW_KIND(struct ember_py_proc, "py_procs", eval_start, eval_end, 2, 1,
+                              EMBER_PY_MAX_EVAL, ember_row_python_ok),
+    [EMBER_RUNTIME_RUBY] = EMBER_INTERP_ROW_KIND(struct ember_rb_proc, "rb_procs", loop_start,
+                                                 loop_end, 2, 2, EMBER_RB_MAX_LOOP, NULL),
+    [EMBER_RUNTIME_PHP] = EMBER_INTERP_ROW_KIND(struct ember_php_proc, "php_procs", loop_start,
+                                                loop_end, 1, 1, EMBER_PHP_MAX_LOOP, NULL),
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)
@@ -231,17 +238,34 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
  * REMOVE leaves the index naming the runtime: a process whose runtime has no row for it is
  * not walked, and its exit deletes it from every map (ring_drain.c).
  */
+/* What every row holds, where its kind says: its loop's ranges, reserved bytes of 0. */
+static bool row_common_ok(const struct ember_interp_row_kind *k, const uint8_t *row)
+{
+	static const uint8_t zero[16];
+	__u64 start[4], end[4];
+
+	if (k->ranges > 4 || k->reserved_len > sizeof(zero))
+		return false;
+	memcpy(start, row + k->start, 8u * k->ranges);
+	memcpy(end, row + k->end, 8u * k->ranges);
+	return ember_row_ranges_ok(start, end, k->ranges, k->required, EMBER_INTERP_USER_LIMIT,
+	                           k->max_range) &&
+	       !memcmp(row + k->reserved, zero, k->reserved_len) && (!k->ok || k->ok(row));
+}
+
 static int on_interp_row(struct ember_tables *t, const struct ember_msg_interp_row *m)
 {
 	const struct ember_interp_row_kind *k =
-	    m->runtime < EMBER_RUNTIME_MAX ? ember_interp_rows[m->runtime] : NULL;
+	    m->runtime < EMBER_RUNTIME_MAX && ember_interp_rows[m->runtime].size
+		? &ember_interp_rows[m->runtime]
+		: NULL;
 	bool set = m->op == EMBER_INTERP_ROW_SET;
 	int rows = k ? t->proc_fds[1 + m->runtime] : -1;
 
 	if (!k || !m->pid || m->pid > (1u << 22) || m->reserved ||
 	    (!set && m->op != EMBER_INTERP_ROW_REMOVE) ||
 	    m->hdr.length != EMBER_MSG_INTERP_ROW_HEADER + (set ? k->size : 0) ||
-	    (set && !k->ok(m->row)))
+	    (set && !row_common_ok(k, m->row)))
 		return -EPROTO;
 	if (!set)
 		bpf_map_delete_elem(rows, &m->pid);

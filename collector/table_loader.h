@@ -33,23 +33,39 @@
  */
 #define EMBER_PROC_MAPS (1 + EMBER_RUNTIME_MAX)
 
-/* What the collector knows of a runtime's rows: one entry per runtime, in table_loader.c. */
+/*
+ * What the collector knows of a runtime's rows: one entry per runtime, in table_loader.c.
+ * Every row holds its interpreter loop's code ranges and reserved bytes, which the
+ * collector checks for every runtime; the walker bounds every offset and window itself
+ * (bpf/interp.h). A runtime whose row holds more than that to check gives ok too.
+ */
 struct ember_interp_row_kind {
-	uint32_t size;               /* of a row: a SET message carries exactly this many bytes */
-	bool (*ok)(const void *row); /* the row keeps the walker's reads in bounds */
-	const char *map;             /* the walker's map (tgid -> row) in the sampler */
+	uint32_t size;   /* of a row: a SET message carries exactly this many bytes; 0: none */
+	const char *map; /* the walker's map (tgid -> row) in the sampler */
+	/* The loop's ranges: ranges u64 starts at start, their ends at end; the first required
+	 * of them not empty; each at most max_range long. */
+	uint16_t start, end, reserved, reserved_len;
+	uint8_t ranges, required;
+	uint64_t max_range;
+	bool (*ok)(const void *row); /* NULL: nothing more to check */
 };
 
-/* Each runtime's entry (NULL: none), by enum ember_runtime. */
-extern const struct ember_interp_row_kind *const ember_interp_rows[EMBER_RUNTIME_MAX];
+/* The entry of row struct T, its ranges at its members start and end. */
+#define EMBER_INTERP_ROW_KIND(T, map, start, end, ranges, required, max_range, ok)                 \
+	{                                                                                          \
+		sizeof(T), (map), offsetof(T, start), offsetof(T, end), offsetof(T, reserved),     \
+		    sizeof(((T *)0)->reserved), (ranges), (required), (max_range), (ok)            \
+	}
 
-/* Each runtime's entry, in its own file: collector/row_<runtime>.c, its whole cost to the
- * trusted base (bpf/<runtime>.h's row, checked by offsets against the windows read). */
-extern const struct ember_interp_row_kind ember_row_python, ember_row_ruby, ember_row_php;
+/* Each runtime's entry, by enum ember_runtime. */
+extern const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX];
+
+/* CPython's check of what its row holds beyond the ranges (row_python.c). */
+bool ember_row_python_ok(const void *row);
 
 /*
- * The checks runtimes' rows share (row_RUNTIME.c). Each field {offset, bytes used there,
- * limit}: offset + bytes <= limit (without overflow), as a window read at offset must fit.
+ * The checks rows share. Each field {offset, bytes used there, limit}: offset + bytes <=
+ * limit (without overflow), as a window read at offset must fit.
  */
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n);
 /*
