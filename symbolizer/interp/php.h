@@ -16,7 +16,7 @@
  * reading the process's memory through the broker's /proc/PID/mem
  * descriptor (php_frames.h) at sample time, before php-fpm frees a request's
  * functions, into a cache keyed by process, function and checksum, dropped
- * at the process's exec and exit and bounded in entries. A checksum that
+ * at the process's exec and exit and bounded in entries and bytes. A checksum that
  * differs from the function's now means it was freed and its memory
  * reused: the frame stays unnamed rather than misnamed.
  */
