@@ -44,6 +44,9 @@ target_sources() {
 	python_code) echo symbolizer/interp/python_code.c ;;
 	python_elf) echo symbolizer/interp/python_elf.c symbolizer/interp/elf_image.c ;;
 	ruby_elf) echo symbolizer/interp/ruby_elf.c symbolizer/interp/elf_image.c ;;
+	ruby_frames) echo symbolizer/interp/ruby_frames.c ;;
+	php_elf) echo symbolizer/interp/php_elf.c symbolizer/interp/elf_image.c ;;
+	php_frames) echo symbolizer/interp/php_frames.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
