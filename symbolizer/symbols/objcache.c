@@ -153,10 +153,13 @@ struct ember_obj *ember_objcache_get(struct ember_objcache *c, const struct embe
 		return NULL;
 	}
 	o = at(c, slot);
-	/* A stall or a file that did not fit is tried again soon: either may have passed. */
-	if (o->error && now_ns - o->failed_at_ns > (o->error == -ETIMEDOUT || o->error == -ENOBUFS
-	                                                ? EMBER_OBJCACHE_STALL_RETRY_NS
-	                                                : EMBER_OBJCACHE_RETRY_NS)) {
+	/* A stall, a file that did not fit, or a broker too busy to open it (every worker
+	 * taken, its rate spent: a loaded host) is tried again soon: each may have passed. */
+	if (o->error &&
+	    now_ns - o->failed_at_ns > (o->error == -ETIMEDOUT || o->error == -ENOBUFS ||
+	                                        o->error == -EBUSY || o->error == -EAGAIN
+	                                    ? EMBER_OBJCACHE_STALL_RETRY_NS
+	                                    : EMBER_OBJCACHE_RETRY_NS)) {
 		remove_entry(c, o);
 		c->misses++;
 		return NULL;

@@ -33,7 +33,8 @@
  * when it would not. A file whose DWARF does not fit keeps its symbols alone (names without
  * lines or inline frames) and is read again after EMBER_OBJCACHE_RETRY_NS; one
  * whose symbols do not fit is not read (-ENOBUFS) and is tried again after
- * EMBER_OBJCACHE_STALL_RETRY_NS. Both are counted.
+ * EMBER_OBJCACHE_STALL_RETRY_NS, as is one the broker was too busy to open
+ * (-EBUSY, -EAGAIN). Both are counted.
  *
  * Hostile input: the files (see objfile.h).
  */

@@ -151,6 +151,19 @@ START_TEST(failures_are_remembered_then_retried)
 	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(o->error, -ENOENT);
 	ck_assert_ptr_null(ember_objcache_get(&c, &k, 1, 1000 + EMBER_OBJCACHE_RETRY_NS + 1));
+	/* A broker too busy to open the file (every worker taken, its rate spent) is asked
+	 * again as soon as after a stall, not after the 30 s of a file that is not there. */
+	for (int i = 0; i < 2; i++) {
+		int busy = i ? -EAGAIN : -EBUSY;
+
+		k.ino = 10 + (uint64_t)i;
+		o = ember_objcache_load(&c, &k, busy, 1, NULL, 1000);
+		ck_assert_int_eq(o->error, busy);
+		ck_assert_ptr_eq(ember_objcache_get(&c, &k, 1, 1000 + EMBER_OBJCACHE_STALL_RETRY_NS),
+		                 o);
+		ck_assert_ptr_null(
+		    ember_objcache_get(&c, &k, 1, 1000 + EMBER_OBJCACHE_STALL_RETRY_NS + 1));
+	}
 	ember_objcache_free(&c);
 }
 END_TEST
