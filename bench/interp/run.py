@@ -56,6 +56,7 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 WORKLOADS = os.path.join(SRC, "tests", "workloads")
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 RUBY = "/usr/bin/ruby3.1"
+PHP = "/usr/bin/php8.2"
 
 # A runtime under test: its --interpreters name; the command that runs its workload
 # (`split SECONDS` appended; perf's flags go after exe); the comm its samples carry; its
@@ -98,7 +99,19 @@ def ruby_runtime():
                    "like CPython 3.12's -X perf)")
 
 
-RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime}
+def php_runtime():
+    if not os.access(PHP, os.X_OK):
+        print(f"no {PHP} (scripts/install-deps.sh installs it): no PHP runs")
+        return None
+    r = subprocess.run([PHP, "-r", "echo PHP_VERSION;"], capture_output=True, text=True)
+    return Runtime("php", PHP, os.path.join(WORKLOADS, "phpsplit.php"), "php8.2",
+                   {f"Shop\\Cart::{leaf}": leaf for leaf in LEAVES},
+                   f"{PHP} ({r.stdout.strip()}), phpsplit.php split", "PHP functions",
+                   "php8.2 gives perf no names for PHP functions (no perf map without "
+                   "opcache's JIT)")
+
+
+RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime, "php": php_runtime}
 
 
 def cpu_of(pid):
