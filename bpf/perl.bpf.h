@@ -58,26 +58,14 @@ static __always_inline struct perl_scratch *perl_scratch(struct sample_scratch *
 	return (struct perl_scratch *)s->interp;
 }
 
-static __always_inline __u64 pl_u64(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PERL_WINDOW - 8)
-		return 0;
-	return *(const __u64 *)(win + off);
-}
-
-static __always_inline __u32 pl_u32(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PERL_WINDOW - 4)
-		return 0;
-	return *(const __u32 *)(win + off);
-}
+#define pl_u64(win, off) interp_win_u64(win, EMBER_PERL_WINDOW, off)
+#define pl_u32(win, off) interp_win_u32(win, EMBER_PERL_WINDOW, off)
 
 /* Reads a window of len bytes (at most EMBER_PERL_WINDOW) at addr: 0 or an error. */
 static __always_inline long pl_read(__u8 *win, __u32 len, __u64 addr)
 {
-	if (len > EMBER_PERL_WINDOW || !addr)
-		return -1;
-	return bpf_probe_read_user(win, len, (const void *)addr);
+	return len > EMBER_PERL_WINDOW || !addr ? -1
+	                                        : bpf_probe_read_user(win, len, (const void *)addr);
 }
 
 /* Enters the stackinfo at si: its context stack and innermost frame. 0 or an error. */

@@ -233,3 +233,17 @@ int ember_elf_read_memory(const void *image, size_t len, ember_elf_reader read, 
 	elf_end(elf);
 	return err;
 }
+
+int ember_elf_function_range(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                             uint64_t max, uint64_t out[2])
+{
+	out[0] = sym->addr;
+	out[1] = sym->addr + sym->size;
+	if (!sym->size &&
+	    (ember_elf_fde_bounds(f, sym->addr, &out[0], &out[1]) || out[0] != sym->addr))
+		out[1] = 0;
+	if (sym->type != STT_FUNC || out[1] <= out[0] || out[1] - out[0] > max ||
+	    !ember_elf_image_in_segment(f, sym->addr, PF_X))
+		return -ENOENT;
+	return 0;
+}

@@ -87,6 +87,12 @@ typedef int (*ember_elf_reader)(Elf *elf, void *out);
 int ember_elf_read_fd(int fd, ember_elf_reader read, void *out);
 int ember_elf_read_memory(const void *image, size_t len, ember_elf_reader read, void *out);
 
+/* The range [start, end) of the function sym (an interpreter's loop) in out: its symbol's
+ * size, or without one the .eh_frame function starting at it; 0, or -ENOENT when it is no
+ * function in code or is longer than max bytes. */
+int ember_elf_function_range(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                             uint64_t max, uint64_t out[2]);
+
 /* The signed 32-bit little-endian displacement at p. */
 int32_t ember_elf_disp32(const uint8_t *p);
 

@@ -51,15 +51,7 @@ static void perl_facts(const struct ember_elf_image *f, const struct ember_elf_s
 		return;
 	}
 	out->thr_key = key->addr;
-	out->loop[0] = run->addr;
-	out->loop[1] = run->addr + run->size;
-	/* Without a size, the .eh_frame function at its start. */
-	if (!run->size && (ember_elf_fde_bounds(f, run->addr, &out->loop[0], &out->loop[1]) ||
-	                   out->loop[0] != run->addr))
-		out->loop[1] = 0;
-	if (run->type != STT_FUNC || out->loop[1] <= out->loop[0] ||
-	    out->loop[1] - out->loop[0] > EMBER_PERL_MAX_LOOP ||
-	    !ember_elf_image_in_segment(f, run->addr, PF_X)) {
+	if (ember_elf_function_range(f, run, EMBER_PERL_MAX_LOOP, out->loop)) {
 		out->why = "its interpreter loop (Perl_runops_standard) cannot be found";
 		return;
 	}

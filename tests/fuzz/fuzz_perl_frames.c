@@ -13,27 +13,14 @@
 #include <string.h>
 
 #include "symbolizer/interp/perl_frames.h"
+#include "tests/fuzz/fuzz_mem.h"
 
-#define BASE 0x10000ull
-
-struct mem {
-	const uint8_t *data;
-	size_t size;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->size || len > m->size - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->data + (addr - BASE), len);
-	return 0;
-}
+#define BASE     FUZZ_MEM_BASE
+#define mem_read fuzz_mem_read
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct mem m = {data, size};
+	struct fuzz_mem m = {data, size};
 	struct ember_perl_layout l;
 	struct ember_perl_sub f;
 	char *s;
@@ -41,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ember_perl_layout_for(36, &l))
 		abort();
 	for (uint64_t at = 0; at < size && at < 2048; at += 8)
-		for (unsigned int kind = EMBER_PERL_FRAME_SUB; kind <= EMBER_PERL_FRAME_MAIN; kind++)
+		for (unsigned int kind = EMBER_PERL_FRAME_SUB; kind <= EMBER_PERL_FRAME_MAIN;
+		     kind++)
 			if (!ember_perl_read_frame(&l, mem_read, &m, kind, BASE + at, &f))
 				ember_perl_sub_free(&f);
 	for (uint64_t at = 0; at < size && at < 1024; at++) {

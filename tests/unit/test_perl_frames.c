@@ -14,21 +14,14 @@
 
 #include "check_main.h"
 #include "symbolizer/interp/perl_frames.h"
+#include "tests/fuzz/fuzz_mem.h"
 
-#define BASE 0x10000ull
+#define BASE FUZZ_MEM_BASE
 #define SIZE 16384
 
 static uint8_t mem[SIZE];
+static struct fuzz_mem M = {mem, SIZE};
 static struct ember_perl_layout L;
-
-static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr - BASE > SIZE || len > SIZE - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, mem + (addr - BASE), len);
-	return 0;
-}
 
 static void put64(uint64_t addr, uint64_t v)
 {
@@ -120,7 +113,7 @@ static struct ember_perl_sub read_ok(unsigned int kind, uint64_t addr, const cha
 {
 	struct ember_perl_sub s;
 
-	ck_assert_int_eq(ember_perl_read_frame(&L, fake_read, NULL, kind, addr, &s), 0);
+	ck_assert_int_eq(ember_perl_read_frame(&L, fuzz_mem_read, &M, kind, addr, &s), 0);
 	ck_assert_str_eq(s.name, name);
 	if (file)
 		ck_assert_str_eq(s.file, file);
@@ -184,7 +177,7 @@ END_TEST
 static int read_err(unsigned int kind, uint64_t addr)
 {
 	struct ember_perl_sub s;
-	int err = ember_perl_read_frame(&L, fake_read, NULL, kind, addr, &s);
+	int err = ember_perl_read_frame(&L, fuzz_mem_read, &M, kind, addr, &s);
 
 	ck_assert_ptr_null(s.name);
 	ck_assert_ptr_null(s.file);
@@ -232,12 +225,12 @@ START_TEST(test_cstring_pages)
 	setup();
 	/* A string ending 3 bytes before the end of memory (a page boundary) is read whole. */
 	strcpy((char *)mem + SIZE - 3, "ab");
-	ck_assert_int_eq(ember_perl_read_cstring(fake_read, NULL, BASE + SIZE - 3, 100, &s), 0);
+	ck_assert_int_eq(ember_perl_read_cstring(fuzz_mem_read, &M, BASE + SIZE - 3, 100, &s), 0);
 	ck_assert_str_eq(s, "ab");
 	free(s);
-	ck_assert_int_eq(ember_perl_read_cstring(fake_read, NULL, FILE_STR, 5, &s), -EBADMSG);
+	ck_assert_int_eq(ember_perl_read_cstring(fuzz_mem_read, &M, FILE_STR, 5, &s), -EBADMSG);
 	ck_assert_int_eq(
-	    ember_perl_read_cstring(fake_read, NULL, FILE_STR, EMBER_PERL_MAX_STRING + 1, &s),
+	    ember_perl_read_cstring(fuzz_mem_read, &M, FILE_STR, EMBER_PERL_MAX_STRING + 1, &s),
 	    -EINVAL);
 }
 END_TEST
