@@ -89,10 +89,42 @@ static __always_inline long interp_stop(struct ember_uw_state *st, struct sample
 	return 0;
 }
 
+/* The 8 or 4 bytes at off of a walker's window of size bytes (a constant once inlined, which
+ * bounds the read for the verifier); 0 past its end. */
+static __always_inline __u64 interp_win_u64(const __u8 *win, __u32 size, __u32 off)
+{
+	if (off > size - 8)
+		return 0;
+	return *(const __u64 *)(win + off);
+}
+
+static __always_inline __u32 interp_win_u32(const __u8 *win, __u32 size, __u32 off)
+{
+	if (off > size - 4)
+		return 0;
+	return *(const __u32 *)(win + off);
+}
+
+/* The value of glibc's pthread key whose number is the u32 at key_addr, in the current
+ * thread (slot k at thread pointer + tsd_offset + 16 * k, for the first nkeys keys); 0. */
+static __always_inline __u64 interp_pthread_value(__u64 key_addr, __u64 tsd_offset, __u32 nkeys)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), value = 0;
+	__u32 key = 0;
+
+	if (bpf_probe_read_user(&key, sizeof(key), (const void *)key_addr) || key >= nkeys ||
+	    bpf_probe_read_user(&value, sizeof(value),
+	                        (const void *)(fsbase + tsd_offset + 16ull * key)))
+		return 0;
+	return value;
+}
+
 /* The walkers, one per runtime. */
 #include "python.bpf.h"
 #include "ruby.bpf.h"
 #include "php.bpf.h"
+#include "perl.bpf.h"
 
 /* The one switch: the process's runtime's walker does op. */
 static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
@@ -105,6 +137,8 @@ static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_stat
 		return rb_walker(op, st, s, pc);
 	case EMBER_RUNTIME_PHP:
 		return php_walker(op, st, s, pc);
+	case EMBER_RUNTIME_PERL:
+		return perl_walker(op, st, s, pc);
 	}
 	return 0;
 }

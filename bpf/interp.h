@@ -43,7 +43,8 @@
  * runtime.
  */
 #define EMBER_RUNTIMES(X)                                                                          \
-	X(PYTHON, 1, "python", "cpython") X(RUBY, 2, "ruby", "ruby") X(PHP, 3, "php", "php")
+	X(PYTHON, 1, "python", "cpython")                                                          \
+	X(RUBY, 2, "ruby", "ruby") X(PHP, 3, "php", "php") X(PERL, 4, "perl", "perl")
 
 enum ember_runtime {
 	EMBER_RUNTIME_NONE = 0,

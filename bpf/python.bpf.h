@@ -72,16 +72,10 @@ static __always_inline bool py_in_eval(const struct ember_py_proc *p, __u64 pc)
 /* The thread's innermost Python frame, through its thread state; 0 when it has none. */
 static __always_inline __u64 py_first_frame(const struct ember_py_proc *p)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), tstate = 0, ptr = 0;
-	__u32 key = 0;
+	__u64 tstate = interp_pthread_value(p->tss_key, p->tsd_offset, EMBER_PY_MAX_TSS_KEYS),
+	      ptr = 0;
 
-	if (bpf_probe_read_user(&key, sizeof(key), (const void *)p->tss_key) ||
-	    key >= EMBER_PY_MAX_TSS_KEYS)
-		return 0;
-	if (bpf_probe_read_user(&tstate, sizeof(tstate),
-	                        (const void *)(fsbase + p->tsd_offset + 16ull * key)) ||
-	    !tstate)
+	if (!tstate)
 		return 0;
 	if (bpf_probe_read_user(&ptr, sizeof(ptr), (const void *)(tstate + p->tstate_frame)))
 		return 0;

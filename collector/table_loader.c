@@ -7,6 +7,7 @@
 
 #include <bpf/bpf.h>
 
+#include "bpf/perl.h"
 #include "bpf/php.h"
 #include "bpf/python.h"
 #include "bpf/ruby.h"
@@ -22,6 +23,8 @@ const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
                                                  loop_end, 2, 2, EMBER_RB_MAX_LOOP, NULL),
     [EMBER_RUNTIME_PHP] = EMBER_INTERP_ROW_KIND(struct ember_php_proc, "php_procs", loop_start,
                                                 loop_end, 1, 1, EMBER_PHP_MAX_LOOP, NULL),
+    [EMBER_RUNTIME_PERL] = EMBER_INTERP_ROW_KIND(struct ember_perl_proc, "perl_procs", loop_start,
+                                                 loop_end, 1, 1, EMBER_PERL_MAX_LOOP, NULL),
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)

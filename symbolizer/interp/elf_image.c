@@ -189,3 +189,61 @@ int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_
 	*end = e[0] + range;
 	return 0;
 }
+
+int ember_elf_glibc_tsd(const uint8_t *code, size_t len, uint16_t *offset)
+{
+	/* glibc: add $k0, %rax; shl $4, %rax; add %fs:0x10, %rax; mov 8(%rax), %reg:
+	 * key k's slot is thread pointer + (k + k0) * 16, its value 8 bytes in. */
+	static const uint8_t shl[] = {0x48, 0xc1, 0xe0, 0x04, 0x64, 0x48, 0x03,
+	                              0x04, 0x25, 0x10, 0x00, 0x00, 0x00};
+
+	for (size_t i = 0; i + 4 + sizeof(shl) + 4 <= len; i++) {
+		const uint8_t *p = code + i, *load = p + 4 + sizeof(shl);
+
+		if (p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xc0 && p[3] < 0x80 &&
+		    !memcmp(p + 4, shl, sizeof(shl)) && load[0] == 0x48 && load[1] == 0x8b &&
+		    (load[2] & 0xc7) == 0x40) {
+			*offset = (uint16_t)(p[3] * 16 + load[3]);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int ember_elf_read_fd(int fd, ember_elf_reader read, void *out)
+{
+	Elf *elf;
+	int err;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = read(elf, out);
+	elf_end(elf);
+	return err;
+}
+
+int ember_elf_read_memory(const void *image, size_t len, ember_elf_reader read, void *out)
+{
+	Elf *elf;
+	int err;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)image, len);
+	err = read(elf, out);
+	elf_end(elf);
+	return err;
+}
+
+int ember_elf_function_range(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                             uint64_t max, uint64_t out[2])
+{
+	out[0] = sym->addr;
+	out[1] = sym->addr + sym->size;
+	if (!sym->size &&
+	    (ember_elf_fde_bounds(f, sym->addr, &out[0], &out[1]) || out[0] != sym->addr))
+		out[1] = 0;
+	if (sym->type != STT_FUNC || out[1] <= out[0] || out[1] - out[0] > max ||
+	    !ember_elf_image_in_segment(f, sym->addr, PF_X))
+		return -ENOENT;
+	return 0;
+}

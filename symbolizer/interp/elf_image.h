@@ -72,6 +72,27 @@ int ember_elf_fde_range(Dwarf_CFI *cfi, uint64_t addr, uint64_t *start, uint64_t
 int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_t *start,
                          uint64_t *end);
 
+/*
+ * Where glibc's pthread_getspecific, whose first len bytes of code are at code, finds a
+ * key's value: key k's (k < 32) is 8 bytes at thread pointer + *offset + 16 * k. 0, or
+ * -ENOENT for other code.
+ */
+int ember_elf_glibc_tsd(const uint8_t *code, size_t len, uint16_t *offset);
+
+/* A parser of an ELF file's facts into out: 0, or a negative errno. */
+typedef int (*ember_elf_reader)(Elf *elf, void *out);
+
+/* Runs read on the ELF file open at fd (libelf's mapping of it), or on an image in memory
+ * (tests, fuzzing): its result. */
+int ember_elf_read_fd(int fd, ember_elf_reader read, void *out);
+int ember_elf_read_memory(const void *image, size_t len, ember_elf_reader read, void *out);
+
+/* The range [start, end) of the function sym (an interpreter's loop) in out: its symbol's
+ * size, or without one the .eh_frame function starting at it; 0, or -ENOENT when it is no
+ * function in code or is longer than max bytes. */
+int ember_elf_function_range(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                             uint64_t max, uint64_t out[2]);
+
 /* The signed 32-bit little-endian displacement at p. */
 int32_t ember_elf_disp32(const uint8_t *p);
 

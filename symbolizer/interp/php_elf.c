@@ -70,15 +70,7 @@ static void php_facts(const struct ember_elf_image *f, const struct ember_elf_sy
 		return;
 	}
 	out->executor_globals = eg->addr;
-	out->loop[0] = ex->addr;
-	out->loop[1] = ex->addr + ex->size;
-	/* Without a size, the .eh_frame function at its start. */
-	if (!ex->size && (ember_elf_fde_bounds(f, ex->addr, &out->loop[0], &out->loop[1]) ||
-	                  out->loop[0] != ex->addr))
-		out->loop[1] = 0;
-	if (ex->type != STT_FUNC || out->loop[1] <= out->loop[0] ||
-	    out->loop[1] - out->loop[0] > EMBER_PHP_MAX_LOOP ||
-	    !ember_elf_image_in_segment(f, ex->addr, PF_X)) {
+	if (ember_elf_function_range(f, ex, EMBER_PHP_MAX_LOOP, out->loop)) {
 		out->why = "its interpreter loop (execute_ex) cannot be found";
 		return;
 	}

@@ -87,26 +87,6 @@ int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uin
 	return -ENOENT;
 }
 
-int ember_py_decode_tsd(const uint8_t *code, size_t len, uint16_t *offset)
-{
-	/* glibc: add $k0, %rax; shl $4, %rax; add %fs:0x10, %rax; mov 8(%rax), %reg:
-	 * key k's slot is thread pointer + (k + k0) * 16, its value 8 bytes in. */
-	static const uint8_t shl[] = {0x48, 0xc1, 0xe0, 0x04, 0x64, 0x48, 0x03,
-	                              0x04, 0x25, 0x10, 0x00, 0x00, 0x00};
-
-	for (size_t i = 0; i + 4 + sizeof(shl) + 4 <= len; i++) {
-		const uint8_t *p = code + i, *load = p + 4 + sizeof(shl);
-
-		if (p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xc0 && p[3] < 0x80 &&
-		    !memcmp(p + 4, shl, sizeof(shl)) && load[0] == 0x48 && load[1] == 0x8b &&
-		    (load[2] & 0xc7) == 0x40) {
-			*offset = (uint16_t)(p[3] * 16 + load[3]);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 /* "3.9.18 (main, ...)" -> 3, 9. */
 static int parse_version(const char *s, unsigned int *major, unsigned int *minor)
 {
@@ -357,7 +337,7 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 
 		out->has_tsd = !ember_elf_image_read(&f->img, f->syms[W_GETSPECIFIC].addr, code,
 		                                     sizeof(code)) &&
-		               !ember_py_decode_tsd(code, sizeof(code), &out->tsd_offset);
+		               !ember_elf_glibc_tsd(code, sizeof(code), &out->tsd_offset);
 	}
 	if (f->syms[W_EVAL].addr &&
 	    (f->syms[W_RUNTIME].addr || f->syms[W_TLS_KEY].addr || f->syms[W_GILSTATE].addr)) {

@@ -68,7 +68,5 @@ int ember_py_version_from_path(const char *path, unsigned int *major, unsigned i
  */
 int ember_py_decode_tss_key(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t runtime,
                             uint64_t runtime_size, uint64_t *key);
-/* glibc's pthread_getspecific: the offset from the thread pointer of key 0's value. */
-int ember_py_decode_tsd(const uint8_t *code, size_t len, uint16_t *offset);
 
 #endif

@@ -19,6 +19,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The decoders on the raw bytes too. */
 	ember_py_decode_tss_key(data, size < 256 ? size : 256, 0x1000, 0x2000, 0x800, &key);
 	ember_py_decode_tss_key(data, size < 256 ? size : 256, 0x1000, 0, 0, &key);
-	ember_py_decode_tsd(data, size < 256 ? size : 256, &off);
+	ember_elf_glibc_tsd(data, size < 256 ? size : 256, &off);
 	return 0;
 }

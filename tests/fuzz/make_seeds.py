@@ -8,7 +8,7 @@ hundred kilobytes, so that the fuzzers start from files of a real size.
 
 fuzz_elf and fuzz_gopclntab take a first byte that picks the entry point
 (see each target): seeds are written for each. Usage: make_seeds.py [GROUP...]
-(gopclntab, elf, text, stack_unwind, python, ruby, php, ipc; all by default)."""
+(gopclntab, elf, text, stack_unwind, python, ruby, php, perl, ipc; all by default)."""
 import os
 import shutil
 import struct
@@ -589,14 +589,68 @@ def php_seeds():
     string(0x2e0, "Shop\\Cart")
     put(0x380, "<BxxxxxxxQ", 2, base + 0x2e0)  # a user class and its name
     write("php_frames", "php82-method-and-internal", bytes(mem))
+    write("php_elf", "fake-82", shared_object(PHP_ELF_SEED))
+
+
+def shared_object(source):
+    """The bytes of a shared object (no C library, with .eh_frame_hdr) built from source."""
     with tempfile.TemporaryDirectory() as d:
-        src, exe = os.path.join(d, "php.c"), os.path.join(d, "php8.2")
+        src, exe = os.path.join(d, "seed.c"), os.path.join(d, "seed.so")
         with open(src, "w") as f:
-            f.write(PHP_ELF_SEED)
+            f.write(source)
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-nostdlib", "-Wl,--eh-frame-hdr",
                         "-o", exe, src], check=True)
         with open(exe, "rb") as f:
-            write("php_elf", "fake-82", f.read())
+            return f.read()
+
+
+PERL_ELF_SEED = r"""
+/* What ember reads of a perl executable or libperl.so: the loop, the key, the version bytes;
+ * and of glibc: pthread_getspecific's key-slot code (add $49, %rax; shl $4, %rax;
+ * add %fs:0x10, %rax; mov 8(%rax), %rax). */
+const unsigned char PL_revision __attribute__((used)) = 5;
+const unsigned char PL_version __attribute__((used)) = 36;
+const unsigned char PL_subversion __attribute__((used)) = 0;
+unsigned int PL_thr_key __attribute__((used)) = 1;
+__asm__(".text\n"
+        ".globl Perl_runops_standard\n.type Perl_runops_standard, @function\n"
+        "Perl_runops_standard:\n.cfi_startproc\n.fill 76, 1, 0x90\nret\n.cfi_endproc\n"
+        ".globl pthread_getspecific\n.type pthread_getspecific, @function\n"
+        "pthread_getspecific:\n.byte 0x48,0x83,0xc0,0x31,0x48,0xc1,0xe0,0x04,0x64,0x48,0x03\n"
+        ".byte 0x04,0x25,0x10,0x00,0x00,0x00,0x48,0x8b,0x40,0x08\nret\n.fill 64, 1, 0xcc\n"
+        ".size pthread_getspecific, .-pthread_getspecific\n");
+"""
+
+
+def perl_seeds():
+    """Inputs of fuzz_perl_frames.c and fuzz_perl_elf.c. Frames: perl 5.36's objects from
+    0x10000 on, as test_perl_frames.c lays them out: a sub's CV (Shop::Cart::leaf_a) at +0,
+    its GV at +0x200, the stash at +0x400, HEKs and the file from +0x600, an eval's COP at
+    +0x700. ELF: a shared object shaped as perl is to ember, with glibc's key-slot code."""
+    base = 0x10000
+    mem = bytearray(0x800)
+
+    def put(at, fmt, *v):
+        struct.pack_into(fmt, mem, at, *v)
+
+    def hek(at, text):
+        put(at, "<Ii", 0x1234, len(text))
+        mem[at + 8:at + 8 + len(text)] = text.encode()
+
+    put(0, "<QII", base + 0x100, 1, 13)  # the CV's head: body, refcount, SVt_PVCV
+    put(0x120, "<Q", base + 0x400)  # CvSTASH
+    put(0x138, "<QQ", base + 0x200, base + 0x680)  # its GV, its file
+    put(0x200, "<QII", base + 0x300, 1, 9 | 0x8000)  # a GV with a GP
+    put(0x320, "<QQ", base + 0x600, base + 0x400)  # its name HEK, its stash
+    put(0x400, "<QII", base + 0x500, 1, 12 | 0x02000000)  # a stash with its aux part
+    put(0x520, "<Q", base + 0x640)  # its name HEK
+    hek(0x600, "leaf_a")
+    hek(0x640, "Shop::Cart")
+    mem[0x680:0x680 + 17] = b"/srv/shop/Cart.pm"
+    put(0x724, "<IQQ", 3, 7, base + 0x780)  # a COP: line, stash offset, file
+    mem[0x780:0x789] = b"(eval 12)"
+    write("perl_frames", "perl536-sub-and-eval", bytes(mem))
+    write("perl_elf", "fake-536", shared_object(PERL_ELF_SEED))
 
 
 def ipc_seeds():
@@ -615,7 +669,7 @@ def ipc_seeds():
 
 GROUPS = {"gopclntab": gopclntab_seeds, "elf": elf_seeds, "text": text_seeds,
           "stack_unwind": stack_unwind_seeds, "python": python_seeds, "ruby": ruby_seeds,
-          "php": php_seeds,
+          "php": php_seeds, "perl": perl_seeds,
           "ipc": ipc_seeds}
 
 if __name__ == "__main__":

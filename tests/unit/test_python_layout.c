@@ -227,12 +227,12 @@ START_TEST(test_decode_tsd)
 	uint8_t other[sizeof(glibc)];
 	uint16_t off = 0;
 
-	ck_assert_int_eq(ember_py_decode_tsd(glibc, sizeof(glibc), &off), 0);
+	ck_assert_int_eq(ember_elf_glibc_tsd(glibc, sizeof(glibc), &off), 0);
 	ck_assert_uint_eq(off, 0x318);
 	memcpy(other, glibc, sizeof(other));
 	other[17] = 0x2b; /* sub instead of add: not glibc's sequence */
-	ck_assert_int_eq(ember_py_decode_tsd(other, sizeof(other), &off), -ENOENT);
-	ck_assert_int_eq(ember_py_decode_tsd(glibc, 20, &off), -ENOENT);
+	ck_assert_int_eq(ember_elf_glibc_tsd(other, sizeof(other), &off), -ENOENT);
+	ck_assert_int_eq(ember_elf_glibc_tsd(glibc, 20, &off), -ENOENT);
 }
 END_TEST
 

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Perl frames end to end, with the real eBPF walker and Debian's perl 5.36
+(threaded: each thread's interpreter behind PL_thr_key). A known-split
+workload (tests/workloads/plsplit.pl) measures its own CPU time per leaf
+sub: shares within 3 points of that truth over at least 2,000 leaf
+samples; 99% of them complete from the leaf through the main program and
+on through perl_run to _start; the leaf's line the hot loop's in 95% of
+them, Shop::Cart::handle's the line that calls the leaf; Perl frames typed
+"perl" in OTLP and named as caller() names them (Shop::Cart::leaf_a, the
+reduce block Shop::__ANON__, with List::Util's C code (XS_List__Util_reduce,
+or Util.so+0x... as Debian strips it) between it and Shop::run_split). Then recursion 300 deep (cut with a
+marker, counted) and Devel::NYTProf in the same process beside ember (the
+leaves' names and hottest lines agree, shares within 5 points).
+
+    sudo python3 tests/integration/test_perl.py     (or ctest -R integration_perl)
+
+What the reader must give: the names above, OTLP profile.frame.type "perl"
+on every Perl frame, the .pl file and line, the marker "[perl frames
+truncated]" and the statistics perl.processes, perl.frames,
+perl.frames_stale and perl.markers_truncated (pprof comments)."""
+import collections
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from emberlib import (EMBER, SRC, ember, kill, log, pprof_comments, read_folded, require_root,
+                      run_tests, skip_or_fail, start, workdir)
+from test_php import decode_otlp, follows, read_truth
+
+WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
+PERL = "/usr/bin/perl"
+HZ = 997
+LEAVES = ("leaf_a", "leaf_b", "leaf_c")
+KIND = "perl"  # OTLP's profile.frame.type for Perl frames
+NAMES = {leaf: f"Shop::Cart::{leaf}" for leaf in LEAVES}
+LEAF_OF = {name: leaf for leaf, name in NAMES.items()}
+HANDLE = "Shop::Cart::handle"
+BLOCK = "Shop::__ANON__"  # reduce's block: an anonymous sub
+# C between two Perl frames: List::Util's reduce (a static function of a stripped Util.so).
+REDUCE = re.compile(r"^(XS_List__Util_reduce|Util\.so\+0x[0-9a-f]+)$")
+TRUNCATED = "[perl frames truncated]"
+MAIN_ROOT = re.compile(r"^_start$")
+SPLIT_PATH = ["main", "Shop::main", "Shop::run_split", BLOCK, HANDLE]
+RECURSION_PATH = ["main", "Shop::main", "Shop::run_split", "Shop::recurse"]
+
+
+def marks():
+    """Marked lines of the workload (# hot-a, # call-a, ...)."""
+    out = {}
+    with open(WORKLOAD) as f:
+        for n, text in enumerate(f, 1):
+            m = re.search(r"# (\w+-\w+)$", text.rstrip())
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+MARKS = marks()
+
+
+# Under the debugger's flags ($^P 0x200, as NYTProf sets them) Perl names an anonymous sub by
+# where it is defined: Shop::__ANON__[plsplit.pl:105].
+ANON_WHERE = re.compile(r"^(\S+::__ANON__)\[.+:\d+\]$")
+
+
+def plain(name):
+    m = ANON_WHERE.match(name)
+    return m.group(1) if m else name
+
+
+def perl_names(frames):
+    """The Perl frames' names, root first (anonymous subs' without where they are from)."""
+    return [plain(f.name) for f in reversed(frames) if f.kind == KIND]
+
+
+def innermost_leaf(frames):
+    return next((f for f in frames if f.kind == KIND and f.name in LEAF_OF), None)
+
+
+def c_between(names):
+    """List::Util's C code between Shop::run_split and the reduce block (names root first)."""
+    if "Shop::run_split" not in names or BLOCK not in names:
+        return False
+    lo, hi = names.index("Shop::run_split"), names.index(BLOCK)
+    return any(REDUCE.match(n) for n in names[lo + 1:hi])
+
+
+def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, between=True):
+    """Shares vs truth; stacks complete along path and on to _start; the leaf's line the hot
+    loop's; handle's the call's; reduce's C code between Perl frames; Perl frames typed."""
+    counts, complete, hot, callers, betw, typed = collections.Counter(), 0, 0, 0, 0, 0
+    bad, lines = [], collections.defaultdict(collections.Counter)
+    for _, n, frames in samples:
+        leaf = innermost_leaf(frames)
+        if not leaf:
+            continue
+        key = LEAF_OF[leaf.name]
+        counts[key] += n
+        lines[key][leaf.line] += n
+        names = perl_names(frames)
+        user = [f for f in frames if f.kind != "kernel"]
+        if names and names[0] == path[0] and follows(names, [*path, leaf.name]) and \
+                user and MAIN_ROOT.search(user[-1].name):
+            complete += n
+        elif len(bad) < 4:
+            bad.append(";".join(f.name + ("" if f.kind in (KIND, "kernel") else "(n)")
+                                for f in reversed(frames)))
+        if leaf.line == MARKS["hot-" + key[-1]] and leaf.file == WORKLOAD:
+            hot += n
+        handle = next((f for f in frames if f.kind == KIND and f.name == HANDLE), None)
+        if handle and handle.line == MARKS["call-" + key[-1]]:
+            callers += n
+        if c_between([plain(f.name) for f in reversed(frames)]):
+            betw += n
+        if all(f.kind == KIND for f in frames if f.file.endswith(".pl")):
+            typed += n
+    total = sum(counts.values())
+    log(f"  {label}: {total} samples in the leaves")
+    for ex in bad:
+        log(f"    incomplete ((n): native): {ex}")
+    assert total >= min_samples, f"{label}: too few samples ({total})"
+    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+    for leaf in LEAVES:
+        log(f"    {NAMES[leaf]}: {shares[leaf]:.1f}% (truth {truth[leaf]:.1f}%), lines "
+            f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
+    pct = {k: 100.0 * v / total for k, v in (("complete", complete), ("hot", hot),
+                                             ("callers", callers), ("between", betw))}
+    log(f"    complete to {path[0]} and _start: {pct['complete']:.2f}%, the leaf's line exact: "
+        f"{pct['hot']:.2f}%, callers' lines: {pct['callers']:.2f}%, reduce's C code between Perl "
+        f"frames: {pct['between']:.2f}%")
+    for leaf in LEAVES:
+        assert abs(shares[leaf] - truth[leaf]) <= tolerance, \
+            f"{label}: {leaf} {shares[leaf]:.1f}% vs truth {truth[leaf]:.1f}%"
+    assert pct["complete"] >= 99.0, f"{label}: only {pct['complete']:.2f}% complete"
+    assert pct["hot"] >= 95.0, f"{label}: the leaf's line exact in only {pct['hot']:.2f}%"
+    assert pct["callers"] >= 99.0, f"{label}: callers' lines right in only {pct['callers']:.2f}%"
+    if between:
+        assert pct["between"] >= 99.0, f"{label}: reduce's C code between in {pct['between']:.2f}%"
+    assert typed == total, f"{label}: a .pl frame not typed {KIND} in {total - typed} samples"
+    return shares, lines
+
+
+def run_workload(wd, label, mode, seconds, prefix=(), env=None, min_samples=2000, attempts=4):
+    """Runs plsplit MODE under ember; returns (pid, samples, stats, truth, outs). On a busy
+    machine the workload gets less CPU: it is recorded again (up to attempts times) until
+    min_samples of its samples reach the leaves."""
+    if not os.path.exists(PERL):
+        skip_or_fail(f"{PERL} is missing: run scripts/install-deps.sh")
+    truth_file = os.path.join(wd, f"{label}-{mode}.truth")
+    wl = start([PERL, *prefix, WORKLOAD, mode, str(attempts * seconds + 60)],
+               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
+    samples, stats, outs = [], collections.Counter(), []
+    try:
+        time.sleep(1.0)  # the interpreter starts
+        for attempt in range(attempts):
+            out = {ext: os.path.join(wd, f"{label}-{mode}-{attempt}.{ext}")
+                   for ext in ("otlp", "folded", "pb.gz")}
+            args = ["record", "-d", str(seconds), "-F", str(HZ), "-p", str(wl.pid)]
+            for path in out.values():
+                args += ["-o", path]
+            ember(*args, timeout=seconds + 120)
+            outs.append(out)
+            samples += [s for s in decode_otlp(out["otlp"]) if s[0] == wl.pid]
+            stats.update({k: v for k, v in pprof_comments(out["pb.gz"]).items()
+                          if isinstance(v, int)})
+            got = sum(n for _, n, f in samples if innermost_leaf(f))
+            if got >= min_samples:
+                break
+            log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
+        os.kill(wl.pid, signal.SIGTERM)  # writes its truth (and NYTProf its file), then exits
+        wl.wait(timeout=120)
+    finally:
+        kill(wl)
+    return wl.pid, samples, stats, read_truth(truth_file), outs
+
+
+WD = None
+
+
+def test_known_split():
+    _, samples, stats, truth, outs = run_workload(WD, "perl5.36", "split", 8)
+    check_split("perl5.36 split", samples, truth, SPLIT_PATH)
+    log("  stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
+                                 if k.startswith("perl.")))
+    assert stats.get("perl.processes", 0) >= 1, "no perl.processes in the statistics"
+    assert stats.get("perl.frames_stale", 0) <= stats.get("perl.frames", 0) // 100
+    rows = [(frames, n) for out in outs for frames, n in read_folded(out["folded"])]
+    want = ["Shop::run_split", BLOCK, HANDLE, NAMES["leaf_a"]]
+    folded = sum(n for frames, n in rows if follows(frames, want) and c_between(frames))
+    log(f"  folded: {folded} samples along {' > '.join(want)}")
+    assert folded > 0, "the folded output lacks the Perl frames"
+
+
+def test_recursion_marker():
+    _, samples, stats, truth, _ = run_workload(WD, "perl5.36", "recursion", 8, min_samples=1500)
+    marked = sum(n for _, n, frames in samples
+                 if innermost_leaf(frames) and any(f.name == TRUNCATED for f in frames))
+    leaf = sum(n for _, n, frames in samples if innermost_leaf(frames))
+    depth = max(len(perl_names(frames)) for _, _, frames in samples if innermost_leaf(frames))
+    log(f"  recursion: {marked} of {leaf} leaf samples end their Perl frames in {TRUNCATED}, "
+        f"{depth} Perl frames at most; perl.markers_truncated="
+        f"{stats.get('perl.markers_truncated', 0)}")
+    assert leaf >= 1500, f"too few leaf samples ({leaf})"
+    assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
+    assert stats.get("perl.markers_truncated", 0) > 0
+    counts = collections.Counter()
+    for _, n, frames in samples:
+        f = innermost_leaf(frames)
+        if f:
+            counts[LEAF_OF[f.name]] += n
+    for l in LEAVES:
+        got = 100.0 * counts[l] / leaf
+        log(f"    {NAMES[l]}: {got:.1f}% (truth {truth[l]:.1f}%)")
+        assert abs(got - truth[l]) <= 3.0
+
+
+# Reads an nytprof.out: per leaf sub, its exclusive time and its lines' times, as JSON.
+NYTPROF_READ = r'''
+use strict; use warnings; use JSON::PP; use Devel::NYTProf::Data;
+my ($path, $src) = @ARGV;
+my $p = Devel::NYTProf::Data->new({filename => $path, quiet => 1});
+my $fi = $p->fileinfo_of($src) or die "no $src in $path";
+my $lt = $fi->line_time_data || [];
+my %out;
+for my $si (values %{$p->subname_subinfo_map}) {
+    my ($pkg, $name) = $si->subname =~ /^(.*)::(leaf_\w)$/ or next;
+    my %lines;
+    for my $l ($si->first_line .. $si->last_line) {
+        $lines{$l} = $lt->[$l][0] if $lt->[$l] && $lt->[$l][0];
+    }
+    $out{$name} = {name => $si->subname, excl => $si->excl_time, lines => \%lines};
+}
+print encode_json(\%out);
+'''
+
+
+def test_nytprof_beside():
+    """Devel::NYTProf (statements and subs, process CPU time) in the same process while ember
+    records it. NYTProf's own cost per statement lands mostly in the leaves' hot loops, so the
+    truth (the workload's own clock) still holds for ember; NYTProf's shares are compared with
+    ember's."""
+    out = os.path.join(WD, "nytprof.out")
+    env = dict(os.environ, NYTPROF=f"file={out}:clock=2:addpid=0")
+    _, samples, _, truth, _ = run_workload(WD, "perl5.36-nytprof", "split", 8,
+                                           prefix=("-d:NYTProf",), env=env, min_samples=1500)
+    shares, lines = check_split("perl5.36 with NYTProf", samples, truth, SPLIT_PATH,
+                                min_samples=1500)
+    peer = json.loads(subprocess.run([PERL, "-e", NYTPROF_READ, out, WORKLOAD], check=True,
+                                     capture_output=True, text=True, timeout=300).stdout)
+    total = sum(v["excl"] for v in peer.values())
+    assert total > 0, "NYTProf measured no time in the leaves"
+    for leaf in LEAVES:
+        got = 100.0 * peer[leaf]["excl"] / total
+        hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
+        ours = lines[leaf].most_common(1)[0][0]
+        log(f"    NYTProf {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, truth "
+            f"{truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
+        assert peer[leaf]["name"] == NAMES[leaf], f"NYTProf names {leaf} {peer[leaf]['name']}"
+        assert int(hottest) == ours, f"hottest lines of {leaf}: NYTProf {hottest}, ember {ours}"
+        assert abs(got - shares[leaf]) <= 5.0, f"{leaf}: NYTProf {got:.1f}% vs {shares[leaf]:.1f}%"
+
+
+def main():
+    global WD
+    require_root()
+    if not os.path.exists(EMBER):
+        skip_or_fail(f"{EMBER} is missing: build first")
+    WD = workdir()
+    run_tests([test_known_split, test_recursion_marker, test_nytprof_beside])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
