@@ -47,6 +47,8 @@ target_sources() {
 	ruby_frames) echo symbolizer/interp/ruby_frames.c ;;
 	php_elf) echo symbolizer/interp/php_elf.c symbolizer/interp/elf_image.c ;;
 	php_frames) echo symbolizer/interp/php_frames.c ;;
+	perl_elf) echo symbolizer/interp/perl_elf.c symbolizer/interp/elf_image.c ;;
+	perl_frames) echo symbolizer/interp/perl_frames.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
