@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Bounded little-endian reading of untrusted bytes (ELF sections, .eh_frame,
- * .gopclntab): every read is checked against the end of its region. A
- * cursor (struct ember_bytes) remembers the first read past the end: later
+ * .gopclntab, the interpreters' objects in a process's memory): every read is checked against the
+ * end of its region. A cursor (struct ember_bytes) remembers the first read past the end: later
  * reads return 0, and the caller checks `bad` once at the end of a record.
  */
 #ifndef EMBER_SHARED_BYTES_H
@@ -20,6 +20,20 @@ static inline uint64_t ember_le(const uint8_t *p, unsigned int n)
 	for (unsigned int i = 0; i < n; i++)
 		v |= (uint64_t)p[i] << (8 * i);
 	return v;
+}
+
+/*
+ * The 8 (4) bytes at off of buf, little-endian: a field of a struct read whole from a
+ * profiled process (the interpreters' readers). The caller has checked the bounds.
+ */
+static inline uint64_t ember_u64_at(const uint8_t *buf, size_t off)
+{
+	return ember_le(buf + off, 8);
+}
+
+static inline uint32_t ember_u32_at(const uint8_t *buf, size_t off)
+{
+	return (uint32_t)ember_le(buf + off, 4);
 }
 
 /* The n bytes at off of a region of len bytes; false when they are not all inside. */

@@ -5,23 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/bytes.h"
+
 #define HEADER_MAX 256 /* bytes of a str or bytes object's header */
-
-static uint64_t u64_at(const uint8_t *buf, size_t at)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *buf, size_t at)
-{
-	uint32_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
 
 /* The object at addr starts with hdr_len bytes into hdr and has the given type. */
 static int read_object(const struct ember_py_layout *l, uint64_t type, ember_py_read_fn read,
@@ -31,7 +17,7 @@ static int read_object(const struct ember_py_layout *l, uint64_t type, ember_py_
 		return -EBADMSG;
 	if (read(ctx, addr, hdr, hdr_len))
 		return -EFAULT;
-	if (type && u64_at(hdr, l->ob_type) != type)
+	if (type && ember_u64_at(hdr, l->ob_type) != type)
 		return -EBADMSG;
 	return 0;
 }
@@ -80,9 +66,9 @@ int ember_py_read_str(const struct ember_py_layout *l, const struct ember_py_typ
 	if (err)
 		return err;
 	/* state: interned:2, kind:3, compact:1, ascii:1 (then flags that vary by version). */
-	state = u32_at(hdr, l->str_state);
+	state = ember_u32_at(hdr, l->str_state);
 	width = (state >> 2) & 7;
-	length = (int64_t)u64_at(hdr, l->str_length);
+	length = (int64_t)ember_u64_at(hdr, l->str_length);
 	if (!((state >> 5) & 1))
 		return -ENOTSUP;
 	if ((width != 1 && width != 2 && width != 4) || ((state >> 6) & 1 && width != 1) ||
@@ -105,7 +91,7 @@ int ember_py_read_str(const struct ember_py_layout *l, const struct ember_py_typ
 	for (size_t i = 0; i < n; i++) {
 		uint32_t cp = width == 1   ? data[i]
 		              : width == 2 ? (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8
-		                           : u32_at(data, 4 * i);
+		                           : ember_u32_at(data, 4 * i);
 
 		if ((state >> 6) & 1 && cp >= 0x80) { /* "ascii" that is not */
 			free(data);
@@ -134,7 +120,7 @@ static int read_bytes(const struct ember_py_layout *l, const struct ember_py_typ
 	err = read_object(l, types->bytes, read, ctx, addr, hdr, hdr_len);
 	if (err)
 		return err;
-	size = (int64_t)u64_at(hdr, l->bytes_size);
+	size = (int64_t)ember_u64_at(hdr, l->bytes_size);
 	if (size < 0)
 		return -EBADMSG;
 	if ((uint64_t)size > max)
@@ -166,19 +152,20 @@ int ember_py_read_code(const struct ember_py_layout *l, const struct ember_py_ty
 	err = read_object(l, types->code, read, ctx, addr, code, l->code_size);
 	if (err)
 		return err;
-	out->firstlineno = (int32_t)u32_at(code, l->code_firstlineno);
-	out->checksum =
-	    ember_py_checksum(u32_at(code, l->code_argcount), (uint32_t)out->firstlineno,
-	                      u64_at(code, l->code_name), u64_at(code, l->code_filename));
+	out->firstlineno = (int32_t)ember_u32_at(code, l->code_firstlineno);
+	out->checksum = ember_py_checksum(
+	    ember_u32_at(code, l->code_argcount), (uint32_t)out->firstlineno,
+	    ember_u64_at(code, l->code_name), ember_u64_at(code, l->code_filename));
 	if (l->code_nunits) {
-		out->nunits = u64_at(code, l->code_nunits);
+		out->nunits = ember_u64_at(code, l->code_nunits);
 		if (out->nunits > EMBER_PY_MAX_UNITS)
 			return -EBADMSG;
 	}
-	name_at = l->code_qualname ? u64_at(code, l->code_qualname) : u64_at(code, l->code_name);
+	name_at = l->code_qualname ? ember_u64_at(code, l->code_qualname)
+	                           : ember_u64_at(code, l->code_name);
 	err = ember_py_read_str(l, types, read, ctx, name_at, EMBER_PY_MAX_NAME, &out->name);
 	if (!err)
-		err = ember_py_read_str(l, types, read, ctx, u64_at(code, l->code_filename),
+		err = ember_py_read_str(l, types, read, ctx, ember_u64_at(code, l->code_filename),
 		                        EMBER_PY_MAX_FILE, &out->file);
 	if (err) {
 		ember_py_code_free(out);
@@ -186,8 +173,8 @@ int ember_py_read_code(const struct ember_py_layout *l, const struct ember_py_ty
 	}
 	/* Without its line table a frame keeps its name: lines stay unknown. */
 	out->linetable_error =
-	    read_bytes(l, types, read, ctx, u64_at(code, l->code_linetable), EMBER_PY_MAX_LINETABLE,
-	               &out->linetable, &out->linetable_len);
+	    read_bytes(l, types, read, ctx, ember_u64_at(code, l->code_linetable),
+	               EMBER_PY_MAX_LINETABLE, &out->linetable, &out->linetable_len);
 	return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shared/bytes.h"
+
 /*
  * Offsets read from the DWARF of CPython 3.6.15, 3.7.16, 3.8.18, 3.9.18,
  * 3.10.13, 3.11.7 and 3.12.1 (x86-64) and checked against Debian's 3.11.2.
@@ -209,14 +211,6 @@ static const struct {
 
 #define DEBUG_MAX_OFFSET 4096 /* no field of these structs lies further in */
 
-static uint64_t get_u64(const uint8_t *buf, size_t at)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
-
 /* A field of a window the walker reads: inside it, width bytes wide. */
 static int window_field(uint64_t v, unsigned int width, uint8_t *out, uint8_t *read)
 {
@@ -236,7 +230,7 @@ int ember_py_layout_from_debug(const uint8_t *buf, size_t len, struct ember_py_l
 
 	if (len < 24 || memcmp(buf, "xdebugpy", 8))
 		return -ENOENT;
-	version = get_u64(buf, 8); /* PY_VERSION_HEX: 0xMMmmpprr */
+	version = ember_u64_at(buf, 8); /* PY_VERSION_HEX: 0xMMmmpprr */
 	if ((version >> 24) != 3 || ((version >> 16) & 0xff) < 13)
 		return -ENOTSUP;
 	while (d + 1 < sizeof(descriptions) / sizeof(descriptions[0]) &&
@@ -245,7 +239,7 @@ int ember_py_layout_from_debug(const uint8_t *buf, size_t len, struct ember_py_l
 	if (len < descriptions[d].size)
 		return -EBADMSG;
 	for (int f = 0; f < D_FIELDS; f++) {
-		v[f] = get_u64(buf, descriptions[d].at[f]);
+		v[f] = ember_u64_at(buf, descriptions[d].at[f]);
 		if (f > D_FREE_THREADED && v[f] > DEBUG_MAX_OFFSET)
 			return -EBADMSG;
 	}

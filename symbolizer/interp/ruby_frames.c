@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/bytes.h"
+
 /* Ruby's object types (flags & T_MASK) and imemo types ((flags >> 12) & 0xf), 2.6 to 3.4. */
 #define T_MASK        0x1fu
 #define T_CLASS       0x02u
@@ -48,22 +50,6 @@ enum iseq_type {
 #define OBJ_WINDOW  0x28u /* flags, klass and the 24-byte union of a String, Array or Class */
 #define BODY_WINDOW 256u  /* the most of an iseq body read at once */
 #define SMALL_READ  64u   /* an iseq object, method entry, definition, st_table, symbol table */
-
-static uint64_t u64_at(const uint8_t *buf, size_t at)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *buf, size_t at)
-{
-	uint32_t v;
-
-	memcpy(&v, buf + at, sizeof(v));
-	return v;
-}
 
 /* A heap object or malloc'd block: aligned, in user space, not a special constant. */
 static bool user_ptr(uint64_t p)
@@ -118,7 +104,7 @@ static int read_object(ember_rb_read_fn read, void *ctx, uint64_t value, unsigne
 		return -EBADMSG;
 	if (read(ctx, value, buf, len))
 		return -EFAULT;
-	return (u64_at(buf, 0) & T_MASK) == type ? 0 : -EBADMSG;
+	return (ember_u64_at(buf, 0) & T_MASK) == type ? 0 : -EBADMSG;
 }
 
 /* The len bytes of the imemo at value, of imemo type kind. */
@@ -127,7 +113,7 @@ static int read_imemo(ember_rb_read_fn read, void *ctx, uint64_t value, unsigned
 {
 	int err = read_object(read, ctx, value, T_IMEMO, buf, len);
 
-	if (!err && ((u64_at(buf, 0) >> IMEMO_SHIFT) & 0xf) != kind)
+	if (!err && ((ember_u64_at(buf, 0) >> IMEMO_SHIFT) & 0xf) != kind)
 		err = -EBADMSG;
 	return err;
 }
@@ -168,7 +154,7 @@ int ember_rb_read_string(const struct ember_rb_layout *l, ember_rb_read_fn read,
 	err = read_object(read, ctx, value, T_STRING, hdr, sizeof(hdr));
 	if (err)
 		return err;
-	flags = u64_at(hdr, 0);
+	flags = ember_u64_at(hdr, 0);
 	if (max > EMBER_RB_MAX_STRING)
 		max = EMBER_RB_MAX_STRING;
 	if (!(flags & l->string_noembed_flag)) {
@@ -178,8 +164,8 @@ int ember_rb_read_string(const struct ember_rb_layout *l, ember_rb_read_fn read,
 		*out = c_string(hdr + l->string_embed, len);
 		return *out ? 0 : -ENOMEM;
 	}
-	len = u64_at(hdr, l->string_len);
-	ptr = u64_at(hdr, l->string_ptr);
+	len = ember_u64_at(hdr, l->string_len);
+	ptr = ember_u64_at(hdr, l->string_ptr);
 	if (len > max || (len && (!ptr || ptr >= EMBER_INTERP_USER_LIMIT)))
 		return -EBADMSG;
 	data = malloc(len ? len : 1);
@@ -204,18 +190,18 @@ static int array_at(const struct ember_rb_layout *l, ember_rb_read_fn read, void
 
 	if (err)
 		return err;
-	flags = u64_at(hdr, 0);
+	flags = ember_u64_at(hdr, 0);
 	if (flags & l->array_embed_flag) {
 		len = (flags >> l->array_embed_shift) & l->array_embed_mask;
 		if (len > (sizeof(hdr) - l->array_embed) / 8)
 			return -EBADMSG;
 		if (index >= len)
 			return -ENOENT;
-		*elem = u64_at(hdr, l->array_embed + 8 * index);
+		*elem = ember_u64_at(hdr, l->array_embed + 8 * index);
 		return 0;
 	}
-	len = u64_at(hdr, l->array_len);
-	ptr = u64_at(hdr, l->array_ptr);
+	len = ember_u64_at(hdr, l->array_len);
+	ptr = ember_u64_at(hdr, l->array_ptr);
 	if (index >= len)
 		return -ENOENT;
 	if (!user_ptr(ptr) || len > EMBER_INTERP_USER_LIMIT / 8)
@@ -243,13 +229,14 @@ int ember_rb_id_name(const struct ember_rb_layout *l, ember_rb_read_fn read, voi
 		return -EBADMSG;
 	if (read(ctx, table, sym, len))
 		return -EFAULT;
-	last_id = u32_at(sym, l->symbols_last_id);
+	last_id = ember_u32_at(sym, l->symbols_last_id);
 	if (last_id >= EMBER_RB_MAX_SERIAL)
 		return -EBADMSG;
 	if (serial > last_id)
 		return -ENOENT;
 	/* ids: an Array of Arrays, [serial / 512][2 * (serial % 512)] the name. */
-	err = array_at(l, read, ctx, u64_at(sym, l->symbols_ids), serial / ID_ENTRY_UNIT, &chunk);
+	err = array_at(l, read, ctx, ember_u64_at(sym, l->symbols_ids), serial / ID_ENTRY_UNIT,
+	               &chunk);
 	if (!err && chunk == QNIL)
 		err = -ENOENT;
 	if (!err)
@@ -312,7 +299,7 @@ static int class_ivar(const struct ember_rb_layout *l, ember_rb_read_fn read, vo
                       uint64_t *value)
 {
 	uint8_t st[SMALL_READ], *entries;
-	uint64_t ext = u64_at(cls, l->class_ext), tbl, start, bound, n;
+	uint64_t ext = ember_u64_at(cls, l->class_ext), tbl, start, bound, n;
 	int err = -ENOENT;
 
 	if (!user_ptr(ext))
@@ -325,16 +312,16 @@ static int class_ivar(const struct ember_rb_layout *l, ember_rb_read_fn read, vo
 		return -EBADMSG;
 	if (read(ctx, tbl, st, l->st_read))
 		return -EFAULT;
-	start = u64_at(st, l->st_entries_start);
-	bound = u64_at(st, l->st_entries_bound);
+	start = ember_u64_at(st, l->st_entries_start);
+	bound = ember_u64_at(st, l->st_entries_bound);
 	if (st[l->st_entry_power] > 31 || start > bound || bound > 1ull << st[l->st_entry_power] ||
-	    (bound > start && !user_ptr(u64_at(st, l->st_entries))))
+	    (bound > start && !user_ptr(ember_u64_at(st, l->st_entries))))
 		return -EBADMSG;
 	n = bound - start < EMBER_RB_MAX_IVARS ? bound - start : EMBER_RB_MAX_IVARS;
 	entries = malloc(n * l->st_entry_size + 1);
 	if (!entries)
 		return -ENOMEM;
-	if (n && read(ctx, u64_at(st, l->st_entries) + start * l->st_entry_size, entries,
+	if (n && read(ctx, ember_u64_at(st, l->st_entries) + start * l->st_entry_size, entries,
 	              n * l->st_entry_size)) {
 		free(entries);
 		return -EFAULT;
@@ -343,13 +330,13 @@ static int class_ivar(const struct ember_rb_layout *l, ember_rb_read_fn read, vo
 		const uint8_t *e = entries + i * l->st_entry_size;
 		int hit;
 
-		if (u64_at(e, l->st_entry_hash) == ~0ull)
+		if (ember_u64_at(e, l->st_entry_hash) == ~0ull)
 			continue;
-		hit = is_hidden(l, read, ctx, syms, which, u64_at(e, l->st_entry_key));
+		hit = is_hidden(l, read, ctx, syms, which, ember_u64_at(e, l->st_entry_key));
 		if (hit < 0)
 			err = hit;
 		else if (hit)
-			err = (*value = u64_at(e, l->st_entry_record), 0);
+			err = (*value = ember_u64_at(e, l->st_entry_record), 0);
 	}
 	free(entries);
 	return err;
@@ -363,7 +350,7 @@ static int read_class(ember_rb_read_fn read, void *ctx, uint64_t value, uint8_t 
 		return -EBADMSG;
 	if (read(ctx, value, cls, OBJ_WINDOW))
 		return -EFAULT;
-	*type = u64_at(cls, 0) & T_MASK;
+	*type = ember_u64_at(cls, 0) & T_MASK;
 	return *type == T_CLASS || *type == T_MODULE || *type == T_ICLASS ? 0 : -EBADMSG;
 }
 
@@ -382,17 +369,17 @@ int ember_rb_class_path(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 	err = read_class(read, ctx, klass, cls, &type);
 	/* An included module's iclass: the module (its klass); no second iclass. */
 	if (!err && type == T_ICLASS)
-		err = read_class(read, ctx, u64_at(cls, 8), cls, &type);
+		err = read_class(read, ctx, ember_u64_at(cls, 8), cls, &type);
 	if (!err && type == T_ICLASS)
 		err = -EBADMSG;
-	if (!err && (u64_at(cls, 0) & FL_SINGLETON)) {
+	if (!err && (ember_u64_at(cls, 0) & FL_SINGLETON)) {
 		*singleton = true;
 		err = class_ivar(l, read, ctx, syms, cls, IVAR_ATTACHED, &klass);
 		/* Attached to an object, or a singleton's singleton: no path of its own. */
 		if (!err)
 			err = read_class(read, ctx, klass, cls, &type);
 		if (err == -EBADMSG ||
-		    (!err && (type == T_ICLASS || (u64_at(cls, 0) & FL_SINGLETON))))
+		    (!err && (type == T_ICLASS || (ember_u64_at(cls, 0) & FL_SINGLETON))))
 			err = -ENOENT;
 	}
 	if (err)
@@ -414,7 +401,7 @@ static int iseq_body_of(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 
 	if (err)
 		return err;
-	*body = u64_at(obj, l->iseq_body);
+	*body = ember_u64_at(obj, l->iseq_body);
 	return user_ptr(*body) ? 0 : -EBADMSG;
 }
 
@@ -432,9 +419,10 @@ static int read_body(const struct ember_rb_layout *l, ember_rb_read_fn read, voi
 		return -EBADMSG;
 	if (read(ctx, body, b, body_window(l)))
 		return -EFAULT;
-	first = (int64_t)u64_at(b, l->body_first_lineno);
-	if (u32_at(b, l->body_type) > TYPE_PLAIN || u32_at(b, l->body_size) > EMBER_RB_MAX_ISEQ ||
-	    !(first & 1) || first >> 1 < INT32_MIN || first >> 1 > INT32_MAX)
+	first = (int64_t)ember_u64_at(b, l->body_first_lineno);
+	if (ember_u32_at(b, l->body_type) > TYPE_PLAIN ||
+	    ember_u32_at(b, l->body_size) > EMBER_RB_MAX_ISEQ || !(first & 1) ||
+	    first >> 1 < INT32_MIN || first >> 1 > INT32_MAX)
 		return -EBADMSG;
 	return 0;
 }
@@ -463,7 +451,7 @@ static int read_path(const struct ember_rb_layout *l, ember_rb_read_fn read, voi
 static int method_of(const struct ember_rb_layout *l, ember_rb_read_fn read, void *ctx,
                      uint64_t body, const uint8_t *b, struct ember_rb_iseq *out)
 {
-	uint64_t local = u64_at(b, l->body_local_iseq), method = body;
+	uint64_t local = ember_u64_at(b, l->body_local_iseq), method = body;
 	uint8_t lb[BODY_WINDOW];
 	const uint8_t *mb = b;
 	int err;
@@ -475,9 +463,9 @@ static int method_of(const struct ember_rb_layout *l, ember_rb_read_fn read, voi
 		err = read_body(l, read, ctx, method, lb);
 		mb = lb;
 	}
-	if (err || u32_at(mb, l->body_type) != TYPE_METHOD)
+	if (err || ember_u32_at(mb, l->body_type) != TYPE_METHOD)
 		return err;
-	return ember_rb_read_string(l, read, ctx, u64_at(mb, l->body_base_label),
+	return ember_rb_read_string(l, read, ctx, ember_u64_at(mb, l->body_base_label),
 	                            EMBER_RB_MAX_STRING, &out->method);
 }
 
@@ -494,8 +482,9 @@ static size_t succ_bytes(uint32_t size)
 static int read_lines(const struct ember_rb_layout *l, ember_rb_read_fn read, void *ctx,
                       const uint8_t *b, struct ember_rb_iseq *out)
 {
-	uint32_t n = u32_at(b, l->body_insns_size);
-	uint64_t info = u64_at(b, l->body_insns_info), succ = u64_at(b, l->body_succ_table);
+	uint32_t n = ember_u32_at(b, l->body_insns_size);
+	uint64_t info = ember_u64_at(b, l->body_insns_info);
+	uint64_t succ = ember_u64_at(b, l->body_succ_table);
 	uint8_t *raw;
 	int err = 0;
 
@@ -520,7 +509,7 @@ static int read_lines(const struct ember_rb_layout *l, ember_rb_read_fn read, vo
 		err = -EFAULT;
 	for (uint32_t i = 0; i < n && !err; i++)
 		out->lines[i] =
-		    (int32_t)u32_at(raw, (size_t)i * l->insn_info_size + l->insn_info_line);
+		    (int32_t)ember_u32_at(raw, (size_t)i * l->insn_info_size + l->insn_info_line);
 	free(raw);
 	if (err) {
 		free(out->lines);
@@ -545,7 +534,7 @@ static int succ_rank(const uint8_t *t, size_t len, uint32_t pos, uint64_t *rank)
 		at = (size_t)pos / 9 * 8;
 		if (at + 8 > len)
 			return -EBADMSG;
-		*rank = (u64_at(t, at) >> (7 * (pos % 9))) & 0x7f;
+		*rank = (ember_u64_at(t, at) >> (7 * (pos % 9))) & 0x7f;
 		return 0;
 	}
 	pos -= SUCC_IMM;
@@ -554,9 +543,10 @@ static int succ_rank(const uint8_t *t, size_t len, uint32_t pos, uint64_t *rank)
 		return -EBADMSG;
 	bit = pos % SUCC_BLOCK;
 	small = bit / 64;
-	ranks = u64_at(t, at + 8);
-	*rank = u32_at(t, at) + (small ? (ranks >> (9 * (small - 1))) & 0x1ff : 0) +
-	        (uint64_t)__builtin_popcountll(u64_at(t, at + 16 + 8 * small) << (63 - bit % 64));
+	ranks = ember_u64_at(t, at + 8);
+	*rank =
+	    ember_u32_at(t, at) + (small ? (ranks >> (9 * (small - 1))) & 0x1ff : 0) +
+	    (uint64_t)__builtin_popcountll(ember_u64_at(t, at + 16 + 8 * small) << (63 - bit % 64));
 	return 0;
 }
 
@@ -629,19 +619,19 @@ int ember_rb_read_iseq(const struct ember_rb_layout *l, ember_rb_read_fn read, v
 	err = read_body(l, read, ctx, body, b);
 	if (err)
 		return err;
-	out->type = u32_at(b, l->body_type);
-	out->iseq_size = u32_at(b, l->body_size);
-	out->first_lineno = (int32_t)((int64_t)u64_at(b, l->body_first_lineno) >> 1);
-	out->checksum = ember_interp_checksum(u64_at(b, l->body_encoded),
+	out->type = ember_u32_at(b, l->body_type);
+	out->iseq_size = ember_u32_at(b, l->body_size);
+	out->first_lineno = (int32_t)((int64_t)ember_u64_at(b, l->body_first_lineno) >> 1);
+	out->checksum = ember_interp_checksum(ember_u64_at(b, l->body_encoded),
 	                                      out->iseq_size | (uint64_t)out->type << 32,
-	                                      u64_at(b, l->body_first_lineno));
-	err = ember_rb_read_string(l, read, ctx, u64_at(b, l->body_label), EMBER_RB_MAX_STRING,
-	                           &out->label);
+	                                      ember_u64_at(b, l->body_first_lineno));
+	err = ember_rb_read_string(l, read, ctx, ember_u64_at(b, l->body_label),
+	                           EMBER_RB_MAX_STRING, &out->label);
 	if (!err)
-		err = ember_rb_read_string(l, read, ctx, u64_at(b, l->body_base_label),
+		err = ember_rb_read_string(l, read, ctx, ember_u64_at(b, l->body_base_label),
 		                           EMBER_RB_MAX_STRING, &out->base_label);
 	if (!err)
-		err = read_path(l, read, ctx, u64_at(b, l->body_pathobj), &out->path);
+		err = read_path(l, read, ctx, ember_u64_at(b, l->body_pathobj), &out->path);
 	if (!err)
 		err = method_of(l, read, ctx, body, b, out);
 	if (!err)
@@ -670,20 +660,21 @@ int ember_rb_read_cfunc(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 	err = read_imemo(read, ctx, cme, IMEMO_MENT, me, l->cme_read);
 	if (err)
 		return err;
-	d = u64_at(me, l->cme_def);
-	out->checksum =
-	    ember_interp_checksum(d, u64_at(me, l->cme_called_id), u64_at(me, l->cme_owner));
+	d = ember_u64_at(me, l->cme_def);
+	out->checksum = ember_interp_checksum(d, ember_u64_at(me, l->cme_called_id),
+	                                      ember_u64_at(me, l->cme_owner));
 	if (!user_ptr(d))
 		return -EBADMSG;
 	if (read(ctx, d, def, l->def_original_id + 8u))
 		return -EFAULT;
 	if ((def[l->def_type] & 0xf) != METHOD_CFUNC)
 		return -EBADMSG;
-	err = ember_rb_id_name(l, read, ctx, syms->table, u64_at(def, l->def_original_id), &method);
+	err = ember_rb_id_name(l, read, ctx, syms->table, ember_u64_at(def, l->def_original_id),
+	                       &method);
 	if (err)
 		return err;
 	/* As stackprof: the class the entry was found in; without one, the bare name. */
-	err = ember_rb_class_path(l, read, ctx, syms, u64_at(me, l->cme_defined_class), &cls,
+	err = ember_rb_class_path(l, read, ctx, syms, ember_u64_at(me, l->cme_defined_class), &cls,
 	                          &singleton);
 	if (err) {
 		out->name = method;
@@ -718,7 +709,7 @@ int ember_rb_method_class(const struct ember_rb_layout *l, ember_rb_read_fn read
 	err = read_imemo(read, ctx, cme, IMEMO_MENT, me, l->cme_read);
 	if (err)
 		return err;
-	return ember_rb_class_path(l, read, ctx, syms, u64_at(me, l->cme_defined_class), out,
+	return ember_rb_class_path(l, read, ctx, syms, ember_u64_at(me, l->cme_defined_class), out,
 	                           singleton);
 }
 
@@ -734,12 +725,12 @@ int ember_rb_method_body(const struct ember_rb_layout *l, ember_rb_read_fn read,
 	err = read_imemo(read, ctx, cme, IMEMO_MENT, me, l->cme_read);
 	if (err)
 		return err;
-	d = u64_at(me, l->cme_def);
+	d = ember_u64_at(me, l->cme_def);
 	if (!user_ptr(d))
 		return -EBADMSG;
 	if (read(ctx, d, def, l->def_iseq + 8u))
 		return -EFAULT;
 	if ((def[l->def_type] & 0xf) != METHOD_ISEQ)
 		return -EBADMSG;
-	return iseq_body_of(l, read, ctx, u64_at(def, l->def_iseq), body);
+	return iseq_body_of(l, read, ctx, ember_u64_at(def, l->def_iseq), body);
 }
