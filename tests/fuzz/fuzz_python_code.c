@@ -7,34 +7,18 @@
  * without type checks (the types at fixed addresses inside the input), and
  * the lines of the tables read are looked up.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "symbolizer/interp/python_code.h"
 #include "symbolizer/interp/python_lines.h"
+#include "tests/fuzz/fuzz_mem.h"
 
-#define BASE 0x10000ull
-
-struct mem {
-	const uint8_t *data;
-	size_t size;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->size || len > m->size - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->data + (addr - BASE), len);
-	return 0;
-}
+#define BASE FUZZ_MEM_BASE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct mem m = {data, size};
+	struct fuzz_mem m = {data, size};
 	struct ember_py_layout l;
 	struct ember_py_types checked = {BASE + 8, BASE + 16, BASE + 24}, none = {0};
 
@@ -51,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct ember_py_code c;
 			int32_t line;
 
-			if (ember_py_read_code(&l, t ? &checked : &none, mem_read, &m, at, &c))
+			if (ember_py_read_code(&l, t ? &checked : &none, fuzz_mem_read, &m, at, &c))
 				continue;
 			for (int64_t off = -2; off < 64; off += 2)
 				ember_py_line(l.lines, c.linetable, c.linetable_len, c.firstlineno,

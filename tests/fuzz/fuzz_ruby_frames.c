@@ -8,38 +8,22 @@
  * the lines of each body read looked up; method entries, C functions,
  * classes and symbols at the first 2 KiB.
  */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "symbolizer/interp/ruby_frames.h"
+#include "tests/fuzz/fuzz_mem.h"
 
-#define BASE 0x10000ull
+#define BASE FUZZ_MEM_BASE
 
-struct mem {
-	const uint8_t *data;
-	size_t size;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->size || len > m->size - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->data + (addr - BASE), len);
-	return 0;
-}
-
-static void read_iseq(const struct ember_rb_layout *l, struct mem *m, uint64_t at)
+static void read_iseq(const struct ember_rb_layout *l, struct fuzz_mem *m, uint64_t at)
 {
 	struct ember_rb_iseq is;
 	char *name;
 	int32_t line;
 
-	if (ember_rb_read_iseq(l, mem_read, m, at, &is))
+	if (ember_rb_read_iseq(l, fuzz_mem_read, m, at, &is))
 		return;
 	/* Positions spread over the whole iseq, and past it. */
 	for (uint64_t k = 0; k <= 64; k++)
@@ -51,7 +35,7 @@ static void read_iseq(const struct ember_rb_layout *l, struct mem *m, uint64_t a
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct mem m = {data, size};
+	struct fuzz_mem m = {data, size};
 	struct ember_rb_layout l;
 	struct ember_rb_symbols syms;
 
@@ -68,17 +52,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct ember_rb_cfunc c;
 
 		read_iseq(&l, &m, at);
-		if (!ember_rb_read_string(&l, mem_read, &m, at, EMBER_RB_MAX_STRING, &s))
+		if (!ember_rb_read_string(&l, fuzz_mem_read, &m, at, EMBER_RB_MAX_STRING, &s))
 			free(s);
 		if (at >= BASE + 2048)
 			continue;
-		if (!ember_rb_read_cfunc(&l, mem_read, &m, &syms, at, &c))
+		if (!ember_rb_read_cfunc(&l, fuzz_mem_read, &m, &syms, at, &c))
 			ember_rb_cfunc_free(&c);
-		if (!ember_rb_class_path(&l, mem_read, &m, &syms, at, &s, &singleton))
+		if (!ember_rb_class_path(&l, fuzz_mem_read, &m, &syms, at, &s, &singleton))
 			free(s);
-		if (!ember_rb_method_class(&l, mem_read, &m, &syms, at, &s, &singleton))
+		if (!ember_rb_method_class(&l, fuzz_mem_read, &m, &syms, at, &s, &singleton))
 			free(s);
-		if (!ember_rb_id_name(&l, mem_read, &m, syms.table, (at - BASE) / 8, &s))
+		if (!ember_rb_id_name(&l, fuzz_mem_read, &m, syms.table, (at - BASE) / 8, &s))
 			free(s);
 	}
 	return 0;
