@@ -23,6 +23,13 @@
 #define MEM_SIZE (1u << 20)
 #define NOWHERE  0x900000000ull /* no memory there */
 
+/*
+ * Ruby's own values (its object types, imemo kinds, FL_SINGLETON, Qnil, iseq types), as
+ * Ruby writes them into its objects, restated here rather than taken from
+ * ruby_frames.c: the fake memory is Ruby's truth, not the reader's, so that a wrong value
+ * in the reader fails these tests (as the line index below is built by a port of Ruby's
+ * own algorithm, not by the reader's).
+ */
 #define T_CLASS      0x02u
 #define T_MODULE     0x03u
 #define T_STRING     0x05u
