@@ -14,24 +14,22 @@ hostile fake interpreters (garbage, cycles): marker or [unknown] frames, no
 crash, no stall; and a process whose memory-map lock waits on a file system that
 stopped answering: its Python frames unnamed, the run on time, the others named."""
 import collections
-import ctypes
 import glob
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 
-import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, GO, SANITIZED, SRC, build_workload, ember, kill, log,
-                      read_folded, require_root, run_tests, skip_or_fail, start, workdir)
+from emberlib import (SANITIZED, SRC, build_workload, kill, log, read_folded, require_root,
+                      run_tests, skip_or_fail, start, workdir)
+from interplib import (assert_shares, check_a_stall, decode_otlp, follows, in_leaves,
+                       leaf_shares, line_ranges, marked_lines, own_namespaces, record,
+                       record_started_after, run_workload as run_split_workload, stats_of)
 
 require_root()
 WD = workdir()
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "pysplit.py")
 PYSTALL = os.path.join(SRC, "tests", "workloads", "pystall.py")
-HZ = 997
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 DEBIAN = "/usr/bin/python3.11"
 
@@ -55,141 +53,29 @@ def interpreters():
 
 def source_lines():
     """Marked lines of the workload (# hot-a, # call-a, ...) and each function's line range."""
-    marks, defs = {}, []
+    defs = []
     with open(WORKLOAD) as f:
         for n, text in enumerate(f, 1):
-            m = re.search(r"# (\w+-\w+)$", text.rstrip())
-            if m:
-                marks[m.group(1)] = n
             m = re.match(r"\s*def (\w+)\(", text)
             if m:
                 defs.append((m.group(1), n))
-    ranges = {}
-    for i, (name, n) in enumerate(defs):
-        ranges[name] = (n, defs[i + 1][1] - 1 if i + 1 < len(defs) else 10 ** 6)
-    return marks, ranges
+    return marked_lines(WORKLOAD), line_ranges(defs)
 
 
 MARKS, RANGES = source_lines()
 
-Frame = collections.namedtuple("Frame", "name file line kind")
-
-
-def decode_otlp(path):
-    """[(pid, tid, count, [Frame] leaf first)] of every sample in an .otlp file."""
-    req_cls, _ = rx.classes()
-    req = req_cls()
-    with open(path, "rb") as f:
-        req.ParseFromString(f.read())
-    d = req.dictionary
-    st = d.string_table
-    out = []
-    for rp in req.resource_profiles:
-        pid = rx.resource_attrs(rp).get("process.pid")
-        for sp in rp.scope_profiles:
-            for p in sp.profiles:
-                for s in p.samples:
-                    frames = []
-                    for li in d.stack_table[s.stack_index].location_indices:
-                        loc = d.location_table[li]
-                        kind = rx.attrs_of(d, loc.attribute_indices).get("profile.frame.type")
-                        for line in loc.lines:
-                            fn = d.function_table[line.function_index]
-                            frames.append(Frame(st[fn.name_strindex], st[fn.filename_strindex],
-                                                line.line, kind))
-                        if not loc.lines:
-                            frames.append(Frame(f"0x{loc.address:x}", "", 0, kind))
-                    tid = rx.attrs_of(d, s.attribute_indices).get("thread.id")
-                    out.append((pid, tid, rx.sample_count(s), frames))
-    return out
-
-
-def read_truth(path):
-    """{tid: {leaf: share %}} from the workload's truth lines."""
-    truth = {}
-    with open(path) as f:
-        for line in f:
-            fields = dict(kv.split("=", 1) for kv in line.split())
-            ns = {leaf: int(fields[leaf]) for leaf in LEAVES}
-            total = sum(ns.values())
-            if total:
-                truth[int(fields["tid"])] = {leaf: 100.0 * v / total for leaf, v in ns.items()}
-    assert truth, f"no truth in {path}"
-    return truth
-
-
-def profile_stats(pprof):
-    env = dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"))
-    r = subprocess.run([GO, "tool", "pprof", "-raw", pprof], capture_output=True, text=True,
-                       env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"Comment: #?([\w.]+)=(\d+)", r.stdout)}
-
-
-def record(name, pids, seconds, extra=()):
-    outs = {ext: os.path.join(WD, f"{name}.{ext}") for ext in ("otlp", "folded", "pb.gz")}
-    args = ["record", "-d", str(seconds), "-F", str(HZ), *extra]
-    for pid in pids:
-        args += ["-p", str(pid)]
-    for path in outs.values():
-        args += ["-o", path]
-    ember(*args, timeout=seconds + 120)
-    return outs
-
-
-def leaf_samples(samples):
-    return sum(n for _, _, n, f in samples if innermost_leaf(f) or
-               "compress_loop" in python_names(f))
+def counted(frames):
+    """A sample the recording counts: in a leaf, or in the C extension's caller."""
+    return innermost_leaf(frames) or "compress_loop" in python_names(frames)
 
 
 def run_workload(label, exe, mode, seconds, cmd_prefix=(), env=None, min_samples=1000):
-    """Runs pysplit MODE under ember; returns (pid, samples, stats, truth). On a busy
-    machine the workload gets less CPU: it is recorded again (up to 4 times) until
-    min_samples of its samples reach the leaves. With cmd_prefix, that command runs
-    the workload (its arguments appended) and exe is what it executes."""
-    truth_file = os.path.join(WD, f"{label}-{mode}.truth")
-    argv = [WORKLOAD, mode, str(4 * seconds + 60)]
-    wl = start([*cmd_prefix, *argv] if cmd_prefix else [exe, *argv],
-               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
-    samples, stats = [], collections.Counter()
-    try:
-        time.sleep(1.0)  # the interpreter starts
-        pid = workload_pid(wl.pid, exe)
-        for attempt in range(4):
-            outs = record(f"{label}-{mode}-{attempt}", [pid], seconds)
-            samples += [s for s in decode_otlp(outs["otlp"]) if s[0] == pid]
-            stats.update(profile_stats(outs["pb.gz"]))
-            if leaf_samples(samples) >= min_samples:
-                break
-            log(f"  {label} {mode}: {leaf_samples(samples)} samples so far (busy machine?): "
-                "recording again")
-        os.kill(pid, signal.SIGTERM)  # writes its truth, then exits
-        wl.wait(timeout=60)
-    finally:
-        kill(wl)
-    return pid, samples, stats, read_truth(truth_file)
-
-
-def exe_of(pid):
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return ""
-
-
-def workload_pid(pid, exe):
-    """The interpreter's pid: pid itself, or its descendant running exe (under unshare)."""
-    for _ in range(50):
-        if exe_of(pid) == os.path.realpath(exe):
-            return pid
-        r = subprocess.run(["pgrep", "-f", WORKLOAD], capture_output=True, text=True)
-        for p in map(int, r.stdout.split()):
-            # In a chroot (a new user's test tree) a file of another mount namespace is
-            # named from the real root: /var/tmp/.../opt/ember-ctr/python3.11.
-            if p != pid and (exe_of(p) == exe or exe_of(p).endswith(exe)):
-                return p
-        time.sleep(0.1)
-    raise AssertionError(f"no process runs {exe}")
+    """Runs pysplit MODE under ember; returns (pid, samples, stats, truth) (interplib's
+    run_workload says how)."""
+    pid, samples, stats, truth, _, _ = run_split_workload(
+        WD, WORKLOAD, LEAVES, counted, label, exe, mode, seconds, cmd_prefix=cmd_prefix,
+        env=env, min_samples=min_samples)
+    return pid, samples, stats, truth
 
 
 def python_names(frames):
@@ -202,24 +88,13 @@ def innermost_leaf(frames):
     return next((f for f in frames if f.kind == "cpython" and f.name in LEAVES), None)
 
 
-def follows(names, path):
-    """path appears in names in this order (other frames may sit between)."""
-    it = iter(names)
-    return all(any(n == p for n in it) for p in path)
-
-
 def check_split(label, samples, truth, path, min_samples=1000, tolerance=3.0, tid=None,
                 root="<module>"):
     """Shares vs truth, stacks complete down to root (<module>, or a thread's _bootstrap)
     along path, the real lines."""
     counts, complete, lines_ok, kinds_ok = collections.Counter(), 0, 0, 0
     bad = []
-    for _, t, n, frames in samples:
-        if tid is not None and t != tid:
-            continue
-        leaf = innermost_leaf(frames)
-        if not leaf:
-            continue
+    for n, frames, leaf in in_leaves(samples, innermost_leaf, tid):
         counts[leaf.name] += n
         names = python_names(frames)
         if names and names[0] == root and follows(names, [*path, leaf.name]):
@@ -234,18 +109,11 @@ def check_split(label, samples, truth, path, min_samples=1000, tolerance=3.0, ti
             lines_ok += n
         if all(f.kind == ("cpython" if f.file.endswith(".py") else f.kind) for f in frames):
             kinds_ok += n
-    total = sum(counts.values())
-    log(f"  {label}: {total} samples in the leaves")
-    for ex in bad:
-        log(f"    incomplete: {ex}")
-    assert total >= min_samples, f"{label}: too few samples ({total})"
-    result = {}
-    for leaf in LEAVES:
-        got = 100.0 * counts[leaf] / total
-        want = truth[leaf]
-        result[leaf] = (got, want)
+    result = leaf_shares(label, counts, truth, min_samples, bad)
+    for leaf, (got, want) in result.items():
         log(f"    {leaf}: {got:.1f}% (truth {want:.1f}%)")
-        assert abs(got - want) <= tolerance, f"{label}: {leaf} {got:.1f}% vs truth {want:.1f}%"
+    assert_shares(label, result, tolerance)
+    total = sum(counts.values())
     pct_complete, pct_lines = 100.0 * complete / total, 100.0 * lines_ok / total
     log(f"    complete to {root}: {pct_complete:.2f}%, real lines: {pct_lines:.2f}%")
     assert pct_complete >= 99.0, f"{label}: only {pct_complete:.2f}% complete"
@@ -321,10 +189,9 @@ def test_two_threads_with_different_splits():
 
 def shape(label, exe, mode, path, seconds=4):
     pid, samples, stats, truth = run_workload(label, exe, mode, seconds, min_samples=500)
-    counted = [(n, f) for _, _, n, f in samples
-               if innermost_leaf(f) or "compress_loop" in python_names(f)]
-    total = sum(n for n, _ in counted)
-    good = sum(n for n, f in counted if follows(python_names(f), path))
+    mine = [(n, f) for _, _, n, f in samples if counted(f)]
+    total = sum(n for n, _ in mine)
+    good = sum(n for n, f in mine if follows(python_names(f), path))
     log(f"  {label} {mode}: {good} of {total} samples along {' > '.join(path)}")
     assert total >= 500, f"{label} {mode}: too few samples"
     assert good >= 0.98 * total, f"{label} {mode}: {good} of {total} along the path"
@@ -368,46 +235,19 @@ def test_process_in_its_own_mount_and_pid_namespace():
     label, exe = newest()
     prefix = os.path.dirname(os.path.dirname(exe))
     lib = glob.glob(os.path.join(prefix, "lib", "libpython3*.so.1.0"))
-    script = (f"mount -t tmpfs none /opt/ember-ctr && cp {exe} /opt/ember-ctr/ && "
-              + (f"cp {lib[0]} /opt/ember-ctr/ && " if lib else "")
-              + f"exec /opt/ember-ctr/{os.path.basename(exe)} \"$@\"")
     assert lib or exe == DEBIAN, "a shared libpython was expected beside the interpreter"
-    os.makedirs("/opt/ember-ctr", exist_ok=True)
-    # /opt/ember-ctr made a private mount of its own, so the tmpfs mounted over it in the new
-    # namespace stays there (unshare --propagation private changes / itself, which fails
-    # where / is no mount point: a chroot such as a new user's test tree).
-    subprocess.run(["mount", "--bind", "/opt/ember-ctr", "/opt/ember-ctr"], check=True)
-    subprocess.run(["mount", "--make-private", "/opt/ember-ctr"], check=True)
-    env = dict(os.environ, LD_LIBRARY_PATH="/opt/ember-ctr", PYTHONHOME=prefix)
-    try:
-        pid, samples, stats, truth = run_workload(
-            "ctr", "/opt/ember-ctr/" + os.path.basename(exe), "split", 6,
-            cmd_prefix=("unshare", "--mount", "--pid", "--fork", "--propagation", "unchanged",
-                        "sh", "-c", script, "sh"), env=env)
-        assert not os.listdir("/opt/ember-ctr"), "the interpreter was not in its own namespace"
-    finally:
-        subprocess.run(["umount", "/opt/ember-ctr"], check=False)
-        os.rmdir("/opt/ember-ctr")
+    with own_namespaces([exe, *lib[:1]]) as (cmd_prefix, ctr_exe):
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(ctr_exe), PYTHONHOME=prefix)
+        pid, samples, stats, truth = run_workload("ctr", ctr_exe, "split", 6,
+                                                  cmd_prefix=cmd_prefix, env=env)
     check_split("container", samples, next(iter(truth.values())),
                 ["main", "run_main_split", "run_split", "handle_request"])
 
 
 def test_process_started_after_ember():
     label, exe = interpreters()[0]
-    truth_file = os.path.join(WD, "after.truth")
-    outs = {ext: os.path.join(WD, f"after.{ext}") for ext in ("otlp", "pb.gz")}
-    rec = start([EMBER, "record", "-d", "10", "-F", str(HZ), "-o", outs["otlp"],
-                 "-o", outs["pb.gz"]])
-    try:
-        time.sleep(3)
-        wl = start([exe, WORKLOAD, "split", "5"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
-        wl.wait(timeout=60)
-        out, err = rec.communicate(timeout=120)
-    finally:
-        kill(rec)
-    assert rec.returncode == 0, err
-    samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == wl.pid]
-    check_split("started after", samples, next(iter(read_truth(truth_file).values())),
+    samples, truth, _ = record_started_after(WD, [exe, WORKLOAD, "split", "5"], 10, LEAVES)
+    check_split("started after", samples, next(iter(truth.values())),
                 ["main", "run_main_split", "run_split", "handle_request"])
 
 
@@ -422,10 +262,10 @@ def test_python2_is_named_unsupported():
     wl = start([exes[0], "-c", "while True: sum(range(1000))"])
     try:
         time.sleep(0.5)
-        outs = record("python2", [wl.pid], 3, extra=("--log-level", "info"))
+        outs = record(WD, "python2", [wl.pid], 3, extra=("--log-level", "info"))
     finally:
         kill(wl)
-    stats = profile_stats(outs["pb.gz"])
+    stats = stats_of(outs["pb.gz"])
     rows = read_folded(outs["folded"])
     native = sum(n for frames, n in rows if "PyEval_EvalFrameEx" in frames)
     log(f"  {exes[0]}: {native} samples through PyEval_EvalFrameEx, "
@@ -442,12 +282,12 @@ def test_hostile_fake_interpreters():
         try:
             time.sleep(0.5)
             t0 = time.time()
-            outs = record(f"fake-{mode}", [wl.pid], 4)
+            outs = record(WD, f"fake-{mode}", [wl.pid], 4)
             took = time.time() - t0
         finally:
             kill(wl)
         samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == wl.pid]
-        stats = profile_stats(outs["pb.gz"])
+        stats = stats_of(outs["pb.gz"])
         py = collections.Counter(f.name for _, _, n, fr in samples for f in fr
                                  if f.kind == "cpython" or f.name.startswith("[python"))
         log(f"  {mode}: {sum(n for *_, n, _ in samples)} samples in {took:.1f}s, python frames "
@@ -473,70 +313,12 @@ def test_stalled_python_process_costs_only_its_frames():
     /proc/self/mem, another waits to map memory) cannot have its memory read: the recording
     still ends on time, another Python process keeps every name, and the stall is counted;
     the stalled process keeps its native frames, its Python frames unnamed."""
-    stallfs = os.path.join(BUILD, "tests", "integration", "stallfs")
-    if not os.path.exists(stallfs) or not os.path.exists("/dev/fuse"):
-        skip_or_fail(f"{stallfs} or /dev/fuse missing: install libfuse3-dev and fuse3")
     label, exe = interpreters()[0]
-    d = os.path.join(WD, "stall")
-    mnt, ctl, data = os.path.join(d, "mnt"), os.path.join(d, "ctl"), os.path.join(d, "data")
-    os.makedirs(mnt)
-    open(ctl, "w").close()
-    with open(data, "wb") as f:
-        f.write(b"\0" * (1 << 20))
-    libc = ctypes.CDLL(None, use_errno=True)
-    fs = subprocess.Popen([stallfs, mnt, ctl, "60", f"data.bin={data}"],
-                          preexec_fn=lambda: libc.prctl(1, signal.SIGKILL, 0, 0, 0))
-    stalled = other = dev = None
-    try:
-        deadline = time.time() + 10
-        while not os.path.ismount(mnt):
-            assert fs.poll() is None and time.time() < deadline, "stallfs did not mount"
-            time.sleep(0.05)
-        dev = os.stat(mnt).st_dev
-        stalled = subprocess.Popen([exe, PYSTALL, os.path.join(mnt, "data.bin")],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert stalled.stdout.readline().strip() == "ready", "pystall did not start"
-        other = start([exe, WORKLOAD, "split", "120"],
-                      env=dict(os.environ, EMBER_TRUTH_FILE=os.path.join(WD, "stall.truth")))
-        with open(ctl + ".new", "w") as f:
-            f.write("read\n")
-        os.replace(ctl + ".new", ctl)
-        stalled.stdin.write("go\n")
-        stalled.stdin.flush()
-        time.sleep(1.0)
-        t0 = time.time()
-        outs = record("stalled", [stalled.pid, other.pid], 6)
-        took = time.time() - t0
-        samples = decode_otlp(outs["otlp"])
-        stats = profile_stats(outs["pb.gz"])
-        mine = [s for s in samples if s[0] == stalled.pid]
-        theirs = [s for s in samples if s[0] == other.pid]
-        named = collections.Counter(f.name for *_, fr in mine for f in fr if f.kind == "cpython")
-        leaves = sum(n for *_, n, fr in theirs if innermost_leaf(fr))
-        whole = sum(n for *_, n, fr in theirs if innermost_leaf(fr) and
-                    follows(python_names(fr), ["<module>", "main", "run_split",
-                                               "handle_request", innermost_leaf(fr).name]))
-        stall = {k: v for k, v in stats.items() if "stall" in k and v}
-        log(f"  {label}: ember took {took:.1f}s; stalled process: "
-            f"{sum(n for *_, n, _ in mine)} samples, Python frames {dict(named.most_common(4))}; "
-            f"the other: {whole} of {leaves} leaf samples complete; {stall}")
-        assert took < 6 + 30, f"ember took {took:.1f}s"
-        assert leaves >= 100 and whole >= 0.99 * leaves, (whole, leaves)
-        assert not {"stalled_spin", "stalled_leaf"} & set(named), named
-        assert stats.get("symbolizer.stalled_reads", 0) + \
-            stats.get("broker.stalled_refused", 0) > 0, stall
-    finally:
-        # Every waiting request fails at once, then the mount goes (stat on it could wait).
-        if dev is not None:
-            conn = f"/sys/fs/fuse/connections/{os.minor(dev)}/abort"
-            if os.path.exists(conn):
-                with open(conn, "w") as f:
-                    f.write("1")
-            if libc.umount2(mnt.encode(), 1) != 0:  # MNT_FORCE aborts a FUSE connection too
-                libc.umount2(mnt.encode(), 2)  # MNT_DETACH
-        for p in (fs, stalled, other):
-            if p is not None:
-                kill(p)
+    check_a_stall(WD, label, [exe, PYSTALL], [exe, WORKLOAD, "split", "120"], kind="cpython",
+                  leaf_of=innermost_leaf,
+                  complete=lambda fr: follows(python_names(fr), [
+                      "<module>", "main", "run_split", "handle_request", innermost_leaf(fr).name]),
+                  spinning=["stalled_spin", "stalled_leaf"])
 
 
 if __name__ == "__main__":

@@ -30,25 +30,23 @@ methods too), the .rb file and line, the marker "[ruby frames truncated]" and
 the statistics ruby.processes, ruby.frames, ruby.frames_stale and
 ruby.markers_truncated (pprof comments)."""
 import collections
-import ctypes
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
-import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, SRC, ember, kill, log, pprof_comments, read_folded,
-                      require_root, run_tests, skip_or_fail, start, workdir)
+from emberlib import (SRC, log, read_folded, require_root, run_tests, skip_or_fail,
+                      workdir)
+from interplib import (CTR, assert_shares, check_a_stall, follows, in_leaves, leaf_shares,
+                       line_ranges, marked_lines, matches, own_namespaces, read_truth,
+                       record_started_after, run_workload as run_split_workload)
 from unwindlib import THREAD_START
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "rbsplit.rb")
 RBSTALL = os.path.join(SRC, "tests", "workloads", "rbstall.rb")
 RUBY = "/usr/bin/ruby3.1"
 LIBRUBY = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
-HZ = 997
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 KIND = "ruby"  # OTLP's profile.frame.type for Ruby frames
 NAMES = {leaf: f"Shop::Cart#{leaf}" for leaf in LEAVES}
@@ -70,16 +68,6 @@ def block_in(method):
     return re.compile(rf"block (\([0-9]+ levels\) )?in (Object#)?{re.escape(method)}")
 
 
-def matches(name, want):
-    return bool(want.fullmatch(name)) if isinstance(want, re.Pattern) else name == want
-
-
-def follows(names, path):
-    """path appears in names in this order (other frames may sit between)."""
-    it = iter(names)
-    return all(any(matches(n, p) for n in it) for p in path)
-
-
 SPLIT_PATH = ["<main>", "Object#main", "Object#run_main_split", "Object#run_split", TIMES,
               block_in("run_split"), HANDLE]
 THREAD_PATH = [block_in("run_threads"), "Object#run_split", TIMES, block_in("run_split"), HANDLE]
@@ -97,12 +85,9 @@ CFUNC_NAME = re.compile(r"[A-Z]\w*(::[A-Z]\w*)*[#.]\S+")
 def source_lines():
     """Marked lines of the workload (# hot-a, # call-a, ...); each method's qualified name
     (Shop::Cart#leaf_a, Shop.cpu_ns, Object#run_split) and line range."""
-    marks, defs, nesting = {}, [], []
+    defs, nesting = [], []
     with open(WORKLOAD) as f:
         for n, text in enumerate(f, 1):
-            m = re.search(r"# (\w+-\w+)$", text.rstrip())
-            if m:
-                marks[m.group(1)] = n
             m = re.match(r"(\s*)(module|class) (\w+)", text)
             if m:
                 nesting.append((len(m.group(1)), m.group(3)))
@@ -115,62 +100,10 @@ def source_lines():
             if m:
                 owner = "::".join(name for _, name in nesting) or "Object"
                 defs.append((owner + ("." if m.group(1) else "#") + m.group(2), n))
-    ranges = {}
-    for i, (name, n) in enumerate(defs):
-        ranges[name] = (n, defs[i + 1][1] - 1 if i + 1 < len(defs) else 10 ** 6)
-    return marks, ranges
+    return marked_lines(WORKLOAD), line_ranges(defs)
 
 
 MARKS, RANGES = source_lines()
-
-Frame = collections.namedtuple("Frame", "name file line kind")
-
-
-def decode_otlp(path):
-    """[(pid, tid, count, [Frame] leaf first)] of every sample in an .otlp file."""
-    req_cls, _ = rx.classes()
-    req = req_cls()
-    with open(path, "rb") as f:
-        req.ParseFromString(f.read())
-    d = req.dictionary
-    st = d.string_table
-    out = []
-    for rp in req.resource_profiles:
-        pid = rx.resource_attrs(rp).get("process.pid")
-        for sp in rp.scope_profiles:
-            for p in sp.profiles:
-                for s in p.samples:
-                    frames = []
-                    for li in d.stack_table[s.stack_index].location_indices:
-                        loc = d.location_table[li]
-                        kind = rx.attrs_of(d, loc.attribute_indices).get("profile.frame.type")
-                        for line in loc.lines:
-                            fn = d.function_table[line.function_index]
-                            frames.append(Frame(st[fn.name_strindex], st[fn.filename_strindex],
-                                                line.line, kind))
-                        if not loc.lines:
-                            frames.append(Frame(f"0x{loc.address:x}", "", 0, kind))
-                    tid = rx.attrs_of(d, s.attribute_indices).get("thread.id")
-                    out.append((pid, tid, rx.sample_count(s), frames))
-    return out
-
-
-def read_truth(path):
-    """{tid: {leaf: share %}} from the workload's truth lines, and {tid: {field: value}}
-    of the lines' other numbers (compactions, moved)."""
-    truth, extra = {}, {}
-    with open(path) as f:
-        for line in f:
-            fields = dict(kv.split("=", 1) for kv in line.split())
-            ns = {leaf: int(fields[leaf]) for leaf in LEAVES}
-            total = sum(ns.values())
-            if total:
-                truth[int(fields["tid"])] = {leaf: 100.0 * v / total for leaf, v in ns.items()}
-            extra[int(fields["tid"])] = {k: int(v) for k, v in fields.items()
-                                         if k not in ("tid", "name", *LEAVES)}
-    assert truth, f"no truth in {path}"
-    return truth, extra
-
 
 def ruby_frames(frames):
     """The Ruby frames, root first."""
@@ -225,12 +158,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, ti
     callers' lines the calls'; the C function between two Ruby frames; Ruby frames typed."""
     counts, complete, hot, callers, c_ok, kinds_ok = (collections.Counter(), 0, 0, 0, 0, 0)
     bad, leaf_lines = [], collections.defaultdict(collections.Counter)
-    for _, t, n, frames in samples:
-        if tid is not None and t != tid:
-            continue
-        leaf = innermost_leaf(frames)
-        if not leaf:
-            continue
+    for n, frames, leaf in in_leaves(samples, innermost_leaf, tid):
         key = LEAF_OF[leaf.name]
         counts[key] += n
         leaf_lines[key][leaf.line] += n
@@ -253,15 +181,9 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, ti
             c_ok += n
         if all(f.kind == KIND for f in frames if f.file.endswith(".rb")):
             kinds_ok += n
+    result = leaf_shares(label, counts, truth, min_samples, bad, " ((n): native)")
     total = sum(counts.values())
-    log(f"  {label}: {total} samples in the leaves")
-    for ex in bad:
-        log(f"    incomplete ((n): native): {ex}")
-    assert total >= min_samples, f"{label}: too few samples ({total})"
-    result = {}
-    for leaf in LEAVES:
-        got, want = 100.0 * counts[leaf] / total, truth[leaf]
-        result[leaf] = (got, want)
+    for leaf, (got, want) in result.items():
         top = leaf_lines[leaf].most_common(1)
         log(f"    {NAMES[leaf]}: {got:.1f}% (truth {want:.1f}%), lines {dict(leaf_lines[leaf].most_common(3))}"
             f" (hot loop: {MARKS['hot-' + leaf[-1]]})" if top else f"    {leaf}: no samples")
@@ -270,9 +192,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, ti
     log(f"    complete to {path[0] if isinstance(path[0], str) else path[0].pattern} and "
         f"{native_root.pattern}: {pct['complete']:.2f}%, the leaf's line exact: {pct['hot']:.2f}%, "
         f"callers' lines: {pct['callers']:.2f}%, {TIMES} between Ruby frames: {pct['between']:.2f}%")
-    for leaf in LEAVES:
-        got, want = result[leaf]
-        assert abs(got - want) <= tolerance, f"{label}: {leaf} {got:.1f}% vs truth {want:.1f}%"
+    assert_shares(label, result, tolerance)
     assert pct["complete"] >= 99.0, f"{label}: only {pct['complete']:.2f}% complete"
     assert pct["hot"] >= 95.0, f"{label}: the leaf's line exact in only {pct['hot']:.2f}%"
     assert pct["callers"] >= 99.0, f"{label}: the callers' lines right in only {pct['callers']:.2f}%"
@@ -281,72 +201,15 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, ti
     return result, leaf_lines
 
 
-def record(wd, name, pids, seconds, extra=()):
-    outs = {ext: os.path.join(wd, f"{name}.{ext}") for ext in ("otlp", "folded", "pb.gz")}
-    args = ["record", "-d", str(seconds), "-F", str(HZ), *extra]
-    for pid in pids:
-        args += ["-p", str(pid)]
-    for path in outs.values():
-        args += ["-o", path]
-    ember(*args, timeout=seconds + 120)
-    return outs
-
-
-def exe_of(pid):
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return ""
-
-
-def workload_pid(pid, exe):
-    """The interpreter's pid: pid itself, or its descendant running exe (under unshare)."""
-    for _ in range(50):
-        if exe_of(pid) == os.path.realpath(exe):
-            return pid
-        r = subprocess.run(["pgrep", "-f", WORKLOAD], capture_output=True, text=True)
-        for p in map(int, r.stdout.split()):
-            if p != pid and (exe_of(p) == exe or exe_of(p).endswith(exe)):
-                return p
-        time.sleep(0.1)
-    raise AssertionError(f"no process runs {exe}")
-
-
 def run_workload(wd, label, mode, seconds, exe=RUBY, cmd_prefix=(), env=None, min_samples=2000,
                  attempts=4, check_pid=None):
-    """Runs rbsplit MODE under ember; returns (pid, samples, stats, truth, extra, outs). On a
-    busy machine the workload gets less CPU: it is recorded again (up to attempts times)
-    until min_samples of its samples reach the leaves. With cmd_prefix, that command runs
-    the workload (its arguments appended) and exe is what it executes; check_pid, when
-    given, is called with the interpreter's pid before the recording."""
+    """Runs rbsplit MODE under ember; returns (pid, samples, stats, truth, extra, outs)
+    (interplib's run_workload says how)."""
     if not os.path.exists(RUBY):
         skip_or_fail(f"{RUBY} is missing: run scripts/install-deps.sh")
-    truth_file = os.path.join(wd, f"{label}-{mode}.truth")
-    argv = [WORKLOAD, mode, str(attempts * seconds + 60)]
-    wl = start([*cmd_prefix, *argv] if cmd_prefix else [exe, *argv],
-               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
-    samples, stats, outs = [], collections.Counter(), []
-    try:
-        time.sleep(1.0)  # the interpreter starts
-        pid = workload_pid(wl.pid, exe)
-        if check_pid:
-            check_pid(pid)
-        for attempt in range(attempts):
-            out = record(wd, f"{label}-{mode}-{attempt}", [pid], seconds)
-            outs.append(out)
-            samples += [s for s in decode_otlp(out["otlp"]) if s[0] == pid]
-            stats.update({k: v for k, v in pprof_comments(out["pb.gz"]).items()
-                          if isinstance(v, int)})
-            got = sum(n for *_, n, f in samples if counted(f))
-            if got >= min_samples:
-                break
-            log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
-        os.kill(pid, signal.SIGTERM)  # writes its truth (and stackprof's results), then exits
-        wl.wait(timeout=60)
-    finally:
-        kill(wl)
-    truth, extra = read_truth(truth_file)
-    return pid, samples, stats, truth, extra, outs
+    return run_split_workload(wd, WORKLOAD, LEAVES, counted, label, exe, mode, seconds,
+                              cmd_prefix=cmd_prefix, env=env, min_samples=min_samples,
+                              attempts=attempts, check_pid=check_pid)
 
 
 def read_stackprof(path):
@@ -506,20 +369,7 @@ def test_stackprof_beside_ember():
 
 
 def test_process_started_after_ember():
-    truth_file = os.path.join(WD, "after.truth")
-    outs = {ext: os.path.join(WD, f"after.{ext}") for ext in ("otlp", "pb.gz")}
-    rec = start([EMBER, "record", "-d", "14", "-F", str(HZ), "-o", outs["otlp"],
-                 "-o", outs["pb.gz"]])
-    try:
-        time.sleep(3)
-        wl = start([RUBY, WORKLOAD, "split", "8"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
-        wl.wait(timeout=60)
-        out, err = rec.communicate(timeout=120)
-    finally:
-        kill(rec)
-    assert rec.returncode == 0, err
-    samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == wl.pid]
-    truth, _ = read_truth(truth_file)
+    samples, truth, _ = record_started_after(WD, [RUBY, WORKLOAD, "split", "8"], 14, LEAVES)
     check_split("started after", samples, next(iter(truth.values())), SPLIT_PATH,
                 min_samples=1000)
 
@@ -527,29 +377,15 @@ def test_process_started_after_ember():
 def test_process_in_its_own_mount_and_pid_namespace():
     """ruby3.1 and libruby live only in the process's mount namespace (a tmpfs over
     /opt/ember-ctr): the broker reaches them through the process, not by path."""
-    script = (f"mount -t tmpfs none /opt/ember-ctr && cp {RUBY} {LIBRUBY} /opt/ember-ctr/ && "
-              "exec /opt/ember-ctr/ruby3.1 \"$@\"")
-    os.makedirs("/opt/ember-ctr", exist_ok=True)
-    # A private mount of its own, so that the tmpfs mounted over it in the new namespace stays
-    # there (test_python.py says why not unshare --propagation private).
-    subprocess.run(["mount", "--bind", "/opt/ember-ctr", "/opt/ember-ctr"], check=True)
-    subprocess.run(["mount", "--make-private", "/opt/ember-ctr"], check=True)
-    env = dict(os.environ, LD_LIBRARY_PATH="/opt/ember-ctr")
-
     def libruby_of_the_namespace(pid):
         with open(f"/proc/{pid}/maps") as f:
             libs = {line.split()[-1] for line in f if "libruby" in line}
-        assert libs == {"/opt/ember-ctr/" + os.path.basename(LIBRUBY)}, libs
+        assert libs == {os.path.join(CTR, os.path.basename(LIBRUBY))}, libs
 
-    try:
+    with own_namespaces([RUBY, LIBRUBY]) as (cmd_prefix, ctr_exe):
         pid, samples, stats, truth, _, _ = run_workload(
-            WD, "ctr", "split", 8, exe="/opt/ember-ctr/ruby3.1",
-            cmd_prefix=("unshare", "--mount", "--pid", "--fork", "--propagation", "unchanged",
-                        "sh", "-c", script, "sh"), env=env, check_pid=libruby_of_the_namespace)
-        assert not os.listdir("/opt/ember-ctr"), "the interpreter was not in its own namespace"
-    finally:
-        subprocess.run(["umount", "/opt/ember-ctr"], check=False)
-        os.rmdir("/opt/ember-ctr")
+            WD, "ctr", "split", 8, exe=ctr_exe, cmd_prefix=cmd_prefix,
+            env=dict(os.environ, LD_LIBRARY_PATH=CTR), check_pid=libruby_of_the_namespace)
     check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
 
 
@@ -584,69 +420,12 @@ def test_stalled_ruby_process_costs_only_its_frames():
     (tests/workloads/rbstall.rb) cannot have its memory read: the recording still ends on
     time, another Ruby process keeps every name, and the stall is counted; the stalled
     process keeps its native frames, its Ruby frames unnamed."""
-    stallfs = os.path.join(BUILD, "tests", "integration", "stallfs")
-    if not os.path.exists(stallfs) or not os.path.exists("/dev/fuse"):
-        skip_or_fail(f"{stallfs} or /dev/fuse missing: install libfuse3-dev and fuse3")
-    d = os.path.join(WD, "stall")
-    mnt, ctl, data = os.path.join(d, "mnt"), os.path.join(d, "ctl"), os.path.join(d, "data")
-    os.makedirs(mnt)
-    open(ctl, "w").close()
-    with open(data, "wb") as f:
-        f.write(b"\0" * (1 << 20))
-    libc = ctypes.CDLL(None, use_errno=True)
-    fs = subprocess.Popen([stallfs, mnt, ctl, "60", f"data.bin={data}"],
-                          preexec_fn=lambda: libc.prctl(1, signal.SIGKILL, 0, 0, 0))
-    stalled = other = dev = None
-    try:
-        deadline = time.time() + 10
-        while not os.path.ismount(mnt):
-            assert fs.poll() is None and time.time() < deadline, "stallfs did not mount"
-            time.sleep(0.05)
-        dev = os.stat(mnt).st_dev
-        stalled = subprocess.Popen([RUBY, RBSTALL, os.path.join(mnt, "data.bin")],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert stalled.stdout.readline().strip() == "ready", "rbstall did not start"
-        other = start([RUBY, WORKLOAD, "split", "120"],
-                      env=dict(os.environ, EMBER_TRUTH_FILE=os.path.join(WD, "stall.truth")))
-        with open(ctl + ".new", "w") as f:
-            f.write("read\n")
-        os.replace(ctl + ".new", ctl)
-        stalled.stdin.write("go\n")
-        stalled.stdin.flush()
-        time.sleep(1.0)
-        t0 = time.time()
-        outs = record(WD, "stalled", [stalled.pid, other.pid], 6)
-        took = time.time() - t0
-        samples = decode_otlp(outs["otlp"])
-        stats = pprof_comments(outs["pb.gz"])
-        mine = [s for s in samples if s[0] == stalled.pid]
-        theirs = [s for s in samples if s[0] == other.pid]
-        named = collections.Counter(f.name for *_, fr in mine for f in fr if f.kind == KIND)
-        leaves = sum(n for *_, n, fr in theirs if innermost_leaf(fr))
-        whole = sum(n for *_, n, fr in theirs if innermost_leaf(fr) and
-                    follows(ruby_names(fr), [*SPLIT_PATH, innermost_leaf(fr).name]))
-        stall = {k: v for k, v in stats.items() if "stall" in k and v}
-        log(f"  ember took {took:.1f}s; stalled process: {sum(n for *_, n, _ in mine)} samples, "
-            f"Ruby frames {dict(named.most_common(4))}; the other: {whole} of {leaves} leaf "
-            f"samples complete; {stall}")
-        assert took < 6 + 30, f"ember took {took:.1f}s"
-        assert mine, "no samples of the stalled process"
-        assert leaves >= 100 and whole >= 0.99 * leaves, (whole, leaves)
-        assert not {"Object#stalled_spin", "Object#stalled_leaf"} & set(named), named
-        assert stats.get("symbolizer.stalled_reads", 0) + \
-            stats.get("broker.stalled_refused", 0) > 0, stall
-    finally:
-        # Every waiting request fails at once, then the mount goes (stat on it could wait).
-        if dev is not None:
-            conn = f"/sys/fs/fuse/connections/{os.minor(dev)}/abort"
-            if os.path.exists(conn):
-                with open(conn, "w") as f:
-                    f.write("1")
-            if libc.umount2(mnt.encode(), 1) != 0:  # MNT_FORCE aborts a FUSE connection too
-                libc.umount2(mnt.encode(), 2)  # MNT_DETACH
-        for p in (fs, stalled, other):
-            if p is not None:
-                kill(p)
+    mine = check_a_stall(WD, "ruby3.1", [RUBY, RBSTALL], [RUBY, WORKLOAD, "split", "120"],
+                         kind=KIND, leaf_of=innermost_leaf,
+                         complete=lambda fr: follows(ruby_names(fr),
+                                                     [*SPLIT_PATH, innermost_leaf(fr).name]),
+                         spinning=["Object#stalled_spin", "Object#stalled_leaf"])
+    assert mine, "no samples of the stalled process"
 
 
 def peer_only(seconds):
@@ -655,7 +434,7 @@ def peer_only(seconds):
     r = subprocess.run([RUBY, WORKLOAD, "split", str(seconds)], timeout=seconds + 60,
                        env=dict(os.environ, EMBER_STACKPROF=sp, EMBER_TRUTH_FILE=truth_file))
     assert r.returncode == 0
-    truth, _ = read_truth(truth_file)
+    truth, _ = read_truth(truth_file, LEAVES)
     counts, lines, names, mode, n = read_stackprof(sp)
     log(f"stackprof mode {mode}, {n} samples")
     check_peer_against_truth("stackprof alone", counts, lines, names, next(iter(truth.values())))
