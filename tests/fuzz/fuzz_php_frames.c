@@ -5,33 +5,17 @@
  * (with their names, classes and files) are read at each of the input's
  * first 2 KiB of 8-aligned addresses, strings at each of its first 1 KiB.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "symbolizer/interp/php_frames.h"
+#include "tests/fuzz/fuzz_mem.h"
 
-#define BASE 0x10000ull
-
-struct mem {
-	const uint8_t *data;
-	size_t size;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct mem *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->size || len > m->size - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->data + (addr - BASE), len);
-	return 0;
-}
+#define BASE FUZZ_MEM_BASE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct mem m = {data, size};
+	struct fuzz_mem m = {data, size};
 	struct ember_php_layout l;
 	struct ember_php_func f;
 	char *s;
@@ -39,10 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ember_php_layout_for(8, 2, &l))
 		abort();
 	for (uint64_t at = 0; at < size && at < 2048; at += 8)
-		if (!ember_php_read_func(&l, mem_read, &m, BASE + at, &f))
+		if (!ember_php_read_func(&l, fuzz_mem_read, &m, BASE + at, &f))
 			ember_php_func_free(&f);
 	for (uint64_t at = 0; at < size && at < 1024; at++)
-		if (!ember_php_read_string(&l, mem_read, &m, BASE + at, EMBER_PHP_MAX_STRING, &s))
+		if (!ember_php_read_string(&l, fuzz_mem_read, &m, BASE + at, EMBER_PHP_MAX_STRING,
+		                           &s))
 			free(s);
 	return 0;
 }
