@@ -46,6 +46,18 @@ static inline bool ember_le_at(const uint8_t *base, size_t len, uint64_t off, un
 	return true;
 }
 
+/*
+ * The same, 0 when they are not all inside: a field of an object read whole into a window
+ * of len bytes, where a field past the window reads as nothing there (the PHP and Perl
+ * readers).
+ */
+static inline uint64_t ember_le_in(const uint8_t *base, size_t len, uint64_t off, unsigned int n)
+{
+	uint64_t v;
+
+	return ember_le_at(base, len, off, n, &v) ? v : 0;
+}
+
 struct ember_bytes {
 	const uint8_t *p, *end;
 	bool bad; /* a read went past end */

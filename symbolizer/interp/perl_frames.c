@@ -22,14 +22,6 @@
 #define CHUNK      256     /* bytes of a C string read at once */
 #define PAGE       4096u
 
-/* The n bytes at off of a window of size bytes, little-endian; 0 outside it. */
-static uint64_t at(const uint8_t *win, size_t size, unsigned int off, unsigned int n)
-{
-	uint64_t v = 0;
-
-	return ember_le_at(win, size, off, n, &v) ? v : 0;
-}
-
 int ember_perl_read_cstring(ember_perl_read_fn read, void *ctx, uint64_t addr, size_t max,
                             char **out)
 {
@@ -79,7 +71,7 @@ int ember_perl_read_hek(const struct ember_perl_layout *l, ember_perl_read_fn re
 		return -EINVAL;
 	if (!addr || read(ctx, addr, head, l->hek_key))
 		return -EFAULT;
-	len = (int32_t)at(head, l->hek_key, l->hek_len, 4);
+	len = (int32_t)ember_le_in(head, l->hek_key, l->hek_len, 4);
 	if (len < 0 || len > EMBER_PERL_MAX_STRING)
 		return -EBADMSG;
 	s = malloc((size_t)len + 1);
@@ -106,8 +98,8 @@ static int read_body(const struct ember_perl_layout *l, ember_perl_read_fn read,
 
 	if (!addr || read(ctx, addr, head, sizeof(head)))
 		return -EFAULT;
-	body = at(head, sizeof(head), 0, 8);
-	*flags = (uint32_t)at(head, sizeof(head), l->sv_flags, 4);
+	body = ember_le_in(head, sizeof(head), 0, 8);
+	*flags = (uint32_t)ember_le_in(head, sizeof(head), l->sv_flags, 4);
 	if ((*flags & SVT_MASK) != type)
 		return -EBADMSG;
 	return body && !read(ctx, body, win, size) ? 0 : -EFAULT;
@@ -129,10 +121,10 @@ static int stash_name(const struct ember_perl_layout *l, ember_perl_read_fn read
 		return err;
 	if (!(flags & SVF_OOK))
 		return -EBADMSG; /* no aux part: no name */
-	hek = at(win, l->hv_read, l->hv_name, 8);
+	hek = ember_le_in(win, l->hv_read, l->hv_name, 8);
 	/* Several names (a stash renamed): an array of HEKs, the first the name (or NULL, and
 	 * the second the effective one). */
-	if (at(win, l->hv_read, l->hv_count, 4)) {
+	if (ember_le_in(win, l->hv_read, l->hv_count, 4)) {
 		if (read(ctx, hek, names, sizeof(names)))
 			return -EFAULT;
 		hek = names[0] ? names[0] : names[1];
@@ -177,21 +169,21 @@ static int read_cv(const struct ember_perl_layout *l, ember_perl_read_fn read, v
 		return err;
 	if (read(ctx, cv, head, sizeof(head)))
 		return -EFAULT;
-	gv_u = at(win, l->cv_read, l->cv_gv, 8);
-	file = at(win, l->cv_read, l->cv_file, 8);
-	out->checksum = ember_interp_checksum(at(head, sizeof(head), 0, 8), gv_u, file);
+	gv_u = ember_le_in(win, l->cv_read, l->cv_gv, 8);
+	file = ember_le_in(win, l->cv_read, l->cv_file, 8);
+	out->checksum = ember_interp_checksum(ember_le_in(head, sizeof(head), 0, 8), gv_u, file);
 	if (file &&
 	    (err = ember_perl_read_cstring(read, ctx, file, EMBER_PERL_MAX_STRING, &out->file)))
 		return err;
-	if (at(win, l->cv_read, l->cv_flags, 4) & CVF_NAMED)
-		return join_name(l, read, ctx, gv_u, at(win, l->cv_read, l->cv_stash, 8),
+	if (ember_le_in(win, l->cv_read, l->cv_flags, 4) & CVF_NAMED)
+		return join_name(l, read, ctx, gv_u, ember_le_in(win, l->cv_read, l->cv_stash, 8),
 		                 &out->name);
 	err = read_body(l, read, ctx, gv_u, SVT_PVGV, gv, l->gv_read, &flags);
 	if (!err && (flags & (SVPGV_GP | SVP_POK)) != SVPGV_GP)
 		err = -EBADMSG;
 	if (!err)
-		err = join_name(l, read, ctx, at(gv, l->gv_read, l->gv_name, 8),
-		                at(gv, l->gv_read, l->gv_stash, 8), &out->name);
+		err = join_name(l, read, ctx, ember_le_in(gv, l->gv_read, l->gv_name, 8),
+		                ember_le_in(gv, l->gv_read, l->gv_stash, 8), &out->name);
 	return err;
 }
 
@@ -208,9 +200,9 @@ static int read_cop(const struct ember_perl_layout *l, ember_perl_read_fn read, 
 	if (cop) {
 		if (read(ctx, cop, win, l->cop_read))
 			return -EFAULT;
-		file = at(win, l->cop_read, l->cop_file, 8);
-		out->checksum =
-		    ember_interp_checksum(file, at(win, l->cop_read, l->cop_stash, 4), kind);
+		file = ember_le_in(win, l->cop_read, l->cop_file, 8);
+		out->checksum = ember_interp_checksum(
+		    file, ember_le_in(win, l->cop_read, l->cop_stash, 4), kind);
 		if (file)
 			err = ember_perl_read_cstring(read, ctx, file, EMBER_PERL_MAX_STRING,
 			                              &out->file);

@@ -7,28 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/bytes.h"
+
 #define IS_STRING      6   /* zend_types.h: a zend_string's gc type */
 #define GC_TYPE_MASK   0xf /* of gc.u.type_info */
 #define INTERNAL_CLASS 1   /* zend_class_entry.type */
 #define USER_CLASS     2
-
-static uint64_t u64_at(const uint8_t *win, size_t size, uint16_t off)
-{
-	uint64_t v = 0;
-
-	if (off <= size - 8)
-		memcpy(&v, win + off, 8);
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *win, size_t size, uint16_t off)
-{
-	uint32_t v = 0;
-
-	if (off <= size - 4)
-		memcpy(&v, win + off, 4);
-	return v;
-}
 
 int ember_php_read_string(const struct ember_php_layout *l, ember_php_read_fn read, void *ctx,
                           uint64_t addr, size_t max, char **out)
@@ -42,8 +26,8 @@ int ember_php_read_string(const struct ember_php_layout *l, ember_php_read_fn re
 		return -EINVAL;
 	if (!addr || read(ctx, addr, head, hsize))
 		return -EFAULT;
-	len = u64_at(head, hsize, l->string_len);
-	if ((u32_at(head, hsize, l->string_info) & GC_TYPE_MASK) != IS_STRING || len > max)
+	len = ember_le_in(head, hsize, l->string_len, 8);
+	if ((ember_le_in(head, hsize, l->string_info, 4) & GC_TYPE_MASK) != IS_STRING || len > max)
 		return -EBADMSG;
 	s = malloc(len + 1);
 	if (!s)
@@ -75,7 +59,7 @@ static int class_name(const struct ember_php_layout *l, ember_php_read_fn read, 
 	type = win[l->class_type];
 	if (type != INTERNAL_CLASS && type != USER_CLASS)
 		return -EBADMSG;
-	return ember_php_read_string(l, read, ctx, u64_at(win, size, l->class_name),
+	return ember_php_read_string(l, read, ctx, ember_le_in(win, size, l->class_name, 8),
 	                             EMBER_PHP_MAX_STRING, out);
 }
 
@@ -120,22 +104,23 @@ int ember_php_read_func(const struct ember_php_layout *l, ember_php_read_fn read
 		return -EFAULT;
 	out->type = win[l->fn_type];
 	if (out->type == EMBER_PHP_FUNC_INTERNAL) {
-		out->checksum = ember_interp_checksum(u64_at(win, size, l->fn_name),
-		                                      u64_at(win, size, l->fn_scope),
-		                                      u64_at(win, size, l->fn_handler));
+		out->checksum = ember_interp_checksum(ember_le_in(win, size, l->fn_name, 8),
+		                                      ember_le_in(win, size, l->fn_scope, 8),
+		                                      ember_le_in(win, size, l->fn_handler, 8));
 	} else if (out->type == EMBER_PHP_FUNC_USER || out->type == EMBER_PHP_FUNC_EVAL) {
-		lines = u64_at(win, size, l->fn_lines);
-		out->checksum = ember_interp_checksum(u64_at(win, size, l->fn_opcodes),
-		                                      u64_at(win, size, l->fn_filename), lines);
+		lines = ember_le_in(win, size, l->fn_lines, 8);
+		out->checksum =
+		    ember_interp_checksum(ember_le_in(win, size, l->fn_opcodes, 8),
+		                          ember_le_in(win, size, l->fn_filename, 8), lines);
 		out->line_start = (int32_t)(uint32_t)lines;
-		err = ember_php_read_string(l, read, ctx, u64_at(win, size, l->fn_filename),
+		err = ember_php_read_string(l, read, ctx, ember_le_in(win, size, l->fn_filename, 8),
 		                            EMBER_PHP_MAX_STRING, &out->file);
 	} else {
 		return -EBADMSG;
 	}
 	if (!err)
-		err = full_name(l, read, ctx, u64_at(win, size, l->fn_name),
-		                u64_at(win, size, l->fn_scope), out);
+		err = full_name(l, read, ctx, ember_le_in(win, size, l->fn_name, 8),
+		                ember_le_in(win, size, l->fn_scope, 8), out);
 	if (err)
 		ember_php_func_free(out);
 	return err;

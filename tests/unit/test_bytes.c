@@ -11,6 +11,8 @@ START_TEST(little_endian_in_bounds)
 	ck_assert_uint_eq(ember_le(b + 1, 8), 0x0908070605040302ull);
 	ck_assert_uint_eq(ember_u64_at(b, 1), 0x0908070605040302ull);
 	ck_assert_uint_eq(ember_u32_at(b, 5), 0x09080706u);
+	ck_assert_uint_eq(ember_le_in(b, sizeof(b), 5, 4), 0x09080706u);
+	ck_assert_uint_eq(ember_le_in(b, sizeof(b), 6, 4), 0);
 	ck_assert(ember_le_at(b, sizeof(b), 5, 4, &v));
 	ck_assert_uint_eq(v, 0x09080706);
 	ck_assert(!ember_le_at(b, sizeof(b), 6, 4, &v));
