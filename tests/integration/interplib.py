@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the interpreter tests (test_python.py, test_ruby.py) share. Their known-split
-workloads (tests/workloads/pysplit.py, rbsplit.rb) mark their lines ("# hot-a", "# call-a")
+"""What the interpreter tests (test_python.py, test_ruby.py, test_php.py, test_perl.py)
+share. Their known-split workloads (tests/workloads/pysplit.py, rbsplit.rb, phpsplit.php,
+plsplit.pl) mark their lines ("# hot-a", "// call-a")
 and write their truth ("tid=... leaf_a=NS leaf_b=NS leaf_c=NS ...", one line a thread) to
 $EMBER_TRUTH_FILE when they end; each test records them here and decodes the OTLP output
 into frames, then checks them against what its runtime must give (its own file: names,
@@ -59,11 +60,11 @@ def stats_of(pprof):
 
 
 def marked_lines(path):
-    """{mark: line} of a workload's marked lines ("# hot-a", "# call-a", ...)."""
+    """{mark: line} of a workload's marked lines ("# hot-a", "// call-a", ...)."""
     marks = {}
     with open(path) as f:
         for n, text in enumerate(f, 1):
-            m = re.search(r"# (\w+-\w+)$", text.rstrip())
+            m = re.search(r"(?:#|//) (\w+-\w+)$", text.rstrip())
             if m:
                 marks[m.group(1)] = n
     return marks
@@ -169,7 +170,7 @@ def workload_pid(pid, exe, script):
 
 
 def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_prefix=(), env=None,
-                 min_samples=1000, attempts=4, check_pid=None):
+                 min_samples=1000, attempts=4, check_pid=None, exit_timeout=60):
     """Runs exe SCRIPT MODE (a known-split workload) under ember; returns (pid, samples,
     stats, truth, extra, outs): its samples, the statistics summed over the recordings, its
     truth and the truth's other numbers (read_truth), and each recording's files. On a busy
@@ -177,7 +178,8 @@ def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_pre
     min_samples of its samples are counted (counted(frames), the test's: those in the
     leaves). With cmd_prefix, that command runs the workload (its arguments appended) and
     exe is what it executes; check_pid, when given, is called with the interpreter's pid
-    before the recording."""
+    before the recording. At SIGTERM the workload writes its truth (and a peer profiler its
+    results) and exits, within exit_timeout seconds."""
     truth_file = os.path.join(wd, f"{label}-{mode}.truth")
     argv = [script, mode, str(attempts * seconds + 60)]
     wl = start([*cmd_prefix, *argv] if cmd_prefix else [exe, *argv],
@@ -197,8 +199,8 @@ def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_pre
             if got >= min_samples:
                 break
             log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
-        os.kill(pid, signal.SIGTERM)  # writes its truth (and a peer's results), then exits
-        wl.wait(timeout=60)
+        os.kill(pid, signal.SIGTERM)
+        wl.wait(timeout=exit_timeout)
     finally:
         kill(wl)
     return (pid, samples, stats, *read_truth(truth_file, leaves), outs)

@@ -23,18 +23,15 @@ import collections
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
-from emberlib import (EMBER, SRC, ember, kill, log, pprof_comments, read_folded, require_root,
-                      run_tests, skip_or_fail, start, workdir)
-from test_php import decode_otlp, follows, read_truth
+from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
+from interplib import (assert_shares, follows, in_leaves, leaf_shares, marked_lines,
+                       run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
 PERL = "/usr/bin/perl"
-HZ = 997
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 KIND = "perl"  # OTLP's profile.frame.type for Perl frames
 NAMES = {leaf: f"Shop::Cart::{leaf}" for leaf in LEAVES}
@@ -49,18 +46,7 @@ SPLIT_PATH = ["main", "Shop::main", "Shop::run_split", BLOCK, HANDLE]
 RECURSION_PATH = ["main", "Shop::main", "Shop::run_split", "Shop::recurse"]
 
 
-def marks():
-    """Marked lines of the workload (# hot-a, # call-a, ...)."""
-    out = {}
-    with open(WORKLOAD) as f:
-        for n, text in enumerate(f, 1):
-            m = re.search(r"# (\w+-\w+)$", text.rstrip())
-            if m:
-                out[m.group(1)] = n
-    return out
-
-
-MARKS = marks()
+MARKS = marked_lines(WORKLOAD)
 
 
 # Under the debugger's flags ($^P 0x200, as NYTProf sets them) Perl names an anonymous sub by
@@ -95,10 +81,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, be
     loop's; handle's the call's; reduce's C code between Perl frames; Perl frames typed."""
     counts, complete, hot, callers, betw, typed = collections.Counter(), 0, 0, 0, 0, 0
     bad, lines = [], collections.defaultdict(collections.Counter)
-    for _, n, frames in samples:
-        leaf = innermost_leaf(frames)
-        if not leaf:
-            continue
+    for n, frames, leaf in in_leaves(samples, innermost_leaf):
         key = LEAF_OF[leaf.name]
         counts[key] += n
         lines[key][leaf.line] += n
@@ -119,12 +102,9 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, be
             betw += n
         if all(f.kind == KIND for f in frames if f.file.endswith(".pl")):
             typed += n
+    result = leaf_shares(label, counts, truth, min_samples, bad, " ((n): native)")
     total = sum(counts.values())
-    log(f"  {label}: {total} samples in the leaves")
-    for ex in bad:
-        log(f"    incomplete ((n): native): {ex}")
-    assert total >= min_samples, f"{label}: too few samples ({total})"
-    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+    shares = {leaf: got for leaf, (got, _) in result.items()}
     for leaf in LEAVES:
         log(f"    {NAMES[leaf]}: {shares[leaf]:.1f}% (truth {truth[leaf]:.1f}%), lines "
             f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
@@ -133,9 +113,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, be
     log(f"    complete to {path[0]} and _start: {pct['complete']:.2f}%, the leaf's line exact: "
         f"{pct['hot']:.2f}%, callers' lines: {pct['callers']:.2f}%, reduce's C code between Perl "
         f"frames: {pct['between']:.2f}%")
-    for leaf in LEAVES:
-        assert abs(shares[leaf] - truth[leaf]) <= tolerance, \
-            f"{label}: {leaf} {shares[leaf]:.1f}% vs truth {truth[leaf]:.1f}%"
+    assert_shares(label, result, tolerance)
     assert pct["complete"] >= 99.0, f"{label}: only {pct['complete']:.2f}% complete"
     assert pct["hot"] >= 95.0, f"{label}: the leaf's line exact in only {pct['hot']:.2f}%"
     assert pct["callers"] >= 99.0, f"{label}: callers' lines right in only {pct['callers']:.2f}%"
@@ -146,37 +124,15 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0, be
 
 
 def run_workload(wd, label, mode, seconds, prefix=(), env=None, min_samples=2000, attempts=4):
-    """Runs plsplit MODE under ember; returns (pid, samples, stats, truth, outs). On a busy
-    machine the workload gets less CPU: it is recorded again (up to attempts times) until
-    min_samples of its samples reach the leaves."""
+    """Runs perl PREFIX plsplit MODE under ember; returns (pid, samples, stats, truth, outs)
+    (interplib's run_workload says how; NYTProf writes its file at the end too)."""
     if not os.path.exists(PERL):
         skip_or_fail(f"{PERL} is missing: run scripts/install-deps.sh")
-    truth_file = os.path.join(wd, f"{label}-{mode}.truth")
-    wl = start([PERL, *prefix, WORKLOAD, mode, str(attempts * seconds + 60)],
-               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
-    samples, stats, outs = [], collections.Counter(), []
-    try:
-        time.sleep(1.0)  # the interpreter starts
-        for attempt in range(attempts):
-            out = {ext: os.path.join(wd, f"{label}-{mode}-{attempt}.{ext}")
-                   for ext in ("otlp", "folded", "pb.gz")}
-            args = ["record", "-d", str(seconds), "-F", str(HZ), "-p", str(wl.pid)]
-            for path in out.values():
-                args += ["-o", path]
-            ember(*args, timeout=seconds + 120)
-            outs.append(out)
-            samples += [s for s in decode_otlp(out["otlp"]) if s[0] == wl.pid]
-            stats.update({k: v for k, v in pprof_comments(out["pb.gz"]).items()
-                          if isinstance(v, int)})
-            got = sum(n for _, n, f in samples if innermost_leaf(f))
-            if got >= min_samples:
-                break
-            log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
-        os.kill(wl.pid, signal.SIGTERM)  # writes its truth (and NYTProf its file), then exits
-        wl.wait(timeout=120)
-    finally:
-        kill(wl)
-    return wl.pid, samples, stats, read_truth(truth_file), outs
+    pid, samples, stats, truth, _, outs = run_split_workload(
+        wd, WORKLOAD, LEAVES, innermost_leaf, label, PERL, mode, seconds,
+        cmd_prefix=(PERL, *prefix), env=env, min_samples=min_samples, attempts=attempts,
+        exit_timeout=120)
+    return pid, samples, stats, next(iter(truth.values())), outs
 
 
 WD = None
@@ -198,10 +154,10 @@ def test_known_split():
 
 def test_recursion_marker():
     _, samples, stats, truth, _ = run_workload(WD, "perl5.36", "recursion", 8, min_samples=1500)
-    marked = sum(n for _, n, frames in samples
-                 if innermost_leaf(frames) and any(f.name == TRUNCATED for f in frames))
-    leaf = sum(n for _, n, frames in samples if innermost_leaf(frames))
-    depth = max(len(perl_names(frames)) for _, _, frames in samples if innermost_leaf(frames))
+    marked = sum(n for n, frames, _ in in_leaves(samples, innermost_leaf)
+                 if any(f.name == TRUNCATED for f in frames))
+    leaf = sum(n for n, _, _ in in_leaves(samples, innermost_leaf))
+    depth = max(len(perl_names(frames)) for _, frames, _ in in_leaves(samples, innermost_leaf))
     log(f"  recursion: {marked} of {leaf} leaf samples end their Perl frames in {TRUNCATED}, "
         f"{depth} Perl frames at most; perl.markers_truncated="
         f"{stats.get('perl.markers_truncated', 0)}")
@@ -209,10 +165,8 @@ def test_recursion_marker():
     assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
     assert stats.get("perl.markers_truncated", 0) > 0
     counts = collections.Counter()
-    for _, n, frames in samples:
-        f = innermost_leaf(frames)
-        if f:
-            counts[LEAF_OF[f.name]] += n
+    for n, _, f in in_leaves(samples, innermost_leaf):
+        counts[LEAF_OF[f.name]] += n
     for l in LEAVES:
         got = 100.0 * counts[l] / leaf
         log(f"    {NAMES[l]}: {got:.1f}% (truth {truth[l]:.1f}%)")

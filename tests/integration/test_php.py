@@ -23,17 +23,14 @@ import collections
 import json
 import os
 import re
-import signal
 import sys
-import time
 
-import otlp_receiver as rx
-from emberlib import (EMBER, SRC, ember, kill, log, pprof_comments, read_folded, require_root,
-                      run_tests, skip_or_fail, start, workdir)
+from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
+from interplib import (assert_shares, follows, in_leaves, leaf_shares, marked_lines,
+                       run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
 PHP = "/usr/bin/php8.2"
-HZ = 997
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 KIND = "php"  # OTLP's profile.frame.type for PHP frames
 NAMES = {leaf: f"Shop\\Cart::{leaf}" for leaf in LEAVES}
@@ -47,56 +44,7 @@ SPLIT_PATH = [WORKLOAD, "Shop\\main", "Shop\\run_split", MAP, CLOSURE, HANDLE]
 RECURSION_PATH = ["Shop\\recurse", "Shop\\run_split", MAP, CLOSURE, HANDLE]
 
 
-def marks():
-    """Marked lines of the workload (// hot-a, // call-a, ...)."""
-    out = {}
-    with open(WORKLOAD) as f:
-        for n, text in enumerate(f, 1):
-            m = re.search(r"// (\w+-\w+)$", text.rstrip())
-            if m:
-                out[m.group(1)] = n
-    return out
-
-
-MARKS = marks()
-Frame = collections.namedtuple("Frame", "name file line kind")
-
-
-def decode_otlp(path):
-    """[(pid, count, [Frame] leaf first)] of every sample in an .otlp file."""
-    req_cls, _ = rx.classes()
-    req = req_cls()
-    with open(path, "rb") as f:
-        req.ParseFromString(f.read())
-    d, out = req.dictionary, []
-    st = d.string_table
-    for rp in req.resource_profiles:
-        pid = rx.resource_attrs(rp).get("process.pid")
-        for sp in rp.scope_profiles:
-            for p in sp.profiles:
-                for s in p.samples:
-                    frames = []
-                    for li in d.stack_table[s.stack_index].location_indices:
-                        loc = d.location_table[li]
-                        kind = rx.attrs_of(d, loc.attribute_indices).get("profile.frame.type")
-                        for line in loc.lines:
-                            fn = d.function_table[line.function_index]
-                            frames.append(Frame(st[fn.name_strindex], st[fn.filename_strindex],
-                                                line.line, kind))
-                        if not loc.lines:
-                            frames.append(Frame(f"0x{loc.address:x}", "", 0, kind))
-                    out.append((pid, rx.sample_count(s), frames))
-    return out
-
-
-def read_truth(path):
-    """{leaf: share %} from the workload's truth line."""
-    with open(path) as f:
-        fields = dict(kv.split("=", 1) for kv in f.read().split())
-    ns = {leaf: int(fields[leaf]) for leaf in LEAVES}
-    total = sum(ns.values())
-    assert total, f"no truth in {path}"
-    return {leaf: 100.0 * v / total for leaf, v in ns.items()}
+MARKS = marked_lines(WORKLOAD)
 
 
 def php_names(frames):
@@ -106,12 +54,6 @@ def php_names(frames):
 
 def innermost_leaf(frames):
     return next((f for f in frames if f.kind == KIND and f.name in LEAF_OF), None)
-
-
-def follows(names, path):
-    """path appears in names in this order (other frames may sit between)."""
-    it = iter(names)
-    return all(any(n == p for n in it) for p in path)
 
 
 def native_between(frames):
@@ -129,10 +71,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0):
     loop's; Cart::handle's the call's; array_map between PHP frames; PHP frames typed."""
     counts, complete, hot, callers, between, typed = collections.Counter(), 0, 0, 0, 0, 0
     bad, lines = [], collections.defaultdict(collections.Counter)
-    for _, n, frames in samples:
-        leaf = innermost_leaf(frames)
-        if not leaf:
-            continue
+    for n, frames, leaf in in_leaves(samples, innermost_leaf):
         key = LEAF_OF[leaf.name]
         counts[key] += n
         lines[key][leaf.line] += n
@@ -153,12 +92,9 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0):
             between += n
         if all(f.kind == KIND for f in frames if f.file.endswith(".php")):
             typed += n
+    result = leaf_shares(label, counts, truth, min_samples, bad, " ((n): native)")
     total = sum(counts.values())
-    log(f"  {label}: {total} samples in the leaves")
-    for ex in bad:
-        log(f"    incomplete ((n): native): {ex}")
-    assert total >= min_samples, f"{label}: too few samples ({total})"
-    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+    shares = {leaf: got for leaf, (got, _) in result.items()}
     for leaf in LEAVES:
         log(f"    {NAMES[leaf]}: {shares[leaf]:.1f}% (truth {truth[leaf]:.1f}%), lines "
             f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
@@ -167,9 +103,7 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0):
     log(f"    complete to {path[0]} and _start: {pct['complete']:.2f}%, the leaf's line exact: "
         f"{pct['hot']:.2f}%, callers' lines: {pct['callers']:.2f}%, {MAP} between PHP frames "
         f"with native frames: {pct['between']:.2f}%")
-    for leaf in LEAVES:
-        assert abs(shares[leaf] - truth[leaf]) <= tolerance, \
-            f"{label}: {leaf} {shares[leaf]:.1f}% vs truth {truth[leaf]:.1f}%"
+    assert_shares(label, result, tolerance)
     assert pct["complete"] >= 99.0, f"{label}: only {pct['complete']:.2f}% complete"
     assert pct["hot"] >= 95.0, f"{label}: the leaf's line exact in only {pct['hot']:.2f}%"
     assert pct["callers"] >= 99.0, f"{label}: callers' lines right in only {pct['callers']:.2f}%"
@@ -179,37 +113,14 @@ def check_split(label, samples, truth, path, min_samples=2000, tolerance=3.0):
 
 
 def run_workload(wd, label, mode, seconds, env=None, min_samples=2000, attempts=4):
-    """Runs phpsplit MODE under ember; returns (pid, samples, stats, truth, outs). On a busy
-    machine the workload gets less CPU: it is recorded again (up to attempts times) until
-    min_samples of its samples reach the leaves."""
+    """Runs phpsplit MODE under ember; returns (pid, samples, stats, truth, outs)
+    (interplib's run_workload says how)."""
     if not os.path.exists(PHP):
         skip_or_fail(f"{PHP} is missing: run scripts/install-deps.sh")
-    truth_file = os.path.join(wd, f"{label}-{mode}.truth")
-    wl = start([PHP, WORKLOAD, mode, str(attempts * seconds + 60)],
-               env=dict(env or os.environ, EMBER_TRUTH_FILE=truth_file))
-    samples, stats, outs = [], collections.Counter(), []
-    try:
-        time.sleep(1.0)  # the interpreter starts
-        for attempt in range(attempts):
-            out = {ext: os.path.join(wd, f"{label}-{mode}-{attempt}.{ext}")
-                   for ext in ("otlp", "folded", "pb.gz")}
-            args = ["record", "-d", str(seconds), "-F", str(HZ), "-p", str(wl.pid)]
-            for path in out.values():
-                args += ["-o", path]
-            ember(*args, timeout=seconds + 120)
-            outs.append(out)
-            samples += [s for s in decode_otlp(out["otlp"]) if s[0] == wl.pid]
-            stats.update({k: v for k, v in pprof_comments(out["pb.gz"]).items()
-                          if isinstance(v, int)})
-            got = sum(n for _, n, f in samples if innermost_leaf(f))
-            if got >= min_samples:
-                break
-            log(f"  {label} {mode}: {got} samples so far (busy machine?): recording again")
-        os.kill(wl.pid, signal.SIGTERM)  # writes its truth (and Excimer's), then exits
-        wl.wait(timeout=60)
-    finally:
-        kill(wl)
-    return wl.pid, samples, stats, read_truth(truth_file), outs
+    pid, samples, stats, truth, _, outs = run_split_workload(
+        wd, WORKLOAD, LEAVES, innermost_leaf, label, PHP, mode, seconds, env=env,
+        min_samples=min_samples, attempts=attempts)
+    return pid, samples, stats, next(iter(truth.values())), outs
 
 
 WD = None
@@ -231,10 +142,10 @@ def test_known_split():
 
 def test_recursion_marker():
     _, samples, stats, truth, _ = run_workload(WD, "php8.2", "recursion", 8, min_samples=1500)
-    marked = sum(n for _, n, frames in samples
-                 if innermost_leaf(frames) and any(f.name == TRUNCATED for f in frames))
-    leaf = sum(n for _, n, frames in samples if innermost_leaf(frames))
-    depth = max(len(php_names(frames)) for _, _, frames in samples if innermost_leaf(frames))
+    marked = sum(n for n, frames, _ in in_leaves(samples, innermost_leaf)
+                 if any(f.name == TRUNCATED for f in frames))
+    leaf = sum(n for n, _, _ in in_leaves(samples, innermost_leaf))
+    depth = max(len(php_names(frames)) for _, frames, _ in in_leaves(samples, innermost_leaf))
     log(f"  recursion: {marked} of {leaf} leaf samples end their PHP frames in {TRUNCATED}, "
         f"{depth} PHP frames at most; php.markers_truncated="
         f"{stats.get('php.markers_truncated', 0)}")
@@ -242,10 +153,8 @@ def test_recursion_marker():
     assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
     assert stats.get("php.markers_truncated", 0) > 0
     counts = collections.Counter()
-    for _, n, frames in samples:
-        f = innermost_leaf(frames)
-        if f:
-            counts[LEAF_OF[f.name]] += n
+    for n, _, f in in_leaves(samples, innermost_leaf):
+        counts[LEAF_OF[f.name]] += n
     for l in LEAVES:
         got = 100.0 * counts[l] / leaf
         log(f"    {NAMES[l]}: {got:.1f}% (truth {truth[l]:.1f}%)")
