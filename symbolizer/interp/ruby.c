@@ -47,9 +47,11 @@ struct rb_frame {
 	bool has_iseq;
 	struct ember_rb_iseq iseq; /* Ruby code */
 	char *name;
-	/* A method named without its class because the class could not be read (as while
-	 * GC.compact moves it): qualified again at the first use after class_retry_ns. */
+	/* A method or C function named without its class because the class could not be read
+	 * (as while GC.compact moves it): named again at each of its next
+	 * EMBER_RB_CLASS_TRIES uses, then at the first use after class_retry_ns. */
 	bool unqualified;
+	uint8_t class_tries; /* tried again at once, at first: a compaction passes in moments */
 	uint64_t class_retry_ns;
 	/* The last instruction resolved and its line: samples repeat them. */
 	uint32_t last_pos;
@@ -280,9 +282,13 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint
 			ember_rb_cfunc_free(&c);
 			err = -ESTALE;
 		}
-		if (!err)
-			f->name = c.name;
-		return err;
+		if (err)
+			return err;
+		f->name = c.name;
+		/* As for a method: a class not readable now (GC.compact) is tried again. */
+		f->unqualified = c.class_error && c.class_error != -ENOENT;
+		f->class_retry_ns = now_ns + EMBER_RB_CLASS_RETRY_NS;
+		return 0;
 	}
 	if (kind == EMBER_RB_FRAME_METHOD)
 		err = ember_rb_method_body(l, ember_interp_mem_read, &p->proc.mem, addr, &body);
@@ -298,6 +304,27 @@ static int read_frame(struct rb_process *p, uint64_t w0, uint32_t checksum, uint
 	return name_iseq(p, f, kind == EMBER_RB_FRAME_METHOD ? addr : 0, now_ns);
 }
 
+/* Names again a frame named without its class: a method by its entry, a C function by
+ * reading its entry again (a failure keeps the name it has). */
+static void requalify(struct rb_process *p, struct rb_frame *f, uint64_t w0, uint32_t checksum,
+                      uint64_t now_ns)
+{
+	struct rb_frame again = {0};
+
+	if (f->has_iseq) {
+		name_iseq(p, f, w0 & ADDR_MASK, now_ns);
+		return;
+	}
+	if (read_frame(p, w0, checksum, now_ns, &again)) {
+		f->class_retry_ns = now_ns + EMBER_RB_CLASS_RETRY_NS;
+		return;
+	}
+	free(f->name);
+	f->name = again.name;
+	f->unqualified = again.unqualified;
+	f->class_retry_ns = again.class_retry_ns;
+}
+
 /* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
 static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, uint64_t w0,
                                  uint32_t checksum, uint64_t now_ns)
@@ -308,9 +335,11 @@ static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, ui
 	size_t bytes;
 	int err;
 
-	if (c && c->unqualified && now_ns >= c->class_retry_ns &&
+	if (c && c->unqualified &&
+	    (c->class_tries < EMBER_RB_CLASS_TRIES ? ++c->class_tries
+	                                           : now_ns >= c->class_retry_ns) &&
 	    !ember_interp_mem_open(&p->proc.mem, rb->broker, now_ns))
-		name_iseq(p, c, key.addr & ADDR_MASK, now_ns);
+		requalify(p, c, key.addr, checksum, now_ns);
 	if (c || !p->layout.major)
 		return c;
 	/* Not in the cache: read it, if the process can be read now. */

@@ -29,7 +29,8 @@
 #define EMBER_RB_CACHE_ENTRIES  65536
 #define EMBER_RB_CACHE_BYTES    (32u << 20)
 #define EMBER_RB_FILE_RETRY_NS  (30ull * 1000000000ull) /* a file that could not be opened */
-#define EMBER_RB_CLASS_RETRY_NS (100ull * 1000000ull)   /* a class that could not be read */
+#define EMBER_RB_CLASS_RETRY_NS (100ull * 1000000ull)   /* a class that could not be read, */
+#define EMBER_RB_CLASS_TRIES    8                       /* after this many tries at once */
 
 /* The Ruby reader (interp_ops.h), listed in interp.c's registry. */
 extern const struct ember_interp_ops ember_ruby_ops;

@@ -678,6 +678,7 @@ int ember_rb_read_cfunc(const struct ember_rb_layout *l, ember_rb_read_fn read, 
 	                          &singleton);
 	if (err) {
 		out->name = method;
+		out->class_error = err;
 		return err == -ENOMEM ? (ember_rb_cfunc_free(out), err) : 0;
 	}
 	err = asprintf(&out->name, "%s%s%s", cls, singleton ? "." : "#", method);

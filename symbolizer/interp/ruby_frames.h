@@ -103,6 +103,7 @@ int ember_rb_iseq_name(const struct ember_rb_iseq *is, const char *class_path, b
 struct ember_rb_cfunc {
 	uint32_t checksum; /* ember_interp_checksum(def, called_id, owner), as the walker */
 	char *name;        /* "Integer#times", "Process.clock_gettime", or "times" unqualified */
+	int class_error;   /* why name is unqualified: ember_rb_class_path's error; 0 if not */
 };
 
 /*
