@@ -40,6 +40,19 @@ uint32_t ember_elf_image_segments(const struct ember_elf_image *f, struct ember_
 	return (uint32_t)f->nloads;
 }
 
+int ember_elf_image_start(Elf *elf, struct ember_elf_image *f, struct ember_elf_segment *segs,
+                          uint32_t *nsegs, const char *const *names, size_t n,
+                          struct ember_elf_sym *syms)
+{
+	int err = ember_elf_image_open(elf, f);
+
+	if (err)
+		return err;
+	*nsegs = ember_elf_image_segments(f, segs);
+	ember_elf_image_symbols(f, names, n, syms);
+	return 0;
+}
+
 int ember_elf_image_read(const struct ember_elf_image *f, uint64_t vaddr, void *buf, size_t len)
 {
 	for (size_t i = 0; i < f->nloads; i++) {

@@ -50,6 +50,12 @@ int ember_elf_image_open(Elf *elf, struct ember_elf_image *f);
 /* Copies the loadable segments (at most EMBER_ELF_IMAGE_MAX_SEGMENTS) to out: how many. */
 uint32_t ember_elf_image_segments(const struct ember_elf_image *f, struct ember_elf_segment *out);
 
+/* What each reader does first: opens elf (ember_elf_image_open), copies its segments to
+ * segs (*nsegs of them) and finds the n names into syms. 0, or -ENOEXEC. */
+int ember_elf_image_start(Elf *elf, struct ember_elf_image *f, struct ember_elf_segment *segs,
+                          uint32_t *nsegs, const char *const *names, size_t n,
+                          struct ember_elf_sym *syms);
+
 /* Reads len bytes at ELF address vaddr, from a loadable segment's file bytes. */
 int ember_elf_image_read(const struct ember_elf_image *f, uint64_t vaddr, void *buf, size_t len);
 

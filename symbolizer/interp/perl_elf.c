@@ -67,11 +67,9 @@ static int read_elf(Elf *elf, void *facts)
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = ember_elf_image_open(elf, &f);
+	err = ember_elf_image_start(elf, &f, out->segs, &out->nsegs, wanted_names, W_COUNT, syms);
 	if (err)
 		return err;
-	out->nsegs = ember_elf_image_segments(&f, out->segs);
-	ember_elf_image_symbols(&f, wanted_names, W_COUNT, syms);
 	/* The interpreter's loop is what makes a file Perl's; the rest says whether ember can
 	 * walk it. */
 	if (syms[W_RUNOPS].addr)

@@ -77,18 +77,17 @@ static void php_facts(const struct ember_elf_image *f, const struct ember_elf_sy
 	out->kind = EMBER_PHP_ELF_PHP;
 }
 
-static int read_elf(Elf *elf, struct ember_php_elf *out)
+static int read_elf(Elf *elf, void *facts)
 {
+	struct ember_php_elf *out = facts;
 	struct ember_elf_image f;
 	struct ember_elf_sym syms[W_COUNT];
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = ember_elf_image_open(elf, &f);
+	err = ember_elf_image_start(elf, &f, out->segs, &out->nsegs, wanted_names, W_COUNT, syms);
 	if (err)
 		return err;
-	out->nsegs = ember_elf_image_segments(&f, out->segs);
-	ember_elf_image_symbols(&f, wanted_names, W_COUNT, syms);
 	/* The engine's loop is what makes a file PHP's; the rest says whether ember can walk it. */
 	if (syms[W_EXECUTE_EX].addr)
 		php_facts(&f, syms, out);
@@ -97,24 +96,10 @@ static int read_elf(Elf *elf, struct ember_php_elf *out)
 
 int ember_php_elf_read(int fd, struct ember_php_elf *out)
 {
-	Elf *elf;
-	int err;
-
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = read_elf(elf, out);
-	elf_end(elf);
-	return err;
+	return ember_elf_read_fd(fd, read_elf, out);
 }
 
 int ember_php_elf_read_mem(const void *image, size_t len, struct ember_php_elf *out)
 {
-	Elf *elf;
-	int err;
-
-	elf_version(EV_CURRENT);
-	elf = elf_memory((char *)image, len);
-	err = read_elf(elf, out);
-	elf_end(elf);
-	return err;
+	return ember_elf_read_memory(image, len, read_elf, out);
 }

@@ -322,13 +322,12 @@ static int read_elf(Elf *elf, const char *path, struct ember_py_elf *out)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	err = ember_elf_image_open(elf, &f->img);
+	err = ember_elf_image_start(elf, &f->img, out->segs, &out->nsegs, wanted_names, W_COUNT,
+	                            f->syms);
 	if (err) {
 		free(f);
 		return err;
 	}
-	out->nsegs = ember_elf_image_segments(&f->img, out->segs);
-	ember_elf_image_symbols(&f->img, wanted_names, W_COUNT, f->syms);
 	for (int w = 0; w < W_COUNT; w++) /* no thread-local variable is wanted */
 		if (f->syms[w].type == STT_TLS)
 			f->syms[w] = (struct ember_elf_sym){0};

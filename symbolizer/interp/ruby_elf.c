@@ -200,19 +200,18 @@ static void ruby_facts(const struct ember_elf_image *f, const struct ember_elf_s
 	out->kind = EMBER_RB_ELF_RUBY;
 }
 
-static int read_elf(Elf *elf, struct ember_rb_elf *out)
+static int read_elf(Elf *elf, void *facts)
 {
+	struct ember_rb_elf *out = facts;
 	struct ember_elf_image f;
 	struct ember_elf_sym syms[W_COUNT];
 	uint8_t code[STUB_BYTES];
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = ember_elf_image_open(elf, &f);
+	err = ember_elf_image_start(elf, &f, out->segs, &out->nsegs, wanted_names, W_COUNT, syms);
 	if (err)
 		return err;
-	out->nsegs = ember_elf_image_segments(&f, out->segs);
-	ember_elf_image_symbols(&f, wanted_names, W_COUNT, syms);
 	if (syms[W_TLS_GET_ADDR].addr && syms[W_TLS_GET_ADDR].type == STT_FUNC &&
 	    !ember_elf_image_read(&f, syms[W_TLS_GET_ADDR].addr, code, sizeof(code)))
 		out->has_dtv =
@@ -224,24 +223,10 @@ static int read_elf(Elf *elf, struct ember_rb_elf *out)
 
 int ember_rb_elf_read(int fd, struct ember_rb_elf *out)
 {
-	Elf *elf;
-	int err;
-
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = read_elf(elf, out);
-	elf_end(elf);
-	return err;
+	return ember_elf_read_fd(fd, read_elf, out);
 }
 
 int ember_rb_elf_read_mem(const void *image, size_t len, struct ember_rb_elf *out)
 {
-	Elf *elf;
-	int err;
-
-	elf_version(EV_CURRENT);
-	elf = elf_memory((char *)image, len);
-	err = read_elf(elf, out);
-	elf_end(elf);
-	return err;
+	return ember_elf_read_memory(image, len, read_elf, out);
 }

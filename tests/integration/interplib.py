@@ -134,6 +134,31 @@ def assert_shares(label, shares, tolerance):
         assert abs(got - want) <= tolerance, f"{label}: {leaf} {got:.1f}% vs truth {want:.1f}%"
 
 
+def check_marker_cut(runtime, samples, stats, truth, leaf_of, names_of, leaf_name, marker,
+                     min_samples=1500):
+    """A recursion deeper than the frame budget: 99% of the leaf samples end their runtime's
+    frames in marker, its statistic counts the marker, and the leaves' shares still follow
+    the truth (leaf_name: the truth's leaf of a leaf frame's name; names_of: a sample's
+    frames of the runtime, for the depth logged)."""
+    leaves = list(in_leaves(samples, leaf_of))
+    marked = sum(n for n, frames, _ in leaves if any(f.name == marker for f in frames))
+    leaf = sum(n for n, _, _ in leaves)
+    depth = max((len(names_of(frames)) for _, frames, _ in leaves), default=0)
+    counted = stats.get(f"{runtime}.markers_truncated", 0)
+    log(f"  recursion: {marked} of {leaf} leaf samples end their {runtime} frames in {marker}, "
+        f"{depth} {runtime} frames at most; {runtime}.markers_truncated={counted}")
+    assert leaf >= min_samples, f"too few leaf samples ({leaf})"
+    assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
+    assert counted > 0, f"{runtime}.markers_truncated counts nothing"
+    counts = collections.Counter()
+    for n, _, f in leaves:
+        counts[leaf_name(f.name)] += n
+    for l, want in truth.items():
+        got = 100.0 * counts[l] / leaf
+        log(f"    {l}: {got:.1f}% (truth {want:.1f}%)")
+        assert abs(got - want) <= 3.0, f"{l}: {got:.1f}% vs truth {want:.1f}%"
+
+
 def record(wd, name, pids, seconds, extra=()):
     """Records pids for seconds at HZ into wd/NAME.{otlp,folded,pb.gz}; returns their paths."""
     outs = {ext: os.path.join(wd, f"{name}.{ext}") for ext in ("otlp", "folded", "pb.gz")}

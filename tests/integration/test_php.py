@@ -26,8 +26,8 @@ import re
 import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, follows, in_leaves, leaf_shares, marked_lines,
-                       run_workload as run_split_workload)
+from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
+                       marked_lines, run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
 PHP = "/usr/bin/php8.2"
@@ -142,23 +142,8 @@ def test_known_split():
 
 def test_recursion_marker():
     _, samples, stats, truth, _ = run_workload(WD, "php8.2", "recursion", 8, min_samples=1500)
-    marked = sum(n for n, frames, _ in in_leaves(samples, innermost_leaf)
-                 if any(f.name == TRUNCATED for f in frames))
-    leaf = sum(n for n, _, _ in in_leaves(samples, innermost_leaf))
-    depth = max(len(php_names(frames)) for _, frames, _ in in_leaves(samples, innermost_leaf))
-    log(f"  recursion: {marked} of {leaf} leaf samples end their PHP frames in {TRUNCATED}, "
-        f"{depth} PHP frames at most; php.markers_truncated="
-        f"{stats.get('php.markers_truncated', 0)}")
-    assert leaf >= 1500, f"too few leaf samples ({leaf})"
-    assert marked >= 0.99 * leaf, "the recursion's samples lack the marker"
-    assert stats.get("php.markers_truncated", 0) > 0
-    counts = collections.Counter()
-    for n, _, f in in_leaves(samples, innermost_leaf):
-        counts[LEAF_OF[f.name]] += n
-    for l in LEAVES:
-        got = 100.0 * counts[l] / leaf
-        log(f"    {NAMES[l]}: {got:.1f}% (truth {truth[l]:.1f}%)")
-        assert abs(got - truth[l]) <= 3.0
+    check_marker_cut("php", samples, stats, {l: truth[l] for l in LEAVES}, innermost_leaf,
+                     php_names, lambda name: LEAF_OF[name], TRUNCATED)
 
 
 def test_excimer_beside():
