@@ -27,11 +27,13 @@ import subprocess
 import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
-                       marked_lines, run_workload as run_split_workload)
+from interplib import (assert_shares, check_marker_cut, CTR, follows, in_leaves, leaf_shares,
+                       marked_lines, own_namespaces, record_started_after,
+                       run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
 PERL = "/usr/bin/perl"
+LIBPERL = "/usr/lib/x86_64-linux-gnu/libperl.so.5.36"
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 KIND = "perl"  # OTLP's profile.frame.type for Perl frames
 NAMES = {leaf: f"Shop::Cart::{leaf}" for leaf in LEAVES}
@@ -158,6 +160,24 @@ def test_recursion_marker():
                      perl_names, lambda name: LEAF_OF[name], TRUNCATED)
 
 
+def test_process_started_after_ember():
+    samples, truth, _ = record_started_after(WD, [PERL, WORKLOAD, "split", "8"], 14, LEAVES)
+    check_split("started after", samples, next(iter(truth.values())), SPLIT_PATH,
+                min_samples=1000)
+
+
+def test_process_in_its_own_mount_and_pid_namespace():
+    """perl and libperl live only in the process's mount namespace (a tmpfs over
+    /opt/ember-ctr): the broker reaches them through the process, not by path."""
+    if not os.path.exists(PERL) or not os.path.exists(LIBPERL):
+        skip_or_fail(f"{PERL} or {LIBPERL} is missing: run scripts/install-deps.sh")
+    with own_namespaces([PERL, LIBPERL]) as (cmd_prefix, ctr_exe):
+        _, samples, _, truth, _, _ = run_split_workload(
+            WD, WORKLOAD, LEAVES, innermost_leaf, "ctr", ctr_exe, "split", 8,
+            cmd_prefix=cmd_prefix, env=dict(os.environ, LD_LIBRARY_PATH=CTR))
+    check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
+
+
 # Reads an nytprof.out: per leaf sub, its exclusive time and its lines' times, as JSON.
 NYTPROF_READ = r'''
 use strict; use warnings; use JSON::PP; use Devel::NYTProf::Data;
@@ -210,7 +230,8 @@ def main():
     if not os.path.exists(EMBER):
         skip_or_fail(f"{EMBER} is missing: build first")
     WD = workdir()
-    run_tests([test_known_split, test_recursion_marker, test_nytprof_beside])
+    run_tests([test_known_split, test_recursion_marker, test_process_started_after_ember,
+               test_process_in_its_own_mount_and_pid_namespace, test_nytprof_beside])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
 from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
-                       marked_lines, run_workload as run_split_workload)
+                       marked_lines, own_namespaces, record_started_after,
+                       run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
 PHP = "/usr/bin/php8.2"
@@ -146,6 +147,24 @@ def test_recursion_marker():
                      php_names, lambda name: LEAF_OF[name], TRUNCATED)
 
 
+def test_process_started_after_ember():
+    samples, truth, _ = record_started_after(WD, [PHP, WORKLOAD, "split", "8"], 14, LEAVES)
+    check_split("started after", samples, next(iter(truth.values())), SPLIT_PATH,
+                min_samples=1000)
+
+
+def test_process_in_its_own_mount_and_pid_namespace():
+    """php8.2 lives only in the process's mount namespace (a tmpfs over /opt/ember-ctr): the
+    broker reaches it through the process, not by path."""
+    if not os.path.exists(PHP):
+        skip_or_fail(f"{PHP} is missing: run scripts/install-deps.sh")
+    with own_namespaces([PHP]) as (cmd_prefix, ctr_exe):
+        _, samples, _, truth, _, _ = run_split_workload(
+            WD, WORKLOAD, LEAVES, innermost_leaf, "ctr", ctr_exe, "split", 8,
+            cmd_prefix=cmd_prefix)
+    check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
+
+
 def test_excimer_beside():
     """Excimer (CPU time, 1 ms) in the same process while ember records it."""
     excimer = os.path.join(WD, "excimer.json")
@@ -173,7 +192,8 @@ def main():
     if not os.path.exists(EMBER):
         skip_or_fail(f"{EMBER} is missing: build first")
     WD = workdir()
-    run_tests([test_known_split, test_recursion_marker, test_excimer_beside])
+    run_tests([test_known_split, test_recursion_marker, test_process_started_after_ember,
+               test_process_in_its_own_mount_and_pid_namespace, test_excimer_beside])
 
 
 if __name__ == "__main__":
