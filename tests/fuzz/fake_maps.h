@@ -44,10 +44,13 @@ static const int *fake_proc_fds_get(void)
 	static int fds[EMBER_PROC_MAPS];
 
 	for (size_t i = 0; i < EMBER_PROC_MAPS; i++)
-		fds[i] = i == 0 ? FD_PROCS : i == 1 ? FD_INDEX : i == 1 + EMBER_RUNTIME_PYTHON ? FD_PY : -1;
+		fds[i] = i == 0                          ? FD_PROCS
+		         : i == 1                        ? FD_INDEX
+		         : i == 1 + EMBER_RUNTIME_PYTHON ? FD_PY
+		                                         : -1;
 	return fds;
 }
-#define fake_proc_fds fake_proc_fds_get()
+#define fake_proc_fds   fake_proc_fds_get()
 #define MAX_BLOCKS_HERE 256 /* the stand-in blocks map's capacity (the budget is 64) */
 #define ROW_BUDGET      (64u * EMBER_UNWIND_BLOCK_ROWS)
 
@@ -306,18 +309,19 @@ static bool row_as_the_unwinder_reads_it(const struct ember_unwind_row *r)
 }
 
 /*
- * What python.bpf.h assumes of a row it walks with (python.h), said on its own terms: each
- * window it reads is at most EMBER_PY_WINDOW bytes and every field it takes from a window lies
- * whole inside it; the pointers it follows start from a user address; the loop's parts are
- * non-empty user ranges, the first present; each enum is one the walker knows.
+ * What python.bpf.h assumes of a row it walks with (python.h), said on its own terms: every
+ * field it takes from a window lies whole inside the bytes read there; the pointers it follows
+ * start from a user address; the loop's parts are non-empty user ranges, the first present;
+ * each enum is one the walker knows. A window larger than EMBER_PY_WINDOW may pass: the
+ * walker itself refuses to read one (py_step), so the collector no longer checks it.
  */
 static bool python_row_as_the_walker_reads_it(const struct ember_py_proc *r)
 {
 	unsigned instr_bytes = r->instr == EMBER_PY_INSTR_LASTI ? 4 : 8;
-	bool frame = r->frame_read <= EMBER_PY_WINDOW && r->frame_code + 8u <= r->frame_read &&
-	             r->frame_back + 8u <= r->frame_read && r->frame_entry < r->frame_read &&
+	bool frame = r->frame_code + 8u <= r->frame_read && r->frame_back + 8u <= r->frame_read &&
+	             r->frame_entry < r->frame_read &&
 	             r->frame_instr + instr_bytes <= r->frame_read;
-	bool code = r->code_read <= EMBER_PY_WINDOW && r->code_argcount + 4u <= r->code_read &&
+	bool code = r->code_argcount + 4u <= r->code_read &&
 	            r->code_firstlineno + 4u <= r->code_read && r->code_name + 8u <= r->code_read &&
 	            r->code_filename + 8u <= r->code_read;
 	bool loop = r->eval_end[0] > r->eval_start[0] && r->eval_end[0] <= EMBER_PY_USER_LIMIT &&
@@ -338,8 +342,8 @@ static bool python_row_as_the_walker_reads_it(const struct ember_py_proc *r)
 static void interp_check(void)
 {
 	for (size_t i = 0; i < 64; i++) {
-		if (interp_index[i].used && (interp_index[i].runtime < 1 ||
-		                             interp_index[i].runtime >= EMBER_RUNTIME_MAX))
+		if (interp_index[i].used &&
+		    (interp_index[i].runtime < 1 || interp_index[i].runtime >= EMBER_RUNTIME_MAX))
 			maps_finding("an index entry of no runtime", interp_index[i].pid,
 			             interp_index[i].runtime);
 		if (py_rows[i].used && !python_row_as_the_walker_reads_it(&py_rows[i].row))
@@ -351,15 +355,16 @@ static void files_check(void)
 {
 	for (size_t i = 0; i < 64; i++) {
 		const struct ember_file_entry *f = &files[i].file;
-		bool ok = f->nsegs <= EMBER_UNWIND_FILE_SEGS && !f->reserved && !files[i].key.reserved &&
+		bool ok = f->nsegs <= EMBER_UNWIND_FILE_SEGS && !f->reserved &&
+		          !files[i].key.reserved &&
 		          (f->table == EMBER_UNWIND_NO_TABLE || f->table < EMBER_UNWIND_MAX_TABLES);
 
 		for (uint32_t s = 0; ok && s < f->nsegs && s < EMBER_UNWIND_FILE_SEGS; s++)
 			ok = f->segs[s].start < f->segs[s].end &&
 			     (!s || f->segs[s].start >= f->segs[s - 1].end);
 		if (files[i].used && !ok)
-			maps_finding("a file entry the unwinder cannot search", (long)files[i].key.ino,
-			             f->nsegs);
+			maps_finding("a file entry the unwinder cannot search",
+			             (long)files[i].key.ino, f->nsegs);
 	}
 }
 
@@ -390,7 +395,8 @@ static void maps_check(const struct ember_tables *t)
 				const struct ember_unwind_row *r = &e->block.rows[i];
 
 				if (!row_as_the_unwinder_reads_it(r))
-					maps_finding("a row the unwinder cannot read", slot, r->kind);
+					maps_finding("a row the unwinder cannot read", slot,
+					             r->kind);
 				if (r->pc < last_pc)
 					maps_finding("rows out of order", slot, r->pc);
 				last_pc = r->pc;
@@ -419,9 +425,11 @@ static void maps_check(const struct ember_tables *t)
 			const struct ember_unwind_mapping *e = &p->mappings[m];
 
 			if (e->start >= e->end || (m && e->start < p->mappings[m - 1].end) ||
-			    (e->table != EMBER_UNWIND_NO_TABLE && e->table >= EMBER_UNWIND_MAX_TABLES) ||
+			    (e->table != EMBER_UNWIND_NO_TABLE &&
+			     e->table >= EMBER_UNWIND_MAX_TABLES) ||
 			    e->reserved)
-				maps_finding("a mapping the unwinder cannot search", procs[i].pid, m);
+				maps_finding("a mapping the unwinder cannot search", procs[i].pid,
+				             m);
 		}
 	}
 }
@@ -436,12 +444,12 @@ static void maps_check_empty(void)
 	}
 	for (size_t i = 0; i < MAX_BLOCKS_HERE; i++)
 		if (blocks[i].used)
-			maps_finding("a block left after the reset", blocks[i].key.table, blocks[i].key.block);
+			maps_finding("a block left after the reset", blocks[i].key.table,
+			             blocks[i].key.block);
 	for (size_t i = 0; i < 64; i++)
 		if (procs[i].used || interp_index[i].used || py_rows[i].used || files[i].used)
 			maps_finding("a process left after the reset", procs[i].pid, 0);
 }
-
 
 static void maps_clear(void)
 {
