@@ -159,6 +159,24 @@ def check_marker_cut(runtime, samples, stats, truth, leaf_of, names_of, leaf_nam
         assert abs(got - want) <= 3.0, f"{l}: {got:.1f}% vs truth {want:.1f}%"
 
 
+def check_peer(peer_name, peer, weight, names, shares, lines, truth, tolerance=5.0):
+    """A peer profiler beside ember in the same process: peer is {leaf: {"name", weight,
+    "lines": {line: weight}}}; each leaf's name is names[leaf], its hottest line ember's
+    (lines: {leaf: Counter of lines}), its share within tolerance points of ember's."""
+    total = sum(v[weight] for v in peer.values())
+    assert total > 0, f"{peer_name} measured nothing in the leaves"
+    for leaf in truth:
+        got = 100.0 * peer[leaf][weight] / total
+        hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
+        ours = lines[leaf].most_common(1)[0][0]
+        log(f"    {peer_name} {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, "
+            f"truth {truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
+        assert peer[leaf]["name"] == names[leaf], f"{peer_name} names {leaf} {peer[leaf]['name']}"
+        assert int(hottest) == ours, f"hottest lines of {leaf}: {peer_name} {hottest}, ember {ours}"
+        assert abs(got - shares[leaf]) <= tolerance, \
+            f"{leaf}: {peer_name} {got:.1f}% vs {shares[leaf]:.1f}%"
+
+
 def record(wd, name, pids, seconds, extra=()):
     """Records pids for seconds at HZ into wd/NAME.{otlp,folded,pb.gz}; returns their paths."""
     outs = {ext: os.path.join(wd, f"{name}.{ext}") for ext in ("otlp", "folded", "pb.gz")}

@@ -27,8 +27,8 @@ import subprocess
 import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, CTR, follows, in_leaves, leaf_shares,
-                       marked_lines, own_namespaces, record_started_after,
+from interplib import (CTR, assert_shares, check_marker_cut, check_peer, follows, in_leaves,
+                       leaf_shares, marked_lines, own_namespaces, record_started_after,
                        run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
@@ -211,17 +211,7 @@ def test_nytprof_beside():
                                 min_samples=1500)
     peer = json.loads(subprocess.run([PERL, "-e", NYTPROF_READ, out, WORKLOAD], check=True,
                                      capture_output=True, text=True, timeout=300).stdout)
-    total = sum(v["excl"] for v in peer.values())
-    assert total > 0, "NYTProf measured no time in the leaves"
-    for leaf in LEAVES:
-        got = 100.0 * peer[leaf]["excl"] / total
-        hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
-        ours = lines[leaf].most_common(1)[0][0]
-        log(f"    NYTProf {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, truth "
-            f"{truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
-        assert peer[leaf]["name"] == NAMES[leaf], f"NYTProf names {leaf} {peer[leaf]['name']}"
-        assert int(hottest) == ours, f"hottest lines of {leaf}: NYTProf {hottest}, ember {ours}"
-        assert abs(got - shares[leaf]) <= 5.0, f"{leaf}: NYTProf {got:.1f}% vs {shares[leaf]:.1f}%"
+    check_peer("NYTProf", peer, "excl", NAMES, shares, lines, {l: truth[l] for l in LEAVES})
 
 
 def main():

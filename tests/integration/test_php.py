@@ -26,8 +26,8 @@ import re
 import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
-                       marked_lines, own_namespaces, record_started_after,
+from interplib import (assert_shares, check_marker_cut, check_peer, follows, in_leaves,
+                       leaf_shares, marked_lines, own_namespaces, record_started_after,
                        run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
@@ -175,15 +175,7 @@ def test_excimer_beside():
         peer = json.load(f)
     total = sum(v["samples"] for v in peer.values())
     assert total >= 500, f"Excimer has too few samples ({total})"
-    for leaf in LEAVES:
-        got = 100.0 * peer[leaf]["samples"] / total
-        hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
-        ours = lines[leaf].most_common(1)[0][0]
-        log(f"    Excimer {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, truth "
-            f"{truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
-        assert peer[leaf]["name"] == NAMES[leaf], f"Excimer names {leaf} {peer[leaf]['name']}"
-        assert int(hottest) == ours, f"hottest lines of {leaf}: Excimer {hottest}, ember {ours}"
-        assert abs(got - shares[leaf]) <= 5.0, f"{leaf}: Excimer {got:.1f}% vs {shares[leaf]:.1f}%"
+    check_peer("Excimer", peer, "samples", NAMES, shares, lines, {l: truth[l] for l in LEAVES})
 
 
 def main():
