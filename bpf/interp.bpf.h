@@ -105,6 +105,15 @@ static __always_inline __u32 interp_win_u32(const __u8 *win, __u32 size, __u32 o
 	return *(const __u32 *)(win + off);
 }
 
+/* Reads len bytes at addr into a walker's window of size bytes: 0, or an error (len past the
+ * window, no address, memory not there). */
+static __always_inline long interp_win_read(__u8 *win, __u32 size, __u32 len, __u64 addr)
+{
+	if (len > size || !addr)
+		return -1;
+	return bpf_probe_read_user(win, len, (const void *)addr);
+}
+
 /* The value of glibc's pthread key whose number is the u32 at key_addr, in the current
  * thread (slot k at thread pointer + tsd_offset + 16 * k, for the first nkeys keys); 0. */
 static __always_inline __u64 interp_pthread_value(__u64 key_addr, __u64 tsd_offset, __u32 nkeys)

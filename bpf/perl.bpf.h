@@ -58,15 +58,11 @@ static __always_inline struct perl_scratch *perl_scratch(struct sample_scratch *
 	return (struct perl_scratch *)s->interp;
 }
 
+/* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
 #define pl_u64(win, off) interp_win_u64(win, EMBER_PERL_WINDOW, off)
 #define pl_u32(win, off) interp_win_u32(win, EMBER_PERL_WINDOW, off)
 
-/* Reads a window of len bytes (at most EMBER_PERL_WINDOW) at addr: 0 or an error. */
-static __always_inline long pl_read(__u8 *win, __u32 len, __u64 addr)
-{
-	return len > EMBER_PERL_WINDOW || !addr ? -1
-	                                        : bpf_probe_read_user(win, len, (const void *)addr);
-}
+#define pl_read(win, len, addr) interp_win_read(win, EMBER_PERL_WINDOW, len, addr)
 
 /* Enters the stackinfo at si: its context stack and innermost frame. 0 or an error. */
 static __always_inline long pl_enter_si(struct perl_scratch *ps, __u64 si)

@@ -46,27 +46,10 @@ static __always_inline struct php_scratch *php_scratch(struct sample_scratch *s)
 	return (struct php_scratch *)s->interp;
 }
 
-static __always_inline __u64 php_u64(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PHP_WINDOW - 8)
-		return 0;
-	return *(const __u64 *)(win + off);
-}
-
-static __always_inline __u32 php_u32(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PHP_WINDOW - 4)
-		return 0;
-	return *(const __u32 *)(win + off);
-}
-
-/* Reads a window of len bytes (at most EMBER_PHP_WINDOW) at addr: 0 or an error. */
-static __always_inline long php_read(__u8 *win, __u32 len, __u64 addr)
-{
-	if (len > EMBER_PHP_WINDOW || !addr)
-		return -1;
-	return bpf_probe_read_user(win, len, (const void *)addr);
-}
+/* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
+#define php_u64(win, off) interp_win_u64(win, EMBER_PHP_WINDOW, off)
+#define php_u32(win, off) interp_win_u32(win, EMBER_PHP_WINDOW, off)
+#define php_read(win, len, addr) interp_win_read(win, EMBER_PHP_WINDOW, len, addr)
 
 /* The engine's current call frame; 0 without one. */
 static __always_inline __u64 php_first_frame(const struct ember_php_proc *p)

@@ -42,20 +42,9 @@ static __always_inline struct py_scratch *py_scratch(struct sample_scratch *s)
 	return (struct py_scratch *)s->interp;
 }
 
-static __always_inline __u64 py_u64(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PY_WINDOW - 8)
-		return 0;
-	return *(const __u64 *)(win + off);
-}
-
-static __always_inline __u32 py_u32(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_PY_WINDOW - 4)
-		return 0;
-	return *(const __u32 *)(win + off);
-}
-
+/* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
+#define py_u64(win, off) interp_win_u64(win, EMBER_PY_WINDOW, off)
+#define py_u32(win, off) interp_win_u32(win, EMBER_PY_WINDOW, off)
 static __always_inline __u8 py_u8(const __u8 *win, __u32 off)
 {
 	if (off > EMBER_PY_WINDOW - 1)

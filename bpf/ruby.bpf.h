@@ -53,27 +53,10 @@ static __always_inline struct rb_scratch *rb_scratch(struct sample_scratch *s)
 	return (struct rb_scratch *)s->interp;
 }
 
-static __always_inline __u64 rb_u64(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_RB_WINDOW - 8)
-		return 0;
-	return *(const __u64 *)(win + off);
-}
-
-static __always_inline __u32 rb_u32(const __u8 *win, __u32 off)
-{
-	if (off > EMBER_RB_WINDOW - 4)
-		return 0;
-	return *(const __u32 *)(win + off);
-}
-
-/* Reads a window of len bytes (at most EMBER_RB_WINDOW) at addr: 0 or an error. */
-static __always_inline long rb_read(__u8 *win, __u32 len, __u64 addr)
-{
-	if (len > EMBER_RB_WINDOW || !addr)
-		return -1;
-	return bpf_probe_read_user(win, len, (const void *)addr);
-}
+/* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
+#define rb_u64(win, off) interp_win_u64(win, EMBER_RB_WINDOW, off)
+#define rb_u32(win, off) interp_win_u32(win, EMBER_RB_WINDOW, off)
+#define rb_read(win, len, addr) interp_win_read(win, EMBER_RB_WINDOW, len, addr)
 
 static __always_inline bool rb_in(const struct ember_rb_proc *p, int i, __u64 pc)
 {
