@@ -47,8 +47,8 @@ static __always_inline struct php_scratch *php_scratch(struct sample_scratch *s)
 }
 
 /* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
-#define php_u64(win, off) interp_win_u64(win, EMBER_PHP_WINDOW, off)
-#define php_u32(win, off) interp_win_u32(win, EMBER_PHP_WINDOW, off)
+#define php_u64(win, off)        interp_win_u64(win, EMBER_PHP_WINDOW, off)
+#define php_u32(win, off)        interp_win_u32(win, EMBER_PHP_WINDOW, off)
 #define php_read(win, len, addr) interp_win_read(win, EMBER_PHP_WINDOW, len, addr)
 
 /* The engine's current call frame; 0 without one. */

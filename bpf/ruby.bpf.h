@@ -54,8 +54,8 @@ static __always_inline struct rb_scratch *rb_scratch(struct sample_scratch *s)
 }
 
 /* Fields of the walker\'s windows, and reads into them (interp.bpf.h): bounded, 0 past. */
-#define rb_u64(win, off) interp_win_u64(win, EMBER_RB_WINDOW, off)
-#define rb_u32(win, off) interp_win_u32(win, EMBER_RB_WINDOW, off)
+#define rb_u64(win, off)        interp_win_u64(win, EMBER_RB_WINDOW, off)
+#define rb_u32(win, off)        interp_win_u32(win, EMBER_RB_WINDOW, off)
 #define rb_read(win, len, addr) interp_win_read(win, EMBER_RB_WINDOW, len, addr)
 
 static __always_inline bool rb_in(const struct ember_rb_proc *p, int i, __u64 pc)
