@@ -28,7 +28,7 @@ int ember_procs_init(struct ember_procs *t, size_t capacity)
 	for (int i = 0; i < EMBER_SNAPSHOTS_MAX; i++)
 		t->snaps[i] = (struct ember_maps_snapshot){.fd = -1, .pending = -1, .root = -1};
 	t->snaps_max =
-	    capacity / 4 < EMBER_SNAPSHOTS_MAX ? (uint32_t)(capacity / 4) : EMBER_SNAPSHOTS_MAX;
+	    capacity / 12 < EMBER_SNAPSHOTS_MAX ? (uint32_t)(capacity / 12) : EMBER_SNAPSHOTS_MAX;
 	return ember_slots_init(&t->slots, sizeof(struct ember_proc_entry), capacity, entry_eq);
 }
 

@@ -58,7 +58,7 @@ struct ember_procs {
 	uint64_t evictions;
 	uint32_t next_gen, ndue, due[EMBER_SNAPSHOT_QUEUE]; /* due: tgids whose snapshot is */
 	struct ember_maps_snapshot snaps[EMBER_SNAPSHOTS_MAX];
-	uint32_t snaps_max; /* a descriptor each: at most a quarter of `capacity` */
+	uint32_t snaps_max; /* up to three descriptors each: a twelfth of `capacity` */
 	uint64_t snaps_taken, snaps_served, snaps_dropped; /* dropped: for the caps */
 	/* The latest exit (CLOCK_MONOTONIC) of any process whose tgid falls in each slot. */
 	uint64_t exited_ns[EMBER_EXIT_TIMES];
