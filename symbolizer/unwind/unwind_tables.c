@@ -571,10 +571,11 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 	}
 	if (fd < 0 && e->kind != EMBER_MAP_VDSO) {
 		/* Not opened through this process (gone: its maps a snapshot; no longer mapping it;
-		 * no worker free): not the file's fault, and a live process of the same program
-		 * must not be left without its table. A stall is the file system's. */
+		 * no worker free; stalled, its memory-map lock held): not the file's fault, and a
+		 * live process of the same program must not be left without its table. A stalled
+		 * file system's files are refused at once through any process (the broker's list). */
 		f->error = fd;
-		f->failed_pid = fd != -ETIMEDOUT ? pid : 0;
+		f->failed_pid = pid;
 	} else {
 		f->failed_pid = 0;
 		build_and_name(u, slot, e, fd, now_ns);

@@ -27,11 +27,12 @@ import subprocess
 import sys
 
 from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (CTR, assert_shares, check_marker_cut, check_peer, follows, in_leaves,
+from interplib import (CTR, assert_shares, check_a_stall, check_marker_cut, check_peer, follows, in_leaves,
                        leaf_shares, marked_lines, own_namespaces, record_started_after,
                        run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
+PLSTALL = os.path.join(SRC, "tests", "workloads", "plstall.pl")
 PERL = "/usr/bin/perl"
 LIBPERL = "/usr/lib/x86_64-linux-gnu/libperl.so.5.36"
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
@@ -178,6 +179,18 @@ def test_process_in_its_own_mount_and_pid_namespace():
     check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
 
 
+def test_stalled_perl_process_costs_only_its_frames():
+    """A Perl process whose memory-map lock waits on a file system that stopped answering
+    (tests/workloads/plstall.pl) cannot have its memory read: the recording still ends on
+    time, another Perl process keeps every name, and the stall is counted; the stalled
+    process keeps its native frames, its Perl frames unnamed."""
+    check_a_stall(WD, "perl", [PERL, PLSTALL], [PERL, WORKLOAD, "split", "120"], kind=KIND,
+                  leaf_of=innermost_leaf,
+                  complete=lambda fr: follows(perl_names(fr),
+                                              [*SPLIT_PATH, innermost_leaf(fr).name]),
+                  spinning=["Stall::spin", "Stall::leaf"])
+
+
 # Reads an nytprof.out: per leaf sub, its exclusive time and its lines' times, as JSON.
 NYTPROF_READ = r'''
 use strict; use warnings; use JSON::PP; use Devel::NYTProf::Data;
@@ -221,7 +234,8 @@ def main():
         skip_or_fail(f"{EMBER} is missing: build first")
     WD = workdir()
     run_tests([test_known_split, test_recursion_marker, test_process_started_after_ember,
-               test_process_in_its_own_mount_and_pid_namespace, test_nytprof_beside])
+               test_process_in_its_own_mount_and_pid_namespace,
+               test_stalled_perl_process_costs_only_its_frames, test_nytprof_beside])
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ struct fake_collector {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_bool refuse_maps;
+	atomic_uint stalled_pid; /* its mapped files are answered -ETIMEDOUT, as a stalled one's */
 	pthread_mutex_t lock;
 	/* What arrived, per table slot. */
 	unsigned int creates[MAX_TABLES], commits[MAX_TABLES], drops[MAX_TABLES];
@@ -114,7 +115,9 @@ static void serve_request(const union ember_msg *in)
 			fd = -errno;
 	} else if (in->broker_req.what == EMBER_BROKER_MAPPED_FILE) {
 		fc.file_requests++;
-		fd = open_mapped(in->broker_req.pid, in->broker_req.addr);
+		fd = in->broker_req.pid == atomic_load(&fc.stalled_pid)
+		         ? -ETIMEDOUT
+		         : open_mapped(in->broker_req.pid, in->broker_req.addr);
 	}
 	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
 	out.broker_reply.id = in->broker_req.id;
@@ -864,6 +867,40 @@ START_TEST(exec_keeps_maps_read_after_it_and_drops_older_ones)
 }
 END_TEST
 
+/*
+ * A process whose memory-map lock is held (its files cannot be opened through it in time)
+ * loaded first: the program's other processes must still get its tables at once, not after
+ * a stall's retry delay (a stalled Perl process left its twin without /usr/bin/perl's).
+ */
+START_TEST(a_stalled_process_leaves_its_twin_the_tables)
+{
+	uint32_t self = (uint32_t)getpid();
+	pid_t child = ember_waiting_child();
+	const struct ember_msg_unwind_proc *mp;
+	unsigned int with_table = 0;
+
+	atomic_store(&fc.stalled_pid, (uint32_t)child);
+	exec_at((uint32_t)child, SEC);
+	settle();
+	ck_assert_uint_le(tables_created(), 1); /* the vDSO's, which needs no file */
+	ck_assert_uint_gt(stat_of("unwind.table_errors"), 0);
+	/* The twin, a millisecond later: well within the stall's retry delay. */
+	exec_at(self, SEC + 1000000);
+	settle();
+	ck_assert_uint_ge(tables_created(), 4);
+	pthread_mutex_lock(&fc.lock);
+	mp = last_proc(self);
+	ck_assert_ptr_nonnull(mp);
+	for (uint32_t i = 0; i < mp->count; i++)
+		with_table += mp->mappings[i].table != EMBER_UNWIND_NO_TABLE;
+	pthread_mutex_unlock(&fc.lock);
+	ck_assert_uint_ge(with_table, 3);
+	atomic_store(&fc.stalled_pid, 0);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+END_TEST
+
 START_TEST(stop_markers_name_every_reason)
 {
 	for (uint32_t r = 1; r < EMBER_UNWIND_STOP_MAX; r++)
@@ -891,6 +928,7 @@ static Suite *unwind_tables_suite(void)
 	tcase_add_test(tc, the_budget_shrinks_the_rows_kept);
 	tcase_add_test(tc, a_closed_collector_disables_the_tables);
 	tcase_add_test(tc, exec_keeps_maps_read_after_it_and_drops_older_ones);
+	tcase_add_test(tc, a_stalled_process_leaves_its_twin_the_tables);
 	tcase_add_test(tc, stop_markers_name_every_reason);
 	suite_add_tcase(s, tc);
 	return s;
