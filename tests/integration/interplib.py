@@ -380,3 +380,52 @@ def check_a_stall(wd, label, stalled_argv, other_argv, kind, leaf_of, complete, 
     assert stats.get("symbolizer.stalled_reads", 0) + \
         stats.get("broker.stalled_refused", 0) > 0, stall
     return mine
+
+
+def check_hostile_fakes(wd, fake, runtime, kind, well_formed, seconds=4):
+    """A fake interpreter (tests/workloads/fake_RUNTIME.c, built with -rdynamic: ember takes
+    it for the runtime) in each of its modes, recorded for seconds: the recording ends on
+    time, the process is taken for the runtime, and its interpreted frames are markers,
+    [unknown] or the well-formed names the fake made; a cycle is cut by the truncation
+    marker, an unmapped frame shows the unreadable one, and native unwinding goes on below
+    the interpreter loop (native main in at least 95% of the samples of those two modes). Returns
+    {mode: (samples, Counter of the interpreted frames' names, statistics)}."""
+    prefix = f"[{runtime} "
+    truncated, unreadable = f"[{runtime} frames truncated]", f"[{runtime} frame not readable]"
+    seen = {}
+    for mode in ("cycle", "garbage", "unmapped", "forged", "churn"):
+        wl = start([fake, mode, "30"])
+        try:
+            time.sleep(0.5)
+            t0 = time.time()
+            outs = record(wd, f"fake-{runtime}-{mode}", [wl.pid], seconds)
+            took = time.time() - t0
+        finally:
+            kill(wl)
+        samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == wl.pid]
+        stats = stats_of(outs["pb.gz"])
+        names = collections.Counter()
+        for *_, n, frames in samples:
+            for f in frames:
+                if f.kind == kind or f.name.startswith(prefix):
+                    names[f.name] += n
+        total = sum(n for *_, n, _ in samples)
+        with_main = sum(n for *_, n, frames in samples
+                        if any(f.name == "main" and f.kind != kind for f in frames))
+        log(f"  {mode}: {total} samples in {took:.1f}s, main in {with_main}; {runtime} frames "
+            f"{dict(names.most_common(5))}; frames={stats.get(f'{runtime}.frames')} "
+            f"unreadable={stats.get(f'{runtime}.frames_unreadable')} "
+            f"stale={stats.get(f'{runtime}.frames_stale')} "
+            f"truncated={stats.get(f'{runtime}.markers_truncated')}")
+        assert took < seconds + 20, f"{mode}: ember took {took:.1f}s"
+        assert stats.get(f"{runtime}.processes", 0) == 1, f"the fake was not taken for {runtime}"
+        assert total > 0, f"{mode}: no samples"
+        assert set(names) <= {"[unknown]", truncated, unreadable, *well_formed}, names
+        if mode == "cycle":
+            assert names[truncated] > 0 and stats.get(f"{runtime}.markers_truncated", 0) > 0
+        if mode == "unmapped":
+            assert names[unreadable] > 0 and stats.get(f"{runtime}.markers_unreadable", 0) > 0
+        if mode in ("cycle", "unmapped"):
+            assert with_main >= 0.95 * total, f"{mode}: main in {with_main} of {total}"
+        seen[mode] = (samples, names, stats)
+    return seen

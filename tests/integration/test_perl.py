@@ -26,10 +26,11 @@ import re
 import subprocess
 import sys
 
-from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (CTR, assert_shares, check_a_stall, check_marker_cut, check_peer, follows, in_leaves,
-                       leaf_shares, marked_lines, own_namespaces, record_started_after,
-                       run_workload as run_split_workload)
+from emberlib import (EMBER, SRC, build_workload, log, read_folded, require_root, run_tests,
+                      skip_or_fail, workdir)
+from interplib import (CTR, assert_shares, check_a_stall, check_hostile_fakes, check_marker_cut,
+                       check_peer, follows, in_leaves, leaf_shares, marked_lines, own_namespaces,
+                       record_started_after, run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "plsplit.pl")
 PLSTALL = os.path.join(SRC, "tests", "workloads", "plstall.pl")
@@ -191,6 +192,23 @@ def test_stalled_perl_process_costs_only_its_frames():
                   spinning=["Stall::spin", "Stall::leaf"])
 
 
+def test_hostile_fake_interpreters():
+    """A program that looks like a threaded Perl 5.36 to ember (tests/workloads/fake_perl.c)
+    whose context stack leads to garbage, cycles, unmapped memory and forged subs: markers
+    or [unknown], never a wrong name, no crash, no stall ("main" and "(eval)" are names the
+    reader gives, not memory). Of the forged subs only the well-formed one is named, with
+    its file and line; the entry of no known type ends the walk with a marker."""
+    fake = build_workload("fake_perl", WD, extra=("-rdynamic",))
+    seen = check_hostile_fakes(WD, fake, "perl", KIND,
+                               {"Cycle::cyc", "Forged::forged_name", "main", "(eval)"})
+    samples, names, _ = seen["forged"]
+    assert names["Forged::forged_name"] > 0 and names["[perl frame not readable]"] > 0, names
+    for mode, name in (("forged", "Forged::forged_name"), ("cycle", "Cycle::cyc")):
+        samples = seen[mode][0]
+        where = {(f.file, f.line) for *_, fr in samples for f in fr if f.name == name}
+        assert where == {("/fake.pl", 7)}, f"{name}: {where}"
+
+
 # Reads an nytprof.out: per leaf sub, its exclusive time and its lines' times, as JSON.
 NYTPROF_READ = r'''
 use strict; use warnings; use JSON::PP; use Devel::NYTProf::Data;
@@ -235,7 +253,8 @@ def main():
     WD = workdir()
     run_tests([test_known_split, test_recursion_marker, test_process_started_after_ember,
                test_process_in_its_own_mount_and_pid_namespace,
-               test_stalled_perl_process_costs_only_its_frames, test_nytprof_beside])
+               test_stalled_perl_process_costs_only_its_frames, test_hostile_fake_interpreters,
+               test_nytprof_beside])
 
 
 if __name__ == "__main__":

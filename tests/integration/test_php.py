@@ -23,14 +23,23 @@ import collections
 import json
 import os
 import re
+import subprocess
 import sys
+import threading
+import time
 
-from emberlib import EMBER, SRC, log, read_folded, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, check_peer, follows, in_leaves,
-                       leaf_shares, marked_lines, own_namespaces, record_started_after,
+from emberlib import (EMBER, SRC, build_workload, kill, log, read_folded, require_root,
+                      run_tests, skip_or_fail, workdir)
+import fastcgi
+from interplib import (assert_shares, check_a_stall, check_hostile_fakes, check_marker_cut,
+                       check_peer, decode_otlp, follows, in_leaves, leaf_shares, marked_lines,
+                       own_namespaces, record, record_started_after,
                        run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
+PHPSTALL = os.path.join(SRC, "tests", "workloads", "phpstall.php")
+FPM_WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpfpm.php")
+FPM = "/usr/sbin/php-fpm8.2"
 PHP = "/usr/bin/php8.2"
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 KIND = "php"  # OTLP's profile.frame.type for PHP frames
@@ -46,6 +55,7 @@ RECURSION_PATH = ["Shop\\recurse", "Shop\\run_split", MAP, CLOSURE, HANDLE]
 
 
 MARKS = marked_lines(WORKLOAD)
+FPM_MARKS = marked_lines(FPM_WORKLOAD)
 
 
 def php_names(frames):
@@ -178,6 +188,147 @@ def test_excimer_beside():
     check_peer("Excimer", peer, "samples", NAMES, shares, lines, {l: truth[l] for l in LEAVES})
 
 
+FPM_CONF = """[global]
+error_log = {dir}/fpm.log
+daemonize = no
+[www]
+listen = {dir}/fpm.sock
+pm = static
+pm.max_children = 1
+"""
+
+
+def fpm_requests(sock, scripts, truth, stop, errors):
+    """Asks php-fpm for scripts ({namespace: path}) in turns until stop is set, adding up the
+    leaves' CPU time each response reports into truth; what went wrong goes to errors."""
+    turn = 0
+    try:
+        while not stop.is_set():
+            ns = sorted(scripts)[turn % len(scripts)]
+            turn += 1
+            body, err = fastcgi.request(sock, scripts[ns])
+            got = dict(re.findall(r"(leaf_[abc])=(\d+)", body))
+            if len(got) != 3:
+                raise AssertionError(f"{ns}: {body!r} {err!r}")
+            for leaf, ns_cpu in got.items():
+                truth[leaf] += int(ns_cpu)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
+def test_fpm_worker_requests():
+    """php-fpm (Debian's php-fpm8.2, one static worker) serving two copies of
+    tests/workloads/phpfpm.php, their namespaces renamed Alpha and Beta, in turns: without
+    opcache each request compiles its copy again and frees its functions at its end, and the
+    next request's may take their addresses. Over at least 2,000 leaf samples of the worker:
+    shares within 3 points of the CPU time the requests measured; 99% complete from the
+    script's file-scope frame through serve and Cart::handle to the leaf; the leaf's line
+    the hot loop's in 95%; and no frame named from the other copy (a freed function's
+    address reused is never named as the old one)."""
+    if not os.path.exists(FPM):
+        skip_or_fail(f"{FPM} is missing: run scripts/install-deps.sh")
+    d = os.path.join(WD, "fpm")
+    os.makedirs(d, exist_ok=True)
+    with open(FPM_WORKLOAD) as f:
+        src = f.read()
+    scripts = {}
+    for ns in ("Alpha", "Beta"):
+        scripts[ns] = os.path.join(d, f"{ns.lower()}.php")
+        with open(scripts[ns], "w") as f:
+            f.write(src.replace("namespace Fpm;", f"namespace {ns};"))
+    conf, sock = os.path.join(d, "fpm.conf"), os.path.join(d, "fpm.sock")
+    with open(conf, "w") as f:
+        f.write(FPM_CONF.format(dir=d))
+    master = subprocess.Popen([FPM, "-n", "-F", "-R", "-y", conf], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    truth, stop, errors = collections.Counter(), threading.Event(), []
+    client = None
+    try:
+        deadline = time.time() + 10
+        while not os.path.exists(sock):
+            assert master.poll() is None and time.time() < deadline, "php-fpm did not start"
+            time.sleep(0.05)
+        workers = subprocess.run(["pgrep", "-P", str(master.pid)], capture_output=True,
+                                 text=True).stdout.split()
+        assert len(workers) == 1, f"php-fpm workers: {workers}"
+        worker = int(workers[0])
+        client = threading.Thread(target=fpm_requests, args=(sock, scripts, truth, stop, errors))
+        client.start()
+        time.sleep(0.5)
+        outs = record(WD, "fpm", [worker], 8)
+    finally:
+        stop.set()
+        if client:
+            client.join(timeout=30)
+        kill(master)
+    assert not errors, errors
+    samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == worker]
+    total_ns = sum(truth.values())
+    assert total_ns, "no request answered"
+    want = {leaf: 100.0 * truth[leaf] / total_ns for leaf in LEAVES}
+    counts, complete, hot, mixed, bad = collections.Counter(), 0, 0, 0, []
+    for n, frames, leaf in in_leaves(samples, fpm_leaf):
+        ns, key = leaf.name.split("\\")[0], leaf.name.rsplit("::", 1)[1]
+        counts[key] += n
+        names = php_names(frames)
+        path = [scripts[ns], f"{ns}\\serve", f"{ns}\\Cart::handle", leaf.name]
+        if names and names[0] == path[0] and follows(names, path):
+            complete += n
+        elif len(bad) < 4:
+            bad.append(";".join(names))
+        if leaf.line == FPM_MARKS["hot-" + key[-1]] and leaf.file == scripts[ns]:
+            hot += n
+        other = "Beta" if ns == "Alpha" else "Alpha"
+        if any(name.startswith(other + "\\") or name == scripts[other] for name in names):
+            mixed += n
+    result = leaf_shares("php-fpm worker", counts, want, 2000, bad)
+    total = sum(counts.values())
+    log(f"    shares {dict((k, round(v[0], 1)) for k, v in result.items())}, truth "
+        f"{dict((k, round(v, 1)) for k, v in want.items())}; complete "
+        f"{100.0 * complete / total:.2f}%, the leaf's line exact {100.0 * hot / total:.2f}%, "
+        f"named from the other copy: {mixed}")
+    assert_shares("php-fpm worker", result, 3.0)
+    assert complete >= 0.99 * total, f"only {complete} of {total} complete"
+    assert hot >= 0.95 * total, f"the leaf's line exact in only {hot} of {total}"
+    assert mixed == 0, f"{mixed} samples named from the other copy"
+
+
+def fpm_leaf(frames):
+    """The innermost Alpha\\Cart::leaf_* or Beta\\Cart::leaf_* frame, or None."""
+    return next((f for f in frames if f.kind == KIND and
+                 re.fullmatch(r"(Alpha|Beta)\\Cart::leaf_[abc]", f.name)), None)
+
+
+def test_stalled_php_process_costs_only_its_frames():
+    """A PHP process whose memory-map lock waits on a file system that stopped answering
+    (tests/workloads/phpstall.php) cannot have its memory read: the recording still ends on
+    time, another PHP process keeps every name, and the stall is counted; the stalled
+    process keeps its native frames, its PHP frames unnamed."""
+    check_a_stall(WD, "php", [PHP, PHPSTALL], [PHP, WORKLOAD, "split", "120"], kind=KIND,
+                  leaf_of=innermost_leaf,
+                  complete=lambda fr: follows(php_names(fr),
+                                              [*SPLIT_PATH, innermost_leaf(fr).name]),
+                  spinning=["Stall\\spin", "Stall\\leaf"])
+
+
+def test_hostile_fake_interpreters():
+    """A program that looks like PHP 8.2 to ember (tests/workloads/fake_php.c) whose call
+    frames lead to garbage, cycles, unmapped memory and forged functions: markers or
+    [unknown], never a wrong name, no crash, no stall. Of the forged functions only the
+    well-formed ones are named ("nulls??": its NUL bytes shown as "?"), the one whose
+    current opline is none of its own without a line; the cycle's function keeps its file
+    and line."""
+    fake = build_workload("fake_php", WD, extra=("-rdynamic",))
+    seen = check_hostile_fakes(WD, fake, "php", KIND, {"cyc", "forged_name", "nulls??"})
+    samples, names, _ = seen["forged"]
+    assert names["forged_name"] > 0 and names["nulls??"] > 0, names
+    lines = {f.line for *_, fr in samples for f in fr if f.name == "forged_name"}
+    assert lines == {0}, f"forged_name's lines: {lines}"
+    samples, _, _ = seen["cycle"]
+    where = {(f.file, f.line) for *_, fr in samples for f in fr if f.name == "cyc"}
+    assert where == {("/cycle.php", 11)}, where
+
+
 def main():
     global WD
     require_root()
@@ -185,7 +336,9 @@ def main():
         skip_or_fail(f"{EMBER} is missing: build first")
     WD = workdir()
     run_tests([test_known_split, test_recursion_marker, test_process_started_after_ember,
-               test_process_in_its_own_mount_and_pid_namespace, test_excimer_beside])
+               test_process_in_its_own_mount_and_pid_namespace, test_fpm_worker_requests,
+               test_stalled_php_process_costs_only_its_frames, test_hostile_fake_interpreters,
+               test_excimer_beside])
 
 
 if __name__ == "__main__":
