@@ -8,8 +8,10 @@ methods or functions) that measures its own thread-CPU truth:
   python   tests/workloads/pysplit.py split, on the newest CPython found
            (pyenv's, else Debian's python3.11)
   ruby     tests/workloads/rbsplit.rb split, on Debian's ruby3.1
+  php      tests/workloads/phpsplit.php split, on Debian's php8.2
+  perl     tests/workloads/plsplit.pl split, on Debian's perl (5.36)
 
-One run records, for each runtime chosen (--runtime, both by default), a fresh
+One run records, for each runtime chosen (--runtime, all by default), a fresh
 instance of its workload for the same time at the same frequency:
 
   ember RUNTIME  ember record -p PID --interpreters RUNTIME: the runtime's
@@ -19,8 +21,9 @@ instance of its workload for the same time at the same frequency:
   perf -X perf   Python only: python3.12 -X perf (3.12+; CPython's perf
                  trampolines and /tmp/perf-PID.map) under `perf record
                  --call-graph dwarf` (the interpreter has no frame pointers),
-                 then `perf script`. ruby3.1 gives perf no names for Ruby
-                 methods (no perf map, no trampolines): Ruby has no perf row.
+                 then `perf script`. ruby3.1, php8.2 and perl give perf no
+                 names for their functions (no perf map, no trampolines): they
+                 have no perf row.
 
 Figures per run: samples of the workload; eBPF run time per sample
 (kernel.bpf_stats_enabled, ember's program only; the program also runs, and
@@ -33,10 +36,11 @@ share against the workload's own truth. A short run (--short) beside each
 long one separates start-up from the cost per 1,000 samples (the short run
 should outlast the symbolizer's start-up: about 2 s on a busy 2-CPU host).
 The table ends with ratios between rows of the same run (each runtime against
-native-only on its workload, Ruby against Python): on a shared machine the
+native-only on its workload, each against Python): on a shared machine the
 absolute figures move from run to run, the ratios less.
 
-Usage: sudo bench/interp/run.py [--runtime python] [--runtime ruby] [--duration 10]
+Usage: sudo bench/interp/run.py [--runtime python] [--runtime ruby] [--runtime php]
+                                [--runtime perl] [--duration 10]
                                 [--short 3] [--hz 499] [--build build]
 """
 import argparse
@@ -57,6 +61,7 @@ WORKLOADS = os.path.join(SRC, "tests", "workloads")
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 RUBY = "/usr/bin/ruby3.1"
 PHP = "/usr/bin/php8.2"
+PERL = "/usr/bin/perl"
 
 # A runtime under test: its --interpreters name; the command that runs its workload
 # (`split SECONDS` appended; perf's flags go after exe); the comm its samples carry; its
@@ -111,7 +116,19 @@ def php_runtime():
                    "opcache's JIT)")
 
 
-RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime, "php": php_runtime}
+def perl_runtime():
+    if not os.access(PERL, os.X_OK):
+        print(f"no {PERL} (scripts/install-deps.sh installs it): no Perl runs")
+        return None
+    r = subprocess.run([PERL, "-e", "printf '%vd', $^V"], capture_output=True, text=True)
+    return Runtime("perl", PERL, os.path.join(WORKLOADS, "plsplit.pl"), "perl",
+                   {f"Shop::Cart::{leaf}": leaf for leaf in LEAVES},
+                   f"{PERL} ({r.stdout.strip()}), plsplit.pl split", "Perl subs",
+                   "perl gives perf no names for Perl subs (no perf map)")
+
+
+RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime, "php": php_runtime,
+            "perl": perl_runtime}
 
 
 def cpu_of(pid):
@@ -369,12 +386,14 @@ def main():
         print(f"  ember {rt.name} / native-only on {os.path.basename(rt.script)}: "
               f"{ratio(mine[0], nat[0])}, {ratio(mine[1], nat[1])}")
     names = [rt.name for rt in runtimes]
-    if "python" in names and "ruby" in names:
-        rb, py = per[("ruby", "ember ruby")], per[("python", "ember python")]
-        rbn, pyn = per[("ruby", "ember native")], per[("python", "ember native")]
-        print(f"  ember ruby / ember python: {ratio(rb[0], py[0])}, {ratio(rb[1], py[1])} "
-              f"(native-only, rbsplit.rb / pysplit.py: {ratio(rbn[0], pyn[0])}, "
-              f"{ratio(rbn[1], pyn[1])})")
+    for rt in runtimes if "python" in names else ():
+        if rt.name == "python":
+            continue
+        mine, py = per[(rt.name, f"ember {rt.name}")], per[("python", "ember python")]
+        nat, pyn = per[(rt.name, "ember native")], per[("python", "ember native")]
+        print(f"  ember {rt.name} / ember python: {ratio(mine[0], py[0])}, "
+              f"{ratio(mine[1], py[1])} (native-only, {os.path.basename(rt.script)} / "
+              f"pysplit.py: {ratio(nat[0], pyn[0])}, {ratio(nat[1], pyn[1])})")
     for rt in runtimes:
         if rt.perf is True:
             mine, pf = per[(rt.name, f"ember {rt.name}")], per[(rt.name, "perf -X perf")]
