@@ -38,7 +38,6 @@ from interplib import (assert_shares, check_a_stall, check_hostile_fakes, check_
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
 PHPSTALL = os.path.join(SRC, "tests", "workloads", "phpstall.php")
-FPM_WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpfpm.php")
 FPM = "/usr/sbin/php-fpm8.2"
 PHP = "/usr/bin/php8.2"
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
@@ -55,7 +54,6 @@ RECURSION_PATH = ["Shop\\recurse", "Shop\\run_split", MAP, CLOSURE, HANDLE]
 
 
 MARKS = marked_lines(WORKLOAD)
-FPM_MARKS = marked_lines(FPM_WORKLOAD)
 
 
 def php_names(frames):
@@ -217,25 +215,25 @@ def fpm_requests(sock, scripts, truth, stop, errors):
 
 
 def test_fpm_worker_requests():
-    """php-fpm (Debian's php-fpm8.2, one static worker) serving two copies of
-    tests/workloads/phpfpm.php, their namespaces renamed Alpha and Beta, in turns: without
-    opcache each request compiles its copy again and frees its functions at its end, and the
-    next request's may take their addresses. Over at least 2,000 leaf samples of the worker:
-    shares within 3 points of the CPU time the requests measured; 99% complete from the
-    script's file-scope frame through serve and Cart::handle to the leaf; the leaf's line
-    the hot loop's in 95%; and no frame named from the other copy (a freed function's
-    address reused is never named as the old one)."""
+    """php-fpm (Debian's php-fpm8.2, one static worker) serving two copies of phpsplit.php
+    (200 ms of split work a request), their namespaces renamed Alpha and Beta, in turns:
+    without opcache each request compiles its copy again and frees its functions at its
+    end, and the next request's may take their addresses. Over at least 2,000 leaf samples
+    of the worker: shares within 3 points of the CPU time the requests measured; 99%
+    complete from the script's file-scope frame along the split's path to the leaf; the
+    leaf's line the hot loop's in 95%; and no frame named from the other copy (a freed
+    function's address reused is never named as the old one)."""
     if not os.path.exists(FPM):
         skip_or_fail(f"{FPM} is missing: run scripts/install-deps.sh")
     d = os.path.join(WD, "fpm")
     os.makedirs(d, exist_ok=True)
-    with open(FPM_WORKLOAD) as f:
+    with open(WORKLOAD) as f:
         src = f.read()
     scripts = {}
     for ns in ("Alpha", "Beta"):
         scripts[ns] = os.path.join(d, f"{ns.lower()}.php")
         with open(scripts[ns], "w") as f:
-            f.write(src.replace("namespace Fpm;", f"namespace {ns};"))
+            f.write(src.replace("namespace Shop;", f"namespace {ns};"))
     conf, sock = os.path.join(d, "fpm.conf"), os.path.join(d, "fpm.sock")
     with open(conf, "w") as f:
         f.write(FPM_CONF.format(dir=d))
@@ -271,12 +269,13 @@ def test_fpm_worker_requests():
         ns, key = leaf.name.split("\\")[0], leaf.name.rsplit("::", 1)[1]
         counts[key] += n
         names = php_names(frames)
-        path = [scripts[ns], f"{ns}\\serve", f"{ns}\\Cart::handle", leaf.name]
+        path = [scripts[ns], *(name.replace("Shop\\", ns + "\\") for name in SPLIT_PATH[1:]),
+                leaf.name]
         if names and names[0] == path[0] and follows(names, path):
             complete += n
         elif len(bad) < 4:
             bad.append(";".join(names))
-        if leaf.line == FPM_MARKS["hot-" + key[-1]] and leaf.file == scripts[ns]:
+        if leaf.line == MARKS["hot-" + key[-1]] and leaf.file == scripts[ns]:
             hot += n
         other = "Beta" if ns == "Alpha" else "Alpha"
         if any(name.startswith(other + "\\") or name == scripts[other] for name in names):

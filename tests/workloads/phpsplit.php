@@ -11,9 +11,13 @@
 //
 // MODE: split (60/30/10), recursion (300 frames deep, then the leaves
 // 60/30/10). At the end (or on SIGTERM) it appends one line to
-// $EMBER_TRUTH_FILE:
+// $EMBER_TRUTH_FILE (or, without it, writes it out):
 //
 //     tid=TID name=main leaf_a=NS leaf_b=NS leaf_c=NS
+//
+// Under php-fpm (a web request: no arguments) it does one request's work, split
+// mode for 200 ms, and answers with that line. Without opcache each request
+// compiles the file again and frees its functions at its end.
 //
 // With $EMBER_EXCIMER=PATH the run is also profiled by Excimer (CPU time,
 // 1 ms) and, at the end, each of its samples' leaf frame (name and line)
@@ -160,10 +164,12 @@ function main(array $argv): void
     $truth = ['leaf_a' => 0, 'leaf_b' => 0, 'leaf_c' => 0];
     $plan = ['leaf_a' => 6, 'leaf_b' => 3, 'leaf_c' => 1];
     $prof = null;
-    pcntl_async_signals(true);
-    pcntl_signal(SIGTERM, function () {
-        $GLOBALS['stop'] = true;
-    });
+    if (function_exists('pcntl_async_signals')) { // the CLI's; php-fpm has none
+        pcntl_async_signals(true);
+        pcntl_signal(SIGTERM, function () {
+            $GLOBALS['stop'] = true;
+        });
+    }
     if (getenv('EMBER_EXCIMER')) {
         $prof = new \ExcimerProfiler();
         $prof->setEventType(EXCIMER_CPU);
@@ -189,4 +195,6 @@ function main(array $argv): void
     }
 }
 
-main($argv); // call-main
+// Under php-fpm (a request: no arguments) one request's work, 200 ms, answered with its
+// truth line.
+main(PHP_SAPI === 'fpm-fcgi' ? ['', 'split', '0.2'] : $argv); // call-main
