@@ -573,7 +573,8 @@ static int file_slot(struct ember_unwind *u, uint32_t pid, const struct ember_ma
 		/* Not opened through this process (gone: its maps a snapshot; no longer mapping it;
 		 * no worker free; stalled, its memory-map lock held): not the file's fault, and a
 		 * live process of the same program must not be left without its table. A stalled
-		 * file system's files are refused at once through any process (the broker's list). */
+		 * file system's files are refused at once, through any process (the broker's list).
+		 */
 		f->error = fd;
 		f->failed_pid = pid;
 	} else {

@@ -16,12 +16,7 @@
  *   churn     a context stack whose entries, CVs and links another thread keeps
  *             swapping and rewriting
  */
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "fake_interp.h"
 
 /* Perl 5.36's layout (symbolizer/interp/perl_layout.c). */
 #define I_CURSTACKINFO 0xe0
@@ -60,30 +55,6 @@ const unsigned char PL_revision = 5, PL_version = 36, PL_subversion = 0;
 unsigned int PL_thr_key = 0xffffffffu; /* initialized data: a writable global of 4 bytes */
 
 static uint8_t interp[4096] __attribute__((aligned(64)));
-static uint8_t arena[1 << 16] __attribute__((aligned(64)));
-static volatile unsigned long sink;
-static volatile int stop;
-static const char *mode;
-
-static void put64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-static void put32(uint8_t *at, uint32_t v)
-{
-	memcpy(at, &v, 4);
-}
-
-static uint64_t rnd(void)
-{
-	static __thread uint64_t s = 88172645463325252ull;
-
-	s ^= s << 13;
-	s ^= s >> 7;
-	s ^= s << 17;
-	return s;
-}
 
 /* The "interpreter loop": samples land here, and the walker starts. */
 __attribute__((noinline)) void Perl_runops_standard(unsigned long n)
@@ -147,9 +118,15 @@ static void si_at(uint8_t *si, uint8_t *cxstack, uint8_t *prev, int32_t top, int
 
 static void setup(void)
 {
+	pthread_key_t key;
 	uint8_t *si = arena, *cxstack = arena + 1024, *cop = arena + 4096, *svs = arena + 8192,
 		*heks = arena + 32768;
 	static const char file[] = "/fake.pl";
+
+	if (pthread_key_create(&key, NULL))
+		exit(1);
+	PL_thr_key = (unsigned int)key;
+	pthread_setspecific(key, interp);
 
 	put32(cop + COP_LINE, 7);
 	put64(cop + COP_FILE, (uint64_t)file);
@@ -164,15 +141,14 @@ static void setup(void)
 		put64(interp + I_CURSTACKINFO, 0x10000);
 		return;
 	} else if (!strcmp(mode, "garbage") || !strcmp(mode, "churn")) {
-		for (size_t i = 0; i < sizeof(arena); i++)
-			arena[i] = (uint8_t)rnd();
+		fill_arena();
 		/* The stackinfo's entries lie within the arena, to be read. */
 		si_at(si, cxstack, NULL, 20, 20);
 	} else if (!strcmp(mode, "forged")) {
 		/* Eight subs, each lying differently; entry 7 the innermost, entry 0 (the last
 		 * the walk reaches) of no known type. */
-		static const char *const names[8] = {"typeless",  "huge",      "neg",
-		                                     "wrong_gv",  "nameless",  "lost_file",
+		static const char *const names[8] = {"typeless",    "huge",     "neg",
+		                                     "wrong_gv",    "nameless", "lost_file",
 		                                     "forged_name", "not_a_cv"};
 
 		hek_at(heks, "Forged", 6);
@@ -183,13 +159,13 @@ static void setup(void)
 			sub_at(sv, sv + 512, name, sv + 1024, heks, file);
 			cx_at(cxstack, i, sv, cop, i - 1);
 		}
-		cxstack[CX_TYPE] = 5;                           /* a loop's entry */
-		put32(heks + 128 * 2 + HEK_LEN, 1u << 30);      /* a huge length */
-		put32(heks + 128 * 3 + HEK_LEN, (uint32_t)-5);  /* a negative one */
+		cxstack[CX_TYPE] = 5;                              /* a loop's entry */
+		put32(heks + 128 * 2 + HEK_LEN, 1u << 30);         /* a huge length */
+		put32(heks + 128 * 3 + HEK_LEN, (uint32_t)-5);     /* a negative one */
 		put32(svs + 2048 * 3 + 512 + SV_FLAGS, SVT_PVHV);  /* its GV no GV */
 		put32(svs + 2048 * 4 + 1024 + SV_FLAGS, SVT_PVHV); /* its stash without a name */
-		put64(svs + 2048 * 5 + 128 + CV_FILE, 0x10000);   /* its file where nothing is */
-		put32(svs + 2048 * 7 + SV_FLAGS, SVT_PVGV);       /* not a CV */
+		put64(svs + 2048 * 5 + 128 + CV_FILE, 0x10000);    /* its file where nothing is */
+		put32(svs + 2048 * 7 + SV_FLAGS, SVT_PVGV);        /* not a CV */
 		si_at(si, cxstack, NULL, 7, 7);
 	}
 	put64(interp + I_CURSTACKINFO, (uint64_t)si);
@@ -213,30 +189,6 @@ static void *churn(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_key_t key;
-	pthread_t other;
-	time_t end;
-
-	if (argc < 3)
-		return 2;
-	mode = argv[1];
-	end = time(NULL) + atoi(argv[2]);
-	if (pthread_key_create(&key, NULL))
-		return 1;
-	PL_thr_key = (unsigned int)key;
-	pthread_setspecific(key, interp);
-	setup();
-	if (!strcmp(mode, "churn"))
-		pthread_create(&other, NULL, churn, NULL);
-	while (time(NULL) < end) {
-		Perl_runops_standard(1000000);
-		if (!strcmp(mode, "garbage"))
-			for (int i = 0; i < 256; i++)
-				arena[1024 + rnd() % (sizeof(arena) - 1024)] = (uint8_t)rnd();
-	}
-	stop = 1;
-	if (!strcmp(mode, "churn"))
-		pthread_join(other, NULL);
-	printf("%lu\n", sink);
-	return 0;
+	/* The stackinfo at the arena's start stays: its entries are what garbage rewrites. */
+	return fake_main(argc, argv, setup, churn, Perl_runops_standard, 1024);
 }

@@ -16,12 +16,7 @@
  *   churn     a chain of frames whose links and functions another thread keeps swapping
  *             and rewriting
  */
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "fake_interp.h"
 
 /* PHP 8.2's layout (symbolizer/interp/php_layout.c). */
 #define EG_CURRENT_EX 0x1e8
@@ -47,31 +42,6 @@
 /* What makes a file PHP's to ember: the version string, the globals, the loop. */
 __attribute__((used)) const char php_powered_by[] = "X-Powered-By: PHP/8.2.99";
 unsigned char executor_globals[0x600] __attribute__((aligned(64)));
-
-static uint8_t arena[1 << 16] __attribute__((aligned(64)));
-static volatile unsigned long sink;
-static volatile int stop;
-static const char *mode;
-
-static void put64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-static void put32(uint8_t *at, uint32_t v)
-{
-	memcpy(at, &v, 4);
-}
-
-static uint64_t rnd(void)
-{
-	static __thread uint64_t s = 88172645463325252ull;
-
-	s ^= s << 13;
-	s ^= s >> 7;
-	s ^= s << 17;
-	return s;
-}
 
 /* The "interpreter loop": samples land here, and the walker starts. */
 __attribute__((noinline)) void execute_ex(unsigned long n)
@@ -113,8 +83,7 @@ static void frame_at(uint8_t *ex, uint8_t *fn, uint8_t *opline, uint8_t *prev)
 
 static void setup(void)
 {
-	uint8_t *frames = arena, *funcs = arena + 8192, *strs = arena + 16384,
-		*ops = arena + 32768;
+	uint8_t *frames = arena, *funcs = arena + 8192, *strs = arena + 16384, *ops = arena + 32768;
 
 	if (!strcmp(mode, "cycle")) {
 		str_at(strs, "cyc", 3, IS_STRING);
@@ -125,8 +94,7 @@ static void setup(void)
 		put64(executor_globals + EG_CURRENT_EX, 0x10000);
 		return;
 	} else if (!strcmp(mode, "garbage") || !strcmp(mode, "churn")) {
-		for (size_t i = 0; i < sizeof(arena); i++)
-			arena[i] = (uint8_t)rnd();
+		fill_arena();
 	} else if (!strcmp(mode, "forged")) {
 		/* Eight frames, each with a function lying differently. */
 		uint8_t *file = strs + 4096, *cls = strs + 6144;
@@ -139,19 +107,19 @@ static void setup(void)
 			frame_at(frames + 128 * i, fn, ops + 256 * i,
 			         i < 7 ? frames + 128 * (i + 1) : NULL);
 		}
-		str_at(strs, "huge", 1ull << 40, IS_STRING);     /* length */
+		str_at(strs, "huge", 1ull << 40, IS_STRING);        /* length */
 		str_at(strs + 512, "neg", (uint64_t)-1, IS_STRING); /* negative */
-		str_at(strs + 1024, "array", 5, 7);              /* an array, not a string */
-		str_at(strs + 1536, "classless", 9, IS_STRING);  /* of a class of no type: */
+		str_at(strs + 1024, "array", 5, 7);                 /* an array, not a string */
+		str_at(strs + 1536, "classless", 9, IS_STRING);     /* of a class of no type: */
 		put64(funcs + 256 * 3 + FN_SCOPE, (uint64_t)cls);
 		cls[0] = 9;
 		put64(cls + 8, (uint64_t)strs);
 		str_at(strs + 2048, "nulls\0\0", 7, IS_STRING); /* bytes 5, 6 are NUL */
-		put64(funcs + 256 * 5 + FN_FILENAME, 0x10000); /* a file name nothing maps */
+		put64(funcs + 256 * 5 + FN_FILENAME, 0x10000);  /* a file name nothing maps */
 		str_at(strs + 2560, "whatever", 8, IS_STRING);
-		str_at(strs + 3072, "forged_name", 11, IS_STRING); /* fine, but: */
+		str_at(strs + 3072, "forged_name", 11, IS_STRING);           /* fine, but: */
 		put64(frames + 128 * 6 + EX_OPLINE, (uint64_t)(ops + 4096)); /* not its opline */
-		funcs[256 * 7 + FN_TYPE] = 0x33; /* no function type */
+		funcs[256 * 7 + FN_TYPE] = 0x33;                             /* no function type */
 	}
 	put64(executor_globals + EG_CURRENT_EX, (uint64_t)frames);
 }
@@ -174,25 +142,5 @@ static void *churn(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_t other;
-	time_t end;
-
-	if (argc < 3)
-		return 2;
-	mode = argv[1];
-	end = time(NULL) + atoi(argv[2]);
-	setup();
-	if (!strcmp(mode, "churn"))
-		pthread_create(&other, NULL, churn, NULL);
-	while (time(NULL) < end) {
-		execute_ex(1000000);
-		if (!strcmp(mode, "garbage"))
-			for (int i = 0; i < 256; i++)
-				arena[rnd() % sizeof(arena)] = (uint8_t)rnd();
-	}
-	stop = 1;
-	if (!strcmp(mode, "churn"))
-		pthread_join(other, NULL);
-	printf("%lu\n", sink);
-	return 0;
+	return fake_main(argc, argv, setup, churn, execute_ex, 0);
 }

@@ -17,13 +17,7 @@
  *   churn     a chain of frames whose links and code objects another
  *             thread keeps swapping, freeing and reusing
  */
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "fake_interp.h"
 
 /* CPython 3.12's layout (symbolizer/interp/python_layout.c). */
 #define TSTATE_CFRAME   56
@@ -57,32 +51,8 @@ __asm__(".globl PyGILState_GetThisThreadState\n"
         "\tjmp pthread_getspecific@PLT\n"
         ".size PyGILState_GetThisThreadState, .-PyGILState_GetThisThreadState\n");
 
-static uint8_t arena[1 << 16] __attribute__((aligned(64)));
 static uint8_t tstate[512] __attribute__((aligned(64)));
 static uint8_t cframe[64] __attribute__((aligned(64)));
-static volatile unsigned long sink;
-static volatile int stop;
-static const char *mode;
-
-static void put64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-static void put32(uint8_t *at, uint32_t v)
-{
-	memcpy(at, &v, 4);
-}
-
-static uint64_t rnd(void)
-{
-	static __thread uint64_t s = 88172645463325252ull;
-
-	s ^= s << 13;
-	s ^= s >> 7;
-	s ^= s << 17;
-	return s;
-}
 
 /* The "interpreter loop": samples land here, and the walker starts. */
 __attribute__((noinline)) void _PyEval_EvalFrameDefault(unsigned long n)
@@ -121,8 +91,16 @@ static void frame_at(uint8_t *frame, uint8_t *code, uint8_t *previous)
 
 static void setup(void)
 {
+	pthread_key_t key;
 	uint8_t *frames = arena, *codes = arena + 8192, *strs = arena + 16384;
 	const uint32_t ascii = 1u << 2 | 1u << 5 | 1u << 6;
+
+	if (pthread_key_create(&key, NULL))
+		exit(1);
+	put32(_PyRuntime + RUNTIME_TSS_KEY - 4, 1); /* _is_initialized */
+	put32(_PyRuntime + RUNTIME_TSS_KEY, (uint32_t)key);
+	put64(tstate + TSTATE_CFRAME, (uint64_t)cframe);
+	pthread_setspecific(key, tstate);
 
 	if (!strcmp(mode, "cycle")) {
 		code_at(codes, strs, strs, strs); /* a str where the line table should be */
@@ -132,8 +110,7 @@ static void setup(void)
 		put64(cframe, 0x10000);
 		return;
 	} else if (!strcmp(mode, "garbage") || !strcmp(mode, "churn")) {
-		for (size_t i = 0; i < sizeof(arena); i++)
-			arena[i] = (uint8_t)rnd();
+		fill_arena();
 	} else if (!strcmp(mode, "forged")) {
 		/* Eight frames, each with a code object lying differently. */
 		for (int i = 0; i < 8; i++) {
@@ -177,32 +154,5 @@ static void *churn(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_key_t key;
-	pthread_t other;
-	time_t end;
-
-	if (argc < 3)
-		return 2;
-	mode = argv[1];
-	end = time(NULL) + atoi(argv[2]);
-	if (pthread_key_create(&key, NULL))
-		return 1;
-	put32(_PyRuntime + RUNTIME_TSS_KEY - 4, 1); /* _is_initialized */
-	put32(_PyRuntime + RUNTIME_TSS_KEY, (uint32_t)key);
-	put64(tstate + TSTATE_CFRAME, (uint64_t)cframe);
-	pthread_setspecific(key, tstate);
-	setup();
-	if (!strcmp(mode, "churn"))
-		pthread_create(&other, NULL, churn, NULL);
-	while (time(NULL) < end) {
-		_PyEval_EvalFrameDefault(1000000);
-		if (!strcmp(mode, "garbage"))
-			for (int i = 0; i < 256; i++)
-				arena[rnd() % sizeof(arena)] = (uint8_t)rnd();
-	}
-	stop = 1;
-	if (!strcmp(mode, "churn"))
-		pthread_join(other, NULL);
-	printf("%lu\n", sink);
-	return 0;
+	return fake_main(argc, argv, setup, churn, _PyEval_EvalFrameDefault, 0);
 }
