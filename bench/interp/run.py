@@ -92,43 +92,31 @@ def python_runtime():
                    perf)
 
 
-def ruby_runtime():
-    if not os.access(RUBY, os.X_OK):
-        print(f"no {RUBY} (scripts/install-deps.sh installs it): no Ruby runs")
+def debian_runtime(name, exe, script, comm, names, version_args, frames):
+    """A runtime from Debian's packages (scripts/install-deps.sh), or None without it; its
+    version printed by exe with version_args; perf has no names for its functions (no perf map,
+    no trampolines like CPython 3.12's -X perf)."""
+    if not os.access(exe, os.X_OK):
+        print(f"no {exe} (scripts/install-deps.sh installs it): no {name} runs")
         return None
-    r = subprocess.run([RUBY, "-e", "print RUBY_VERSION"], capture_output=True, text=True)
-    return Runtime("ruby", RUBY, os.path.join(WORKLOADS, "rbsplit.rb"), "ruby",
-                   {f"Shop::Cart#{leaf}": leaf for leaf in LEAVES},
-                   f"{RUBY} ({r.stdout.strip()}), rbsplit.rb split", "Ruby methods",
-                   "ruby3.1 gives perf no names for Ruby methods (no perf map, no trampolines "
-                   "like CPython 3.12's -X perf)")
+    r = subprocess.run([exe, *version_args], capture_output=True, text=True)
+    return Runtime(name, exe, os.path.join(WORKLOADS, script), comm, names,
+                   f"{exe} ({r.stdout.strip()}), {script} split", frames,
+                   f"{os.path.basename(exe)} gives perf no names for {frames} (no perf map)")
 
 
-def php_runtime():
-    if not os.access(PHP, os.X_OK):
-        print(f"no {PHP} (scripts/install-deps.sh installs it): no PHP runs")
-        return None
-    r = subprocess.run([PHP, "-r", "echo PHP_VERSION;"], capture_output=True, text=True)
-    return Runtime("php", PHP, os.path.join(WORKLOADS, "phpsplit.php"), "php8.2",
-                   {f"Shop\\Cart::{leaf}": leaf for leaf in LEAVES},
-                   f"{PHP} ({r.stdout.strip()}), phpsplit.php split", "PHP functions",
-                   "php8.2 gives perf no names for PHP functions (no perf map without "
-                   "opcache's JIT)")
-
-
-def perl_runtime():
-    if not os.access(PERL, os.X_OK):
-        print(f"no {PERL} (scripts/install-deps.sh installs it): no Perl runs")
-        return None
-    r = subprocess.run([PERL, "-e", "printf '%vd', $^V"], capture_output=True, text=True)
-    return Runtime("perl", PERL, os.path.join(WORKLOADS, "plsplit.pl"), "perl",
-                   {f"Shop::Cart::{leaf}": leaf for leaf in LEAVES},
-                   f"{PERL} ({r.stdout.strip()}), plsplit.pl split", "Perl subs",
-                   "perl gives perf no names for Perl subs (no perf map)")
-
-
-RUNTIMES = {"python": python_runtime, "ruby": ruby_runtime, "php": php_runtime,
-            "perl": perl_runtime}
+RUNTIMES = {
+    "python": python_runtime,
+    "ruby": lambda: debian_runtime("ruby", RUBY, "rbsplit.rb", "ruby",
+                                   {f"Shop::Cart#{leaf}": leaf for leaf in LEAVES},
+                                   ("-e", "print RUBY_VERSION"), "Ruby methods"),
+    "php": lambda: debian_runtime("php", PHP, "phpsplit.php", "php8.2",
+                                  {f"Shop\\Cart::{leaf}": leaf for leaf in LEAVES},
+                                  ("-r", "echo PHP_VERSION;"), "PHP functions"),
+    "perl": lambda: debian_runtime("perl", PERL, "plsplit.pl", "perl",
+                                   {f"Shop::Cart::{leaf}": leaf for leaf in LEAVES},
+                                   ("-e", "printf '%vd', $^V"), "Perl subs"),
+}
 
 
 def cpu_of(pid):
