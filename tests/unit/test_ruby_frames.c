@@ -912,12 +912,12 @@ START_TEST(test_objects_moved_by_compaction)
 	                  ember_interp_checksum(get64(p.m, me + l.cme_def), p.times, p.integer));
 	ember_rb_cfunc_free(&c);
 	/* Two hops, a destination nowhere or not a pointer: refused, never followed on. */
-	ck_assert_int_eq(ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, moved), &s,
-	                                     &singleton),
-	                 -EBADMSG);
-	ck_assert_int_eq(ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, NOWHERE),
-	                                     &s, &singleton),
-	                 -EFAULT);
+	ck_assert_int_eq(
+	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, moved), &s, &singleton),
+	    -EBADMSG);
+	ck_assert_int_eq(
+	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, NOWHERE), &s, &singleton),
+	    -EFAULT);
 	ck_assert_int_eq(
 	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, 7), &s, &singleton),
 	    -EBADMSG);
