@@ -16,6 +16,7 @@
 #define T_ARRAY       0x07u
 #define T_IMEMO       0x1au
 #define T_ICLASS      0x1cu
+#define T_MOVED       0x1eu /* a slot GC.compact moved its object out of */
 #define IMEMO_SHIFT   12
 #define IMEMO_MENT    6u
 #define IMEMO_ISEQ    7u
@@ -24,6 +25,7 @@
 #define METHOD_ISEQ   0u   /* VM_METHOD_TYPE_ISEQ */
 #define METHOD_CFUNC  1u   /* VM_METHOD_TYPE_CFUNC */
 #define ID_ENTRY_UNIT 512u /* symbol.c: ids in arrays of 512 (string, symbol) pairs */
+#define MOVED_TO      16u  /* gc.c's struct RMoved: flags, a dummy, the destination */
 
 enum iseq_type {
 	TYPE_TOP,
@@ -96,15 +98,36 @@ static bool layout_ok(const struct ember_rb_layout *l)
 	       l->array_embed_shift < 64;
 }
 
-/* The len bytes of the object at value, whose type (flags & T_MASK) must be type. */
-static int read_object(ember_rb_read_fn read, void *ctx, uint64_t value, unsigned int type,
-                       uint8_t *buf, size_t len)
+/*
+ * The len bytes (at least 8) of the object at value. While GC.compact runs, a reference
+ * not yet updated leads to the slot the object left: a T_MOVED whose destination is the
+ * object's new place (as rb_gc_location follows it). One hop: an object moves once a
+ * compaction, and whatever is read there is checked by its caller like any other.
+ */
+static int read_slot(ember_rb_read_fn read, void *ctx, uint64_t value, uint8_t *buf, size_t len)
 {
+	uint64_t to;
+
 	if (!user_ptr(value))
 		return -EBADMSG;
 	if (read(ctx, value, buf, len))
 		return -EFAULT;
-	return (ember_u64_at(buf, 0) & T_MASK) == type ? 0 : -EBADMSG;
+	if ((ember_u64_at(buf, 0) & T_MASK) != T_MOVED)
+		return 0;
+	if (read(ctx, value + MOVED_TO, &to, sizeof(to)))
+		return -EFAULT;
+	if (!user_ptr(to))
+		return -EBADMSG;
+	return read(ctx, to, buf, len) ? -EFAULT : 0;
+}
+
+/* The len bytes of the object at value, whose type (flags & T_MASK) must be type. */
+static int read_object(ember_rb_read_fn read, void *ctx, uint64_t value, unsigned int type,
+                       uint8_t *buf, size_t len)
+{
+	int err = read_slot(read, ctx, value, buf, len);
+
+	return err ? err : (ember_u64_at(buf, 0) & T_MASK) == type ? 0 : -EBADMSG;
 }
 
 /* The len bytes of the imemo at value, of imemo type kind. */
@@ -346,10 +369,10 @@ static int class_ivar(const struct ember_rb_layout *l, ember_rb_read_fn read, vo
 static int read_class(ember_rb_read_fn read, void *ctx, uint64_t value, uint8_t *cls,
                       unsigned int *type)
 {
-	if (!user_ptr(value))
-		return -EBADMSG;
-	if (read(ctx, value, cls, OBJ_WINDOW))
-		return -EFAULT;
+	int err = read_slot(read, ctx, value, cls, OBJ_WINDOW);
+
+	if (err)
+		return err;
 	*type = ember_u64_at(cls, 0) & T_MASK;
 	return *type == T_CLASS || *type == T_MODULE || *type == T_ICLASS ? 0 : -EBADMSG;
 }

@@ -36,6 +36,7 @@
 #define T_ARRAY      0x07u
 #define T_IMEMO      0x1au
 #define T_ICLASS     0x1cu
+#define T_MOVED      0x1eu
 #define IMEMO_MENT   (6u << 12)
 #define IMEMO_ISEQ   (7u << 12)
 #define FL_SINGLETON (1u << 12)
@@ -866,6 +867,64 @@ START_TEST(test_hostile_symbols_and_classes)
 }
 END_TEST
 
+/* The slot an object left under GC.compact: T_MOVED, its new place at +16 (gc.c's RMoved). */
+static uint64_t moved_to(struct mem *m, uint64_t to)
+{
+	uint64_t slot = alloc(m, 40);
+
+	put64(m, slot, T_MOVED);
+	put64(m, slot + 16, to);
+	return slot;
+}
+
+/*
+ * While GC.compact runs, references not yet updated lead to the slots objects left: a
+ * class, its path string and a method entry are found at their new places (the name is
+ * the one the method had, never a bare one); a second hop, or a destination that is no
+ * pointer, is refused.
+ */
+START_TEST(test_objects_moved_by_compaction)
+{
+	struct proc p;
+	struct ember_rb_cfunc c;
+	uint64_t moved, me;
+	bool singleton;
+	char *s;
+
+	proc_new(&p);
+	expect_cfunc(&p, p.integer, p.times, "Integer#times");
+	moved = moved_to(p.m, p.integer);
+	expect_cfunc(&p, moved, p.times, "Integer#times");
+	expect_cfunc(&p, moved_to(p.m, p.process_meta), p.gettime, "Process.clock_gettime");
+	/* The path string moved too. */
+	{
+		uint64_t st = get64(p.m, get64(p.m, p.process + l.class_ext) + l.ext_iv_tbl);
+		uint64_t entry = get64(p.m, st + l.st_entries) + l.st_entry_record;
+
+		put64(p.m, entry, moved_to(p.m, get64(p.m, entry)));
+		expect_cfunc(&p, p.process_meta, p.gettime, "Process.clock_gettime");
+	}
+	/* The method entry itself: read at its new place, checked by its checksum. */
+	me = new_cme(p.m, p.integer, 1, p.times);
+	ck_assert_int_eq(ember_rb_read_cfunc(&l, mem_read, p.m, &p.syms, moved_to(p.m, me), &c), 0);
+	ck_assert_str_eq(c.name, "Integer#times");
+	ck_assert_uint_eq(c.checksum,
+	                  ember_interp_checksum(get64(p.m, me + l.cme_def), p.times, p.integer));
+	ember_rb_cfunc_free(&c);
+	/* Two hops, a destination nowhere or not a pointer: refused, never followed on. */
+	ck_assert_int_eq(
+	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, moved), &s, &singleton),
+	    -EBADMSG);
+	ck_assert_int_eq(
+	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, NOWHERE), &s, &singleton),
+	    -EFAULT);
+	ck_assert_int_eq(
+	    ember_rb_class_path(&l, mem_read, p.m, &p.syms, moved_to(p.m, 7), &s, &singleton),
+	    -EBADMSG);
+	free(p.m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ruby_frames");
@@ -884,6 +943,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cfunc_names);
 	tcase_add_test(tc, test_class_paths);
 	tcase_add_test(tc, test_hostile_symbols_and_classes);
+	tcase_add_test(tc, test_objects_moved_by_compaction);
 	suite_add_tcase(s, tc);
 	return s;
 }
