@@ -75,6 +75,17 @@ static __always_inline __u32 php_line(struct php_scratch *ps)
 	return line;
 }
 
+/* A file name's identity: its zend_string's address and the hash of its text (h), which
+ * the engine computes when it interns the name (0 when it cannot be read). */
+static __always_inline __u64 php_file_id(const struct ember_php_proc *p, __u64 name)
+{
+	__u64 h = 0;
+
+	if (name)
+		bpf_probe_read_user(&h, sizeof(h), (const void *)(name + p->str_hash));
+	return name ^ h;
+}
+
 /* Records the call frame at the cursor, or passes it; returns 0 to go on. */
 static __always_inline long php_step(struct ember_uw_state *st, struct sample_scratch *s)
 {
@@ -103,7 +114,7 @@ static __always_inline long php_step(struct ember_uw_state *st, struct sample_sc
 	else
 		w1 = (__u64)php_line(ps) << 32 |
 		     ember_interp_checksum(php_u64(ps->fn, p->fn_opcodes),
-		                           php_u64(ps->fn, p->fn_filename),
+		                           php_file_id(p, php_u64(ps->fn, p->fn_filename)),
 		                           php_u64(ps->fn, p->fn_lines));
 	if (!interp_frame(st, s, w0, w1))
 		return interp_stop(st, s, EMBER_INTERP_MARK_TRUNCATED);

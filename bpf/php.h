@@ -19,10 +19,12 @@
  *
  * The type is the function's (EMBER_PHP_FUNC_*). User code's line is its
  * current opline's (0: unknown), its checksum (ember_interp_checksum) mixes
- * its opcodes, file name and first and last lines; an internal (C)
- * function's mixes its name, class and handler. They let the symbolizer
- * tell a function freed and reused since the sample (php-fpm frees a
- * request's functions at its end, without opcache).
+ * its opcodes, its file name (the zend_string's address and the hash of its
+ * text) and first and last lines; an internal (C) function's mixes its name,
+ * class and handler. They let the symbolizer tell a function freed and reused
+ * since the sample: php-fpm frees a request's functions at its end, without
+ * opcache, and the next request, of another script of the same shape, makes
+ * its own at the same addresses, its file name too; only the text differs.
  *
  * Every row field is a number from the symbolizer, every frame word comes
  * from the profiled process: both are untrusted. A wrong row can only make
@@ -59,8 +61,9 @@ struct ember_php_proc {
 	__u8 fn_read, fn_type, fn_name, fn_scope, fn_handler; /* fn_handler: internal functions' */
 	__u8 fn_opcodes, fn_last, fn_filename, fn_lines;      /* fn_lines: line_start, line_end */
 	__u8 op_size, op_lineno;
-	__u8 version; /* major << 4 | minor, for statistics */
-	__u8 reserved[7];
+	__u8 str_hash; /* zend_string's h: the file name's, in user code's checksum */
+	__u8 version;  /* major << 4 | minor, for statistics */
+	__u8 reserved[6];
 };
 
 _Static_assert(sizeof(struct ember_php_proc) <= EMBER_INTERP_MAX_ROW, "a row fits a message");

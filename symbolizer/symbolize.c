@@ -404,10 +404,14 @@ static int interp_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0
 		                      UINT64_MAX - 256 * (uint64_t)f.runtime - (w0 & 0xff),
 		                      f.marker, out);
 	kind = EMBER_FRAME_INTERP(f.runtime);
+	/* Unnamed, a frame has a location apart: the reader may name it later (a structure
+	 * found changed is read again at a later sample), and later samples get that name. */
+	if (!f.name)
+		return ember_profile_find_location(s->profile, EMBER_NONE, kind, ~f.key, out)
+		           ? named_location(s, EMBER_NONE, kind, ~f.key, "[unknown]", out)
+		           : 0;
 	if (!ember_profile_find_location(s->profile, EMBER_NONE, kind, f.key, out))
 		return 0;
-	if (!f.name)
-		return named_location(s, EMBER_NONE, kind, f.key, "[unknown]", out);
 	err = ember_profile_intern_cstr(s->profile, f.name, &fn.name);
 	if (!err)
 		err = intern_opt(s->profile, f.file, &fn.filename);

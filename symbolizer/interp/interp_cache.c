@@ -7,6 +7,7 @@ struct entry {
 	struct ember_interp_key key;
 	uint8_t used; /* since the clock hand last passed */
 	size_t bytes;
+	uint64_t expires_ns; /* 0: never */
 	_Alignas(8) unsigned char value[];
 };
 
@@ -70,7 +71,8 @@ void ember_interp_cache_free(struct ember_interp_cache *c)
 	ember_slots_free(&c->pids);
 }
 
-void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_interp_key *key)
+void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_interp_key *key,
+                              uint64_t now_ns)
 {
 	struct entry *e;
 	uint32_t slot;
@@ -78,6 +80,10 @@ void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_i
 	if (ember_slots_find(&c->entries, key, sizeof(*key), &slot))
 		return NULL;
 	e = ember_slots_at(&c->entries, slot);
+	if (e->expires_ns && now_ns >= e->expires_ns) {
+		drop(c, slot);
+		return NULL;
+	}
 	e->used = 1;
 	return e->value;
 }
@@ -105,7 +111,7 @@ static void evict(struct ember_interp_cache *c)
 }
 
 void *ember_interp_cache_add(struct ember_interp_cache *c, const struct ember_interp_key *key,
-                             const void *value, size_t bytes)
+                             const void *value, size_t bytes, uint64_t expires_ns)
 {
 	struct pid_count *p;
 	struct entry *e;
@@ -129,6 +135,7 @@ void *ember_interp_cache_add(struct ember_interp_cache *c, const struct ember_in
 	e->key = *key;
 	e->used = 1;
 	e->bytes = bytes;
+	e->expires_ns = expires_ns;
 	memcpy(e->value, value, c->value_size);
 	c->bytes += bytes;
 	return e->value;

@@ -6,6 +6,12 @@
  * clock hand last passed going first, and dropped with their process at its
  * exec and exit. A value is the reader's own struct, copied in; the cache
  * calls release on it when it goes.
+ *
+ * A value may expire: a structure found changed since its sample (-ESTALE) is
+ * cached so, but the next sample with the same address and checksum most
+ * likely finds that structure back (php-fpm's next request allocates the same
+ * functions at the same addresses): after EMBER_INTERP_STALE_RETRY_NS it is
+ * read again, its checksum checked again, rather than left unnamed for good.
  */
 #ifndef EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
 #define EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
@@ -20,6 +26,8 @@ struct ember_interp_key {
 	uint32_t checksum;
 	uint64_t addr;
 };
+
+#define EMBER_INTERP_STALE_RETRY_NS (20ull * 1000000ull)
 
 typedef void (*ember_interp_release_fn)(void *value);
 
@@ -38,13 +46,15 @@ int ember_interp_cache_init(struct ember_interp_cache *c, size_t value_size, uin
                             uint64_t max_bytes, ember_interp_release_fn release);
 void ember_interp_cache_free(struct ember_interp_cache *c);
 
-/* The value of key (marked used), or NULL. */
-void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_interp_key *key);
+/* The value of key (marked used), or NULL; a value expired at now_ns goes, and is NULL. */
+void *ember_interp_cache_find(struct ember_interp_cache *c, const struct ember_interp_key *key,
+                              uint64_t now_ns);
 
-/* Makes room, then copies value in under key, counting bytes for it. Returns the cached
- * value, or NULL without room (the caller still owns value then). */
+/* Makes room, then copies value in under key, counting bytes for it, to expire at
+ * expires_ns (0: never). Returns the cached value, or NULL without room (the caller still
+ * owns value then). */
 void *ember_interp_cache_add(struct ember_interp_cache *c, const struct ember_interp_key *key,
-                             const void *value, size_t bytes);
+                             const void *value, size_t bytes, uint64_t expires_ns);
 
 /* Drops pid's values (its exec or exit). */
 void ember_interp_cache_drop_pid(struct ember_interp_cache *c, uint32_t pid);

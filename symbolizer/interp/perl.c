@@ -232,12 +232,15 @@ static void perl_on_exit(void *state, uint32_t pid)
 
 /* ---- frames ---- */
 
-/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
+/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. Only warm
+ * (the sample just taken) reads again a frame found stale whose retry is due: later, when
+ * the sample is named, the memory may hold anything. */
 static struct perl_frame *frame_of(struct ember_perl *pl, struct perl_process *p, uint64_t w0,
-                                   uint32_t checksum, uint64_t now_ns)
+                                   uint32_t checksum, uint64_t now_ns, bool warm)
 {
 	struct ember_interp_key key = {p->proc.pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
-	struct perl_frame f = {0}, *c = ember_interp_cache_find(&pl->cache, &key);
+	struct perl_frame f = {0},
+			  *c = ember_interp_cache_find(&pl->cache, &key, warm ? now_ns : 0);
 	int err;
 
 	if (c || !p->layout.version)
@@ -259,7 +262,8 @@ static struct perl_frame *frame_of(struct ember_perl *pl, struct perl_process *p
 	f.error = err;
 	c = ember_interp_cache_add(&pl->cache, &key, &f,
 	                           sizeof(f) + (f.sub.name ? strlen(f.sub.name) : 0) +
-	                               (f.sub.file ? strlen(f.sub.file) : 0));
+	                               (f.sub.file ? strlen(f.sub.file) : 0),
+	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
 	if (!c)
 		release_frame(&f);
 	return c;
@@ -270,7 +274,7 @@ static void perl_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint
 {
 	struct ember_perl *pl = state;
 	struct perl_process *p = ember_interp_procs_get(&pl->procs, pid, false);
-	struct perl_frame *f = p ? frame_of(pl, p, w0, (uint32_t)w1, now_ns) : NULL;
+	struct perl_frame *f = p ? frame_of(pl, p, w0, (uint32_t)w1, now_ns, false) : NULL;
 	uint64_t k[3] = {pid, w0, w1};
 
 	out->key = ember_hash(&pl->hash_key, k, sizeof(k));
@@ -297,7 +301,7 @@ static void perl_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
 	struct perl_process *p = ember_interp_procs_get(&pl->procs, pid, false);
 
 	if (p)
-		frame_of(pl, p, w0, (uint32_t)w1, now_ns);
+		frame_of(pl, p, w0, (uint32_t)w1, now_ns, true);
 }
 
 static const char *perl_marker(void *state, uint64_t w0)

@@ -132,6 +132,7 @@ static void fill_row(struct ember_php_proc *r, const struct ember_php_elf *elf, 
 	r->fn_lines = l->fn_lines;
 	r->op_size = l->op_size;
 	r->op_lineno = l->op_lineno;
+	r->str_hash = (uint8_t)l->string_hash;
 	r->version = (uint8_t)(l->major << 4 | (l->minor & 0xf));
 }
 
@@ -201,12 +202,14 @@ static void php_on_exit(void *state, uint32_t pid)
 
 /* ---- frames ---- */
 
-/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
+/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. Only warm
+ * (the sample just taken) reads again a frame found stale whose retry is due: later, when
+ * the sample is named, the memory may hold anything. */
 static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, uint64_t w0,
-                                  uint32_t checksum, uint64_t now_ns)
+                                  uint32_t checksum, uint64_t now_ns, bool warm)
 {
 	struct ember_interp_key key = {p->proc.pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
-	struct php_frame f = {0}, *c = ember_interp_cache_find(&ph->cache, &key);
+	struct php_frame f = {0}, *c = ember_interp_cache_find(&ph->cache, &key, warm ? now_ns : 0);
 	int err;
 
 	if (c || !p->layout.major)
@@ -228,7 +231,8 @@ static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, u
 	f.error = err;
 	c = ember_interp_cache_add(&ph->cache, &key, &f,
 	                           sizeof(f) + (f.func.name ? strlen(f.func.name) : 0) +
-	                               (f.func.file ? strlen(f.func.file) : 0));
+	                               (f.func.file ? strlen(f.func.file) : 0),
+	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
 	if (!c)
 		release_frame(&f);
 	return c;
@@ -239,7 +243,7 @@ static void php_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
 {
 	struct ember_php *ph = state;
 	struct php_process *p = ember_interp_procs_get(&ph->procs, pid, false);
-	struct php_frame *f = p ? frame_of(ph, p, w0, (uint32_t)w1, now_ns) : NULL;
+	struct php_frame *f = p ? frame_of(ph, p, w0, (uint32_t)w1, now_ns, false) : NULL;
 	uint64_t k[3] = {pid, w0, w1};
 
 	out->key = ember_hash(&ph->hash_key, k, sizeof(k));
@@ -269,7 +273,7 @@ static void php_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64
 	struct php_process *p = ember_interp_procs_get(&ph->procs, pid, false);
 
 	if (p)
-		frame_of(ph, p, w0, (uint32_t)w1, now_ns);
+		frame_of(ph, p, w0, (uint32_t)w1, now_ns, true);
 }
 
 static const char *php_marker(void *state, uint64_t w0)

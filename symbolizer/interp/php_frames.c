@@ -108,13 +108,16 @@ int ember_php_read_func(const struct ember_php_layout *l, ember_php_read_fn read
 		                                      ember_le_in(win, size, l->fn_scope, 8),
 		                                      ember_le_in(win, size, l->fn_handler, 8));
 	} else if (out->type == EMBER_PHP_FUNC_USER || out->type == EMBER_PHP_FUNC_EVAL) {
+		uint64_t file = ember_le_in(win, size, l->fn_filename, 8), h = 0;
+
+		/* As the walker mixes it: the name's address and its text's hash (0 unread). */
+		if (file && read(ctx, file + l->string_hash, &h, sizeof(h)))
+			h = 0;
 		lines = ember_le_in(win, size, l->fn_lines, 8);
-		out->checksum =
-		    ember_interp_checksum(ember_le_in(win, size, l->fn_opcodes, 8),
-		                          ember_le_in(win, size, l->fn_filename, 8), lines);
+		out->checksum = ember_interp_checksum(ember_le_in(win, size, l->fn_opcodes, 8),
+		                                      file ^ h, lines);
 		out->line_start = (int32_t)(uint32_t)lines;
-		err = ember_php_read_string(l, read, ctx, ember_le_in(win, size, l->fn_filename, 8),
-		                            EMBER_PHP_MAX_STRING, &out->file);
+		err = ember_php_read_string(l, read, ctx, file, EMBER_PHP_MAX_STRING, &out->file);
 	} else {
 		return -EBADMSG;
 	}

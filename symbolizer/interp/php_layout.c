@@ -42,6 +42,7 @@ static const struct ember_php_layout table[] = {
      .class_type = 0,
      .class_name = 8,
      .string_info = 4,
+     .string_hash = 8,
      .string_len = 0x10,
      .string_val = 0x18},
 };

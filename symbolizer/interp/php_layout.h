@@ -24,8 +24,9 @@ struct ember_php_layout {
 	uint8_t fn_opcodes, fn_last, fn_filename, fn_lines;
 	uint8_t op_size, op_lineno;
 	/* What only the symbolizer reads. */
-	uint16_t class_read, class_type, class_name;  /* zend_class_entry */
-	uint16_t string_info, string_len, string_val; /* zend_string: gc.u.type_info, len, val */
+	uint16_t class_read, class_type, class_name; /* zend_class_entry */
+	/* zend_string: gc.u.type_info, h (the text's hash), len, val */
+	uint16_t string_info, string_hash, string_len, string_val;
 };
 
 /* The layout of PHP major.minor from the built-in table: 0 or -ENOTSUP. */

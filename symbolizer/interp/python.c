@@ -245,12 +245,14 @@ static void python_on_exit(void *state, uint32_t pid)
 
 /* ---- code objects ---- */
 
-/* The cached code object of (pid, addr, checksum), read on a miss; NULL without memory. */
+/* The cached code object of (pid, addr, checksum), read on a miss; NULL without memory.
+ * Only warm (the sample just taken) reads again one found stale whose retry is due: later,
+ * when the sample is named, the memory may hold anything. */
 static struct py_code *code_of(struct ember_python *py, struct py_process *p, uint64_t addr,
-                               uint32_t checksum, uint64_t now_ns)
+                               uint32_t checksum, uint64_t now_ns, bool warm)
 {
 	struct ember_interp_key key = {p->proc.pid, checksum, addr};
-	struct py_code *c = ember_interp_cache_find(&py->cache, &key), v;
+	struct py_code *c = ember_interp_cache_find(&py->cache, &key, warm ? now_ns : 0), v;
 	struct ember_py_code code;
 	int err;
 
@@ -291,7 +293,8 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 	};
 	c = ember_interp_cache_add(&py->cache, &key, &v,
 	                           sizeof(v) + v.linetable_len + (v.name ? strlen(v.name) : 0) +
-	                               (v.file ? strlen(v.file) : 0));
+	                               (v.file ? strlen(v.file) : 0),
+	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
 	if (!c)
 		release_code(&v);
 	return c;
@@ -312,7 +315,7 @@ static void python_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, ui
 	uint64_t addr = w0 & EMBER_INTERP_PAYLOAD_MASK;
 	uint32_t checksum = (uint32_t)w1;
 	int64_t offset = (int32_t)(w1 >> 32);
-	struct py_code *c = p ? code_of(py, p, addr, checksum, now_ns) : NULL;
+	struct py_code *c = p ? code_of(py, p, addr, checksum, now_ns, false) : NULL;
 
 	out->key = frame_key(py, pid, w0, w1);
 	py->stats.frames++;
@@ -352,7 +355,7 @@ static void python_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uin
 	struct py_process *p = ember_interp_procs_get(&py->procs, pid, false);
 
 	if (p)
-		code_of(py, p, w0 & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)w1, now_ns);
+		code_of(py, p, w0 & EMBER_INTERP_PAYLOAD_MASK, (uint32_t)w1, now_ns, true);
 }
 
 static const char *python_marker(void *state, uint64_t w0)

@@ -325,13 +325,15 @@ static void requalify(struct rb_process *p, struct rb_frame *f, uint64_t w0, uin
 	f->class_retry_ns = again.class_retry_ns;
 }
 
-/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. */
+/* The cached frame of (pid, w0, checksum), read on a miss; NULL without memory. Only warm
+ * (the sample just taken) reads again a frame found stale whose retry is due: later, when
+ * the sample is named, the memory may hold anything. */
 static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, uint64_t w0,
-                                 uint32_t checksum, uint64_t now_ns)
+                                 uint32_t checksum, uint64_t now_ns, bool warm)
 {
 	struct ember_interp_key key = {p->proc.pid, checksum, w0 & EMBER_INTERP_PAYLOAD_MASK};
 	struct rb_frame f = {.last_pos = UINT32_MAX},
-			*c = ember_interp_cache_find(&rb->cache, &key);
+			*c = ember_interp_cache_find(&rb->cache, &key, warm ? now_ns : 0);
 	size_t bytes;
 	int err;
 
@@ -360,7 +362,8 @@ static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, ui
 	        (f.has_iseq ? f.iseq.nlines * sizeof(*f.iseq.lines) + f.iseq.succ_len +
 	                          (f.iseq.path ? strlen(f.iseq.path) : 0)
 	                    : 0);
-	c = ember_interp_cache_add(&rb->cache, &key, &f, bytes);
+	c = ember_interp_cache_add(&rb->cache, &key, &f, bytes,
+	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
 	if (!c)
 		release_frame(&f);
 	return c;
@@ -372,7 +375,7 @@ static void ruby_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint
 	struct ember_ruby *rb = state;
 	struct rb_process *p = ember_interp_procs_get(&rb->procs, pid, false);
 	uint32_t pos = (uint32_t)(w1 >> 32);
-	struct rb_frame *f = p ? frame_of(rb, p, w0, (uint32_t)w1, now_ns) : NULL;
+	struct rb_frame *f = p ? frame_of(rb, p, w0, (uint32_t)w1, now_ns, false) : NULL;
 	uint64_t k[3] = {pid, w0, w1};
 
 	out->key = ember_hash(&rb->hash_key, k, sizeof(k));
@@ -407,7 +410,7 @@ static void ruby_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
 	struct rb_process *p = ember_interp_procs_get(&rb->procs, pid, false);
 
 	if (p)
-		frame_of(rb, p, w0, (uint32_t)w1, now_ns);
+		frame_of(rb, p, w0, (uint32_t)w1, now_ns, true);
 }
 
 static const char *ruby_marker(void *state, uint64_t w0)

@@ -92,6 +92,15 @@ START_TEST(test_names)
 	ck_assert_uint_eq(f.checksum,
 	                  ember_interp_checksum(0x7000, BASE + 0x200, 57ull << 32 | 47));
 	ember_php_func_free(&f);
+	/* The file name's text hash (h) is in it: another script of the same shape, its name at
+	 * the same address (php-fpm's next request), is another function. */
+	put64(BASE + 0x208, 0x9e3779b97f4a7c15ull);
+	ck_assert_int_eq(ember_php_read_func(&l, fake_read, NULL, BASE + 0x1000, &f), 0);
+	ck_assert_uint_eq(f.checksum,
+	                  ember_interp_checksum(0x7000, (BASE + 0x200) ^ 0x9e3779b97f4a7c15ull,
+	                                        57ull << 32 | 47));
+	ember_php_func_free(&f);
+	put64(BASE + 0x208, 0);
 	/* A closure made outside a class, and file-scope code (named by its file). */
 	put_func(BASE + 0x1000, EMBER_PHP_FUNC_USER, BASE + 0x400, 0);
 	ck_assert_int_eq(ember_php_read_func(&l, fake_read, NULL, BASE + 0x1000, &f), 0);
