@@ -33,7 +33,7 @@ from emberlib import (EMBER, SRC, build_workload, kill, log, read_folded, requir
 import fastcgi
 from interplib import (assert_shares, check_a_stall, check_hostile_fakes, check_marker_cut,
                        check_peer, decode_otlp, follows, in_leaves, leaf_shares, marked_lines,
-                       own_namespaces, record, record_started_after,
+                       own_namespaces, record, record_started_after, stats_of,
                        run_workload as run_split_workload)
 
 WORKLOAD = os.path.join(SRC, "tests", "workloads", "phpsplit.php")
@@ -261,6 +261,7 @@ def test_fpm_worker_requests():
         kill(master)
     assert not errors, errors
     samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == worker]
+    stats = stats_of(outs["pb.gz"])
     total_ns = sum(truth.values())
     assert total_ns, "no request answered"
     want = {leaf: 100.0 * truth[leaf] / total_ns for leaf in LEAVES}
@@ -285,7 +286,8 @@ def test_fpm_worker_requests():
     log(f"    shares {dict((k, round(v[0], 1)) for k, v in result.items())}, truth "
         f"{dict((k, round(v, 1)) for k, v in want.items())}; complete "
         f"{100.0 * complete / total:.2f}%, the leaf's line exact {100.0 * hot / total:.2f}%, "
-        f"named from the other copy: {mixed}")
+        f"named from the other copy: {mixed}; php.frames_stale={stats.get('php.frames_stale')} "
+        f"php.frames_unreadable={stats.get('php.frames_unreadable')}")
     assert_shares("php-fpm worker", result, 3.0)
     assert complete >= 0.99 * total, f"only {complete} of {total} complete"
     assert hot >= 0.95 * total, f"the leaf's line exact in only {hot} of {total}"

@@ -9,7 +9,7 @@
  *
  *   cycle     a stackinfo whose outer stackinfo is itself, with one sub in it
  *   garbage   stackinfos, contexts and CVs of random bytes, rewritten all the time
- *   unmapped  the current stackinfo is an address nothing maps
+ *   unmapped  the current stackinfo's context entries are at an address nothing maps
  *   forged    well-typed subs whose names and packages lie (huge and negative lengths,
  *             a GV of the wrong type, a stash without a name, a file name nothing maps);
  *             one named "Forged::forged_name", one with a context entry of no known type
@@ -138,8 +138,9 @@ static void setup(void)
 		cx_at(cxstack, 0, svs, cop, -1);
 		si_at(si, cxstack, si, 0, 0);
 	} else if (!strcmp(mode, "unmapped")) {
-		put64(interp + I_CURSTACKINFO, 0x10000);
-		return;
+		/* A stackinfo nowhere has no Perl frames (the walk finds none to start from);
+		 * entries nowhere are frames that cannot be read. */
+		si_at(si, (uint8_t *)0x10000, NULL, 3, 3);
 	} else if (!strcmp(mode, "garbage") || !strcmp(mode, "churn")) {
 		fill_arena();
 		/* The stackinfo's entries lie within the arena, to be read. */
