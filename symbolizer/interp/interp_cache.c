@@ -39,8 +39,11 @@ int ember_interp_cache_init(struct ember_interp_cache *c, size_t value_size, uin
 	c->max_entries = max_entries;
 	c->max_bytes = max_bytes;
 	c->release = release;
-	err =
-	    ember_slots_init(&c->entries, sizeof(struct entry) + value_size, max_entries, entry_eq);
+	/* Whole entries of 8-byte alignment, whatever the value's size. */
+	err = ember_slots_init(&c->entries,
+	                       (sizeof(struct entry) + value_size + _Alignof(struct entry) - 1) &
+	                           ~(_Alignof(struct entry) - 1),
+	                       max_entries, entry_eq);
 	if (!err)
 		err = ember_slots_init(&c->pids, sizeof(struct pid_count), max_entries, pid_eq);
 	return err;
