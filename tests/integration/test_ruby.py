@@ -13,11 +13,11 @@ splits, recursion 300 deep (cut with a marker, counted), a C extension (zlib)
 under its Ruby caller, stackprof on the same process beside ember (the leaves'
 names and hottest lines agree, shares within 5 points), a process started
 after ember, one in its own mount and PID namespaces, one whose heap is
-compacted every 100 ms (no frame ever misnamed: Ruby's hostile case; a fake
-libruby, as fake_python.c is for CPython, would have to export the symbols and
-TLS ember finds the interpreter by), and one whose memory-map lock waits on a
-file system that stopped answering (its Ruby frames unnamed, the run on time,
-the other process named).
+compacted every 100 ms (no frame ever misnamed), one whose memory-map lock
+waits on a file system that stopped answering (its Ruby frames unnamed, the
+run on time, the other process named), and a fake libruby
+(tests/workloads/fake_ruby.c: the symbols and thread variable ember finds
+Ruby by) whose VM stack is garbage, too deep, unmapped or forged.
 
     sudo python3 tests/integration/test_ruby.py     (or ctest -R integration_ruby)
     python3 tests/integration/test_ruby.py --peer-only [SECONDS]
@@ -36,9 +36,10 @@ import re
 import subprocess
 import sys
 
-from emberlib import (SRC, log, read_folded, require_root, run_tests, skip_or_fail,
-                      workdir)
-from interplib import (CTR, assert_shares, check_a_stall, follows, in_leaves, leaf_shares,
+from emberlib import (FRAME_POINTERS, SRC, log, read_folded, require_root, run_tests,
+                      skip_or_fail, workdir)
+from interplib import (CTR, assert_shares, check_a_stall, check_hostile_fakes, follows,
+                       in_leaves, leaf_shares,
                        line_ranges, marked_lines, matches, own_namespaces, read_truth,
                        record_started_after, run_workload as run_split_workload)
 from unwindlib import THREAD_START
@@ -430,6 +431,20 @@ def test_stalled_ruby_process_costs_only_its_frames():
     assert mine, "no samples of the stalled process"
 
 
+def test_hostile_fake_interpreters():
+    """A program on a fake libruby (tests/workloads/fake_ruby.c: ruby_api_version, the
+    thread variable ruby_current_ec through the dynamic thread vector, rb_vm_exec calling a
+    vm_exec_core of 4 KiB and more) whose VM stack is garbage, 4,096 frames deep, unmapped
+    or forged: markers or [unknown], never a name, no crash, no stall."""
+    src = os.path.join(SRC, "tests", "workloads", "fake_ruby.c")
+    lib, exe = os.path.join(WD, "libfake-ruby.so"), os.path.join(WD, "fake_ruby")
+    subprocess.run(["gcc", *FRAME_POINTERS, "-g", "-shared", "-fPIC", "-DFAKE_RUBY_LIB",
+                    "-o", lib, src], check=True)
+    subprocess.run(["gcc", *FRAME_POINTERS, "-g", "-pthread", "-o", exe, src, "-L", WD,
+                    "-lfake-ruby", f"-Wl,-rpath,{WD}"], check=True)
+    check_hostile_fakes(WD, exe, "ruby", KIND, set())
+
+
 def peer_only(seconds):
     """The workload under stackprof alone (no ember, no root): stackprof against the truth."""
     sp, truth_file = os.path.join(WD, "stackprof.json"), os.path.join(WD, "peer.truth")
@@ -454,4 +469,4 @@ if __name__ == "__main__":
                test_stackprof_beside_ember, test_process_started_after_ember,
                test_process_in_its_own_mount_and_pid_namespace,
                test_heap_compacted_every_100ms_never_misnames,
-               test_stalled_ruby_process_costs_only_its_frames])
+               test_stalled_ruby_process_costs_only_its_frames, test_hostile_fake_interpreters])

@@ -25,17 +25,17 @@ static volatile unsigned long sink;
 static volatile int stop;
 static const char *mode;
 
-static void put64(uint8_t *at, uint64_t v)
+static inline void put64(uint8_t *at, uint64_t v)
 {
 	memcpy(at, &v, 8);
 }
 
-static void put32(uint8_t *at, uint32_t v)
+static inline void put32(uint8_t *at, uint32_t v)
 {
 	memcpy(at, &v, 4);
 }
 
-static uint64_t rnd(void)
+static inline uint64_t rnd(void)
 {
 	static __thread uint64_t s = 88172645463325252ull;
 
@@ -46,15 +46,15 @@ static uint64_t rnd(void)
 }
 
 /* Fills the arena with random bytes (garbage and churn modes start so). */
-static void fill_arena(void)
+static inline void fill_arena(void)
 {
 	for (size_t i = 0; i < sizeof(arena); i++)
 		arena[i] = (uint8_t)rnd();
 }
 
 /* The run (above); loop is the fake's interpreter loop, which burns n iterations. */
-static int fake_main(int argc, char **argv, void (*setup)(void), void *(*churn)(void *),
-                     void (*loop)(unsigned long), size_t keep)
+static inline int fake_main(int argc, char **argv, void (*setup)(void), void *(*churn)(void *),
+                            void (*loop)(unsigned long), size_t keep)
 {
 	pthread_t other;
 	time_t end;
