@@ -442,7 +442,9 @@ def test_hostile_fake_interpreters():
                     "-o", lib, src], check=True)
     subprocess.run(["gcc", *FRAME_POINTERS, "-g", "-pthread", "-o", exe, src, "-L", WD,
                     "-lfake-ruby", f"-Wl,-rpath,{WD}"], check=True)
-    check_hostile_fakes(WD, exe, "ruby", KIND, set())
+    seen = check_hostile_fakes(WD, exe, "ruby", KIND, set())
+    forged = seen["forged"][1]
+    assert forged["[unknown]"] > 0 and forged["[ruby frame not readable]"] > 0, forged
 
 
 def peer_only(seconds):

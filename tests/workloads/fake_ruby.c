@@ -16,9 +16,8 @@
  *             method entry and one iseq: past the frame budget
  *   garbage   a VM stack of random bytes, rewritten all the time
  *   unmapped  the VM stack is an address nothing maps
- *   forged    control frames whose iseqs, environments and method entries lie (not an
- *             iseq, a body nowhere, an environment nowhere, a C function's entry that is
- *             no method entry)
+ *   forged    control frames whose iseqs and method entries lie (a body that says
+ *             nothing, a body nowhere, a C function's entry that is no method entry)
  *   churn     control frames another thread keeps rewriting
  */
 #ifdef FAKE_RUBY_LIB
@@ -68,7 +67,6 @@ void fake_ruby_set_ec(void *ec)
 #define IMEMO_MENT       (6u << 12)
 #define MAGIC_METHOD     0x11110001u
 #define MAGIC_CFUNC      0x55550001u
-#define FLAG_FINISH      0x20u
 #define FRAMES           4096
 
 void rb_vm_exec(unsigned long n);
@@ -129,18 +127,18 @@ static void setup(void)
 	} else if (!strcmp(mode, "forged")) {
 		uint8_t *cfunc_ep = ep + 64, *block_ep = ep + 128;
 
+		/* Innermost first: a block's frame (no method entry), a C function's whose entry
+		 * is no method entry, a method's whose iseq body says nothing, then one whose iseq
+		 * leads to a body nowhere (the walk ends there). */
 		env_at(ep, (uint64_t)me, MAGIC_METHOD);
-		env_at(cfunc_ep, (uint64_t)(arena + 3072), MAGIC_CFUNC); /* no method entry there */
-		env_at(block_ep, 0, MAGIC_METHOD);
-		frame_at(0, (uint64_t)(body + 520), (uint64_t)(arena + 4000), (uint64_t)ep);
-		frame_at(1, (uint64_t)(body + 520), (uint64_t)arena + 8,
-		         (uint64_t)ep); /* misaligned */
-		frame_at(2, 0, 0, (uint64_t)cfunc_ep);
-		frame_at(3, (uint64_t)(body + 520), (uint64_t)iseq, (uint64_t)block_ep);
-		frame_at(4, 1, (uint64_t)iseq, 0x10000); /* an environment nowhere */
+		env_at(cfunc_ep, (uint64_t)(arena + 3072), MAGIC_CFUNC);
+		env_at(block_ep, 0, 0x22220001u);
+		frame_at(0, (uint64_t)(body + 520), (uint64_t)iseq, (uint64_t)block_ep);
+		frame_at(1, 0, 0, (uint64_t)cfunc_ep);
+		frame_at(2, (uint64_t)(body + 520), (uint64_t)iseq, (uint64_t)ep);
+		frame_at(3, (uint64_t)(body + 520), (uint64_t)(arena + 4000), (uint64_t)ep);
 		put64(arena + 4000, T_IMEMO | IMEMO_ISEQ);
-		put64(arena + 4000 + ISEQ_BODY, 0x10000); /* a body nowhere */
-		put64((uint8_t *)block_ep, MAGIC_METHOD | FLAG_FINISH);
+		put64(arena + 4000 + ISEQ_BODY, 0x10000);
 	}
 	fake_ruby_set_ec(ec);
 }
