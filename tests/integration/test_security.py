@@ -596,12 +596,16 @@ def test_kill9_then_next_interval_complete():
         stats = pprof_comments(os.path.join(out2, new.files(".pb.gz")[0]))
         log(f"  samples per interval before kill -9: {before}; after: {after}; "
             f"lost while none was connected: {stats.get('lost.no_symbolizer')}")
-        # Complete: as many samples as the workload's CPU time in the interval
-        # calls for (the rate is 199 Hz), and as many as intervals had before.
+        # Complete: as many samples as the workload's CPU time in the two intervals
+        # calls for (the rate is 199 Hz), and as many as intervals had before. The two
+        # together: a sample goes to the interval open when the symbolizer reads it, so a
+        # new one still starting up (slower under the sanitizers) moves some of the
+        # first's into the second (a newcomer run: 341 and 432 where 403 and 397 were due).
         want = [expected_samples(clock, os.path.join(out2, f), 199)
                 for f in new.files(".pb.gz")[:2]]
         log(f"  the workload's CPU time in those intervals calls for {[round(w) for w in want]}")
-        assert all(a >= 0.85 * w for a, w in zip(after, want)), (after, want)
+        assert sum(after[:2]) >= 0.85 * sum(want), (after, want)
+        assert all(a >= 0.5 * w for a, w in zip(after, want)), (after, want)
         assert min(after[:2]) >= 0.5 * statistics.median(before), (before, after)
         assert stats.get("lost.no_symbolizer", 0) > 0 and stats.get("lost.samples", 0) > 0, stats
         assert col.alive()
