@@ -7,11 +7,14 @@
  * exec and exit. A value is the reader's own struct, copied in; the cache
  * calls release on it when it goes.
  *
- * A value may expire: a structure found changed since its sample (-ESTALE) is
- * cached so, but the next sample with the same address and checksum most
- * likely finds that structure back (php-fpm's next request allocates the same
- * functions at the same addresses): after EMBER_INTERP_STALE_RETRY_NS it is
+ * A failure expires: the walker checked the structure at sample time, so a
+ * read that finds it changed (-ESTALE), freed or half built (any other error)
+ * says something of one moment, not of the key. The next sample with the same
+ * address and checksum most likely finds that structure back (php-fpm's next
+ * request allocates the same functions at the same addresses; Perl clones a
+ * closure into the CV the last clone freed): after EMBER_INTERP_RETRY_NS it is
  * read again, its checksum checked again, rather than left unnamed for good.
+ * Names read do not expire.
  */
 #ifndef EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
 #define EMBER_SYMBOLIZER_INTERP_INTERP_CACHE_H
@@ -27,7 +30,13 @@ struct ember_interp_key {
 	uint64_t addr;
 };
 
-#define EMBER_INTERP_STALE_RETRY_NS (20ull * 1000000ull)
+#define EMBER_INTERP_RETRY_NS (20ull * 1000000ull)
+
+/* When a value read at now_ns with result err expires (0: never). */
+static inline uint64_t ember_interp_cache_expiry(int err, uint64_t now_ns)
+{
+	return err ? now_ns + EMBER_INTERP_RETRY_NS : 0;
+}
 
 typedef void (*ember_interp_release_fn)(void *value);
 

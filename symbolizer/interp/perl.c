@@ -263,7 +263,7 @@ static struct perl_frame *frame_of(struct ember_perl *pl, struct perl_process *p
 	c = ember_interp_cache_add(&pl->cache, &key, &f,
 	                           sizeof(f) + (f.sub.name ? strlen(f.sub.name) : 0) +
 	                               (f.sub.file ? strlen(f.sub.file) : 0),
-	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
+	                           ember_interp_cache_expiry(err, now_ns));
 	if (!c)
 		release_frame(&f);
 	return c;

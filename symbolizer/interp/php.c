@@ -232,7 +232,7 @@ static struct php_frame *frame_of(struct ember_php *ph, struct php_process *p, u
 	c = ember_interp_cache_add(&ph->cache, &key, &f,
 	                           sizeof(f) + (f.func.name ? strlen(f.func.name) : 0) +
 	                               (f.func.file ? strlen(f.func.file) : 0),
-	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
+	                           ember_interp_cache_expiry(err, now_ns));
 	if (!c)
 		release_frame(&f);
 	return c;

@@ -294,7 +294,7 @@ static struct py_code *code_of(struct ember_python *py, struct py_process *p, ui
 	c = ember_interp_cache_add(&py->cache, &key, &v,
 	                           sizeof(v) + v.linetable_len + (v.name ? strlen(v.name) : 0) +
 	                               (v.file ? strlen(v.file) : 0),
-	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
+	                           ember_interp_cache_expiry(err, now_ns));
 	if (!c)
 		release_code(&v);
 	return c;

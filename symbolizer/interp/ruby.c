@@ -363,7 +363,7 @@ static struct rb_frame *frame_of(struct ember_ruby *rb, struct rb_process *p, ui
 	                          (f.iseq.path ? strlen(f.iseq.path) : 0)
 	                    : 0);
 	c = ember_interp_cache_add(&rb->cache, &key, &f, bytes,
-	                           err == -ESTALE ? now_ns + EMBER_INTERP_STALE_RETRY_NS : 0);
+	                           ember_interp_cache_expiry(err, now_ns));
 	if (!c)
 		release_frame(&f);
 	return c;

@@ -4,6 +4,7 @@
  * checksum, address), each released once when it goes (evicted, dropped with its pid,
  * expired, freed); a value that expires is a miss from then on.
  */
+#include <errno.h>
 #include <stdint.h>
 
 #include "check_main.h"
@@ -85,6 +86,21 @@ START_TEST(expired_values_are_misses)
 }
 END_TEST
 
+/* Every failed read expires, whatever its errno: a CV freed between the sample and the read
+ * (-EBADMSG: its type is no longer a CV) is cloned again at the same address with the same
+ * checksum, and a failure kept for good would leave every later sample of it unnamed. */
+START_TEST(failures_expire_names_do_not)
+{
+	static const int errors[] = {-ESTALE, -EBADMSG, -EFAULT, -EINVAL, -ENOMEM, -EIO};
+
+	ck_assert_uint_eq(ember_interp_cache_expiry(0, 5 * MS), 0);
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		ck_assert_uint_eq(ember_interp_cache_expiry(errors[i], 5 * MS),
+		                  5 * MS + EMBER_INTERP_RETRY_NS);
+	ck_assert_uint_le(EMBER_INTERP_RETRY_NS, 100 * MS);
+}
+END_TEST
+
 START_TEST(bounded_and_dropped_with_their_process)
 {
 	struct ember_interp_cache c;
@@ -125,6 +141,7 @@ static Suite *interp_cache_suite(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, values_by_pid_checksum_and_address);
 	tcase_add_test(tc, expired_values_are_misses);
+	tcase_add_test(tc, failures_expire_names_do_not);
 	tcase_add_test(tc, bounded_and_dropped_with_their_process);
 	suite_add_tcase(s, tc);
 	return s;
