@@ -49,6 +49,7 @@ target_sources() {
 	php_frames) echo symbolizer/interp/php_frames.c ;;
 	perl_elf) echo symbolizer/interp/perl_elf.c symbolizer/interp/elf_image.c ;;
 	perl_frames) echo symbolizer/interp/perl_frames.c ;;
+	jvm_structs) echo symbolizer/interp/jvm_structs.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
