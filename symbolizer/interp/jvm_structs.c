@@ -71,59 +71,47 @@ static int read_u64(ember_jvm_read_fn read, void *ctx, uint64_t addr, uint64_t *
 	return 0;
 }
 
-/* Whether an entry field at off, 8 bytes wide, lies in an entry of stride bytes (or the
+/* Whether an entry field at off, width bytes wide, lies in an entry of stride bytes (or the
  * table has no such field). */
-static bool field_fits(uint64_t off, uint64_t stride)
+static bool field_fits(uint64_t off, uint64_t width, uint64_t stride)
 {
-	return off == EMBER_JVM_NONE || (off <= stride && stride - off >= 8);
+	return off == EMBER_JVM_NONE || (off <= stride && stride - off >= width);
 }
 
-static int locate(ember_jvm_read_fn read, void *ctx, uint64_t base_var, const uint64_t vars[4],
-                  struct ember_jvm_table *t)
+int ember_jvm_table_locate(const struct ember_jvm_table_vars *vars, uint32_t value_width,
+                           ember_jvm_read_fn read, void *ctx, struct ember_jvm_table *out)
 {
-	uint64_t v[4];
-	int err = read_u64(read, ctx, base_var, &t->base);
+	const uint64_t at[5] = {vars->stride, vars->type_name, vars->field_name, vars->value,
+	                        vars->address};
+	uint64_t v[5];
+	int err = read_u64(read, ctx, vars->base, &out->base);
 
-	for (size_t i = 0; i < 4 && !err; i++)
-		err = vars[i] ? read_u64(read, ctx, vars[i], &v[i]) : (v[i] = EMBER_JVM_NONE, 0);
+	/* A variable that is there but reads EMBER_JVM_NONE is no offset either. */
+	for (size_t i = 0; i < 5 && !err; i++)
+		err = at[i] ? read_u64(read, ctx, at[i], &v[i]) : (v[i] = EMBER_JVM_NONE, 0);
 	if (err)
 		return err;
-	t->stride = v[0];
-	t->type_name = v[1];
-	t->field_name = v[2];
-	t->value = v[3];
-	if (!t->stride || !t->base)
+	if ((at[2] && v[2] == EMBER_JVM_NONE) || (at[4] && v[4] == EMBER_JVM_NONE))
+		return -EBADMSG;
+	*out = (struct ember_jvm_table){out->base, v[0], v[1], v[2], v[3], v[4], value_width};
+	if (!out->stride || !out->base)
 		return -EAGAIN;
-	if (t->stride > EMBER_JVM_MAX_STRIDE || t->type_name == EMBER_JVM_NONE ||
-	    t->value == EMBER_JVM_NONE || !field_fits(t->type_name, t->stride) ||
-	    !field_fits(t->field_name, t->stride) || !field_fits(t->value, t->stride))
+	if ((value_width != 4 && value_width != 8) || out->stride > EMBER_JVM_MAX_STRIDE ||
+	    out->type_name == EMBER_JVM_NONE || out->value == EMBER_JVM_NONE ||
+	    !field_fits(out->type_name, 8, out->stride) ||
+	    !field_fits(out->field_name, 8, out->stride) ||
+	    !field_fits(out->value, value_width, out->stride) ||
+	    !field_fits(out->address, 8, out->stride))
 		return -EBADMSG;
 	return 0;
 }
 
-int ember_jvm_tables_locate(const struct ember_jvm_table_vars *vars, ember_jvm_read_fn read,
-                            void *ctx, struct ember_jvm_table *structs,
-                            struct ember_jvm_table *types)
+/* The value of entry e: an int constant sign-extended. */
+static uint64_t value_of(const struct ember_jvm_table *t, const uint8_t *e)
 {
-	const uint64_t sv[4] = {vars->struct_stride, vars->struct_type, vars->struct_field,
-	                        vars->struct_offset};
-	const uint64_t tv[4] = {vars->type_stride, vars->type_name, 0, vars->type_size};
-	int err;
+	uint64_t v = ember_le_in(e, t->stride, t->value, t->value_width);
 
-	if (!vars->struct_field || !vars->struct_address)
-		return -EBADMSG;
-	err = locate(read, ctx, vars->structs, sv, structs);
-	if (!err)
-		err = read_u64(read, ctx, vars->struct_address, &structs->address);
-	/* A struct entry has both, wherever they are: EMBER_JVM_NONE read is no offset. */
-	if (!err && (structs->field_name == EMBER_JVM_NONE || structs->address == EMBER_JVM_NONE ||
-	             !field_fits(structs->address, structs->stride)))
-		err = -EBADMSG;
-	if (!err)
-		err = locate(read, ctx, vars->types, tv, types);
-	if (!err)
-		types->address = EMBER_JVM_NONE;
-	return err;
+	return t->value_width == 4 ? (uint64_t)(int64_t)(int32_t)(uint32_t)v : v;
 }
 
 /* Matches the entry e (stride bytes) against want, filling found. */
@@ -152,7 +140,7 @@ static void match_entry(const struct ember_jvm_table *t, const uint8_t *e, struc
 			addr = ember_le_in(e, t->stride, t->address, 8);
 		found[i].found = true;
 		found[i].is_address = addr != 0;
-		found[i].value = addr ? addr : ember_le_in(e, t->stride, t->value, 8);
+		found[i].value = addr ? addr : value_of(t, e);
 	}
 }
 
@@ -180,7 +168,11 @@ int ember_jvm_table_read(const struct ember_jvm_table *t, ember_jvm_read_fn read
 	int err = -E2BIG;
 
 	memset(found, 0, n * sizeof(*found));
-	if (!t->stride || t->stride > EMBER_JVM_MAX_STRIDE || !field_fits(t->type_name, t->stride))
+	if (!t->stride || t->stride > EMBER_JVM_MAX_STRIDE ||
+	    !field_fits(t->type_name, 8, t->stride) || !field_fits(t->field_name, 8, t->stride) ||
+	    (t->value_width != 4 && t->value_width != 8) ||
+	    !field_fits(t->value, t->value_width, t->stride) ||
+	    !field_fits(t->address, 8, t->stride))
 		return -EINVAL;
 	per_chunk = CHUNK_MAX / t->stride;
 	chunk = malloc(per_chunk * t->stride);

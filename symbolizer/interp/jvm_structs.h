@@ -29,24 +29,23 @@ typedef int (*ember_jvm_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len
 
 /* Where one table's entries are and where, inside an entry, its fields are. */
 struct ember_jvm_table {
-	uint64_t base;       /* the first entry; the table ends at an entry without a type name */
-	uint64_t stride;     /* bytes from one entry to the next */
-	uint64_t type_name;  /* const char *: the class ("CodeBlob") */
-	uint64_t field_name; /* const char *: the field ("_frame_size"); NONE in the types table */
-	uint64_t value;   /* uint64_t: the field's offset (structs) or the class's size (types) */
-	uint64_t address; /* void *: a static field's address (structs); NONE in the types table */
+	uint64_t base;        /* the first entry; the table ends at an entry without a type name */
+	uint64_t stride;      /* bytes from one entry to the next */
+	uint64_t type_name;   /* const char *: the class ("CodeBlob") or the constant's name */
+	uint64_t field_name;  /* const char *: the field ("_frame_size"); NONE in other tables */
+	uint64_t value;       /* the field's offset, the class's size or the constant's value */
+	uint64_t address;     /* void *: a static field's address (structs); NONE in other tables */
+	uint32_t value_width; /* bytes of the value: 8, or 4 (an int constant, sign-extended) */
 };
 
-/* The addresses, in the process, of the variables libjvm exports about its two tables. */
+/* The addresses, in the process, of the variables libjvm exports about one table:
+ * gHotSpotVMStructs and gHotSpotVMStructEntry{ArrayStride, TypeNameOffset,
+ * FieldNameOffset, OffsetOffset, AddressOffset}; gHotSpotVMTypes and
+ * gHotSpotVMTypeEntry{ArrayStride, TypeNameOffset, SizeOffset}; gHotSpotVMIntConstants and
+ * gHotSpotVMIntConstantEntry{ArrayStride, NameOffset, ValueOffset}. 0: the table has no
+ * such field. */
 struct ember_jvm_table_vars {
-	uint64_t structs; /* gHotSpotVMStructs: VMStructEntry * */
-	uint64_t struct_stride,
-	    struct_type; /* gHotSpotVMStructEntryArrayStride, ...TypeNameOffset */
-	uint64_t struct_field, struct_offset; /* ...FieldNameOffset, ...OffsetOffset */
-	uint64_t struct_address;              /* ...AddressOffset */
-	uint64_t types;                       /* gHotSpotVMTypes: VMTypeEntry * */
-	uint64_t type_stride, type_name; /* gHotSpotVMTypeEntryArrayStride, ...TypeNameOffset */
-	uint64_t type_size;              /* gHotSpotVMTypeEntrySizeOffset */
+	uint64_t base, stride, type_name, field_name, value, address;
 };
 
 /* A pair asked for: field NULL asks for the type's size (the types table). */
@@ -61,12 +60,12 @@ struct ember_jvm_found {
 	bool is_address;
 };
 
-/* Reads the variables at vars into the two tables' descriptions: 0; -EAGAIN while the JVM
- * has not set them yet (a stride of 0); -EFAULT; -EBADMSG for a layout no table can have
- * (a stride past the cap, a field outside its entry). */
-int ember_jvm_tables_locate(const struct ember_jvm_table_vars *vars, ember_jvm_read_fn read,
-                            void *ctx, struct ember_jvm_table *structs,
-                            struct ember_jvm_table *types);
+/* Reads the variables at vars into the description of their table, whose values are
+ * value_width bytes wide: 0; -EAGAIN while the JVM has not set them yet (a stride or a
+ * base of 0); -EFAULT; -EBADMSG for a layout no table can have (a stride past the cap, a
+ * field outside its entry). */
+int ember_jvm_table_locate(const struct ember_jvm_table_vars *vars, uint32_t value_width,
+                           ember_jvm_read_fn read, void *ctx, struct ember_jvm_table *out);
 
 /* Reads table t and fills found[i] for each of the n pairs in want (found[i].found false for
  * those it does not list): 0; -EFAULT when the entries cannot be read; -E2BIG when the

@@ -21,6 +21,7 @@
 #define VARS    (BASE + 0x100)
 #define STRUCTS (BASE + 0x1000)
 #define TYPES   (BASE + 0x8000)
+#define INTS    (BASE + 0xc000)
 #define NAMES   (BASE + 0x10000)
 
 static uint8_t mem[SIZE];
@@ -68,22 +69,26 @@ static void put_type(unsigned int i, const char *type, uint64_t size)
 	put64(e + 32, size);
 }
 
-static const struct ember_jvm_table_vars V = {
-    .structs = VARS,
-    .struct_stride = VARS + 8,
-    .struct_type = VARS + 16,
-    .struct_field = VARS + 24,
-    .struct_offset = VARS + 32,
-    .struct_address = VARS + 40,
-    .types = VARS + 48,
-    .type_stride = VARS + 56,
-    .type_name = VARS + 64,
-    .type_size = VARS + 72,
-};
+/* The variables: gHotSpotVMStructs and its entries' layout, then the types', then the int
+ * constants'. */
+static const struct ember_jvm_table_vars SV = {VARS,      VARS + 8,  VARS + 16,
+                                               VARS + 24, VARS + 32, VARS + 40};
+static const struct ember_jvm_table_vars TV = {VARS + 48, VARS + 56, VARS + 64, 0, VARS + 72, 0};
+static const struct ember_jvm_table_vars IV = {VARS + 80, VARS + 88, VARS + 96, 0, VARS + 104, 0};
+
+/* VMIntConstantEntry i: {name, int32 value}. */
+static void put_int(unsigned int i, const char *constant, int32_t value)
+{
+	uint64_t e = INTS + 16ull * i;
+
+	put64(e, constant ? name(constant) : 0);
+	put64(e + 8, 0xabcd000000000000ull | (uint32_t)value); /* the padding is not the value */
+}
 
 static void setup(void)
 {
-	static const uint64_t vars[] = {STRUCTS, 48, 0, 8, 32, 40, TYPES, 40, 0, 32};
+	static const uint64_t vars[] = {STRUCTS, 48, 0,  8,    32, 40, TYPES,
+	                                40,      0,  32, INTS, 16, 0,  8};
 
 	memset(mem, 0, sizeof(mem));
 	next_name = NAMES;
@@ -98,11 +103,21 @@ static void setup(void)
 	put_type(0, "CodeBlob", 112);
 	put_type(1, "nmethod", 264);
 	put_type(2, NULL, 0);
+	put_int(0, "frame::interpreter_frame_method_offset", -3);
+	put_int(1, "Method::_caller_sensitive", 1 << 20);
+	put_int(2, NULL, 0);
+}
+
+static int locate_both(struct ember_jvm_table *s, struct ember_jvm_table *t)
+{
+	int err = ember_jvm_table_locate(&SV, 8, fuzz_mem_read, &M, s);
+
+	return err ? err : ember_jvm_table_locate(&TV, 8, fuzz_mem_read, &M, t);
 }
 
 static void locate(struct ember_jvm_table *s, struct ember_jvm_table *t)
 {
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, s, t), 0);
+	ck_assert_int_eq(locate_both(s, t), 0);
 }
 
 START_TEST(the_entry_layout_is_read_from_the_variables)
@@ -120,6 +135,7 @@ START_TEST(the_entry_layout_is_read_from_the_variables)
 	ck_assert_uint_eq(t.value, 32);
 	ck_assert_uint_eq(t.field_name, EMBER_JVM_NONE);
 	ck_assert_uint_eq(t.address, EMBER_JVM_NONE);
+	ck_assert_uint_eq(s.value_width, 8);
 }
 END_TEST
 
@@ -128,33 +144,33 @@ START_TEST(a_jvm_not_started_yet_is_tried_again)
 {
 	struct ember_jvm_table s, t;
 
-	put64(V.struct_stride, 0);
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EAGAIN);
-	put64(V.struct_stride, 48);
-	put64(V.structs, 0);
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EAGAIN);
+	put64(SV.stride, 0);
+	ck_assert_int_eq(locate_both(&s, &t), -EAGAIN);
+	put64(SV.stride, 48);
+	put64(SV.base, 0);
+	ck_assert_int_eq(locate_both(&s, &t), -EAGAIN);
 }
 END_TEST
 
 START_TEST(layouts_no_table_has_are_refused)
 {
 	struct ember_jvm_table s, t;
-	struct ember_jvm_table_vars nowhere = V;
+	struct ember_jvm_table_vars nowhere = TV;
 
-	put64(V.struct_stride, EMBER_JVM_MAX_STRIDE + 8);
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EBADMSG);
-	put64(V.struct_stride, 48);
-	put64(V.struct_offset, 44); /* 8 bytes from 44 end past the entry */
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EBADMSG);
-	put64(V.struct_offset, 32);
-	put64(V.struct_field, UINT64_MAX); /* the value that stands for "no such field" */
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EBADMSG);
-	put64(V.struct_field, 8);
-	put64(V.type_name, UINT64_MAX - 3);
-	ck_assert_int_eq(ember_jvm_tables_locate(&V, fuzz_mem_read, &M, &s, &t), -EBADMSG);
-	put64(V.type_name, 0);
-	nowhere.type_size = 0x10; /* below the fake memory */
-	ck_assert_int_eq(ember_jvm_tables_locate(&nowhere, fuzz_mem_read, &M, &s, &t), -EFAULT);
+	put64(SV.stride, EMBER_JVM_MAX_STRIDE + 8);
+	ck_assert_int_eq(locate_both(&s, &t), -EBADMSG);
+	put64(SV.stride, 48);
+	put64(SV.value, 44); /* 8 bytes from 44 end past the entry */
+	ck_assert_int_eq(locate_both(&s, &t), -EBADMSG);
+	put64(SV.value, 32);
+	put64(SV.field_name, UINT64_MAX); /* the value that stands for "no such field" */
+	ck_assert_int_eq(locate_both(&s, &t), -EBADMSG);
+	put64(SV.field_name, 8);
+	put64(TV.type_name, UINT64_MAX - 3);
+	ck_assert_int_eq(locate_both(&s, &t), -EBADMSG);
+	put64(TV.type_name, 0);
+	nowhere.value = 0x10; /* below the fake memory */
+	ck_assert_int_eq(ember_jvm_table_locate(&nowhere, 8, fuzz_mem_read, &M, &t), -EFAULT);
 }
 END_TEST
 
@@ -187,6 +203,31 @@ START_TEST(fields_statics_and_sizes_are_found)
 	ck_assert(z[0].found && z[1].found && !z[2].found && !z[3].found);
 	ck_assert_uint_eq(z[0].value, 264);
 	ck_assert_uint_eq(z[1].value, 112);
+}
+END_TEST
+
+/* Int constants are 4 bytes, signed (frame slots below fp are negative). */
+START_TEST(int_constants_are_sign_extended)
+{
+	static const struct ember_jvm_want want[] = {
+	    {"frame::interpreter_frame_method_offset", NULL},
+	    {"Method::_caller_sensitive", NULL},
+	    {"frame::sender_sp_offset", NULL}};
+	struct ember_jvm_found f[3];
+	struct ember_jvm_table t;
+
+	ck_assert_int_eq(ember_jvm_table_locate(&IV, 4, fuzz_mem_read, &M, &t), 0);
+	ck_assert_int_eq(ember_jvm_table_read(&t, fuzz_mem_read, &M, want, 3, f), 0);
+	ck_assert(f[0].found && f[1].found && !f[2].found);
+	ck_assert_int_eq((int64_t)f[0].value, -3);
+	ck_assert_uint_eq(f[1].value, 1 << 20);
+	/* A 4-byte value whose last byte ends its entry fits; one byte further does not. */
+	put64(IV.value, 12);
+	ck_assert_int_eq(ember_jvm_table_locate(&IV, 4, fuzz_mem_read, &M, &t), 0);
+	put64(IV.value, 13);
+	ck_assert_int_eq(ember_jvm_table_locate(&IV, 4, fuzz_mem_read, &M, &t), -EBADMSG);
+	put64(IV.value, 8);
+	ck_assert_int_eq(ember_jvm_table_locate(&IV, 3, fuzz_mem_read, &M, &t), -EBADMSG);
 }
 END_TEST
 
@@ -241,7 +282,7 @@ START_TEST(a_table_at_the_end_of_memory_is_read_entry_by_entry)
 
 	locate(&s, &t);
 	memcpy(mem + (at - BASE), mem + (STRUCTS - BASE) + 2 * 48, 3 * 48);
-	put64(V.structs, at);
+	put64(SV.base, at);
 	put64(at + 2 * 48, 0);
 	locate(&s, &t);
 	ck_assert_int_eq(ember_jvm_table_read(&s, fuzz_mem_read, &M, want, 1, f), 0);
@@ -263,6 +304,7 @@ static Suite *jvm_structs_suite(void)
 	tcase_add_test(tc, a_jvm_not_started_yet_is_tried_again);
 	tcase_add_test(tc, layouts_no_table_has_are_refused);
 	tcase_add_test(tc, fields_statics_and_sizes_are_found);
+	tcase_add_test(tc, int_constants_are_sign_extended);
 	tcase_add_test(tc, entries_with_unreadable_names_are_skipped);
 	tcase_add_test(tc, a_table_that_never_ends_is_refused);
 	tcase_add_test(tc, a_table_at_the_end_of_memory_is_read_entry_by_entry);
