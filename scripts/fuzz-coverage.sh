@@ -50,6 +50,7 @@ target_sources() {
 	perl_elf) echo symbolizer/interp/perl_elf.c symbolizer/interp/elf_image.c ;;
 	perl_frames) echo symbolizer/interp/perl_frames.c ;;
 	jvm_structs) echo symbolizer/interp/jvm_structs.c ;;
+	jvm_lines) echo symbolizer/interp/jvm_lines.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
