@@ -68,7 +68,8 @@ struct ember_jvm_vm {
 	uint64_t method_const_method;
 	uint64_t cm_size_of, cm_constants, cm_flags, cm_code_size, cm_name_index,
 	    cm_signature_index;
-	uint64_t cp_size_of, cp_pool_holder, cp_source_file_name_index;
+	uint64_t cm_const_method_size; /* int: the ConstMethod's size in words, tables included */
+	uint64_t cp_size_of, cp_pool_holder, cp_source_file_name_index, cp_length;
 	uint64_t klass_name;
 	uint64_t symbol_length, symbol_body;
 	uint64_t pc_size_of, pc_pc_offset, pc_scope_decode_offset, pc_flags;

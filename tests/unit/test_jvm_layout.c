@@ -11,20 +11,13 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
-#include "symbolizer/interp/jvm_layout.h"
-
-#define DEBIAN_JDK "/usr/lib/jvm/java-17-openjdk-amd64"
+#include "tests/unit/live_jvm.h"
 
 static const char idle_java[] = "public class Idle {\n"
 				"  public static void main(String[] a) throws Exception {\n"
@@ -33,105 +26,10 @@ static const char idle_java[] = "public class Idle {\n"
 				"  }\n"
 				"}\n";
 
-struct jvm {
-	pid_t pid;
-	int mem;
-	uint64_t bias;
-	struct ember_jvm_elf elf;
-};
-
-static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+static void start(struct live_jvm *j, const char *jdk, const char *opts)
 {
-	const struct jvm *j = ctx;
-
-	return pread(j->mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
-}
-
-/* Starts jdk's java on Idle.java with the options opt (at most two, split at a space), and
- * waits for its "ready". */
-static void start(struct jvm *j, const char *jdk, const char *opt)
-{
-	char dir[] = "/tmp/ember-jvm-XXXXXX", src[PATH_MAX], java[PATH_MAX], line[64];
-	int out[2];
-	FILE *f;
-
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(src, sizeof(src), "%s/Idle.java", dir);
-	f = fopen(src, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(idle_java, f);
-	fclose(f);
-	snprintf(java, sizeof(java), "%s/bin/java", jdk);
-	ck_assert_int_eq(pipe(out), 0);
-	j->pid = fork();
-	ck_assert_int_ge(j->pid, 0);
-	if (!j->pid) {
-		char opts[2][96] = {"-Xmx64m", "-Xmx64m"};
-
-		sscanf(opt, "%95s %95s", opts[0], opts[1]);
-		dup2(out[1], 1);
-		execl(java, java, opts[0], opts[1], src, (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	ck_assert_msg(fgets(line, sizeof(line), f) && !strcmp(line, "ready\n"), "%s did not start",
-	              java);
-	fclose(f);
-	unlink(src);
-	rmdir(dir);
-}
-
-static void stop(struct jvm *j)
-{
-	kill(j->pid, SIGKILL);
-	waitpid(j->pid, NULL, 0);
-	if (j->mem >= 0)
-		close(j->mem);
-}
-
-/* libjvm's facts and bias, from its file and the process's maps. */
-static void find_libjvm(struct jvm *j)
-{
-	char path[64], line[1024];
-	FILE *maps;
-	bool found = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)j->pid);
-	maps = fopen(path, "r");
-	ck_assert_ptr_nonnull(maps);
-	while (!found && fgets(line, sizeof(line), maps)) {
-		unsigned long long start, end, offset;
-		char file[512] = "";
-		int fd;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %511s", &start, &end, &offset, file) <
-		        3 ||
-		    !strstr(file, "/libjvm.so") || (fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		ck_assert_int_eq(ember_jvm_elf_read(fd, &j->elf), 0);
-		close(fd);
-		ck_assert_uint_eq(j->elf.kind, EMBER_JVM_ELF_HOTSPOT);
-		found = ember_elf_bias(j->elf.segs, j->elf.nsegs, offset, start, &j->bias);
-	}
-	fclose(maps);
-	ck_assert_msg(found, "no libjvm.so mapping in pid %d", (int)j->pid);
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)j->pid);
-	j->mem = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(j->mem, 0);
-}
-
-/* The VM's description, read again while it is still starting. */
-static int read_vm(struct jvm *j, struct ember_jvm_vm *vm, char *why)
-{
-	int err = -EAGAIN;
-
-	for (int i = 0; i < 100 && err == -EAGAIN; i++) {
-		err = ember_jvm_vm_read(&j->elf, j->bias, mem_read, j, vm, why);
-		if (err == -EAGAIN)
-			nanosleep(&(struct timespec){0, 100000000}, NULL);
-	}
-	return err;
+	live_jvm_start(j, jdk, "Idle", idle_java, false, opts);
+	ck_assert_str_eq(j->line, "ready\n");
 }
 
 /* The value of KEY="..." in the JDK's release file. */
@@ -208,14 +106,14 @@ static void check_jdk(const char *jdk)
 	release_value(jdk, "JAVA_VERSION", version, sizeof(version));
 	release_value(jdk, "JAVA_RUNTIME_VERSION", runtime, sizeof(runtime));
 	for (size_t r = 0; r < 2; r++) {
-		struct jvm j = {.mem = -1};
+		struct live_jvm j;
 		struct ember_jvm_vm vm;
 		uint64_t total = 0;
 		int err;
 
 		start(&j, jdk, runs[r].opt);
-		find_libjvm(&j);
-		err = read_vm(&j, &vm, why);
+		live_jvm_find_libjvm(&j);
+		err = live_jvm_read_vm(&j, &vm, why);
 		ck_assert_msg(!err, "%s: %d %s", jdk, err, why);
 		ck_assert_uint_eq(vm.version[0], (unsigned int)atoi(version));
 		ck_assert_msg(!strncmp(runtime, vm.release, strlen(vm.release)) && vm.release[0],
@@ -229,7 +127,7 @@ static void check_jdk(const char *jdk)
 		ck_assert_msg(total == runs[r].bytes, "%s %s: heaps of %llu bytes", jdk,
 		              runs[r].opt, (unsigned long long)total);
 		check_offsets(&vm);
-		stop(&j);
+		live_jvm_stop(&j);
 	}
 }
 
@@ -270,20 +168,20 @@ END_TEST
 /* The tables' base points nowhere in the process: a fault, never a crash. */
 START_TEST(tables_that_point_nowhere)
 {
-	struct jvm j = {.mem = -1};
+	struct live_jvm j;
 	struct ember_jvm_vm vm;
 	char why[EMBER_JVM_WHY];
 
 	if (access(DEBIAN_JDK "/bin/java", X_OK))
 		EMBER_SKIP("%s is not installed", DEBIAN_JDK);
 	start(&j, DEBIAN_JDK, "-Xint");
-	find_libjvm(&j);
-	ck_assert_int_eq(read_vm(&j, &vm, why), 0);
+	live_jvm_find_libjvm(&j);
+	ck_assert_int_eq(live_jvm_read_vm(&j, &vm, why), 0);
 	j.elf.structs.base = 0x1000 - j.bias; /* gHotSpotVMStructs at 0x1000: unmapped */
-	ck_assert_int_eq(ember_jvm_vm_read(&j.elf, j.bias, mem_read, &j, &vm, why), -EFAULT);
+	ck_assert_int_eq(ember_jvm_vm_read(&j.elf, j.bias, live_jvm_read, &j, &vm, why), -EFAULT);
 	j.elf.kind = EMBER_JVM_ELF_UNSUPPORTED;
-	ck_assert_int_eq(ember_jvm_vm_read(&j.elf, j.bias, mem_read, &j, &vm, why), -EINVAL);
-	stop(&j);
+	ck_assert_int_eq(ember_jvm_vm_read(&j.elf, j.bias, live_jvm_read, &j, &vm, why), -EINVAL);
+	live_jvm_stop(&j);
 }
 END_TEST
 
