@@ -51,6 +51,7 @@ target_sources() {
 	perl_frames) echo symbolizer/interp/perl_frames.c ;;
 	jvm_structs) echo symbolizer/interp/jvm_structs.c ;;
 	jvm_lines) echo symbolizer/interp/jvm_lines.c ;;
+	jvm_nmethod) echo symbolizer/interp/jvm_nmethod.c symbolizer/interp/jvm_lines.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;

@@ -59,11 +59,14 @@ struct ember_jvm_vm {
 	uint64_t blob_size_of, blob_name, blob_kind, blob_size;
 	uint64_t blob_frame_complete, blob_frame_size;
 	uint64_t blob_code_begin, blob_code_end, blob_code_offset, blob_data_offset;
+	/* JDK 25 on: the metadata lies in the mutable data, after the relocations. */
+	uint64_t blob_mutable_data, blob_mutable_data_size, blob_relocation_size;
 	/* nmethod (CompiledMethod's fields up to JDK 22). scopes_data is a pointer
 	 * (_scopes_data_begin) up to JDK 22, then an offset into the immutable data. */
 	uint64_t nm_size_of, nm_compile_id, nm_method, nm_orig_pc_offset;
 	uint64_t nm_scopes_pcs_offset, nm_scopes_data, nm_dependencies_offset;
 	uint64_t nm_immutable_data, nm_immutable_data_size;
+	uint64_t nm_metadata_offset; /* up to JDK 24: from the blob (17) or the code's end (23) */
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol, PcDesc. */
 	uint64_t method_const_method;
 	uint64_t cm_size_of, cm_constants, cm_flags, cm_code_size, cm_name_index,

@@ -117,7 +117,8 @@ static void check_lines(struct live_jvm *j, const char *jdk, const struct ember_
 		unsigned int at, bci;
 		int32_t got;
 
-		if (strstr(line, "("))
+		/* A method's header: two spaces in, then its declaration. */
+		if (!strncmp(line, "  ", 2) && line[2] != ' ' && strstr(line, "("))
 			in_spin = strstr(line, " spin(int)") != NULL;
 		if (!in_spin || sscanf(line, " line %u: %u", &at, &bci) != 2)
 			continue;
