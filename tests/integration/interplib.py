@@ -161,18 +161,26 @@ def check_marker_cut(runtime, samples, stats, truth, leaf_of, names_of, leaf_nam
 
 def check_peer(peer_name, peer, weight, names, shares, lines, truth, tolerance=5.0):
     """A peer profiler beside ember in the same process: peer is {leaf: {"name", weight,
-    "lines": {line: weight}}}; each leaf's name is names[leaf], its hottest line ember's
-    (lines: {leaf: Counter of lines}), its share within tolerance points of ember's."""
+    "lines": {line: weight}}}; each leaf's name is names[leaf], ember's hottest line (lines:
+    {leaf: Counter of lines}) carries at least a third of the peer's weight in that leaf (the
+    peers sample where the interpreter checks for interrupts, which can move a share of a hot
+    loop's samples to the line after it: Excimer once put 57 above the loop's 56), its share
+    within tolerance points of ember's."""
     total = sum(v[weight] for v in peer.values())
     assert total > 0, f"{peer_name} measured nothing in the leaves"
     for leaf in truth:
         got = 100.0 * peer[leaf][weight] / total
         hottest = max(peer[leaf]["lines"], key=peer[leaf]["lines"].get)
         ours = lines[leaf].most_common(1)[0][0]
+        peer_lines = {int(k): v for k, v in peer[leaf]["lines"].items()}
+        at_ours = peer_lines.get(ours, 0) / max(sum(peer_lines.values()), 1e-9)
         log(f"    {peer_name} {peer[leaf]['name']}: {got:.1f}% (ember {shares[leaf]:.1f}%, "
-            f"truth {truth[leaf]:.1f}%), hottest line {hottest} (ember {ours})")
+            f"truth {truth[leaf]:.1f}%), hottest line {hottest} (ember {ours}, where "
+            f"{peer_name} has {100 * at_ours:.0f}%)")
         assert peer[leaf]["name"] == names[leaf], f"{peer_name} names {leaf} {peer[leaf]['name']}"
-        assert int(hottest) == ours, f"hottest lines of {leaf}: {peer_name} {hottest}, ember {ours}"
+        assert at_ours >= 1 / 3, \
+            f"hottest lines of {leaf}: {peer_name} {hottest}, ember {ours} " \
+            f"({peer_name}'s lines: {dict(sorted(peer_lines.items()))})"
         assert abs(got - shares[leaf]) <= tolerance, \
             f"{leaf}: {peer_name} {got:.1f}% vs {shares[leaf]:.1f}%"
 
