@@ -13,6 +13,9 @@
  * when the native unwinder reaches a pc in the runtime's interpreter loop,
  * the frames of that call of the loop are recorded first, one per step of
  * the unwinder's loop, from a cursor the walker moves; then the native frame.
+ * A runtime whose code has no unwind tables (the JVM's JIT code) owns the
+ * pcs in that code instead: its walker records the frame there and steps
+ * the registers past it, one frame per step, until the pc is native again.
  *
  * A walker implements enum interp_op on its own scratch
  * (EMBER_INTERP_SCRATCH_BYTES of the sample's, cast to its struct) and
@@ -46,6 +49,9 @@ enum interp_op {
 	INTERP_IN_LOOP, /* 1 when pc lies in the interpreter loop */
 	INTERP_FIRST,   /* the thread's innermost frame (the first cursor), 0 without one */
 	INTERP_STEP,    /* record the frame at the cursor (or pass it), move the cursor: 0 */
+	/* A runtime whose code has no unwind tables (JIT code): when st's pc is in it, record
+	 * the frame there and step st past it (0 to go on, 1 to stop); else -1 (as a __u64). */
+	INTERP_UNWIND,
 };
 
 /* Adds two words to the sample's user frames; false when they do not fit. */
@@ -60,18 +66,25 @@ static __always_inline bool interp_push(struct sample_scratch *s, __u64 idx, __u
 	return true;
 }
 
-/* Records a frame of the walking runtime: 56 bits of w0 under its tag, then w1. */
-static __always_inline bool interp_frame(struct ember_uw_state *st, struct sample_scratch *s,
-                                         __u64 w0, __u64 w1)
+/* Records a frame of the walking runtime: 56 bits of w0 under its tag, then w1, at the
+ * sample's user words from base on. */
+static __always_inline bool interp_frame_at(__u32 base, struct sample_scratch *s, __u64 w0,
+                                            __u64 w1)
 {
 	__u64 tag = EMBER_INTERP_TAG_FRAME(s->interp_walk.runtime & 0xf);
 
-	if (!interp_push(s, (__u64)st->base + s->uw_words,
+	if (!interp_push(s, (__u64)base + s->uw_words,
 	                 tag << EMBER_INTERP_TAG_SHIFT | (w0 & EMBER_INTERP_PAYLOAD_MASK), w1))
 		return false;
 	s->uw_words += 2;
 	s->interp_walk.frames++;
 	return true;
+}
+
+static __always_inline bool interp_frame(struct ember_uw_state *st, struct sample_scratch *s,
+                                         __u64 w0, __u64 w1)
+{
+	return interp_frame_at(st->base, s, w0, w1);
 }
 
 /* Ends the runtime's frames with a marker (enum ember_interp_marker); native unwinding goes
@@ -134,6 +147,7 @@ static __always_inline __u64 interp_pthread_value(__u64 key_addr, __u64 tsd_offs
 #include "ruby.bpf.h"
 #include "php.bpf.h"
 #include "perl.bpf.h"
+#include "jvm.bpf.h"
 
 /* The one switch: the process's runtime's walker does op. */
 static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
@@ -148,6 +162,8 @@ static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_stat
 		return php_walker(op, st, s, pc);
 	case EMBER_RUNTIME_PERL:
 		return perl_walker(op, st, s, pc);
+	case EMBER_RUNTIME_JVM:
+		return jvm_walker(op, st, s, pc);
 	}
 	return 0;
 }
@@ -163,6 +179,16 @@ static __always_inline void interp_walk_init(struct ember_uw_state *st, struct s
 	s->interp_walk.runtime = *runtime;
 	if (interp_call(INTERP_LOAD, st, s, 0))
 		s->interp_walk.state = INTERP_UNSTARTED;
+}
+
+/* Before the native unwinder looks pc up: a runtime whose code has no unwind tables (JIT
+ * code) records the frame there and steps past it itself. -1 when pc is not such code
+ * (native unwinding goes on); 0 to go on; 1 to stop. */
+static __always_inline long interp_unwind(struct ember_uw_state *st, struct sample_scratch *s)
+{
+	if (s->interp_walk.state == INTERP_OFF)
+		return -1;
+	return (long)interp_call(INTERP_UNWIND, st, s, st->pc);
 }
 
 /*

@@ -197,6 +197,8 @@ static __always_inline __u64 perl_walker(enum interp_op op, struct ember_uw_stat
 		return pl_first(ps);
 	case INTERP_STEP:
 		return pl_step(st, s);
+	case INTERP_UNWIND: /* its code has tables */
+		return (__u64)-1;
 	}
 	return 0;
 }

@@ -143,6 +143,8 @@ static __always_inline __u64 php_walker(enum interp_op op, struct ember_uw_state
 		return php_first_frame(&ps->row);
 	case INTERP_STEP:
 		return php_step(st, s);
+	case INTERP_UNWIND: /* its code has tables */
+		return (__u64)-1;
 	}
 	return 0;
 }

@@ -134,6 +134,8 @@ static __always_inline __u64 py_walker(enum interp_op op, struct ember_uw_state 
 		return py_first_frame(&py_scratch(s)->row);
 	case INTERP_STEP:
 		return py_step(st, s);
+	case INTERP_UNWIND: /* its code has tables */
+		return (__u64)-1;
 	}
 	return 0;
 }

@@ -185,6 +185,8 @@ static __always_inline __u64 rb_walker(enum interp_op op, struct ember_uw_state 
 		return rb_first_frame(rs);
 	case INTERP_STEP:
 		return rb_step(st, s);
+	case INTERP_UNWIND: /* its code has tables */
+		return (__u64)-1;
 	}
 	return 0;
 }

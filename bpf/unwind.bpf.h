@@ -111,8 +111,9 @@ struct {
 
 struct ember_uw_state {
 	__u64 pc, sp, fp;
-	__u64 di; /* the sampled frame's rdi (EMBER_ROW_RA_DI) */
-	__u64 bx; /* this frame's rbx, if bx_known (EMBER_ROW_CFA_BX) */
+	__u64 di;  /* the sampled frame's rdi (EMBER_ROW_RA_DI) */
+	__u64 bx;  /* this frame's rbx, if bx_known (EMBER_ROW_CFA_BX) */
+	__u64 r13; /* the sampled frame's r13 (the JVM interpreter's bcp) */
 	__u32 tgid;
 	__u32 slot; /* words go to scratch[slot].frames[base + uw_words] */
 	__u32 base;
@@ -738,6 +739,10 @@ static long unwind_step(__u64 i, void *ctx)
 		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
 		return 1;
 	}
+	/* JIT code without tables: the runtime's walker steps through its frames. */
+	why = interp_unwind(st, s);
+	if (why >= 0)
+		return why;
 	/* A return address points after its call: look up the call itself. */
 	exact = st->exact;
 	pc = exact ? st->pc : st->pc - 1;
@@ -819,7 +824,8 @@ static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 	    bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
 	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp) ||
 	    bpf_probe_read_kernel(&st->di, sizeof(st->di), &regs->di) ||
-	    bpf_probe_read_kernel(&st->bx, sizeof(st->bx), &regs->bx)) {
+	    bpf_probe_read_kernel(&st->bx, sizeof(st->bx), &regs->bx) ||
+	    bpf_probe_read_kernel(&st->r13, sizeof(st->r13), &regs->r13)) {
 		st->stop = EMBER_UNWIND_STOP_NO_REGS;
 		return false;
 	}
@@ -842,6 +848,7 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 		st->fp = ctx->regs.bp;
 		st->di = ctx->regs.di;
 		st->bx = ctx->regs.bx;
+		st->r13 = ctx->regs.r13;
 		st->bx_known = 1;
 		return true;
 	}

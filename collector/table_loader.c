@@ -7,10 +7,7 @@
 
 #include <bpf/bpf.h>
 
-#include "bpf/perl.h"
-#include "bpf/php.h"
-#include "bpf/python.h"
-#include "bpf/ruby.h"
+#include "bpf/interp_rows.h"
 #include "shared/err.h"
 #include "shared/log.h"
 
@@ -25,6 +22,8 @@ const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
                                                 loop_end, 1, 1, EMBER_PHP_MAX_LOOP, NULL),
     [EMBER_RUNTIME_PERL] = EMBER_INTERP_ROW_KIND(struct ember_perl_proc, "perl_procs", loop_start,
                                                  loop_end, 1, 1, EMBER_PERL_MAX_LOOP, NULL),
+    [EMBER_RUNTIME_JVM] = EMBER_INTERP_ROW_KIND(struct ember_jvm_proc, "jvm_procs", heap_start,
+                                                heap_end, 3, 1, EMBER_JVM_MAX_HEAP, NULL),
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)

@@ -7,9 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include "bpf/python.h"
-#include "bpf/php.h"
-#include "bpf/ruby.h"
+#include "bpf/interp_rows.h"
 #include "check_main.h"
 #include "collector/table_loader.h"
 
@@ -311,6 +309,70 @@ static void check_php_validation(struct ember_tables *t)
 	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
 }
 
+/* A JDK 17 row as a Debian 12 JVM gives it: three code heaps of a 240 MiB code cache. */
+static union ember_msg jvm_msg(uint32_t pid)
+{
+	struct ember_jvm_proc row = {
+	    .heap_start = {0x7f00a9400000, 0x7f00b0938000, 0x7f00b0ec7000},
+	    .heap_end = {0x7f00b0938000, 0x7f00b0ec7000, 0x7f00b8400000},
+	    .segmap = {0x7f00c1000000, 0x7f00c1100000, 0x7f00c1200000},
+	    .segment_shift = 7,
+	    .heap_block = 16,
+	    .complete_width = 4,
+	    .version = 17,
+	    .blob_name = 96,
+	    .blob_frame_complete = 20,
+	    .blob_frame_size = 28,
+	    .blob_code_begin = 32,
+	    .blob_code_end = 40,
+	    .nm_compile_id = 304,
+	    .nm_orig_pc_offset = 300,
+	    .nm_deopt = 128,
+	    .method_const_method = 8,
+	    .const_method_size = 48,
+	};
+	union ember_msg m;
+
+	ck_assert_int_eq(ember_msg_interp_row(&m, pid, EMBER_RUNTIME_JVM, EMBER_INTERP_ROW_SET,
+	                                      &row, sizeof(row)),
+	                 0);
+	return m;
+}
+
+static void check_jvm_validation(struct ember_tables *t)
+{
+	struct ember_jvm_proc *r;
+	union ember_msg m;
+
+#define REFUSED(change)                                                                            \
+	do {                                                                                       \
+		m = jvm_msg(42);                                                                   \
+		r = (struct ember_jvm_proc *)m.interp_row.row;                                     \
+		change;                                                                            \
+		ck_assert_msg(ember_tables_handle(t, &m) == -EPROTO, "accepted: %s", #change);     \
+	} while (0)
+	ck_assert_int_eq(handle(t, jvm_msg(42)), 0);
+	REFUSED(r->heap_end[0] = 0; r->heap_start[0] = 0); /* no heap: nothing to walk */
+	REFUSED(r->heap_end[1] = r->heap_start[1]);
+	REFUSED(r->heap_end[2] = r->heap_start[2] + EMBER_JVM_MAX_HEAP + 1);
+	REFUSED(r->heap_start[2] = 1ull << 60; r->heap_end[2] = (1ull << 60) + 4096);
+	REFUSED(r->heap_start[2] = 4096; r->heap_end[2] = 0); /* a start without an end */
+	REFUSED(r->reserved[5] = 1);
+#undef REFUSED
+	/* One heap (-XX:-SegmentedCodeCache), the others empty: a row. */
+	m = jvm_msg(42);
+	r = (struct ember_jvm_proc *)m.interp_row.row;
+	r->heap_start[1] = r->heap_end[1] = r->heap_start[2] = r->heap_end[2] = 0;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+	/* Offsets and segment maps are the walker's to bound (jvm_u64, bpf_probe_read_user). */
+	m = jvm_msg(42);
+	r = (struct ember_jvm_proc *)m.interp_row.row;
+	r->blob_name = 0xffff;
+	r->segment_shift = 200;
+	r->segmap[0] = 0xffff800000001000ull;
+	ck_assert_int_eq(ember_tables_handle(t, &m), 0);
+}
+
 static void check_py_validation(struct ember_tables *t)
 {
 	struct ember_py_proc *r;
@@ -489,6 +551,7 @@ START_TEST(validation_without_maps)
 	check_py_validation(&t);
 	check_rb_validation(&t);
 	check_php_validation(&t);
+	check_jvm_validation(&t);
 	ember_tables_free(&t);
 }
 END_TEST
