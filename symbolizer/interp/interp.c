@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "symbolizer/interp/jvm.h"
 #include "symbolizer/interp/perl.h"
 #include "symbolizer/interp/python.h"
 #include "symbolizer/interp/php.h"
@@ -14,6 +15,7 @@ static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
     [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
     [EMBER_RUNTIME_PHP] = &ember_php_ops,
     [EMBER_RUNTIME_PERL] = &ember_perl_ops,
+    [EMBER_RUNTIME_JVM] = &ember_jvm_ops,
 };
 
 /* A marker of a runtime not enabled (or of a reason its reader does not know). */

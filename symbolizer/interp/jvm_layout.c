@@ -72,6 +72,10 @@ static const struct wanted wanted[] = {
     {M(nm_immutable_data), STRUCTS, OFFSET, true, "nmethod", "_immutable_data"},
     {M(nm_immutable_data_size), STRUCTS, OFFSET, true, "nmethod", "_immutable_data_size"},
     {M(nm_metadata_offset), STRUCTS, OFFSET, true, "nmethod", "_metadata_offset"},
+    {M(nm_deopt_offset), STRUCTS, OFFSET, true, "nmethod", "_deopt_handler_entry_offset"},
+    {M(nm_deopt_offset), STRUCTS, OFFSET, true, "nmethod", "_deopt_handler_offset"},
+    {M(nm_deopt_begin), STRUCTS, OFFSET, true, "CompiledMethod", "_deopt_handler_begin"},
+    {M(nm_deopt_begin), STRUCTS, OFFSET, true, "nmethod", "_deopt_handler_begin"},
     {M(method_const_method), STRUCTS, OFFSET, false, "Method", "_constMethod"},
     {M(cm_size_of), TYPES, OFFSET, false, "ConstMethod", NULL},
     {M(cm_constants), STRUCTS, OFFSET, false, "ConstMethod", "_constants"},
@@ -146,6 +150,16 @@ static int take_values(struct ember_jvm_vm *vm, const struct ember_jvm_found *fo
 	if ((vm->blob_code_begin == EMBER_JVM_ABSENT || vm->blob_code_end == EMBER_JVM_ABSENT) &&
 	    vm->blob_code_offset == EMBER_JVM_ABSENT) {
 		say(why, "it describes neither CodeBlob::_code_begin nor CodeBlob::_code_offset");
+		return -ENOTSUP;
+	}
+	if (vm->nm_deopt_begin == EMBER_JVM_ABSENT && vm->nm_deopt_offset == EMBER_JVM_ABSENT) {
+		say(why, "it describes no deopt handler of nmethod");
+		return -ENOTSUP;
+	}
+	/* Debug information: its end (JDK 17: the dependencies; 23 on: the immutable data). */
+	if (vm->nm_dependencies_offset == EMBER_JVM_ABSENT &&
+	    vm->nm_immutable_data_size == EMBER_JVM_ABSENT) {
+		say(why, "it describes neither nmethod::_dependencies_offset nor its immutable data");
 		return -ENOTSUP;
 	}
 	if (vm->heap_block_size == 0 || vm->heap_block_size > 64) {

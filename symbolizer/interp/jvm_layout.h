@@ -67,6 +67,9 @@ struct ember_jvm_vm {
 	uint64_t nm_scopes_pcs_offset, nm_scopes_data, nm_dependencies_offset;
 	uint64_t nm_immutable_data, nm_immutable_data_size;
 	uint64_t nm_metadata_offset; /* up to JDK 24: from the blob (17) or the code's end (23) */
+	/* The deopt handler: a pointer up to JDK 22 (deopt_begin), then an int offset from the
+	 * blob (deopt_offset); one of them is there. */
+	uint64_t nm_deopt_begin, nm_deopt_offset;
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol, PcDesc. */
 	uint64_t method_const_method;
 	uint64_t cm_size_of, cm_constants, cm_flags, cm_code_size, cm_name_index,

@@ -159,12 +159,12 @@ def check_marker_cut(runtime, samples, stats, truth, leaf_of, names_of, leaf_nam
         assert abs(got - want) <= 3.0, f"{l}: {got:.1f}% vs truth {want:.1f}%"
 
 
-def check_peer(peer_name, peer, weight, names, shares, lines, truth, tolerance=5.0):
+def check_peer(peer_name, peer, weight, names, shares, lines, truth, tolerance=5.0,
+               lines_agree=True):
     """A peer profiler beside ember in the same process: peer is {leaf: {"name", weight,
     "lines": {line: weight}}}; each leaf's name is names[leaf], ember's hottest line (lines:
-    {leaf: Counter of lines}) carries at least a third of the peer's weight in that leaf (the
-    peers sample where the interpreter checks for interrupts, which can move a share of a hot
-    loop's samples to the line after it: Excimer once put 57 above the loop's 56), its share
+    {leaf: Counter of lines}) carries at least a third of the peer's weight in that leaf
+    (unless not lines_agree: a peer whose lines are not the truth, only printed), its share
     within tolerance points of ember's."""
     total = sum(v[weight] for v in peer.values())
     assert total > 0, f"{peer_name} measured nothing in the leaves"
@@ -178,7 +178,7 @@ def check_peer(peer_name, peer, weight, names, shares, lines, truth, tolerance=5
             f"truth {truth[leaf]:.1f}%), hottest line {hottest} (ember {ours}, where "
             f"{peer_name} has {100 * at_ours:.0f}%)")
         assert peer[leaf]["name"] == names[leaf], f"{peer_name} names {leaf} {peer[leaf]['name']}"
-        assert at_ours >= 1 / 3, \
+        assert at_ours >= 1 / 3 or not lines_agree, \
             f"hottest lines of {leaf}: {peer_name} {hottest}, ember {ours} " \
             f"({peer_name}'s lines: {dict(sorted(peer_lines.items()))})"
         assert abs(got - shares[leaf]) <= tolerance, \

@@ -10,8 +10,9 @@ the leaf; PHP frames typed "php" in OTLP and named as PHP names them
 (Shop\\Cart::leaf_a, Shop\\{closure}, the internal function array_map between
 two PHP frames, with native frames between it and the closure it calls).
 Then recursion 300 deep (cut with a marker, counted) and Excimer in the same
-process beside ember (the leaves' names and hottest lines agree, shares
-within 5 points).
+process beside ember (the leaves' names agree, shares within 5 points;
+Excimer's lines are printed: where it puts a hot loop's samples depends on the
+PHP point release).
 
     sudo python3 tests/integration/test_php.py     (or ctest -R integration_php)
 
@@ -183,7 +184,13 @@ def test_excimer_beside():
         peer = json.load(f)
     total = sum(v["samples"] for v in peer.values())
     assert total >= 500, f"Excimer has too few samples ({total})"
-    check_peer("Excimer", peer, "samples", NAMES, shares, lines, {l: truth[l] for l in LEAVES})
+    # Excimer names the line where PHP handles its timer's interrupt, and where PHP checks for
+    # one moved between point releases: Debian's 8.2.36 at the hot loop's back jump (56, as
+    # ember and the workload's marks say), 8.2.32 at the call on the next line (57 for 87%
+    # of Excimer's samples of leaf_a in a newcomer run). Its lines are printed, not checked:
+    # the marked hot lines are the truth ember's lines are held to (check_split).
+    check_peer("Excimer", peer, "samples", NAMES, shares, lines, {l: truth[l] for l in LEAVES},
+               lines_agree=False)
 
 
 FPM_CONF = """[global]
