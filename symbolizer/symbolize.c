@@ -384,6 +384,23 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
 }
 
+/* One line of an interpreted frame: its function (name, file, first line) and line. */
+static int interp_line(struct ember_symbolizer *s, const char *name, const char *file,
+                       int32_t first, int32_t at, struct ember_line *out)
+{
+	struct ember_function fn = {0};
+	int err = ember_profile_intern_cstr(s->profile, name ? name : "[unknown]", &fn.name);
+
+	if (!err)
+		err = intern_opt(s->profile, file, &fn.filename);
+	if (err)
+		return err;
+	fn.system_name = fn.name;
+	fn.start_line = first;
+	out->line = at;
+	return ember_profile_add_function(s->profile, &fn, &out->function);
+}
+
 /*
  * An interpreted frame (words w0, w1): named by its runtime's reader, with its line in the
  * function's file; an unnamed one stays a frame of its kind, [unknown].
@@ -391,11 +408,11 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 static int interp_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0, uint64_t w1,
                            uint64_t now_ns, uint32_t *out)
 {
-	struct ember_function fn = {0};
-	struct ember_line line = {0};
+	struct ember_line lines[EMBER_INTERP_MAX_INLINED + 1] = {0};
 	struct ember_interp_frame f;
 	enum ember_frame_kind kind;
-	int err;
+	uint32_t n;
+	int err = 0;
 
 	ember_interps_frame(s->interps, pid, w0, w1, now_ns, &f);
 	/* Markers of every reason share the addresses above the unwinder's, 256 a runtime. */
@@ -412,18 +429,18 @@ static int interp_location(struct ember_symbolizer *s, uint32_t pid, uint64_t w0
 		           : 0;
 	if (!ember_profile_find_location(s->profile, EMBER_NONE, kind, f.key, out))
 		return 0;
-	err = ember_profile_intern_cstr(s->profile, f.name, &fn.name);
-	if (!err)
-		err = intern_opt(s->profile, f.file, &fn.filename);
+	/* Inlined frames first (innermost), then the frame itself: one location's lines. */
+	n = f.ninlined < EMBER_INTERP_MAX_INLINED ? f.ninlined : EMBER_INTERP_MAX_INLINED;
+	for (uint32_t i = 0; i <= n && !err; i++) {
+		const struct ember_interp_inlined in =
+		    i < n ? f.inlined[i] : (struct ember_interp_inlined){f.name, f.file, f.line};
+
+		err =
+		    interp_line(s, in.name, in.file, i < n ? 0 : f.firstlineno, in.line, &lines[i]);
+	}
 	if (err)
 		return err;
-	fn.system_name = fn.name;
-	fn.start_line = f.firstlineno;
-	err = ember_profile_add_function(s->profile, &fn, &line.function);
-	if (err)
-		return err;
-	line.line = f.line;
-	return ember_profile_add_location(s->profile, EMBER_NONE, kind, f.key, &line, 1, out);
+	return ember_profile_add_location(s->profile, EMBER_NONE, kind, f.key, lines, n + 1, out);
 }
 
 static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t *out)

@@ -22,6 +22,14 @@
 #include "symbolizer/client/broker_client.h"
 #include "symbolizer/process/maps_parser.h"
 
+#define EMBER_INTERP_MAX_INLINED 15 /* frames inlined into one frame of compiled code */
+
+/* A frame inlined into another (a JIT's): its function, file and line. */
+struct ember_interp_inlined {
+	const char *name, *file;
+	int32_t line;
+};
+
 /* One interpreted frame or marker named. The strings live until the next call. */
 struct ember_interp_frame {
 	uint32_t runtime;   /* enum ember_runtime (set by the registry) */
@@ -31,6 +39,10 @@ struct ember_interp_frame {
 	int32_t line;        /* 0: unknown */
 	int32_t firstlineno; /* of the function */
 	uint64_t key;        /* stands for the frame in the profile: same key, same frame */
+	/* Frames the compiler inlined here, innermost first; name, file and line above are then
+	 * the outermost's (the function compiled, which called them). */
+	const struct ember_interp_inlined *inlined;
+	uint32_t ninlined; /* at most EMBER_INTERP_MAX_INLINED */
 };
 
 struct ember_interp_ops {

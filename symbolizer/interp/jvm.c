@@ -28,6 +28,7 @@
 /* Counters for the statistics (jvm.*). */
 struct ember_jvm_stats {
 	uint64_t frames, frames_named, frames_interpreted, frames_compiled, frames_stub;
+	uint64_t frames_inlined; /* frames inlined into compiled ones, named with them */
 	uint64_t frames_stale, frames_unreadable;
 	uint64_t markers_truncated, markers_unreadable;
 	uint64_t reads, read_errors;
@@ -40,6 +41,7 @@ struct ember_jvm {
 	struct ember_interp_procs procs; /* struct jvm_process, by pid */
 	struct ember_interp_cache cache; /* struct jvm_value, by (pid, what, cookie) */
 	struct ember_jvm_stats stats;
+	struct ember_interp_inlined inlined[EMBER_INTERP_MAX_INLINED]; /* the last frame's */
 };
 
 struct jvm_process {
@@ -361,27 +363,58 @@ static struct jvm_value *value_of(struct ember_jvm *j, struct jvm_process *p, ui
 	return c;
 }
 
-/* The Method a frame runs and its bci (for a compiled frame: its innermost scope's). */
-static struct jvm_value *method_of(struct ember_jvm *j, struct jvm_process *p, uint64_t w0,
-                                   uint64_t w1, uint64_t now_ns, bool warm, int32_t *bci)
+/* The scopes a Java frame runs, innermost first: an interpreted frame's Method and bci; a
+ * compiled frame's chain of inlined methods at its pc (jvm_nmethod.h), or without debug
+ * information there the method compiled. How many; 0 when the nmethod is not read. */
+static int scopes_of(struct ember_jvm *j, struct jvm_process *p, uint64_t w0, uint64_t w1,
+                     uint64_t now_ns, bool warm, struct ember_jvm_scope *scope)
 {
 	uint64_t kind = w0 >> EMBER_JVM_ADDR_BITS & 0xf, addr = w0 & ADDR_MASK;
-	struct ember_jvm_scope scope[EMBER_JVM_MAX_SCOPES];
 	struct jvm_value *nm;
+	int n;
 
 	if (kind == EMBER_JVM_FRAME_INTERPRETED) {
-		*bci = (uint32_t)(w1 >> 32) == EMBER_JVM_NO_BCI ? -1 : (int32_t)(w1 >> 32);
-		return value_of(j, p, KEY_METHOD, addr, (uint32_t)w1, now_ns, warm);
+		scope[0].method = addr;
+		scope[0].bci = (uint32_t)(w1 >> 32) == EMBER_JVM_NO_BCI ? -1 : (int32_t)(w1 >> 32);
+		return 1;
 	}
 	nm = value_of(j, p, KEY_NMETHOD, addr, (uint32_t)w1, now_ns, warm);
 	if (!nm || nm->error)
-		return nm;
-	if (ember_jvm_nmethod_scopes(&nm->nm, w1 >> 32, scope, EMBER_JVM_MAX_SCOPES) <= 0) {
-		*bci = -1; /* no debug information there: the method compiled */
-		return value_of(j, p, KEY_SCOPE, nm->nm.method, 0, now_ns, warm);
+		return 0;
+	n = ember_jvm_nmethod_scopes(&nm->nm, w1 >> 32, scope, EMBER_JVM_MAX_SCOPES);
+	if (n <= 0) {
+		scope[0] = (struct ember_jvm_scope){nm->nm.method, -1};
+		n = 1;
 	}
-	*bci = scope[0].bci;
-	return value_of(j, p, KEY_SCOPE, scope[0].method, 0, now_ns, warm);
+	return n;
+}
+
+/* The Method of scope i of a frame of kind (an interpreted frame's is checked against the
+ * walker's checksum, cookie). */
+static struct jvm_value *scope_method(struct ember_jvm *j, struct jvm_process *p, uint64_t kind,
+                                      const struct ember_jvm_scope *scope, uint32_t cookie,
+                                      uint64_t now_ns, bool warm)
+{
+	if (kind == EMBER_JVM_FRAME_INTERPRETED)
+		return value_of(j, p, KEY_METHOD, scope->method, cookie, now_ns, warm);
+	return value_of(j, p, KEY_SCOPE, scope->method, 0, now_ns, warm);
+}
+
+/* Names a stub: its blob's name. */
+static void stub_frame(struct ember_jvm *j, struct jvm_process *p, uint32_t pid, uint64_t w0,
+                       uint64_t w1, uint64_t now_ns, struct ember_interp_frame *out)
+{
+	struct jvm_value *v = value_of(j, p, KEY_STUB, w0 & ADDR_MASK, (uint32_t)w1, now_ns, false);
+	uint64_t k[3] = {pid, EMBER_JVM_FRAME_STUB, w0};
+
+	out->key = ember_hash(&j->hash_key, k, sizeof(k));
+	if (!v || !v->name) {
+		j->stats.frames_unreadable++;
+		return;
+	}
+	j->stats.frames_named++;
+	j->stats.frames_stub++;
+	out->name = v->name;
 }
 
 static void jvm_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns,
@@ -389,36 +422,67 @@ static void jvm_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint6
 {
 	struct ember_jvm *j = state;
 	struct jvm_process *p = ember_interp_procs_get(&j->procs, pid, false);
-	uint64_t kind = w0 >> EMBER_JVM_ADDR_BITS & 0xf, k[4] = {pid, kind, 0, 0};
+	uint64_t kind = w0 >> EMBER_JVM_ADDR_BITS & 0xf,
+		 k[2 + 2 * EMBER_JVM_MAX_SCOPES] = {pid, kind};
+	struct ember_jvm_scope scope[EMBER_JVM_MAX_SCOPES];
 	struct jvm_value *v = NULL;
-	int32_t bci = -1, line = 0;
+	int n = 0, stale = 0;
 
 	j->stats.frames++;
-	if (p && kind == EMBER_JVM_FRAME_STUB)
-		v = value_of(j, p, KEY_STUB, w0 & ADDR_MASK, (uint32_t)w1, now_ns, false);
-	else if (p)
-		v = method_of(j, p, w0, w1, now_ns, false, &bci);
-	k[2] = kind == EMBER_JVM_FRAME_STUB || !v || !v->name ? w0 : v->m.const_method;
-	if (v && v->name && kind != EMBER_JVM_FRAME_STUB && bci >= 0 &&
-	    ember_jvm_method_line(&p->vm, &v->m, (uint32_t)bci, &line))
-		line = 0;
-	k[3] = (uint64_t)line;
-	out->key = ember_hash(&j->hash_key, k, sizeof(k));
-	if (!v || !v->name) {
-		if (v && v->error == -ESTALE)
+	if (p && kind == EMBER_JVM_FRAME_STUB) {
+		stub_frame(j, p, pid, w0, w1, now_ns, out);
+		return;
+	}
+	if (p)
+		n = scopes_of(j, p, w0, w1, now_ns, false, scope);
+	/* The outermost scope names the frame; the inner ones were inlined into it. */
+	for (int i = n - 1; i >= 0; i--) {
+		struct ember_interp_inlined in = {NULL, NULL, 0};
+		int32_t line = 0;
+
+		v = scope_method(j, p, kind, &scope[i], (uint32_t)w1, now_ns, false);
+		stale |= v && v->error == -ESTALE;
+		if (v && v->name) {
+			in = (struct ember_interp_inlined){v->name, v->m.file, 0};
+			if (scope[i].bci >= 0 &&
+			    !ember_jvm_method_line(&p->vm, &v->m, (uint32_t)scope[i].bci, &line))
+				in.line = line;
+		}
+		k[2 + 2 * i] = v && v->name ? v->m.const_method : scope[i].method;
+		k[3 + 2 * i] = (uint64_t)in.line;
+		if (i == n - 1) {
+			out->name = in.name;
+			out->file = in.file;
+			out->line = in.line;
+		} else if ((uint32_t)i < EMBER_INTERP_MAX_INLINED) {
+			j->inlined[i] = in;
+		}
+	}
+	out->inlined = n > 1 ? j->inlined : NULL;
+	out->ninlined = n > 1 ? (uint32_t)(n - 1 < (int)EMBER_INTERP_MAX_INLINED
+	                                       ? n - 1
+	                                       : (int)EMBER_INTERP_MAX_INLINED)
+	                      : 0;
+	out->key = ember_hash(&j->hash_key, k, sizeof(uint64_t) * (2 + 2 * (size_t)(n ? n : 1)));
+	if (!out->name) {
+		if (n == 0) {
+			k[2] = w0;
+			k[3] = w1;
+			out->key = ember_hash(&j->hash_key, k, 4 * sizeof(uint64_t));
+		}
+		out->inlined = NULL;
+		out->ninlined = 0;
+		if (stale)
 			j->stats.frames_stale++;
 		else
 			j->stats.frames_unreadable++;
 		return;
 	}
 	j->stats.frames_named++;
+	j->stats.frames_inlined += out->ninlined;
 	j->stats.frames_interpreted += kind == EMBER_JVM_FRAME_INTERPRETED;
 	j->stats.frames_compiled +=
 	    kind == EMBER_JVM_FRAME_COMPILED || kind == EMBER_JVM_FRAME_NATIVE;
-	j->stats.frames_stub += kind == EMBER_JVM_FRAME_STUB;
-	out->name = v->name;
-	out->file = kind == EMBER_JVM_FRAME_STUB ? NULL : v->m.file;
-	out->line = line;
 }
 
 /* Frames are read at sample time, while the Methods and compiled code are still there. */
@@ -426,14 +490,19 @@ static void jvm_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64
 {
 	struct ember_jvm *j = state;
 	struct jvm_process *p = ember_interp_procs_get(&j->procs, pid, false);
-	int32_t bci;
+	uint64_t kind = w0 >> EMBER_JVM_ADDR_BITS & 0xf;
+	struct ember_jvm_scope scope[EMBER_JVM_MAX_SCOPES];
+	int n;
 
 	if (!p)
 		return;
-	if ((w0 >> EMBER_JVM_ADDR_BITS & 0xf) == EMBER_JVM_FRAME_STUB)
+	if (kind == EMBER_JVM_FRAME_STUB) {
 		value_of(j, p, KEY_STUB, w0 & ADDR_MASK, (uint32_t)w1, now_ns, true);
-	else
-		method_of(j, p, w0, w1, now_ns, true, &bci);
+		return;
+	}
+	n = scopes_of(j, p, w0, w1, now_ns, true, scope);
+	for (int i = 0; i < n; i++)
+		scope_method(j, p, kind, &scope[i], (uint32_t)w1, now_ns, true);
 }
 
 static const char *jvm_marker(void *state, uint64_t w0)
@@ -465,6 +534,7 @@ static void jvm_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "jvm.frames_interpreted", s->frames_interpreted);
 	ember_stat(sink, "jvm.frames_compiled", s->frames_compiled);
 	ember_stat(sink, "jvm.frames_stub", s->frames_stub);
+	ember_stat(sink, "jvm.frames_inlined", s->frames_inlined);
 	ember_stat(sink, "jvm.frames_stale", s->frames_stale);
 	ember_stat(sink, "jvm.frames_unreadable", s->frames_unreadable);
 	ember_stat(sink, "jvm.markers_truncated", s->markers_truncated);

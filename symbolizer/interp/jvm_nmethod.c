@@ -159,13 +159,15 @@ static size_t pc_desc_at(const struct ember_jvm_nmethod *nm, uint64_t pc)
 	return lo;
 }
 
-int ember_jvm_nmethod_scopes(const struct ember_jvm_nmethod *nm, uint64_t pc,
-                             struct ember_jvm_scope *out, size_t max)
+/* The chain of scopes PcDesc i records into out (at most max), innermost first: how many;
+ * -ENOENT (no scope there), -EBADMSG. */
+static int chain_at(const struct ember_jvm_nmethod *nm, size_t i, struct ember_jvm_scope *out,
+                    size_t max)
 {
-	size_t i = pc_desc_at(nm, pc), n = 0;
-	int64_t offset;
+	int64_t offset = i < nm->npcs ? pc_field(nm, i, nm->pc_scope) : 0;
+	size_t n = 0;
 
-	if (i >= nm->npcs || (offset = pc_field(nm, i, nm->pc_scope)) <= 0)
+	if (offset <= 0)
 		return -ENOENT; /* 0: DebugInformationRecorder's serialized null */
 	while (offset > 0 && n < max && n < EMBER_JVM_MAX_SCOPES) {
 		struct ember_jvm_stream s;
@@ -186,6 +188,46 @@ int ember_jvm_nmethod_scopes(const struct ember_jvm_nmethod *nm, uint64_t pc,
 		offset = sender;
 	}
 	return (int)n;
+}
+
+int ember_jvm_nmethod_scopes(const struct ember_jvm_nmethod *nm, uint64_t pc,
+                             struct ember_jvm_scope *out, size_t max)
+{
+	struct ember_jvm_scope before[EMBER_JVM_MAX_SCOPES], after[EMBER_JVM_MAX_SCOPES];
+	size_t i = pc_desc_at(nm, pc), j = i, common = 0;
+	int nb = -ENOENT, na;
+
+	if (i < nm->npcs && pc_field(nm, i, nm->pc_offset) == (int64_t)pc)
+		return chain_at(nm, i, out, max); /* a call's return address: exact */
+	/* Between two PcDescs (a pc the compiler recorded nothing at: inside a loop, or in
+	 * code inlined there): only the scopes both neighbours record are sure to be the pc's,
+	 * the innermost with the bci of the one before (of the one after when the one before
+	 * is the method's entry). */
+	na = chain_at(nm, i, after, EMBER_JVM_MAX_SCOPES);
+	while (j-- > 0 && i - j <= 16 &&
+	       (nb = chain_at(nm, j, before, EMBER_JVM_MAX_SCOPES)) == -ENOENT)
+		;
+	if (na == -EBADMSG || nb == -EBADMSG)
+		return -EBADMSG;
+	if (na < 0 && nb < 0)
+		return -ENOENT;
+	if (na < 0 || nb < 0) { /* one side only: the method compiled, at that side's bci */
+		out[0] = nb > 0 ? before[nb - 1] : after[na - 1];
+		return max ? 1 : 0;
+	}
+	while (common < (size_t)na && common < (size_t)nb &&
+	       before[nb - 1 - common].method == after[na - 1 - common].method)
+		common++;
+	if (!common)
+		return -EBADMSG; /* two methods compiled: the PcDescs are not one nmethod's */
+	if (common > max)
+		common = max;
+	for (size_t k = 0; k < common; k++)
+		out[k] = before[nb - common + k];
+	/* The one before is the method's entry (no bci): the next one's is nearer. */
+	if (out[0].bci < 0)
+		out[0].bci = after[na - common].bci;
+	return (int)common;
 }
 
 void ember_jvm_nmethod_free(struct ember_jvm_nmethod *nm)

@@ -258,13 +258,24 @@ START_TEST(debug_information_that_does_not_decode)
 	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 10, s, 4), 1);
 	ck_assert_uint_eq(s[0].method, 0x7000);
 	ck_assert_int_eq(s[0].bci, 5);
-	/* Between PcDescs: the next one counts. */
-	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 11, s, 4), 2);
+	/* At a PcDesc (a call's return address): its whole chain. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 20, s, 4), 2);
 	ck_assert_uint_eq(s[0].method, 0x8000);
 	ck_assert_int_eq(s[0].bci, -1);
 	ck_assert_uint_eq(s[1].method, 0x7000);
-	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 21, s, 4), -ENOENT);
-	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 11, s, 1), 1); /* cut at max */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 20, s, 1), 1); /* cut at max */
+	/* Between PcDescs (a loop of the method, before a call inlined from 0x8000): only what
+	 * both record, with the bci of the one before; the callee the next one names is not
+	 * running yet. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 11, s, 4), 1);
+	ck_assert_uint_eq(s[0].method, 0x7000);
+	ck_assert_int_eq(s[0].bci, 5);
+	/* Past the last PcDesc, or before the first: the method compiled, at its bci there. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 21, s, 4), 1);
+	ck_assert_uint_eq(s[0].method, 0x7000);
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 3, s, 4), 1);
+	ck_assert_uint_eq(s[0].method, 0x7000);
+	ck_assert_int_eq(s[0].bci, 5); /* where the method is next recorded */
 	/* A sender that does not go outward (a cycle). */
 	scopes[4] = 4;
 	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 20, s, 4), -EBADMSG);

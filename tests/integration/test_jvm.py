@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Java frames end to end, with the real eBPF walker and Debian's OpenJDK 17 (and every
+other JDK under /usr/lib/jvm). A known-split workload (tests/workloads/JvmSplit.java)
+measures each leaf's thread CPU time itself; it runs interpreted (-Xint), compiled by C1
+only (-XX:TieredStopAtLevel=1) and tiered (C1 then C2, the default). In each mode: shares
+within 3 points of that truth over at least 1,500 leaf samples; the leaf method named in
+98% of the samples that run it; complete from the leaf through JvmSplit.main to the
+thread's native start (JavaCalls::call_helper, JavaMain, start_thread) in 99% of them
+interpreted, 95% compiled; the leaf's line its hot loop's in 95% interpreted, within the
+leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file.
+
+    sudo python3 tests/integration/test_jvm.py     (or ctest -R integration_jvm)
+
+What the reader must give: JvmSplit.leafA (class.method), the file JvmSplit.java and the
+line, OTLP profile.frame.type "jvm", and the statistics jvm.processes, jvm.frames and
+jvm.frames_named (pprof comments)."""
+import collections
+import os
+import re
+import subprocess
+
+from emberlib import SRC, log, require_root, run_tests, skip_or_fail, workdir
+from interplib import (assert_shares, follows, in_leaves, leaf_shares, line_ranges,
+                       marked_lines, run_workload as run_split_workload)
+
+SOURCE = os.path.join(SRC, "tests", "workloads", "JvmSplit.java")
+DEBIAN_JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
+LEAVES = ("leaf_a", "leaf_b", "leaf_c")
+KIND = "jvm"  # OTLP's profile.frame.type for Java frames
+NAMES = {"leaf_a": "JvmSplit.leafA", "leaf_b": "JvmSplit.leafB", "leaf_c": "JvmSplit.leafC"}
+LEAF_OF = {name: leaf for leaf, name in NAMES.items()}
+SPLIT_PATH = ["JvmSplit.main", "JvmSplit.runSplit", "JvmSplit.handle"]
+# The thread's native start, below the Java frames (root first; C++ names with their
+# parameters).
+NATIVE_ROOT = [re.compile(r"start_thread"), re.compile(r"JavaMain"),
+               re.compile(r"JavaCalls::call_helper(\(.*)?")]
+MARKS = marked_lines(SOURCE)
+# Each leaf's lines: from its declaration to the next method's.
+with open(SOURCE) as _f:
+    _defs = [(name, n) for n, text in enumerate(_f, 1)
+             for name in ("leafA", "leafB", "leafC", "handle") if f"static long {name}(" in text]
+RANGES = line_ranges(_defs)
+MODES = {"interpreted": ("-Xint",), "C1": ("-XX:TieredStopAtLevel=1",), "tiered": ()}
+
+
+def jdks():
+    """The JDKs to run: Debian's 17 first (required), then every other one here."""
+    out = [DEBIAN_JDK] if os.path.exists(f"{DEBIAN_JDK}/bin/javac") else []
+    real = {os.path.realpath(j) for j in out}
+    for name in sorted(os.listdir("/usr/lib/jvm")) if os.path.isdir("/usr/lib/jvm") else []:
+        path = os.path.join("/usr/lib/jvm", name)
+        if not os.path.islink(path) and os.path.exists(f"{path}/bin/javac") and \
+                os.path.realpath(path) not in real:
+            out.append(path)
+            real.add(os.path.realpath(path))
+    return out
+
+
+def innermost_leaf(frames):
+    return next((f for f in frames if f.kind == KIND and f.name in LEAF_OF), None)
+
+
+def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0):
+    """Shares vs truth; stacks complete along the split's path and on to the thread's
+    native start; the leaf's line; Java frames typed."""
+    counts, complete, exact, within, typed = collections.Counter(), 0, 0, 0, 0
+    bad, lines = [], collections.defaultdict(collections.Counter)
+    for n, frames, leaf in in_leaves(samples, innermost_leaf):
+        key = LEAF_OF[leaf.name]
+        counts[key] += n
+        lines[key][leaf.line] += n
+        names = [f.name for f in reversed(frames)]
+        if follows(names, [*NATIVE_ROOT, *SPLIT_PATH, leaf.name]):
+            complete += n
+        elif len(bad) < 4:
+            bad.append(";".join(f.name + ("" if f.kind in (KIND, "kernel") else "(n)")
+                                for f in reversed(frames)))
+        if leaf.line == MARKS["hot-" + key[-1]] and leaf.file.endswith("JvmSplit.java"):
+            exact += n
+        first, last = RANGES[leaf.name.split(".")[1]]
+        if first <= leaf.line <= last:
+            within += n
+        if all(f.kind == KIND for f in frames if f.file.endswith(".java")):
+            typed += n
+    result = leaf_shares(label, counts, truth, min_samples, bad, " ((n): native)")
+    total = sum(counts.values())
+    for leaf in LEAVES:
+        log(f"    {NAMES[leaf]}: {result[leaf][0]:.1f}% (truth {truth[leaf]:.1f}%), lines "
+            f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
+    pct = {k: 100.0 * v / total for k, v in (("complete", complete), ("exact", exact),
+                                             ("within", within))}
+    log(f"    complete to the thread's start: {pct['complete']:.2f}%, the leaf's line exact: "
+        f"{pct['exact']:.2f}%, within the leaf: {pct['within']:.2f}%")
+    assert_shares(label, result, tolerance)
+    assert pct["complete"] >= (95.0 if compiled else 99.0), \
+        f"{label}: only {pct['complete']:.2f}% complete"
+    if compiled:
+        assert pct["within"] >= 90.0, f"{label}: the leaf's lines in only {pct['within']:.2f}%"
+    else:
+        assert pct["exact"] >= 95.0, f"{label}: the leaf's line exact in only {pct['exact']:.2f}%"
+    assert typed == total, f"{label}: a .java frame not typed {KIND} in {total - typed} samples"
+    return {leaf: got for leaf, (got, _) in result.items()}, lines
+
+
+def compile_workload(jdk, wd):
+    out = os.path.join(wd, os.path.basename(jdk))
+    os.makedirs(out, exist_ok=True)
+    subprocess.run([f"{jdk}/bin/javac", "-g", "-d", out, SOURCE], check=True)
+    return out
+
+
+def run_workload(jdk, classes, label, mode, seconds, opts=(), min_samples=1500):
+    java = f"{jdk}/bin/java"
+    pid, samples, stats, truth, _, outs = run_split_workload(
+        WD, "JvmSplit", LEAVES, innermost_leaf, label, java, mode, seconds,
+        cmd_prefix=(java, *opts, "-cp", classes), min_samples=min_samples, exit_timeout=60)
+    return pid, samples, stats, truth, outs
+
+
+WD = None
+
+
+def test_known_split_in_every_mode():
+    found = jdks()
+    if not found or found[0] != DEBIAN_JDK:
+        skip_or_fail(f"{DEBIAN_JDK} is missing: run scripts/install-deps.sh")
+    for jdk in found:
+        classes = compile_workload(jdk, WD)
+        for mode, opts in MODES.items():
+            label = f"{os.path.basename(jdk)} {mode}"
+            _, samples, stats, truth, _ = run_workload(jdk, classes, label, "split", 5, opts)
+            check_split(label, samples, next(iter(truth.values())), mode != "interpreted")
+            log("  stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
+                                         if k.startswith("jvm.")))
+            assert stats.get("jvm.processes", 0) >= 1, "no jvm.processes in the statistics"
+
+
+if __name__ == "__main__":
+    require_root()
+    WD = workdir()
+    run_tests([test_known_split_in_every_mode])
