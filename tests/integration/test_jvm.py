@@ -8,7 +8,10 @@ within 3 points of that truth over at least 1,500 leaf samples; the leaf method 
 98% of the samples that run it; complete from the leaf through JvmSplit.main to the
 thread's native start (JavaCalls::call_helper, JavaMain, start_thread) in 99% of them
 interpreted, 95% compiled; the leaf's line its hot loop's in 95% interpreted, within the
-leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file.
+leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file. Then, tiered on
+JDK 17: two threads, each against its own truth by thread id (a thread Java started runs
+from its native start through Thread.run); the leaves called through a lambda; recursion
+1,000 frames deep (cut with a marker, counted).
 
     sudo python3 tests/integration/test_jvm.py     (or ctest -R integration_jvm)
 
@@ -21,8 +24,8 @@ import re
 import subprocess
 
 from emberlib import SRC, log, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, follows, in_leaves, leaf_shares, line_ranges,
-                       marked_lines, run_workload as run_split_workload)
+from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
+                       line_ranges, marked_lines, run_workload as run_split_workload)
 
 SOURCE = os.path.join(SRC, "tests", "workloads", "JvmSplit.java")
 DEBIAN_JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -31,9 +34,16 @@ KIND = "jvm"  # OTLP's profile.frame.type for Java frames
 NAMES = {"leaf_a": "JvmSplit.leafA", "leaf_b": "JvmSplit.leafB", "leaf_c": "JvmSplit.leafC"}
 LEAF_OF = {name: leaf for leaf, name in NAMES.items()}
 SPLIT_PATH = ["JvmSplit.main", "JvmSplit.runSplit", "JvmSplit.handle"]
+LAMBDA_PATH = ["JvmSplit.main", "JvmSplit.runSplit", re.compile(r"JvmSplit\.lambda\$runSplit\$\d+"),
+               "JvmSplit.handle"]
+WORKER_PATH = ["java.lang.Thread.run", re.compile(r"JvmSplit\.lambda\$main\$\d+"),
+               "JvmSplit.runSplit", "JvmSplit.handle"]
+TRUNCATED = "[jvm frames truncated]"
 # The thread's native start, below the Java frames (root first; C++ names with their
-# parameters).
+# parameters): the main thread's, and a thread Java started.
 NATIVE_ROOT = [re.compile(r"start_thread"), re.compile(r"JavaMain"),
+               re.compile(r"JavaCalls::call_helper(\(.*)?")]
+THREAD_ROOT = [re.compile(r"start_thread"), re.compile(r"thread_native_entry(\(.*)?"),
                re.compile(r"JavaCalls::call_helper(\(.*)?")]
 MARKS = marked_lines(SOURCE)
 # Each leaf's lines: from its declaration to the next method's.
@@ -61,9 +71,10 @@ def innermost_leaf(frames):
     return next((f for f in frames if f.kind == KIND and f.name in LEAF_OF), None)
 
 
-def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0):
-    """Shares vs truth; stacks complete along the split's path and on to the thread's
-    native start; the leaf's line; Java frames typed."""
+def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0,
+                path=SPLIT_PATH, root=NATIVE_ROOT):
+    """Shares vs truth; stacks complete along path (Java frames) and on to the thread's
+    native start (root); the leaf's line; Java frames typed."""
     counts, complete, exact, within, typed = collections.Counter(), 0, 0, 0, 0
     bad, lines = [], collections.defaultdict(collections.Counter)
     for n, frames, leaf in in_leaves(samples, innermost_leaf):
@@ -71,7 +82,7 @@ def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0
         counts[key] += n
         lines[key][leaf.line] += n
         names = [f.name for f in reversed(frames)]
-        if follows(names, [*NATIVE_ROOT, *SPLIT_PATH, leaf.name]):
+        if follows(names, [*root, *path, leaf.name]):
             complete += n
         elif len(bad) < 4:
             bad.append(";".join(f.name + ("" if f.kind in (KIND, "kernel") else "(n)")
@@ -90,7 +101,7 @@ def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0
             f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
     pct = {k: 100.0 * v / total for k, v in (("complete", complete), ("exact", exact),
                                              ("within", within))}
-    log(f"    complete to the thread's start: {pct['complete']:.2f}%, the leaf's line exact: "
+    log(f"    complete: {pct['complete']:.2f}%, the leaf's line exact: "
         f"{pct['exact']:.2f}%, within the leaf: {pct['within']:.2f}%")
     assert_shares(label, result, tolerance)
     assert pct["complete"] >= (95.0 if compiled else 99.0), \
@@ -118,6 +129,12 @@ def run_workload(jdk, classes, label, mode, seconds, opts=(), min_samples=1500):
     return pid, samples, stats, truth, outs
 
 
+def debian_classes():
+    if not os.path.exists(f"{DEBIAN_JDK}/bin/javac"):
+        skip_or_fail(f"{DEBIAN_JDK} is missing: run scripts/install-deps.sh")
+    return compile_workload(DEBIAN_JDK, WD)
+
+
 WD = None
 
 
@@ -136,7 +153,38 @@ def test_known_split_in_every_mode():
             assert stats.get("jvm.processes", 0) >= 1, "no jvm.processes in the statistics"
 
 
+def test_two_threads():
+    """The main thread's split and a worker thread's (leafB 20%, leafC 80%), each against
+    its own truth, by thread id; the worker's stacks run from its native start through
+    Thread.run and the lambda that runs its split."""
+    pid, samples, stats, truth, _ = run_workload(DEBIAN_JDK, debian_classes(), "java-17",
+                                                 "threads", 5, min_samples=3000)
+    assert len(truth) == 2, f"truth for {len(truth)} threads"
+    for tid, want in truth.items():
+        worker = want["leaf_a"] == 0
+        mine = [s for s in samples if s[1] == tid]
+        check_split(f"thread {tid} ({'worker' if worker else 'main'})", mine, want, True,
+                    path=WORKER_PATH if worker else SPLIT_PATH,
+                    root=THREAD_ROOT if worker else NATIVE_ROOT)
+
+
+def test_lambda():
+    _, samples, _, truth, _ = run_workload(DEBIAN_JDK, debian_classes(), "java-17", "lambda", 5)
+    check_split("through a lambda", samples, next(iter(truth.values())), True, path=LAMBDA_PATH)
+
+
+def test_recursion_marker():
+    """1,000 frames deep: the Java frames end in the marker (counted), the leaves' shares
+    still follow the truth."""
+    _, samples, stats, truth, _ = run_workload(DEBIAN_JDK, debian_classes(), "java-17",
+                                               "recursion", 5)
+    check_marker_cut("jvm", samples, stats, next(iter(truth.values())), innermost_leaf,
+                     lambda frames: [f for f in frames if f.kind == KIND],
+                     lambda name: LEAF_OF[name], TRUNCATED)
+
+
 if __name__ == "__main__":
     require_root()
     WD = workdir()
-    run_tests([test_known_split_in_every_mode])
+    run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
+               test_recursion_marker])
