@@ -19,13 +19,15 @@ What the reader must give: JvmSplit.leafA (class.method), the file JvmSplit.java
 line, OTLP profile.frame.type "jvm", and the statistics jvm.processes, jvm.frames and
 jvm.frames_named (pprof comments)."""
 import collections
+import json
 import os
 import re
 import subprocess
 
 from emberlib import SRC, log, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, follows, in_leaves, leaf_shares,
-                       line_ranges, marked_lines, run_workload as run_split_workload)
+from interplib import (assert_shares, check_marker_cut, check_peer, follows, in_leaves,
+                       leaf_shares, line_ranges, marked_lines,
+                       run_workload as run_split_workload)
 
 SOURCE = os.path.join(SRC, "tests", "workloads", "JvmSplit.java")
 DEBIAN_JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -173,6 +175,43 @@ def test_lambda():
     check_split("through a lambda", samples, next(iter(truth.values())), True, path=LAMBDA_PATH)
 
 
+def jfr_leaves(jdk, path):
+    """JFR's execution samples in the leaves: {leaf: {"name", "samples", "lines"}}, each
+    sample counted for its innermost leaf frame."""
+    out = subprocess.run([f"{jdk}/bin/jfr", "print", "--json", "--stack-depth", "64",
+                          "--events", "jdk.ExecutionSample", path],
+                         check=True, capture_output=True, text=True).stdout
+    peer = {leaf: {"name": NAMES[leaf], "samples": 0, "lines": collections.Counter()}
+            for leaf in LEAVES}
+    for event in json.loads(out)["recording"]["events"]:
+        for frame in event["values"]["stackTrace"]["frames"]:
+            name = f"{frame['method']['type']['name']}.{frame['method']['name']}"
+            if name in LEAF_OF:
+                leaf = peer[LEAF_OF[name]]
+                leaf["samples"] += 1
+                leaf["lines"][str(frame["lineNumber"])] += 1
+                break
+    return peer
+
+
+def test_jfr_beside():
+    """Java Flight Recorder (jdk.ExecutionSample every millisecond, with debug information
+    at every pc) in the same process while ember records it, tiered: the leaves' names and
+    hottest lines agree, shares within 5 points."""
+    jfr = os.path.join(WD, "split.jfr")
+    opts = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints",
+            f"-XX:StartFlightRecording:filename={jfr},settings=profile,method-profiling=max,"
+            "dumponexit=true")
+    _, samples, _, truth, _ = run_workload(DEBIAN_JDK, debian_classes(), "java-17-jfr",
+                                           "split", 5, opts)
+    truth = next(iter(truth.values()))
+    shares, lines = check_split("java-17 with JFR", samples, truth, True)
+    peer = jfr_leaves(DEBIAN_JDK, jfr)
+    total = sum(v["samples"] for v in peer.values())
+    assert total >= 400, f"JFR has too few samples in the leaves ({total})"
+    check_peer("JFR", peer, "samples", NAMES, shares, lines, truth)
+
+
 def test_recursion_marker():
     """1,000 frames deep: the Java frames end in the marker (counted), the leaves' shares
     still follow the truth."""
@@ -187,4 +226,4 @@ if __name__ == "__main__":
     require_root()
     WD = workdir()
     run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
-               test_recursion_marker])
+               test_recursion_marker, test_jfr_beside])
