@@ -11,7 +11,10 @@ interpreted, 95% compiled; the leaf's line its hot loop's in 95% interpreted, wi
 leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file. Then, tiered on
 JDK 17: two threads, each against its own truth by thread id (a thread Java started runs
 from its native start through Thread.run); the leaves called through a lambda; recursion
-1,000 frames deep (cut with a marker, counted).
+1,000 frames deep (cut with a marker, counted); Java Flight Recorder in the same process
+(the leaves' names and hottest lines agree, shares within 5 points); a fake libjvm.so whose
+self-description is garbage, oversized, endless or incomplete (refused, native frames
+kept, no stall).
 
     sudo python3 tests/integration/test_jvm.py     (or ctest -R integration_jvm)
 
@@ -23,11 +26,13 @@ import json
 import os
 import re
 import subprocess
+import time
 
-from emberlib import SRC, log, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, check_marker_cut, check_peer, follows, in_leaves,
-                       leaf_shares, line_ranges, marked_lines,
-                       run_workload as run_split_workload)
+from emberlib import (FRAME_POINTERS, SRC, kill, log, require_root, run_tests, skip_or_fail,
+                      start, workdir)
+from interplib import (assert_shares, check_marker_cut, check_peer, decode_otlp, follows,
+                       in_leaves, leaf_shares, line_ranges, marked_lines, record,
+                       run_workload as run_split_workload, stats_of)
 
 SOURCE = os.path.join(SRC, "tests", "workloads", "JvmSplit.java")
 DEBIAN_JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -212,6 +217,43 @@ def test_jfr_beside():
     check_peer("JFR", peer, "samples", NAMES, shares, lines, truth)
 
 
+def test_hostile_fake_libjvm():
+    """A program on a fake libjvm.so (tests/workloads/fake_jvm.c) whose self-description is
+    garbage, oversized, endless or incomplete: taken for a JVM, no row sent (refused with a
+    log line, or read again later), its native frames named, no crash, no stall."""
+    src = os.path.join(SRC, "tests", "workloads", "fake_jvm.c")
+    libdir = os.path.join(WD, "fakejvm")
+    os.makedirs(libdir, exist_ok=True)
+    exe = os.path.join(WD, "fake_jvm")
+    subprocess.run(["gcc", *FRAME_POINTERS, "-g", "-shared", "-fPIC", "-DFAKE_JVM_LIB",
+                    "-o", os.path.join(libdir, "libjvm.so"), src], check=True)
+    subprocess.run(["gcc", *FRAME_POINTERS, "-g", "-o", exe, src, "-L", libdir, "-ljvm",
+                    f"-Wl,-rpath,{libdir}"], check=True)
+    for mode in ("garbage", "oversized", "endless", "incomplete"):
+        wl = start([exe, mode, "30"])
+        try:
+            time.sleep(0.5)
+            t0 = time.time()
+            outs = record(WD, f"fake-jvm-{mode}", [wl.pid], 3)
+            took = time.time() - t0
+        finally:
+            kill(wl)
+        samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == wl.pid]
+        stats = stats_of(outs["pb.gz"])
+        total = sum(n for *_, n, _ in samples)
+        spin = sum(n for *_, n, frames in samples if any(f.name == "fake_spin" for f in frames))
+        log(f"  {mode}: {total} samples in {took:.1f}s, fake_spin in {spin}; "
+            f"jvm.processes={stats.get('jvm.processes')} "
+            f"unsupported={stats.get('jvm.processes_unsupported')} "
+            f"rows_sent={stats.get('jvm.rows_sent')}")
+        assert took < 3 + 20, f"{mode}: ember took {took:.1f}s"
+        assert stats.get("jvm.processes", 0) == 1, f"{mode}: the fake was not taken for a JVM"
+        assert stats.get("jvm.rows_sent", 0) == 0, f"{mode}: a row was sent"
+        if mode != "garbage":  # garbage pointers fault: read again, as a VM still starting
+            assert stats.get("jvm.processes_unsupported", 0) == 1, f"{mode}: not refused"
+        assert total > 0 and spin >= 0.95 * total, f"{mode}: fake_spin in {spin} of {total}"
+
+
 def test_recursion_marker():
     """1,000 frames deep: the Java frames end in the marker (counted), the leaves' shares
     still follow the truth."""
@@ -226,4 +268,4 @@ if __name__ == "__main__":
     require_root()
     WD = workdir()
     run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
-               test_recursion_marker, test_jfr_beside])
+               test_recursion_marker, test_jfr_beside, test_hostile_fake_libjvm])
