@@ -10,6 +10,8 @@ methods or functions) that measures its own thread-CPU truth:
   ruby     tests/workloads/rbsplit.rb split, on Debian's ruby3.1
   php      tests/workloads/phpsplit.php split, on Debian's php8.2
   perl     tests/workloads/plsplit.pl split, on Debian's perl (5.36)
+  jvm      tests/workloads/JvmSplit.java split, on Debian's OpenJDK 17 (tiered:
+           interpreted, then C1 and C2 code)
 
 One run records, for each runtime chosen (--runtime, all by default), a fresh
 instance of its workload for the same time at the same frequency:
@@ -40,7 +42,7 @@ native-only on its workload, each against Python): on a shared machine the
 absolute figures move from run to run, the ratios less.
 
 Usage: sudo bench/interp/run.py [--runtime python] [--runtime ruby] [--runtime php]
-                                [--runtime perl] [--duration 10]
+                                [--runtime perl] [--runtime jvm] [--duration 10]
                                 [--short 3] [--hz 499] [--build build]
 """
 import argparse
@@ -62,12 +64,14 @@ LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 RUBY = "/usr/bin/ruby3.1"
 PHP = "/usr/bin/php8.2"
 PERL = "/usr/bin/perl"
+JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 # A runtime under test: its --interpreters name; the command that runs its workload
 # (`split SECONDS` appended; perf's flags go after exe); the comm its samples carry; its
 # leaves' frame names, as ember names them; what the table says of it; perf: True when
-# perf can name its frames, else why not.
-Runtime = collections.namedtuple("Runtime", "name exe script comm names label frames perf")
+# perf can name its frames, else why not; pre: arguments before script (Java's class path).
+Runtime = collections.namedtuple("Runtime", "name exe script comm names label frames perf pre",
+                                 defaults=((),))
 
 
 def newest_python():
@@ -105,6 +109,25 @@ def debian_runtime(name, exe, script, comm, names, version_args, frames):
                    f"{os.path.basename(exe)} gives perf no names for {frames} (no perf map)")
 
 
+def jvm_runtime():
+    """Debian's OpenJDK 17 on JvmSplit.java, compiled here; None without it."""
+    java, javac = f"{JDK}/bin/java", f"{JDK}/bin/javac"
+    if not os.access(javac, os.X_OK):
+        print(f"no {javac} (scripts/install-deps.sh installs it): no jvm runs")
+        return None
+    classes = tempfile.mkdtemp(prefix="ember-bench-jvm-")
+    os.chmod(classes, 0o755)
+    subprocess.run([javac, "-d", classes, os.path.join(WORKLOADS, "JvmSplit.java")], check=True)
+    r = subprocess.run([java, "-version"], capture_output=True, text=True)
+    version = r.stderr.splitlines()[0] if r.stderr else "?"
+    return Runtime("jvm", java, "JvmSplit", "java",
+                   {f"JvmSplit.{n}": leaf for n, leaf in zip(("leafA", "leafB", "leafC"), LEAVES)},
+                   f"{java} ({version}), JvmSplit split", "Java methods",
+                   "java gives perf no names for compiled code without a perf map "
+                   "(jcmd Compiler.perfmap) nor frames through it without "
+                   "-XX:+PreserveFramePointer", ("-cp", classes))
+
+
 RUNTIMES = {
     "python": python_runtime,
     "ruby": lambda: debian_runtime("ruby", RUBY, "rbsplit.rb", "ruby",
@@ -116,6 +139,7 @@ RUNTIMES = {
     "perl": lambda: debian_runtime("perl", PERL, "plsplit.pl", "perl",
                                    {f"Shop::Cart::{leaf}": leaf for leaf in LEAVES},
                                    ("-e", "printf '%vd', $^V"), "Perl subs"),
+    "jvm": jvm_runtime,
 }
 
 
@@ -184,7 +208,7 @@ def truth_of(path):
 
 def start_workload(rt, wd, tag, extra=()):
     truth = os.path.join(wd, f"{tag}.truth")
-    proc = subprocess.Popen([rt.exe, *extra, rt.script, "split", "600"],
+    proc = subprocess.Popen([rt.exe, *extra, *rt.pre, rt.script, "split", "600"],
                             env=dict(os.environ, EMBER_TRUTH_FILE=truth),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)

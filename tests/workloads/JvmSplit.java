@@ -25,6 +25,7 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.IntToLongFunction;
 
 public class JvmSplit {
@@ -63,9 +64,13 @@ public class JvmSplit {
         }
     }
 
-    // Runs leaf (0, 1, 2) for units of CPU time, adding what it took to spent.
+    // Runs leaf (0, 1, 2) for units of CPU time, give or take 30% at random, adding what
+    // it took to spent. The jitter keeps the split's period from locking onto the
+    // sampling's: compiled, the leaves meet their deadlines to the microsecond, and a
+    // 10 ms round sampled every 2 ms would put the samples at the same places each round.
     static long handle(int leaf, long units, long[] spent) {
-        long start = cpuNs(), deadline = start + units * UNIT_NS, r;
+        long start = cpuNs(), r;
+        long deadline = start + (long) (units * UNIT_NS * (0.7 + 0.6 * ThreadLocalRandom.current().nextDouble()));
         if (leaf == 0) r = leafA(deadline); // call-a
         else if (leaf == 1) r = leafB(deadline); // call-b
         else r = leafC(deadline); // call-c
