@@ -8,7 +8,6 @@
  * `javap -l`'s line number table for each of its bytecode indexes.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,24 +162,7 @@ END_TEST
 /* Every other JDK on the machine (Temurin 25 on some), once per real directory. */
 START_TEST(other_jdks)
 {
-	char debian[PATH_MAX] = "";
-	DIR *d = opendir("/usr/lib/jvm");
-	struct dirent *e;
-
-	if (!realpath(DEBIAN_JDK, debian))
-		debian[0] = '\0';
-	while (d && (e = readdir(d))) {
-		char path[PATH_MAX], real[PATH_MAX], javac[PATH_MAX + 16];
-
-		snprintf(path, sizeof(path), "/usr/lib/jvm/%s", e->d_name);
-		snprintf(javac, sizeof(javac), "%s/bin/javac", path);
-		if (e->d_name[0] == '.' || e->d_type == DT_LNK || !realpath(path, real) ||
-		    !strcmp(real, debian) || access(javac, X_OK))
-			continue;
-		check_jdk(path);
-	}
-	if (d)
-		closedir(d);
+	live_jvm_other_jdks("javac", check_jdk);
 }
 END_TEST
 
