@@ -12,7 +12,9 @@ leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file. Then,
 JDK 17: two threads, each against its own truth by thread id (a thread Java started runs
 from its native start through Thread.run); the leaves called through a lambda; recursion
 1,000 frames deep (cut with a marker, counted); Java Flight Recorder in the same process
-(the leaves' names and hottest lines agree, shares within 5 points); a fake libjvm.so whose
+(the leaves' names and hottest lines agree, shares within 5 points); a storm of
+deoptimizations (a call site's target replaced every 10 ms, the compiled code that inlined
+it thrown away hundreds of times: no frame named from freed code); a fake libjvm.so whose
 self-description is garbage, oversized, endless or incomplete (refused, native frames
 kept, no stall).
 
@@ -254,6 +256,37 @@ def test_hostile_fake_libjvm():
         assert total > 0 and spin >= 0.95 * total, f"{mode}: fake_spin in {spin} of {total}"
 
 
+def test_deopt_storm():
+    """The leaves through a call site whose target another thread replaces every 10 ms:
+    each replacement throws away the compiled code that inlined the call (the JIT's log
+    counts them: "made not entrant"), and it is compiled again. No frame
+    is named from compiled code freed since its sample: the leaves' shares stay within 3
+    points of the truth, complete to the thread's start."""
+    jit_log = os.path.join(WD, "deopt-jit.log")
+    java = f"{DEBIAN_JDK}/bin/java"
+    _, samples, stats, truth, extra, _ = run_split_workload(
+        WD, "JvmSplit", LEAVES, innermost_leaf, "java-17", java, "deopt", 5,
+        cmd_prefix=(java, f"-Xlog:jit+compilation=debug:file={jit_log}", "-cp",
+                    debian_classes()),
+        min_samples=1500, exit_timeout=60)
+    # The JIT's log: each compiled viaSite (the method that makes the call) thrown away.
+    with open(jit_log) as f:
+        deopts = sum(1 for line in f if "JvmSplit::viaSite" in line and "made not entrant" in line)
+    retargets = next(iter(extra.values())).get("retargets", 0)
+    log(f"  storm: {retargets} targets replaced, viaSite's compiled code thrown away {deopts} "
+        f"times; "
+        f"jvm.frames_stale={stats.get('jvm.frames_stale')}")
+    assert retargets >= 100, f"only {retargets} targets replaced"
+    assert deopts >= 50, f"the JIT threw viaSite's compiled code away {deopts} times only"
+    # Calls of 50 to 300 us: the CPU handle() spends reading the clock around a leaf is in
+    # that leaf's truth but not in its samples, a bias of a few points the 1 ms calls of the
+    # other tests do not have; a frame named from another method's freed code would move
+    # tens of points.
+    check_split("deopt storm", samples, next(iter(truth.values())), True, tolerance=5.0,
+                path=["JvmSplit.main", "JvmSplit.runSplit", "JvmSplit.viaSite",
+                      "JvmSplit.handle"])
+
+
 def test_recursion_marker():
     """1,000 frames deep: the Java frames end in the marker (counted), the leaves' shares
     still follow the truth."""
@@ -268,4 +301,5 @@ if __name__ == "__main__":
     require_root()
     WD = workdir()
     run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
-               test_recursion_marker, test_jfr_beside, test_hostile_fake_libjvm])
+               test_recursion_marker, test_jfr_beside, test_deopt_storm,
+               test_hostile_fake_libjvm])
