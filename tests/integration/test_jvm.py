@@ -8,7 +8,8 @@ within 3 points of that truth over at least 1,500 leaf samples; the leaf method 
 98% of the samples that run it; complete from the leaf through JvmSplit.main to the
 thread's native start (JavaCalls::call_helper, JavaMain, start_thread) in 99% of them
 interpreted, 95% compiled; the leaf's line its hot loop's in 95% interpreted, within the
-leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file. Then, tiered on
+leaf in 90% compiled; Java frames typed "jvm" in OTLP with the .java file; a native
+method (ThreadMXBean's clock) with its C++ code under its Java callers. Then, tiered on
 JDK 17: two threads, each against its own truth by thread id (a thread Java started runs
 from its native start through Thread.run); the leaves called through a lambda; recursion
 1,000 frames deep (cut with a marker, counted); Java Flight Recorder in the same process
@@ -48,6 +49,11 @@ LAMBDA_PATH = ["JvmSplit.main", "JvmSplit.runSplit", re.compile(r"JvmSplit\.lamb
 WORKER_PATH = ["java.lang.Thread.run", re.compile(r"JvmSplit\.lambda\$main\$\d+"),
                "JvmSplit.runSplit", "JvmSplit.handle"]
 TRUNCATED = "[jvm frames truncated]"
+# A native method (ThreadMXBean's clock) called from a leaf, with the C++ it runs below it
+# (root first).
+NATIVE_UNDER_JAVA = [re.compile(r"JvmSplit\.leaf[ABC]"), "JvmSplit.cpuNs",
+                     "sun.management.ThreadImpl.getThreadTotalCpuTime0",
+                     re.compile(r"jmm_GetThreadCpuTimeWithKind(\(.*)?")]
 # The thread's native start, below the Java frames (root first; C++ names with their
 # parameters): the main thread's, and a thread Java started.
 NATIVE_ROOT = [re.compile(r"start_thread"), re.compile(r"JavaMain"),
@@ -157,6 +163,12 @@ def test_known_split_in_every_mode():
             label = f"{os.path.basename(jdk)} {mode}"
             _, samples, stats, truth, _ = run_workload(jdk, classes, label, "split", 5, opts)
             check_split(label, samples, next(iter(truth.values())), mode != "interpreted")
+            # The leaves read the clock through a native method: its native code (C++ of
+            # libjvm) under its Java frames, under the leaf.
+            native = sum(n for *_, n, frames in samples
+                         if follows([f.name for f in reversed(frames)], NATIVE_UNDER_JAVA))
+            log(f"    a native method's C++ code under its Java callers: {native} samples")
+            assert native >= 10, f"{label}: {native} samples through the native method"
             log("  stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
                                          if k.startswith("jvm.")))
             assert stats.get("jvm.processes", 0) >= 1, "no jvm.processes in the statistics"
