@@ -11,7 +11,6 @@
 #include "shared/err.h"
 
 #define MAX_CODE_CACHE (4ull << 30) /* bytes of one heap (ReservedCodeCacheSize: 2 GiB at most) */
-#define USER_LIMIT     (1ull << 47)
 
 enum table { STRUCTS, TYPES, INTS };
 
@@ -128,7 +127,8 @@ static int take_values(struct ember_jvm_vm *vm, const struct ember_jvm_found *fo
 
 		if (!f->found || have[w->member / 8])
 			continue;
-		if (w->kind == STATIC ? !f->is_address || !f->value || f->value >= USER_LIMIT
+		if (w->kind == STATIC
+		        ? !f->is_address || !f->value || f->value >= EMBER_JVM_USER_LIMIT
 		    : w->kind == OFFSET
 		        ? f->is_address || f->value >= EMBER_JVM_MAX_CLASS
 		        : f->is_address || (int64_t)f->value < -64 || (int64_t)f->value > 64) {
@@ -159,7 +159,8 @@ static int take_values(struct ember_jvm_vm *vm, const struct ember_jvm_found *fo
 	/* Debug information: its end (JDK 17: the dependencies; 23 on: the immutable data). */
 	if (vm->nm_dependencies_offset == EMBER_JVM_ABSENT &&
 	    vm->nm_immutable_data_size == EMBER_JVM_ABSENT) {
-		say(why, "it describes neither nmethod::_dependencies_offset nor its immutable data");
+		say(why,
+		    "it describes neither nmethod::_dependencies_offset nor its immutable data");
 		return -ENOTSUP;
 	}
 	if (vm->heap_block_size == 0 || vm->heap_block_size > 64) {
@@ -204,7 +205,7 @@ static int read_le(ember_jvm_read_fn read, void *ctx, uint64_t addr, unsigned in
 {
 	uint8_t b[8];
 
-	if (!addr || addr >= USER_LIMIT || read(ctx, addr, b, width))
+	if (!addr || addr >= EMBER_JVM_USER_LIMIT || read(ctx, addr, b, width))
 		return -EFAULT;
 	*out = ember_le_in(b, width, 0, width);
 	return 0;
@@ -232,6 +233,7 @@ static int read_version(struct ember_jvm_vm *vm, ember_jvm_read_fn read, void *c
 		say(why, "a release older than JDK 17");
 		return -ENOTSUP;
 	}
+	vm->unsigned5_x = vm->version[0] >= 20; /* JDK-8292758 left byte 0 out */
 	/* The release string is for logs: a VM without one is still read. */
 	memset(vm->release, 0, sizeof(vm->release));
 	if (!read_le(read, ctx, vm->vm_release, 8, &release) && release &&
@@ -261,9 +263,9 @@ static int read_heap(const struct ember_jvm_vm *vm, ember_jvm_read_fn read, void
 	if (err)
 		return err;
 	out->log2_segment = (uint32_t)log2;
-	if (out->low >= out->high || out->high > USER_LIMIT ||
+	if (out->low >= out->high || out->high > EMBER_JVM_USER_LIMIT ||
 	    out->high - out->low > MAX_CODE_CACHE || (out->low | out->high) % 4096 ||
-	    !out->segmap || out->segmap >= USER_LIMIT || log2 < 4 || log2 > 16)
+	    !out->segmap || out->segmap >= EMBER_JVM_USER_LIMIT || log2 < 4 || log2 > 16)
 		return -ENOTSUP;
 	return 0;
 }

@@ -20,11 +20,12 @@
 #include "symbolizer/interp/jvm_elf.h"
 #include "symbolizer/interp/jvm_structs.h"
 
-#define EMBER_JVM_MAX_CLASS   (64u << 10) /* bytes of a class or an offset in one */
-#define EMBER_JVM_MAX_HEAPS   3u          /* non-nmethods, profiled, non-profiled */
-#define EMBER_JVM_MAX_RELEASE 64u         /* bytes of the release string kept */
-#define EMBER_JVM_OLDEST      17u         /* the oldest feature release read */
-#define EMBER_JVM_WHY         160u        /* bytes of a refusal's reason */
+#define EMBER_JVM_MAX_CLASS   (64u << 10)  /* bytes of a class or an offset in one */
+#define EMBER_JVM_MAX_HEAPS   3u           /* non-nmethods, profiled, non-profiled */
+#define EMBER_JVM_MAX_RELEASE 64u          /* bytes of the release string kept */
+#define EMBER_JVM_OLDEST      17u          /* the oldest feature release read */
+#define EMBER_JVM_WHY         160u         /* bytes of a refusal's reason */
+#define EMBER_JVM_USER_LIMIT  (1ull << 47) /* no address the VM's structures have is this high */
 
 /* One code heap: its reserved range and its segment map (one byte per segment). */
 struct ember_jvm_heap {
@@ -42,6 +43,7 @@ struct ember_jvm_heap {
 struct ember_jvm_vm {
 	unsigned int version[4];             /* feature, interim, update, build: 17, 0, 15, 6 */
 	char release[EMBER_JVM_MAX_RELEASE]; /* "17.0.15+6-Debian-1deb12u1" */
+	unsigned int unsigned5_x; /* bytes UNSIGNED5 leaves out: 1 from JDK 20 on (jvm_lines.h) */
 	struct ember_jvm_heap heaps[EMBER_JVM_MAX_HEAPS];
 	uint32_t nheaps;
 	/* Statics: addresses in the process. */

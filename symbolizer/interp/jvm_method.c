@@ -9,14 +9,13 @@
 #include "symbolizer/interp/jvm_lines.h"
 
 #define WINDOW         256u /* bytes of a ConstMethod or ConstantPool header read */
-#define USER_LIMIT     (1ull << 47)
 #define HAS_LINE_TABLE 0x1u /* ConstMethod's flags, JDK 17 to 25 */
-#define UTF8_X_FROM    20u  /* UNSIGNED5 leaves byte 0 out from this feature release on */
 
 static int read_window(ember_jvm_read_fn read, void *ctx, uint64_t addr, uint8_t *win,
                        uint64_t size)
 {
-	if (!addr || addr >= USER_LIMIT || size > WINDOW || read(ctx, addr, win, (size_t)size))
+	if (!addr || addr >= EMBER_JVM_USER_LIMIT || size > WINDOW ||
+	    read(ctx, addr, win, (size_t)size))
 		return -EFAULT;
 	return 0;
 }
@@ -35,7 +34,7 @@ static int read_symbol(const struct ember_jvm_vm *vm, ember_jvm_read_fn read, vo
 	char *s;
 
 	*out = NULL;
-	if (!sym || sym >= USER_LIMIT || read(ctx, sym + vm->symbol_length, len_bytes, 2))
+	if (!sym || sym >= EMBER_JVM_USER_LIMIT || read(ctx, sym + vm->symbol_length, len_bytes, 2))
 		return -EFAULT;
 	len = ember_le_in(len_bytes, 2, 0, 2);
 	s = malloc(len + 1);
@@ -85,7 +84,7 @@ static int read_lines(const struct ember_jvm_vm *vm, ember_jvm_read_fn read, voi
 		free(table);
 		return -EFAULT;
 	}
-	out->lines_len = ember_jvm_lines_len(table, (size_t)len, vm->version[0] >= UTF8_X_FROM);
+	out->lines_len = ember_jvm_lines_len(table, (size_t)len, vm->unsigned5_x);
 	if (!out->lines_len) {
 		free(table);
 		return -EBADMSG;
@@ -101,7 +100,8 @@ static int read_method(const struct ember_jvm_vm *vm, ember_jvm_read_fn read, vo
 	uint64_t cm, cp, holder, length, klass_name;
 	int err;
 
-	if (!method || method >= USER_LIMIT || read(ctx, method + vm->method_const_method, m, 8))
+	if (!method || method >= EMBER_JVM_USER_LIMIT ||
+	    read(ctx, method + vm->method_const_method, m, 8))
 		return -EFAULT;
 	cm = out->const_method = ember_le_in(m, 8, 0, 8);
 	err = read_window(read, ctx, cm, cmw, vm->cm_size_of);
@@ -122,7 +122,8 @@ static int read_method(const struct ember_jvm_vm *vm, ember_jvm_read_fn read, vo
 		err = pool_symbol(vm, read, ctx, cp, length,
 		                  field(cmw, vm->cm_size_of, vm->cm_signature_index, 2),
 		                  &out->signature);
-	if (!err && (!holder || holder >= USER_LIMIT || read(ctx, holder + vm->klass_name, m, 8)))
+	if (!err &&
+	    (!holder || holder >= EMBER_JVM_USER_LIMIT || read(ctx, holder + vm->klass_name, m, 8)))
 		err = -EFAULT;
 	klass_name = ember_le_in(m, 8, 0, 8);
 	if (!err)
@@ -163,10 +164,8 @@ int ember_jvm_method_line(const struct ember_jvm_vm *vm, const struct ember_jvm_
 {
 	if (!m->lines || bci >= m->code_size)
 		return -ENOENT;
-	return ember_jvm_line_of(m->lines, m->lines_len, vm->version[0] >= UTF8_X_FROM, bci,
-	                         line) == 0
-	           ? 0
-	           : -ENOENT;
+	return ember_jvm_line_of(m->lines, m->lines_len, vm->unsigned5_x, bci, line) == 0 ? 0
+	                                                                                  : -ENOENT;
 }
 
 void ember_jvm_method_free(struct ember_jvm_method *m)

@@ -8,9 +8,7 @@
 #include "shared/bytes.h"
 #include "symbolizer/interp/jvm_lines.h"
 
-#define WINDOW     512u /* bytes of an nmethod read: JDK 17's is 352, JDK 25's 224 */
-#define USER_LIMIT (1ull << 47)
-#define X_FROM     20u /* UNSIGNED5 leaves byte 0 out from this feature release on */
+#define WINDOW 512u /* bytes of an nmethod read: JDK 17's is 352, JDK 25's 224 */
 
 /* Where the debug information lies: [start, end) each, in the process. */
 struct where {
@@ -67,7 +65,8 @@ static int copy_range(ember_jvm_read_fn read, void *ctx, const uint64_t r[2], ui
 
 	*out = NULL;
 	*len = 0;
-	if (!r[0] || r[1] <= r[0] || r[1] > USER_LIMIT || r[1] - r[0] > EMBER_JVM_MAX_DEBUG)
+	if (!r[0] || r[1] <= r[0] || r[1] > EMBER_JVM_USER_LIMIT ||
+	    r[1] - r[0] > EMBER_JVM_MAX_DEBUG)
 		return 0;
 	b = malloc((size_t)(r[1] - r[0]));
 	if (!b)
@@ -115,7 +114,7 @@ int ember_jvm_nmethod_read(const struct ember_jvm_vm *vm, ember_jvm_read_fn read
 	memset(out, 0, sizeof(*out));
 	if (vm->nm_size_of > WINDOW || vm->pc_size_of < 8 || vm->pc_size_of > 64)
 		return -EINVAL;
-	if (!blob || blob >= USER_LIMIT || read(ctx, blob, w, (size_t)vm->nm_size_of))
+	if (!blob || blob >= EMBER_JVM_USER_LIMIT || read(ctx, blob, w, (size_t)vm->nm_size_of))
 		return -EFAULT;
 	out->method = at(w, vm->nm_method, 8);
 	out->compile_id = (uint32_t)at(w, vm->nm_compile_id, 4);
@@ -126,9 +125,10 @@ int ember_jvm_nmethod_read(const struct ember_jvm_vm *vm, ember_jvm_read_fn read
 		out->code_begin = at(w, vm->blob_code_begin, 8);
 		out->code_end = at(w, vm->blob_code_end, 8);
 	}
-	if (!out->method || out->code_begin >= out->code_end || out->code_end > USER_LIMIT)
+	if (!out->method || out->code_begin >= out->code_end ||
+	    out->code_end > EMBER_JVM_USER_LIMIT)
 		return -EBADMSG;
-	out->x = vm->version[0] >= X_FROM;
+	out->x = vm->unsigned5_x;
 	out->pc_size = (uint32_t)vm->pc_size_of;
 	out->pc_offset = (uint32_t)vm->pc_pc_offset;
 	out->pc_scope = (uint32_t)vm->pc_scope_decode_offset;
