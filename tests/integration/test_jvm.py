@@ -111,14 +111,23 @@ def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0
             typed += n
     result = leaf_shares(label, counts, truth, min_samples, bad, " ((n): native)")
     total = sum(counts.values())
+    # handle() does little but call a leaf: of its samples, nearly all are in one. A leaf
+    # inlined into compiled code and lost from the stack shows here, not in the shares
+    # (the samples left in the leaves are the ones in their clock calls).
+    in_handle = sum(n for _, _, n, frames in samples
+                    if any(f.name == "JvmSplit.handle" for f in frames))
     for leaf in LEAVES:
         log(f"    {NAMES[leaf]}: {result[leaf][0]:.1f}% (truth {truth[leaf]:.1f}%), lines "
             f"{dict(lines[leaf].most_common(3))} (hot loop: {MARKS['hot-' + leaf[-1]]})")
     pct = {k: 100.0 * v / total for k, v in (("complete", complete), ("exact", exact),
                                              ("within", within))}
+    pct["named"] = 100.0 * total / max(in_handle, 1)
     log(f"    complete: {pct['complete']:.2f}%, the leaf's line exact: "
-        f"{pct['exact']:.2f}%, within the leaf: {pct['within']:.2f}%")
+        f"{pct['exact']:.2f}%, within the leaf: {pct['within']:.2f}%, "
+        f"handle()'s samples in a leaf: {pct['named']:.2f}%")
     assert_shares(label, result, tolerance)
+    assert pct["named"] >= 90.0, \
+        f"{label}: only {pct['named']:.2f}% of handle()'s samples name the leaf it runs"
     assert pct["complete"] >= (95.0 if compiled else 99.0), \
         f"{label}: only {pct['complete']:.2f}% complete"
     if compiled:
@@ -290,11 +299,9 @@ def test_deopt_storm():
         f"jvm.frames_stale={stats.get('jvm.frames_stale')}")
     assert retargets >= 100, f"only {retargets} targets replaced"
     assert deopts >= 50, f"the JIT threw viaSite's compiled code away {deopts} times only"
-    # Calls of 50 to 300 us: the CPU handle() spends reading the clock around a leaf is in
-    # that leaf's truth but not in its samples, a bias of a few points the 1 ms calls of the
-    # other tests do not have; a frame named from another method's freed code would move
-    # tens of points.
-    check_split("deopt storm", samples, next(iter(truth.values())), True, tolerance=5.0,
+    # A frame named from another method's freed code would move tens of points; a leaf
+    # inlined into handle() and lost from the stack leaves handle()'s samples unnamed.
+    check_split("deopt storm", samples, next(iter(truth.values())), True,
                 path=["JvmSplit.main", "JvmSplit.runSplit", "JvmSplit.viaSite",
                       "JvmSplit.handle"])
 

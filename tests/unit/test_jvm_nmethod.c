@@ -247,9 +247,8 @@ START_TEST(debug_information_that_does_not_decode)
 	ck_assert_int_eq(s[0].bci, -1);
 	ck_assert_uint_eq(s[1].method, 0x7000);
 	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 20, s, 1), 1); /* cut at max */
-	/* Between PcDescs (a loop of the method, before a call inlined from 0x8000): only what
-	 * both record, with the bci of the one before; the callee the next one names is not
-	 * running yet. */
+	/* Between PcDescs (a loop of the method, before a call inlined from 0x8000): the next
+	 * one's chain, less the callee it records at its entry (not running yet). */
 	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 11, s, 4), 1);
 	ck_assert_uint_eq(s[0].method, 0x7000);
 	ck_assert_int_eq(s[0].bci, 5);
@@ -280,6 +279,56 @@ START_TEST(debug_information_that_does_not_decode)
 }
 END_TEST
 
+/* A loop in one inlined method, then another inlined method's code: a pc between their
+ * PcDescs is the next one's, as HotSpot's AsyncGetCallTrace takes it. Four PcDescs: pc 10
+ * the method 0x7000 at bci 5; pc 20 0x8000 inlined at its entry; pc 30 0x9000 inlined, at
+ * bci 2; pc 40 0x8000 at bci 4. */
+START_TEST(between_two_inlined_methods)
+{
+	uint8_t pcs[64] = {0}, scopes[16] = {0};
+	uint64_t metadata[3] = {0x7000, 0x8000, 0x9000};
+	struct ember_jvm_nmethod nm = {.method = 0x7000,
+	                               .pc_size = 16,
+	                               .pc_offset = 0,
+	                               .pc_scope = 4,
+	                               .pcs = pcs,
+	                               .npcs = 4,
+	                               .scopes = scopes,
+	                               .scopes_len = sizeof(scopes),
+	                               .metadata = metadata,
+	                               .nmetadata = 3};
+	struct ember_jvm_scope s[4];
+
+	pcs[0] = 10, pcs[4] = 1, pcs[16] = 20, pcs[20] = 4;
+	pcs[32] = 30, pcs[36] = 7, pcs[48] = 40, pcs[52] = 10;
+	scopes[1] = 0, scopes[2] = 1, scopes[3] = 6;    /* 0x7000 at 5, outermost */
+	scopes[4] = 1, scopes[5] = 2, scopes[6] = 0;    /* 0x8000 at its entry */
+	scopes[7] = 1, scopes[8] = 3, scopes[9] = 3;    /* 0x9000 at 2 */
+	scopes[10] = 1, scopes[11] = 2, scopes[12] = 5; /* 0x8000 at 4 */
+	/* Inside 0x9000's loop, the one before 0x8000's entry: 0x9000. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 25, s, 4), 2);
+	ck_assert_uint_eq(s[0].method, 0x9000);
+	ck_assert_int_eq(s[0].bci, 2);
+	ck_assert_uint_eq(s[1].method, 0x7000);
+	ck_assert_int_eq(s[1].bci, 5);
+	/* Past 0x9000's last record, before 0x8000's next: 0x8000 (what both record, 0x7000
+	 * alone, would lose the running method). */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 35, s, 4), 2);
+	ck_assert_uint_eq(s[0].method, 0x8000);
+	ck_assert_int_eq(s[0].bci, 4);
+	/* Before 0x8000's entry: it has not started; 0x7000 runs, at its bci. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 15, s, 4), 1);
+	ck_assert_uint_eq(s[0].method, 0x7000);
+	ck_assert_int_eq(s[0].bci, 5);
+	/* Cut at max: the innermost kept, as at a PcDesc. */
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 35, s, 1), 1);
+	ck_assert_uint_eq(s[0].method, 0x8000);
+	/* The next one's chain from another method compiled: not one nmethod's. */
+	scopes[11] = 3, scopes[10] = 0;
+	ck_assert_int_eq(ember_jvm_nmethod_scopes(&nm, 35, s, 4), -EBADMSG);
+}
+END_TEST
+
 static Suite *jvm_nmethod_suite(void)
 {
 	Suite *s = suite_create("jvm_nmethod");
@@ -289,6 +338,7 @@ static Suite *jvm_nmethod_suite(void)
 	tcase_add_test(tc, debian_openjdk_17);
 	tcase_add_test(tc, other_jdks);
 	tcase_add_test(tc, debug_information_that_does_not_decode);
+	tcase_add_test(tc, between_two_inlined_methods);
 	suite_add_tcase(s, tc);
 	return s;
 }
