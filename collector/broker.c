@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "shared/err.h"
 #include "shared/fs_class.h"
 #include "shared/log.h"
+#include "shared/proc_number.h"
 #include "shared/str.h"
 
 #define MAPS_MAX_BYTES   (64u << 20) /* stop scanning a maps file after this much */
@@ -387,6 +389,33 @@ static int open_named_proc_file(const struct ember_broker *b,
 	return open_regular(AT_FDCWD, path, 0, 0, 0, job);
 }
 
+/*
+ * A JIT's perf map: /tmp/perf-N.map inside the process's root, N the PID it knows itself by
+ * (the last of its NSpid), through no link, a regular file of the process's user (the owner
+ * of /proc/PID) or root's: one anybody else left there is a name planted for it.
+ */
+static int open_perf_map(const struct ember_broker *b, const struct ember_msg_broker_req *req,
+                         struct ember_broker_job *job)
+{
+	char path[64];
+	uint32_t nspid;
+	_cleanup_close_ int rootfd = -1, fd = -1;
+	struct statx proc;
+	struct stat map;
+	int err = ember_proc_nspid(req->pid, &nspid);
+
+	(void)b;
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root", req->pid);
+	if (err || (rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    statx(AT_FDCWD, dirname(path), AT_STATX_DONT_SYNC, STATX_UID, &proc) < 0)
+		return err ? err : neg_errno();
+	snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", nspid);
+	fd = open_regular(rootfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, 0, 0, job);
+	if (fd < 0 || fstat(fd, &map) < 0)
+		return fd < 0 ? fd : neg_errno();
+	return map.st_uid == proc.stx_uid || !map.st_uid ? TAKE_FD(fd) : -EPERM;
+}
+
 /* A snapshot: the maps the collector opened (in_fd) copied into its memfd (out_fd), which the
  * reply carries back. Empty: the process was gone already. */
 static int copy_maps(struct ember_broker_job *job)
@@ -416,6 +445,7 @@ static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	[EMBER_BROKER_DEBUG_FILE]  = {"debug-file",  false, true,  0,  validate_build_id,  open_debug_file,      NULL},
 	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink,       NULL},
 	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file, NULL},
+	[EMBER_BROKER_PERF_MAP]    = {"perf-map",    true,  true,  0,  validate_pid,       open_perf_map,        NULL},
 };
 /* clang-format on */
 

@@ -115,6 +115,7 @@ enum ember_broker_what {
 	EMBER_BROKER_DEBUG_FILE = 6,  /* /usr/lib/debug/.build-id/xx/rest.debug */
 	EMBER_BROKER_DEBUGLINK = 7,   /* .gnu_debuglink name beside the file mapped at addr */
 	EMBER_BROKER_PROC_FILE = 8,   /* /proc/PID/<arg>, arg "cgroup" or "exe" */
+	EMBER_BROKER_PERF_MAP = 9,    /* /tmp/perf-PID.map in PID's root, PID as it knows itself */
 	EMBER_BROKER_WHAT_MAX,
 };
 

@@ -37,6 +37,7 @@ target_sources() {
 	gopclntab) echo symbolizer/symbols/gopclntab.c ;;
 	maps) echo symbolizer/process/maps_parser.c ;;
 	kallsyms) echo symbolizer/symbols/kallsyms.c ;;
+	perfmap) echo symbolizer/symbols/perfmap.c ;;
 	demangle) echo symbolizer/symbols/demangle.c ;;
 	cgroup) echo symbolizer/process/container.c ;;
 	otlp_answer) echo symbolizer/export/otlp_transport.c ;;

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,4 +51,38 @@ uint64_t ember_fd_memlock(int fd)
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	return ember_read_proc_number(path, "memlock:", 0, &bytes) || bytes < 0 ? 0
 	                                                                        : (uint64_t)bytes;
+}
+
+int ember_proc_nspid(uint32_t pid, uint32_t *out)
+{
+	char path[64], buf[8192], *at, *end;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return neg_errno();
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return neg_errno();
+	buf[n] = '\0';
+	*out = pid;
+	/* After Groups, which very many groups make long: a line cut short is refused. */
+	at = strstr(buf, "\nNSpid:");
+	if (!at)
+		return (size_t)n == sizeof(buf) - 1 ? -EBADMSG : 0;
+	/* "NSpid:\t4242\t17\n": the outermost namespace's first, the process's own last. */
+	for (at += 7;; at = end) {
+		unsigned long long v;
+
+		at += strspn(at, " \t");
+		if (*at == '\n')
+			return 0;
+		v = strtoull(at, &end, 10);
+		if (end == at || !v || v > UINT32_MAX || !*end)
+			return -EBADMSG;
+		*out = (uint32_t)v;
+	}
 }

@@ -15,6 +15,12 @@
  */
 int ember_read_proc_number(const char *path, const char *key, int skip, long long *out);
 
+/*
+ * The PID process pid knows itself by: the last of its status's NSpid (its own PID
+ * namespace's); pid itself when the kernel writes no NSpid. Returns 0 or a negative errno.
+ */
+int ember_proc_nspid(uint32_t pid, uint32_t *out);
+
 /* This process's resident bytes (/proc/self/statm); 0 when it cannot be read. */
 uint64_t ember_self_rss_bytes(void);
 

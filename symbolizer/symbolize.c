@@ -33,6 +33,8 @@ int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symboli
 	err = ember_objcache_init(&s->objs, o->objcache_bytes);
 	if (!err)
 		err = ember_processes_init(&s->procs, o->broker);
+	if (!err)
+		err = ember_perf_maps_init(&s->perf_maps, o->broker);
 	return err;
 }
 
@@ -40,6 +42,7 @@ void ember_symbolizer_free(struct ember_symbolizer *s)
 {
 	ember_objcache_free(&s->objs);
 	ember_processes_free(&s->procs);
+	ember_perf_maps_free(&s->perf_maps);
 	ember_kallsyms_free(&s->ksyms);
 	ember_mem_budget_free(&s->budget);
 }
@@ -330,6 +333,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
 	char name_buf[256];
+	const char *name;
 	uint32_t mapping;
 	int err;
 
@@ -380,6 +384,10 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 			return symbolized_location(s, mapping, kind, addr, &s->frames_buf, out);
 		}
 	}
+	/* Code a JIT made (anonymous memory, a memfd): its perf map may name it. */
+	if ((e->kind != EMBER_MAP_FILE || e->deleted) && (e->perms & EMBER_MAP_X) &&
+	    (name = ember_perf_maps_name(&s->perf_maps, proc->pid, lookup, now_ns)))
+		return named_location(s, mapping, kind, addr, name, out);
 	s->unsymbolized_frames++;
 	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
 }
@@ -573,6 +581,7 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns)
 {
 	ember_processes_on_exec(&s->procs, pid, exec_ns);
+	ember_perf_maps_drop(&s->perf_maps, pid);
 	if (s->interps)
 		ember_interps_on_exec(s->interps, pid);
 }
@@ -580,6 +589,7 @@ void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t
 void ember_symbolizer_on_exit(struct ember_symbolizer *s, uint32_t pid, uint64_t now_ns)
 {
 	ember_processes_on_exit(&s->procs, pid, now_ns);
+	ember_perf_maps_drop(&s->perf_maps, pid);
 	if (s->interps)
 		ember_interps_on_exit(s->interps, pid);
 }
@@ -777,6 +787,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "memory.over_between_checks", s->budget_peeks_over);
 	ember_objcache_report_stats(&s->objs, &sink);
 	ember_kallsyms_report_stats(&s->ksyms, &sink);
+	ember_perf_maps_report_stats(&s->perf_maps, &sink);
 	ember_processes_report_stats(&s->procs, &sink, s->want_process_facts);
 	ember_broker_client_report_stats(s->broker, &sink);
 	ember_mem_measure(&s->budget, &m);

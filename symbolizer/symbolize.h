@@ -3,7 +3,8 @@
  * Turns one sample record (pid, kernel and user addresses) into a stack of
  * symbolized locations in the profile: user addresses through the process's
  * mappings and the mapped file's symbols, kernel addresses through kallsyms,
- * interpreted frames (bpf/interp.h) through their runtime's reader.
+ * interpreted frames (bpf/interp.h) through their runtime's reader, JIT code
+ * that no walker named through its process's perf map.
  * A frame that cannot be named is kept as module+0xoffset or [unknown].
  *
  * The symbolizer owns the state symbolizing needs (the object cache, the
@@ -29,6 +30,7 @@
 #include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/symbols/kallsyms.h"
 #include "symbolizer/symbols/objcache.h"
+#include "symbolizer/process/perf_maps.h"
 #include "symbolizer/process/process_table.h"
 #include "symbolizer/profile/profile.h"
 #include "bpf/records.h"
@@ -58,8 +60,9 @@ struct ember_symbolizer {
 	struct ember_objcache objs;
 	struct ember_processes procs;
 	struct ember_kallsyms ksyms;
-	struct ember_interps *interps; /* interpreted frames; NULL: shown as [unknown] */
-	struct ember_unwind *unwind;   /* its row cache shrinks for the budget too; NULL: none */
+	struct ember_perf_maps perf_maps; /* names for JIT code no walker named */
+	struct ember_interps *interps;    /* interpreted frames; NULL: shown as [unknown] */
+	struct ember_unwind *unwind;      /* its row cache shrinks for the budget too; NULL: none */
 	struct ember_mem_budget budget;
 	uint64_t maps_snapshots[3]; /* the collector's: taken, served, dropped */
 	bool ksyms_tried;

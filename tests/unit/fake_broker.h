@@ -37,6 +37,7 @@ struct fake_broker {
 	int file_error;            /* answer MAPPED_FILE with this */
 	const char *kallsyms_text; /* NULL: -ENOENT */
 	const char *cgroup_text;   /* NULL: -ENOENT */
+	const char *perf_map_path; /* PERF_MAP opens this file; NULL: -ENOENT */
 	atomic_int proc_file_busy; /* answer PROC_FILE with -EAGAIN this many more times */
 	atomic_uint requests[EMBER_BROKER_WHAT_MAX];
 };
@@ -99,6 +100,11 @@ static inline int fake_broker_answer(struct fake_broker *b, const struct ember_m
 		if (!strcmp(r->arg, "exe"))
 			return open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 		return -EPERM;
+	case EMBER_BROKER_PERF_MAP: {
+		int fd = b->perf_map_path ? open(b->perf_map_path, O_RDONLY | O_CLOEXEC) : -1;
+
+		return fd >= 0 ? fd : -ENOENT;
+	}
 	default:
 		return -ENOENT;
 	}

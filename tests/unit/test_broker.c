@@ -2,7 +2,8 @@
 /*
  * The broker's dispatch table: argument validators, PID permission (seen,
  * living, same process), per-connection limits, the rate cap, debug files
- * confined to the debug tree, and mapped files confined to a process's root.
+ * confined to the debug tree, mapped files confined to a process's root, and
+ * perf maps that are the process's own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -671,6 +672,113 @@ START_TEST(per_connection_limits_and_rate_cap)
 }
 END_TEST
 
+/* A child in a PID namespace of its own (PID 1 there), chrooted into root, running as uid:
+ * the host's PID. */
+static pid_t jailed_child(const char *root, uid_t uid)
+{
+	int pipefd[2];
+	pid_t mid, pid = -1;
+
+	ck_assert_int_eq(pipe(pipefd), 0);
+	mid = fork();
+	if (mid < 0)
+		ck_abort_msg("fork: %s", strerror(errno));
+	if (mid == 0) { /* asserts nothing: see waiting_child.h */
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(1);
+		inner = fork();
+		if (inner == 0) {
+			if (chroot(root) < 0 || chdir("/") < 0 || setuid(uid) < 0)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		if (write(pipefd[1], &inner, sizeof(inner)) != sizeof(inner))
+			_exit(1);
+		waitpid(inner, NULL, 0);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ck_assert_int_eq(read(pipefd[0], &pid, sizeof(pid)), sizeof(pid));
+	close(pipefd[0]);
+	usleep(100000); /* into its chroot and uid */
+	return pid;
+}
+
+static void put_perf_map(const char *root, const char *name, uid_t owner)
+{
+	char path[256];
+
+	put_file(root, name, "1000 10 jitted\n");
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	ck_assert_int_eq(chown(path, owner, 0), 0);
+}
+
+/*
+ * A JIT's perf map: /tmp/perf-N.map inside the process's root, N its PID in its own
+ * namespace; the process's user's or root's; through no link; not a FIFO.
+ */
+START_TEST(perf_maps_are_the_process_own)
+{
+	struct fixture f;
+	char root[96], path[160], buf[32];
+	struct ember_msg_broker_req req = {.what = EMBER_BROKER_PERF_MAP};
+	struct ember_broker_file file;
+	pid_t child, writer;
+	int fd, ready, status;
+
+	if (!root_or_skip("perf_maps_are_the_process_own", "perf maps"))
+		return;
+	fixture_init(&f);
+	snprintf(root, sizeof(root), "%s/root", f.dir);
+	put_dir(f.dir, "root");
+	put_dir(root, "tmp");
+	child = jailed_child(root, 4242);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	req.pid = (uint32_t)child;
+	/* None yet; the host's PID names none either. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -ENOENT);
+	snprintf(path, sizeof(path), "tmp/perf-%d.map", (int)child);
+	put_perf_map(root, path, 4242);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -ENOENT);
+	/* Its own, by the PID it knows itself by (1): served, the bytes the JIT wrote. */
+	put_perf_map(root, "tmp/perf-1.map", 4242);
+	fd = ember_broker_handle(&f.broker, &req, SEC, &file);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 15);
+	ck_assert(!memcmp(buf, "1000 10 jitted\n", 15));
+	close(fd);
+	/* Root's: served (perf reads root's too). Another user's: planted, refused. */
+	put_perf_map(root, "tmp/perf-1.map", 0);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), 0);
+	put_perf_map(root, "tmp/perf-1.map", 4343);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -EPERM);
+	/* A link, even to the process's own file; a FIFO (never opened: its writer waits). */
+	snprintf(path, sizeof(path), "%s/tmp/perf-1.map", root);
+	ck_assert_int_eq(unlink(path), 0);
+	put_perf_map(root, "tmp/real.map", 4242);
+	put_link(root, "tmp/perf-1.map", "/tmp/real.map");
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -ELOOP);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0666), 0);
+	ck_assert_int_eq(chown(path, 4242, 0), 0);
+	writer = fifo_writer(path, &ready);
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -EINVAL);
+	ck_assert_msg(!writer_released(ready), "the broker opened a FIFO");
+	kill(writer, SIGKILL);
+	waitpid(writer, &status, 0);
+	close(ready);
+	/* A process never sampled: refused before anything is looked up. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)getpid(), 0, NULL), -EPERM);
+	kill(child, SIGKILL);
+	while (wait(&status) > 0)
+		;
+	fixture_free(&f);
+}
+END_TEST
+
 static Suite *broker_suite(void)
 {
 	Suite *s = suite_create("broker");
@@ -687,6 +795,7 @@ static Suite *broker_suite(void)
 	tcase_add_test(t, mapped_file_is_the_one_mapped);
 	tcase_add_test(t, per_connection_limits_and_rate_cap);
 	tcase_add_test(t, proc_files_are_the_cgroup_and_the_executable_only);
+	tcase_add_test(t, perf_maps_are_the_process_own);
 	suite_add_tcase(s, t);
 	return s;
 }

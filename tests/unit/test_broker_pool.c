@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "waiting_child.h"
 #include "collector/broker_pool.h"
 
 #define MS 1000000ull
@@ -313,6 +314,44 @@ START_TEST(snapshots_take_only_spare_workers)
 }
 END_TEST
 
+/* A perf map, opened by a confined worker (its seccomp group allows what the open does:
+ * the process's namespace PID, root, owner and file) as the broker opens it. */
+START_TEST(a_perf_map_opened_by_a_worker)
+{
+	struct ember_procs procs;
+	struct ember_broker b;
+	struct ember_pool p = {0};
+	struct ember_msg_broker_req req = {.id = 1, .what = EMBER_BROKER_PERF_MAP};
+	struct ember_broker_file f = {0};
+	struct ember_pool_done d;
+	pid_t child = ember_waiting_child();
+	char path[64], buf[16];
+	FILE *map;
+	int status;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)child);
+	map = fopen(path, "w");
+	ck_assert_ptr_nonnull(map);
+	fputs("1000 10 jitted\n", map);
+	fclose(map);
+	ck_assert_int_eq(ember_procs_init(&procs, 16), 0);
+	ember_broker_init(&b, &procs);
+	ck_assert_int_eq(ember_pool_start(&p, &b, 2), 0);
+	req.pid = (uint32_t)child;
+	ck_assert_int_eq(ember_pool_submit(&p, &req, 1, now_ns(), &f), 0);
+	d = next_done(&p);
+	ck_assert_msg(d.fd >= 0, "perf map: %s", strerror(-d.fd));
+	ck_assert_int_eq(pread(d.fd, buf, sizeof(buf), 0), 15);
+	ck_assert(!memcmp(buf, "1000 10 jitted\n", 15));
+	close(d.fd);
+	ember_pool_stop(&p);
+	ember_procs_free(&procs);
+	unlink(path);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+}
+END_TEST
+
 static Suite *broker_pool_suite(void)
 {
 	Suite *s = suite_create("broker_pool");
@@ -321,6 +360,7 @@ static Suite *broker_pool_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, a_worker_past_its_deadline_is_left_waiting);
 	tcase_add_test(t, snapshots_take_only_spare_workers);
+	tcase_add_test(t, a_perf_map_opened_by_a_worker);
 	suite_add_tcase(s, t);
 	return s;
 }
