@@ -81,10 +81,7 @@ static void serve(int sock, void *ctx)
 		fd = wk->p->open(wk->b, &in.broker_req, &job);
 		ember_closep(&job.in_fd);
 		ember_closep(&job.out_fd);
-		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
-		out.broker_reply.id = in.broker_req.id;
-		out.broker_reply.error = fd < 0 ? fd : 0;
-		out.broker_reply.file = job.file;
+		ember_msg_broker_reply(&out, in.hdr.seq, in.broker_req.id, fd, &job.file);
 		err = ember_msg_send(sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 		ember_closep(&fd);
 		if (err)
@@ -299,9 +296,7 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 	w = &p->workers[wi];
 	refuse_list(p, &p->progress[wi]);
 	p->progress[wi].block_only = idle < 2;
-	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
-	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
-	       sizeof(*req) - sizeof(req->hdr));
+	ember_msg_init_from(&m, EMBER_MSG_BROKER_REQ, ++p->next_job, req);
 	m.broker_req.reserved = flags; /* between the collector and its worker only */
 	if (ember_msg_send(w->sock, &m, fds, fds ? 2 : 0)) {
 		log_warn("broker: worker %d is gone", (int)w->pid);

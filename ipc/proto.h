@@ -282,6 +282,15 @@ union ember_msg {
 
 /* Fills in the header of a message of the given type. */
 void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq);
+/*
+ * Fills in a message of a type of fixed size: its header as ember_msg_init does, the rest
+ * from body, a struct of that type (whose own header is ignored).
+ */
+void ember_msg_init_from(union ember_msg *m, enum ember_msg_type type, uint32_t seq,
+                         const void *body);
+/* Fills in the BROKER_REPLY to request id: fd (error 0) or a negative errno, and what f says. */
+void ember_msg_broker_reply(union ember_msg *m, uint32_t seq, uint32_t id, int fd,
+                            const struct ember_broker_file *f);
 
 /* The exact size of a message type (INTERP_ROW: its largest), or 0 for an unknown type. */
 size_t ember_msg_size(uint16_t type);
