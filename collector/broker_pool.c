@@ -357,9 +357,10 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
                            struct ember_pool_done *done)
 {
 	struct ember_worker *w = &p->workers[i];
-	struct ember_broker_file f = {0};
 	union ember_msg m;
-	int fd = -1, nfds = 0, err;
+	const struct ember_broker_file *f = &m.broker_reply.file;
+	_cleanup_close_ int fd = -1; /* closed unless it is the answer */
+	int nfds = 0, err;
 
 	if (i >= p->nworkers || w->sock < 0)
 		return 0;
@@ -368,32 +369,25 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 		return 0;
 	if (err || m.hdr.type != EMBER_MSG_BROKER_REPLY || m.hdr.seq != w->job ||
 	    (m.broker_reply.error == 0) != (nfds == 1) || m.broker_reply.error > 0 ||
-	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK)) {
-		if (nfds)
-			close(fd);
+	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK))
 		return worker_gone(p, w, now_ns, done);
-	}
-	f = m.broker_reply.file;
 	if (w->state == EMBER_WORKER_STUCK) {
 		/* Answered at last: the symbolizer had its -ETIMEDOUT, but the stall is over. */
-		if (nfds)
-			close(fd);
 		p->late++;
-		if (w->stall >= 0)
+		if (w->stall >= 0) /* and with it every worker's mark of it, this one's too */
 			end_stall(p, w->stall, now_ns, "answers again");
-		w->stall = -1;
 		w->state = EMBER_WORKER_IDLE;
 		return 0;
 	}
-	if (f.flags & EMBER_BROKER_STALLED) {
-		int s = find_stall(p, w->req.pid, f.dev_major, f.dev_minor);
+	if (f->flags & EMBER_BROKER_STALLED) {
+		int s = find_stall(p, w->req.pid, f->dev_major, f->dev_minor);
 
 		p->refused_stalled++;
 		if (s >= 0)
 			p->stalls[s].refused++;
 	}
 	w->state = EMBER_WORKER_IDLE;
-	return finish(w, m.broker_reply.error ? m.broker_reply.error : fd, &f, done);
+	return finish(w, m.broker_reply.error ? m.broker_reply.error : TAKE_FD(fd), f, done);
 }
 
 /*

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 
 #define MAX_PASSED_FDS 4
@@ -183,7 +184,7 @@ int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfd
 		err = ember_msg_validate(m, (size_t)n);
 	if (err) {
 		for (int i = 0; i < got; i++)
-			close(fds[i]);
+			fds[i] = ember_safe_close(fds[i]);
 		return err;
 	}
 	*nfds = got;

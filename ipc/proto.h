@@ -316,7 +316,9 @@ int ember_msg_send(int sock, const union ember_msg *m, const int *fds, int nfds)
  * Receives one message into private memory and validates it. Descriptors
  * that arrive are stored in fds (up to max_fds, the rest closed) and their
  * count in *nfds; pass max_fds 0 to refuse all descriptors (then any that
- * arrive are closed and the call fails with -EPROTO).
+ * arrive are closed and the call fails with -EPROTO). On failure every descriptor that
+ * arrived is closed and its place in fds is -1 again, so that a caller's cleanup of fds
+ * never closes a number twice.
  * Returns 0, -EAGAIN, -ECONNRESET at end of stream, or -EBADMSG/-EPROTO.
  */
 int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfds);

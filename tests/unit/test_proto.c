@@ -45,6 +45,24 @@ START_TEST(roundtrip_with_descriptors)
 }
 END_TEST
 
+START_TEST(failed_receive_leaves_no_descriptor)
+{
+	union ember_msg out, in;
+	int fds[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC),
+	              open("/dev/null", O_RDONLY | O_CLOEXEC)};
+	int got = -1, n = -1;
+
+	/* One descriptor too many: the one that fit is closed too, and its place is -1. */
+	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 1);
+	ck_assert_int_eq(ember_msg_send(sv[0], &out, fds, 2), 0);
+	ck_assert_int_eq(ember_msg_recv(sv[1], &in, &got, 1, &n), -EPROTO);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(got, -1);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 START_TEST(descriptors_refused_when_none_expected)
 {
 	union ember_msg out, in;
@@ -209,6 +227,7 @@ static Suite *proto_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, roundtrip_with_descriptors);
 	tcase_add_test(tc, descriptors_refused_when_none_expected);
+	tcase_add_test(tc, failed_receive_leaves_no_descriptor);
 	tcase_add_test(tc, truncated_oversized_and_malformed_are_rejected);
 	tcase_add_test(tc, version_mismatch_is_a_protocol_error);
 	tcase_add_test(tc, closed_peer_and_empty_socket);
