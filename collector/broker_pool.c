@@ -335,9 +335,8 @@ int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int m
 {
 	struct ember_msg_broker_req req = {.what = EMBER_BROKER_MAPS, .pid = tgid};
 	struct ember_broker_file file;
-	int fds[2] = {maps_fd, memfd};
 
-	return submit(p, &req, fds, 0, gen, now_ns, &file);
+	return submit(p, &req, (const int[]){maps_fd, memfd}, 0, gen, now_ns, &file);
 }
 
 static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t now_ns,

@@ -74,7 +74,7 @@ struct peer_call {
 static int on_hello(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
 	union ember_msg out;
-	int fds[3], err;
+	int err;
 
 	if (in->hello.records_version != EMBER_RECORDS_VERSION) {
 		ember_msg_init(&out, EMBER_MSG_REJECT, 0);
@@ -94,10 +94,7 @@ static int on_hello(struct ember_peer *p, const struct peer_call *c, const union
 	ember_msg_init_from(&out, EMBER_MSG_WELCOME, 0, &p->config.welcome);
 	out.welcome.records_version = EMBER_RECORDS_VERSION;
 	out.welcome.ring_size = p->ring.size;
-	fds[0] = p->ring.data_fd;
-	fds[1] = p->ring.pos_fd;
-	fds[2] = p->ring.event_fd;
-	err = send_msg(p, &out, fds, 3);
+	err = send_msg(p, &out, (int[]){p->ring.data_fd, p->ring.pos_fd, p->ring.event_fd}, 3);
 	if (err)
 		return err;
 	p->state = EMBER_PEER_ACTIVE;
