@@ -80,17 +80,15 @@ static void close_cpu(struct ember_bpf *b, int cpu)
 
 static int attach_cpu(struct ember_bpf *b, int cpu)
 {
-	int fd = open_cpu_clock(cpu, b->sample_hz);
+	_cleanup_close_ int fd = open_cpu_clock(cpu, b->sample_hz);
 
 	if (fd < 0)
 		return fd;
 	b->links[cpu] = bpf_program__attach_perf_event(b->sampler->progs.ember_sample, fd);
-	if (!b->links[cpu]) {
-		int err = neg_errno();
-
-		close(fd);
-		return err;
-	}
+	/* Until the link takes the event (it closes it: close_cpu), closed on the way out. */
+	if (!b->links[cpu])
+		return neg_errno();
+	fd = -1;
 	b->attached_cpus++;
 	return 0;
 }

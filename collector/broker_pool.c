@@ -81,10 +81,7 @@ static void serve(int sock, void *ctx)
 		fd = wk->p->open(wk->b, &in.broker_req, &job);
 		ember_closep(&job.in_fd);
 		ember_closep(&job.out_fd);
-		ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, in.hdr.seq);
-		out.broker_reply.id = in.broker_req.id;
-		out.broker_reply.error = fd < 0 ? fd : 0;
-		out.broker_reply.file = job.file;
+		ember_msg_broker_reply(&out, in.hdr.seq, in.broker_req.id, fd, &job.file);
 		err = ember_msg_send(sock, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 		ember_closep(&fd);
 		if (err)
@@ -299,9 +296,7 @@ static int submit(struct ember_pool *p, const struct ember_msg_broker_req *req, 
 	w = &p->workers[wi];
 	refuse_list(p, &p->progress[wi]);
 	p->progress[wi].block_only = idle < 2;
-	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, ++p->next_job);
-	memcpy((char *)&m.broker_req + sizeof(m.hdr), (const char *)req + sizeof(req->hdr),
-	       sizeof(*req) - sizeof(req->hdr));
+	ember_msg_init_from(&m, EMBER_MSG_BROKER_REQ, ++p->next_job, req);
 	m.broker_req.reserved = flags; /* between the collector and its worker only */
 	if (ember_msg_send(w->sock, &m, fds, fds ? 2 : 0)) {
 		log_warn("broker: worker %d is gone", (int)w->pid);
@@ -340,9 +335,8 @@ int ember_pool_snapshot(struct ember_pool *p, uint32_t tgid, uint32_t gen, int m
 {
 	struct ember_msg_broker_req req = {.what = EMBER_BROKER_MAPS, .pid = tgid};
 	struct ember_broker_file file;
-	int fds[2] = {maps_fd, memfd};
 
-	return submit(p, &req, fds, 0, gen, now_ns, &file);
+	return submit(p, &req, (const int[]){maps_fd, memfd}, 0, gen, now_ns, &file);
 }
 
 static int worker_gone(struct ember_pool *p, struct ember_worker *w, uint64_t now_ns,
@@ -362,9 +356,10 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
                            struct ember_pool_done *done)
 {
 	struct ember_worker *w = &p->workers[i];
-	struct ember_broker_file f = {0};
 	union ember_msg m;
-	int fd = -1, nfds = 0, err;
+	const struct ember_broker_file *f = &m.broker_reply.file;
+	_cleanup_close_ int fd = -1; /* closed unless it is the answer */
+	int nfds = 0, err;
 
 	if (i >= p->nworkers || w->sock < 0)
 		return 0;
@@ -373,32 +368,25 @@ int ember_pool_on_readable(struct ember_pool *p, unsigned int i, uint64_t now_ns
 		return 0;
 	if (err || m.hdr.type != EMBER_MSG_BROKER_REPLY || m.hdr.seq != w->job ||
 	    (m.broker_reply.error == 0) != (nfds == 1) || m.broker_reply.error > 0 ||
-	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK)) {
-		if (nfds)
-			close(fd);
+	    (w->state != EMBER_WORKER_BUSY && w->state != EMBER_WORKER_STUCK))
 		return worker_gone(p, w, now_ns, done);
-	}
-	f = m.broker_reply.file;
 	if (w->state == EMBER_WORKER_STUCK) {
 		/* Answered at last: the symbolizer had its -ETIMEDOUT, but the stall is over. */
-		if (nfds)
-			close(fd);
 		p->late++;
-		if (w->stall >= 0)
+		if (w->stall >= 0) /* and with it every worker's mark of it, this one's too */
 			end_stall(p, w->stall, now_ns, "answers again");
-		w->stall = -1;
 		w->state = EMBER_WORKER_IDLE;
 		return 0;
 	}
-	if (f.flags & EMBER_BROKER_STALLED) {
-		int s = find_stall(p, w->req.pid, f.dev_major, f.dev_minor);
+	if (f->flags & EMBER_BROKER_STALLED) {
+		int s = find_stall(p, w->req.pid, f->dev_major, f->dev_minor);
 
 		p->refused_stalled++;
 		if (s >= 0)
 			p->stalls[s].refused++;
 	}
 	w->state = EMBER_WORKER_IDLE;
-	return finish(w, m.broker_reply.error ? m.broker_reply.error : fd, &f, done);
+	return finish(w, m.broker_reply.error ? m.broker_reply.error : TAKE_FD(fd), f, done);
 }
 
 /*

@@ -74,7 +74,7 @@ struct peer_call {
 static int on_hello(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
 {
 	union ember_msg out;
-	int fds[3], err;
+	int err;
 
 	if (in->hello.records_version != EMBER_RECORDS_VERSION) {
 		ember_msg_init(&out, EMBER_MSG_REJECT, 0);
@@ -91,16 +91,10 @@ static int on_hello(struct ember_peer *p, const struct peer_call *c, const union
 	err = ember_ring_producer_create(&p->ring, p->config.ring_size);
 	if (err)
 		return log_error_errno(err, "cannot create the sample ring: %m");
-	ember_msg_init(&out, EMBER_MSG_WELCOME, 0);
-	memcpy((char *)&out.welcome + sizeof(out.hdr),
-	       (const char *)&p->config.welcome + sizeof(out.hdr),
-	       sizeof(out.welcome) - sizeof(out.hdr));
+	ember_msg_init_from(&out, EMBER_MSG_WELCOME, 0, &p->config.welcome);
 	out.welcome.records_version = EMBER_RECORDS_VERSION;
 	out.welcome.ring_size = p->ring.size;
-	fds[0] = p->ring.data_fd;
-	fds[1] = p->ring.pos_fd;
-	fds[2] = p->ring.event_fd;
-	err = send_msg(p, &out, fds, 3);
+	err = send_msg(p, &out, (int[]){p->ring.data_fd, p->ring.pos_fd, p->ring.event_fd}, 3);
 	if (err)
 		return err;
 	p->state = EMBER_PEER_ACTIVE;
@@ -115,10 +109,7 @@ int ember_peer_send_reply(struct ember_peer *p, uint32_t id, int fd,
 	union ember_msg out;
 	int err;
 
-	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 0);
-	out.broker_reply.id = id;
-	out.broker_reply.error = fd < 0 ? fd : 0;
-	out.broker_reply.file = *f;
+	ember_msg_broker_reply(&out, 0, id, fd, f);
 	err = send_msg(p, &out, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	ember_closep(&fd);
 	return err;

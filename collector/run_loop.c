@@ -162,8 +162,7 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			         "disconnecting it",
 			         r->peer.pid);
 			drop_peer(r);
-		}
-		if (ember_peer_active(&r->peer)) {
+		} else if (ember_peer_active(&r->peer)) {
 			/* A new symbolizer loads the tables of the processes already running. */
 			if (!r->listed)
 				ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event,

@@ -142,7 +142,6 @@ bool ember_procs_stale(struct ember_procs *t, uint32_t tgid, uint64_t event_ns)
 int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uint64_t max_age_ns)
 {
 	struct ember_proc_entry *e = find(t, tgid);
-	struct pollfd pfd;
 
 	if (!e)
 		return -EPERM;
@@ -152,8 +151,7 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 		return -EPERM;
 	/* A pidfd polls readable once its process has exited. The entry goes:
 	 * should the PID be reused, its next sample brings a fresh pidfd. */
-	pfd = (struct pollfd){.fd = e->pidfd, .events = POLLIN};
-	if (poll(&pfd, 1, 0) != 0) {
+	if (poll(&(struct pollfd){.fd = e->pidfd, .events = POLLIN}, 1, 0) != 0) {
 		release(t, e);
 		return -ESRCH;
 	}

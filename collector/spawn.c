@@ -46,10 +46,9 @@ int ember_spawn_symbolizer(const struct ember_core_config *c, int sock, pid_t *p
 {
 	char *const argv[] = {"ember-symbolizer", NULL};
 	sigset_t all;
-	pid_t pid;
+	pid_t pid = fork();
 	int exe;
 
-	pid = fork();
 	if (pid < 0)
 		return neg_errno();
 	if (pid == 0) {
@@ -71,9 +70,7 @@ int ember_spawn_symbolizer(const struct ember_core_config *c, int sock, pid_t *p
 	}
 	*pid_out = pid;
 	*pidfd_out = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (*pidfd_out < 0)
-		return neg_errno();
-	return 0;
+	return *pidfd_out < 0 ? neg_errno() : 0;
 }
 
 /* In the command's child: becomes its user, waits at the gate, runs the command. */

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "shared/cleanup.h"
 #include "shared/err.h"
 
 #define MAX_PASSED_FDS 4
@@ -53,6 +54,24 @@ void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq)
 	m->hdr.type = (uint16_t)type;
 	m->hdr.length = (uint32_t)size;
 	m->hdr.seq = seq;
+}
+
+void ember_msg_init_from(union ember_msg *m, enum ember_msg_type type, uint32_t seq,
+                         const void *body)
+{
+	ember_msg_init(m, type, seq);
+	if (m->hdr.length > sizeof(m->hdr)) /* not for an unknown type (length 0) */
+		memcpy(m->bytes + sizeof(m->hdr), (const char *)body + sizeof(m->hdr),
+		       m->hdr.length - sizeof(m->hdr));
+}
+
+void ember_msg_broker_reply(union ember_msg *m, uint32_t seq, uint32_t id, int fd,
+                            const struct ember_broker_file *f)
+{
+	ember_msg_init(m, EMBER_MSG_BROKER_REPLY, seq);
+	m->broker_reply.id = id;
+	m->broker_reply.error = fd < 0 ? fd : 0;
+	m->broker_reply.file = *f;
 }
 
 int ember_msg_interp_row(union ember_msg *m, uint32_t pid, uint32_t runtime, uint32_t op,
@@ -165,7 +184,7 @@ int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfd
 		err = ember_msg_validate(m, (size_t)n);
 	if (err) {
 		for (int i = 0; i < got; i++)
-			close(fds[i]);
+			fds[i] = ember_safe_close(fds[i]);
 		return err;
 	}
 	*nfds = got;

@@ -283,6 +283,15 @@ union ember_msg {
 
 /* Fills in the header of a message of the given type. */
 void ember_msg_init(union ember_msg *m, enum ember_msg_type type, uint32_t seq);
+/*
+ * Fills in a message of a type of fixed size: its header as ember_msg_init does, the rest
+ * from body, a struct of that type (whose own header is ignored).
+ */
+void ember_msg_init_from(union ember_msg *m, enum ember_msg_type type, uint32_t seq,
+                         const void *body);
+/* Fills in the BROKER_REPLY to request id: fd (error 0) or a negative errno, and what f says. */
+void ember_msg_broker_reply(union ember_msg *m, uint32_t seq, uint32_t id, int fd,
+                            const struct ember_broker_file *f);
 
 /* The exact size of a message type (INTERP_ROW: its largest), or 0 for an unknown type. */
 size_t ember_msg_size(uint16_t type);
@@ -308,7 +317,9 @@ int ember_msg_send(int sock, const union ember_msg *m, const int *fds, int nfds)
  * Receives one message into private memory and validates it. Descriptors
  * that arrive are stored in fds (up to max_fds, the rest closed) and their
  * count in *nfds; pass max_fds 0 to refuse all descriptors (then any that
- * arrive are closed and the call fails with -EPROTO).
+ * arrive are closed and the call fails with -EPROTO). On failure every descriptor that
+ * arrived is closed and its place in fds is -1 again, so that a caller's cleanup of fds
+ * never closes a number twice.
  * Returns 0, -EAGAIN, -ECONNRESET at end of stream, or -EBADMSG/-EPROTO.
  */
 int ember_msg_recv(int sock, union ember_msg *m, int *fds, int max_fds, int *nfds);

@@ -45,6 +45,24 @@ START_TEST(roundtrip_with_descriptors)
 }
 END_TEST
 
+START_TEST(failed_receive_leaves_no_descriptor)
+{
+	union ember_msg out, in;
+	int fds[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC),
+	              open("/dev/null", O_RDONLY | O_CLOEXEC)};
+	int got = -1, n = -1;
+
+	/* One descriptor too many: the one that fit is closed too, and its place is -1. */
+	ember_msg_init(&out, EMBER_MSG_BROKER_REPLY, 1);
+	ck_assert_int_eq(ember_msg_send(sv[0], &out, fds, 2), 0);
+	ck_assert_int_eq(ember_msg_recv(sv[1], &in, &got, 1, &n), -EPROTO);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(got, -1);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 START_TEST(descriptors_refused_when_none_expected)
 {
 	union ember_msg out, in;
@@ -171,6 +189,36 @@ START_TEST(interp_row_sizes)
 }
 END_TEST
 
+START_TEST(init_from_and_broker_reply)
+{
+	struct ember_msg_broker_req req = {.hdr = {.magic = 1, .type = EMBER_MSG_HELLO, .seq = 5},
+	                                   .id = 9,
+	                                   .pid = 42,
+	                                   .arg = "exe"};
+	struct ember_broker_file f = {.flags = EMBER_BROKER_STALLED, .dev_major = 8};
+	union ember_msg m;
+
+	/* The header is the type's, whatever the body's says; the body is copied whole. */
+	ember_msg_init_from(&m, EMBER_MSG_BROKER_REQ, 3, &req);
+	ck_assert_int_eq(ember_msg_validate(&m, sizeof(m.broker_req)), 0);
+	ck_assert_uint_eq(m.hdr.type, EMBER_MSG_BROKER_REQ);
+	ck_assert_uint_eq(m.hdr.seq, 3);
+	ck_assert_uint_eq(m.broker_req.id, 9);
+	ck_assert_uint_eq(m.broker_req.pid, 42);
+	ck_assert_str_eq(m.broker_req.arg, "exe");
+	/* A descriptor says error 0; a negative errno is the error. */
+	ember_msg_broker_reply(&m, 4, 9, 7, &f);
+	ck_assert_int_eq(ember_msg_validate(&m, sizeof(m.broker_reply)), 0);
+	ck_assert_uint_eq(m.hdr.seq, 4);
+	ck_assert_uint_eq(m.broker_reply.id, 9);
+	ck_assert_int_eq(m.broker_reply.error, 0);
+	ck_assert_uint_eq(m.broker_reply.file.dev_major, 8);
+	ember_msg_broker_reply(&m, 4, 9, -ETIMEDOUT, &f);
+	ck_assert_int_eq(m.broker_reply.error, -ETIMEDOUT);
+	ck_assert_uint_eq(m.broker_reply.file.flags, EMBER_BROKER_STALLED);
+}
+END_TEST
+
 static Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -179,11 +227,13 @@ static Suite *proto_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, roundtrip_with_descriptors);
 	tcase_add_test(tc, descriptors_refused_when_none_expected);
+	tcase_add_test(tc, failed_receive_leaves_no_descriptor);
 	tcase_add_test(tc, truncated_oversized_and_malformed_are_rejected);
 	tcase_add_test(tc, version_mismatch_is_a_protocol_error);
 	tcase_add_test(tc, closed_peer_and_empty_socket);
 	tcase_add_test(tc, every_type_has_a_size);
 	tcase_add_test(tc, interp_row_sizes);
+	tcase_add_test(tc, init_from_and_broker_reply);
 	suite_add_tcase(s, tc);
 	return s;
 }
