@@ -9,7 +9,8 @@
 #                   ruby-stackprof (test_ruby: the interpreter and the peer), php8.2-cli,
 #                   php8.2-fpm and php-excimer (test_php: the same), perl and
 #                   libdevel-nytprof-perl (test_perl: the same), openjdk-17-jdk-headless
-#                   (the JVM reader's tests: a HotSpot VM, javac and JFR)
+#                   (the JVM reader's tests: a HotSpot VM, javac and JFR), nodejs and
+#                   erlang-base (test_perfmap: JITs that write perf maps)
 #   --runtime-only  what the build needs
 #   --packaging     what the build, scripts/package.sh and scripts/test-packages.sh
 #                   need: debhelper, lintian, rpm, rpmlint, debootstrap,
@@ -24,7 +25,7 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
   zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
   ruby3.1 ruby-stackprof php8.2-cli php8.2-fpm php-excimer perl libdevel-nytprof-perl
-  openjdk-17-jdk-headless procps util-linux strace chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
+  openjdk-17-jdk-headless nodejs erlang-base procps util-linux strace chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
   podman runc uidmap catatonit debootstrap systemd-container"
 packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
   podman runc uidmap catatonit git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"

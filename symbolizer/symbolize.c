@@ -86,21 +86,52 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 }
 
 /* Adds a location whose only line names a function. */
-static int named_location(struct ember_symbolizer *s, uint32_t mapping, enum ember_frame_kind kind,
-                          uint64_t addr, const char *name, uint32_t *out)
+/* One line naming a function name (no file). */
+static int name_line(struct ember_symbolizer *s, const char *name, struct ember_line *line)
 {
 	struct ember_function fn = {0};
-	struct ember_line line = {0};
-	int err;
+	int err = ember_profile_intern_cstr(s->profile, name, &fn.name);
 
-	err = ember_profile_intern_cstr(s->profile, name, &fn.name);
 	if (err)
 		return err;
 	fn.system_name = fn.name;
-	err = ember_profile_add_function(s->profile, &fn, &line.function);
-	if (err)
-		return err;
-	return ember_profile_add_location(s->profile, mapping, kind, addr, &line, 1, out);
+	memset(line, 0, sizeof(*line));
+	return ember_profile_add_function(s->profile, &fn, &line->function);
+}
+
+static int named_location(struct ember_symbolizer *s, uint32_t mapping, enum ember_frame_kind kind,
+                          uint64_t addr, const char *name, uint32_t *out)
+{
+	struct ember_line line;
+	int err = name_line(s, name, &line);
+
+	return err ? err
+	           : ember_profile_add_location(s->profile, mapping, kind, addr, &line, 1, out);
+}
+
+/*
+ * JIT code no walker named (anonymous memory or a memfd, executable): its process's perf map
+ * may name it, now or once the JIT has written the map (a location left unnamed is named
+ * then). Returns 1 when it named *loc (or, loc NULL, gave it to a new location in *out).
+ */
+static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc,
+                    const struct ember_map_entry *e, uint32_t mapping, uint64_t addr,
+                    uint64_t lookup, uint64_t now_ns, const uint32_t *loc, uint32_t *out)
+{
+	const char *name;
+	struct ember_line line;
+	int err;
+
+	if ((e->kind == EMBER_MAP_FILE && !e->deleted) || !(e->perms & EMBER_MAP_X) ||
+	    (loc && ember_profile_location_named(s->profile, *loc)) ||
+	    !(name = ember_perf_maps_name(&s->perf_maps, proc->pid, lookup, now_ns)))
+		return 0;
+	err = name_line(s, name, &line);
+	if (!err)
+		err = loc ? ember_profile_name_location(s->profile, *loc, &line, 1)
+		          : ember_profile_add_location(s->profile, mapping, EMBER_FRAME_NATIVE,
+		                                       addr, &line, 1, out);
+	return err ? err : 1;
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
@@ -333,7 +364,6 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
 	char name_buf[256];
-	const char *name;
 	uint32_t mapping;
 	int err;
 
@@ -374,8 +404,10 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		return err;
 	if (obj && obj->file.has_go)
 		kind = EMBER_FRAME_GO;
-	if (!ember_profile_find_location(s->profile, mapping, kind, addr, out))
-		return 0;
+	if (!ember_profile_find_location(s->profile, mapping, kind, addr, out)) {
+		err = jit_name(s, proc, e, mapping, addr, lookup, now_ns, out, out);
+		return err < 0 ? err : 0;
+	}
 	if (obj &&
 	    !ember_elf_offset_to_vaddr(&obj->file.syms, lookup - e->start + e->offset, &vaddr)) {
 		origin = ember_objcache_lookup(&s->objs, obj, vaddr, &s->frames_buf);
@@ -384,10 +416,9 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 			return symbolized_location(s, mapping, kind, addr, &s->frames_buf, out);
 		}
 	}
-	/* Code a JIT made (anonymous memory, a memfd): its perf map may name it. */
-	if ((e->kind != EMBER_MAP_FILE || e->deleted) && (e->perms & EMBER_MAP_X) &&
-	    (name = ember_perf_maps_name(&s->perf_maps, proc->pid, lookup, now_ns)))
-		return named_location(s, mapping, kind, addr, name, out);
+	err = jit_name(s, proc, e, mapping, addr, lookup, now_ns, NULL, out);
+	if (err)
+		return err < 0 ? err : 0;
 	s->unsymbolized_frames++;
 	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
 }

@@ -313,6 +313,35 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 	return 0;
 }
 
+bool ember_profile_location_named(const struct ember_profile *p, uint32_t loc)
+{
+	return loc < p->locations.len &&
+	       EMBER_VEC_AT(p->locations, struct ember_location, loc)->nlines;
+}
+
+int ember_profile_name_location(struct ember_profile *p, uint32_t loc,
+                                const struct ember_line *lines, uint32_t nlines)
+{
+	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
+	struct ember_location *l;
+
+	if (loc >= p->locations.len || !nlines)
+		return -EINVAL;
+	l = EMBER_VEC_AT(p->locations, struct ember_location, loc);
+	if (l->nlines)
+		return -EEXIST;
+	for (uint32_t i = 0; i < nlines; i++)
+		if (lines[i].function >= p->functions.len)
+			return -EINVAL;
+	l->first_line = (uint32_t)p->lines.len;
+	if (!ember_vec_push(&p->lines, lines, nlines))
+		return -ENOMEM;
+	l->nlines = nlines;
+	if (l->mapping != EMBER_NONE)
+		EMBER_VEC_AT(p->mappings, struct ember_mapping, l->mapping)->has_functions = true;
+	return 0;
+}
+
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
                             uint32_t *out)
 {

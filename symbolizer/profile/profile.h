@@ -211,6 +211,12 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 /* Finds the location of (mapping, kind, address) added before. Returns 0 or -ENOENT. */
 int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
                                 enum ember_frame_kind kind, uint64_t address, uint32_t *out);
+/* Whether location loc (an id the profile gave) has lines: a name. */
+bool ember_profile_location_named(const struct ember_profile *p, uint32_t loc);
+/* Gives lines to location loc, added without (JIT code whose perf map named it later).
+ * Returns 0, -EEXIST when it has lines, -EINVAL, -ENOMEM. */
+int ember_profile_name_location(struct ember_profile *p, uint32_t loc,
+                                const struct ember_line *lines, uint32_t nlines);
 /* locations[0] is the leaf. */
 int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, uint32_t depth,
                             uint32_t *out);

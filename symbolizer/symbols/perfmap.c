@@ -71,8 +71,8 @@ static int parse_line(struct ember_perfmap *m, const char *s, const char *end)
 	if (!hex_then_blank(&s, end, &e.start) || !hex_then_blank(&s, end, &size) || s == end ||
 	    memchr(s, '\0', (size_t)(end - s)))
 		return -EINVAL;
-	if (!size || size > UINT64_MAX - e.start)
-		return -EINVAL; /* names nothing, or wraps */
+	if (!size || size > EMBER_PERFMAP_MAX_SIZE || size > UINT64_MAX - e.start)
+		return -EINVAL; /* names nothing, everything, or wraps */
 	e.end = e.start + size;
 	e.seq = (uint32_t)m->entries;
 	err = EMBER_ENSURE(m->e, m->cap, m->n + 1, EMBER_PERFMAP_MAX_ENTRIES);

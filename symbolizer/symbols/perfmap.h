@@ -10,7 +10,7 @@
  *
  * Hostile input: the profiled process writes it. Lines are bounded (a longer
  * one is skipped to its end and counted), numbers must parse and a range must
- * not wrap, entries and name bytes have ceilings (past them lines are dropped
+ * not wrap nor pass EMBER_PERFMAP_MAX_SIZE, entries and name bytes have ceilings (past them lines are dropped
  * and counted). Code a JIT freed and reused under another name takes the name
  * of the newest line that covers it. What a map holds is charged to the
  * "processes" owner (symbolizer/memory/mem_owners.h).
@@ -27,6 +27,8 @@
 #define EMBER_PERFMAP_MAX_LINE    4096u
 #define EMBER_PERFMAP_MAX_ENTRIES (256u << 10)
 #define EMBER_PERFMAP_MAX_NAMES   (16u << 20) /* bytes of names, NULs included */
+/* No piece of code a JIT makes is larger: a range past it is a line that is not a map's. */
+#define EMBER_PERFMAP_MAX_SIZE (1ull << 30)
 /* Entries at or before an address searched for the newest that covers it: code is named by
  * one of the last few ranges starting below it, unless a huge range spans many others. */
 #define EMBER_PERFMAP_SCAN 64u

@@ -113,6 +113,8 @@ START_TEST(lines_that_are_not_a_maps)
 				  "1000 10 \n"
 				  "1000 0 empty_range\n"
 				  "ffffffffffffff00 1000 wraps\n"
+				  "0 ffffffffffffffff everything\n"
+				  "1000 40000001 past_a_gib\n"
 				  "11111111111111111 10 seventeen_digits\n"
 				  "1000 1g name\n"
 				  "0x 10 no_digits\n"
@@ -125,7 +127,7 @@ START_TEST(lines_that_are_not_a_maps)
 	ck_assert_uint_eq(ember_perfmap_feed(&m, bad, strlen(bad)), strlen(bad));
 	ember_perfmap_feed(&m, nul, sizeof(nul) - 1);
 	ck_assert_uint_eq(m.entries, 1);
-	ck_assert_uint_eq(m.lines_bad, 10); /* the empty line is no line at all */
+	ck_assert_uint_eq(m.lines_bad, 12); /* the empty line is no line at all */
 	ck_assert_str_eq(ember_perfmap_lookup(&m, 0x5008), "good one");
 	ck_assert_ptr_null(ember_perfmap_lookup(&m, 0x6000));
 	ember_perfmap_free(&m);
