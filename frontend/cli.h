@@ -45,6 +45,7 @@ struct ember_cli {
 	uint64_t memory_budget, cache_bytes;
 	uint32_t interpreters;
 	bool interpreters_given;
+	bool signatures; /* --signatures: Java methods with their parameter types */
 	bool no_progress;
 	/* Export. */
 	const char *otlp, *service_name, *otlp_ca, *otlp_cert, *otlp_key;

@@ -104,6 +104,7 @@ int ember_symbolizer_settings(const struct ember_cli *c, struct ember_symbolizer
 {
 	config_header(sym, c);
 	sym->interpreters = c->interpreters_given ? c->interpreters : EMBER_RUNTIMES_ALL;
+	sym->signatures = c->signatures;
 	sym->memory_budget = c->memory_budget;
 	sym->cache_bytes = c->cache_bytes;
 	if (ember_resource_config_from(env, sym->service_name, sizeof(sym->service_name),

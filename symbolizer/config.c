@@ -33,6 +33,7 @@ static int check_common(const struct ember_symbolizer_config *c, const char **wh
 	EMBER_CONFIG_REFUSE_IF(c->log_level > EMBER_LOG_DEBUG, "log_level");
 	EMBER_CONFIG_REFUSE_IF(c->view >= EMBER_VIEW_MAX, "view");
 	EMBER_CONFIG_REFUSE_IF(c->interpreters & ~EMBER_RUNTIMES_ALL, "interpreters");
+	EMBER_CONFIG_REFUSE_IF(c->signatures > 1, "signatures");
 	EMBER_CONFIG_REFUSE_IF(c->memory_budget &&
 	                           (c->memory_budget < MIN_BUDGET || c->memory_budget > MAX_BYTES),
 	                       "memory_budget");

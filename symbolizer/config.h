@@ -43,6 +43,7 @@ struct ember_symbolizer_config {
 	uint32_t log_level;     /* enum ember_log_level */
 	uint32_t view;          /* enum ember_view */
 	uint32_t interpreters;  /* bit 1 << runtime: whose frames are read */
+	uint32_t signatures;    /* 1: Java methods named with their parameter types */
 	uint64_t memory_budget; /* resident bytes; 0: the default */
 	uint64_t cache_bytes;   /* parsed-file cache; 0: the default */
 	/* Outputs (record: rewritten at every flush; report, diff: written once). */

@@ -85,6 +85,7 @@ int ember_daemon_run(struct ember_daemon_opts *o)
 	    .objcache_bytes = o->objcache_bytes,
 	    .view = o->view,
 	    .interpreters = o->interpreters,
+	    .interp_flags = o->interp_flags,
 	    .memory_budget = o->memory_budget,
 	    .enter_sandbox = enter_sandbox,
 	    .sandbox_ctx = o,

@@ -31,6 +31,7 @@ struct ember_daemon_opts {
 	size_t objcache_bytes;
 	enum ember_view view;               /* of the folded and HTML files */
 	uint32_t interpreters;              /* as ember_session_opts's */
+	uint32_t interp_flags;              /* as ember_session_opts's */
 	size_t memory_budget;               /* resident bytes; 0: the default */
 	struct ember_session_export export; /* OTLP: the exporter, if any, and resources */
 };

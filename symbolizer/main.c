@@ -24,6 +24,7 @@
 #include "symbolizer/daemon.h"
 #include "symbolizer/export/export_queue.h"
 #include "symbolizer/file_commands.h"
+#include "symbolizer/interp/interp_ops.h"
 #include "symbolizer/memory/mem_budget.h"
 #include "symbolizer/sandbox.h"
 #include "symbolizer/session.h"
@@ -108,6 +109,7 @@ static int run_record(const struct ember_symbolizer_config *c, struct ember_sess
 	so.progress_s = c->progress_s;
 	so.view = (enum ember_view)c->view;
 	so.interpreters = c->interpreters;
+	so.interp_flags = c->signatures ? EMBER_INTERP_SIGNATURES : 0;
 	so.memory_budget = c->memory_budget;
 	so.objcache_bytes = c->cache_bytes;
 	so.export = *ex;
@@ -134,6 +136,7 @@ static int run_daemon(const struct ember_symbolizer_config *c, struct ember_sess
 	d.objcache_bytes = c->cache_bytes;
 	d.view = (enum ember_view)c->view;
 	d.interpreters = c->interpreters;
+	d.interp_flags = c->signatures ? EMBER_INTERP_SIGNATURES : 0;
 	d.memory_budget = c->memory_budget;
 	d.export = *ex;
 	return ember_daemon_run(&d);

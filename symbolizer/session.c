@@ -911,7 +911,7 @@ static int init_parts(struct session *s, const struct ember_session_opts *o)
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
-		err = ember_interps_init(&s->interps, o->interpreters, &s->broker);
+		err = ember_interps_init(&s->interps, o->interpreters, o->interp_flags, &s->broker);
 	if (!err)
 		err = ember_kernel_maps_init(&s->kmaps);
 	s->sym.interps = &s->interps;

@@ -46,6 +46,7 @@ struct ember_session_opts {
 	size_t objcache_bytes;
 	enum ember_view view;  /* what folded outputs hold and the flame graph opens with */
 	uint32_t interpreters; /* 1u << runtime (bpf/interp.h): its frames are read */
+	uint32_t interp_flags; /* EMBER_INTERP_* (interp_ops.h): how their frames are named */
 	size_t memory_budget;  /* resident bytes the symbolizer keeps within; 0: the default */
 	/* `ember record` on a terminal: a status line redrawn on stderr; of progress_s seconds
 	 * (0: until stopped). */

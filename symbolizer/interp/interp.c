@@ -11,10 +11,8 @@
 
 /* Each runtime's reader, by its number (bpf/interp.h), one line each. */
 static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
-    [EMBER_RUNTIME_PYTHON] = &ember_python_ops,
-    [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
-    [EMBER_RUNTIME_PHP] = &ember_php_ops,
-    [EMBER_RUNTIME_PERL] = &ember_perl_ops,
+    [EMBER_RUNTIME_PYTHON] = &ember_python_ops, [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
+    [EMBER_RUNTIME_PHP] = &ember_php_ops,       [EMBER_RUNTIME_PERL] = &ember_perl_ops,
     [EMBER_RUNTIME_JVM] = &ember_jvm_ops,
 };
 
@@ -29,7 +27,7 @@ static const struct ember_interp_ops *reader(const struct ember_interps *r, uint
 	return r && rt < EMBER_RUNTIME_MAX && (r->enabled & 1u << rt) ? readers[rt] : NULL;
 }
 
-int ember_interps_init(struct ember_interps *r, uint32_t enabled,
+int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags,
                        struct ember_broker_client *broker)
 {
 	int err = 0;
@@ -37,7 +35,7 @@ int ember_interps_init(struct ember_interps *r, uint32_t enabled,
 	memset(r, 0, sizeof(*r));
 	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX && !err; rt++)
 		if ((enabled & 1u << rt) && readers[rt]) {
-			err = readers[rt]->init(&r->state[rt], broker);
+			err = readers[rt]->init(&r->state[rt], flags, broker);
 			if (!err)
 				r->enabled |= 1u << rt;
 		}

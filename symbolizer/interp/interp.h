@@ -20,8 +20,9 @@ struct ember_interps {
 	void *state[EMBER_RUNTIME_MAX]; /* each enabled runtime's reader's */
 };
 
-/* Starts the reader of each runtime in enabled (bits 1u << runtime). */
-int ember_interps_init(struct ember_interps *r, uint32_t enabled,
+/* Starts the reader of each runtime in enabled (bits 1u << runtime), naming as flags
+ * (EMBER_INTERP_*) say. */
+int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags,
                        struct ember_broker_client *broker);
 void ember_interps_free(struct ember_interps *r);
 

@@ -45,9 +45,13 @@ struct ember_interp_frame {
 	uint32_t ninlined; /* at most EMBER_INTERP_MAX_INLINED */
 };
 
+/* How frames are named (--signatures): ember_interp_ops.init's flags. */
+#define EMBER_INTERP_SIGNATURES 0x1u /* methods with their parameter types (Java) */
+
 struct ember_interp_ops {
-	/* Makes the reader's state (*state), which asks the broker for files and memory. */
-	int (*init)(void **state, struct ember_broker_client *broker);
+	/* Makes the reader's state (*state), which asks the broker for files and memory and
+	 * names frames as flags (EMBER_INTERP_*) say. */
+	int (*init)(void **state, uint32_t flags, struct ember_broker_client *broker);
 	void (*free)(void *state);
 	/* The maps of pid were read (exec, or a sample that missed tables): detects the
 	 * runtime and sends, replaces or removes the process's row. */

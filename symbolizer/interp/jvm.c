@@ -42,6 +42,7 @@ struct ember_jvm {
 	struct ember_interp_cache cache; /* struct jvm_value, by (pid, what, cookie) */
 	struct ember_jvm_stats stats;
 	struct ember_interp_inlined inlined[EMBER_INTERP_MAX_INLINED]; /* the last frame's */
+	bool signatures; /* methods named with their parameter types (--signatures) */
 };
 
 struct jvm_process {
@@ -69,7 +70,7 @@ static int read_file_facts(int fd, const char *path, void *facts)
 static void jvm_free(void *state);
 static void release_value(void *value);
 
-static int jvm_init(void **state, struct ember_broker_client *broker)
+static int jvm_init(void **state, uint32_t flags, struct ember_broker_client *broker)
 {
 	struct ember_jvm *j = calloc(1, sizeof(*j));
 	int err;
@@ -78,6 +79,7 @@ static int jvm_init(void **state, struct ember_broker_client *broker)
 		return -ENOMEM;
 	*state = j;
 	j->broker = broker;
+	j->signatures = flags & EMBER_INTERP_SIGNATURES;
 	err = ember_hash_key_init(&j->hash_key);
 	if (!err)
 		err = ember_interp_files_init(&j->files, sizeof(struct ember_jvm_elf),
@@ -282,8 +284,10 @@ static void jvm_on_exit(void *state, uint32_t pid)
 
 /* ---- frames ---- */
 
-/* Reads what key names into v: 0, or why not (-ESTALE: something else is there now). */
-static int read_value(struct jvm_process *p, const struct ember_interp_key *k, struct jvm_value *v)
+/* Reads what key names into v (a method's name with its parameter types if signatures): 0,
+ * or why not (-ESTALE: something else is there now). */
+static int read_value(struct jvm_process *p, const struct ember_interp_key *k, bool signatures,
+                      struct jvm_value *v)
 {
 	uint64_t what = k->addr & ~ADDR_MASK, addr = k->addr & ADDR_MASK;
 	char name[EMBER_JVM_MAX_STUB_NAME];
@@ -321,12 +325,18 @@ static int read_value(struct jvm_process *p, const struct ember_interp_key *k, s
 	        k->checksum)
 		err = -ESTALE;
 	if (!err) {
-		size_t len = strlen(v->m.klass) + strlen(v->m.name) + 2;
+		char params[EMBER_JVM_MAX_PARAMS] = "";
+		size_t len;
 
+		/* A descriptor that does not parse, or is too long, leaves the name bare. */
+		if (signatures &&
+		    ember_jvm_signature_params(v->m.signature, params, sizeof(params)))
+			params[0] = '\0';
+		len = strlen(v->m.klass) + strlen(v->m.name) + strlen(params) + 2;
 		v->name = malloc(len);
 		if (!v->name)
 			return -ENOMEM;
-		snprintf(v->name, len, "%s.%s", v->m.klass, v->m.name);
+		snprintf(v->name, len, "%s.%s%s", v->m.klass, v->m.name, params);
 	}
 	return err;
 }
@@ -347,7 +357,7 @@ static struct jvm_value *value_of(struct ember_jvm *j, struct jvm_process *p, ui
 		return NULL; /* the broker is busy: another sample tries again */
 	j->stats.reads++;
 	if (!err)
-		err = read_value(p, &key, &v);
+		err = read_value(p, &key, j->signatures, &v);
 	if (err && err != -ESTALE)
 		j->stats.read_errors++;
 	if (err)

@@ -26,6 +26,7 @@
 #define EMBER_JVM_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
 #define EMBER_JVM_VM_RETRY_NS   (500ull * 1000000ull)   /* a VM still starting */
 #define EMBER_JVM_MAX_STUB_NAME 64                      /* bytes of a stub's name kept */
+#define EMBER_JVM_MAX_PARAMS    512 /* bytes of a method's parameter types (--signatures) */
 
 extern const struct ember_interp_ops ember_jvm_ops;
 

@@ -2,6 +2,7 @@
 #include "symbolizer/interp/jvm_method.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,63 @@ int ember_jvm_method_line(const struct ember_jvm_vm *vm, const struct ember_jvm_
 		return -ENOENT;
 	return ember_jvm_line_of(m->lines, m->lines_len, vm->unsigned5_x, bci, line) == 0 ? 0
 	                                                                                  : -ENOENT;
+}
+
+/* Appends the len bytes at s to out (at *n of size). */
+static int put(char *out, size_t size, size_t *n, const char *s, size_t len)
+{
+	if (len >= size - *n)
+		return -ENAMETOOLONG;
+	memcpy(out + *n, s, len);
+	*n += len;
+	out[*n] = '\0';
+	return 0;
+}
+
+int ember_jvm_signature_params(const char *d, char *out, size_t size)
+{
+	static const char *const prim[26] = {['B' - 'A'] = "byte",   ['C' - 'A'] = "char",
+	                                     ['D' - 'A'] = "double", ['F' - 'A'] = "float",
+	                                     ['I' - 'A'] = "int",    ['J' - 'A'] = "long",
+	                                     ['S' - 'A'] = "short",  ['Z' - 'A'] = "boolean"};
+	size_t n = 0;
+	int err = 0;
+
+	if (!size)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	if (*d++ != '(')
+		return -EBADMSG;
+	err = put(out, size, &n, "(", 1);
+	for (bool first = true; !err && *d != ')'; first = false) {
+		unsigned int dims = 0;
+
+		while (*d == '[' && dims < 256)
+			d++, dims++;
+		if (dims > 255 || !*d)
+			return -EBADMSG;
+		if (!first)
+			err = put(out, size, &n, ", ", 2);
+		if (*d == 'L') {
+			const char *end = strchr(++d, ';');
+
+			if (!end || end == d)
+				return -EBADMSG;
+			for (; !err && d < end; d++)
+				err = put(out, size, &n, *d == '/' ? "." : d, 1);
+			d++;
+		} else if (*d >= 'A' && *d <= 'Z' && prim[*d - 'A']) {
+			err = put(out, size, &n, prim[*d - 'A'], strlen(prim[*d - 'A']));
+			d++;
+		} else {
+			return -EBADMSG;
+		}
+		while (!err && dims--)
+			err = put(out, size, &n, "[]", 2);
+	}
+	if (!err && !d[1])
+		return -EBADMSG; /* a return type follows the parameters */
+	return err ? err : put(out, size, &n, ")", 1);
 }
 
 void ember_jvm_method_free(struct ember_jvm_method *m)

@@ -43,6 +43,14 @@ int ember_jvm_method_read(const struct ember_jvm_vm *vm, ember_jvm_read_fn read,
 int ember_jvm_method_line(const struct ember_jvm_vm *vm, const struct ember_jvm_method *m,
                           uint32_t bci, int32_t *line);
 
+/*
+ * The parameter types of a method descriptor, as Java writes them: "(I[JLjava/lang/String;)V"
+ * gives "(int, long[], java.lang.String)". Returns 0; -EBADMSG for what is not a descriptor
+ * (a type it does not know, a class name without its ';', more than 255 dimensions, nothing
+ * after the parameters); -ENAMETOOLONG when out (size bytes) cannot hold it.
+ */
+int ember_jvm_signature_params(const char *descriptor, char *out, size_t size);
+
 void ember_jvm_method_free(struct ember_jvm_method *m);
 
 #endif

@@ -54,11 +54,12 @@ static int read_file_facts(int fd, const char *path, void *facts)
 static void perl_free(void *state);
 static void release_frame(void *value);
 
-static int perl_init(void **state, struct ember_broker_client *broker)
+static int perl_init(void **state, uint32_t flags, struct ember_broker_client *broker)
 {
 	struct ember_perl *pl = calloc(1, sizeof(*pl));
 	int err;
 
+	(void)flags; /* nothing of this runtime's is named by signature */
 	if (!pl)
 		return -ENOMEM;
 	*state = pl;

@@ -64,11 +64,12 @@ static int read_file_facts(int fd, const char *path, void *facts)
 static void python_free(void *state);
 static void release_code(void *value);
 
-static int python_init(void **state, struct ember_broker_client *broker)
+static int python_init(void **state, uint32_t flags, struct ember_broker_client *broker)
 {
 	struct ember_python *py = calloc(1, sizeof(*py));
 	int err;
 
+	(void)flags; /* nothing of this runtime's is named by signature */
 	if (!py)
 		return -ENOMEM;
 	*state = py;

@@ -68,11 +68,12 @@ static int read_file_facts(int fd, const char *path, void *facts)
 static void ruby_free(void *state);
 static void release_frame(void *value);
 
-static int ruby_init(void **state, struct ember_broker_client *broker)
+static int ruby_init(void **state, uint32_t flags, struct ember_broker_client *broker)
 {
 	struct ember_ruby *rb = calloc(1, sizeof(*rb));
 	int err;
 
+	(void)flags; /* nothing of this runtime's is named by signature */
 	if (!rb)
 		return -ENOMEM;
 	*state = rb;

@@ -30,9 +30,10 @@ struct ember_rb_layout {
 	uint16_t insn_info_size, insn_info_line; /* struct iseq_insn_info_entry */
 	uint16_t def_type, def_original_id;      /* rb_method_definition_t: type & 0xf */
 	uint16_t def_iseq;                       /* an iseq method's body.iseq.iseqptr */
-	uint16_t string_len, string_ptr, string_embed; /* RString: heap len and ptr, embedded bytes */
-	uint16_t array_len, array_ptr, array_embed;    /* RArray */
-	uint16_t symbols_last_id, symbols_ids;         /* ruby_global_symbols */
+	uint16_t string_len, string_ptr,
+	    string_embed;                           /* RString: heap len and ptr, embedded bytes */
+	uint16_t array_len, array_ptr, array_embed; /* RArray */
+	uint16_t symbols_last_id, symbols_ids;      /* ruby_global_symbols */
 	/* Naming frames (ruby_frames.c). */
 	uint16_t cme_defined_class;     /* the class stackprof qualifies a method by */
 	uint16_t class_ext, ext_iv_tbl; /* RClass's rb_classext_t, its ivar st_table */

@@ -221,7 +221,8 @@ def workload_pid(pid, exe, script):
 
 
 def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_prefix=(), env=None,
-                 min_samples=1000, attempts=4, check_pid=None, exit_timeout=60):
+                 min_samples=1000, attempts=4, check_pid=None, exit_timeout=60,
+                 record_extra=()):
     """Runs exe SCRIPT MODE (a known-split workload) under ember; returns (pid, samples,
     stats, truth, extra, outs): its samples, the statistics summed over the recordings, its
     truth and the truth's other numbers (read_truth), and each recording's files. On a busy
@@ -229,8 +230,9 @@ def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_pre
     min_samples of its samples are counted (counted(frames), the test's: those in the
     leaves). With cmd_prefix, that command runs the workload (its arguments appended) and
     exe is what it executes; check_pid, when given, is called with the interpreter's pid
-    before the recording. At SIGTERM the workload writes its truth (and a peer profiler its
-    results) and exits, within exit_timeout seconds."""
+    before the recording; record_extra, ember record's options beyond the defaults. At
+    SIGTERM the workload writes its truth (and a peer profiler its results) and exits, within
+    exit_timeout seconds."""
     truth_file = os.path.join(wd, f"{label}-{mode}.truth")
     argv = [script, mode, str(attempts * seconds + 60)]
     wl = start([*cmd_prefix, *argv] if cmd_prefix else [exe, *argv],
@@ -242,7 +244,7 @@ def run_workload(wd, script, leaves, counted, label, exe, mode, seconds, cmd_pre
         if check_pid:
             check_pid(pid)
         for attempt in range(attempts):
-            out = record(wd, f"{label}-{mode}-{attempt}", [pid], seconds)
+            out = record(wd, f"{label}-{mode}-{attempt}", [pid], seconds, record_extra)
             outs.append(out)
             samples += [s for s in decode_otlp(out["otlp"]) if s[0] == pid]
             stats.update(stats_of(out["pb.gz"]))

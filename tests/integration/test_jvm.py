@@ -203,6 +203,38 @@ def test_lambda():
     check_split("through a lambda", samples, next(iter(truth.values())), True, path=LAMBDA_PATH)
 
 
+def test_signatures():
+    """--signatures: methods named with their parameter types, as Java writes them; the
+    shares as without."""
+    want = {f"JvmSplit.leaf{c}(long)": f"leaf_{c.lower()}" for c in "ABC"}
+    callers = ["JvmSplit.main(java.lang.String[])", "JvmSplit.handle(int, long, long[])"]
+
+    def leaf_of(frames):
+        return next((f for f in frames if f.kind == KIND and f.name in want), None)
+
+    java = f"{DEBIAN_JDK}/bin/java"
+    _, samples, _, truth, _, _ = run_split_workload(
+        WD, "JvmSplit", LEAVES, leaf_of, "java-17-signatures", java, "split", 5,
+        cmd_prefix=(java, "-cp", debian_classes()), min_samples=1500, exit_timeout=60,
+        record_extra=("--signatures",))
+    counts, with_callers, bare = collections.Counter(), 0, 0
+    for _, _, n, frames in samples:
+        leaf = leaf_of(frames)
+        bare += n if any(f.name in LEAF_OF for f in frames) else 0
+        if leaf:
+            counts[want[leaf.name]] += n
+            names = {f.name for f in frames}
+            with_callers += n if all(c in names for c in callers) else 0
+    shares = leaf_shares("signatures", counts, next(iter(truth.values())), 1500)
+    total = sum(counts.values())
+    for leaf in LEAVES:
+        log(f"    {leaf}: {shares[leaf][0]:.1f}% (truth {shares[leaf][1]:.1f}%)")
+    log(f"    {with_callers} of {total} with {callers} above; {bare} named without")
+    assert_shares("signatures", shares, 3.0)
+    assert with_callers >= 0.99 * total, f"{with_callers} of {total}"
+    assert bare == 0, f"{bare} samples name a leaf without its parameters"
+
+
 def jfr_leaves(jdk, path):
     """JFR's execution samples in the leaves: {leaf: {"name", "samples", "lines"}}, each
     sample counted for its innermost leaf frame."""
@@ -320,5 +352,5 @@ if __name__ == "__main__":
     require_root()
     WD = workdir()
     run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
-               test_recursion_marker, test_jfr_beside, test_deopt_storm,
+               test_recursion_marker, test_jfr_beside, test_deopt_storm, test_signatures,
                test_hostile_fake_libjvm])

@@ -78,7 +78,7 @@ START_TEST(frames_of_a_runtime_not_enabled)
 	struct ember_interps none;
 	struct ember_interp_frame f;
 
-	ck_assert_int_eq(ember_interps_init(&none, 0, NULL), 0);
+	ck_assert_int_eq(ember_interps_init(&none, 0, 0, NULL), 0);
 	ember_interps_frame(&none, 42, FRAME(EMBER_RUNTIME_PYTHON, 0x1000), 7, 0, &f);
 	ck_assert_uint_eq(f.runtime, EMBER_RUNTIME_PYTHON);
 	ck_assert_ptr_null(f.marker);

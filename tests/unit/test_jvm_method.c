@@ -188,6 +188,50 @@ START_TEST(pointers_that_lead_nowhere)
 }
 END_TEST
 
+/* Descriptors as javac writes them, turned into Java's parameter lists (--signatures). */
+START_TEST(descriptors_as_java_writes_them)
+{
+	static const struct {
+		const char *descriptor, *params;
+	} good[] = {
+	    {"()V", "()"},
+	    {"(J)J", "(long)"},
+	    {"(IJ[J)J", "(int, long, long[])"},
+	    {"(BCDFSZ)V", "(byte, char, double, float, short, boolean)"},
+	    {"(Ljava/lang/Object;)Ljava/lang/Object;", "(java.lang.Object)"},
+	    {"([[Ljava/lang/String;I)[I", "(java.lang.String[][], int)"},
+	    {"(LJvmSplit$Inner;)V", "(JvmSplit$Inner)"},
+	};
+	static const char *const bad[] = {
+	    "",     "V",    "(",    "(J", "(J)", "(X)V", "(L;)V", "(Ljava/lang/Object)V",
+	    "([)V", "(V)V", "(a)V",
+	};
+	char out[64], big[600], wide[1024];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_int_eq(ember_jvm_signature_params(good[i].descriptor, out, sizeof(out)),
+		                 0);
+		ck_assert_str_eq(out, good[i].params);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(ember_jvm_signature_params(bad[i], out, sizeof(out)) == -EBADMSG,
+		              "%s", bad[i]);
+	/* 255 dimensions are Java's most; 256 are not a descriptor. */
+	big[0] = '(';
+	memset(big + 1, '[', 255);
+	strcpy(big + 256, "I)V");
+	ck_assert_int_eq(ember_jvm_signature_params(big, wide, sizeof(wide)), 0);
+	ck_assert_uint_eq(strlen(wide), 2 + 3 + 2 * 255);
+	memset(big + 1, '[', 256);
+	strcpy(big + 257, "I)V");
+	ck_assert_int_eq(ember_jvm_signature_params(big, wide, sizeof(wide)), -EBADMSG);
+	/* Cut short: refused whole, never half a name. */
+	ck_assert_int_eq(ember_jvm_signature_params("(Ljava/lang/Object;)V", out, 10),
+	                 -ENAMETOOLONG);
+	ck_assert_int_eq(ember_jvm_signature_params("(J)J", out, 0), -ENAMETOOLONG);
+}
+END_TEST
+
 static Suite *jvm_method_suite(void)
 {
 	Suite *s = suite_create("jvm_method");
@@ -197,6 +241,7 @@ static Suite *jvm_method_suite(void)
 	tcase_add_test(tc, debian_openjdk_17);
 	tcase_add_test(tc, other_jdks);
 	tcase_add_test(tc, pointers_that_lead_nowhere);
+	tcase_add_test(tc, descriptors_as_java_writes_them);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -193,7 +193,7 @@ START_TEST(interpreted_frames_go_to_their_runtime)
 	struct ember_interps interps;
 	struct names n;
 
-	ck_assert_int_eq(ember_interps_init(&interps, 1u << EMBER_RUNTIME_PYTHON, &fb.client), 0);
+	ck_assert_int_eq(ember_interps_init(&interps, 1u << EMBER_RUNTIME_PYTHON, 0, &fb.client), 0);
 	sym.interps = &interps;
 	ck_assert_int_eq(add(PID, NULL, 0, u, 5, EMBER_STACK_INTERP, SEC), 0);
 	memset(&n, 0, sizeof(n));
