@@ -53,6 +53,7 @@ target_sources() {
 	jvm_structs) echo symbolizer/interp/jvm_structs.c ;;
 	jvm_lines) echo symbolizer/interp/jvm_lines.c ;;
 	jvm_nmethod) echo symbolizer/interp/jvm_nmethod.c symbolizer/interp/jvm_lines.c ;;
+	jvm_signature) echo symbolizer/interp/jvm_method.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
