@@ -109,10 +109,12 @@ int ember_index_remove(struct ember_index *ix, uint64_t hash, uint32_t value)
 
 	if (!ix->capacity)
 		return -ENOENT;
+	/* The hash too: a value may be stored under several keys (a slot's aliases), and the
+	 * first with this value in the probe chain may be another key's. */
 	for (j = hash & mask;; j = (j + 1) & mask) {
 		if (!ix->values[j])
 			return -ENOENT;
-		if (ix->values[j] == value + 1)
+		if (ix->values[j] == value + 1 && ix->hashes[j] == hash)
 			break;
 	}
 	/* Backward-shift deletion keeps every probe chain unbroken. */

@@ -67,25 +67,30 @@ START_TEST(slots_are_stable_and_reused)
 }
 END_TEST
 
+/* An alias taken away leaves the entry's other key: with the index's random hash key, the
+ * alias's probe chain sometimes meets the first key's entry before its own (about one table
+ * in twenty here), which a removal by value alone took instead. */
 START_TEST(slots_aliases)
 {
-	struct ember_slots t;
-	uint32_t slot, key = 11, alias = 12;
-	struct entry *e;
+	for (int round = 0; round < 2000; round++) {
+		struct ember_slots t;
+		uint32_t slot, key = 11, alias = 12;
+		struct entry *e;
 
-	ck_assert_int_eq(ember_slots_init(&t, sizeof(struct entry), 10, entry_eq), 0);
-	slot = add(&t, key, 1);
-	e = ember_slots_at(&t, slot);
-	e->keys[1] = alias;
-	ck_assert_int_eq(ember_slots_alias(&t, slot, &alias, sizeof(alias)), 0);
-	ck_assert_int_eq(ember_slots_find(&t, &alias, sizeof(alias), &slot), 0);
-	ck_assert_uint_eq(slot, 0);
-	ember_slots_unalias(&t, slot, &alias, sizeof(alias));
-	ck_assert_int_eq(ember_slots_find(&t, &alias, sizeof(alias), &slot), -ENOENT);
-	ck_assert_int_eq(ember_slots_find(&t, &key, sizeof(key), &slot), 0);
-	ember_slots_remove(&t, slot, &key, sizeof(key));
-	ck_assert_uint_eq(t.count, 0);
-	ember_slots_free(&t);
+		ck_assert_int_eq(ember_slots_init(&t, sizeof(struct entry), 10, entry_eq), 0);
+		slot = add(&t, key, 1);
+		e = ember_slots_at(&t, slot);
+		e->keys[1] = alias;
+		ck_assert_int_eq(ember_slots_alias(&t, slot, &alias, sizeof(alias)), 0);
+		ck_assert_int_eq(ember_slots_find(&t, &alias, sizeof(alias), &slot), 0);
+		ck_assert_uint_eq(slot, 0);
+		ember_slots_unalias(&t, slot, &alias, sizeof(alias));
+		ck_assert_int_eq(ember_slots_find(&t, &alias, sizeof(alias), &slot), -ENOENT);
+		ck_assert_int_eq(ember_slots_find(&t, &key, sizeof(key), &slot), 0);
+		ember_slots_remove(&t, slot, &key, sizeof(key));
+		ck_assert_uint_eq(t.count, 0);
+		ember_slots_free(&t);
+	}
 }
 END_TEST
 
