@@ -38,7 +38,17 @@ int ember_perf_maps_init(struct ember_perf_maps *t, struct ember_broker_client *
 	                        proc_eq);
 }
 
-/* Closes p's map, keeping its counts; p stays (its back-off with it). */
+/* Forgets what p's map holds, its counts kept in t's. */
+static void forget_map(struct ember_perf_maps *t, struct perf_map_proc *p)
+{
+	t->entries += p->map.entries;
+	t->lines_bad += p->map.lines_bad;
+	t->lines_long += p->map.lines_long;
+	t->lines_dropped += p->map.lines_dropped;
+	ember_perfmap_free(&p->map);
+}
+
+/* Closes p's map; p stays (its back-off with it). */
 static void unload(struct ember_perf_maps *t, struct perf_map_proc *p)
 {
 	if (p->fd < 0)
@@ -46,11 +56,7 @@ static void unload(struct ember_perf_maps *t, struct perf_map_proc *p)
 	close(p->fd);
 	p->fd = -1;
 	t->loaded--;
-	t->entries += p->map.entries;
-	t->lines_bad += p->map.lines_bad;
-	t->lines_long += p->map.lines_long;
-	t->lines_dropped += p->map.lines_dropped;
-	ember_perfmap_free(&p->map);
+	forget_map(t, p);
 }
 
 void ember_perf_maps_free(struct ember_perf_maps *t)
@@ -83,7 +89,7 @@ static void read_more(struct ember_perf_maps *t, struct perf_map_proc *p, uint64
 
 	p->read_ns = now_ns;
 	if (fstat(p->fd, &st) == 0 && (uint64_t)st.st_size < p->map.bytes) {
-		ember_perfmap_free(&p->map); /* written again from the start */
+		forget_map(t, p); /* written again from the start */
 		p->capped = false;
 	}
 	t->reads++;
