@@ -164,13 +164,21 @@ def test_jvm_perfmap():
     truth_file = os.path.join(WD, "jvm-perfmap.truth")
     wl = start([f"{jdk}/bin/java", "-cp", classes, "JvmSplit", "split", "60"],
                env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
+    path = f"/tmp/perf-{wl.pid}.map"
     try:
-        time.sleep(3)  # compiled by then
-        jcmd = subprocess.run([f"{jdk}/bin/jcmd", str(wl.pid), "Compiler.perfmap"],
-                              capture_output=True, text=True, timeout=60)
-        assert jcmd.returncode == 0, jcmd.stdout + jcmd.stderr
-        path = f"/tmp/perf-{wl.pid}.map"
-        assert os.path.exists(path), f"jcmd wrote no {path}: {jcmd.stdout}"
+        # The map is what the code cache holds when jcmd asks: asked again until the three
+        # leaves are compiled in it (within a few seconds; longer on a slow machine).
+        for _ in range(30):
+            time.sleep(1)
+            jcmd = subprocess.run([f"{jdk}/bin/jcmd", str(wl.pid), "Compiler.perfmap"],
+                                  capture_output=True, text=True, timeout=60)
+            assert jcmd.returncode == 0, jcmd.stdout + jcmd.stderr
+            with open(path, errors="replace") as f:
+                compiled = {m.group(1) for m in map(leaf.fullmatch, (
+                    line.rstrip("\n").split(" ", 2)[-1] for line in f)) if m}
+            if compiled == {"A", "B", "C"}:
+                break
+        log(f"    jcmd Compiler.perfmap: the leaves {sorted(compiled)} compiled in {path}")
         out = record(WD, "jvm-perfmap", [wl.pid], 4, extra=("--interpreters", "none"))
         wl.send_signal(signal.SIGTERM)
         wl.wait(timeout=60)
