@@ -126,11 +126,10 @@ static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc
 	    (loc && ember_profile_location_named(s->profile, *loc)) ||
 	    !(name = ember_perf_maps_name(&s->perf_maps, proc->pid, lookup, now_ns)))
 		return 0;
-	err = name_line(s, name, &line);
-	if (!err)
-		err = loc ? ember_profile_name_location(s->profile, *loc, &line, 1)
-		          : ember_profile_add_location(s->profile, mapping, EMBER_FRAME_NATIVE,
-		                                       addr, &line, 1, out);
+	if (!loc)
+		err = named_location(s, mapping, EMBER_FRAME_NATIVE, addr, name, out);
+	else if (!(err = name_line(s, name, &line)))
+		err = ember_profile_name_location(s->profile, *loc, &line, 1);
 	return err ? err : 1;
 }
 
