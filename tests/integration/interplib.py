@@ -370,8 +370,9 @@ def check_a_stall(wd, label, stalled_argv, other_argv, kind, leaf_of, complete, 
     stalled process's frames of kind named among spinning (its memory cannot be read: its
     native frames stand, its interpreter's frames unnamed); the other process's leaf
     samples (leaf_of(frames) not None) complete (complete(frames)); and the stall counted.
-    Returns the stalled process's samples (how many there are varies: its spinning thread
-    may touch new memory, and wait for the lock too)."""
+    The stalled process must have spun: at least half as many samples as the other (both
+    spin one thread), or the names it keeps back were never put to the test. Returns the
+    stalled process's samples."""
     stalled, other, outs, took = record_beside_a_stall(wd, stalled_argv, other_argv, 6)
     samples = decode_otlp(outs["otlp"])
     stats = stats_of(outs["pb.gz"])
@@ -385,6 +386,8 @@ def check_a_stall(wd, label, stalled_argv, other_argv, kind, leaf_of, complete, 
         f"{sum(n for *_, n, _ in mine)} samples, {kind} frames {dict(named.most_common(4))}; "
         f"the other: {whole} of {leaves} leaf samples complete; {stall}")
     assert took < 6 + 30, f"ember took {took:.1f}s"
+    spun, ran = sum(n for *_, n, _ in mine), sum(n for *_, n, _ in theirs)
+    assert spun >= 0.5 * ran, f"the stalled process did not spin: {spun} samples, the other {ran}"
     assert leaves >= 100 and whole >= 0.99 * leaves, (whole, leaves)
     assert not set(spinning) & set(named), named
     assert stats.get("symbolizer.stalled_reads", 0) + \

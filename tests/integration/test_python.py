@@ -285,8 +285,8 @@ def test_hostile_fake_interpreters():
 
 def test_stalled_python_process_costs_only_its_frames():
     """A Python process whose memory-map lock waits on a file system that stopped answering
-    (tests/workloads/pystall.py: a thread reads a page of a file there through
-    /proc/self/mem, another waits to map memory) cannot have its memory read: the recording
+    (tests/workloads/pystall.py: a helper process reads a page of a file there through
+    /proc/PID/mem, another waits to lock its memory map to write) cannot have its memory read: the recording
     still ends on time, another Python process keeps every name, and the stall is counted;
     the stalled process keeps its native frames, its Python frames unnamed."""
     label, exe = interpreters()[0]

@@ -3,39 +3,26 @@
 
     python3 pystall.py FILE
 
-maps FILE (on the test's FUSE file system), prints "ready" and spins in
-stalled_spin() > stalled_leaf(). A line on stdin starts the lock case, as
-tests/workloads/stall_app.c does it: one thread reads this process's own
-memory at a page of FILE nobody has touched, through /proc/self/mem (the
-kernel reads the page from the file system while it holds the process's
-memory-map lock, and the file system does not answer), and another maps
-memory in a loop (it waits for that lock, and so does every reader of the
-process's memory after it: /proc/PID/mem). Both release the GIL while they
-wait; the spinning thread goes on.
+maps FILE (on the test's FUSE file system), prints "ready", and at a line on
+stdin starts the lock case and spins in stalled_spin() > stalled_leaf(). Two
+helper processes do the waiting, as tests/workloads/phpstall.php's do: one
+reads this process's memory at a page of FILE nobody has touched, through
+/proc/PID/mem (the kernel reads the page from the file system while it holds
+this process's memory-map lock, and the file system does not answer); the other
+then asks for that lock to write (writing /proc/PID/clear_refs takes it) and
+waits, and so does every reader of this process's memory after it.
+
+Not threads in this process: once a writer waits for the lock, a thread that
+touches the memory map while it holds the GIL (a new thread's stack, an arena
+that grows) waits for good, and the spinning thread with it (it did, in one
+run of three). The spinning loop maps no new memory.
 """
 import mmap
 import os
+import subprocess
 import sys
-import threading
-import time
 
 PAGE = 4096
-
-
-def read_own_memory(addr):
-    fd = os.open("/proc/self/mem", os.O_RDONLY)
-    try:
-        os.pread(fd, 1, addr)  # waits in the file system, the memory-map lock held
-    except OSError:
-        pass
-
-
-def map_in_a_loop():
-    time.sleep(0.2)  # the reader holds the lock by then
-    while True:
-        m = mmap.mmap(-1, PAGE)
-        m.close()
-        time.sleep(0.001)
 
 
 def stalled_leaf(n):
@@ -64,15 +51,17 @@ def main():
                 break
     assert addr is not None, "the file's mapping is not in /proc/self/maps"
     print("ready", flush=True)
-    threading.Thread(target=lambda: (sys.stdin.readline(), start_lock_case(addr, size)),
-                     daemon=True).start()
+    sys.stdin.readline()  # not yet: the test arms the file system first
+    start_lock_case(addr, size)
     stalled_spin()
 
 
 def start_lock_case(addr, size):
-    cold = addr + size - PAGE  # a page nobody has touched
-    threading.Thread(target=read_own_memory, args=(cold,), daemon=True).start()
-    threading.Thread(target=map_in_a_loop, daemon=True).start()
+    pid, cold = os.getpid(), addr + size - PAGE  # a page nobody has touched
+    reader = "f = open('/proc/%d/mem', 'rb', 0); f.seek(%d); f.read(1)" % (pid, cold)
+    writer = "import time; time.sleep(0.2); open('/proc/%d/clear_refs', 'w').write('5')" % pid
+    for code in (writer, reader):
+        subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # A Ruby process whose memory cannot be read, for test_ruby.py (the Ruby twin
-# of tests/workloads/pystall.py).
+# of tests/workloads/plstall.pl).
 #
 #     ruby rbstall.rb FILE
 #
@@ -28,19 +28,20 @@ MMAP = Fiddle::Function.new(LIBC["mmap"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE
 MUNMAP = Fiddle::Function.new(LIBC["munmap"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T],
                               Fiddle::TYPE_INT)
 
-def read_own_memory(addr)
-  File.open("/proc/self/mem", "rb") do |mem|
-    mem.pread(1, addr) # waits in the file system, the memory-map lock held
-  end
+def read_own_memory(mem, addr)
+  mem.pread(1, addr) # waits in the file system, the memory-map lock held
 rescue SystemCallError, EOFError
   nil
 end
 
+def map_once
+  page = MMAP.call(0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+  MUNMAP.call(page, PAGE)
+end
+
 def map_in_a_loop
-  sleep 0.2 # the reader holds the lock by then
   loop do
-    page = MMAP.call(0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-    MUNMAP.call(page, PAGE)
+    map_once
     sleep 0.001
   end
 end
@@ -61,10 +62,30 @@ def stalled_spin
   end
 end
 
+# Once a thread waits to map memory, whatever holds the GVL and then touches the
+# memory map (a thread's stack, a heap that grows, malloc's brk) waits for good and
+# takes the spinning thread with it. So both threads are made, and every path they
+# take warmed, before the reader starts: after it, only the mapper's call runs.
 def start_lock_case(addr, size)
   cold = addr + size - PAGE # a page nobody has touched
-  Thread.new { read_own_memory(cold) }
-  Thread.new { map_in_a_loop }
+  go_read = Queue.new
+  go_map = Queue.new
+  mem = File.open("/proc/self/mem", "rb")
+  Thread.new do
+    go_read.pop
+    read_own_memory(mem, cold)
+  end
+  Thread.new do
+    3.times { map_once }
+    go_map.pop
+    map_in_a_loop
+  end
+  sleep 0.2 # both wait at their queues by then
+  GC.start
+  go_read.push(true)
+  sleep 0.2 # the reader holds the lock by then
+  go_map.push(true)
+  sleep
 end
 
 def main
