@@ -124,7 +124,8 @@ static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc
 
 	if ((e->kind == EMBER_MAP_FILE && !e->deleted) || !(e->perms & EMBER_MAP_X) ||
 	    (loc && ember_profile_location_named(s->profile, *loc)) ||
-	    !(name = ember_perf_maps_name(&s->perf_maps, proc->pid, lookup, now_ns)))
+	    !(name = ember_perf_maps_name(&s->perf_maps, proc->pid, ember_process_exited(proc),
+	                                  lookup, now_ns)))
 		return 0;
 	if (!loc)
 		err = named_location(s, mapping, EMBER_FRAME_NATIVE, addr, name, out);
@@ -764,6 +765,7 @@ void ember_symbolizer_tick(struct ember_symbolizer *s, uint64_t now_ns, size_t e
 	}
 	s->last_budget_check_ns = now_ns;
 	ember_processes_sweep(&s->procs, now_ns);
+	ember_perf_maps_sweep(&s->perf_maps, now_ns);
 	/* Cached files are mapped: what lookups read of them goes back each second. */
 	ember_objcache_release_pages(&s->objs);
 	keep_budget(s, exclude, now_ns);

@@ -17,6 +17,7 @@ struct perf_map_proc {
 	bool capped;  /* EMBER_PERF_MAPS_MAX_BYTES read: no more */
 	int error;    /* the broker's last refusal */
 	uint64_t retry_ns, backoff_ns, opened_ns, read_ns;
+	uint64_t used_ns; /* the last frame looked up */
 	struct ember_perfmap map;
 };
 
@@ -78,6 +79,18 @@ void ember_perf_maps_drop(struct ember_perf_maps *t, uint32_t pid)
 		return;
 	unload(t, ember_slots_at(&t->procs, slot));
 	ember_slots_remove(&t->procs, slot, &pid, sizeof(pid));
+}
+
+void ember_perf_maps_sweep(struct ember_perf_maps *t, uint64_t now_ns)
+{
+	for (uint32_t s = 0; s < ember_slots_end(&t->procs); s++) {
+		struct perf_map_proc *p = ember_slots_get(&t->procs, s);
+
+		if (p && now_ns - p->used_ns >= EMBER_PERF_MAPS_IDLE_NS) {
+			t->idle_dropped++;
+			ember_perf_maps_drop(t, p->pid);
+		}
+	}
 }
 
 /* Reads what was written since the last read, a piece at a time, up to the cap. */
@@ -181,25 +194,30 @@ static void grow(struct ember_perf_maps *t, struct perf_map_proc *p, uint64_t no
 	read_more(t, p, now_ns);
 }
 
-const char *ember_perf_maps_name(struct ember_perf_maps *t, uint32_t pid, uint64_t addr,
-                                 uint64_t now_ns)
+const char *ember_perf_maps_name(struct ember_perf_maps *t, uint32_t pid, bool exited,
+                                 uint64_t addr, uint64_t now_ns)
 {
 	struct perf_map_proc *p;
 	const char *name;
 	uint32_t slot;
-	int r = ember_slots_add(&t->procs, &pid, sizeof(pid), &slot);
+	int r;
 
 	t->frames++;
-	if (r < 0) {
+	/* A process whose exit was read had its map dropped: a sample of it that comes later
+	 * gets no place that nothing would take away again. */
+	if (exited)
+		r = ember_slots_find(&t->procs, &pid, sizeof(pid), &slot) ? -ENOENT : 0;
+	else if ((r = ember_slots_add(&t->procs, &pid, sizeof(pid), &slot)) < 0)
 		t->table_full++;
+	if (r < 0)
 		return NULL;
-	}
 	p = ember_slots_at(&t->procs, slot);
 	if (r == 1) {
 		p->pid = pid;
 		p->fd = -1;
 		ember_perfmap_init(&p->map);
 	}
+	p->used_ns = now_ns;
 	if (p->fd < 0 && !open_map(t, p, now_ns))
 		return NULL;
 	name = ember_perfmap_lookup(&p->map, addr);
@@ -215,11 +233,12 @@ void ember_perf_maps_report_stats(const struct ember_perf_maps *t,
                                   const struct ember_stat_sink *sink)
 {
 	uint64_t entries = t->entries, bad = t->lines_bad, longer = t->lines_long,
-		 dropped = t->lines_dropped;
+		 dropped = t->lines_dropped, procs = 0;
 
 	for (uint32_t s = 0; s < ember_slots_end(&t->procs); s++) {
 		const struct perf_map_proc *p = ember_slots_get(&t->procs, s);
 
+		procs += p != NULL;
 		if (p && p->fd >= 0) {
 			entries += p->map.entries;
 			bad += p->map.lines_bad;
@@ -227,6 +246,7 @@ void ember_perf_maps_report_stats(const struct ember_perf_maps *t,
 			dropped += p->map.lines_dropped;
 		}
 	}
+	ember_stat(sink, "perfmap.processes", procs);
 	ember_stat(sink, "perfmap.files", t->files);
 	ember_stat(sink, "perfmap.reads", t->reads);
 	ember_stat(sink, "perfmap.bytes", t->bytes);
@@ -238,4 +258,5 @@ void ember_perf_maps_report_stats(const struct ember_perf_maps *t,
 	ember_stat(sink, "perfmap.lines_dropped", dropped);
 	ember_stat(sink, "perfmap.truncated", t->truncated);
 	ember_stat(sink, "perfmap.table_full", t->table_full);
+	ember_stat(sink, "perfmap.idle_dropped", t->idle_dropped);
 }

@@ -124,6 +124,12 @@ const struct ember_map_entry *ember_process_find_mapping_at(struct ember_process
 const char *ember_process_mapping_path(const struct ember_process *p,
                                        const struct ember_map_entry *e);
 
+/* Whether p's exit record was read (it is kept a moment for the samples still coming). */
+static inline bool ember_process_exited(const struct ember_process *p)
+{
+	return p->exited_ns != 0;
+}
+
 /* A sample's thread name: the process is named after its main thread. */
 void ember_process_learn_comm(struct ember_process *p, const char *comm, bool main_thread);
 

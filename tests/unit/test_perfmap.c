@@ -219,15 +219,15 @@ START_TEST(a_process_map_read_as_it_grows)
 	fake_broker_start(&fb);
 	fb.perf_map_path = path;
 	ck_assert_int_eq(ember_perf_maps_init(&t, &fb.client), 0);
-	ck_assert_str_eq(ember_perf_maps_name(&t, 42, 0x1010, now), "first");
-	ck_assert_ptr_null(ember_perf_maps_name(&t, 42, 0x2000, now));
+	ck_assert_str_eq(ember_perf_maps_name(&t, 42, false, 0x1010, now), "first");
+	ck_assert_ptr_null(ember_perf_maps_name(&t, 42, false, 0x2000, now));
 	/* The rest written: read at the next miss once EMBER_PERF_MAPS_GROW_NS passed. */
 	fputs("0 second\n3000 10 third\n", f);
 	fflush(f);
-	ck_assert_ptr_null(ember_perf_maps_name(&t, 42, 0x3000, now + 1000));
+	ck_assert_ptr_null(ember_perf_maps_name(&t, 42, false, 0x3000, now + 1000));
 	now += EMBER_PERF_MAPS_GROW_NS;
-	ck_assert_str_eq(ember_perf_maps_name(&t, 42, 0x3000, now), "third");
-	ck_assert_str_eq(ember_perf_maps_name(&t, 42, 0x2004, now), "second");
+	ck_assert_str_eq(ember_perf_maps_name(&t, 42, false, 0x3000, now), "third");
+	ck_assert_str_eq(ember_perf_maps_name(&t, 42, false, 0x2004, now), "second");
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_PERF_MAP), 1);
 	/* Written again from its start, shorter: read again from there. */
 	ck_assert_int_eq(ftruncate(fd, 0), 0);
@@ -235,11 +235,12 @@ START_TEST(a_process_map_read_as_it_grows)
 	fputs("4000 10 again\n", f);
 	fflush(f);
 	now += EMBER_PERF_MAPS_GROW_NS;
-	ck_assert_str_eq(ember_perf_maps_name(&t, 42, 0x4000, now), "again");
-	ck_assert_ptr_null(ember_perf_maps_name(&t, 42, 0x1010, now + EMBER_PERF_MAPS_GROW_NS));
+	ck_assert_str_eq(ember_perf_maps_name(&t, 42, false, 0x4000, now), "again");
+	ck_assert_ptr_null(
+	    ember_perf_maps_name(&t, 42, false, 0x1010, now + EMBER_PERF_MAPS_GROW_NS));
 	/* Dropped at exec: asked for again. */
 	ember_perf_maps_drop(&t, 42);
-	ck_assert_str_eq(ember_perf_maps_name(&t, 42, 0x4000, now), "again");
+	ck_assert_str_eq(ember_perf_maps_name(&t, 42, false, 0x4000, now), "again");
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_PERF_MAP), 2);
 	ck_assert_uint_eq(t.files, 2);
 	ember_perf_maps_free(&t);
@@ -261,12 +262,46 @@ START_TEST(no_map_asked_about_less_often)
 	ck_assert_int_eq(ember_perf_maps_init(&t, &fb.client), 0);
 	/* 20 s of frames, four a second. */
 	for (int i = 0; i < 80; i++, now += step)
-		ck_assert_ptr_null(ember_perf_maps_name(&t, 7, 0x1000, now));
+		ck_assert_ptr_null(ember_perf_maps_name(&t, 7, false, 0x1000, now));
 	asked = fake_broker_requests(&fb, EMBER_BROKER_PERF_MAP);
 	/* At 0, 1, 3, 7, 15 s. */
 	ck_assert_uint_eq(asked, 5);
 	ck_assert_uint_eq(t.frames, 80);
 	ck_assert_uint_eq(t.frames_named, 0);
+	ember_perf_maps_free(&t);
+	fake_broker_stop(&fb);
+}
+END_TEST
+
+/* Frames of a process whose exit was read, after its map went with it, give it no place
+ * again (a churn of short programs filled the table so, and no map was read after it);
+ * what no frame asked about for EMBER_PERF_MAPS_IDLE_NS goes too. */
+START_TEST(exited_and_idle_processes_hold_no_place)
+{
+	struct fake_broker fb;
+	struct ember_perf_maps t;
+	uint64_t now = 1000000000ull;
+	uint32_t slot;
+
+	fake_broker_start(&fb);
+	ck_assert_int_eq(ember_perf_maps_init(&t, &fb.client), 0);
+	for (uint32_t pid = 100; pid < 100 + 2 * EMBER_PERF_MAPS_PROCS; pid++) {
+		ck_assert_ptr_null(ember_perf_maps_name(&t, pid, false, 0x1000, now));
+		ember_perf_maps_drop(&t, pid); /* its exit */
+		ck_assert_ptr_null(ember_perf_maps_name(&t, pid, true, 0x1000, now));
+		ck_assert_int_ne(ember_slots_find(&t.procs, &pid, sizeof(pid), &slot), 0);
+	}
+	ck_assert_uint_eq(t.table_full, 0);
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_PERF_MAP),
+	                  2 * EMBER_PERF_MAPS_PROCS);
+	/* One whose exit never came, and one still running. */
+	ck_assert_ptr_null(ember_perf_maps_name(&t, 7, false, 0x1000, now));
+	ck_assert_ptr_null(
+	    ember_perf_maps_name(&t, 8, false, 0x1000, now + EMBER_PERF_MAPS_IDLE_NS / 2));
+	ember_perf_maps_sweep(&t, now + EMBER_PERF_MAPS_IDLE_NS);
+	ck_assert_int_ne(ember_slots_find(&t.procs, &(uint32_t){7}, sizeof(uint32_t), &slot), 0);
+	ck_assert_int_eq(ember_slots_find(&t.procs, &(uint32_t){8}, sizeof(uint32_t), &slot), 0);
+	ck_assert_uint_eq(t.idle_dropped, 1);
 	ember_perf_maps_free(&t);
 	fake_broker_stop(&fb);
 }
@@ -286,6 +321,7 @@ static Suite *perfmap_suite(void)
 	tcase_add_test(tc, ceilings);
 	tcase_add_test(tc, a_process_map_read_as_it_grows);
 	tcase_add_test(tc, no_map_asked_about_less_often);
+	tcase_add_test(tc, exited_and_idle_processes_hold_no_place);
 	suite_add_tcase(s, tc);
 	return s;
 }
