@@ -33,6 +33,9 @@ fi
 # interval holds the stall, a wait of about 1 s), which the sanitized daemons' pace moves;
 # systemd runs its units inside a booted Debian tree (systemd-nspawn) that the runtimes'
 # options and the report log do not reach. (bench_* measure the shipped binary: build/ only.)
+# Within the others, the tests whose point is agreement with a peer profiler (JFR, NYTProf,
+# Excimer, stackprof: emberlib.shipped_build_only) run in the shipped build's pass only: the
+# tests beside them take the same code paths under the sanitizers, and CI keeps its hour.
 # The counting allocator is in this build too, over ASan's allocator (counting_malloc.c).
 NOT_SANITIZED_INTEGRATION="first_sample|stall|systemd"
 times=""

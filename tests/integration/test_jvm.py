@@ -32,7 +32,7 @@ import subprocess
 import time
 
 from emberlib import (FRAME_POINTERS, SRC, kill, log, require_root, run_tests, skip_or_fail,
-                      start, workdir)
+                      shipped_build_only, start, workdir)
 from interplib import (assert_shares, check_marker_cut, check_peer, decode_otlp, follows,
                        in_leaves, leaf_shares, line_ranges, marked_lines, record,
                        run_workload as run_split_workload, stats_of)
@@ -254,6 +254,7 @@ def jfr_leaves(jdk, path):
     return peer
 
 
+@shipped_build_only("agreement with JFR")
 def test_jfr_beside():
     """Java Flight Recorder (jdk.ExecutionSample every millisecond, with debug information
     at every pc) in the same process while ember records it, tiered: the leaves' names and

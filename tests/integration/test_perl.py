@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 from emberlib import (EMBER, SRC, build_workload, log, read_folded, require_root, run_tests,
-                      skip_or_fail, workdir)
+                      shipped_build_only, skip_or_fail, workdir)
 from interplib import (CTR, assert_shares, check_a_stall, check_hostile_fakes, check_marker_cut,
                        check_peer, follows, in_leaves, leaf_shares, marked_lines, own_namespaces,
                        record_started_after, run_workload as run_split_workload)
@@ -229,6 +229,7 @@ print encode_json(\%out);
 '''
 
 
+@shipped_build_only("agreement with NYTProf")
 def test_nytprof_beside():
     """Devel::NYTProf (statements and subs, process CPU time) in the same process while ember
     records it. NYTProf's own cost per statement lands mostly in the leaves' hot loops, so the

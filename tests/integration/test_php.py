@@ -30,7 +30,7 @@ import threading
 import time
 
 from emberlib import (EMBER, SRC, build_workload, kill, log, read_folded, require_root,
-                      run_tests, skip_or_fail, workdir)
+                      run_tests, shipped_build_only, skip_or_fail, workdir)
 import fastcgi
 from interplib import (assert_shares, check_a_stall, check_hostile_fakes, check_marker_cut,
                        check_peer, decode_otlp, follows, in_leaves, leaf_shares, marked_lines,
@@ -174,6 +174,7 @@ def test_process_in_its_own_mount_and_pid_namespace():
     check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
 
 
+@shipped_build_only("agreement with Excimer")
 def test_excimer_beside():
     """Excimer (CPU time, 1 ms) in the same process while ember records it."""
     excimer = os.path.join(WD, "excimer.json")

@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 from emberlib import (FRAME_POINTERS, SRC, log, read_folded, require_root, run_tests,
-                      skip_or_fail, workdir)
+                      shipped_build_only, skip_or_fail, workdir)
 from interplib import (CTR, assert_shares, check_a_stall, check_hostile_fakes, follows,
                        in_leaves, leaf_shares,
                        line_ranges, marked_lines, matches, own_namespaces, read_truth,
@@ -346,6 +346,7 @@ def test_c_extension_under_its_caller():
     assert under >= 0.9 * total
 
 
+@shipped_build_only("agreement with stackprof")
 def test_stackprof_beside_ember():
     """stackprof (cpu mode, 1 ms: the kernel's tick makes it about 250 a second of CPU) runs
     in the process ember records. Each against the workload's truth, and the two against
