@@ -285,15 +285,19 @@ CTR = "/opt/ember-ctr"
 
 
 @contextlib.contextmanager
-def own_namespaces(files):
+def own_namespaces(files, exe=None):
     """Yields (cmd_prefix, exe): a command prefix that runs its arguments in new mount and
     PID namespaces, where a tmpfs over CTR holds copies of files (the interpreter first,
-    then the libraries it loads from there), and the interpreter's path there. The files
-    live only in that namespace: the broker reaches them through the process, not by path
-    (checked when the body ends: CTR is empty outside)."""
-    exe = os.path.join(CTR, os.path.basename(files[0]))
-    script = (f"mount -t tmpfs none {CTR} && cp {' '.join(files)} {CTR}/ && "
-              f"exec {exe} \"$@\"")
+    then the libraries it loads from there; a directory is copied whole), and the
+    interpreter's path there (exe, a path within the copies, when it is not the first
+    file). The files live only in that namespace: the broker reaches them through the
+    process, not by path (checked when the body ends: CTR is empty outside)."""
+    exe = os.path.join(CTR, exe or os.path.basename(files[0]))
+    dirs = [f for f in files if os.path.isdir(f)]
+    plain = [f for f in files if not os.path.isdir(f)]
+    copies = " && ".join([*(f"cp -a {d} {CTR}/" for d in dirs),
+                          *([f"cp {' '.join(plain)} {CTR}/"] if plain else [])])
+    script = f"mount -t tmpfs none {CTR} && {copies} && exec {exe} \"$@\""
     os.makedirs(CTR, exist_ok=True)
     # CTR made a private mount of its own, so the tmpfs mounted over it in the new
     # namespace stays there (unshare --propagation private changes / itself, which fails

@@ -33,9 +33,9 @@ import time
 
 from emberlib import (FRAME_POINTERS, SRC, kill, log, require_root, run_tests, skip_or_fail,
                       shipped_build_only, start, workdir)
-from interplib import (assert_shares, check_marker_cut, check_peer, decode_otlp, follows,
-                       in_leaves, leaf_shares, line_ranges, marked_lines, record,
-                       run_workload as run_split_workload, stats_of)
+from interplib import (CTR, assert_shares, check_marker_cut, check_peer, decode_otlp, follows,
+                       in_leaves, leaf_shares, line_ranges, marked_lines, own_namespaces,
+                       record, run_workload as run_split_workload, stats_of)
 
 SOURCE = os.path.join(SRC, "tests", "workloads", "JvmSplit.java")
 DEBIAN_JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -181,6 +181,30 @@ def test_known_split_in_every_mode():
             log("  stats: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())
                                          if k.startswith("jvm.")))
             assert stats.get("jvm.processes", 0) >= 1, "no jvm.processes in the statistics"
+
+
+def test_jvm_in_its_own_mount_and_pid_namespace():
+    """The JDK (java, libjvm.so, the class library) lives only in the JVM's own mount
+    namespace (a copy on a tmpfs over /opt/ember-ctr), as in a container: the VM's
+    description is read from its libjvm through the process, not by path, and the split
+    holds as it does for the host's JVM."""
+    classes = debian_classes()
+    jdk = os.path.basename(DEBIAN_JDK)
+
+    def libjvm_of_the_namespace(pid):
+        with open(f"/proc/{pid}/maps") as f:
+            libs = {line.split()[-1] for line in f if line.rstrip().endswith("/libjvm.so")}
+        want = os.path.join(CTR, jdk, "lib", "server", "libjvm.so")
+        assert libs and all(lib.endswith(want) for lib in libs), libs
+        assert not os.path.exists(want), f"{want} is there outside the namespace too"
+
+    with own_namespaces([DEBIAN_JDK], exe=os.path.join(jdk, "bin", "java")) as (prefix, exe):
+        _, samples, stats, truth, _, _ = run_split_workload(
+            WD, "JvmSplit", LEAVES, innermost_leaf, "ctr", exe, "split", 5,
+            cmd_prefix=(*prefix, "-cp", classes), min_samples=1500, exit_timeout=60,
+            check_pid=libjvm_of_the_namespace)
+    check_split("java-17 in its own namespaces", samples, next(iter(truth.values())), True)
+    assert stats.get("jvm.processes", 0) >= 1, stats
 
 
 def test_two_threads():
@@ -355,6 +379,7 @@ def test_recursion_marker():
 if __name__ == "__main__":
     require_root()
     WD = workdir()
-    run_tests([test_known_split_in_every_mode, test_two_threads, test_lambda,
+    run_tests([test_known_split_in_every_mode, test_jvm_in_its_own_mount_and_pid_namespace,
+               test_two_threads, test_lambda,
                test_recursion_marker, test_jfr_beside, test_deopt_storm, test_signatures,
                test_hostile_fake_libjvm])
