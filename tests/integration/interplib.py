@@ -313,6 +313,17 @@ def own_namespaces(files, exe=None):
         os.rmdir(CTR)
 
 
+def mapped_from_namespace(lib, want):
+    """A check_pid for run_workload: the process maps lib (a file name) only from want, its
+    copy in own_namespaces' tmpfs (a reader in a chroot sees the path from the real root,
+    hence the suffix)."""
+    def check(pid):
+        with open(f"/proc/{pid}/maps") as f:
+            libs = {line.split()[-1] for line in f if line.rstrip().endswith("/" + lib)}
+        assert libs and all(path.endswith(want) for path in libs), libs
+    return check
+
+
 def record_beside_a_stall(wd, stalled_argv, other_argv, seconds):
     """A process whose memory-map lock waits on a file system that stopped answering,
     recorded for seconds beside another. stalled_argv, with the path of a file on stallfs

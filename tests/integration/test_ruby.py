@@ -39,7 +39,7 @@ import sys
 from emberlib import (FRAME_POINTERS, SRC, log, read_folded, require_root, run_tests,
                       shipped_build_only, skip_or_fail, workdir)
 from interplib import (CTR, assert_shares, check_a_stall, check_hostile_fakes, follows,
-                       in_leaves, leaf_shares,
+                       in_leaves, leaf_shares, mapped_from_namespace,
                        line_ranges, marked_lines, matches, own_namespaces, read_truth,
                        record_started_after, run_workload as run_split_workload)
 from unwindlib import THREAD_START
@@ -379,17 +379,12 @@ def test_process_started_after_ember():
 def test_process_in_its_own_mount_and_pid_namespace():
     """ruby3.1 and libruby live only in the process's mount namespace (a tmpfs over
     /opt/ember-ctr): the broker reaches them through the process, not by path."""
-    def libruby_of_the_namespace(pid):
-        with open(f"/proc/{pid}/maps") as f:
-            libs = {line.split()[-1] for line in f if "libruby" in line}
-        # The namespace's copy; a reader in a chroot sees the path from the real root.
-        want = os.path.join(CTR, os.path.basename(LIBRUBY))
-        assert libs and all(lib.endswith(want) for lib in libs), libs
-
+    lib = os.path.basename(LIBRUBY)
     with own_namespaces([RUBY, LIBRUBY]) as (cmd_prefix, ctr_exe):
         pid, samples, stats, truth, _, _ = run_workload(
             WD, "ctr", "split", 8, exe=ctr_exe, cmd_prefix=cmd_prefix,
-            env=dict(os.environ, LD_LIBRARY_PATH=CTR), check_pid=libruby_of_the_namespace)
+            env=dict(os.environ, LD_LIBRARY_PATH=CTR),
+            check_pid=mapped_from_namespace(lib, os.path.join(CTR, lib)))
     check_split("container", samples, next(iter(truth.values())), SPLIT_PATH)
 
 
