@@ -148,6 +148,7 @@ static __always_inline __u64 interp_pthread_value(__u64 key_addr, __u64 tsd_offs
 #include "php.bpf.h"
 #include "perl.bpf.h"
 #include "jvm.bpf.h"
+#include "v8.bpf.h"
 
 /* The one switch: the process's runtime's walker does op. */
 static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
@@ -164,6 +165,8 @@ static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_stat
 		return perl_walker(op, st, s, pc);
 	case EMBER_RUNTIME_JVM:
 		return jvm_walker(op, st, s, pc);
+	case EMBER_RUNTIME_V8:
+		return v8_walker(op, st, s, pc);
 	}
 	return 0;
 }

@@ -45,7 +45,8 @@
 #define EMBER_RUNTIMES(X)                                                                          \
 	X(PYTHON, 1, "python", "cpython")                                                          \
 	X(RUBY, 2, "ruby", "ruby")                                                                 \
-	X(PHP, 3, "php", "php") X(PERL, 4, "perl", "perl") X(JVM, 5, "jvm", "jvm")
+	X(PHP, 3, "php", "php") X(PERL, 4, "perl", "perl") X(JVM, 5, "jvm", "jvm")                \
+	    X(V8, 6, "v8", "v8js")
 
 enum ember_runtime {
 	EMBER_RUNTIME_NONE = 0,

@@ -11,5 +11,6 @@
 #include "php.h"
 #include "python.h"
 #include "ruby.h"
+#include "v8.h"
 
 #endif

@@ -114,6 +114,7 @@ struct ember_uw_state {
 	__u64 di;  /* the sampled frame's rdi (EMBER_ROW_RA_DI) */
 	__u64 bx;  /* this frame's rbx, if bx_known (EMBER_ROW_CFA_BX) */
 	__u64 r13; /* the sampled frame's r13 (the JVM interpreter's bcp) */
+	__u64 r9;  /* the sampled frame's r9 (V8's interpreter's bytecode offset) */
 	__u32 tgid;
 	__u32 slot; /* words go to scratch[slot].frames[base + uw_words] */
 	__u32 base;
@@ -825,7 +826,8 @@ static __always_inline bool saved_user_regs(struct ember_uw_state *st)
 	    bpf_probe_read_kernel(&st->fp, sizeof(st->fp), &regs->bp) ||
 	    bpf_probe_read_kernel(&st->di, sizeof(st->di), &regs->di) ||
 	    bpf_probe_read_kernel(&st->bx, sizeof(st->bx), &regs->bx) ||
-	    bpf_probe_read_kernel(&st->r13, sizeof(st->r13), &regs->r13)) {
+	    bpf_probe_read_kernel(&st->r13, sizeof(st->r13), &regs->r13) ||
+	    bpf_probe_read_kernel(&st->r9, sizeof(st->r9), &regs->r9)) {
 		st->stop = EMBER_UNWIND_STOP_NO_REGS;
 		return false;
 	}
@@ -849,6 +851,7 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct em
 		st->di = ctx->regs.di;
 		st->bx = ctx->regs.bx;
 		st->r13 = ctx->regs.r13;
+		st->r9 = ctx->regs.r9;
 		st->bx_known = 1;
 		return true;
 	}

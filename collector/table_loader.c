@@ -24,6 +24,8 @@ const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
                                                  loop_end, 1, 1, EMBER_PERL_MAX_LOOP, NULL),
     [EMBER_RUNTIME_JVM] = EMBER_INTERP_ROW_KIND(struct ember_jvm_proc, "jvm_procs", heap_start,
                                                 heap_end, 3, 1, EMBER_JVM_MAX_HEAP, NULL),
+    [EMBER_RUNTIME_V8] = EMBER_INTERP_ROW_KIND(struct ember_v8_proc, "v8_procs", code_start,
+                                               code_end, 3, 1, EMBER_V8_MAX_RANGE, NULL),
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)

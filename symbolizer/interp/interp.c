@@ -8,12 +8,13 @@
 #include "symbolizer/interp/python.h"
 #include "symbolizer/interp/php.h"
 #include "symbolizer/interp/ruby.h"
+#include "symbolizer/interp/v8.h"
 
 /* Each runtime's reader, by its number (bpf/interp.h), one line each. */
 static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
     [EMBER_RUNTIME_PYTHON] = &ember_python_ops, [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
     [EMBER_RUNTIME_PHP] = &ember_php_ops,       [EMBER_RUNTIME_PERL] = &ember_perl_ops,
-    [EMBER_RUNTIME_JVM] = &ember_jvm_ops,
+    [EMBER_RUNTIME_JVM] = &ember_jvm_ops,       [EMBER_RUNTIME_V8] = &ember_v8_ops,
 };
 
 /* A marker of a runtime not enabled (or of a reason its reader does not know). */

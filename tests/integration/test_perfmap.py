@@ -84,7 +84,7 @@ def check_node(mode, pattern):
     pid, samples, stats, truth, _, _ = run_workload(
         wd, NODE_SCRIPT, LEAVES, leaf_of, f"node-{mode}", exe, mode, 5,
         cmd_prefix=(exe, "--perf-basic-prof", "--interpreted-frames-native-stack"),
-        min_samples=1500)
+        min_samples=1500, record_extra=("--interpreters", "none"))
     remove_map(pid)
     counts, in_round, named = collections.Counter(), 0, 0
     for _, _, n, frames in samples:

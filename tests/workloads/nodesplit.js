@@ -35,7 +35,7 @@ function leafA(deadline) {
   let t = 0;
   for (;;) {
     for (let i = 0; i < 4000; i++) { t += (i * i) % 7; } // hot-a
-    if (cpuUs() >= deadline) return t;
+    if (cpuUs() >= deadline) return t; // clock-a
   }
 }
 
@@ -43,7 +43,7 @@ function leafB(deadline) {
   let t = 0;
   for (;;) {
     for (let i = 0; i < 4000; i++) { t = (t + i + 3) & 0xffff; } // hot-b
-    if (cpuUs() >= deadline) return t;
+    if (cpuUs() >= deadline) return t; // clock-b
   }
 }
 
@@ -51,7 +51,7 @@ function leafC(deadline) {
   let t = 0;
   for (;;) {
     for (let i = 0; i < 4000; i++) { t ^= (t << 3) + i; } // hot-c
-    if (cpuUs() >= deadline) return t;
+    if (cpuUs() >= deadline) return t; // clock-c
   }
 }
 

@@ -127,6 +127,7 @@
     php: [250, 268, 40, 66],    /* PHP's indigo to violet: interpreted */
     perl: [196, 214, 50, 60],   /* Perl's camel blue: interpreted */
     jvm: [24, 38, 60, 40],      /* Java's coffee brown: darker than the native flame */
+    v8js: [140, 160, 45, 40],   /* Node's dark green: JavaScript */
     unknown: [8, 56, 62, 64],  /* paler flame: kind not recorded (e.g. folded input) */
     process: [262, 276, 30, 76],
     all: [0, 0, 0, 76],

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/v8_code.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BYTE_ARRAY_DATA  16 /* a ByteArray's bytes, after its map and length */
+#define INLINING_ENTRY   16 /* an InliningPosition: a SourcePosition, an int, padding */
+#define WRAPPED_SFI      8  /* a SharedFunctionInfo's wrapper (V8 12) holds it here */
+#define MAX_INSTRUCTIONS (64u << 20)
+#define MAX_LITERALS     65536
+
+static bool type_is(const struct ember_v8_heap *h, uint64_t tagged, int32_t want)
+{
+	uint32_t type;
+
+	return !ember_v8_type(h, tagged, &type) && type == (uint32_t)want;
+}
+
+/* A strong reference from a weak slot (a weak one has bit 1 set too). */
+static uint64_t strong(uint64_t v)
+{
+	return (v & 3) == 3 ? v & ~2ull : v;
+}
+
+/* The SharedFunctionInfo at v (tagged), or behind its wrapper: untagged, or 0. */
+static uint64_t sfi_at(const struct ember_v8_heap *h, uint64_t v)
+{
+	uint64_t inner;
+
+	v = strong(v);
+	if (type_is(h, v, h->l->type_sfi))
+		return v - 1;
+	if (ember_v8_is_object(v) && !ember_v8_field(h, v, WRAPPED_SFI, &inner) &&
+	    type_is(h, inner, h->l->type_sfi))
+		return inner - 1;
+	return 0;
+}
+
+/* Copies the bytes of the (Trusted)ByteArray at tagged, at most max: 0 or why not. */
+static int byte_array(const struct ember_v8_heap *h, uint64_t tagged, uint32_t max, uint8_t **out,
+                      uint32_t *len)
+{
+	const struct ember_v8_layout *l = h->l;
+	uint32_t n;
+	int err = ember_v8_array_length(h, tagged, (uint32_t)l->type_byte_array,
+	                                (uint32_t)l->type_trusted_byte_array, max, &n);
+
+	if (err)
+		return err;
+	*out = malloc(n ? n : 1);
+	if (!*out)
+		return -ENOMEM;
+	if (n && h->read(h->ctx, tagged - 1 + BYTE_ARRAY_DATA, *out, n)) {
+		free(*out);
+		*out = NULL;
+		return -EFAULT;
+	}
+	*len = n;
+	return 0;
+}
+
+/* Entry i of the (Trusted/Weak)FixedArray at tagged of length n. */
+static int array_at(const struct ember_v8_heap *h, uint64_t tagged, uint32_t n, uint32_t i,
+                    uint64_t *out)
+{
+	if (i >= n)
+		return -EINVAL;
+	return ember_v8_field(h, tagged, h->l->fixed_array_data + (int32_t)(8 * i), out);
+}
+
+/* The length of an array of any of V8's fixed array kinds (its length a Smi at the same
+ * place): the deoptimization data and its literals are one of them in each version. */
+static int any_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t max,
+                            uint32_t *n)
+{
+	uint64_t length;
+
+	if (ember_v8_field(h, tagged, h->l->fixed_array_length, &length))
+		return -EFAULT;
+	if (!ember_v8_is_smi(length) || ember_v8_smi(length) < 0 ||
+	    (uint32_t)ember_v8_smi(length) > max)
+		return -EINVAL;
+	*n = (uint32_t)ember_v8_smi(length);
+	return 0;
+}
+
+/* The function and inlined functions from the deoptimization data at deopt (tagged). */
+static int read_deopt(const struct ember_v8_heap *h, uint64_t deopt, struct ember_v8_code *c)
+{
+	const struct ember_v8_layout *l = h->l;
+	uint64_t v, literals, positions;
+	uint32_t n, nliterals;
+	uint8_t *bytes = NULL;
+	uint32_t len = 0;
+	int err;
+
+	if (!ember_v8_is_object(deopt) || any_array_length(h, deopt, 4096, &n) ||
+	    (uint32_t)l->deopt_inlining_index >= n)
+		return 0; /* code without deoptimization data: no function known */
+	if (array_at(h, deopt, n, (uint32_t)l->deopt_sfi_index, &v))
+		return -EFAULT;
+	c->sfi = sfi_at(h, v);
+	if (array_at(h, deopt, n, (uint32_t)l->deopt_literals_index, &literals) ||
+	    array_at(h, deopt, n, (uint32_t)l->deopt_inlining_index, &positions))
+		return -EFAULT;
+	if (!ember_v8_is_object(positions))
+		return 0;
+	err = byte_array(h, positions, EMBER_V8_MAX_INLINED * INLINING_ENTRY, &bytes, &len);
+	if (err == -EINVAL)
+		return 0; /* more inlining than kept: the function alone */
+	if (err)
+		return err;
+	err = any_array_length(h, literals, MAX_LITERALS, &nliterals);
+	for (uint32_t i = 0; !err && i < len / INLINING_ENTRY; i++) {
+		struct ember_v8_inlining *in = &c->inlined[c->ninlined++];
+		int32_t id;
+
+		memcpy(&in->position, bytes + i * INLINING_ENTRY, 8);
+		memcpy(&id, bytes + i * INLINING_ENTRY + 8, 4);
+		in->sfi = 0;
+		if (id >= 0 && !array_at(h, literals, nliterals, (uint32_t)id, &v))
+			in->sfi = sfi_at(h, v);
+	}
+	free(bytes);
+	return err == -EFAULT ? err : 0;
+}
+
+int ember_v8_code_read(const struct ember_v8_heap *h, uint64_t code, struct ember_v8_code *out)
+{
+	const struct ember_v8_layout *l = h->l;
+	uint64_t tagged = code + 1, deopt, table;
+	int32_t size;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!type_is(h, tagged, l->type_code))
+		return ember_v8_is_object(tagged) ? -EINVAL : -EFAULT;
+	if (l->code_start_inline)
+		out->start = code + (uint64_t)l->code_instruction_start;
+	else if (ember_v8_field(h, tagged, l->code_instruction_start, &out->start))
+		return -EFAULT;
+	if (h->read(h->ctx, code + (uint64_t)l->code_instruction_size, &size, sizeof(size)))
+		return -EFAULT;
+	if (size <= 0 || (uint32_t)size > MAX_INSTRUCTIONS || out->start >= EMBER_V8_USER_LIMIT)
+		return -EINVAL;
+	out->size = (uint32_t)size;
+	if (ember_v8_field(h, tagged, l->code_deopt_data, &deopt) ||
+	    ember_v8_field(h, tagged, l->code_position_table, &table))
+		return -EFAULT;
+	err = read_deopt(h, deopt, out);
+	if (!err && ember_v8_is_object(table)) {
+		err = byte_array(h, table, EMBER_V8_MAX_TABLE, &out->table, &out->table_len);
+		if (err == -EINVAL)
+			err = 0; /* no table (or an empty placeholder): no lines */
+	}
+	if (err)
+		ember_v8_code_free(out);
+	return err;
+}
+
+void ember_v8_code_free(struct ember_v8_code *c)
+{
+	free(c->table);
+	c->table = NULL;
+	c->table_len = 0;
+}
+
+int ember_v8_code_scopes(const struct ember_v8_code *c, uint32_t pc_offset,
+                         struct ember_v8_scope *out, int max)
+{
+	struct ember_v8_position pos = {-1, -1};
+	uint64_t raw;
+	int n = 0;
+
+	if (!c->sfi || max <= 0)
+		return 0;
+	/* A return address follows its call: the call's position is the one before it. */
+	if (c->table && pc_offset &&
+	    !ember_v8_position_at(c->table, c->table_len, pc_offset - 1, &raw))
+		pos = ember_v8_position_decode(raw);
+	while (n < max - 1 && pos.inlining_id >= 0 && (uint32_t)pos.inlining_id < c->ninlined) {
+		const struct ember_v8_inlining *in = &c->inlined[pos.inlining_id];
+
+		out[n++] = (struct ember_v8_scope){in->sfi, pos.script_offset};
+		pos = ember_v8_position_decode(in->position);
+	}
+	out[n++] = (struct ember_v8_scope){c->sfi, pos.inlining_id < 0 ? pos.script_offset : -1};
+	return n;
+}
+
+int ember_v8_bytecode_table(const struct ember_v8_heap *h, uint64_t sfi, uint8_t **table,
+                            uint32_t *len)
+{
+	const struct ember_v8_layout *l = h->l;
+	static const int32_t holders[] = {WRAPPED_SFI, 16};
+	uint64_t data, inner, positions;
+	int err;
+
+	*table = NULL;
+	*len = 0;
+	if (ember_v8_field(h, sfi + 1, l->sfi_function_data, &data))
+		return -EFAULT;
+	/* Baseline code keeps its function's bytecode where optimized code keeps its
+	 * deoptimization data; V8 9's BaselineData and an InterpreterData hold it in a field. */
+	if (type_is(h, data, l->type_code)) {
+		if (ember_v8_field(h, data, l->code_deopt_data, &data))
+			return -EFAULT;
+	} else if (!type_is(h, data, l->type_bytecode_array)) {
+		for (size_t i = 0; i < 2; i++)
+			if (ember_v8_is_object(data) &&
+			    !ember_v8_field(h, data, holders[i], &inner) &&
+			    type_is(h, inner, l->type_bytecode_array)) {
+				data = inner;
+				break;
+			}
+	}
+	if (!type_is(h, data, l->type_bytecode_array))
+		return -ENOENT;
+	if (ember_v8_field(h, data, l->bytecode_position_table, &positions))
+		return -EFAULT;
+	if (!ember_v8_is_object(positions))
+		return -ENOENT;
+	err = byte_array(h, positions, EMBER_V8_MAX_TABLE, table, len);
+	return err == -EINVAL ? -ENOENT : err;
+}
+
+int32_t ember_v8_bytecode_offset(const struct ember_v8_layout *l, int32_t slot)
+{
+	int32_t off = slot - (l->bytecode_data - 1);
+
+	return off >= 0 ? off : -1;
+}
