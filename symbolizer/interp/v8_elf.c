@@ -118,8 +118,6 @@ int ember_v8_layout_finish(struct ember_v8_layout *l, char *why, size_t size)
 	if (l->type_trusted_byte_array == EMBER_V8_ABSENT)
 		l->type_trusted_byte_array = l->type_byte_array;
 	l->code_start_inline = l->version[0] < 11;
-	l->bytecode_array_length_smi = l->version[0] >= 12;
-	l->scope_info_v12 = l->version[0] >= 12;
 	for (size_t i = 0; i < NCONSTANTS; i++) {
 		int32_t v = *field(l, constants[i].at);
 

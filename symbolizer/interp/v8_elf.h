@@ -95,9 +95,7 @@ struct ember_v8_layout {
 	EMBER_V8_LAYOUT(EMBER_V8_FIELD)
 #undef EMBER_V8_FIELD
 	uint8_t code_start_inline; /* V8 < 11: instructions at the Code + code_instruction_start */
-	uint8_t bytecode_array_length_smi; /* V8 12: BytecodeArray's length a Smi, not an int */
-	uint8_t scope_info_v12;            /* V8 12: ScopeInfo's counts after its flags, untagged */
-	uint16_t version[3];               /* major, minor, build */
+	uint16_t version[3];       /* major, minor, build */
 };
 
 enum ember_v8_elf_kind {

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#define MAX_DELTA (1ll << 48) /* a packed position's 47 bits */
+
 struct ember_v8_position ember_v8_position_decode(uint64_t raw)
 {
 	if (raw & 1) /* external: never JavaScript's */
@@ -39,11 +41,13 @@ int ember_v8_position_at(const uint8_t *table, size_t len, uint32_t offset, uint
 	size_t at = 0;
 
 	while (at < len) {
-		if (!varint(table, len, &at, &d))
+		/* Deltas past what a table holds (a code offset or a packed position) are garbage;
+		 * bounding them keeps the sums from overflowing. */
+		if (!varint(table, len, &at, &d) || d < -MAX_DELTA || d > MAX_DELTA)
 			return -EINVAL;
 		/* A negative delta is an entry that starts no statement: -delta - 1. */
 		code += d >= 0 ? d : -d - 1;
-		if (!varint(table, len, &at, &d))
+		if (!varint(table, len, &at, &d) || d < -MAX_DELTA || d > MAX_DELTA)
 			return -EINVAL;
 		pos += d;
 		if (code < 0 || code > UINT32_MAX)

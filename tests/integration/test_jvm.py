@@ -31,8 +31,8 @@ import re
 import subprocess
 import time
 
-from emberlib import (FRAME_POINTERS, SRC, kill, log, require_root, run_tests, skip_or_fail,
-                      shipped_build_only, start, workdir)
+from emberlib import (FRAME_POINTERS, SANITIZED, SRC, kill, log, require_root, run_tests,
+                      skip_or_fail, shipped_build_only, start, workdir)
 from interplib import (CTR, assert_shares, check_marker_cut, check_peer, decode_otlp, follows,
                        in_leaves, leaf_shares, line_ranges, mapped_from_namespace,
                        marked_lines, own_namespaces, record,
@@ -71,8 +71,12 @@ MODES = {"interpreted": ("-Xint",), "C1": ("-XX:TieredStopAtLevel=1",), "tiered"
 
 
 def jdks():
-    """The JDKs to run: Debian's 17 first (required), then every other one here."""
+    """The JDKs to run: Debian's 17 first (required), then every other one here (but under
+    the sanitizers, whose pass takes the reader's code paths with Debian's alone: the
+    shipped build's pass reads every JDK)."""
     out = [DEBIAN_JDK] if os.path.exists(f"{DEBIAN_JDK}/bin/javac") else []
+    if SANITIZED:
+        return out
     real = {os.path.realpath(j) for j in out}
     for name in sorted(os.listdir("/usr/lib/jvm")) if os.path.isdir("/usr/lib/jvm") else []:
         path = os.path.join("/usr/lib/jvm", name)
@@ -277,19 +281,30 @@ def jfr_leaves(jdk, path):
 def test_jfr_beside():
     """Java Flight Recorder (jdk.ExecutionSample every millisecond, with debug information
     at every pc) in the same process while ember records it, tiered: the leaves' names and
-    hottest lines agree, shares within 5 points."""
-    jfr = os.path.join(WD, "split.jfr")
-    opts = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints",
-            f"-XX:StartFlightRecording:filename={jfr},settings=profile,method-profiling=max,"
-            "dumponexit=true")
-    _, samples, _, truth, _ = run_workload(DEBIAN_JDK, debian_classes(), "java-17-jfr",
-                                           "split", 5, opts)
-    truth = next(iter(truth.values()))
-    shares, lines = check_split("java-17 with JFR", samples, truth, True)
-    peer = jfr_leaves(DEBIAN_JDK, jfr)
-    total = sum(v["samples"] for v in peer.values())
-    assert total >= 400, f"JFR has too few samples in the leaves ({total})"
-    check_peer("JFR", peer, "samples", NAMES, shares, lines, truth)
+    hottest lines agree, shares within 5 points (a run where JFR is more than 5 points off
+    the workload's own truth is recorded once more, at most)."""
+    for attempt in range(2):
+        jfr = os.path.join(WD, f"split-{attempt}.jfr")
+        opts = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints",
+                f"-XX:StartFlightRecording:filename={jfr},settings=profile,"
+                "method-profiling=max,dumponexit=true")
+        _, samples, _, truth, _ = run_workload(DEBIAN_JDK, debian_classes(),
+                                               f"java-17-jfr-{attempt}", "split", 5, opts)
+        truth = next(iter(truth.values()))
+        shares, lines = check_split("java-17 with JFR", samples, truth, True)
+        peer = jfr_leaves(DEBIAN_JDK, jfr)
+        total = sum(v["samples"] for v in peer.values())
+        assert total >= 400, f"JFR has too few samples in the leaves ({total})"
+        # JFR samples a thread only at some of its ticks, and on a loaded machine its
+        # shares drift from the workload's own clock (seen: 72.1% for a leaf of 59.9%,
+        # ember 59.8%). A run where JFR itself is off the truth by more than the tolerance
+        # says nothing of ember: recorded once more, and the second run is held as it is.
+        off = max(abs(100.0 * peer[leaf]["samples"] / total - truth[leaf]) for leaf in LEAVES)
+        if attempt == 0 and off > 5.0:
+            log(f"    JFR is {off:.1f} points off the workload's own truth: once more")
+            continue
+        check_peer("JFR", peer, "samples", NAMES, shares, lines, truth)
+        break
 
 
 def test_hostile_fake_libjvm():
