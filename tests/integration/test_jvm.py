@@ -281,8 +281,11 @@ def jfr_leaves(jdk, path):
 def test_jfr_beside():
     """Java Flight Recorder (jdk.ExecutionSample every millisecond, with debug information
     at every pc) in the same process while ember records it, tiered: the leaves' names and
-    hottest lines agree, shares within 5 points (a run where JFR is more than 5 points off
-    the workload's own truth is recorded once more, at most)."""
+    hottest lines agree, shares within 5 points. JFR's ExecutionSample can drift from the
+    workload's own clock (seen here: leafA at 70-73% for a truth of 60%, in every run on one
+    machine, ember at 59-60%): a run where JFR is more than 5 points off the truth is
+    recorded once more, and if JFR is off again its shares are not compared (ember's are
+    held to the truth, 3 points, in check_split); its names and hottest lines still are."""
     for attempt in range(2):
         jfr = os.path.join(WD, f"split-{attempt}.jfr")
         opts = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints",
@@ -300,10 +303,16 @@ def test_jfr_beside():
         # ember 59.8%). A run where JFR itself is off the truth by more than the tolerance
         # says nothing of ember: recorded once more, and the second run is held as it is.
         off = max(abs(100.0 * peer[leaf]["samples"] / total - truth[leaf]) for leaf in LEAVES)
-        if attempt == 0 and off > 5.0:
-            log(f"    JFR is {off:.1f} points off the workload's own truth: once more")
-            continue
-        check_peer("JFR", peer, "samples", NAMES, shares, lines, truth)
+        if off > 5.0:
+            log(f"    JFR is {off:.1f} points off the workload's own truth (" +
+                ", ".join(f"{leaf} {100.0 * peer[leaf]['samples'] / total:.1f}% for "
+                          f"{truth[leaf]:.1f}%" for leaf in LEAVES) + ")" +
+                (": once more" if attempt == 0 else
+                 ": ember is held to the truth alone (above), JFR's names and lines below"))
+            if attempt == 0:
+                continue
+        check_peer("JFR", peer, "samples", NAMES, shares, lines, truth,
+                   tolerance=5.0 if off <= 5.0 else 100.0)
         break
 
 
