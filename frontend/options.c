@@ -113,7 +113,7 @@ static int opt_interpreters(struct ember_cli *c, const char *arg)
 	if (ember_interp_parse_list(arg, &c->interpreters))
 		return ember_usage_error(c,
 		                         "bad --interpreters '%s': give a list of python, ruby, "
-		                         "php, perl and jvm, or all or none",
+		                         "php, perl, jvm and v8, or all or none",
 		                         arg);
 	c->interpreters_given = true;
 	return 0;
@@ -196,8 +196,8 @@ const struct ember_option ember_options[] = {
 	 .help = "write OUTPUT; its name sets the format: .html, .pb.gz\nor .folded (diff: .html only; report: repeatable)",
 	 .example = "out.html"},
 	{"interpreters", 0, "LIST", false, SYMBOLIZES, EMBER_OPT_CUSTOM, .parse = opt_interpreters,
-	 .help = "runtimes whose frames are read: a list of python,\nruby, php, perl and jvm, or all (the default) or none",
-	 .doc = "Whose interpreted frames are read from the processes' memory: a comma-separated list of runtimes (python, ruby, php, perl, jvm), or all (the default) or none.",
+	 .help = "runtimes whose frames are read: a list of python,\nruby, php, perl, jvm and v8, or all (the default) or none",
+	 .doc = "Whose interpreted frames are read from the processes' memory: a comma-separated list of runtimes (python, ruby, php, perl, jvm, v8 for Node.js), or all (the default) or none.",
 	 .example = "python,ruby"},
 	{"signatures", 0, NULL, false, SYMBOLIZES, EMBER_OPT_FLAG, FIELD(signatures),
 	 .help = "name Java methods with their parameter types:\nSplit.leafA(long), not Split.leafA",
