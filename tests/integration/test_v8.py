@@ -10,9 +10,12 @@ shares within 3 points of that truth over at least 1,500 leaf samples; the leaf 
 native start (__libc_start_call_main) in 98%; the leaf's line exact in 95% interpreted
 (its hot loop's, or its clock call's while it reads the clock), within the leaf in 90%
 compiled; JavaScript frames typed "v8js" in OTLP with
-the script's path. Then: the leaves as class methods called through an arrow and an
-anonymous function; the newest releases (Node 24 and 26, V8 13 and 14, whose layout ember
-does not read yet) refused with a statistic, their JavaScript unnamed, never misnamed.
+the script's path. Then, on Node 20: the leaves as class methods called through an arrow
+and an anonymous function; recursion 1,000 frames deep (cut with a marker, counted); zlib's
+crc32 (C++) under its JavaScript caller; the split in a worker_threads Worker; node
+--cpu-prof in the same process (names, scripts, hottest lines equal, shares within 5
+points). Last, the newest releases (Node 24 and 26, V8 13 and 14, whose layout ember does
+not read yet) refused with a statistic, their JavaScript unnamed, never misnamed.
 
     sudo python3 tests/integration/test_v8.py     (or ctest -R integration_v8)
 
@@ -20,12 +23,15 @@ What the reader must give: leafA (V8's name for it), the file nodesplit.js and t
 OTLP profile.frame.type "v8js", and the statistics v8.processes, v8.frames and
 v8.frames_named (pprof comments)."""
 import collections
+import glob
+import json
 import os
 
 import nodes
-from emberlib import SANITIZED, SRC, log, require_root, run_tests, skip_or_fail, workdir
-from interplib import (assert_shares, follows, in_leaves, leaf_shares,
-                       marked_lines, run_workload)
+from emberlib import (SANITIZED, SRC, log, require_root, run_tests, shipped_build_only,
+                      skip_or_fail, workdir)
+from interplib import (assert_shares, check_marker_cut, check_peer, follows, in_leaves,
+                       leaf_shares, marked_lines, run_workload)
 
 SCRIPT = os.path.join(SRC, "tests", "workloads", "nodesplit.js")
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
@@ -142,6 +148,103 @@ def test_class_methods_behind_an_arrow_and_an_anonymous_function():
                 path=METHOD_PATH)
 
 
+def test_recursion_past_the_frame_budget():
+    """1,000 frames deep: the JavaScript frames end in the marker (counted), the leaves'
+    shares still follow the truth."""
+    exe = nodes.fetch("20.20.2")
+    _, samples, stats, truth, _, _ = run(exe, "node-20-recursion", "recursion")
+    check_marker_cut("v8", samples, stats, next(iter(truth.values())), innermost_leaf,
+                     lambda frames: [f for f in frames if f.kind == KIND],
+                     lambda name: LEAF_OF[name], "[v8 frames truncated]")
+
+
+def test_native_code_under_its_caller():
+    """zlib's crc32 (C++ in node) under its JavaScript caller: of checksum()'s samples,
+    95% have native frames above it, named from node's symbols, and the JavaScript below
+    it complete to the native start."""
+    exe = nodes.fetch("20.20.2")
+    _, samples, _, _, _, _ = run(exe, "node-20-native", "native",
+                                 min_samples=0)
+    total = above = complete = 0
+    example = ""
+    for _, _, n, frames in samples:
+        at = next((i for i, f in enumerate(frames) if f.kind == KIND and f.name == "checksum"),
+                  None)
+        if at is None:
+            continue
+        total += n
+        native = [f for f in frames[:at] if f.kind not in (KIND, "kernel")]
+        if native and any("crc32" in f.name.lower() or "deflate" in f.name.lower()
+                          for f in native):
+            above += n
+            example = example or ";".join(f.name for f in reversed(frames[:at + 1]))
+        if follows([f.name for f in reversed(frames)], [*PATH[:2], "checksum"]):
+            complete += n
+    log(f"  checksum(): {total} samples, {above} with zlib's code above it, {complete} "
+        f"complete; e.g. {example[:200]}")
+    assert total >= 500, f"too few samples in checksum() ({total})"
+    assert above >= 0.95 * total, f"zlib's code above checksum() in only {above} of {total}"
+    assert complete >= 0.98 * total, f"complete in only {complete} of {total}"
+
+
+def test_worker_thread():
+    """A worker_threads Worker running the split 70/20/10 while the main thread waits: its
+    shares, its leaves named, complete from the worker thread's start."""
+    exe = nodes.fetch("20.20.2")
+    _, samples, _, truth, _, _ = run(exe, "node-20-worker", "worker")
+    check_split("node 20 worker", samples, next(iter(truth.values())), compiled=True,
+                path=["start_thread", "runRound", "handle"])
+
+
+def cpu_prof_leaves(directory):
+    """{leaf: {"name", "file", "ticks", "lines": {line: ticks}}} from the .cpuprofile node
+    --cpu-prof wrote in directory: each leaf function's own ticks (samples whose innermost
+    frame it is) and their lines."""
+    paths = glob.glob(os.path.join(directory, "*.cpuprofile"))
+    assert paths, f"node --cpu-prof wrote no profile in {directory}"
+    with open(paths[0]) as f:
+        prof = json.load(f)
+    out = {leaf: {"name": NAMES[leaf], "file": None, "ticks": 0,
+                  "lines": collections.Counter()} for leaf in LEAVES}
+    for node in prof["nodes"]:
+        frame = node["callFrame"]
+        leaf = LEAF_OF.get(frame["functionName"])
+        if not leaf:
+            continue
+        out[leaf]["file"] = frame["url"]
+        out[leaf]["ticks"] += node.get("hitCount", 0)
+        for t in node.get("positionTicks", []):
+            out[leaf]["lines"][t["line"]] += t["ticks"]
+    return out
+
+
+@shipped_build_only("agreement with a peer profiler")
+def test_cpu_prof_beside():
+    """node --cpu-prof (V8's own sampling profiler, in the same process) while ember
+    records it: the leaves' names and scripts equal, the hottest line of each leaf equal,
+    shares within 5 points."""
+    exe = nodes.fetch("20.20.2")
+    prof_dir = os.path.join(WD, "cpu-prof")
+    os.makedirs(prof_dir, exist_ok=True)
+    _, samples, _, truth, _, _ = run(exe, "node-20-cpu-prof", "split",
+                                     opts=("--cpu-prof", f"--cpu-prof-dir={prof_dir}",
+                                           "--cpu-prof-interval=1000"))
+    truth = next(iter(truth.values()))
+    counts, lines, files = collections.Counter(), collections.defaultdict(collections.Counter), {}
+    for n, _, leaf in in_leaves(samples, innermost_leaf):
+        counts[LEAF_OF[leaf.name]] += n
+        lines[LEAF_OF[leaf.name]][leaf.line] += n
+        files[LEAF_OF[leaf.name]] = leaf.file
+    total = sum(counts.values())
+    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+    peer = cpu_prof_leaves(prof_dir)
+    for leaf in LEAVES:
+        url = peer[leaf]["file"] or ""
+        assert url in (files.get(leaf), "file://" + files.get(leaf, "")), \
+            f"{leaf}: --cpu-prof's script {url}, ember's {files.get(leaf)}"
+    check_peer("--cpu-prof", peer, "ticks", NAMES, shares, lines, truth)
+
+
 def test_newest_releases_refused():
     for version in nodes.REFUSED:
         exe = nodes.fetch(version)
@@ -165,7 +268,8 @@ def main():
         skip_or_fail(f"cannot fetch node from the npm registry: {e}")
     run_tests([test_known_split_in_every_version_and_mode,
                test_class_methods_behind_an_arrow_and_an_anonymous_function,
-               test_newest_releases_refused])
+               test_recursion_past_the_frame_budget, test_native_code_under_its_caller,
+               test_worker_thread, test_cpu_prof_beside, test_newest_releases_refused])
 
 
 if __name__ == "__main__":
