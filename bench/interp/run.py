@@ -128,6 +128,23 @@ def jvm_runtime():
                    "-XX:+PreserveFramePointer", ("-cp", classes))
 
 
+def v8_runtime():
+    """npm's Node 20 (tests/integration/nodes.py fetches it into the build tree) on
+    nodesplit.js."""
+    sys.path.insert(0, os.path.join(os.path.dirname(WORKLOADS), "integration"))
+    import nodes  # noqa: E402 - the tests' own fetcher
+    try:
+        node = nodes.fetch("20.20.2")
+    except OSError as e:
+        print(f"cannot fetch node from the npm registry ({e}): no v8 runs")
+        return None
+    return Runtime("v8", node, os.path.join(WORKLOADS, "nodesplit.js"), "node",
+                   {n: leaf for n, leaf in zip(("leafA", "leafB", "leafC"), LEAVES)},
+                   f"{node} (20.20.2), nodesplit.js split", "JavaScript functions",
+                   "node gives perf no names for its JavaScript without a perf map "
+                   "(--perf-basic-prof)")
+
+
 RUNTIMES = {
     "python": python_runtime,
     "ruby": lambda: debian_runtime("ruby", RUBY, "rbsplit.rb", "ruby",
@@ -140,6 +157,7 @@ RUNTIMES = {
                                    {f"Shop::Cart::{leaf}": leaf for leaf in LEAVES},
                                    ("-e", "printf '%vd', $^V"), "Perl subs"),
     "jvm": jvm_runtime,
+    "v8": v8_runtime,
 }
 
 
