@@ -166,23 +166,48 @@ static int hdr_entry(const struct ember_elf_image *f, uint64_t table, uint64_t i
 	return 0;
 }
 
-int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_t *start,
-                         uint64_t *end)
+/* The .eh_frame_hdr search table (GNU's usual encodings): its address and entry count. */
+static int fde_table(const struct ember_elf_image *f, uint64_t *table, uint32_t *count)
 {
 	/* version 1, eh_frame_ptr pcrel sdata4, fde_count udata4, table datarel sdata4 */
 	static const uint8_t gnu[4] = {1, 0x1b, 0x03, 0x3b};
-	uint8_t hdr[12], fde[16];
-	uint64_t table = f->eh_frame_hdr + 12, lo = 0, hi, e[2];
-	uint32_t count, range;
+	uint8_t hdr[12];
 
 	if (!f->eh_frame_hdr || ember_elf_image_read(f, f->eh_frame_hdr, hdr, sizeof(hdr)) ||
 	    memcmp(hdr, gnu, sizeof(gnu)))
 		return -ENOENT;
-	memcpy(&count, hdr + 8, sizeof(count));
-	if (!count || count > (f->eh_frame_hdr_size - 12) / 8)
+	memcpy(count, hdr + 8, sizeof(*count));
+	if (!*count || *count > (f->eh_frame_hdr_size - 12) / 8)
 		return -ENOENT;
-	/* The last entry whose start is at or below addr. */
-	for (hi = count; hi - lo > 1;) {
+	*table = f->eh_frame_hdr + 12;
+	return 0;
+}
+
+/* Entry i's function, [start, end), from its FDE (whose start must be the table's). */
+static int fde_entry(const struct ember_elf_image *f, uint64_t table, uint64_t i, uint64_t *start,
+                     uint64_t *end)
+{
+	uint64_t e[2];
+	uint8_t fde[16];
+	uint32_t range;
+
+	if (hdr_entry(f, table, i, e) || ember_elf_image_read(f, e[1], fde, sizeof(fde)))
+		return -ENOENT;
+	memcpy(&range, fde + 12, sizeof(range));
+	if (e[1] + 8 + (int64_t)ember_elf_disp32(fde + 8) != e[0])
+		return -ENOENT;
+	*start = e[0];
+	*end = e[0] + range;
+	return 0;
+}
+
+/* The last entry whose start is at or below addr (entry 0 if none is). */
+static int fde_find(const struct ember_elf_image *f, uint64_t table, uint32_t count, uint64_t addr,
+                    uint64_t *index)
+{
+	uint64_t lo = 0, hi = count, e[2];
+
+	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
 		if (hdr_entry(f, table, mid, e))
@@ -192,15 +217,45 @@ int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_
 		else
 			hi = mid;
 	}
-	if (hdr_entry(f, table, lo, e) || e[0] > addr ||
-	    ember_elf_image_read(f, e[1], fde, sizeof(fde)))
-		return -ENOENT;
-	memcpy(&range, fde + 12, sizeof(range));
-	if (e[1] + 8 + (int64_t)ember_elf_disp32(fde + 8) != e[0] || addr - e[0] >= range)
-		return -ENOENT;
-	*start = e[0];
-	*end = e[0] + range;
+	*index = lo;
 	return 0;
+}
+
+int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_t *start,
+                         uint64_t *end)
+{
+	uint64_t table, i, s, e;
+	uint32_t count;
+
+	if (fde_table(f, &table, &count) || fde_find(f, table, count, addr, &i) ||
+	    fde_entry(f, table, i, &s, &e) || addr < s || addr >= e)
+		return -ENOENT;
+	*start = s;
+	*end = e;
+	return 0;
+}
+
+int ember_elf_fde_gap(const struct ember_elf_image *f, uint64_t after, uint64_t within,
+                      uint64_t min_gap, uint64_t *start, uint64_t *end)
+{
+	uint64_t table, i, s, e, next, next_end;
+	uint32_t count;
+
+	if (fde_table(f, &table, &count) || fde_find(f, table, count, after, &i) ||
+	    fde_entry(f, table, i, &s, &e))
+		return -ENOENT;
+	for (uint32_t step = 0; step < 4096 && i + 1 < count && e <= after + within; step++, i++) {
+		if (fde_entry(f, table, i + 1, &next, &next_end) || next < s)
+			return -ENOENT;
+		if (next > e && next - e >= min_gap) {
+			*start = e;
+			*end = next;
+			return 0;
+		}
+		s = next;
+		e = next_end > e ? next_end : e;
+	}
+	return -ENOENT;
 }
 
 int ember_elf_glibc_tsd(const uint8_t *code, size_t len, uint16_t *offset)

@@ -79,6 +79,15 @@ int ember_elf_fde_bounds(const struct ember_elf_image *f, uint64_t addr, uint64_
                          uint64_t *end);
 
 /*
+ * The first stretch of at least min_gap bytes that no function of the .eh_frame_hdr table
+ * covers, starting within `within` bytes after the function holding `after`: [start, end).
+ * (Code without unwind tables, such as V8's embedded builtins, in a file without their
+ * symbols.) 0, or -ENOENT.
+ */
+int ember_elf_fde_gap(const struct ember_elf_image *f, uint64_t after, uint64_t within,
+                      uint64_t min_gap, uint64_t *start, uint64_t *end);
+
+/*
  * Where glibc's pthread_getspecific, whose first len bytes of code are at code, finds a
  * key's value: key k's (k < 32) is 8 bytes at thread pointer + *offset + 16 * k. 0, or
  * -ENOENT for other code.

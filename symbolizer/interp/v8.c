@@ -142,9 +142,12 @@ static bool find_node(struct ember_v8 *v, uint32_t pid, const struct ember_maps 
 		const struct ember_map_entry *e = &maps->entries[i];
 		const struct ember_v8_elf *f;
 
+		/* Debian's node is a small program on libnode, which holds V8: the first file
+		 * with a V8 in it. */
 		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted ||
 		    !(e->perms & EMBER_MAP_X) || !is_node(maps, e) ||
-		    !(f = ember_interp_files_get(&v->files, v->broker, pid, maps, e, now_ns)))
+		    !(f = ember_interp_files_get(&v->files, v->broker, pid, maps, e, now_ns)) ||
+		    f->kind == EMBER_V8_ELF_OTHER)
 			continue;
 		*elf = *f;
 		*map = e;
@@ -190,7 +193,8 @@ static int fill_row(struct v8_process *p, const struct ember_v8_elf *elf, uint64
 	uint64_t current = 0, copy[2] = {0, 0}, range[2];
 
 	memset(r, 0, sizeof(*r));
-	if (ember_interp_mem_read(&p->proc.mem, elf->current_blob_var + bias, &current,
+	if (elf->current_blob_var &&
+	    ember_interp_mem_read(&p->proc.mem, elf->current_blob_var + bias, &current,
 	                          sizeof(current)))
 		return -EFAULT;
 	r->code_start[0] = elf->blob_code + bias;
@@ -251,9 +255,8 @@ static void v8_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
 	if (elf.kind != EMBER_V8_ELF_V8 ||
 	    !ember_elf_bias(elf.segs, elf.nsegs, map->offset, map->start, &bias)) {
 		ember_interp_procs_unsupported(&v->procs, &p->proc,
-		                               elf.kind == EMBER_V8_ELF_UNSUPPORTED ? elf.why
-		                               : elf.kind == EMBER_V8_ELF_OTHER
-		                                   ? "its node has no V8 ember knows"
+		                               elf.kind == EMBER_V8_ELF_UNSUPPORTED
+		                                   ? elf.why
 		                                   : "its node is mapped in an unexpected way");
 		return;
 	}

@@ -179,6 +179,7 @@ enum {
 	SYM_BLOB,
 	SYM_BLOB_SIZE,
 	SYM_CURRENT_BLOB,
+	SYM_SNAPSHOT_BLOB,
 	NEXTRA
 };
 static const char *const extra[NEXTRA] = {
@@ -189,7 +190,14 @@ static const char *const extra[NEXTRA] = {
     "v8_Default_embedded_blob_code_",
     "v8_Default_embedded_blob_code_size_",
     "_ZN2v88internal12_GLOBAL__N_127current_embedded_blob_code_E",
+    "_ZN2v88internal8Snapshot19DefaultSnapshotBlobEv",
 };
+
+/* A build without the builtins' symbols (Debian's libnode keeps only its dynamic ones): the
+ * builtins are the first wide stretch of code without unwind tables right after V8's
+ * DefaultSnapshotBlob, which the linker places before them. */
+#define BLOB_AFTER_SNAPSHOT (64u << 10) /* bytes after it the stretch starts within */
+#define BLOB_MIN_SIZE       (512u << 10)
 
 /* The embedded builtins: V8 9 points v8_Default_embedded_blob_code_ at its data, later ones
  * put the code there. */
@@ -199,9 +207,23 @@ static bool find_blob(const struct ember_elf_image *f, const struct ember_elf_sy
 	const struct ember_elf_sym *code =
 	    syms[SYM_BLOB_DATA].addr ? &syms[SYM_BLOB_DATA] : &syms[SYM_BLOB];
 	const struct ember_elf_sym *cur = &syms[SYM_CURRENT_BLOB];
+	uint64_t start, end;
 	int32_t size;
 
-	if (!code->addr || !ember_elf_image_in_segment(f, code->addr, PF_X) ||
+	if (!code->addr) {
+		/* No symbols: the stretch after the snapshot, and no copy known. */
+		if (!syms[SYM_SNAPSHOT_BLOB].addr ||
+		    ember_elf_fde_gap(f, syms[SYM_SNAPSHOT_BLOB].addr, BLOB_AFTER_SNAPSHOT,
+		                      BLOB_MIN_SIZE, &start, &end) ||
+		    !ember_elf_image_in_segment(f, start, PF_X) ||
+		    !ember_elf_image_in_segment(f, end - 1, PF_X))
+			return false;
+		out->blob_code = start;
+		out->blob_code_size = end - start;
+		out->current_blob_var = 0;
+		return true;
+	}
+	if (!ember_elf_image_in_segment(f, code->addr, PF_X) ||
 	    !read_int(f, &syms[SYM_BLOB_SIZE], &size) || size <= 0 ||
 	    !ember_elf_image_in_segment(f, code->addr + (uint64_t)size - 1, PF_X) || !cur->addr ||
 	    cur->size != 8 || !ember_elf_image_in_segment(f, cur->addr, PF_W))
@@ -261,7 +283,8 @@ static int read_elf(Elf *elf, void *facts)
 		return 0;
 	if (!find_blob(&f, x, out)) {
 		snprintf(out->why, sizeof(out->why),
-		         "its V8 %u.%u has no symbols for its embedded builtins (a stripped build)",
+		         "its V8 %u.%u has neither symbols for its embedded builtins nor a stretch "
+		         "of code without unwind tables after its snapshot",
 		         l->version[0], l->version[1]);
 		return 0;
 	}

@@ -110,7 +110,8 @@ struct ember_v8_elf {
 	char why[160];
 	struct ember_v8_layout layout;
 	/* The embedded builtins in the file ([blob_code, + blob_code_size)), and the variable
-	 * that holds where the running V8 uses them from (its copy in the code range). */
+	 * that holds where the running V8 uses them from (its copy in the code range; 0: not
+	 * known, in a build without its local symbols). */
 	uint64_t blob_code, blob_code_size, current_blob_var;
 	struct ember_elf_segment segs[EMBER_ELF_IMAGE_MAX_SEGMENTS]; /* PT_LOAD, for the bias */
 	uint32_t nsegs;

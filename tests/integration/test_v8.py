@@ -118,15 +118,15 @@ def stats_line(stats):
 
 def readable_nodes():
     """(label, path) of each node to read: npm's pinned releases, then the machine's own
-    when it is an official build (Debian's libnode has no symbols for its builtins). Under
-    the sanitizers, Node 20 alone: the reader's code paths are the same for every version,
-    and the shipped build's pass reads them all."""
+    (an official build, or Debian's: a small node on libnode.so, whose builtins have no
+    symbols). Under the sanitizers, Node 20 alone: the reader's code paths are the same for
+    every version, and the shipped build's pass reads them all."""
     if SANITIZED:
         return [("node-20.20.2", nodes.fetch("20.20.2"))]
     out = [(f"node-{v}", nodes.fetch(v)) for v in nodes.READ]
     own = nodes.machine_node()
-    if own and os.path.basename(own) == "node" and all(own != p for _, p in out):
-        out.append(("machine node", own))
+    if own and all(own != p for _, p in out):
+        out.append((f"machine node ({own})", own))
     return out
 
 
