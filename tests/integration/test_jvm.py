@@ -131,7 +131,7 @@ def check_split(label, samples, truth, compiled, min_samples=1500, tolerance=3.0
         f"{pct['exact']:.2f}%, within the leaf: {pct['within']:.2f}%, "
         f"handle()'s samples in a leaf: {pct['named']:.2f}%")
     assert_shares(label, result, tolerance)
-    assert pct["named"] >= 90.0, \
+    assert pct["named"] >= 98.0, \
         f"{label}: only {pct['named']:.2f}% of handle()'s samples name the leaf it runs"
     assert pct["complete"] >= (95.0 if compiled else 99.0), \
         f"{label}: only {pct['complete']:.2f}% complete"
