@@ -70,22 +70,6 @@ static int array_at(const struct ember_v8_heap *h, uint64_t tagged, uint32_t n, 
 	return ember_v8_field(h, tagged, h->l->fixed_array_data + (int32_t)(8 * i), out);
 }
 
-/* The length of an array of any of V8's fixed array kinds (its length a Smi at the same
- * place): the deoptimization data and its literals are one of them in each version. */
-static int any_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t max,
-                            uint32_t *n)
-{
-	uint64_t length;
-
-	if (ember_v8_field(h, tagged, h->l->fixed_array_length, &length))
-		return -EFAULT;
-	if (!ember_v8_is_smi(length) || ember_v8_smi(length) < 0 ||
-	    (uint32_t)ember_v8_smi(length) > max)
-		return -EINVAL;
-	*n = (uint32_t)ember_v8_smi(length);
-	return 0;
-}
-
 /* The function and inlined functions from the deoptimization data at deopt (tagged). */
 static int read_deopt(const struct ember_v8_heap *h, uint64_t deopt, struct ember_v8_code *c)
 {
@@ -96,7 +80,7 @@ static int read_deopt(const struct ember_v8_heap *h, uint64_t deopt, struct embe
 	uint32_t len = 0;
 	int err;
 
-	if (!ember_v8_is_object(deopt) || any_array_length(h, deopt, 4096, &n) ||
+	if (!ember_v8_is_object(deopt) || ember_v8_length(h, deopt, 4096, &n) ||
 	    (uint32_t)l->deopt_inlining_index >= n)
 		return 0; /* code without deoptimization data: no function known */
 	if (array_at(h, deopt, n, (uint32_t)l->deopt_sfi_index, &v))
@@ -112,7 +96,9 @@ static int read_deopt(const struct ember_v8_heap *h, uint64_t deopt, struct embe
 		return 0; /* more inlining than kept: the function alone */
 	if (err)
 		return err;
-	err = any_array_length(h, literals, MAX_LITERALS, &nliterals);
+	/* The deoptimization data and its literals are a different one of V8's fixed array
+	 * kinds in each version: their length is where every kind keeps it. */
+	err = ember_v8_length(h, literals, MAX_LITERALS, &nliterals);
 	for (uint32_t i = 0; !err && i < len / INLINING_ENTRY; i++) {
 		struct ember_v8_inlining *in = &c->inlined[c->ninlined++];
 		int32_t id;

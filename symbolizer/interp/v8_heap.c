@@ -31,17 +31,10 @@ int ember_v8_type(const struct ember_v8_heap *h, uint64_t tagged, uint32_t *type
 	return 0;
 }
 
-int ember_v8_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t type1,
-                          uint32_t type2, uint32_t max, uint32_t *len)
+int ember_v8_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t max, uint32_t *len)
 {
 	uint64_t length;
-	uint32_t type;
-	int err = ember_v8_type(h, tagged, &type);
 
-	if (err)
-		return err;
-	if (type != type1 && type != type2)
-		return -EINVAL;
 	if (ember_v8_field(h, tagged, h->l->fixed_array_length, &length))
 		return -EFAULT;
 	if (!ember_v8_is_smi(length) || ember_v8_smi(length) < 0 ||
@@ -49,6 +42,19 @@ int ember_v8_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32
 		return -EINVAL;
 	*len = (uint32_t)ember_v8_smi(length);
 	return 0;
+}
+
+int ember_v8_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t type1,
+                          uint32_t type2, uint32_t max, uint32_t *len)
+{
+	uint32_t type;
+	int err = ember_v8_type(h, tagged, &type);
+
+	if (err)
+		return err;
+	if (type != type1 && type != type2)
+		return -EINVAL;
+	return ember_v8_length(h, tagged, max, len);
 }
 
 bool ember_v8_is_string_type(const struct ember_v8_layout *l, uint32_t type)

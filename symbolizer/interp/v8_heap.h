@@ -49,6 +49,10 @@ int ember_v8_field(const struct ember_v8_heap *h, uint64_t tagged, int32_t off, 
 /* The instance type of the object at tagged: 0, or -EINVAL (not an object), -EFAULT. */
 int ember_v8_type(const struct ember_v8_heap *h, uint64_t tagged, uint32_t *type);
 
+/* The length of the array at tagged (any of V8's array kinds: its length a Smi after its
+ * map), at most max: 0, or -EINVAL (a length that is no Smi or above max), -EFAULT. */
+int ember_v8_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t max, uint32_t *len);
+
 /* The length of the FixedArray (or ByteArray) at tagged, of one of the two types: 0, or
  * -EINVAL for another object or a length above max. */
 int ember_v8_array_length(const struct ember_v8_heap *h, uint64_t tagged, uint32_t type1,

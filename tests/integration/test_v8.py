@@ -12,7 +12,8 @@ native start (__libc_start_call_main) in 98%; the leaf's line exact in 95% inter
 compiled; JavaScript frames typed "v8js" in OTLP with
 the script's path. Then, on Node 20: the leaves as class methods called through an arrow
 and an anonymous function; recursion 1,000 frames deep (cut with a marker, counted); zlib's
-crc32 (C++) under its JavaScript caller; the split in a worker_threads Worker; node
+crc32 (C++) under its JavaScript caller; the leaves called from an async function resumed
+after an await; the split in a worker_threads Worker; node
 --cpu-prof in the same process (names, scripts, hottest lines equal, shares within 5
 points). Last, the newest releases (Node 24 and 26, V8 13 and 14, whose layout ember does
 not read yet) refused with a statistic, their JavaScript unnamed, never misnamed.
@@ -187,6 +188,15 @@ def test_native_code_under_its_caller():
     assert complete >= 0.98 * total, f"complete in only {complete} of {total}"
 
 
+def test_async_function():
+    """Each leaf called from an async function resumed from the microtask queue after an
+    await: its shares, its leaves named, handleAsync above handle."""
+    exe = nodes.fetch("20.20.2")
+    _, samples, _, truth, _, _ = run(exe, "node-20-async", "async")
+    check_split("node 20 async", samples, next(iter(truth.values())), compiled=True,
+                path=["__libc_start_call_main", "handleAsync", "handle"])
+
+
 def test_worker_thread():
     """A worker_threads Worker running the split 70/20/10 while the main thread waits: its
     shares, its leaves named, complete from the worker thread's start."""
@@ -269,7 +279,8 @@ def main():
     run_tests([test_known_split_in_every_version_and_mode,
                test_class_methods_behind_an_arrow_and_an_anonymous_function,
                test_recursion_past_the_frame_budget, test_native_code_under_its_caller,
-               test_worker_thread, test_cpu_prof_beside, test_newest_releases_refused])
+               test_async_function, test_worker_thread, test_cpu_prof_beside,
+               test_newest_releases_refused])
 
 
 if __name__ == "__main__":

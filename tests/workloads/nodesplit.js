@@ -12,7 +12,9 @@
 // split 1,000 frames deep: recurse calls itself, then handle), native (zlib's crc32, or
 // before Node 20.15 its deflateSync, under its JavaScript caller checksum: its CPU is
 // counted as leaf_a's), worker (the split 70/20/10 in a worker_threads Worker while the
-// main thread waits: process.cpuUsage() is then the worker's). The split runs in
+// main thread waits: process.cpuUsage() is then the worker's), async (each call of handle
+// from an async function, handleAsync, resumed from the microtask queue after an await).
+// The split runs in
 // rounds of about 50 ms between which the event loop turns, so that SIGTERM is heard; at
 // the end (or on SIGTERM) it appends one line to $EMBER_TRUTH_FILE:
 //
@@ -21,7 +23,8 @@
 // Stacks, root first: ... > runRound > handle > leafA (leafB, leafC); method mode:
 // ... > runRound > (anonymous) > Split.handle > Split.leafA; recursion: ... > runRound >
 // recurse (1,000 of them) > handle > leafA; native: ... > runRound > checksum > zlib's C++;
-// worker: the worker's own start > ... > runRound > handle > leafA. The leaves' hot loops
+// worker: the worker's own start > ... > runRound > handle > leafA; async: ... (the
+// microtask queue) > handleAsync > handle > leafA. The leaves' hot loops
 // stand on one line each (// hot-a, ...), calling nothing.
 'use strict';
 const fs = require('fs');
@@ -105,6 +108,18 @@ function checksum() {
   return r;
 }
 
+async function handleAsync(leaf) {
+  await null;
+  return handle(leaf); // call-async
+}
+
+async function runRoundAsync() {
+  const end = cpuUs() + ROUND_US;
+  while (cpuUs() < end) {
+    for (let leaf = 0; leaf < 3; leaf++) sink += await handleAsync(leaf);
+  }
+}
+
 function runRound(call) {
   const end = cpuUs() + ROUND_US;
   while (cpuUs() < end) {
@@ -152,6 +167,7 @@ function main() {
   const round = () => {
     if (stopped) return;
     if (Date.now() >= stopAt) return stop();
+    if (mode === 'async') return runRoundAsync().then(() => setImmediate(round));
     runRound(call);
     setImmediate(round);
   };
