@@ -127,7 +127,8 @@ def readable_nodes():
     out = [(f"node-{v}", nodes.fetch(v)) for v in nodes.READ]
     own = nodes.machine_node()
     if own and all(own != p for _, p in out):
-        out.append((f"machine node ({own})", own))
+        log(f"  the machine's own node: {own}")
+        out.append(("machine-node", own))
     return out
 
 
