@@ -171,8 +171,12 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 			    st->base, s, (__u64)EMBER_V8_FRAME_CODE << EMBER_V8_ADDR_BITS | code,
 			    (st->pc - start) << 32 | ember_interp_checksum(code, start, sfi));
 	}
+	/* In compiled code that is not the function's current (compiled on stack replacement,
+	 * or since replaced): where, for the symbolizer to find that code. */
+	pc = range == 2 ? st->pc - r->code_start[2] + 1 : 0;
 	return interp_frame_at(st->base, s,
-	                       (__u64)EMBER_V8_FRAME_FUNCTION << EMBER_V8_ADDR_BITS | sfi, sum);
+	                       (__u64)EMBER_V8_FRAME_FUNCTION << EMBER_V8_ADDR_BITS | sfi,
+	                       (pc > 0xffffffffull ? 0 : pc) << 32 | sum);
 }
 
 /* Ends the JavaScript frames with a marker (the walk cannot go on). */

@@ -28,7 +28,8 @@
  *   has no record of its function, code since replaced or compiled on stack
  *   replacement):
  *     word 0: tag | EMBER_V8_FRAME_FUNCTION << 48 | SharedFunctionInfo
- *     word 1: checksum of the SharedFunctionInfo
+ *     word 1: the pc's offset from the code range's start + 1 (0: not in
+ *             it) << 32 | checksum of the SharedFunctionInfo
  *   a frame of V8's own (entry, exit, stub: a Smi marker in its context
  *   slot): its pc, as a native frame (node's Builtins_* symbols name it).
  *

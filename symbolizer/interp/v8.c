@@ -42,10 +42,20 @@ struct ember_v8 {
 	struct ember_interp_inlined inlined[EMBER_INTERP_MAX_INLINED]; /* the last frame's */
 };
 
+#define CODE_RANGES 64 /* Code objects a process's frames were found in by their pc */
+
 struct v8_process {
 	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_v8_proc row;
 	struct ember_v8_layout layout;
+	/* The map of the objects in code space that hold instructions, learnt from the first
+	 * Code read; and the Codes found by a pc, by their instructions' range. */
+	uint64_t code_space_map;
+	struct {
+		uint64_t start, end, code;
+		uint32_t checksum;
+	} ranges[CODE_RANGES];
+	uint32_t next_range;
 };
 
 /* A function (its name, file and the lines of its own source range), a script, a Code, or
@@ -387,6 +397,8 @@ static int read_value(struct ember_v8 *v, struct v8_process *p, const struct emb
 		if (!err &&
 		    ember_interp_checksum(addr, out->code.start, out->code.sfi) != k->checksum)
 			err = -ESTALE;
+		if (!err && !p->code_space_map)
+			p->code_space_map = out->code.code_space_map;
 		return err == -EINVAL ? -ESTALE : err;
 	}
 	return read_function(v, p, &h, addr, k->checksum, what == KEY_FUNCTION, now_ns, out);
@@ -441,14 +453,86 @@ static int32_t line_in(const struct v8_value *f, int32_t offset)
 
 /* ---- frames ---- */
 
+/* The Code holding pc, for a frame known by its function: found once by looking back from
+ * the pc (ember_v8_code_at, at sample time), then by the range its instructions cover. NULL
+ * when none is found (no Code read in the process yet to learn the map from, or none). */
+static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64_t pc,
+                                uint64_t now_ns, bool warm)
+{
+	const struct ember_v8_heap h = {&p->layout, ember_interp_mem_read, &p->proc.mem};
+	struct ember_v8_code found;
+	uint64_t code;
+	uint32_t i;
+
+	for (i = 0; i < CODE_RANGES; i++)
+		if (pc >= p->ranges[i].start && pc < p->ranges[i].end)
+			return value_of(v, p, KEY_CODE, p->ranges[i].code, p->ranges[i].checksum,
+			                now_ns, warm);
+	if (!warm || !p->code_space_map || ember_interp_mem_open(&p->proc.mem, v->broker, now_ns))
+		return NULL;
+	v->stats.reads++;
+	if (ember_v8_code_at(&h, p->code_space_map, pc, &found))
+		return NULL;
+	/* The Code's own address: its instructions' start less what comes before them. */
+	code = found.code;
+	i = p->next_range++ % CODE_RANGES;
+	p->ranges[i].start = found.start;
+	p->ranges[i].end = found.start + found.size;
+	p->ranges[i].code = code;
+	p->ranges[i].checksum = ember_interp_checksum(code, found.start, found.sfi);
+	ember_v8_code_free(&found);
+	return value_of(v, p, KEY_CODE, code, p->ranges[i].checksum, now_ns, warm);
+}
+
+/* The script offset a function's baseline code c runs at pc_offset, through its bytecode
+ * (the bytecode offset the pc stands for, then the bytecode's position): -1 when not known,
+ * or when c is not the function's baseline code (its function data, read now). */
+static int32_t baseline_position(struct ember_v8 *v, struct v8_process *p, uint64_t sfi,
+                                 uint32_t checksum, const struct ember_v8_code *c,
+                                 uint32_t pc_offset, uint64_t now_ns, bool warm)
+{
+	const struct ember_v8_heap h = {&p->layout, ember_interp_mem_read, &p->proc.mem};
+	int32_t off = ember_v8_baseline_offset(&p->layout, c, pc_offset);
+	struct v8_value *f;
+	uint64_t data, raw;
+
+	if (off < 0 || ember_v8_field(&h, sfi + 1, p->layout.sfi_function_data, &data) ||
+	    data != c->code + 1)
+		return -1;
+	f = value_of(v, p, KEY_FUNCTION, sfi, checksum, now_ns, warm);
+	if (!f || f->error || !f->table ||
+	    ember_v8_position_at(f->table, f->table_len, (uint32_t)off, &raw))
+		return -1;
+	return ember_v8_position_decode(raw).script_offset;
+}
+
 /* The functions a frame runs, innermost first, with their script offsets: its own for an
- * interpreted or function frame; the Code's scopes at its pc. How many; 0 when not read. */
+ * interpreted or function frame; the Code's scopes at its pc (a function frame's, when
+ * its pc is in a Code of that function: *via_code). How many; 0 when not read. */
 static int scopes_of(struct ember_v8 *v, struct v8_process *p, uint64_t w0, uint64_t w1,
-                     uint64_t now_ns, bool warm, struct ember_v8_scope *scope)
+                     uint64_t now_ns, bool warm, struct ember_v8_scope *scope, bool *via_code)
 {
 	uint64_t kind = w0 >> EMBER_V8_ADDR_BITS & 0xf, addr = w0 & ADDR_MASK;
 	struct v8_value *c;
 
+	*via_code = false;
+	if (kind == EMBER_V8_FRAME_FUNCTION && (w1 >> 32) && p->row.code_end[2]) {
+		uint64_t pc = p->row.code_start[2] + (w1 >> 32) - 1;
+
+		c = code_at(v, p, pc, now_ns, warm);
+		if (c && !c->error && c->code.sfi == addr) {
+			*via_code = true;
+			return ember_v8_code_scopes(&c->code, (uint32_t)(pc - c->code.start), scope,
+			                            EMBER_V8_MAX_SCOPES);
+		}
+		if (c && !c->error && c->code.baseline) {
+			scope[0] = (struct ember_v8_scope){addr, -1};
+			scope[0].script_offset =
+			    baseline_position(v, p, addr, (uint32_t)w1, &c->code,
+			                      (uint32_t)(pc - c->code.start), now_ns, warm);
+			return 1;
+		}
+	}
 	if (kind == EMBER_V8_FRAME_CODE) {
 		c = value_of(v, p, KEY_CODE, addr, (uint32_t)w1, now_ns, warm);
 		if (!c || c->error)
@@ -490,14 +574,15 @@ static void v8_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64
 		 k[2 + 2 * EMBER_V8_MAX_SCOPES] = {pid, kind};
 	struct ember_v8_scope scope[EMBER_V8_MAX_SCOPES];
 	int n = 0, stale = 0;
+	bool via_code = false;
 
 	v->stats.frames++;
 	if (p)
-		n = scopes_of(v, p, w0, w1, now_ns, false, scope);
+		n = scopes_of(v, p, w0, w1, now_ns, false, scope, &via_code);
 	/* The outermost scope names the frame; the inner ones were inlined into it. */
 	for (int i = n - 1; i >= 0; i--) {
-		struct v8_value *f =
-		    scope_function(v, p, kind, &scope[i], (uint32_t)w1, now_ns, false);
+		struct v8_value *f = scope_function(v, p, via_code ? EMBER_V8_FRAME_CODE : kind,
+		                                    &scope[i], (uint32_t)w1, now_ns, false);
 		struct ember_interp_inlined in = {NULL, NULL, 0};
 
 		stale |= f && f->error == -ESTALE;
@@ -543,8 +628,8 @@ static void v8_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64
 	v->stats.frames_named++;
 	v->stats.frames_inlined += out->ninlined;
 	v->stats.frames_interpreted += kind == EMBER_V8_FRAME_BYTECODE;
-	v->stats.frames_compiled += kind == EMBER_V8_FRAME_CODE;
-	v->stats.frames_function += kind == EMBER_V8_FRAME_FUNCTION;
+	v->stats.frames_compiled += kind == EMBER_V8_FRAME_CODE || via_code;
+	v->stats.frames_function += kind == EMBER_V8_FRAME_FUNCTION && !via_code;
 }
 
 /* Frames are read at sample time, while their functions and Code are where they were. */
@@ -554,13 +639,15 @@ static void v8_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_
 	struct v8_process *p = ember_interp_procs_get(&v->procs, pid, false);
 	uint64_t kind = w0 >> EMBER_V8_ADDR_BITS & 0xf;
 	struct ember_v8_scope scope[EMBER_V8_MAX_SCOPES];
+	bool via_code;
 	int n;
 
 	if (!p)
 		return;
-	n = scopes_of(v, p, w0, w1, now_ns, true, scope);
+	n = scopes_of(v, p, w0, w1, now_ns, true, scope, &via_code);
 	for (int i = 0; i < n; i++)
-		scope_function(v, p, kind, &scope[i], (uint32_t)w1, now_ns, true);
+		scope_function(v, p, via_code ? EMBER_V8_FRAME_CODE : kind, &scope[i], (uint32_t)w1,
+		               now_ns, true);
 }
 
 static const char *v8_marker(void *state, uint64_t w0)

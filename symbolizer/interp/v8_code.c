@@ -113,14 +113,38 @@ static int read_deopt(const struct ember_v8_heap *h, uint64_t deopt, struct embe
 	return err == -EFAULT ? err : 0;
 }
 
+#define MAX_BYTECODES (1u << 20)
+
+/* A baseline Code's bytecodes: its BytecodeArray's, copied. */
+static int baseline_bytecodes(const struct ember_v8_heap *h, uint64_t array,
+                              struct ember_v8_code *c)
+{
+	const struct ember_v8_layout *l = h->l;
+	uint32_t n;
+
+	if (!type_is(h, array, l->type_bytecode_array) ||
+	    ember_v8_length(h, array, MAX_BYTECODES, &n))
+		return -EINVAL;
+	c->bytecodes = malloc(n ? n : 1);
+	if (!c->bytecodes)
+		return -ENOMEM;
+	if (n && h->read(h->ctx, array - 1 + (uint64_t)l->bytecode_data, c->bytecodes, n))
+		return -EFAULT;
+	c->nbytes = n;
+	c->baseline = true;
+	return 0;
+}
+
 int ember_v8_code_read(const struct ember_v8_heap *h, uint64_t code, struct ember_v8_code *out)
 {
 	const struct ember_v8_layout *l = h->l;
 	uint64_t tagged = code + 1, deopt, table;
+	uint32_t flags;
 	int32_t size;
 	int err;
 
 	memset(out, 0, sizeof(*out));
+	out->code = code;
 	if (!type_is(h, tagged, l->type_code))
 		return ember_v8_is_object(tagged) ? -EINVAL : -EFAULT;
 	if (l->code_start_inline)
@@ -135,6 +159,31 @@ int ember_v8_code_read(const struct ember_v8_heap *h, uint64_t code, struct embe
 	if (ember_v8_field(h, tagged, l->code_deopt_data, &deopt) ||
 	    ember_v8_field(h, tagged, l->code_position_table, &table))
 		return -EFAULT;
+	/* Where its instructions are kept: the InstructionStream's map, or the Code's. */
+	if (l->code_instruction_stream) {
+		uint64_t stream;
+
+		if (!ember_v8_field(h, tagged, l->code_instruction_stream, &stream))
+			ember_v8_field(h, stream, 0, &out->code_space_map);
+	} else {
+		ember_v8_field(h, tagged, 0, &out->code_space_map);
+	}
+	/* Baseline code keeps its bytecode where optimized code keeps its deoptimization data,
+	 * and the map from its pcs to bytecodes where it keeps positions. */
+	if (l->nbytecodes &&
+	    !h->read(h->ctx, code + (uint64_t)l->code_flags, &flags, sizeof(flags)) &&
+	    ((flags >> (l->code_kind_shift & 31)) & (uint32_t)l->code_kind_mask) ==
+	        (uint32_t)l->code_kind_baseline) {
+		err = baseline_bytecodes(h, deopt, out);
+		if (!err && ember_v8_is_object(table))
+			err =
+			    byte_array(h, table, EMBER_V8_MAX_TABLE, &out->table, &out->table_len);
+		if (err == -EINVAL)
+			err = 0;
+		if (err)
+			ember_v8_code_free(out);
+		return err;
+	}
 	err = read_deopt(h, deopt, out);
 	if (!err && ember_v8_is_object(table)) {
 		err = byte_array(h, table, EMBER_V8_MAX_TABLE, &out->table, &out->table_len);
@@ -149,8 +198,63 @@ int ember_v8_code_read(const struct ember_v8_heap *h, uint64_t code, struct embe
 void ember_v8_code_free(struct ember_v8_code *c)
 {
 	free(c->table);
+	free(c->bytecodes);
 	c->table = NULL;
-	c->table_len = 0;
+	c->bytecodes = NULL;
+	c->table_len = c->nbytes = 0;
+}
+
+/* The size of the bytecode at off (with its scaling prefix): 0 when it does not decode. */
+static uint32_t bytecode_size(const struct ember_v8_layout *l, const struct ember_v8_code *c,
+                              uint32_t off)
+{
+	uint8_t op = c->bytecodes[off];
+	uint32_t scale = 0, prefix = 0;
+
+	/* Wide and ExtraWide, and their debug-break forms, scale the next bytecode's operands. */
+	if (op < 4) {
+		scale = op % 2 ? 2 : 1;
+		prefix = 1;
+		if (off + 1 >= c->nbytes)
+			return 0;
+		op = c->bytecodes[off + 1];
+	}
+	if (op >= l->nbytecodes || !l->bytecode_sizes[scale][op])
+		return 0;
+	return prefix + l->bytecode_sizes[scale][op];
+}
+
+int32_t ember_v8_baseline_offset(const struct ember_v8_layout *l, const struct ember_v8_code *c,
+                                 uint32_t pc_offset)
+{
+	uint64_t pc = 0, want = pc_offset ? pc_offset - 1 : 0;
+	uint32_t off = 0;
+	size_t at = 0;
+
+	if (!c->baseline || !c->table)
+		return -1;
+	/* One unsigned varint per bytecode, in order: the bytes of its code. */
+	while (at < c->table_len && off < c->nbytes) {
+		uint64_t v = 0, size;
+		unsigned shift = 0;
+		uint8_t b;
+
+		do {
+			if (at >= c->table_len || shift > 28)
+				return -1;
+			b = c->table[at++];
+			v |= (uint64_t)(b & 0x7f) << shift;
+			shift += 7;
+		} while (b & 0x80);
+		pc += v;
+		if (pc > want)
+			return (int32_t)off;
+		size = bytecode_size(l, c, off);
+		if (!size)
+			return -1;
+		off += (uint32_t)size;
+	}
+	return -1;
 }
 
 int ember_v8_code_scopes(const struct ember_v8_code *c, uint32_t pc_offset,
@@ -174,6 +278,46 @@ int ember_v8_code_scopes(const struct ember_v8_code *c, uint32_t pc_offset,
 	}
 	out[n++] = (struct ember_v8_scope){c->sfi, pos.inlining_id < 0 ? pos.script_offset : -1};
 	return n;
+}
+
+#define SCAN_CHUNK 4096
+
+int ember_v8_code_at(const struct ember_v8_heap *h, uint64_t code_space_map, uint64_t pc,
+                     struct ember_v8_code *out)
+{
+	const struct ember_v8_layout *l = h->l;
+	uint64_t words[SCAN_CHUNK / 8], end = pc & ~7ull;
+
+	if (!ember_v8_is_object(code_space_map) || pc >= EMBER_V8_USER_LIMIT)
+		return -ENOENT;
+	for (uint64_t back = 0; back < EMBER_V8_MAX_CODE_SCAN; back += SCAN_CHUNK) {
+		uint64_t at = end - back - SCAN_CHUNK;
+
+		if (end < back + SCAN_CHUNK || h->read(h->ctx, at, words, sizeof(words)))
+			return -EFAULT;
+		for (int i = SCAN_CHUNK / 8 - 1; i >= 0; i--) {
+			uint64_t header = at + 8 * (uint64_t)i, code = header, back_ref;
+
+			if (words[i] != code_space_map)
+				continue;
+			/* V8 11 on: the InstructionStream's Code follows its map. */
+			if (l->code_instruction_stream) {
+				if (h->read(h->ctx, header + 8, &back_ref, sizeof(back_ref)) ||
+				    !ember_v8_is_object(back_ref))
+					continue;
+				code = back_ref - 1;
+			}
+			if (ember_v8_code_read(h, code, out))
+				continue;
+			if (pc >= out->start && pc - out->start < out->size)
+				return 0;
+			ember_v8_code_free(out);
+			/* The nearest header before pc is its object's: a pc past its end is in
+			 * no Code. */
+			return -ENOENT;
+		}
+	}
+	return -ENOENT;
 }
 
 int ember_v8_bytecode_table(const struct ember_v8_heap *h, uint64_t sfi, uint8_t **table,

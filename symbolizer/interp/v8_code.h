@@ -9,6 +9,7 @@
 #ifndef EMBER_SYMBOLIZER_INTERP_V8_CODE_H
 #define EMBER_SYMBOLIZER_INTERP_V8_CODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "symbolizer/interp/v8_heap.h"
@@ -26,6 +27,7 @@ struct ember_v8_inlining {
 
 /* A Code object: enough to name any pc in it. */
 struct ember_v8_code {
+	uint64_t code;  /* its own address (untagged) */
 	uint64_t start; /* its instructions' address */
 	uint32_t size;  /* bytes of instructions */
 	uint64_t sfi;   /* untagged: the function compiled (0: none recorded) */
@@ -33,6 +35,13 @@ struct ember_v8_code {
 	uint32_t table_len;
 	struct ember_v8_inlining inlined[EMBER_V8_MAX_INLINED];
 	uint32_t ninlined;
+	/* The map of the object its instructions are in (its InstructionStream, or the Code
+	 * itself before V8 11): every compiled function's is the same. */
+	uint64_t code_space_map;
+	/* Baseline (Sparkplug) code: its table maps pcs to bytecodes, these (malloc'd). */
+	bool baseline;
+	uint8_t *bytecodes;
+	uint32_t nbytes;
 };
 
 /* A function at a pc, with the position it is at there. */
@@ -52,6 +61,22 @@ void ember_v8_code_free(struct ember_v8_code *c);
  */
 int ember_v8_code_scopes(const struct ember_v8_code *c, uint32_t pc_offset,
                          struct ember_v8_scope *out, int max);
+
+#define EMBER_V8_MAX_CODE_SCAN (256u << 10) /* bytes before a pc looked through for its Code */
+
+/*
+ * The Code whose instructions hold pc, found by looking back from pc for the header of the
+ * object in code space that holds them (the word code_space_map, which ember_v8_code_read
+ * learnt from another Code), at most EMBER_V8_MAX_CODE_SCAN bytes: the Code (untagged), read
+ * into *out. 0, or -ENOENT, -EFAULT, -ENOMEM.
+ */
+int ember_v8_code_at(const struct ember_v8_heap *h, uint64_t code_space_map, uint64_t pc,
+                     struct ember_v8_code *out);
+
+/* The bytecode offset baseline code c runs at pc_offset of its instructions (a return
+ * address: the call before it): -1 when not known. */
+int32_t ember_v8_baseline_offset(const struct ember_v8_layout *l, const struct ember_v8_code *c,
+                                 uint32_t pc_offset);
 
 /* The source position table of the function at sfi (untagged), from its bytecode, into
  * *table (malloc'd, *len bytes): 0, or -ENOENT (no bytecode, or V8 has not collected its

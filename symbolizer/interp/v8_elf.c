@@ -48,6 +48,10 @@ static const struct fallback fallbacks[] = {
     /* Code objects of V8 11: a data object that points at its instructions. */
     {V(11, 0), V(11, 255), AT(code_instruction_start), 40},
     {V(11, 0), V(11, 255), AT(code_instruction_size), 56},
+    /* The object holding a Code's instructions: V8 11 split them off into an
+     * InstructionStream (its map, then the Code); before, the Code itself (0). */
+    {V(11, 0), V(11, 255), AT(code_instruction_stream), 32},
+    {V(9, 0), V(10, 255), AT(code_instruction_stream), 0},
     /* The Code's flags, its kind in the low bits: V8 9 exported neither. */
     {V(9, 0), V(11, 255), AT(code_flags), 48},
     {V(9, 0), V(9, 255), AT(code_kind_mask), 15},
@@ -180,6 +184,7 @@ enum {
 	SYM_BLOB_SIZE,
 	SYM_CURRENT_BLOB,
 	SYM_SNAPSHOT_BLOB,
+	SYM_BYTECODE_SIZES,
 	NEXTRA
 };
 static const char *const extra[NEXTRA] = {
@@ -191,6 +196,7 @@ static const char *const extra[NEXTRA] = {
     "v8_Default_embedded_blob_code_size_",
     "_ZN2v88internal12_GLOBAL__N_127current_embedded_blob_code_E",
     "_ZN2v88internal8Snapshot19DefaultSnapshotBlobEv",
+    "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE",
 };
 
 /* A build without the builtins' symbols (Debian's libnode keeps only its dynamic ones): the
@@ -232,6 +238,21 @@ static bool find_blob(const struct ember_elf_image *f, const struct ember_elf_sy
 	out->blob_code_size = (uint64_t)size;
 	out->current_blob_var = cur->addr;
 	return true;
+}
+
+/* The bytecodes' sizes (uint8_t[3][N], N the bytecodes): kept when N fits a byte's opcodes. */
+static void bytecode_sizes(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                           struct ember_v8_layout *l)
+{
+	uint64_t n = sym->size / 3;
+
+	if (!sym->addr || sym->size % 3 || !n || n > 256)
+		return;
+	for (int scale = 0; scale < 3; scale++)
+		if (ember_elf_image_read(f, sym->addr + (uint64_t)scale * n,
+		                         l->bytecode_sizes[scale], n))
+			return;
+	l->nbytecodes = (uint16_t)n;
 }
 
 static int read_elf(Elf *elf, void *facts)
@@ -281,6 +302,7 @@ static int read_elf(Elf *elf, void *facts)
 		l->version[i] = (uint16_t)version[i];
 	if (ember_v8_layout_finish(l, out->why, sizeof(out->why)))
 		return 0;
+	bytecode_sizes(&f, &x[SYM_BYTECODE_SIZES], l);
 	if (!find_blob(&f, x, out)) {
 		snprintf(out->why, sizeof(out->why),
 		         "its V8 %u.%u has neither symbols for its embedded builtins nor a stretch "

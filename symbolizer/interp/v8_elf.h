@@ -67,6 +67,8 @@
 	X(code_instruction_start, OFF, "class_Code__instruction_start__uintptr_t",                 \
 	  "class_Code__instruction_start__Address")                                                \
 	X(code_instruction_size, OFF4, "class_Code__instruction_size__int", "")                    \
+	X(code_instruction_stream, OFF,                                                            \
+	  "class_Code__instruction_stream__Tagged_InstructionStream_", "")                         \
 	X(code_flags, OFF4, "class_Code__flags__uint32_t", "")                                     \
 	X(code_kind_mask, NUM, "CodeKindFieldMask", "")                                            \
 	X(code_kind_shift, NUM, "CodeKindFieldShift", "")                                          \
@@ -96,6 +98,10 @@ struct ember_v8_layout {
 #undef EMBER_V8_FIELD
 	uint8_t code_start_inline; /* V8 < 11: instructions at the Code + code_instruction_start */
 	uint16_t version[3];       /* major, minor, build */
+	/* Each bytecode's size by its operands' scale (1, wide, extra wide), from the file:
+	 * baseline code's pcs map to bytecodes through them. 0 bytecodes: not known. */
+	uint16_t nbytecodes;
+	uint8_t bytecode_sizes[3][256];
 };
 
 enum ember_v8_elf_kind {

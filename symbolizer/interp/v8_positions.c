@@ -36,7 +36,8 @@ static bool varint(const uint8_t *t, size_t len, size_t *at, int64_t *out)
 
 int ember_v8_position_at(const uint8_t *table, size_t len, uint32_t offset, uint64_t *raw)
 {
-	int64_t code = 0, pos = 0, d;
+	/* Both start before the function's first instruction (V8's function entry offset). */
+	int64_t code = -1, pos = 0, d;
 	bool found = false;
 	size_t at = 0;
 
@@ -50,9 +51,9 @@ int ember_v8_position_at(const uint8_t *table, size_t len, uint32_t offset, uint
 		if (!varint(table, len, &at, &d) || d < -MAX_DELTA || d > MAX_DELTA)
 			return -EINVAL;
 		pos += d;
-		if (code < 0 || code > UINT32_MAX)
+		if (code > UINT32_MAX)
 			return -EINVAL;
-		if ((uint64_t)code > offset)
+		if (code > (int64_t)offset)
 			break;
 		*raw = (uint64_t)pos;
 		found = true;

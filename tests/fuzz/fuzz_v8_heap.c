@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * V8's heap readers on hostile memory: the input is a process's memory from
- * address 0x10000 on, read with the layout of Node 20's V8 (11.3). At each
- * of its first 2 KiB of addresses: a SharedFunctionInfo (name, script,
- * positions), a Script (name, line ends: ascending), a Code (its function,
- * position table, inlined functions; the functions at every pc offset, at
- * most the scopes asked for, each with a function), a function's bytecode
- * position table, a string (UTF-8, within its buffer); the position table
- * decoder and the line counter on the input's bytes themselves.
+ * address 0x10000 on, read with the layout of Node 20's V8 (11.3; bytecode
+ * sizes made up). At each of its first 2 KiB of addresses: a
+ * SharedFunctionInfo (name, script, positions), a Script (name, line ends:
+ * ascending), a Code (its function, position table, inlined functions; the
+ * functions at every pc offset, at most the scopes asked for, each with a
+ * function; a baseline Code's bytecode offsets, inside its bytecodes), a
+ * function's bytecode position table, a string (UTF-8, within its buffer);
+ * the Code found for the input's last byte by looking back for a header (it
+ * holds that byte); the position table decoder and the line counter on the
+ * input's bytes themselves.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,7 @@
 
 #define BASE FUZZ_MEM_BASE
 
-static const struct ember_v8_layout node20 = {
+static struct ember_v8_layout node20 = {
     .smi_shift_size = 31,
     .heap_object_tag_mask = 3,
     .first_nonstring_type = 128,
@@ -86,6 +89,11 @@ static void read_code(const struct ember_v8_heap *h, uint64_t at)
 
 	if (ember_v8_code_read(h, at, &c))
 		return;
+	for (uint32_t off = 0; off <= 64 && c.baseline; off++)
+		if (ember_v8_baseline_offset(h->l, &c, off * (c.size / 64 + 1)) >=
+		        (int32_t)c.nbytes &&
+		    c.nbytes)
+			abort();
 	for (uint32_t off = 0; off <= 64; off++) {
 		int n = ember_v8_code_scopes(&c, off * (c.size / 64 + 1), sc, 4);
 
@@ -111,15 +119,29 @@ static void read_script(const struct ember_v8_heap *h, uint64_t at)
 	ember_v8_script_free(&s);
 }
 
+/* Bytecode sizes of 1 to 4 bytes, baseline code's kind (11) in its flags. */
+static void init_sizes(void)
+{
+	node20.nbytecodes = 200;
+	for (int scale = 0; scale < 3; scale++)
+		for (int op = 0; op < 200; op++)
+			node20.bytecode_sizes[scale][op] = (uint8_t)(1 + (op + scale) % 4);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_mem m = {data, size};
 	const struct ember_v8_heap h = {&node20, fuzz_mem_read, &m};
+	struct ember_v8_code found;
+	uint64_t map;
 	int32_t ends[64];
 	size_t nends = 0;
 	uint16_t units[256];
 	uint64_t raw;
 	int cr = 0;
+
+	if (!node20.nbytecodes)
+		init_sizes();
 
 	for (uint64_t at = BASE; at < BASE + size && at < BASE + 2048; at += 8) {
 		struct ember_v8_function f;
@@ -138,6 +160,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(table);
 		if (!ember_v8_string(&h, at + 1, s, sizeof(s)) && strlen(s) >= sizeof(s))
 			abort();
+	}
+	/* A Code found by a pc, the map its header has taken from the input's first word. */
+	if (size >= 8) {
+		memcpy(&map, data, sizeof(map));
+		if (!ember_v8_code_at(&h, map, BASE + size - 1, &found)) {
+			if (BASE + size - 1 < found.start ||
+			    BASE + size - 1 >= found.start + found.size)
+				abort();
+			ember_v8_code_free(&found);
+		}
 	}
 	ember_v8_position_at(data, size, (uint32_t)size, &raw);
 	for (size_t i = 0; i < size / 2 && i < 256; i++)
