@@ -155,6 +155,13 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 	}
 	/* Compiled: the pc inside the function's current code. */
 	code = interp_win_u64(vs->fn, EMBER_V8_WINDOW, r->fn_code);
+	if (r->dispatch_table) {
+		__u64 entry = r->dispatch_table + ((code & 0xffffffffull) >> 8) * 16 + 8;
+
+		code = bpf_probe_read_user(&code, sizeof(code), (const void *)entry)
+		           ? 0
+		           : (code >> 16) | V8_HEAP_TAG;
+	}
 	pc = st->exact ? st->pc : st->pc - 1;
 	if (range == 2 && v8_type_of(r, code) == r->type_code &&
 	    !bpf_probe_read_user(vs->obj, EMBER_V8_WINDOW, (const void *)(code - V8_HEAP_TAG))) {

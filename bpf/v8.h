@@ -69,6 +69,9 @@ enum ember_v8_frame_kind {
 struct ember_v8_proc {
 	__u64 code_start[EMBER_V8_RANGES]; /* [start, end); 0, 0: not there */
 	__u64 code_end[EMBER_V8_RANGES];
+	/* V8 13: a JSFunction holds a handle into this table of 16-byte entries (index: the
+	 * handle >> 8), whose second word holds its Code << 16; 0: it holds its Code. */
+	__u64 dispatch_table;
 	__s16 fp_marker;         /* the context slot, or a Smi marker in V8's own frames */
 	__s16 fp_function;       /* the JSFunction */
 	__s16 fp_bytecode_array; /* an interpreted frame's BytecodeArray */

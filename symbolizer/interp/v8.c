@@ -215,6 +215,20 @@ static int fill_row(struct v8_process *p, const struct ember_v8_elf *elf, uint64
 		r->code_start[1] = copy[0];
 		r->code_end[1] = copy[1];
 	}
+	/* V8 13: the dispatch table's base, from the isolate group, set up while V8 starts. */
+	if (elf->isolate_group_var) {
+		uint64_t group = 0;
+
+		if (ember_interp_mem_read(&p->proc.mem, elf->isolate_group_var + bias, &group,
+		                          sizeof(group)) ||
+		    (group &&
+		     ember_interp_mem_read(&p->proc.mem, group + elf->dispatch_table_offset,
+		                           &r->dispatch_table, sizeof(r->dispatch_table))))
+			return -EFAULT;
+		/* Not set up yet: read again at the next reading of the maps. */
+		if (!group || !r->dispatch_table || r->dispatch_table >= EMBER_INTERP_USER_LIMIT)
+			return -EAGAIN;
+	}
 	code_range(maps, copy, range);
 	/* The copy, when there is one, lies in the code range: range 2 holds it too, and the
 	 * walker looks at range 1 first. */
@@ -275,6 +289,8 @@ static void v8_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
 		return; /* the broker is busy: the next reading of the maps tries again */
 	if (!err)
 		err = fill_row(p, &elf, bias, maps, &row);
+	if (err == -EAGAIN)
+		return;
 	if (err) {
 		ember_interp_procs_unsupported(&v->procs, &p->proc, "its memory cannot be read");
 		return;

@@ -61,15 +61,19 @@ static const struct fallback fallbacks[] = {
     {V(10, 0), V(10, 255), AT(code_position_table), 24},
     {V(10, 0), V(10, 255), AT(code_deopt_data), 16},
     {V(9, 0), V(9, 255), AT(code_deopt_data), 16},
-    {V(12, 0), V(12, 255), AT(code_deopt_data), 8},
-    {V(12, 0), V(12, 255), AT(code_position_table), 16},
-    {V(12, 0), V(12, 255), AT(sfi_function_data), 8},
+    {V(12, 0), V(13, 255), AT(code_deopt_data), 8},
+    {V(12, 0), V(13, 255), AT(code_position_table), 16},
+    {V(12, 0), V(13, 255), AT(sfi_function_data), 8},
+    /* V8 13: the SharedFunctionInfo's name under a third spelling; the JSFunction's code
+     * is a dispatch handle (read through the dispatch table, v8.h). */
+    {V(13, 0), V(13, 255), AT(sfi_name_or_scope_info), 24},
+    {V(13, 0), V(13, 255), AT(fn_code), 24},
     {V(9, 0), V(9, 255), AT(script_source), 8},
     {V(9, 0), V(9, 255), AT(bytecode_data), 54},
     /* BytecodeArray: the source position table after the constant pool and the handler
      * table (V8 12: after its wrapper, before them). */
     {V(9, 0), V(11, 255), AT(bytecode_position_table), 32},
-    {V(12, 0), V(12, 255), AT(bytecode_position_table), 24},
+    {V(12, 0), V(13, 255), AT(bytecode_position_table), 24},
     /* DeoptimizationData's entries before V8 11 exported them. */
     {V(9, 0), V(10, 255), AT(deopt_literals_index), 2},
     {V(9, 0), V(10, 255), AT(deopt_sfi_index), 6},
@@ -104,8 +108,8 @@ int ember_v8_layout_finish(struct ember_v8_layout *l, char *why, size_t size)
 {
 	uint32_t version = (uint32_t)l->version[0] << 8 | l->version[1];
 
-	if (l->version[0] < 9 || l->version[0] > 12) {
-		snprintf(why, size, "its V8 %u.%u is not one ember reads (9 to 12)", l->version[0],
+	if (l->version[0] < 9 || l->version[0] > 13) {
+		snprintf(why, size, "its V8 %u.%u is not one ember reads (9 to 13)", l->version[0],
 		         l->version[1]);
 		return -ENOTSUP;
 	}
@@ -122,6 +126,7 @@ int ember_v8_layout_finish(struct ember_v8_layout *l, char *why, size_t size)
 	if (l->type_trusted_byte_array == EMBER_V8_ABSENT)
 		l->type_trusted_byte_array = l->type_byte_array;
 	l->code_start_inline = l->version[0] < 11;
+	l->fixed_positions = l->version[0] >= 13;
 	for (size_t i = 0; i < NCONSTANTS; i++) {
 		int32_t v = *field(l, constants[i].at);
 
@@ -185,6 +190,7 @@ enum {
 	SYM_CURRENT_BLOB,
 	SYM_SNAPSHOT_BLOB,
 	SYM_BYTECODE_SIZES,
+	SYM_DISPATCH_TABLE_ADDRESS,
 	NEXTRA
 };
 static const char *const extra[NEXTRA] = {
@@ -197,6 +203,7 @@ static const char *const extra[NEXTRA] = {
     "_ZN2v88internal12_GLOBAL__N_127current_embedded_blob_code_E",
     "_ZN2v88internal8Snapshot19DefaultSnapshotBlobEv",
     "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE",
+    "_ZN2v88internal17ExternalReference25js_dispatch_table_addressEv",
 };
 
 /* A build without the builtins' symbols (Debian's libnode keeps only its dynamic ones): the
@@ -255,6 +262,26 @@ static void bytecode_sizes(const struct ember_elf_image *f, const struct ember_e
 	l->nbytecodes = (uint16_t)n;
 }
 
+/*
+ * V8 13's dispatch table, from the code of ExternalReference::js_dispatch_table_address:
+ * `mov isolate_group(%rip), %rax; mov off(%rax), %rax`, the group's variable and the
+ * table's base's offset in the group. False for other code.
+ */
+static bool dispatch_table(const struct ember_elf_image *f, const struct ember_elf_sym *sym,
+                           struct ember_v8_elf *out)
+{
+	uint8_t c[14];
+
+	if (!sym->addr || ember_elf_image_read(f, sym->addr, c, sizeof(c)) || c[0] != 0x48 ||
+	    c[1] != 0x8b || c[2] != 0x05 || c[7] != 0x48 || c[8] != 0x8b ||
+	    (c[9] != 0x80 && c[9] != 0x40))
+		return false;
+	out->isolate_group_var = sym->addr + 7 + (int64_t)ember_elf_disp32(c + 3);
+	out->dispatch_table_offset = c[9] == 0x40 ? c[10] : (uint32_t)ember_elf_disp32(c + 10);
+	return ember_elf_image_in_segment(f, out->isolate_group_var, PF_W) &&
+	       out->dispatch_table_offset < (1u << 20);
+}
+
 static int read_elf(Elf *elf, void *facts)
 {
 	struct ember_v8_elf *out = facts;
@@ -303,6 +330,12 @@ static int read_elf(Elf *elf, void *facts)
 	if (ember_v8_layout_finish(l, out->why, sizeof(out->why)))
 		return 0;
 	bytecode_sizes(&f, &x[SYM_BYTECODE_SIZES], l);
+	if (l->version[0] >= 13 && !dispatch_table(&f, &x[SYM_DISPATCH_TABLE_ADDRESS], out)) {
+		snprintf(out->why, sizeof(out->why),
+		         "its V8 %u.%u keeps functions' code in a dispatch table ember cannot find",
+		         l->version[0], l->version[1]);
+		return 0;
+	}
 	if (!find_blob(&f, x, out)) {
 		snprintf(out->why, sizeof(out->why),
 		         "its V8 %u.%u has neither symbols for its embedded builtins nor a stretch "

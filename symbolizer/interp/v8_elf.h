@@ -88,7 +88,8 @@
 	X(sliced_offset, OFF, "class_SlicedString__offset__SMI", "")                               \
 	X(scope_info_first_vars, NUM, "scopeinfo_idx_first_vars", "")                              \
 	X(scope_info_ncontext_locals, NUM, "scopeinfo_idx_ncontextlocals", "")                     \
-	X(deopt_sfi_index, NUM, "DeoptimizationDataSharedFunctionInfoIndex", "")                   \
+	X(deopt_sfi_index, NUM, "DeoptimizationDataSharedFunctionInfoIndex",                       \
+	  "DeoptimizationDataWrappedSharedFunctionInfoIndex")                                      \
 	X(deopt_literals_index, NUM, "DeoptimizationDataLiteralArrayIndex", "")                    \
 	X(deopt_inlining_index, NUM, "DeoptimizationDataInliningPositionsIndex", "")
 
@@ -97,6 +98,7 @@ struct ember_v8_layout {
 	EMBER_V8_LAYOUT(EMBER_V8_FIELD)
 #undef EMBER_V8_FIELD
 	uint8_t code_start_inline; /* V8 < 11: instructions at the Code + code_instruction_start */
+	uint8_t fixed_positions;   /* V8 13: a ScopeInfo's start and end in slots 3 and 4 */
 	uint16_t version[3];       /* major, minor, build */
 	/* Each bytecode's size by its operands' scale (1, wide, extra wide), from the file:
 	 * baseline code's pcs map to bytecodes through them. 0 bytecodes: not known. */
@@ -119,6 +121,9 @@ struct ember_v8_elf {
 	 * that holds where the running V8 uses them from (its copy in the code range; 0: not
 	 * known, in a build without its local symbols). */
 	uint64_t blob_code, blob_code_size, current_blob_var;
+	/* V8 13: the variable holding the isolate group, and where in it the dispatch table's
+	 * base is (0: a V8 without one). */
+	uint64_t isolate_group_var, dispatch_table_offset;
 	struct ember_elf_segment segs[EMBER_ELF_IMAGE_MAX_SEGMENTS]; /* PT_LOAD, for the bias */
 	uint32_t nsegs;
 };

@@ -40,6 +40,32 @@ static bool position_pair(uint64_t a, uint64_t b)
 }
 
 /*
+ * V8 13: the positions in slots 3 and 4, always there; after the locals (s), the function
+ * variable (a name and a Smi) and the inferred name (a String or undefined), as flags say:
+ * the first String there is the name, the next the inferred one.
+ */
+static int fixed_positions(const struct ember_v8_heap *h, uint64_t si, const uint64_t *s,
+                           struct ember_v8_function *f, char *name, char *inferred)
+{
+	uint64_t start, end;
+	uint32_t k = 0;
+
+	if (scope_slot(h, si, 3, &start) || scope_slot(h, si, 4, &end))
+		return -EFAULT;
+	if (!position_pair(start, end))
+		return -EINVAL;
+	f->start = ember_v8_smi(start);
+	f->end = ember_v8_smi(end);
+	if (is_string(h, s[0]) && ember_v8_is_smi(s[1])) {
+		string_or_empty(h, s[0], name, EMBER_V8_MAX_NAME);
+		k = 2;
+	}
+	if (is_string(h, s[k]))
+		string_or_empty(h, s[k], inferred, EMBER_V8_MAX_NAME);
+	return 0;
+}
+
+/*
  * The name and positions in the ScopeInfo at si. After its flags, parameter count and
  * context local count come the locals (names, inline below EMBER_V8_INLINED_NAMES or one
  * hash table, then one Smi each), then as flags say: the function variable (a name and a
@@ -67,6 +93,8 @@ static int from_scope_info(const struct ember_v8_heap *h, uint64_t si, struct em
 	for (uint32_t i = 0; i < SCOPE_SLOTS; i++)
 		if (scope_slot(h, si, at + i, &s[i]))
 			return -EFAULT;
+	if (l->fixed_positions)
+		return fixed_positions(h, si, s, f, name, inferred);
 	for (int variable = 1; variable >= 0; variable--) {
 		for (int has_inferred = 1; has_inferred >= 0; has_inferred--) {
 			uint32_t k = 0;
