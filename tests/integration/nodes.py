@@ -62,6 +62,16 @@ def machine_node():
 
 
 if __name__ == "__main__":
-    for v in READ + REFUSED:
-        print(fetch(v))
+    # ctest's unit_v8_nodes, before the unit tests that read these nodes: a machine that
+    # cannot reach the registry (no network, or a proxy whose certificate it does not
+    # trust) fails here under CI=true, and outside CI says so and goes on (the tests that
+    # need the nodes then skip, each saying why).
+    try:
+        for v in READ + REFUSED:
+            print(fetch(v))
+    except OSError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        print(f"SKIP nodes.py: cannot fetch node from the npm registry: {e}")
+        sys.exit(0)
     print(machine_node() or "(no node on PATH)", file=sys.stderr)
