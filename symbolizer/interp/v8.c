@@ -480,16 +480,25 @@ static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64
 	uint64_t code;
 	uint32_t i;
 
-	for (i = 0; i < CODE_RANGES; i++)
-		if (pc >= p->ranges[i].start && pc < p->ranges[i].end)
-			return value_of(v, p, KEY_CODE, p->ranges[i].code, p->ranges[i].checksum,
-			                now_ns, warm);
+	for (i = 0; i < CODE_RANGES; i++) {
+		struct v8_value *c;
+
+		if (pc < p->ranges[i].start || pc >= p->ranges[i].end)
+			continue;
+		c = value_of(v, p, KEY_CODE, p->ranges[i].code, p->ranges[i].checksum, now_ns,
+		             warm);
+		/* Code that is not there any more (freed, moved): its range goes, and the pc is
+		 * looked for again at sample time. */
+		if (!c || !c->error || !warm)
+			return c;
+		p->ranges[i].end = 0;
+		break;
+	}
 	if (!warm || !p->code_space_map || ember_interp_mem_open(&p->proc.mem, v->broker, now_ns))
 		return NULL;
 	v->stats.reads++;
 	if (ember_v8_code_at(&h, p->code_space_map, pc, &found))
 		return NULL;
-	/* The Code's own address: its instructions' start less what comes before them. */
 	code = found.code;
 	i = p->next_range++ % CODE_RANGES;
 	p->ranges[i].start = found.start;
