@@ -54,6 +54,7 @@ target_sources() {
 	jvm_lines) echo symbolizer/interp/jvm_lines.c ;;
 	jvm_nmethod) echo symbolizer/interp/jvm_nmethod.c symbolizer/interp/jvm_lines.c ;;
 	jvm_signature) echo symbolizer/interp/jvm_method.c ;;
+	v8_heap) echo symbolizer/interp/v8_heap.c symbolizer/interp/v8_function.c symbolizer/interp/v8_code.c symbolizer/interp/v8_positions.c ;;
 	proto) echo ipc/proto.c ;;
 	table_loader) echo collector/table_loader.c ;;
 	peer) echo collector/peer.c ;;
