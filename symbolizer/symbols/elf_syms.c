@@ -35,6 +35,7 @@ struct scn_info {
 
 struct sym_builder {
 	struct ember_elf_syms *out;
+	bool names_in_file; /* ember_elf_syms_load_mapped */
 	size_t cap;
 	unsigned int note_chunks; /* note segments and sections read so far */
 	struct scn_info *scns;    /* by section index */
@@ -56,6 +57,25 @@ static void note_go_symbol(struct ember_elf_syms *s, const char *name, uint64_t 
 		s->go.moduledata_sym = value;
 }
 
+/* Names longer than this are cut there (and then copied, never left in the file). */
+#define EMBER_ELF_NAME_MAX 4096
+
+/* Where name lies in the file's string section, when it is there and ends within
+ * EMBER_ELF_NAME_MAX bytes inside it; else SIZE_MAX. */
+static size_t file_name_offset(const struct ember_elf_syms *s, const char *name)
+{
+	size_t off, left;
+
+	if (!s->file_names || name < s->file_names || name >= s->file_names + s->file_names_len)
+		return SIZE_MAX;
+	off = (size_t)(name - s->file_names);
+	left = s->file_names_len - off;
+	if (off > UINT32_MAX ||
+	    !memchr(name, 0, left < EMBER_ELF_NAME_MAX ? left : EMBER_ELF_NAME_MAX))
+		return SIZE_MAX;
+	return off;
+}
+
 /*
  * A candidate range [addr, addr+size) named name. A sizeless one (flags has
  * EMBER_ELF_SYM_SIZELESS) brings the most it may cover as its size: finalize
@@ -65,14 +85,19 @@ static int add_candidate(struct sym_builder *b, uint64_t addr, uint64_t size, co
                          uint32_t flags)
 {
 	struct ember_elf_syms *s = b->out;
+	size_t in_file = file_name_offset(s, name);
 	int err;
 
 	err = EMBER_ENSURE(s->syms, b->cap, s->nsyms + 1, EMBER_ELF_MAX_SYMBOLS);
-	if (!err)
-		err =
-		    ember_strtab_add(&s->names, name, strnlen(name, 4096), &s->syms[s->nsyms].name);
 	if (err)
 		return err;
+	if (in_file != SIZE_MAX) {
+		s->syms[s->nsyms].name = (uint32_t)in_file;
+		flags |= EMBER_ELF_SYM_IN_FILE;
+	} else if ((err = ember_strtab_add(&s->names, name, strnlen(name, EMBER_ELF_NAME_MAX),
+	                                   &s->syms[s->nsyms].name))) {
+		return err;
+	}
 	s->syms[s->nsyms].addr = addr;
 	s->syms[s->nsyms].size = size;
 	s->syms[s->nsyms].flags = flags;
@@ -143,6 +168,35 @@ static const struct scn_info *section_info(const struct sym_builder *b, uint16_t
 	return &b->scns[shndx];
 }
 
+/* The symbol table's string section, for names left in the file. */
+static void find_file_names(struct sym_builder *b, Elf *elf, const GElf_Shdr *sh)
+{
+	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr str_sh;
+	Elf_Data *d;
+
+	if (!b->names_in_file || !scn || !gelf_getshdr(scn, &str_sh) ||
+	    str_sh.sh_type != SHT_STRTAB || (str_sh.sh_flags & SHF_COMPRESSED) ||
+	    !(d = elf_getdata(scn, NULL)) || !d->d_buf || !d->d_size)
+		return;
+	b->out->file_names = d->d_buf;
+	b->out->file_names_len = d->d_size;
+	b->out->file_names_scn = sh->sh_link;
+}
+
+/* Symbol sym's name: in the file's string section when it ends there (the common
+ * case, found without a search), else as libelf checks it. */
+static const char *symbol_name(const struct sym_builder *b, Elf *elf, const GElf_Shdr *sh,
+                               const GElf_Sym *sym)
+{
+	const struct ember_elf_syms *s = b->out;
+
+	if (s->file_names && sym->st_name < s->file_names_len &&
+	    file_name_offset(s, s->file_names + sym->st_name) != SIZE_MAX)
+		return s->file_names + sym->st_name;
+	return elf_strptr(elf, sh->sh_link, sym->st_name);
+}
+
 static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -150,6 +204,7 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 
 	if (!data || !sh->sh_entsize)
 		return 0;
+	find_file_names(b, elf, sh);
 	n = data->d_size / sh->sh_entsize;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
@@ -159,7 +214,7 @@ static int add_symbols(struct sym_builder *b, Elf *elf, Elf_Scn *scn, const GElf
 			break;
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
-		err = consider(b, &sym, elf_strptr(elf, sh->sh_link, sym.st_name),
+		err = consider(b, &sym, symbol_name(b, elf, sh, &sym),
 		               section_info(b, sym.st_shndx), true);
 		if (err)
 			return err;
@@ -223,7 +278,7 @@ static const char *candidate_at(void *ctx, uint64_t addr)
 			best = i;
 			break;
 		}
-	return ember_strtab_at(&s->names, s->syms[best].name);
+	return ember_elf_sym_name(s, &s->syms[best]);
 }
 
 static int add_plt_entry(void *ctx, uint64_t addr, uint64_t size, const char *name)
@@ -557,9 +612,9 @@ static int add_dynamic_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 	return consider(ctx, sym, name, NULL, false);
 }
 
-static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
+static int load_unchecked(Elf *elf, bool names_in_file, struct ember_elf_syms *out)
 {
-	struct sym_builder b = {.out = out};
+	struct sym_builder b = {.out = out, .names_in_file = names_in_file};
 	struct ember_dynsym_sink dyn = {&b, add_dynamic_symbol};
 	GElf_Ehdr eh;
 	int err;
@@ -589,16 +644,41 @@ static int load_unchecked(Elf *elf, struct ember_elf_syms *out)
 	return 0;
 }
 
-int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out)
+static int load_from(Elf *elf, bool names_in_file, struct ember_elf_syms *out)
 {
 	int err = elf_ready();
 
 	if (!err)
-		err = load_unchecked(elf, out);
+		err = load_unchecked(elf, names_in_file, out);
 
 	if (err)
 		ember_elf_syms_free(out);
 	return err;
+}
+
+int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out)
+{
+	return load_from(elf, false, out);
+}
+
+int ember_elf_syms_load_mapped(Elf *elf, struct ember_elf_syms *out)
+{
+	return load_from(elf, true, out);
+}
+
+int ember_elf_syms_rebind(struct ember_elf_syms *s, Elf *elf)
+{
+	Elf_Scn *scn;
+	Elf_Data *d;
+
+	if (!s->file_names)
+		return 0;
+	scn = elf_getscn(elf, s->file_names_scn);
+	d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !d->d_buf || d->d_size != s->file_names_len)
+		return -ESTALE;
+	s->file_names = d->d_buf;
+	return 0;
 }
 
 /* Loads from elf (NULL: libelf refused the file), which it ends. */

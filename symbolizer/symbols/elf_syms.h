@@ -41,6 +41,7 @@
 #define EMBER_ELF_SYM_PLT      0x4u  /* a PLT entry named from its relocation */
 #define EMBER_ELF_SYM_RESUMED  0x8u  /* an enclosing symbol's rest after one nested in it */
 #define EMBER_ELF_SYM_IFUNC    0x10u /* STT_GNU_IFUNC: what callers call, at its resolver */
+#define EMBER_ELF_SYM_IN_FILE  0x20u /* name: an offset into the file's own string table */
 
 /* Symbols nested deeper than this inside one another are dropped. */
 #define EMBER_ELF_MAX_NESTING 256
@@ -75,6 +76,12 @@ struct ember_elf_syms {
 	struct ember_elf_sym *syms; /* sorted by address */
 	size_t nsyms;
 	struct ember_strtab names; /* what ember_elf_sym.name is an offset into */
+	/* Loaded with ember_elf_syms_load_mapped: the symbol table's string section in the
+	 * libelf handle's memory (the file's mapping), which the names flagged
+	 * EMBER_ELF_SYM_IN_FILE are offsets into; each was checked to end within it. */
+	const char *file_names;
+	size_t file_names_len;
+	size_t file_names_scn; /* its section index, for ember_elf_syms_rebind */
 	struct ember_elf_segment segments[EMBER_ELF_MAX_SEGMENTS];
 	size_t nsegments;
 	uint16_t e_type; /* ET_EXEC, ET_DYN */
@@ -102,6 +109,17 @@ int ember_elf_syms_load(int fd, struct ember_elf_syms *out);
 /* Same, from a libelf handle the caller keeps. On failure out holds nothing. */
 typedef struct Elf Elf;
 int ember_elf_syms_load_elf(Elf *elf, struct ember_elf_syms *out);
+/*
+ * Same, leaving the names of the symbol table in the file (a large C++ binary's
+ * names are most of its symbols' memory: Node's 11 MB): elf must outlive out, or
+ * out must be moved to another handle of the same file with ember_elf_syms_rebind.
+ * Names longer than the copied ones' limit, and those made here (PLT entries),
+ * are still copied.
+ */
+int ember_elf_syms_load_mapped(Elf *elf, struct ember_elf_syms *out);
+/* Points the names left in the file at elf's copy of the same string section (a new
+ * handle of the same file). 0, or -ESTALE when elf's section is not the same size. */
+int ember_elf_syms_rebind(struct ember_elf_syms *s, Elf *elf);
 /* Same, from a buffer in memory (fuzzing, tests). */
 int ember_elf_syms_load_mem(const void *data, size_t len, struct ember_elf_syms *out);
 void ember_elf_syms_free(struct ember_elf_syms *s);
@@ -111,6 +129,8 @@ const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s
 static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
                                              const struct ember_elf_sym *sym)
 {
+	if (sym->flags & EMBER_ELF_SYM_IN_FILE)
+		return s->file_names + sym->name;
 	return ember_strtab_at(&s->names, sym->name);
 }
 

@@ -134,11 +134,12 @@ void ember_objfile_syms_cost(Elf *elf, struct ember_objfile_cost *c)
 	if (!best || best_sh.sh_type == SHT_NOBITS)
 		return;
 	/* Each ELF symbol (24 bytes) becomes a candidate, then a range: three copies at
-	 * most at once, and the names are copied whole. */
+	 * most at once. The names stay in the file (ember_elf_syms_load_mapped) but for
+	 * those made or cut here: an eighth of the string table is ample. */
 	c->syms = best_sh.sh_size > UINT64_MAX / 3 ? UINT64_MAX : best_sh.sh_size * 3;
 	scn = elf_getscn(elf, best_sh.sh_link);
 	if (scn && gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS)
-		c->syms = add_sat(c->syms, sh.sh_size);
+		c->syms = add_sat(c->syms, sh.sh_size / 8);
 }
 
 /* Whether cost fits room's transient part, after asking for more room when it does not. */
@@ -251,6 +252,11 @@ static void drop_inflated(struct ember_objfile *o, int fd)
 		return;
 	if (o->inflated_left == o->elf) {
 		again = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		/* The names left in the file move to the new mapping, or the old one stays. */
+		if (again && ember_elf_syms_rebind(&o->syms, again)) {
+			elf_end(again);
+			again = NULL;
+		}
 		if (again) {
 			elf_cntl(again, ELF_C_FDDONE);
 			elf_end(o->elf);
@@ -282,7 +288,7 @@ static int open_elf(struct ember_objfile *o, const struct ember_debug_opener *op
 		if (!fits_now(room, cost.syms))
 			return -ENOBUFS;
 	}
-	err = ember_elf_syms_load_elf(o->elf, &o->syms);
+	err = ember_elf_syms_load_mapped(o->elf, &o->syms);
 	if (err)
 		return err;
 	raw = (const uint8_t *)elf_rawfile(o->elf, &len);

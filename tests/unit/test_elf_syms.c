@@ -326,6 +326,120 @@ START_TEST(deep_nesting_is_capped)
 }
 END_TEST
 
+/*
+ * Names left in the file (ember_elf_syms_load_mapped): the same ranges and names as
+ * copied ones, all but a few pointing into the file's own string table, for a
+ * fraction of the memory; moved to a new handle of the same file with rebind (the
+ * first handle's mapping then gone), refused for another file.
+ */
+START_TEST(mapped_names_stay_in_the_file)
+{
+	int fd = open("/proc/self/exe", O_RDONLY), other = open("/bin/sh", O_RDONLY);
+	Elf *elf, *again, *sh;
+	struct ember_elf_syms s;
+	size_t in_file = 0, raw_len;
+	const char *raw;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(other, 0);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ck_assert_int_eq(ember_elf_syms_load_mapped(elf, &s), 0);
+	ck_assert_uint_eq(s.nsyms, self_syms.nsyms);
+	raw = elf_rawfile(elf, &raw_len);
+	for (size_t i = 0; i < s.nsyms; i++) {
+		const char *name = ember_elf_sym_name(&s, &s.syms[i]);
+
+		ck_assert_uint_eq(s.syms[i].addr, self_syms.syms[i].addr);
+		ck_assert_uint_eq(s.syms[i].size, self_syms.syms[i].size);
+		ck_assert_str_eq(name, ember_elf_sym_name(&self_syms, &self_syms.syms[i]));
+		/* Only the PLT's names are made here. */
+		ck_assert(s.syms[i].flags & (EMBER_ELF_SYM_IN_FILE | EMBER_ELF_SYM_PLT));
+		if (s.syms[i].flags & EMBER_ELF_SYM_IN_FILE) {
+			in_file++;
+			ck_assert(name >= raw && name < raw + raw_len);
+		}
+	}
+	ck_assert_uint_gt(in_file, s.nsyms / 2);
+	ck_assert_uint_lt(s.names.len, self_syms.names.len / 2);
+	ck_assert_uint_lt(s.bytes, self_syms.bytes);
+	again = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ck_assert_int_eq(ember_elf_syms_rebind(&s, again), 0);
+	elf_end(elf);
+	for (size_t i = 0; i < s.nsyms; i++)
+		ck_assert_str_eq(ember_elf_sym_name(&s, &s.syms[i]),
+		                 ember_elf_sym_name(&self_syms, &self_syms.syms[i]));
+	sh = elf_begin(other, ELF_C_READ_MMAP, NULL);
+	ck_assert_int_eq(ember_elf_syms_rebind(&s, sh), -ESTALE);
+	ck_assert_str_eq(
+	    ember_elf_sym_name(&s, ember_elf_syms_lookup(&s, elf_addr_of((const void *)load_self))),
+	    "load_self");
+	ember_elf_syms_free(&s);
+	elf_end(sh);
+	elf_end(again);
+	close(other);
+	close(fd);
+}
+END_TEST
+
+/*
+ * A name longer than the limit is copied, cut there; one whose end lies past the
+ * string table's (the last bytes of the section, no NUL) is not read at all.
+ */
+START_TEST(long_and_unterminated_names_are_not_left_in_the_file)
+{
+	enum { TEXT = 0x1000, LEN = 0x40, LONG = 5000 };
+	Elf64_Sym syms[4] = {0};
+	char *strs = calloc(1, LONG + 64), text[LEN] = {0};
+	size_t strs_len;
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, text, LEN, 0, 0, 0},
+	    {".symtab", SHT_SYMTAB, 0, 0, syms, sizeof(syms), 3, 1, sizeof(*syms)},
+	    {".strtab", SHT_STRTAB, 0, 0, strs, 0, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = TEXT,
+	                 .p_filesz = LEN,
+	                 .p_memsz = LEN};
+	const struct ember_elf_sym *sym;
+	struct ember_elf_syms s;
+	uint8_t *img;
+	size_t len;
+	Elf *elf;
+
+	strcpy(strs + 1, "short_one");
+	memset(strs + 11, 'x', LONG);
+	strs_len = 11 + LONG + 1;
+	memcpy(strs + strs_len, "unterminated", 12); /* the section ends here */
+	strs_len += 12;
+	secs[2].len = strs_len;
+	for (int i = 1; i < 4; i++) {
+		syms[i].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+		syms[i].st_shndx = 1;
+		syms[i].st_value = TEXT + 0x10 * (uint64_t)(i - 1);
+		syms[i].st_size = 0x10;
+	}
+	syms[1].st_name = 1;
+	syms[2].st_name = 11;
+	syms[3].st_name = (uint32_t)(strs_len - 12);
+	mini_elf(secs, 3, &ph, 1, &img, &len);
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, len);
+	ck_assert_int_eq(ember_elf_syms_load_mapped(elf, &s), 0);
+	sym = ember_elf_syms_lookup(&s, TEXT);
+	ck_assert_str_eq(ember_elf_sym_name(&s, sym), "short_one");
+	ck_assert(sym->flags & EMBER_ELF_SYM_IN_FILE);
+	sym = ember_elf_syms_lookup(&s, TEXT + 0x10);
+	ck_assert(!(sym->flags & EMBER_ELF_SYM_IN_FILE));
+	ck_assert_uint_eq(strlen(ember_elf_sym_name(&s, sym)), 4096);
+	ck_assert_ptr_null(ember_elf_syms_lookup(&s, TEXT + 0x20));
+	ember_elf_syms_free(&s);
+	elf_end(elf);
+	free(img);
+	free(strs);
+}
+END_TEST
+
 #ifdef EMBER_ELF_FIXTURES
 /* Files made by tests/unit/CMakeLists.txt from fixtures/corners.S. */
 static uint8_t *read_fixture(const char *name, size_t *len)
@@ -672,6 +786,7 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, offsets_outside_segments);
 	tcase_add_test(tc, not_elf_is_enoexec);
 	tcase_add_test(tc, mangled_copies_of_self_are_survived);
+	tcase_add_test(tc, mapped_names_stay_in_the_file);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bounded");
 	ember_tcase_cpu_bound(tc);
@@ -680,6 +795,7 @@ static Suite *elf_suite(void)
 	tc = tcase_create("corners");
 	tcase_add_test(tc, aarch64_plt_entries_are_named_from_adrp_and_ldr);
 	tcase_add_test(tc, deep_nesting_is_capped);
+	tcase_add_test(tc, long_and_unterminated_names_are_not_left_in_the_file);
 #ifdef EMBER_ELF_FIXTURES
 	tcase_add_test(tc, nested_symbols_resume_their_enclosing_one);
 	tcase_add_test(tc, untyped_and_sizeless_symbols_name_what_nothing_else_covers);
