@@ -140,6 +140,8 @@ static void drop_peer(struct recorder *r)
 {
 	if (r->peer.sock >= 0)
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->peer.sock, NULL);
+	if (r->stopping || !r->daemon) /* no peer follows: the maps go as the run ends */
+		r->peer.tables = NULL;
 	ember_peer_detach(&r->peer, &r->drain);
 	r->listed = false;
 }
@@ -637,6 +639,7 @@ static void teardown(struct recorder *r)
 			r->usage = WEXITSTATUS(status) == EMBER_EXIT_USAGE;
 	}
 	ember_pool_stop(&r->pool);
+	r->peer.tables = NULL; /* not emptied entry by entry: the maps go with the BPF object */
 	ember_peer_detach(&r->peer, &r->drain);
 	ember_tables_free(&r->tables);
 	ember_bpf_destroy(&r->bpf);

@@ -318,8 +318,6 @@ void ember_tables_reset(struct ember_tables *t)
 
 void ember_tables_free(struct ember_tables *t)
 {
-	if (t->slot_rows)
-		ember_tables_reset(t);
 	free(t->slot_rows);
 	t->slot_rows = NULL;
 }

@@ -89,6 +89,8 @@ struct ember_tables {
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,
                       const int proc_fds[EMBER_PROC_MAPS], uint64_t max_rows);
+/* Frees the loader's own memory; the maps keep what they hold (they go with their BPF
+ * object: emptying them entry by entry took 0.2 s at every exit). */
 void ember_tables_free(struct ember_tables *t);
 
 /*

@@ -5,7 +5,7 @@
 #   build-fuzz/  (clang with AddressSanitizer and UndefinedBehaviorSanitizer, libFuzzer and
 #                source-based coverage): the unit tests and the integration tests again under the
 #                sanitizers (but those of NOT_SANITIZED_INTEGRATION below); then each fuzz
-#                target for EMBER_FUZZ_SECONDS (default 15) from the corpus kept in
+#                target for EMBER_FUZZ_SECONDS (default 10) from the corpus kept in
 #                tests/fuzz/corpus, and scripts/fuzz-coverage.sh, which prints each target's
 #                cov/ft, the lines it reaches and the inputs fuzzing found (scripts/fuzz-merge.sh
 #                adds those to the kept corpus). Its daemons' filters allow what the sanitizers'
@@ -39,7 +39,7 @@ fi
 # Excimer, stackprof: emberlib.shipped_build_only) run in the shipped build's pass only: the
 # tests beside them take the same code paths under the sanitizers, and CI keeps its hour
 # (so do the other JDKs and Node releases than Debian's 17 and Node 20: test_jvm, test_v8).
-# The fuzz targets run 15 s each from the kept corpus: with CI's two CPUs, 4 minutes.
+# The fuzz targets run 10 s each from the kept corpus: with CI's two CPUs, under 3 minutes.
 # The counting allocator is in this build too, over ASan's allocator (counting_malloc.c).
 NOT_SANITIZED_INTEGRATION="first_sample|stall|systemd|busy_host"
 times=""
@@ -84,7 +84,7 @@ else
 	# The sanitizer and fuzz build: ASan+UBSan in every library and program (UBSan's findings
 	# fatal), libFuzzer targets, coverage.
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DEMBER_FUZZ=ON -DEMBER_FUZZ_COVERAGE=ON \
-		-DEMBER_TEST_HOOKS=ON -DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-15}"
+		-DEMBER_TEST_HOOKS=ON -DEMBER_FUZZ_SECONDS="${EMBER_FUZZ_SECONDS:-10}"
 	cmake --build build-fuzz -j"$(nproc)"
 	lap "build (clang, sanitizers, fuzzers)"
 	# A finding ends the process. Coverage is measured by fuzz-coverage.sh alone.
@@ -100,7 +100,7 @@ else
 	# A fuzz target is one process on one CPU for its seconds of wall time: one per CPU at
 	# once, the same fuzzing in half the time on CI's two CPUs.
 	run_ctest build-fuzz -L fuzz -j"$(nproc)"
-	lap "fuzz targets (${EMBER_FUZZ_SECONDS:-15} s each)"
+	lap "fuzz targets (${EMBER_FUZZ_SECONDS:-10} s each)"
 	unset LLVM_PROFILE_FILE
 	scripts/fuzz-coverage.sh build-fuzz 0 || status=1
 	lap "fuzz coverage"

@@ -29,7 +29,7 @@ raw slope over 15 minutes says mostly where the rows fell in that swing;
 one floor and one median per interval do not depend on it, and a leak lifts
 both.
 
---check (the CI version: 5 minutes and 5 s intervals by default) fails when the
+--check (the CI version: 3 minutes and 5 s intervals by default) fails when the
 symbolizer's median resident size after the first third exceeds --max-mib
 (default 72: the 64 MiB budget with a margin), when its peak exceeds
 --max-peak-mib (96), when its floor (the least size measured) grows by more
@@ -512,7 +512,7 @@ def main():
     ap.add_argument("--symbolizer-arg", action="append", default=[],
                     help="passed to ember-symbolizer (daemons) or ember record")
     a = ap.parse_args()
-    a.duration = a.duration or (300 if a.check else 1800)
+    a.duration = a.duration or (180 if a.check else 1800)
     a.interval = a.interval or (5 if a.check else 30)
     # Ctrl-C or SIGTERM (a CI timeout, a long run stopped by hand) ends the run early: the
     # churn and the daemons stop and what was measured is reported (--check fails then).

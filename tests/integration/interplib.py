@@ -410,7 +410,7 @@ def check_a_stall(wd, label, stalled_argv, other_argv, kind, leaf_of, complete, 
     return mine
 
 
-def check_hostile_fakes(wd, fake, runtime, kind, well_formed, seconds=4):
+def check_hostile_fakes(wd, fake, runtime, kind, well_formed, seconds=2):
     """A fake interpreter (tests/workloads/fake_RUNTIME.c, built with -rdynamic: ember takes
     it for the runtime) in each of its modes, recorded for seconds: the recording ends on
     time, the process is taken for the runtime, and its interpreted frames are markers,
