@@ -30,7 +30,10 @@ int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symboli
 	if (err)
 		log_warn_errno(err, "cannot read this process's resident size (%m): the memory "
 		                    "budget is not kept");
-	err = ember_objcache_init(&s->objs, o->objcache_bytes);
+	/* Unless set, the parsed-file cache is a share of the budget (24 MiB of the default
+	 * 64): a larger budget names more of a large file's DWARF, not only more files. */
+	err = ember_objcache_init(&s->objs,
+	                          o->objcache_bytes ? o->objcache_bytes : s->budget.limit / 8 * 3);
 	if (!err)
 		err = ember_processes_init(&s->procs, o->broker);
 	if (!err)
