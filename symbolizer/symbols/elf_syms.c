@@ -722,6 +722,21 @@ void ember_elf_syms_free(struct ember_elf_syms *s)
 	memset(s, 0, sizeof(*s));
 }
 
+const char *ember_elf_sym_name_copy(const struct ember_elf_syms *s, const struct ember_elf_sym *sym,
+                                    char *buf, size_t len)
+{
+	const char *name = ember_elf_sym_name(s, sym);
+	size_t n, left;
+
+	if (!len)
+		return "";
+	left = sym->flags & EMBER_ELF_SYM_IN_FILE ? s->file_names_len - sym->name : len - 1;
+	n = strnlen(name, left < len - 1 ? left : len - 1);
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 const struct ember_elf_sym *ember_elf_syms_lookup(const struct ember_elf_syms *s, uint64_t addr)
 {
 	/* The last symbol starting at or before addr. */

@@ -134,6 +134,16 @@ static inline const char *ember_elf_sym_name(const struct ember_elf_syms *s,
 	return ember_strtab_at(&s->names, sym->name);
 }
 
+/*
+ * sym's name copied into buf (of len bytes, NUL included), read within its string
+ * section however the file changed since it was checked (a file rewritten in place
+ * while mapped): the name as it is now, cut where the section or buf ends. Returns buf.
+ * ember_elf_sym_name returns the name in place: for a table of names copied, or for
+ * a file read once (tests, the load itself).
+ */
+const char *ember_elf_sym_name_copy(const struct ember_elf_syms *s, const struct ember_elf_sym *sym,
+                                    char *buf, size_t len);
+
 /* Turns a file offset inside a loadable segment into its ELF virtual address. */
 int ember_elf_offset_to_vaddr(const struct ember_elf_syms *s, uint64_t offset, uint64_t *vaddr);
 

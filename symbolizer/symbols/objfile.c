@@ -373,14 +373,16 @@ static const struct ember_elf_syms *best_syms(const struct ember_objfile *o)
 	return &o->syms;
 }
 
-static const char *symtab_name(const struct ember_objfile *o, uint64_t vaddr)
+/* The symbol table's name for vaddr, copied into out's buffer (it may be in the mapped file). */
+static const char *symtab_name(const struct ember_objfile *o, uint64_t vaddr,
+                               struct ember_sym_frames *out)
 {
 	const struct ember_elf_syms *s = best_syms(o);
 	const struct ember_elf_sym *sym = ember_elf_syms_lookup(s, vaddr);
 
 	if (!sym && s != &o->syms)
 		sym = ember_elf_syms_lookup(s = &o->syms, vaddr);
-	return sym ? ember_elf_sym_name(s, sym) : NULL;
+	return sym ? ember_elf_sym_name_copy(s, sym, out->name_copy, sizeof(out->name_copy)) : NULL;
 }
 
 /* Code lives in loadable segments; anything else is not an address of this file. */
@@ -421,7 +423,7 @@ enum ember_sym_origin ember_objfile_lookup_within(struct ember_objfile *o, uint6
 	if (o->dwarf && !ember_dwarf_lookup_within(o->dwarf, vaddr, max_expand, out) && out->n) {
 		outer = &out->f[out->n - 1];
 		if (!outer->name)
-			outer->name = symtab_name(o, vaddr);
+			outer->name = symtab_name(o, vaddr, out);
 		/* Inner frames without a name would read as garbage: cut them. */
 		for (uint32_t i = 0; i + 1 < out->n; i++)
 			if (!out->f[i].name)
@@ -429,7 +431,7 @@ enum ember_sym_origin ember_objfile_lookup_within(struct ember_objfile *o, uint6
 		if (outer->name)
 			return EMBER_SYM_DWARF;
 	}
-	name = symtab_name(o, vaddr);
+	name = symtab_name(o, vaddr, out);
 	if (!name) {
 		out->n = 0;
 		return EMBER_SYM_NONE;

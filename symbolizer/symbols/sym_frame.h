@@ -21,9 +21,16 @@ struct ember_sym_frame {
 	const char *decl_file; /* file declaring the function, or NULL */
 };
 
+/* The longest name copied into a frames' buffer, its NUL included. */
+#define EMBER_SYM_NAME_COPY 4097
+
 struct ember_sym_frames {
 	struct ember_sym_frame f[EMBER_SYM_MAX_FRAMES];
 	uint32_t n;
+	/* A symbol table's name read from the mapped file (ember_elf_syms_load_mapped) is
+	 * copied here, bounded by its section: a file rewritten in place while it is mapped
+	 * cannot make a name run on past it. One per lookup (the outermost frame's). */
+	char name_copy[EMBER_SYM_NAME_COPY];
 };
 
 #endif

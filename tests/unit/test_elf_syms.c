@@ -18,6 +18,7 @@
 #include "self_elf.h"
 #include "symbolizer/symbols/elf_syms.h"
 #include "symbolizer/symbols/plt.h"
+#include "symbolizer/symbols/sym_frame.h"
 #include "symbolizer/process/maps_parser.h"
 
 __attribute__((noinline)) int ember_test_marker_function(int x)
@@ -440,6 +441,65 @@ START_TEST(long_and_unterminated_names_are_not_left_in_the_file)
 }
 END_TEST
 
+/*
+ * A file rewritten in place while it is mapped (its owner may): the string section
+ * loses every NUL. A name read then is cut at the section's end, never read past it
+ * into what follows in the file.
+ */
+START_TEST(names_of_a_file_rewritten_in_place_stay_in_their_section)
+{
+	enum { TEXT = 0x1000, LEN = 0x20 };
+	Elf64_Sym syms[2] = {0};
+	char strs[] = "\0alpha_function\0beta", text[LEN] = {0},
+	     path[] = "/tmp/ember-rewrite-XXXXXX";
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, text, LEN, 0, 0, 0},
+	    {".symtab", SHT_SYMTAB, 0, 0, syms, sizeof(syms), 3, 1, sizeof(*syms)},
+	    {".strtab", SHT_STRTAB, 0, 0, strs, sizeof(strs), 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD,
+	                 .p_flags = PF_R | PF_X,
+	                 .p_vaddr = TEXT,
+	                 .p_filesz = LEN,
+	                 .p_memsz = LEN};
+	char buf[EMBER_SYM_NAME_COPY], junk[sizeof(strs) + 40];
+	const struct ember_elf_sym *sym;
+	struct ember_elf_syms s;
+	uint8_t *img;
+	size_t len, off;
+	int fd = mkstemp(path);
+	Elf *elf;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	syms[1] = (Elf64_Sym){.st_name = 1,
+	                      .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+	                      .st_shndx = 1,
+	                      .st_value = TEXT,
+	                      .st_size = LEN};
+	mini_elf(secs, 3, &ph, 1, &img, &len);
+	ck_assert_int_eq(write(fd, img, len), (ssize_t)len);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ck_assert_int_eq(ember_elf_syms_load_mapped(elf, &s), 0);
+	sym = ember_elf_syms_lookup(&s, TEXT);
+	ck_assert(sym->flags & EMBER_ELF_SYM_IN_FILE);
+	ck_assert_str_eq(ember_elf_sym_name_copy(&s, sym, buf, sizeof(buf)), "alpha_function");
+	/* Every byte of the string section and of what follows it becomes 'x' (the mapping
+	 * sees the file's pages). */
+	off = (size_t)(s.file_names - elf_rawfile(elf, NULL));
+	memset(junk, 'x', sizeof(junk));
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)off), (ssize_t)sizeof(junk));
+	ck_assert_uint_eq(strlen(ember_elf_sym_name_copy(&s, sym, buf, sizeof(buf))),
+	                  sizeof(strs) - 1);
+	ck_assert_uint_eq(strlen(ember_elf_sym_name_copy(&s, sym, buf, 4)), 3);
+	ember_elf_syms_free(&s);
+	elf_end(elf);
+	close(fd);
+	free(img);
+}
+END_TEST
+
 #ifdef EMBER_ELF_FIXTURES
 /* Files made by tests/unit/CMakeLists.txt from fixtures/corners.S. */
 static uint8_t *read_fixture(const char *name, size_t *len)
@@ -787,6 +847,7 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, not_elf_is_enoexec);
 	tcase_add_test(tc, mangled_copies_of_self_are_survived);
 	tcase_add_test(tc, mapped_names_stay_in_the_file);
+	tcase_add_test(tc, names_of_a_file_rewritten_in_place_stay_in_their_section);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bounded");
 	ember_tcase_cpu_bound(tc);
