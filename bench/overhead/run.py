@@ -7,9 +7,12 @@ thread per CPU, plus a syscall-heavy dd) and records it system-wide for the
 same duration at the same frequency with ember and with `perf record -g`.
 Prints, for each tool, the CPU seconds its processes used (user + system, via
 RUSAGE_CHILDREN of this script, so every process the tool started and reaped
-is counted), that cost as a percentage of one core, and the peak resident
-memory of all its processes together (VmRSS summed over the tool's process
-tree, sampled every 100 ms), then the ratios ember/perf.
+is counted), that cost as a percentage of one core, its steady state (the CPU
+of its process tree from 10 s in to a second before the end, read from /proc
+every 100 ms: start-up and the final write left out, in the same run), and the
+peak memory of all its processes together (PSS, shared pages counted once,
+and VmRSS, summed over the tool's process tree, sampled every 100 ms), then the
+ratios ember/perf.
 
 Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--build build]
 """
@@ -52,18 +55,59 @@ def rss_kib(pid):
     return 0
 
 
+def pss_kib(pid):
+    """Proportional set size: a page shared by n processes counts 1/n in each."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """CPU seconds of pid and of its children it has reaped (utime, stime, cutime, cstime)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class PeakRss(threading.Thread):
+    """Every 100 ms: the resident size (RSS, and PSS: shared pages once) and the CPU time
+    of the tool's process tree."""
+
     def __init__(self, pid):
         super().__init__(daemon=True)
-        self.pid, self.peak, self.stop, self.timeline = pid, 0, False, []
+        self.pid, self.peak, self.peak_pss, self.stop, self.timeline = pid, 0, 0, False, []
+        self.cpu = []  # (seconds since start, CPU seconds of the tree)
 
     def run(self):
         t0 = time.monotonic()
         while not self.stop:
-            rss = sum(rss_kib(p) for p in tree(self.pid))
+            pids = tree(self.pid)
+            rss = sum(rss_kib(p) for p in pids)
             self.peak = max(self.peak, rss)
+            self.peak_pss = max(self.peak_pss, sum(pss_kib(p) for p in pids))
             self.timeline.append((time.monotonic() - t0, rss))
+            self.cpu.append((time.monotonic() - t0, sum(cpu_s(p) for p in pids)))
             time.sleep(0.1)
+
+    def steady(self, settle, duration):
+        """% of a core the tree used from settle seconds in to a second before the end:
+        the cost of a long run, start-up and the final write left out."""
+        a = [c for c in self.cpu if c[0] >= settle]
+        b = [c for c in self.cpu if c[0] <= duration - 1]
+        if not a or not b or b[-1][0] - a[0][0] < 1:
+            return None
+        return 100 * (b[-1][1] - a[0][1]) / (b[-1][0] - a[0][0])
 
     def at(self, fraction, duration):
         """RSS (MiB) at a fraction of the run: is memory flat over time?"""
@@ -87,7 +131,9 @@ def measure(name, cmd, duration):
         sys.exit(f"{name} failed ({proc.returncode}): {err[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
-            "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration)}
+            "pss_mib": sampler.peak_pss / 1024.0,
+            "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
+            "steady": sampler.steady(min(10, duration / 3), duration)}
 
 
 def main():
@@ -128,12 +174,18 @@ def main():
             p.kill()
             p.wait()
     print(f"bench/overhead: {a.duration} s, {a.hz} Hz, every CPU ({ncpu}) busy, whole system")
-    print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'peak RSS MiB':>13} {'RSS at 25%':>11} {'at 90%':>7}")
+    print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'steady %':>9} {'peak PSS MiB':>13} "
+          f"{'peak RSS MiB':>13} {'RSS at 25%':>11} {'at 90%':>7}")
     for r in runs:
-        print(f"{r['name']:<16} {r['cpu']:>8.3f} {100 * r['cpu'] / a.duration:>11.3f}% {r['rss_mib']:>13.1f}"
-              f" {r['rss_25']:>11.1f} {r['rss_90']:>7.1f}")
+        steady = f"{r['steady']:.3f}" if r["steady"] is not None else "-"
+        print(f"{r['name']:<16} {r['cpu']:>8.3f} {100 * r['cpu'] / a.duration:>11.3f}% {steady:>9}"
+              f" {r['pss_mib']:>13.1f} {r['rss_mib']:>13.1f} {r['rss_25']:>11.1f} {r['rss_90']:>7.1f}")
     e, p = runs
-    print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x")
+    print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak PSS {e['pss_mib'] / p['pss_mib']:.2f}x, "
+          f"peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x" +
+          (f", steady state {e['steady'] / p['steady']:.2f}x" if e["steady"] and p["steady"] else ""))
+    print("(steady %: the tools' CPU from 10 s in to a second before the end, read from /proc "
+          "every 100 ms: start-up and the final write left out)")
     if shorts:
         # Start-up (loading BPF, first symbol tables) is paid once; what a long-running
         # profiler costs is the difference between the long and the short run.
