@@ -44,27 +44,25 @@ def tree(pid):
     return pids
 
 
-def rss_kib(pid):
+def proc_kib(pid, name, key):
+    """The KiB figure of the line starting with key in /proc/PID/NAME (0: gone)."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/{name}") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kib(pid):
+    return proc_kib(pid, "status", "VmRSS:")
 
 
 def pss_kib(pid):
     """Proportional set size: a page shared by n processes counts 1/n in each."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return proc_kib(pid, "smaps_rollup", "Pss:")
 
 
 TICK = os.sysconf("SC_CLK_TCK")
