@@ -124,8 +124,9 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 {
 	const struct ember_v8_proc *r = &vs->row;
 	struct v8_regs *st = &vs->regs;
-	__u64 sfi, ba, off, code, start, pc, sum, len = 0;
+	__u64 sfi, ba, off, code, start, pc, at, sum, ret = 0, len = 0;
 	__u32 size, kind;
+	bool call;
 
 	if (bpf_probe_read_user(vs->fn, EMBER_V8_WINDOW, (const void *)(fn - V8_HEAP_TAG)))
 		return false;
@@ -162,8 +163,9 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 		           ? 0
 		           : (code >> 16) | V8_HEAP_TAG;
 	}
-	pc = st->exact ? st->pc : st->pc - 1;
-	if (range == 2 && v8_type_of(r, code) == r->type_code &&
+	at = st->pc;
+	call = !st->exact;
+	if (v8_type_of(r, code) == r->type_code &&
 	    !bpf_probe_read_user(vs->obj, EMBER_V8_WINDOW, (const void *)(code - V8_HEAP_TAG))) {
 		code -= V8_HEAP_TAG;
 		start = r->code_start_inline
@@ -173,14 +175,27 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 		kind = interp_win_u32(vs->obj, EMBER_V8_WINDOW, r->code_flags) >>
 		           (r->code_kind_shift & 31) &
 		       r->code_kind_mask;
-		if (pc >= start && pc - start < size && kind != r->code_kind_baseline)
+		/* Sampled in a builtin that builds no frame (Sparkplug's *_Baseline ones): the
+		 * frame at rbp is its caller's, which stands at the return address on top of the
+		 * stack when that lies in the caller's code. The builtin is recorded above it. */
+		if (range < 2 && st->exact &&
+		    !bpf_probe_read_user(&ret, sizeof(ret), (const void *)st->sp) &&
+		    ret - 1 - start < size) {
+			v8_native(s, st->base, st->pc);
+			at = ret;
+			call = 1;
+			range = v8_range_of(r, at);
+		}
+		pc = call ? at - 1 : at;
+		if (range == 2 && pc >= start && pc - start < size && kind != r->code_kind_baseline)
 			return interp_frame_at(
 			    st->base, s, (__u64)EMBER_V8_FRAME_CODE << EMBER_V8_ADDR_BITS | code,
-			    (st->pc - start) << 32 | ember_interp_checksum(code, start, sfi));
+			    (at - start) << 32 | ember_interp_checksum(code, start, sfi));
 	}
 	/* In compiled code that is not the function's current (compiled on stack replacement,
-	 * or since replaced): where, for the symbolizer to find that code. */
-	pc = range == 2 ? st->pc - r->code_start[2] + 1 : 0;
+	 * or since replaced), or in baseline code: where, for the symbolizer to find that
+	 * code. */
+	pc = range == 2 ? at - r->code_start[2] + 1 : 0;
 	return interp_frame_at(st->base, s,
 	                       (__u64)EMBER_V8_FRAME_FUNCTION << EMBER_V8_ADDR_BITS | sfi,
 	                       (pc > 0xffffffffull ? 0 : pc) << 32 | sum);

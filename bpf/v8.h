@@ -32,6 +32,9 @@
  *             it) << 32 | checksum of the SharedFunctionInfo
  *   a frame of V8's own (entry, exit, stub: a Smi marker in its context
  *   slot): its pc, as a native frame (node's Builtins_* symbols name it).
+ *   A builtin that builds no frame (Sparkplug's *_Baseline ones), sampled:
+ *   its pc as a native frame, then its caller (the frame at rbp) at the
+ *   return address on top of the stack.
  *
  * Addresses are the objects' (their tag cleared). The checksums
  * (ember_interp_checksum over the object and two of its fields) let the

@@ -194,10 +194,38 @@ static void code_range(const struct ember_maps *maps, const uint64_t copy[2], ui
 	out[1] = hi;
 }
 
+/*
+ * Where the builtins run when V8 copied them into its code range (short builtin calls,
+ * Node 20 on, on hosts with 4 GiB of memory or more): V8 maps the blob's pages of node
+ * (the same file) there again, and keeps that address in the isolate, while the global
+ * current_embedded_blob_code_ may still name the original. The copy is an executable
+ * mapping of node whose pages, at that offset, are not where the file's own load put them
+ * and hold the whole blob: its address, or 0.
+ */
+static uint64_t blob_copy(const struct ember_maps *maps, const struct ember_map_entry *node,
+                          const struct ember_v8_elf *elf, uint64_t bias)
+{
+	for (size_t i = 0; i < maps->count; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		uint64_t b;
+
+		if (e->kind != EMBER_MAP_FILE || e->inode != node->inode ||
+		    e->dev_major != node->dev_major || e->dev_minor != node->dev_minor ||
+		    !(e->perms & EMBER_MAP_X) ||
+		    !ember_elf_bias(elf->segs, elf->nsegs, e->offset, e->start, &b) || b == bias)
+			continue;
+		if (elf->blob_code + b >= e->start &&
+		    elf->blob_code + b + elf->blob_code_size <= e->end)
+			return elf->blob_code + b;
+	}
+	return 0;
+}
+
 /* The row: V8's builtins where the file has them and where the running V8 uses them, its
  * code range, and the layout's offsets. */
 static int fill_row(struct v8_process *p, const struct ember_v8_elf *elf, uint64_t bias,
-                    const struct ember_maps *maps, struct ember_v8_proc *r)
+                    const struct ember_maps *maps, const struct ember_map_entry *node,
+                    struct ember_v8_proc *r)
 {
 	const struct ember_v8_layout *l = &elf->layout;
 	uint64_t current = 0, copy[2] = {0, 0}, range[2];
@@ -209,6 +237,8 @@ static int fill_row(struct v8_process *p, const struct ember_v8_elf *elf, uint64
 		return -EFAULT;
 	r->code_start[0] = elf->blob_code + bias;
 	r->code_end[0] = r->code_start[0] + elf->blob_code_size;
+	if (!current || current == r->code_start[0])
+		current = blob_copy(maps, node, elf, bias);
 	if (current && current != r->code_start[0] && current < EMBER_INTERP_USER_LIMIT) {
 		copy[0] = current;
 		copy[1] = current + elf->blob_code_size;
@@ -288,7 +318,7 @@ static void v8_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
 	if (err == -EAGAIN || err == -ETIMEDOUT)
 		return; /* the broker is busy: the next reading of the maps tries again */
 	if (!err)
-		err = fill_row(p, &elf, bias, maps, &row);
+		err = fill_row(p, &elf, bias, maps, map, &row);
 	if (err == -EAGAIN)
 		return;
 	if (err) {
@@ -297,8 +327,9 @@ static void v8_on_maps(void *state, uint32_t pid, const struct ember_maps *maps,
 	}
 	p->layout = elf.layout;
 	if (ember_interp_procs_set_row(&v->procs, &p->proc, &p->row, &row, sizeof(row)))
-		log_debug("pid %u: V8 %u.%u.%u, code range %#llx-%#llx", pid, elf.layout.version[0],
-		          elf.layout.version[1], elf.layout.version[2],
+		log_debug("pid %u: V8 %u.%u.%u, builtins' copy %#llx, code range %#llx-%#llx", pid,
+		          elf.layout.version[0], elf.layout.version[1], elf.layout.version[2],
+		          (unsigned long long)row.code_start[1],
 		          (unsigned long long)row.code_start[2],
 		          (unsigned long long)row.code_end[2]);
 }
@@ -469,11 +500,29 @@ static int32_t line_in(const struct v8_value *f, int32_t offset)
 
 /* ---- frames ---- */
 
-/* The Code holding pc, for a frame known by its function: found once by looking back from
- * the pc (ember_v8_code_at, at sample time), then by the range its instructions cover. NULL
- * when none is found (no Code read in the process yet to learn the map from, or none). */
-static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64_t pc,
-                                uint64_t now_ns, bool warm)
+/* The Code holding pc, read at sample time: the function's own baseline code (its function
+ * data, which needs no map learned first), else the nearest Code header before pc
+ * (ember_v8_code_at, once a Code read in the process gave its map). */
+static int find_code(const struct ember_v8_heap *h, const struct v8_process *p, uint64_t sfi,
+                     uint64_t pc, struct ember_v8_code *found)
+{
+	uint64_t data;
+
+	if (!ember_v8_field(h, sfi + 1, p->layout.sfi_function_data, &data) &&
+	    ember_v8_is_object(data) && !ember_v8_code_read(h, data - 1, found)) {
+		if (pc >= found->start && pc - found->start < found->size)
+			return 0;
+		ember_v8_code_free(found);
+	}
+	if (!p->code_space_map)
+		return -ENOENT;
+	return ember_v8_code_at(h, p->code_space_map, pc, found);
+}
+
+/* The Code holding pc, for a frame known by its function (sfi): found once at sample time
+ * (find_code), then by the range its instructions cover. NULL when none is found. */
+static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64_t sfi,
+                                uint64_t pc, uint64_t now_ns, bool warm)
 {
 	const struct ember_v8_heap h = {&p->layout, ember_interp_mem_read, &p->proc.mem};
 	struct ember_v8_code found;
@@ -494,10 +543,10 @@ static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64
 		p->ranges[i].end = 0;
 		break;
 	}
-	if (!warm || !p->code_space_map || ember_interp_mem_open(&p->proc.mem, v->broker, now_ns))
+	if (!warm || ember_interp_mem_open(&p->proc.mem, v->broker, now_ns))
 		return NULL;
 	v->stats.reads++;
-	if (ember_v8_code_at(&h, p->code_space_map, pc, &found))
+	if (find_code(&h, p, sfi, pc, &found))
 		return NULL;
 	code = found.code;
 	i = p->next_range++ % CODE_RANGES;
@@ -544,7 +593,7 @@ static int scopes_of(struct ember_v8 *v, struct v8_process *p, uint64_t w0, uint
 	if (kind == EMBER_V8_FRAME_FUNCTION && (w1 >> 32) && p->row.code_end[2]) {
 		uint64_t pc = p->row.code_start[2] + (w1 >> 32) - 1;
 
-		c = code_at(v, p, pc, now_ns, warm);
+		c = code_at(v, p, addr, pc, now_ns, warm);
 		if (c && !c->error && c->code.sfi == addr) {
 			*via_code = true;
 			return ember_v8_code_scopes(&c->code, (uint32_t)(pc - c->code.start), scope,

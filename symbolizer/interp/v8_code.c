@@ -224,30 +224,41 @@ static uint32_t bytecode_size(const struct ember_v8_layout *l, const struct embe
 	return prefix + l->bytecode_sizes[scale][op];
 }
 
+/* The next unsigned varint of a baseline Code's table at *at: 0, or -1 past its end. */
+static int table_varint(const struct ember_v8_code *c, size_t *at, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*at >= c->table_len || shift > 28)
+			return -1;
+		b = c->table[(*at)++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*out = v;
+	return 0;
+}
+
 int32_t ember_v8_baseline_offset(const struct ember_v8_layout *l, const struct ember_v8_code *c,
                                  uint32_t pc_offset)
 {
-	uint64_t pc = 0, want = pc_offset ? pc_offset - 1 : 0;
+	uint64_t end, size, v, want = pc_offset ? pc_offset - 1 : 0;
 	uint32_t off = 0;
 	size_t at = 0;
 
 	if (!c->baseline || !c->table)
 		return -1;
-	/* One unsigned varint per bytecode, in order: the bytes of its code. */
-	while (at < c->table_len && off < c->nbytes) {
-		uint64_t v = 0, size;
-		unsigned shift = 0;
-		uint8_t b;
-
-		do {
-			if (at >= c->table_len || shift > 28)
-				return -1;
-			b = c->table[at++];
-			v |= (uint64_t)(b & 0x7f) << shift;
-			shift += 7;
-		} while (b & 0x80);
-		pc += v;
-		if (pc > want)
+	/* Sparkplug records where its code stands after the prologue, then after each
+	 * bytecode, in order: the first varint is the prologue's size, each next one the
+	 * size of one bytecode's code. A pc in the prologue is the function's entry. */
+	if (table_varint(c, &at, &end) || want < end)
+		return -1;
+	while (off < c->nbytes && !table_varint(c, &at, &v)) {
+		end += v;
+		if (want < end)
 			return (int32_t)off;
 		size = bytecode_size(l, c, off);
 		if (!size)

@@ -74,7 +74,8 @@ int ember_v8_code_at(const struct ember_v8_heap *h, uint64_t code_space_map, uin
                      struct ember_v8_code *out);
 
 /* The bytecode offset baseline code c runs at pc_offset of its instructions (a return
- * address: the call before it): -1 when not known. */
+ * address: the call before it): -1 in its prologue (the function's entry), or when not
+ * known. */
 int32_t ember_v8_baseline_offset(const struct ember_v8_layout *l, const struct ember_v8_code *c,
                                  uint32_t pc_offset);
 

@@ -6,7 +6,8 @@
  * function's name as V8 names it (its own, inferred, anonymous), its script
  * and first line; the lines of a function whose source V8 has not counted;
  * TurboFan code of leafA with sq inlined, every instruction of which names
- * leafA or the inlined sq, each at a line inside its own function.
+ * leafA or the inlined sq, each at a line inside its own function. And Sparkplug's
+ * pc-to-bytecode table, as its compiler lays it out.
  */
 #include <check.h>
 #include <stdio.h>
@@ -157,6 +158,46 @@ START_TEST(optimized_code_and_its_inlined_function)
 }
 END_TEST
 
+/*
+ * Sparkplug's pc-to-bytecode table, as its compiler writes it: the prologue's size, then
+ * each bytecode's code size in order (one varint each). Three bytecodes at offsets 0, 2 and
+ * 5 (sizes 2, 3, 1) whose code spans [10, 15), [15, 215) and [215, 218). Each pc asked is a
+ * return address: the byte before it is the one running.
+ */
+START_TEST(baseline_pcs_map_to_the_bytecode_they_run)
+{
+	static const struct {
+		uint32_t pc;
+		int32_t bytecode;
+	} cases[] = {
+	    {0, -1},  {10, -1}, {11, 0}, {15, 0}, {16, 2},    {120, 2},
+	    {215, 2}, {216, 5}, {218, 5}, {219, -1}, {5000, -1},
+	};
+	static struct ember_v8_layout l;
+	uint8_t bytecodes[] = {4, 0, 5, 0, 0, 6};
+	uint8_t table[] = {10, 5, 0xc8, 0x01, 3};
+	struct ember_v8_code c = {.baseline = true, .bytecodes = bytecodes,
+	                          .nbytes = sizeof(bytecodes), .table = table,
+	                          .table_len = sizeof(table)};
+
+	l.nbytecodes = 7;
+	l.bytecode_sizes[0][4] = 2;
+	l.bytecode_sizes[0][5] = 3;
+	l.bytecode_sizes[0][6] = 1;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(ember_v8_baseline_offset(&l, &c, cases[i].pc) == cases[i].bytecode,
+		              "pc %u: bytecode %d, not %d", cases[i].pc,
+		              ember_v8_baseline_offset(&l, &c, cases[i].pc), cases[i].bytecode);
+	/* A varint cut at the table's end, and a bytecode of no known size: not known. */
+	c.table_len = 3;
+	ck_assert_int_eq(ember_v8_baseline_offset(&l, &c, 100), -1);
+	c.table_len = sizeof(table);
+	bytecodes[2] = 3; /* ExtraWide before opcode 0, of no size: nothing past it is known */
+	ck_assert_int_eq(ember_v8_baseline_offset(&l, &c, 100), 2);
+	ck_assert_int_eq(ember_v8_baseline_offset(&l, &c, 216), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("v8_function");
@@ -165,6 +206,9 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, names_files_and_first_lines);
 	tcase_add_test(t, optimized_code_and_its_inlined_function);
+	suite_add_tcase(s, t);
+	t = tcase_create("tables");
+	tcase_add_test(t, baseline_pcs_map_to_the_bytecode_they_run);
 	suite_add_tcase(s, t);
 	return s;
 }
