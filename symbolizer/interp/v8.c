@@ -521,8 +521,8 @@ static int find_code(const struct ember_v8_heap *h, const struct v8_process *p, 
 
 /* The Code holding pc, for a frame known by its function (sfi): found once at sample time
  * (find_code), then by the range its instructions cover. NULL when none is found. */
-static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64_t sfi,
-                                uint64_t pc, uint64_t now_ns, bool warm)
+static struct v8_value *code_at(struct ember_v8 *v, struct v8_process *p, uint64_t sfi, uint64_t pc,
+                                uint64_t now_ns, bool warm)
 {
 	const struct ember_v8_heap h = {&p->layout, ember_interp_mem_read, &p->proc.mem};
 	struct ember_v8_code found;

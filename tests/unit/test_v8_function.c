@@ -170,14 +170,16 @@ START_TEST(baseline_pcs_map_to_the_bytecode_they_run)
 		uint32_t pc;
 		int32_t bytecode;
 	} cases[] = {
-	    {0, -1},  {10, -1}, {11, 0}, {15, 0}, {16, 2},    {120, 2},
+	    {0, -1},  {10, -1}, {11, 0},  {15, 0},   {16, 2},    {120, 2},
 	    {215, 2}, {216, 5}, {218, 5}, {219, -1}, {5000, -1},
 	};
 	static struct ember_v8_layout l;
 	uint8_t bytecodes[] = {4, 0, 5, 0, 0, 6};
 	uint8_t table[] = {10, 5, 0xc8, 0x01, 3};
-	struct ember_v8_code c = {.baseline = true, .bytecodes = bytecodes,
-	                          .nbytes = sizeof(bytecodes), .table = table,
+	struct ember_v8_code c = {.baseline = true,
+	                          .bytecodes = bytecodes,
+	                          .nbytes = sizeof(bytecodes),
+	                          .table = table,
 	                          .table_len = sizeof(table)};
 
 	l.nbytecodes = 7;
