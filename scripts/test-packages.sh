@@ -27,6 +27,10 @@ scripts/package.sh deb
 scripts/package.sh rpm
 tests=${*:-test_deb test_rpm test_pod}
 status=0
+# Each failed test, with its reason, listed again at the end (pkglib.run_tests).
+EMBER_PKG_FAILURES=$(mktemp)
+export EMBER_PKG_FAILURES
+trap 'rm -f "$EMBER_PKG_FAILURES"' EXIT
 for t in $tests; do
 	echo "== tests/packaging/$t.py"
 	start=$(date +%s)
@@ -34,6 +38,10 @@ for t in $tests; do
 	echo "   ($(($(date +%s) - start))s)"
 done
 if [ "$status" -ne 0 ]; then
+	if [ -s "$EMBER_PKG_FAILURES" ]; then
+		echo "test-packages: failed:" >&2
+		cat "$EMBER_PKG_FAILURES" >&2
+	fi
 	echo "test-packages: some tests failed (see above)" >&2
 fi
 exit "$status"

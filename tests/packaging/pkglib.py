@@ -216,6 +216,11 @@ def run_tests(tests, cleanup=None):
             except Exception as e:  # noqa: BLE001 - report every failure and go on
                 failed += 1
                 log(f"   FAILED: {e}")
+                # scripts/test-packages.sh lists every failure again at its end, where a
+                # long log's tail (CI's) still shows it.
+                if os.environ.get("EMBER_PKG_FAILURES"):
+                    with open(os.environ["EMBER_PKG_FAILURES"], "a") as f:
+                        f.write(f"  {name} {t.__name__}: {str(e)[:300]}\n")
             finally:
                 _current_test = None
     finally:
