@@ -14,8 +14,20 @@ peak memory of all its processes together (PSS, shared pages counted once,
 and VmRSS, summed over the tool's process tree, sampled every 100 ms), then the
 ratios ember/perf.
 
-Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--build build]
+Where the time goes, in the same steady window: each process's user and system CPU
+(by name: ember's front end, collector and symbolizer), its system calls and context
+switches per second (perf stat's counts of raw_syscalls:sys_enter and context-switches
+on the tool's threads), and ember's eBPF programs' own time (kernel.bpf_stats_enabled,
+on for the run): runs, time per run, and its share of a core. The kernel charges that
+time to the process a sample interrupted, so no tool's CPU seconds hold it; perf's own
+in-kernel stack walk is not counted anywhere either.
+
+--quiet records an idle host instead (no load): what a quiet second costs.
+
+Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--quiet]
+                                  [--build build]
 """
+import json
 import argparse
 import os
 import resource
@@ -78,14 +90,43 @@ def cpu_s(pid):
         return 0.0
 
 
+def user_sys(pid):
+    """(name, user s, system s) of pid itself, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            head, rest = f.read().rsplit(")", 1)
+        fields = rest.split()
+        return head.split("(", 1)[1], int(fields[11]) / TICK, int(fields[12]) / TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def bpf_programs():
+    """{program name: (run_time_ns, run_cnt)} of the loaded ember_* programs (bpftool)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    progs = {}
+    for p in json.loads(out.stdout or "[]"):
+        name = p.get("name", "")
+        if name.startswith("ember_"):
+            t, n = progs.get(name, (0, 0))
+            progs[name] = (t + p.get("run_time_ns", 0), n + p.get("run_cnt", 0))
+    return progs
+
+
 class PeakRss(threading.Thread):
     """Every 100 ms: the resident size (RSS, and PSS: shared pages once) and the CPU time
-    of the tool's process tree."""
+    of the tool's process tree. In the steady window (settle seconds in to a second before
+    the end): each process's CPU at both ends, the eBPF programs' counters, and perf
+    stat's counts of the tree's system calls and context switches."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, settle, duration):
         super().__init__(daemon=True)
         self.pid, self.peak, self.peak_pss, self.stop, self.timeline = pid, 0, 0, False, []
         self.cpu = []  # (seconds since start, CPU seconds of the tree)
+        self.settle, self.duration = settle, duration
+        self.procs = {}  # pid: [stat at the window's start, latest stat in it]
+        self.bpf = [None, None]
+        self.counter = None
 
     def run(self):
         t0 = time.monotonic()
@@ -94,9 +135,57 @@ class PeakRss(threading.Thread):
             rss = sum(rss_kib(p) for p in pids)
             self.peak = max(self.peak, rss)
             self.peak_pss = max(self.peak_pss, sum(pss_kib(p) for p in pids))
-            self.timeline.append((time.monotonic() - t0, rss))
-            self.cpu.append((time.monotonic() - t0, sum(cpu_s(p) for p in pids)))
+            now = time.monotonic() - t0
+            self.timeline.append((now, rss))
+            self.cpu.append((now, sum(cpu_s(p) for p in pids)))
+            if self.settle <= now <= self.duration - 1:
+                self.window(pids)
             time.sleep(0.1)
+
+    def window(self, pids):
+        for p in pids:
+            st = user_sys(p)
+            if st:
+                self.procs.setdefault(p, [st, st])[1] = st
+        if self.bpf[0] is None:
+            self.bpf[0] = self.bpf[1] = bpf_programs()
+            span = max(1, int(self.duration - 1 - self.settle))
+            self.counter = subprocess.Popen(
+                ["perf", "stat", "-x,", "--per-thread", "-e",
+                 "raw_syscalls:sys_enter,context-switches", "-p", ",".join(map(str, pids)),
+                 "--", "sleep", str(span)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self.span = span
+        else:
+            self.bpf[1] = bpf_programs()
+
+    def breakdown(self):
+        """Per process name: user and system % of a core; per name: system calls and
+        context switches per second; the eBPF programs' (runs, ns per run, % of a core)."""
+        cpu = {}
+        for first, last in self.procs.values():
+            c = cpu.setdefault(first[0], [0.0, 0.0])
+            c[0] += last[1] - first[1]
+            c[1] += last[2] - first[2]
+        span = self.duration - 1 - self.settle
+        cpu = {n: (100 * u / span, 100 * s / span) for n, (u, s) in cpu.items()}
+        counts = {}
+        if self.counter:
+            _, err = self.counter.communicate(timeout=60)
+            for line in err.splitlines():
+                f = line.split(",")
+                if len(f) < 4 or not f[1].strip().isdigit():
+                    continue
+                name = f[0].rsplit("-", 1)[0]
+                c = counts.setdefault(name, [0, 0])
+                c[0 if "syscalls" in f[3] else 1] += int(f[1]) / self.span
+        bpf = {}
+        if self.bpf[0] is not None:
+            for name, (t, n) in self.bpf[1].items():
+                t0, n0 = self.bpf[0].get(name, (0, 0))
+                if n > n0:
+                    bpf[name] = (n - n0, (t - t0) / (n - n0), 100 * (t - t0) / 1e9 / span)
+        return cpu, counts, bpf
 
     def steady(self, settle, duration):
         """% of a core the tree used from settle seconds in to a second before the end:
@@ -118,7 +207,7 @@ def measure(name, cmd, duration):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = PeakRss(proc.pid)
+    sampler = PeakRss(proc.pid, min(10, duration / 3), duration)
     sampler.start()
     _, err = proc.communicate(timeout=duration + 600)
     sampler.stop = True
@@ -131,7 +220,8 @@ def measure(name, cmd, duration):
     return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
             "pss_mib": sampler.peak_pss / 1024.0,
             "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
-            "steady": sampler.steady(min(10, duration / 3), duration)}
+            "steady": sampler.steady(min(10, duration / 3), duration),
+            "breakdown": sampler.breakdown()}
 
 
 def main():
@@ -139,6 +229,8 @@ def main():
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--hz", type=int, default=19)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--quiet", action="store_true",
+                    help="record an idle host (no load): what a quiet second costs")
     ap.add_argument("--short", type=int, default=10,
                     help="also run each tool this many seconds: the difference is the steady-state "
                          "cost, without start-up (0: do not)")
@@ -155,8 +247,15 @@ def main():
                     os.path.join(SRC, "tests", "workloads", "split.c")], check=True)
     ncpu = os.cpu_count() or 1
     span = str(2 * (a.duration + 30) + 30)
-    load = [subprocess.Popen([split, span, str(ncpu)], stdout=subprocess.DEVNULL),
-            subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"], stderr=subprocess.DEVNULL)]
+    load = [] if a.quiet else [
+        subprocess.Popen([split, span, str(ncpu)], stdout=subprocess.DEVNULL),
+        subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"],
+                         stderr=subprocess.DEVNULL)]
+    # The eBPF programs' run time and count, for the breakdown (restored after).
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        bpf_stats = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
     try:
         time.sleep(2)
         cmds = [
@@ -171,7 +270,10 @@ def main():
         for p in load:
             p.kill()
             p.wait()
-    print(f"bench/overhead: {a.duration} s, {a.hz} Hz, every CPU ({ncpu}) busy, whole system")
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(bpf_stats)
+    print(f"bench/overhead: {a.duration} s, {a.hz} Hz, " +
+          ("an idle host" if a.quiet else f"every CPU ({ncpu}) busy") + ", whole system")
     print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'steady %':>9} {'peak PSS MiB':>13} "
           f"{'peak RSS MiB':>13} {'RSS at 25%':>11} {'at 90%':>7}")
     for r in runs:
@@ -184,6 +286,21 @@ def main():
           (f", steady state {e['steady'] / p['steady']:.2f}x" if e["steady"] and p["steady"] else ""))
     print("(steady %: the tools' CPU from 10 s in to a second before the end, read from /proc "
           "every 100 ms: start-up and the final write left out)")
+    print(f"\nwhere the time goes, steady window ({min(10, a.duration / 3):.0f} s in to a "
+          "second before the end):")
+    for r in runs:
+        cpu, counts, bpf = r["breakdown"]
+        print(f"{r['name']}:")
+        for name in sorted(set(cpu) | set(counts)):
+            u, sy = cpu.get(name, (0.0, 0.0))
+            sc, cs = counts.get(name, (0, 0))
+            print(f"  {name:<18} user {u:6.3f}%  system {sy:6.3f}%  "
+                  f"{sc:8.1f} syscalls/s  {cs:6.1f} context switches/s")
+        for name, (n, ns, pct) in sorted(bpf.items()):
+            print(f"  eBPF {name:<22} {n / (a.duration - 1 - min(10, a.duration / 3)):8.1f} "
+                  f"runs/s  {ns / 1000:7.2f} us per run  {pct:6.3f}% of a core")
+    print("(eBPF time is charged to the interrupted processes, not to the tool; perf's own "
+          "in-kernel stack walk is not counted)")
     if shorts:
         # Start-up (loading BPF, first symbol tables) is paid once; what a long-running
         # profiler costs is the difference between the long and the short run.
