@@ -150,23 +150,53 @@ static __always_inline __u64 interp_pthread_value(__u64 key_addr, __u64 tsd_offs
 #include "jvm.bpf.h"
 #include "v8.bpf.h"
 
+/*
+ * Each runtime's walker behind a global function: the verifier checks it once, on its
+ * own, instead of once per path of the unwinder's step that reaches it (which took it
+ * through 165,000 instructions in 0.3 s at every start; 54,000 this way). The walker
+ * finds the sample's scratch again from st's slot.
+ */
+#define INTERP_GLOBAL_WALKER(name, walker)                                                         \
+	__attribute__((noinline)) __u64 name(__u32 op, struct ember_uw_state *st, __u64 pc)        \
+	{                                                                                          \
+		struct sample_scratch *s;                                                          \
+                                                                                                   \
+		/* A walker may not read them: clang would then leave them unset at a call,        \
+		 * which the verifier refuses for a global function's arguments. */                \
+		barrier_var(op);                                                                   \
+		barrier_var(pc);                                                                   \
+		if (!st)                                                                           \
+			return 0;                                                                  \
+		s = bpf_map_lookup_elem(&scratch, &st->slot);                                      \
+		if (!s)                                                                            \
+			return 0;                                                                  \
+		return walker((enum interp_op)op, st, s, pc);                                      \
+	}
+
+INTERP_GLOBAL_WALKER(ember_py_walk, py_walker)
+INTERP_GLOBAL_WALKER(ember_rb_walk, rb_walker)
+INTERP_GLOBAL_WALKER(ember_php_walk, php_walker)
+INTERP_GLOBAL_WALKER(ember_perl_walk, perl_walker)
+INTERP_GLOBAL_WALKER(ember_jvm_walk, jvm_walker)
+INTERP_GLOBAL_WALKER(ember_v8_walk, v8_walker)
+
 /* The one switch: the process's runtime's walker does op. */
 static __always_inline __u64 interp_call(enum interp_op op, struct ember_uw_state *st,
                                          struct sample_scratch *s, __u64 pc)
 {
 	switch (s->interp_walk.runtime) {
 	case EMBER_RUNTIME_PYTHON:
-		return py_walker(op, st, s, pc);
+		return ember_py_walk(op, st, pc);
 	case EMBER_RUNTIME_RUBY:
-		return rb_walker(op, st, s, pc);
+		return ember_rb_walk(op, st, pc);
 	case EMBER_RUNTIME_PHP:
-		return php_walker(op, st, s, pc);
+		return ember_php_walk(op, st, pc);
 	case EMBER_RUNTIME_PERL:
-		return perl_walker(op, st, s, pc);
+		return ember_perl_walk(op, st, pc);
 	case EMBER_RUNTIME_JVM:
-		return jvm_walker(op, st, s, pc);
+		return ember_jvm_walk(op, st, pc);
 	case EMBER_RUNTIME_V8:
-		return v8_walker(op, st, s, pc);
+		return ember_v8_walk(op, st, pc);
 	}
 	return 0;
 }

@@ -732,8 +732,9 @@ static long unwind_step(__u64 i, void *ctx)
 		st->stop = EMBER_UNWIND_STOP_DEPTH;
 		return 1;
 	}
+	/* A callback returns 0 or 1: the walkers' results are unknown to the verifier. */
 	if (s->interp_walk.pending)
-		return interp_step(st, s);
+		return interp_step(st, s) != 0;
 	/* No user pc has the top bit set: one that does is garbage (and would pass for an
 	 * interpreted frame's tag). */
 	if (st->pc >> 63) {
@@ -743,7 +744,7 @@ static long unwind_step(__u64 i, void *ctx)
 	/* JIT code without tables: the runtime's walker steps through its frames. */
 	why = interp_unwind(st, s);
 	if (why >= 0)
-		return why;
+		return why != 0;
 	/* A return address points after its call: look up the call itself. */
 	exact = st->exact;
 	pc = exact ? st->pc : st->pc - 1;
