@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -154,6 +155,13 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		err = sampler_bpf__load(b->sampler);
 	if (err)
 		return err;
+	/* The drop counters are read every tick from this mapping, with no system call. */
+	b->drops = mmap(NULL, EMBER_DROP_MAX * sizeof(*b->drops), PROT_READ, MAP_SHARED,
+	                bpf_map__fd(b->sampler->maps.drops), 0);
+	if (b->drops == MAP_FAILED) {
+		b->drops = NULL;
+		return neg_errno();
+	}
 	b->unwind_tables_fd = bpf_map__fd(b->sampler->maps.unwind_tables);
 	b->unwind_blocks_fd = bpf_map__fd(b->sampler->maps.unwind_blocks);
 	b->unwind_files_fd = bpf_map__fd(b->sampler->maps.unwind_files);
@@ -333,6 +341,8 @@ void ember_bpf_destroy(struct ember_bpf *b)
 	ring_buffer__free(b->rings);
 	proc_bpf__destroy(b->proc);
 	sampler_bpf__destroy(b->sampler);
+	if (b->drops)
+		munmap((void *)b->drops, EMBER_DROP_MAX * sizeof(*b->drops));
 	free(b->links);
 	memset(b, 0, sizeof(*b));
 }
@@ -363,25 +373,12 @@ void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void 
 	close(fd); /* -1 when bpf_iter_create failed: EBADF, harmless */
 }
 
-static int sum_percpu(int map_fd, __u32 key, int ncpus, uint64_t *out)
-{
-	uint64_t *vals = calloc((size_t)ncpus, sizeof(*vals));
-	int err = !vals ? -ENOMEM : bpf_map_lookup_elem(map_fd, &key, vals) ? neg_errno() : 0;
-
-	*out = 0;
-	for (int i = 0; !err && i < ncpus; i++)
-		*out += vals[i];
-	free(vals);
-	return err;
-}
-
 int ember_bpf_read_drops(const struct ember_bpf *b, uint64_t out[EMBER_DROP_MAX])
 {
-	int fd = bpf_map__fd(b->sampler->maps.drops), err;
-
+	if (!b->drops)
+		return -EBADF;
 	for (__u32 i = 0; i < EMBER_DROP_MAX; i++)
-		if ((err = sum_percpu(fd, i, b->ncpus, &out[i])))
-			return err;
+		out[i] = __atomic_load_n(&b->drops[i], __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -47,6 +47,7 @@ struct ember_bpf {
 	int unwind_blocks_fd;
 	int unwind_files_fd;
 	int proc_map_fds[EMBER_PROC_MAPS]; /* keyed by process (table_loader.h) */
+	const uint64_t *drops;             /* the drop counters, mapped (bpf/shared.bpf.h) */
 };
 
 /*

@@ -3,7 +3,9 @@
 """ember record end to end with the real eBPF programs: a known CPU split
 through distinct callers, pprof readable by `go tool pprof` (quietly, with a
 short header, for a whole-system recording too), kernel frames,
-the symbolizer running unprivileged, Ctrl-C, and clear CLI errors."""
+the symbolizer running unprivileged, Ctrl-C, the kernel's drop counters, and clear
+CLI errors."""
+import json
 import os
 import re
 import shutil
@@ -225,6 +227,33 @@ def test_ctrl_c_still_writes_outputs():
                    clock.cpu_between(*window), 199)
 
 
+def test_kernel_drops_are_counted():
+    """Records the eBPF programs could not send are counted from their counters, which the
+    collector reads through a mapping every tick: a count set in the kernel's map while
+    ember records (with bpftool, as a full ring would) is what ember reports lost."""
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    pprof = os.path.join(WD, "drops.pb.gz")
+    proc, lines, sampling = start_recording(["-d", "4", "-o", pprof])
+    try:
+        assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
+        maps = json.loads(subprocess.run([bpftool, "-j", "map", "show"], check=True,
+                                         capture_output=True, text=True).stdout)
+        ours = [m["id"] for m in maps if m.get("name") == "drops"]
+        assert ours, "no map named drops"
+        # Key 0, EMBER_DROP_RINGBUF_FULL: 37 samples the ring had no room for.
+        subprocess.run([bpftool, "map", "update", "id", str(max(ours)), "key", "0", "0", "0",
+                        "0", "value", "37", "0", "0", "0", "0", "0", "0", "0"], check=True)
+        proc.wait(timeout=60)
+        sampling.reader.join(timeout=30)
+    finally:
+        kill(proc)
+    err = "".join(lines)
+    assert proc.returncode == 0, err
+    got = re.search(r"ember: \d+ samples, (\d+) lost", err)
+    log(f"  {got.group(0) if got else err[-300:]}")
+    assert got and int(got.group(1)) == 37, err[-500:]
+
+
 def test_cpu_hotplug_is_tolerated():
     """A CPU that goes offline and comes back is sampled again."""
     online = "/sys/devices/system/cpu/cpu1/online"
@@ -306,6 +335,7 @@ if __name__ == "__main__":
         test_whole_system_pprof_reads_quietly,
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
+        test_kernel_drops_are_counted,
         test_cpu_hotplug_is_tolerated,
         test_progress_line_on_a_terminal,
         test_cli_errors_are_clear,
