@@ -6,6 +6,8 @@ Workloads (each single-threaded, so that one criterion fits them all):
   fp      tests/workloads/split.c built with frame pointers
   nofp    tests/workloads/unwind.c built with -O2 -fomit-frame-pointer (a leaf
           reached through libc's qsort)
+  deep    the same, each leaf 14 frames further down (-DDEPTH=14): stacks of 20
+          to 24 frames that only the CFI can walk
   xz      Debian's xz -9 -T1 compressing data fed through a pipe
   python  Debian's python3 running a CPU loop
   gzip    Debian's gzip -9 compressing data fed through a pipe
@@ -86,8 +88,8 @@ def start_workload(kind, bins, data):
     dev = subprocess.DEVNULL
     if kind == "fp":
         return subprocess.Popen([bins["fp"], "1000"], stdout=dev), None
-    if kind == "nofp":
-        return subprocess.Popen([bins["nofp"], "1000", "1"], stdout=dev), None
+    if kind in ("nofp", "deep"):
+        return subprocess.Popen([bins[kind], "1000", "1"], stdout=dev), None
     if kind == "python":
         return subprocess.Popen(["/usr/bin/python3", "-c",
                                  "while True: sum(i * i for i in range(10000))"]), None
@@ -99,7 +101,8 @@ def start_workload(kind, bins, data):
 
 
 def comm_of(kind):
-    return {"fp": "split", "nofp": "unwind", "python": "python3", "xz": "xz", "gzip": "gzip"}[kind]
+    return {"fp": "split", "nofp": "unwind", "deep": "unwind-deep", "python": "python3",
+            "xz": "xz", "gzip": "gzip"}[kind]
 
 
 def wait_cpu(proc):
@@ -186,7 +189,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--hz", type=int, default=199)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
-    ap.add_argument("--workloads", default="fp,nofp,xz,python,gzip")
+    ap.add_argument("--workloads", default="fp,nofp,deep,xz,python,gzip")
     ap.add_argument("--short", type=int, default=2,
                     help="also run each for this many seconds to separate start-up from the "
                          "cost per sample (0: do not)")
@@ -195,7 +198,8 @@ def main():
         sys.exit("bench/unwind: run as root (eBPF, perf)")
     wd = tempfile.mkdtemp(prefix="ember-bench-unwind-")
     bins = {"fp": build("split", FRAME_POINTERS, wd),
-            "nofp": build("unwind", ["-O2", "-fomit-frame-pointer"], wd)}
+            "nofp": build("unwind", ["-O2", "-fomit-frame-pointer"], wd),
+            "deep": build("unwind-deep", ["-O2", "-fomit-frame-pointer", "-DDEPTH=14"], wd)}
     data = make_data(wd)
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
     tools = [("ember", None), ("perf-fp", "fp"), ("perf-dwarf", "dwarf")]

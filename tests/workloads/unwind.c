@@ -8,6 +8,8 @@
  *   run -> caller_b -> qsort -> ... -> cmp_b -> leaf_b        30%
  *   run -> caller_c -> leaf_c                                 10%
  * run is called by main and by thread_entry in the other threads.
+ * Built with -DDEPTH=N, each leaf is called through N frames of descend
+ * (bench/unwind's deep workload: a stack of about N + 8 frames).
  * Usage: unwind SECONDS [THREADS]
  */
 #include <pthread.h>
@@ -19,6 +21,25 @@
 
 /* The asm barrier after each call keeps it a real call (no tail call). */
 #define NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
+
+#ifndef DEPTH
+#define DEPTH 0
+#endif
+
+#if DEPTH > 0
+/* Calls leaf(units) from n frames further down. */
+__attribute__((noinline)) void descend(int n, void (*leaf)(long), long units)
+{
+	if (n > 0)
+		descend(n - 1, leaf, units);
+	else
+		leaf(units);
+	NO_TAIL_CALL();
+}
+#define LEAF(f, units) descend(DEPTH, f, units)
+#else
+#define LEAF(f, units) f(units)
+#endif
 
 __attribute__((noinline)) void leaf_a(long units)
 {
@@ -41,14 +62,14 @@ __attribute__((noinline)) void leaf_c(long units)
 /* qsort of two elements compares them exactly once. */
 __attribute__((noinline)) int cmp_b(const void *x, const void *y)
 {
-	TRUTH_MEASURE(1, leaf_b(3));
+	TRUTH_MEASURE(1, LEAF(leaf_b, 3));
 	NO_TAIL_CALL();
 	return *(const int *)x - *(const int *)y;
 }
 
 __attribute__((noinline)) void caller_a(void)
 {
-	TRUTH_MEASURE(0, leaf_a(6));
+	TRUTH_MEASURE(0, LEAF(leaf_a, 6));
 	NO_TAIL_CALL();
 }
 
@@ -63,6 +84,6 @@ __attribute__((noinline)) void caller_b(void)
 
 __attribute__((noinline)) void caller_c(void)
 {
-	TRUTH_MEASURE(2, leaf_c(1));
+	TRUTH_MEASURE(2, LEAF(leaf_c, 1));
 	NO_TAIL_CALL();
 }
