@@ -156,12 +156,19 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
 	                                 out))
 		return 0;
-	/* Re-read now and then: BPF programs ("bpf_prog_... [bpf]") and modules
-	 * loaded since the last read would otherwise borrow a neighbour's name. */
-	if (!s->ksyms_tried || now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS)
+	if (!s->ksyms_tried)
 		load_kallsyms(s, now_ns);
 	/* A return address points after the call: look up the call itself. */
 	sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
+	/* Re-read now and then for an address outside the kernel image's own text: BPF
+	 * programs ("bpf_prog_... [bpf]") and modules loaded since the last read would
+	 * otherwise borrow a neighbour's name. The image's symbols never change: reading
+	 * 5 MB again a minute for them was the most a quiet host cost. */
+	if (now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS &&
+	    !ember_kallsyms_settled(&s->ksyms, sym)) {
+		load_kallsyms(s, now_ns);
+		sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
+	}
 	if (!sym) {
 		s->unsymbolized_frames++;
 		return ember_profile_add_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL,
@@ -526,7 +533,7 @@ static uint32_t probe_frames(struct ember_symbolizer *s, const uint64_t *frames,
 	static const char *const prefixes[] = {"bpf_", "__bpf_trace", "__traceiter", "__probestub"};
 	uint32_t n = 0;
 
-	if (!s->ksyms_tried || now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS)
+	if (!s->ksyms_tried)
 		load_kallsyms(s, now_ns);
 	for (; n < kn && n < 8; n++) {
 		const struct ember_ksym *sym = ember_kallsyms_lookup(&s->ksyms, frames[n]);

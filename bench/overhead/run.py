@@ -139,14 +139,15 @@ class PeakRss(threading.Thread):
             self.timeline.append((now, rss))
             self.cpu.append((now, sum(cpu_s(p) for p in pids)))
             if self.settle <= now <= self.duration - 1:
-                self.window(pids)
+                self.window(pids, now)
             time.sleep(0.1)
 
-    def window(self, pids):
+    def window(self, pids, now):
         for p in pids:
             st = user_sys(p)
             if st:
                 self.procs.setdefault(p, [st, st])[1] = st
+        # bpftool runs twice, at the window's ends: each run is a process the tool records.
         if self.bpf[0] is None:
             self.bpf[0] = self.bpf[1] = bpf_programs()
             span = max(1, int(self.duration - 1 - self.settle))
@@ -156,7 +157,8 @@ class PeakRss(threading.Thread):
                  "--", "sleep", str(span)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             self.span = span
-        else:
+            self.bpf_end = self.settle + span - 0.5
+        elif now >= self.bpf_end and self.bpf[1] is self.bpf[0]:
             self.bpf[1] = bpf_programs()
 
     def breakdown(self):

@@ -229,6 +229,12 @@ const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, u
 	return &k->syms[lo - 1];
 }
 
+bool ember_kallsyms_settled(const struct ember_kallsyms *k, const struct ember_ksym *s)
+{
+	return s && s + 1 < k->syms + k->nsyms && !*ember_ksym_module(k, s) &&
+	       !*ember_ksym_module(k, s + 1);
+}
+
 void ember_kallsyms_report_stats(const struct ember_kallsyms *k, const struct ember_stat_sink *sink)
 {
 	ember_stat(sink, "kallsyms.symbols", k->nsyms);

@@ -44,6 +44,10 @@ void ember_kallsyms_report_stats(const struct ember_kallsyms *k,
 
 /* The symbol containing addr, or NULL. */
 const struct ember_ksym *ember_kallsyms_lookup(const struct ember_kallsyms *k, uint64_t addr);
+/* Whether an address in s lies between two symbols of the kernel image, which a later read
+ * gives again: not in a module or BPF program, which come and go, nor in a gap next to them. */
+bool ember_kallsyms_settled(const struct ember_kallsyms *k, const struct ember_ksym *s);
+
 static inline const char *ember_ksym_name(const struct ember_kallsyms *k,
                                           const struct ember_ksym *s)
 {

@@ -134,10 +134,19 @@ START_TEST(kernel_and_user_frames_are_named)
 	ck_assert_uint_eq(prof.total_count, 2);
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 1);
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPPED_FILE), 1);
-	/* Kernel symbols are read again after a minute: modules come and go. */
-	k[0] = 0xffffffff81000410;
+	/* After a minute, a new address between two of the kernel image's symbols is named
+	 * from what was read: they never change. */
+	k[0] = 0xffffffff81000320;
 	ck_assert_int_eq(add(PID, k, 1, u, 0, 0, SEC + EMBER_KALLSYMS_RELOAD_NS + 1), 0);
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_KALLSYMS), 1);
+	/* One in a module, or past the image's last symbol, has them read again: modules and
+	 * BPF programs come and go. */
+	k[0] = 0xffffffffc0a01020;
+	ck_assert_int_eq(add(PID, k, 1, u, 0, 0, SEC + EMBER_KALLSYMS_RELOAD_NS + 2), 0);
 	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_KALLSYMS), 2);
+	k[0] = 0xffffffff81000410;
+	ck_assert_int_eq(add(PID, k, 1, u, 0, 0, SEC + 2 * EMBER_KALLSYMS_RELOAD_NS + 3), 0);
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_KALLSYMS), 3);
 }
 END_TEST
 
