@@ -14,13 +14,14 @@ peak memory of all its processes together (PSS, shared pages counted once,
 and VmRSS, summed over the tool's process tree, sampled every 100 ms), then the
 ratios ember/perf.
 
-Where the time goes, in the same steady window: each process's user and system CPU
-(by name: ember's front end, collector and symbolizer), its system calls and context
-switches per second (perf stat's counts of raw_syscalls:sys_enter and context-switches
-on the tool's threads), and ember's eBPF programs' own time (kernel.bpf_stats_enabled,
-on for the run): runs, time per run, and its share of a core. The kernel charges that
-time to the process a sample interrupted, so no tool's CPU seconds hold it; perf's own
-in-kernel stack walk is not counted anywhere either.
+Where the time goes, in the same steady window: each process's time on a CPU (from its
+threads' schedstat, in nanoseconds; user and system time beside it, in clock ticks), its
+context switches and its read and write calls per second (/proc: nothing is attached to
+the tool, since an observer such as perf stat costs its threads more than a quiet second
+does), and ember's eBPF programs' own time (kernel.bpf_stats_enabled, on for the run):
+runs, time per run, and its share of a core. The kernel charges that time to the process
+a sample interrupted, so no tool's CPU seconds hold it; perf's own in-kernel stack walk is
+not counted anywhere either.
 
 --quiet records an idle host instead (no load): what a quiet second costs.
 
@@ -90,14 +91,28 @@ def cpu_s(pid):
         return 0.0
 
 
-def user_sys(pid):
-    """(name, user s, system s) of pid itself, or None when it is gone."""
+def proc_stats(pid):
+    """(name, user s, system s, s on a CPU, context switches, read and write calls) of pid,
+    all its threads, or None when it is gone. User and system time come in clock ticks
+    (10 ms: too coarse for a quiet second); the time on a CPU, from each thread's
+    schedstat, in nanoseconds. Nothing is attached to the tool: an observer such as perf
+    stat on its threads costs them more than a quiet second does."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             head, rest = f.read().rsplit(")", 1)
         fields = rest.split()
-        return head.split("(", 1)[1], int(fields[11]) / TICK, int(fields[12]) / TICK
-    except (OSError, IndexError, ValueError):
+        on_cpu = switches = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                on_cpu += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                switches += sum(int(line.split()[1]) for line in f
+                                if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")))
+        with open(f"/proc/{pid}/io") as f:
+            io = dict(line.split(": ") for line in f.read().splitlines())
+        return (head.split("(", 1)[1], int(fields[11]) / TICK, int(fields[12]) / TICK,
+                on_cpu / 1e9, switches, int(io["syscr"]) + int(io["syscw"]))
+    except (OSError, IndexError, ValueError, KeyError):
         return None
 
 
@@ -116,8 +131,8 @@ def bpf_programs():
 class PeakRss(threading.Thread):
     """Every 100 ms: the resident size (RSS, and PSS: shared pages once) and the CPU time
     of the tool's process tree. In the steady window (settle seconds in to a second before
-    the end): each process's CPU at both ends, the eBPF programs' counters, and perf
-    stat's counts of the tree's system calls and context switches."""
+    the end): each process's figures at both ends (proc_stats), and the eBPF programs'
+    counters."""
 
     def __init__(self, pid, settle, duration):
         super().__init__(daemon=True)
@@ -126,7 +141,6 @@ class PeakRss(threading.Thread):
         self.settle, self.duration = settle, duration
         self.procs = {}  # pid: [stat at the window's start, latest stat in it]
         self.bpf = [None, None]
-        self.counter = None
 
     def run(self):
         t0 = time.monotonic()
@@ -144,50 +158,35 @@ class PeakRss(threading.Thread):
 
     def window(self, pids, now):
         for p in pids:
-            st = user_sys(p)
+            st = proc_stats(p)
             if st:
                 self.procs.setdefault(p, [st, st])[1] = st
         # bpftool runs twice, at the window's ends: each run is a process the tool records.
         if self.bpf[0] is None:
             self.bpf[0] = self.bpf[1] = bpf_programs()
-            span = max(1, int(self.duration - 1 - self.settle))
-            self.counter = subprocess.Popen(
-                ["perf", "stat", "-x,", "--per-thread", "-e",
-                 "raw_syscalls:sys_enter,context-switches", "-p", ",".join(map(str, pids)),
-                 "--", "sleep", str(span)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            self.span = span
-            self.bpf_end = self.settle + span - 0.5
+            self.bpf_end = self.duration - 1.5
         elif now >= self.bpf_end and self.bpf[1] is self.bpf[0]:
             self.bpf[1] = bpf_programs()
 
     def breakdown(self):
-        """Per process name: user and system % of a core; per name: system calls and
-        context switches per second; the eBPF programs' (runs, ns per run, % of a core)."""
-        cpu = {}
+        """Per process name: % of a core on a CPU, user and system (in ticks), context
+        switches and read and write calls per second; the eBPF programs' (runs, ns per run,
+        % of a core)."""
+        per = {}
         for first, last in self.procs.values():
-            c = cpu.setdefault(first[0], [0.0, 0.0])
-            c[0] += last[1] - first[1]
-            c[1] += last[2] - first[2]
+            c = per.setdefault(first[0], [0.0] * 5)
+            for i in range(5):
+                c[i] += last[i + 1] - first[i + 1]
         span = self.duration - 1 - self.settle
-        cpu = {n: (100 * u / span, 100 * s / span) for n, (u, s) in cpu.items()}
-        counts = {}
-        if self.counter:
-            _, err = self.counter.communicate(timeout=60)
-            for line in err.splitlines():
-                f = line.split(",")
-                if len(f) < 4 or not f[1].strip().isdigit():
-                    continue
-                name = f[0].rsplit("-", 1)[0]
-                c = counts.setdefault(name, [0, 0])
-                c[0 if "syscalls" in f[3] else 1] += int(f[1]) / self.span
+        per = {n: (100 * c[0] / span, 100 * c[1] / span, 100 * c[2] / span, c[3] / span,
+                   c[4] / span) for n, c in per.items()}
         bpf = {}
         if self.bpf[0] is not None:
             for name, (t, n) in self.bpf[1].items():
                 t0, n0 = self.bpf[0].get(name, (0, 0))
                 if n > n0:
                     bpf[name] = (n - n0, (t - t0) / (n - n0), 100 * (t - t0) / 1e9 / span)
-        return cpu, counts, bpf
+        return per, bpf
 
     def steady(self, settle, duration):
         """% of a core the tree used from settle seconds in to a second before the end:
@@ -205,11 +204,18 @@ class PeakRss(threading.Thread):
         return max(near) / 1024.0 if near else 0.0
 
 
+SETTLE = 10  # seconds before the steady window (--settle)
+
+
+def settle_for(duration):
+    return min(SETTLE, duration / 3)
+
+
 def measure(name, cmd, duration):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = PeakRss(proc.pid, min(10, duration / 3), duration)
+    sampler = PeakRss(proc.pid, settle_for(duration), duration)
     sampler.start()
     _, err = proc.communicate(timeout=duration + 600)
     sampler.stop = True
@@ -222,7 +228,7 @@ def measure(name, cmd, duration):
     return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
             "pss_mib": sampler.peak_pss / 1024.0,
             "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
-            "steady": sampler.steady(min(10, duration / 3), duration),
+            "steady": sampler.steady(settle_for(duration), duration),
             "breakdown": sampler.breakdown()}
 
 
@@ -231,12 +237,18 @@ def main():
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--hz", type=int, default=19)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--settle", type=float, default=10,
+                    help="seconds before the steady window starts (at most a third of the "
+                         "run): on an idle host the first kernel frame, and its symbols' "
+                         "first read, may come well after start-up")
     ap.add_argument("--quiet", action="store_true",
                     help="record an idle host (no load): what a quiet second costs")
     ap.add_argument("--short", type=int, default=10,
                     help="also run each tool this many seconds: the difference is the steady-state "
                          "cost, without start-up (0: do not)")
     a = ap.parse_args()
+    global SETTLE
+    SETTLE = a.settle
     if os.geteuid() != 0:
         sys.exit("bench/overhead: run as root (both tools record every CPU)")
     ember = os.path.join(a.build, "ember")
@@ -286,20 +298,19 @@ def main():
     print(f"ratio ember/perf: CPU {e['cpu'] / p['cpu']:.2f}x, peak PSS {e['pss_mib'] / p['pss_mib']:.2f}x, "
           f"peak RSS {e['rss_mib'] / p['rss_mib']:.2f}x" +
           (f", steady state {e['steady'] / p['steady']:.2f}x" if e["steady"] and p["steady"] else ""))
-    print("(steady %: the tools' CPU from 10 s in to a second before the end, read from /proc "
+    print(f"(steady %: the tools' CPU from {settle_for(a.duration):.0f} s in to a second before "
+          "the end, read from /proc "
           "every 100 ms: start-up and the final write left out)")
-    print(f"\nwhere the time goes, steady window ({min(10, a.duration / 3):.0f} s in to a "
+    print(f"\nwhere the time goes, steady window ({settle_for(a.duration):.0f} s in to a "
           "second before the end):")
     for r in runs:
-        cpu, counts, bpf = r["breakdown"]
+        per, bpf = r["breakdown"]
         print(f"{r['name']}:")
-        for name in sorted(set(cpu) | set(counts)):
-            u, sy = cpu.get(name, (0.0, 0.0))
-            sc, cs = counts.get(name, (0, 0))
-            print(f"  {name:<18} user {u:6.3f}%  system {sy:6.3f}%  "
-                  f"{sc:8.1f} syscalls/s  {cs:6.1f} context switches/s")
+        for name, (u, sy, on, cs, rw) in sorted(per.items()):
+            print(f"  {name:<18} CPU {on:6.3f}% of a core (user {u:.3f}%, system {sy:.3f}% in "
+                  f"ticks)  {cs:6.1f} context switches/s  {rw:7.1f} reads and writes/s")
         for name, (n, ns, pct) in sorted(bpf.items()):
-            print(f"  eBPF {name:<22} {n / (a.duration - 1 - min(10, a.duration / 3)):8.1f} "
+            print(f"  eBPF {name:<22} {n / (a.duration - 1 - settle_for(a.duration)):8.1f} "
                   f"runs/s  {ns / 1000:7.2f} us per run  {pct:6.3f}% of a core")
     print("(eBPF time is charged to the interrupted processes, not to the tool; perf's own "
           "in-kernel stack walk is not counted)")
