@@ -165,7 +165,8 @@ static __always_inline bool v8_js(struct sample_scratch *s, struct v8_scratch *v
 	}
 	at = st->pc;
 	call = !st->exact;
-	if (v8_type_of(r, code) == r->type_code &&
+	/* Its Code matters for a pc in the code range, or for a builtin sampled (below). */
+	if ((range == 2 || st->exact) && v8_type_of(r, code) == r->type_code &&
 	    !bpf_probe_read_user(vs->obj, EMBER_V8_WINDOW, (const void *)(code - V8_HEAP_TAG))) {
 		code -= V8_HEAP_TAG;
 		start = r->code_start_inline
