@@ -5,9 +5,9 @@
  * user space through a BPF ring buffer. Kernel stacks come from
  * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h),
  * with interpreted frames among them (interp.bpf.h).
- * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) live in
- * this object too, to share the ring, the selection (select.bpf.h) and the
- * unwinder's maps.
+ * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) and the
+ * process events (proc.bpf.h) live in this object too, to share the ring, the
+ * selection (select.bpf.h) and the unwinder's maps.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -119,3 +119,4 @@ int ember_sample(struct bpf_perf_event_data *ctx)
 }
 
 #include "offcpu.bpf.h"
+#include "proc.bpf.h"

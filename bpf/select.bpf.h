@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
- * What to sample, for sampler.bpf.c (CPU and off-CPU samples) and proc.bpf.c
- * (process events), which share these maps (the collector hands the
- * sampler's to the second object).
+ * What to sample, for sampler.bpf.c (CPU and off-CPU samples) and proc.bpf.h
+ * (process events), which share these maps.
  *
  * A process is selected when its PID is in pid_filter (-p, and with a
  * command the command and every process it starts), or when its cgroup v2

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
  * What the sampler (sampler.bpf.c, offcpu.bpf.h) and the process events
- * (proc.bpf.c) share: the PID filter of -p, the times of execs, the mappings
- * the unwinder learnt, the process events' ring and the drop counters. Both objects define these
- * maps; the collector loads the sampler's and hands the process-event object the same two
- * (bpf_map__reuse_fd), so a process is filtered, and a drop counted, in one place whichever program
- * sees it.
+ * (proc.bpf.h) share: the PID filter of -p, the times of execs, the mappings
+ * the unwinder learnt, the process events' ring and the drop counters. All are programs of one
+ * object, so a process is filtered, and a drop counted, in one place whichever program sees it.
  */
 #ifndef EMBER_BPF_SHARED_BPF_H
 #define EMBER_BPF_SHARED_BPF_H
@@ -13,7 +11,7 @@
 #include "records.h"
 #include "unwind_table.h"
 
-/* Set by the collector before load (each object has its own copy). */
+/* Set by the collector before load. */
 const volatile bool filter_pids = false;
 
 /* Processes to sample when filter_pids is set (tgid -> 1). */
@@ -27,7 +25,7 @@ struct {
 
 /*
  * When each process last ran a new program (tgid -> CLOCK_MONOTONIC ns), written at
- * exec and deleted at exit by proc.bpf.c: the unwinder ignores a mapping list read
+ * exec and deleted at exit by proc.bpf.h: the unwinder ignores a mapping list read
  * before (unwind.bpf.h). Only processes that exec'd while ember runs have an entry.
  */
 struct {
@@ -39,7 +37,7 @@ struct {
 } unwind_execs SEC(".maps");
 
 /*
- * Process events (proc.bpf.c: exec, exit, the processes running at the start) and the
+ * Process events (proc.bpf.h: exec, exit, the processes running at the start) and the
  * mappings the unwinder learns of processes (unwind.bpf.h), for user space.
  */
 struct {
@@ -50,7 +48,7 @@ struct {
 /*
  * The executable mappings of each process sampled without a mapping list, as the unwinder
  * learns them (unwind.bpf.h: one a sample, bpf_find_vma), for its frames' tables by file; a
- * process with an entry reports its mappings at its exit (proc.bpf.c), for user space to
+ * process with an entry reports its mappings at its exit (proc.bpf.h), for user space to
  * know the maps of a process gone before they could be read. Of one memory map: a process
  * that exec'd starts afresh.
  */

@@ -175,7 +175,7 @@ struct sched_entity {
 	unsigned long long sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
-/* cgroup v2 ids and hierarchies (the selection, select.bpf.h and proc.bpf.c). */
+/* cgroup v2 ids and hierarchies (the selection, select.bpf.h and proc.bpf.h). */
 struct kernfs_node {
 	__u64 id;
 } __attribute__((preserve_access_index));
@@ -215,7 +215,7 @@ struct task_struct {
 	unsigned long long self_exec_id;
 } __attribute__((preserve_access_index));
 
-/* Tables found by file (unwind.bpf.h) and the mappings processes make (proc.bpf.c): a
+/* Tables found by file (unwind.bpf.h) and the mappings processes make (proc.bpf.h): a
  * mapping's file, its identity and its name. */
 struct super_block {
 	unsigned int s_dev;

@@ -13,7 +13,6 @@
 
 #include <bpf/bpf.h>
 
-#include "proc.skel.h"
 #include "sampler.skel.h"
 #include "shared/cleanup.h"
 #include "shared/err.h"
@@ -144,6 +143,9 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->sampler->rodata->copy_burst = EMBER_STACK_COPY_BURST(o->sample_hz);
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_switch, off_cpu);
 	bpf_program__set_autoload(b->sampler->progs.ember_off_cpu_resume, off_cpu);
+	bpf_program__set_autoload(b->sampler->progs.ember_fork, o->follow_forks);
+	bpf_program__set_autoload(b->sampler->progs.ember_cgroup_mkdir,
+	                          b->sampler->rodata->filter_cgroups);
 	/* Its table of waiting threads is preallocated (5.8 MiB): not without off-CPU samples. */
 	bpf_map__set_max_entries(b->sampler->maps.off_cpu_waits, off_cpu ? EMBER_OFF_CPU_TASKS : 1);
 	/* A second of the largest samples from every CPU; the collector drains it every tick. */
@@ -171,31 +173,6 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		b->proc_map_fds[1 + rt] = bpf_object__find_map_fd_by_name(
 		    b->sampler->obj, ember_interp_rows[rt].size ? ember_interp_rows[rt].map : "");
 	return 0;
-}
-
-/* Process events share the sampler's selection (with -p, others' execs are not ours), the times
- * of execs, their ring (the unwinder reports mappings) and the drop counters (bpf/shared.bpf.h,
- * select.bpf.h). */
-static int load_proc(struct ember_bpf *b, const struct ember_bpf_opts *o)
-{
-	struct bpf_map *const shared[][2] = {
-	    {b->proc->maps.pid_filter, b->sampler->maps.pid_filter},
-	    {b->proc->maps.cgroup_filter, b->sampler->maps.cgroup_filter},
-	    {b->proc->maps.cgroup_verdicts, b->sampler->maps.cgroup_verdicts},
-	    {b->proc->maps.unwind_execs, b->sampler->maps.unwind_execs},
-	    {b->proc->maps.proc_events, b->sampler->maps.proc_events},
-	    {b->proc->maps.unwind_vmas, b->sampler->maps.unwind_vmas},
-	    {b->proc->maps.drops, b->sampler->maps.drops}};
-	int err = 0;
-
-	b->proc->rodata->filter_pids = b->sampler->rodata->filter_pids;
-	b->proc->rodata->filter_cgroups = b->sampler->rodata->filter_cgroups;
-	bpf_program__set_autoload(b->proc->progs.ember_fork, o->follow_forks);
-	bpf_program__set_autoload(b->proc->progs.ember_cgroup_mkdir,
-	                          b->sampler->rodata->filter_cgroups);
-	for (size_t i = 0; i < ARRAY_SIZE(shared) && !err; i++)
-		err = bpf_map__reuse_fd(shared[i][0], bpf_map__fd(shared[i][1]));
-	return err ? err : proc_bpf__load(b->proc);
 }
 
 /* Puts key in one of the sets select.bpf.h reads (a map whose values are the byte 1). */
@@ -232,7 +209,7 @@ static int fill_selection(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		err = set_add(b->sampler->maps.pid_filter, &(__u32){(__u32)o->pids[i]},
 		              sizeof(__u32));
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++)
-		err = set_add(b->proc->maps.cgroup_paths, &s->paths[i], sizeof(s->paths[i]));
+		err = set_add(b->sampler->maps.cgroup_paths, &s->paths[i], sizeof(s->paths[i]));
 	return err ? err : fill_cgroups(b, s);
 }
 
@@ -269,29 +246,22 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 		                     "to see what the kernel or your privileges lack");
 		goto fail;
 	}
-	b->proc = proc_bpf__open();
-	err = b->proc ? load_proc(b, o) : neg_errno();
-	if (!err)
-		err = fill_selection(b, o);
-	if (!err && !(err = proc_bpf__attach(b->proc)))
+	/* The process events and off-CPU programs attach by name (the sampler, per CPU). */
+	if (!(err = fill_selection(b, o)) && !(err = sampler_bpf__attach(b->sampler)))
 		forget_ended(b, o);
 	/* A chosen cgroup made before ember_cgroup_mkdir was attached: found now. */
 	if (!err && o->selection && ember_select_ids(o->selection) < o->selection->ncgroups)
 		err = fill_cgroups(b, o->selection);
-	/* Only the off-CPU programs attach by name: sched_switch and sched_exit_tp. */
-	if (!err && o->off_cpu_min_ns != EMBER_OFF_CPU_OFF &&
-	    (err = sampler_bpf__attach(b->sampler))) {
-		log_error_errno(err, "--off-cpu needs the sched_exit_tp tracepoint (Linux 6.16 or "
-		                     "later): %m");
-		goto fail;
-	}
 	if (err) {
-		log_error_errno(
-		    err, "cannot load the process-event eBPF program: %m; run `ember check`");
+		log_error_errno(err, o->off_cpu_min_ns != EMBER_OFF_CPU_OFF
+		                         ? "cannot attach the eBPF programs: %m; --off-cpu needs the "
+		                           "sched_exit_tp tracepoint (Linux 6.16 or later)"
+		                         : "cannot attach the process-event eBPF programs: %m; run "
+		                           "`ember check`");
 		goto fail;
 	}
 	/* Process events first in each drain: a process's exec and mappings before its samples. */
-	b->rings = ring_buffer__new(bpf_map__fd(b->proc->maps.proc_events), o->on_proc_event,
+	b->rings = ring_buffer__new(bpf_map__fd(b->sampler->maps.proc_events), o->on_proc_event,
 	                            o->cb_ctx, NULL);
 	err = !b->rings ? neg_errno()
 	                : ring_buffer__add(b->rings, bpf_map__fd(b->sampler->maps.samples),
@@ -339,7 +309,6 @@ void ember_bpf_destroy(struct ember_bpf *b)
 	if (b->links)
 		ember_bpf_stop_sampling(b);
 	ring_buffer__free(b->rings);
-	proc_bpf__destroy(b->proc);
 	sampler_bpf__destroy(b->sampler);
 	if (b->drops)
 		munmap((void *)b->drops, EMBER_DROP_MAX * sizeof(*b->drops));
@@ -360,7 +329,7 @@ int ember_bpf_drain(struct ember_bpf *b)
 void ember_bpf_list_running(struct ember_bpf *b, ring_buffer_sample_fn fn, void *ctx)
 {
 	struct ember_proc_event ev[64];
-	int fd = bpf_iter_create(bpf_link__fd(b->proc->links.ember_running));
+	int fd = bpf_iter_create(bpf_link__fd(b->sampler->links.ember_running));
 	ssize_t n = -1;
 
 	/* A read returns whole records: it asks for a whole number of them. */
@@ -387,7 +356,6 @@ uint64_t ember_bpf_map_bytes(const struct ember_bpf *b)
 	uint64_t total = 0;
 	struct bpf_map *m;
 
-	/* The process events' maps are the sampler's (reused) or tiny: counted once, there. */
 	bpf_object__for_each_map(m, b->sampler->obj) total += ember_fd_memlock(bpf_map__fd(m));
 	return total;
 }

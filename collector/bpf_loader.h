@@ -20,7 +20,6 @@
 #include "ipc/proto.h"
 
 struct sampler_bpf;
-struct proc_bpf;
 
 struct ember_bpf_opts {
 	unsigned int sample_hz;
@@ -35,8 +34,7 @@ struct ember_bpf_opts {
 };
 
 struct ember_bpf {
-	struct sampler_bpf *sampler;
-	struct proc_bpf *proc;
+	struct sampler_bpf *sampler; /* every program, in one object (bpf/sampler.bpf.c) */
 	struct ring_buffer *rings;
 	int ncpus;               /* possible CPUs */
 	struct bpf_link **links; /* per CPU, NULL when not sampled; each owns its perf event */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The executable mappings the kernel reported as each process made them
- * (bpf/proc.bpf.c: EMBER_EV_MMAP, and each exec's vDSO): what a process's
+ * (bpf/proc.bpf.h: EMBER_EV_MMAP, and each exec's vDSO): what a process's
  * maps were, for one that is gone before they could be read. On a busy host
  * a compiler's assembler lives 30 ms, and its first sample reaches the
  * collector after its exit, too late for a snapshot of its maps: its stack

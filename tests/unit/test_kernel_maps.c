@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The mappings the kernel reports (bpf/proc.bpf.c: an exec's vDSO, a process's
+ * The mappings the kernel reports (bpf/proc.bpf.h: an exec's vDSO, a process's
  * executable mappings at its exit) read back as maps: paths put together from
  * the kernel's names, hostile names kept to one line, one program at a time,
  * kept after the exit for a while; and served for a process that is gone in
