@@ -671,7 +671,7 @@ static struct time_range profile_time_range(const struct ember_profile *p)
 
 /* The parts every Profile of the request shares. */
 struct profile_common {
-	OtlpValueType *sample_type, *period_type, *off_cpu_type;
+	OtlpValueType *sample_type, *period_type, *off_cpu_type, *no_period;
 	OtlpScope *scope;
 	struct time_range time;
 };
@@ -683,9 +683,11 @@ static int build_common(struct build *b, struct profile_common *c)
 	c->sample_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
 	c->period_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
 	c->off_cpu_type = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
+	c->no_period = arena_alloc(&b->arena, 1, sizeof(OtlpValueType));
 	c->scope = arena_alloc(&b->arena, 1, sizeof(OtlpScope));
-	if (!c->sample_type || !c->period_type || !c->off_cpu_type || !c->scope)
+	if (!c->sample_type || !c->period_type || !c->off_cpu_type || !c->no_period || !c->scope)
 		return -ENOMEM;
+	opentelemetry__proto__profiles__v1development__value_type__init(c->no_period);
 	opentelemetry__proto__profiles__v1development__value_type__init(c->sample_type);
 	opentelemetry__proto__profiles__v1development__value_type__init(c->period_type);
 	opentelemetry__proto__profiles__v1development__value_type__init(c->off_cpu_type);
@@ -729,10 +731,11 @@ static int build_profile(struct build *b, const struct profile_common *c, const 
 			return err;
 	}
 	prof->sample_type = off_cpu ? c->off_cpu_type : c->sample_type;
-	if (!off_cpu) {
-		prof->period_type = c->period_type;
-		prof->period = (int64_t)b->p->period_ns;
-	}
+	/* Off-CPU samples have no period, but Parca refuses a whole request holding a Profile
+	 * without a period_type: an empty one is sent, with period 0 (which Pyroscope reads as
+	 * off-CPU, whatever the period's type). */
+	prof->period_type = off_cpu ? c->no_period : c->period_type;
+	prof->period = off_cpu ? 0 : (int64_t)b->p->period_ns;
 	prof->time_unix_nano = c->time.start;
 	prof->duration_nano = c->time.end - c->time.start;
 	randombytes_buf(id, 16);

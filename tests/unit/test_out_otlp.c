@@ -334,6 +334,13 @@ START_TEST(off_cpu_time_is_a_second_profile_per_process)
 		ck_assert_str_eq(str(d, sp->profiles[1]->sample_type->unit_strindex),
 		                 "nanoseconds");
 		ck_assert_uint_eq(sp->profiles[1]->n_samples, 2);
+		/* Present (Parca refuses a Profile without one), empty, and no period. */
+		ck_assert_ptr_nonnull(sp->profiles[1]->period_type);
+		ck_assert_int_eq(sp->profiles[1]->period_type->type_strindex, 0);
+		ck_assert_int_eq(sp->profiles[1]->period_type->unit_strindex, 0);
+		ck_assert_int_eq(sp->profiles[1]->period, 0);
+		ck_assert_ptr_nonnull(sp->profiles[0]->period_type);
+		ck_assert_str_eq(str(d, sp->profiles[0]->period_type->type_strindex), "cpu");
 		for (size_t j = 0; j < sp->profiles[1]->n_samples; j++) {
 			const Sample *s = sp->profiles[1]->samples[j];
 			const AnyValue *w =
