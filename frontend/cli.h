@@ -52,6 +52,7 @@ struct ember_cli {
 	const char *otlp_headers[EMBER_OTLP_MAX_HEADERS];
 	size_t notlp_headers;
 	uint64_t interval_ms, otlp_timeout_ms, otlp_queue_bytes, otlp_deadline_ms;
+	uint64_t otlp_max_request_bytes;
 	unsigned int otlp_compression; /* 0: as the environment says, 1 gzip, 2 none */
 	/* The symbolizer daemon. */
 	const char *connect, *output_dir;

@@ -263,6 +263,8 @@ const struct ember_option ember_options[] = {
 	 .help = "gzip or none; default gzip", .example = "none"},
 	{"otlp-queue-size", 0, "BYTES", false, SYMBOLIZES, EMBER_OPT_SIZE, FIELD(otlp_queue_bytes), 4096, 1ull << 32, .group = EXPORT,
 	 .help = "delivery queue bound; default 8M", .example = "8M"},
+	{"otlp-max-request", 0, "BYTES", false, SYMBOLIZES, EMBER_OPT_SIZE, FIELD(otlp_max_request_bytes), 64 << 10, 1ull << 30, .group = EXPORT,
+	 .help = "largest request; a larger profile goes as several; default 3840K (a default Collector and Pyroscope take 4M)", .example = "16M"},
 	{"otlp-deadline", 0, "DURATION", false, SYMBOLIZES, EMBER_OPT_DURATION, FIELD(otlp_deadline_ms), 0, 3600 * 1000, .group = EXPORT,
 	 .help = "how long the end waits for delivery; default 30s", .example = "5s"},
 };

@@ -84,6 +84,8 @@ static int export_settings(const struct ember_cli *c, struct ember_symbolizer_co
 		x->gzip = c->otlp_compression == 0;
 	x->timeout_ms = c->otlp_timeout_ms ? c->otlp_timeout_ms : x->timeout_ms;
 	x->queue_bytes = c->otlp_queue_bytes ? c->otlp_queue_bytes : x->queue_bytes;
+	x->max_request_bytes =
+	    c->otlp_max_request_bytes ? c->otlp_max_request_bytes : x->max_request_bytes;
 	/* As the user who ran ember, who may read them; the symbolizer gets descriptors. */
 	if ((e = ember_export_config_open_tls(x, err, sizeof(err)))) {
 		log_error("%s", err);

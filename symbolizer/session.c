@@ -565,28 +565,33 @@ static void set_run_stats(struct session *s)
 	                       s->sample_bytes_without_copies);
 }
 
+static int submit_request(void *ctx, uint8_t *buf, size_t len, uint64_t nsamples)
+{
+	/* Refused (larger than the whole queue): counted as lost by the exporter. */
+	ember_exporter_submit(ctx, buf, len, nsamples);
+	return 0;
+}
+
 /*
- * Ships the export interval and starts the next: encode, queue (the export
- * thread sends), keep it for the files if there are any, reset.
+ * Ships the export interval and starts the next: encode (as several requests
+ * when it is larger than a receiver takes), queue (the export thread sends),
+ * keep it for the files if there are any, reset.
  */
 static void cut_interval(struct session *s)
 {
+	struct ember_exporter *e = s->opts->export.exporter;
 	struct ember_profile *p = &s->profile;
-	uint8_t *buf;
-	size_t len;
 	int err;
 
 	p->end_ns = ember_realtime_ns();
 	if (p->samples.len) {
 		EMBER_MEM_SCOPE(EMBER_MEM_OUTPUT);
 
-		err = ember_otlp_encode(p, &buf, &len, NULL);
+		err = ember_otlp_encode_split(p, ember_exporter_max_request(e), submit_request, e);
 		if (err)
 			log_error_errno(
-			    err, "cannot encode the profile as OTLP: %m; %" PRIu64 " samples lost",
+			    err, "cannot encode the profile as OTLP: %m; up to %" PRIu64 " samples lost",
 			    p->total_count);
-		else
-			ember_exporter_submit(s->opts->export.exporter, buf, len, p->total_count);
 	}
 	if (s->keep_total && (err = ember_profile_merge(&s->total, p)))
 		log_error_errno(err, "cannot keep the interval for the output files: %m");

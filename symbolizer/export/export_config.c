@@ -58,6 +58,7 @@ void ember_export_config_init(struct ember_export_config *c)
 	c->initial_backoff_ms = 1000;
 	c->max_backoff_ms = 30000;
 	c->queue_bytes = EMBER_OTLP_DEFAULT_QUEUE_BYTES;
+	c->max_request_bytes = EMBER_OTLP_DEFAULT_MAX_REQUEST;
 	c->ca_fd = c->cert_fd = c->key_fd = -1;
 }
 
@@ -569,7 +570,8 @@ int ember_export_config_check(const struct ember_export_config *c)
 	if (c->protocol > EMBER_OTLP_GRPC || !str_ok(c->url, sizeof(c->url)) || !c->url[0] ||
 	    !str_ok(c->display, sizeof(c->display)) || !str_ok(c->host, sizeof(c->host)) ||
 	    !c->host[0] || !c->port || c->nheaders > EMBER_OTLP_MAX_HEADERS || !c->timeout_ms ||
-	    c->queue_bytes < 4096 || !c->max_elapsed_ms || !c->initial_backoff_ms ||
+	    c->queue_bytes < 4096 || c->max_request_bytes < EMBER_OTLP_MIN_MAX_REQUEST ||
+	    !c->max_elapsed_ms || !c->initial_backoff_ms ||
 	    c->max_backoff_ms < c->initial_backoff_ms || !str_ok(c->ca_file, sizeof(c->ca_file)) ||
 	    !str_ok(c->cert_file, sizeof(c->cert_file)) ||
 	    !str_ok(c->key_file, sizeof(c->key_file)) || (c->cert_file[0] && c->cert_fd < 0) ||

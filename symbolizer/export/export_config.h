@@ -30,6 +30,9 @@
 #define EMBER_OTLP_DEFAULT_INTERVAL_MS    10000
 #define EMBER_OTLP_DEFAULT_TIMEOUT_MS     10000
 #define EMBER_OTLP_DEFAULT_QUEUE_BYTES    (8u << 20)
+/* Under the 4 MiB a default Collector's gRPC server and Pyroscope take, with room to spare. */
+#define EMBER_OTLP_DEFAULT_MAX_REQUEST ((4u << 20) - (256u << 10))
+#define EMBER_OTLP_MIN_MAX_REQUEST     (64u << 10)
 #define EMBER_OTLP_DEFAULT_DEADLINE_MS    30000
 #define EMBER_OTLP_DEFAULT_MAX_ELAPSED_MS (300u * 1000u)
 
@@ -56,7 +59,8 @@ struct ember_export_config {
 	uint64_t timeout_ms;     /* one attempt */
 	uint64_t max_elapsed_ms; /* retries of one batch stop after this */
 	uint64_t initial_backoff_ms, max_backoff_ms;
-	size_t queue_bytes; /* bound of the delivery queue */
+	size_t queue_bytes;       /* bound of the delivery queue */
+	size_t max_request_bytes; /* larger profiles go as several requests */
 	char ca_file[1024], cert_file[1024], key_file[1024]; /* as configured: for messages */
 	/* The TLS files, opened by ember_export_config_open_tls (the front end): -1 none. */
 	int ca_fd, cert_fd, key_fd;
@@ -66,7 +70,8 @@ struct ember_export_config {
 	char resolve[1024]; /* "host:port:addr[,addr]..." for CURLOPT_RESOLVE */
 };
 
-/* Defaults: gzip, 10 s timeout, no TLS files, 8 MiB queue, backoff 1 s doubling to 30 s, 5 min per batch. */
+/* Defaults: gzip, 10 s timeout, no TLS files, 8 MiB queue, requests of at most 3.75 MiB, backoff 1 s
+ * doubling to 30 s, 5 min per batch. */
 void ember_export_config_init(struct ember_export_config *c);
 void ember_export_config_free(struct ember_export_config *c);
 

@@ -332,6 +332,11 @@ static void evict(struct ember_exporter *e, struct batch *victim)
 	free_batch(victim);
 }
 
+size_t ember_exporter_max_request(const struct ember_exporter *e)
+{
+	return e->cfg.max_request_bytes;
+}
+
 int ember_exporter_submit(struct ember_exporter *e, uint8_t *data, size_t len, uint64_t nsamples)
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_EXPORT);

@@ -70,6 +70,9 @@ int ember_exporter_start(struct ember_exporter *e);
  */
 int ember_exporter_submit(struct ember_exporter *e, uint8_t *data, size_t len, uint64_t nsamples);
 
+/* The largest request to submit: a larger profile goes as several (ember_otlp_encode_split). */
+size_t ember_exporter_max_request(const struct ember_exporter *e);
+
 /*
  * Waits until every queued batch has been delivered or dropped, or until
  * deadline_ns (CLOCK_MONOTONIC). Returns 0 when the queue is empty, else

@@ -889,29 +889,26 @@ static void fill_dictionary(struct build *b, OtlpDictionary *d, OtlpLink **links
 	d->n_stack_table = b->stacks.len;
 }
 
-static int build_request(struct build *b, OtlpRequest *req, OtlpDictionary *dict)
+/* The request of the samples order[0..ns), sorted by process. */
+static int build_request(struct build *b, const uint32_t *order, size_t ns, OtlpRequest *req,
+                         OtlpDictionary *dict)
 {
 	const struct ember_profile *p = b->p;
-	size_t ns = p->samples.len, nres = 0;
+	size_t nres = 0;
 	struct profile_common common;
 	OtlpResourceProfiles **rps;
 	OtlpLink *link, **links;
-	uint32_t *order;
 	int err;
 
 	if ((err = add_zero_entries(b)) || (err = build_keys(b)) ||
 	    (err = build_common(b, &common)))
 		return err;
 	b->timestamped = all_timestamped(p);
-	order = arena_alloc(&b->arena, ns, sizeof(*order));
 	rps = arena_alloc(&b->arena, ns, sizeof(*rps));
 	link = arena_alloc(&b->arena, 1, sizeof(*link));
 	links = arena_alloc(&b->arena, 1, sizeof(*links));
-	if (!order || !rps || !link || !links)
+	if (!rps || !link || !links)
 		return -ENOMEM;
-	for (size_t i = 0; i < ns; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, ns, sizeof(*order), cmp_by_pid, (void *)p);
 	for (size_t i = 0; i < ns;) {
 		uint32_t pid = ember_profile_sample(p, order[i])->key.pid;
 		size_t j = i;
@@ -932,8 +929,9 @@ static int build_request(struct build *b, OtlpRequest *req, OtlpDictionary *dict
 	return 0;
 }
 
-int ember_otlp_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len,
-                      size_t *nprofiles)
+/* Encodes the samples order[0..n) (sorted by process) as one request. */
+static int encode_samples(const struct ember_profile *p, const uint32_t *order, size_t n,
+                          uint8_t **out, size_t *out_len, size_t *nprofiles)
 {
 	OtlpRequest req;
 	OtlpDictionary dict;
@@ -957,7 +955,7 @@ int ember_otlp_encode(const struct ember_profile *p, uint8_t **out, size_t *out_
 	b.location_of = calloc(p->locations.len + 1, sizeof(int32_t));
 	b.stack_of = calloc(p->stacks.len + 1, sizeof(int32_t));
 	if (b.string_of && b.mapping_of && b.location_of && b.stack_of)
-		err = build_request(&b, &req, &dict);
+		err = build_request(&b, order, n, &req, &dict);
 	if (!err) {
 		*out_len =
 		    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__get_packed_size(
@@ -972,6 +970,83 @@ int ember_otlp_encode(const struct ember_profile *p, uint8_t **out, size_t *out_
 			*nprofiles = req.n_resource_profiles;
 	}
 	build_free(&b);
+	return err;
+}
+
+/* Every sample's index, sorted by process (malloc'd; NULL when out of memory). */
+static uint32_t *by_process(const struct ember_profile *p)
+{
+	uint32_t *order = malloc((p->samples.len ? p->samples.len : 1) * sizeof(*order));
+
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < p->samples.len; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, p->samples.len, sizeof(*order), cmp_by_pid, (void *)p);
+	return order;
+}
+
+int ember_otlp_encode(const struct ember_profile *p, uint8_t **out, size_t *out_len,
+                      size_t *nprofiles)
+{
+	uint32_t *order = by_process(p);
+	int err = order ? encode_samples(p, order, p->samples.len, out, out_len, nprofiles)
+	                : -ENOMEM;
+
+	free(order);
+	return err;
+}
+
+/*
+ * Where to cut order[0..n) in two: at the change of process nearest the middle, so that a
+ * process stays in one request where it can; in the middle when all are one process's.
+ */
+static size_t split_point(const struct ember_profile *p, const uint32_t *order, size_t n)
+{
+	size_t best = n / 2, best_dist = SIZE_MAX;
+
+	for (size_t i = 1; i < n; i++) {
+		size_t dist = i > n / 2 ? i - n / 2 : n / 2 - i;
+
+		if (ember_profile_sample(p, order[i])->key.pid !=
+		        ember_profile_sample(p, order[i - 1])->key.pid &&
+		    dist < best_dist) {
+			best = i;
+			best_dist = dist;
+		}
+	}
+	return best;
+}
+
+static int encode_within(const struct ember_profile *p, const uint32_t *order, size_t n,
+                         size_t max_bytes, ember_otlp_sink sink, void *ctx)
+{
+	uint64_t count = 0;
+	uint8_t *buf;
+	size_t len, cut;
+	int err = encode_samples(p, order, n, &buf, &len, NULL);
+
+	if (err)
+		return err;
+	/* One sample is as small as a request gets: it goes as it is. */
+	if (len <= max_bytes || n <= 1) {
+		for (size_t i = 0; i < n; i++)
+			count += ember_profile_sample(p, order[i])->count;
+		return sink(ctx, buf, len, count);
+	}
+	free(buf);
+	cut = split_point(p, order, n);
+	err = encode_within(p, order, cut, max_bytes, sink, ctx);
+	return err ? err : encode_within(p, order + cut, n - cut, max_bytes, sink, ctx);
+}
+
+int ember_otlp_encode_split(const struct ember_profile *p, size_t max_bytes, ember_otlp_sink sink,
+                            void *ctx)
+{
+	uint32_t *order = by_process(p);
+	int err = order ? encode_within(p, order, p->samples.len, max_bytes, sink, ctx) : -ENOMEM;
+
+	free(order);
 	return err;
 }
 

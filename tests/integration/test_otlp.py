@@ -244,6 +244,36 @@ def test_grpc_delivers_the_split():
     assert md.get("x-scope-orgid") == "tenant-7", md
 
 
+def test_large_intervals_go_as_several_requests():
+    """An interval larger than --otlp-max-request reaches the receiver as several requests, each
+    within the limit, with every sample: a default Collector refuses a gRPC request past 4 MiB
+    whole."""
+    r = rx.GrpcReceiver()
+    folded = os.path.join(WD, "m.folded")
+    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
+    limit = 64 << 10
+    try:
+        def run(pid):
+            return pid, record(["-d", "14", "-F", str(HZ), "-p", str(pid), "-o", folded,
+                                "--interval", "14s", "--service-name", "ember-it",
+                                "--otlp-max-request", "64K",
+                                "--otlp", f"grpc://127.0.0.1:{r.port}"], env=env)
+        pid, (rc, err) = with_split(18, run)
+    finally:
+        r.stop()
+    log("  " + err.strip().replace("\n", "\n  "))
+    assert rc == 0, err
+    reqs = unique_requests([r])
+    sizes = sorted(req.ByteSize() for req in reqs)
+    log(f"  {len(reqs)} requests of {sizes[0]} to {sizes[-1]} bytes (limit {limit})")
+    # About 14,000 samples with a timestamp each (8 bytes): past 64 KiB as one request
+    # (6,000 made 55 KB), so the interval went as two or more.
+    assert len(reqs) >= 2 and sizes[-2] >= limit // 4, sizes
+    assert sizes[-1] <= limit, sizes
+    check_content(reqs, pid)
+    expect_nothing_lost(reqs, pid, folded)
+
+
 def test_otlp_file_matches_the_folded_file():
     otlp, folded = os.path.join(WD, "f.otlp"), os.path.join(WD, "f.folded")
     env = dict(os.environ, OTEL_SERVICE_NAME="ember-it",
@@ -648,6 +678,7 @@ if __name__ == "__main__":
     run_tests([
         test_http_delivers_the_split,
         test_grpc_delivers_the_split,
+        test_large_intervals_go_as_several_requests,
         test_otlp_file_matches_the_folded_file,
         test_container_id_is_podmans,
         test_tls_with_client_certificates,

@@ -412,6 +412,127 @@ START_TEST(process_facts_and_configuration_become_resource_attributes)
 }
 END_TEST
 
+/* nprocs processes (pid 100 on), each with nstacks stacks of 3 frames whose leaf is its own. */
+static void build_many(struct ember_profile *p, int nprocs, int nstacks)
+{
+	struct ember_mapping m = {.start = 0x400000, .limit = 0x900000};
+	uint32_t map, locs[3], stack;
+	char name[64];
+
+	ck_assert_int_eq(ember_profile_init(p), 0);
+	p->sample_hz = 100;
+	p->period_ns = 10000000;
+	p->start_ns = 1700000000000000000ull;
+	p->end_ns = p->start_ns + 5000000000ull;
+	ck_assert_int_eq(ember_profile_intern_cstr(p, "/usr/bin/many", &m.filename), 0);
+	ck_assert_int_eq(ember_profile_add_mapping(p, &m, &map), 0);
+	locs[2] = fixture_loc(p, map, 0x401000, "main");
+	locs[1] = fixture_loc(p, map, 0x402000, "work");
+	for (int pr = 0; pr < nprocs; pr++) {
+		struct ember_sample_key key = {.pid = 100 + (uint32_t)pr, .tid = 100 + (uint32_t)pr};
+
+		snprintf(name, sizeof(name), "proc%d", pr);
+		ck_assert_int_eq(ember_profile_intern_cstr(p, name, &key.comm), 0);
+		for (int i = 0; i < nstacks; i++) {
+			snprintf(name, sizeof(name), "leaf_of_process_%d_number_%d", pr, i);
+			locs[0] = fixture_loc(p, map, 0x500000 + (uint64_t)(pr * nstacks + i) * 16,
+			                      name);
+			ck_assert_int_eq(ember_profile_add_stack(p, locs, 3, &stack), 0);
+			key.stack = stack;
+			ck_assert_int_eq(ember_profile_add_sample(p, &key, 1 + (uint64_t)(i % 3), 0),
+			                 0);
+		}
+	}
+}
+
+struct split_seen {
+	size_t requests, max_len;
+	uint64_t sink_samples;
+	uint64_t per_pid[64];     /* samples counted in the requests, by pid - 100 */
+	unsigned int seen_in[64]; /* how many requests hold the process */
+};
+
+static int take_request(void *ctx, uint8_t *buf, size_t len, uint64_t nsamples)
+{
+	struct split_seen *seen = ctx;
+	Request *r =
+	    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+		NULL, len, buf);
+
+	ck_assert_ptr_nonnull(r);
+	/* Each of Check's asserts costs a write: the first request's dictionary only. */
+	if (!seen->requests)
+		check_dictionary(r->dictionary);
+	seen->requests++;
+	seen->max_len = len > seen->max_len ? len : seen->max_len;
+	seen->sink_samples += nsamples;
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		int64_t pid = resource_attr(r->resource_profiles[i]->resource, "process.pid")->int_value;
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+		    r->resource_profiles[i]->scope_profiles[0];
+
+		ck_assert(pid >= 100 && pid < 164);
+		seen->seen_in[pid - 100]++;
+		for (size_t j = 0; j < sp->n_profiles; j++)
+			for (size_t k = 0; k < sp->profiles[j]->n_samples; k++)
+				seen->per_pid[pid - 100] += (uint64_t)sample_total(sp->profiles[j]->samples[k]);
+	}
+	unpacked_free(r);
+	free(buf);
+	return 0;
+}
+
+START_TEST(large_profiles_go_as_requests_under_the_limit)
+{
+	struct ember_profile p;
+	struct split_seen seen = {0};
+	uint64_t want[64] = {0}, total = 0;
+	uint8_t *buf;
+	size_t len, max;
+
+	build_many(&p, 20, 30);
+	for (size_t i = 0; i < p.samples.len; i++) {
+		const struct ember_sample *s = ember_profile_sample(&p, (uint32_t)i);
+
+		want[s->key.pid - 100] += s->count;
+		total += s->count;
+	}
+	ck_assert_int_eq(ember_otlp_encode(&p, &buf, &len, NULL), 0);
+	free(buf);
+	/* Under the limit: one request, as ember_otlp_encode makes it. */
+	ck_assert_int_eq(ember_otlp_encode_split(&p, len, take_request, &seen), 0);
+	ck_assert_uint_eq(seen.requests, 1);
+	ck_assert_uint_eq(seen.max_len, len);
+	/* A fifth of it: several requests, each under the limit, every sample in one of them,
+	 * and each process whole in one request (a process alone is far smaller). */
+	max = len / 5;
+	memset(&seen, 0, sizeof(seen));
+	ck_assert_int_eq(ember_otlp_encode_split(&p, max, take_request, &seen), 0);
+	ck_assert_uint_ge(seen.requests, 5);
+	ck_assert_uint_le(seen.max_len, max);
+	ck_assert_uint_eq(seen.sink_samples, total);
+	for (int pr = 0; pr < 20; pr++) {
+		ck_assert_uint_eq(seen.per_pid[pr], want[pr]);
+		ck_assert_uint_eq(seen.seen_in[pr], 1);
+	}
+	ember_profile_free(&p);
+
+	/* One process larger than the limit: its samples in several requests, each with its
+	 * resource, none lost. */
+	build_many(&p, 1, 300);
+	ck_assert_int_eq(ember_otlp_encode(&p, &buf, &len, NULL), 0);
+	free(buf);
+	memset(&seen, 0, sizeof(seen));
+	ck_assert_int_eq(ember_otlp_encode_split(&p, len / 3, take_request, &seen), 0);
+	ck_assert_uint_ge(seen.requests, 3);
+	ck_assert_uint_le(seen.max_len, len / 3);
+	ck_assert_uint_eq(seen.seen_in[0], seen.requests);
+	ck_assert_uint_eq(seen.per_pid[0], seen.sink_samples);
+	ck_assert_uint_eq(seen.sink_samples, (uint64_t)100 * (1 + 2 + 3));
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(empty_profile_is_a_valid_request)
 {
 	struct ember_profile p;
@@ -514,6 +635,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, output_table_knows_otlp);
 	tcase_add_test(tc, upstream_schema_decodes_it);
 	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
+	tcase_add_test(tc, large_profiles_go_as_requests_under_the_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
