@@ -196,22 +196,27 @@ def check_content(reqs, pid, interval_s=None):
     return total
 
 
-def test_http_delivers_the_split():
-    r = rx.HttpReceiver()
-    folded = os.path.join(WD, "h.folded")
-    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
+def ship_split(r, url, folded, seconds, args, env=None):
+    """Records the split workload for seconds with -o folded, shipping it to receiver r at url
+    (with args, and the environment env adds); stops r. Returns (pid, delivered requests)."""
+    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci", **(env or {}))
     try:
         def run(pid):
-            return pid, record(["-d", "6", "-F", str(HZ), "-p", str(pid), "-o", folded,
-                                "--interval", "2s", "--service-name", "ember-it",
-                                "--otlp-header", "Authorization=Bearer t0ken",
-                                "--otlp", f"http://127.0.0.1:{r.port}"], env=env)
-        pid, (rc, err) = with_split(10, run)
+            return pid, record(["-d", str(seconds), "-F", str(HZ), "-p", str(pid), "-o", folded,
+                                "--service-name", "ember-it", *args, "--otlp", url], env=env)
+        pid, (rc, err) = with_split(seconds + 4, run)
     finally:
         r.stop()
     log("  " + err.strip().replace("\n", "\n  "))
     assert rc == 0, err
-    reqs = unique_requests([r])
+    return pid, unique_requests([r])
+
+
+def test_http_delivers_the_split():
+    r = rx.HttpReceiver()
+    folded = os.path.join(WD, "h.folded")
+    pid, reqs = ship_split(r, f"http://127.0.0.1:{r.port}", folded, 6,
+                           ["--interval", "2s", "--otlp-header", "Authorization=Bearer t0ken"])
     assert len(reqs) >= 3, f"expected a profile per 2 s interval, got {len(reqs)}"
     check_content(reqs, pid, interval_s=2)
     expect_nothing_lost(reqs, pid, folded)
@@ -224,19 +229,8 @@ def test_http_delivers_the_split():
 def test_grpc_delivers_the_split():
     r = rx.GrpcReceiver()
     folded = os.path.join(WD, "g.folded")
-    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci",
-               OTEL_EXPORTER_OTLP_HEADERS="x-scope-orgid=tenant-7")
-    try:
-        def run(pid):
-            return pid, record(["-d", "6", "-F", str(HZ), "-p", str(pid), "-o", folded,
-                                "--interval", "3s", "--service-name", "ember-it",
-                                "--otlp", f"grpc://127.0.0.1:{r.port}"], env=env)
-        pid, (rc, err) = with_split(10, run)
-    finally:
-        r.stop()
-    log("  " + err.strip().replace("\n", "\n  "))
-    assert rc == 0, err
-    reqs = unique_requests([r])
+    pid, reqs = ship_split(r, f"grpc://127.0.0.1:{r.port}", folded, 6, ["--interval", "3s"],
+                           env={"OTEL_EXPORTER_OTLP_HEADERS": "x-scope-orgid=tenant-7"})
     assert len(reqs) >= 2, len(reqs)
     check_content(reqs, pid, interval_s=3)
     expect_nothing_lost(reqs, pid, folded)
@@ -250,20 +244,9 @@ def test_large_intervals_go_as_several_requests():
     whole."""
     r = rx.GrpcReceiver()
     folded = os.path.join(WD, "m.folded")
-    env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
     limit = 64 << 10
-    try:
-        def run(pid):
-            return pid, record(["-d", "14", "-F", str(HZ), "-p", str(pid), "-o", folded,
-                                "--interval", "14s", "--service-name", "ember-it",
-                                "--otlp-max-request", "64K",
-                                "--otlp", f"grpc://127.0.0.1:{r.port}"], env=env)
-        pid, (rc, err) = with_split(18, run)
-    finally:
-        r.stop()
-    log("  " + err.strip().replace("\n", "\n  "))
-    assert rc == 0, err
-    reqs = unique_requests([r])
+    pid, reqs = ship_split(r, f"grpc://127.0.0.1:{r.port}", folded, 14,
+                           ["--interval", "14s", "--otlp-max-request", "64K"])
     sizes = sorted(req.ByteSize() for req in reqs)
     log(f"  {len(reqs)} requests of {sizes[0]} to {sizes[-1]} bytes (limit {limit})")
     # About 14,000 samples with a timestamp each (8 bytes): past 64 KiB as one request

@@ -37,6 +37,16 @@ static inline uint32_t fixture_loc(struct ember_profile *p, uint32_t mapping, ui
 	return id;
 }
 
+/* An empty profile of 5 s at 100 Hz. */
+static inline void fixture_init(struct ember_profile *p)
+{
+	ck_assert_int_eq(ember_profile_init(p), 0);
+	p->sample_hz = 100;
+	p->period_ns = 10000000;
+	p->start_ns = 1700000000000000000ull;
+	p->end_ns = p->start_ns + 5000000000ull;
+}
+
 /*
  * Process "app" (pid 10): main -> work -> leaf_a  x6, main -> work -> leaf_b x3,
  * main -> libfoo.so+0x1234 (unsymbolized) x1. Process "other" (pid 20): main x2.
@@ -49,11 +59,7 @@ static inline void fixture_build(struct ember_profile *p)
 	struct ember_sample_key key = {.pid = 10, .tid = 11, .cpu = 1};
 	uint32_t map, libmap, stack, locs[3];
 
-	ck_assert_int_eq(ember_profile_init(p), 0);
-	p->sample_hz = 100;
-	p->period_ns = 10000000;
-	p->start_ns = 1700000000000000000ull;
-	p->end_ns = p->start_ns + 5000000000ull;
+	fixture_init(p);
 	ck_assert_int_eq(ember_profile_intern_cstr(p, "/usr/bin/app", &m.filename), 0);
 	ck_assert_int_eq(ember_profile_intern_cstr(p, "0123abcd", &m.gnu_build_id), 0);
 	ck_assert_int_eq(ember_profile_add_mapping(p, &m, &map), 0);

@@ -419,11 +419,7 @@ static void build_many(struct ember_profile *p, int nprocs, int nstacks)
 	uint32_t map, locs[3], stack;
 	char name[64];
 
-	ck_assert_int_eq(ember_profile_init(p), 0);
-	p->sample_hz = 100;
-	p->period_ns = 10000000;
-	p->start_ns = 1700000000000000000ull;
-	p->end_ns = p->start_ns + 5000000000ull;
+	fixture_init(p);
 	ck_assert_int_eq(ember_profile_intern_cstr(p, "/usr/bin/many", &m.filename), 0);
 	ck_assert_int_eq(ember_profile_add_mapping(p, &m, &map), 0);
 	locs[2] = fixture_loc(p, map, 0x401000, "main");
