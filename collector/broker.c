@@ -446,6 +446,7 @@ static const struct broker_handler handlers[EMBER_BROKER_WHAT_MAX] = {
 	[EMBER_BROKER_DEBUGLINK]   = {"debuglink",   true,  true,  0,  validate_debuglink, open_debuglink,       NULL},
 	[EMBER_BROKER_PROC_FILE]   = {"proc-file",   true,  true,  0,  validate_proc_file, open_named_proc_file, NULL},
 	[EMBER_BROKER_PERF_MAP]    = {"perf-map",    true,  true,  0,  validate_pid,       open_perf_map,        NULL},
+	[EMBER_BROKER_KERNEL_NOTES] = {"kernel-notes", false, false, 64, NULL,             NULL, "/sys/kernel/notes"},
 };
 /* clang-format on */
 

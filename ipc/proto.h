@@ -116,6 +116,7 @@ enum ember_broker_what {
 	EMBER_BROKER_DEBUGLINK = 7,   /* .gnu_debuglink name beside the file mapped at addr */
 	EMBER_BROKER_PROC_FILE = 8,   /* /proc/PID/<arg>, arg "cgroup" or "exe" */
 	EMBER_BROKER_PERF_MAP = 9,    /* /tmp/perf-PID.map in PID's root, PID as it knows itself */
+	EMBER_BROKER_KERNEL_NOTES = 10, /* /sys/kernel/notes: the kernel's build id */
 	EMBER_BROKER_WHAT_MAX,
 };
 

@@ -11,6 +11,7 @@
 
 #include "symbolizer/record_decode.h"
 #include "symbolizer/symbols/demangle.h"
+#include "shared/fdio.h"
 #include "shared/log.h"
 #include "symbolizer/unwind/unwind_tables.h"
 
@@ -137,6 +138,32 @@ static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc
 	return err ? err : 1;
 }
 
+/*
+ * The kernel's GNU build id, read once (the broker opens /sys/kernel/notes): the kernel's
+ * mapping carries it, as every other mapping carries its file's (the OTLP specification wants
+ * one on every mapping, and a backend symbolizes by it). Empty when it cannot be read.
+ */
+static const char *kernel_build_id(struct ember_symbolizer *s)
+{
+	char *notes = NULL;
+	long n;
+	int fd;
+
+	if (s->kernel_id_tried)
+		return s->kernel_build_id;
+	s->kernel_id_tried = true;
+	fd = ember_broker_request(s->broker, EMBER_BROKER_KERNEL_NOTES, 0, 0, NULL);
+	if (fd < 0)
+		return s->kernel_build_id;
+	n = ember_read_whole_fd(fd, EMBER_KERNEL_NOTES_MAX_BYTES, &notes);
+	close(fd);
+	if (n <= 0 ||
+	    ember_kernel_build_id(notes, (size_t)n, s->kernel_build_id, sizeof(s->kernel_build_id)))
+		s->kernel_build_id[0] = '\0';
+	free(notes);
+	return s->kernel_build_id;
+}
+
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
                            uint64_t now_ns, uint32_t *out)
 {
@@ -146,8 +173,11 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 
 	if (s->kernel_mapping == EMBER_NONE) {
 		struct ember_mapping m = {.limit = UINT64_MAX};
+		const char *id = kernel_build_id(s);
 
 		err = ember_profile_intern_cstr(s->profile, KERNEL_MAPPING_NAME, &m.filename);
+		if (!err && *id)
+			err = ember_profile_intern_cstr(s->profile, id, &m.gnu_build_id);
 		if (!err)
 			err = ember_profile_add_mapping(s->profile, &m, &s->kernel_mapping);
 		if (err)

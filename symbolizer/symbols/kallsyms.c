@@ -2,6 +2,7 @@
 #include "symbolizer/symbols/kallsyms.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -168,6 +169,37 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 	begin(&b, out);
 	feed(&b, text, len, true);
 	return finish(&b);
+}
+
+int ember_kernel_build_id(const void *notes, size_t len, char *hex, size_t hex_size)
+{
+	const uint8_t *p = notes;
+	size_t at = 0;
+
+	while (len - at >= 12) {
+		uint32_t namesz, descsz, type;
+		size_t name_at = at + 12, desc_at, next;
+
+		memcpy(&namesz, p + at, 4);
+		memcpy(&descsz, p + at + 4, 4);
+		memcpy(&type, p + at + 8, 4);
+		/* Sizes as the file gives them: each checked against what is left. */
+		if (namesz > len - name_at || ((namesz + 3u) & ~3u) > len - name_at)
+			return -EINVAL;
+		desc_at = name_at + ((namesz + 3u) & ~3u);
+		if (descsz > len - desc_at || ((descsz + 3u) & ~3u) > len - desc_at)
+			return -EINVAL;
+		next = desc_at + ((descsz + 3u) & ~3u);
+		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && !memcmp(p + name_at, "GNU", 4)) {
+			if (!descsz || descsz > 64 || 2 * (size_t)descsz + 1 > hex_size)
+				return -EINVAL;
+			for (uint32_t i = 0; i < descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", p[desc_at + i]);
+			return 0;
+		}
+		at = next;
+	}
+	return -ENOENT;
 }
 
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out)

@@ -38,6 +38,16 @@ int ember_kallsyms_parse(const char *text, size_t len, struct ember_kallsyms *ou
 int ember_kallsyms_load_fd(int fd, struct ember_kallsyms *out);
 void ember_kallsyms_free(struct ember_kallsyms *k);
 
+/* The notes of /sys/kernel/notes are at most this long (a few notes of the kernel image). */
+#define EMBER_KERNEL_NOTES_MAX_BYTES 4096
+/*
+ * The running kernel's GNU build id from the raw ELF notes of /sys/kernel/notes (Elf64_Nhdr
+ * records: sizes, type, name and description each padded to 4 bytes), as lowercase hex into
+ * hex. Returns 0, -ENOENT (no NT_GNU_BUILD_ID note named "GNU"), or -EINVAL for notes that
+ * run past len or an id of more than 64 bytes (the hex must fit hex_size).
+ */
+int ember_kernel_build_id(const void *notes, size_t len, char *hex, size_t hex_size);
+
 /* kallsyms.* statistics into p. */
 void ember_kallsyms_report_stats(const struct ember_kallsyms *k,
                                  const struct ember_stat_sink *sink);

@@ -273,6 +273,45 @@ def test_otlp_file_matches_the_folded_file():
     expect_nothing_lost([req], pid, folded)
 
 
+def kernel_build_id():
+    """The running kernel's GNU build id from /sys/kernel/notes (Elf64_Nhdr records), or None."""
+    import struct
+    with open("/sys/kernel/notes", "rb") as f:
+        notes = f.read()
+    at = 0
+    while at + 12 <= len(notes):
+        namesz, descsz, kind = struct.unpack_from("<III", notes, at)
+        name_at = at + 12
+        desc_at = name_at + (namesz + 3) // 4 * 4
+        if kind == 3 and notes[name_at:name_at + namesz] == b"GNU\0":
+            return notes[desc_at:desc_at + descsz].hex()
+        at = desc_at + (descsz + 3) // 4 * 4
+    return None
+
+
+def test_kernel_mapping_carries_the_kernel_build_id():
+    """Every mapping carries a build id (the specification's MUST, and a backend's way to
+    symbolize): the kernel's, from /sys/kernel/notes, on [kernel.kallsyms]."""
+    want = kernel_build_id()
+    assert want, "this kernel's /sys/kernel/notes has no GNU build id"
+    otlp = os.path.join(WD, "k.otlp")
+    dd = start(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"])
+    try:
+        rc, err = record(["-d", "2", "-F", str(HZ), "-p", str(dd.pid), "-o", otlp])
+    finally:
+        kill(dd)
+    assert rc == 0, err
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        d = Request.FromString(f.read()).dictionary
+    kernel = [m for m in d.mapping_table[1:]
+              if d.string_table[m.filename_strindex] == "[kernel.kallsyms]"]
+    assert kernel, "no kernel frames in dd's samples"
+    got = rx.attrs_of(d, kernel[0].attribute_indices).get("process.executable.build_id.gnu")
+    log(f"  kernel build id {got} (/sys/kernel/notes: {want})")
+    assert got == want, (got, want)
+
+
 def test_container_id_is_podmans():
     """A process in a podman container: its resource's container.id is the id podman gave the
     container (not a rule restated: podman's own answer)."""
@@ -663,6 +702,7 @@ if __name__ == "__main__":
         test_grpc_delivers_the_split,
         test_large_intervals_go_as_several_requests,
         test_otlp_file_matches_the_folded_file,
+        test_kernel_mapping_carries_the_kernel_build_id,
         test_container_id_is_podmans,
         test_tls_with_client_certificates,
         test_receiver_absent_at_start,

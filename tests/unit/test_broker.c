@@ -657,6 +657,8 @@ START_TEST(per_connection_limits_and_rate_cap)
 	ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), -EPERM);
 	ember_broker_new_peer(&f.broker);
 	ck_assert_int_eq(request(&f, EMBER_BROKER_KALLSYMS, 0, 0, NULL), 0);
+	/* The kernel's notes (its build id), a fixed file as kallsyms is. */
+	ck_assert_int_eq(request(&f, EMBER_BROKER_KERNEL_NOTES, 0, 0, NULL), 0);
 
 	/* The token bucket: a burst, then refusals until time passes. */
 	f.broker.rate_per_s = 1;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "check_main.h"
@@ -12,6 +13,53 @@ static const char text[] = "ffffffff81000000 T _stext\n"
 			   "ffffffffc0a01000 t xfs_iread\t[xfs]\n"
 			   "ffffffffc0a02000 t xfs_iwrite\t[xfs]\n"
 			   "ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_ember_sample\t[bpf]\n";
+
+/* Appends one ELF note (sizes, type, name and description padded to 4 bytes) at *at. */
+static void put_note(uint8_t *buf, size_t *at, uint32_t type, const char *name, size_t namesz,
+                     const uint8_t *desc, uint32_t descsz)
+{
+	uint32_t hdr[3] = {(uint32_t)namesz, descsz, type};
+
+	memcpy(buf + *at, hdr, sizeof(hdr));
+	*at += sizeof(hdr);
+	memset(buf + *at, 0, (namesz + 3) & ~3u);
+	memcpy(buf + *at, name, namesz);
+	*at += (namesz + 3) & ~3u;
+	memset(buf + *at, 0, (descsz + 3) & ~3u);
+	memcpy(buf + *at, desc, descsz);
+	*at += (descsz + 3) & ~3u;
+}
+
+START_TEST(kernel_build_id_from_its_notes)
+{
+	/* As /sys/kernel/notes holds them: Xen's and Linux's notes beside the GNU build id. */
+	static const uint8_t id[20] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6,
+	                               7,    8,    9,    10,   11, 12, 13, 14, 15, 16};
+	static const uint8_t other[6] = {1, 2, 3, 4, 5, 6};
+	_Alignas(4) uint8_t buf[256];
+	char hex[129];
+	size_t len = 0, id_at;
+
+	put_note(buf, &len, 6, "Linux", 6, other, 6);
+	put_note(buf, &len, 3, "Xen", 4, other, 4); /* an NT 3 of another owner */
+	id_at = len;
+	put_note(buf, &len, 3, "GNU", 4, id, sizeof(id));
+	ck_assert_int_eq(ember_kernel_build_id(buf, len, hex, sizeof(hex)), 0);
+	ck_assert_str_eq(hex, "deadbeef0102030405060708090a0b0c0d0e0f10");
+	/* Not there, cut short, or a size past the end: no id, and nothing read past len. */
+	ck_assert_int_eq(ember_kernel_build_id(buf, id_at, hex, sizeof(hex)), -ENOENT);
+	ck_assert_int_eq(ember_kernel_build_id(buf, len - 4, hex, sizeof(hex)), -EINVAL);
+	ck_assert_int_eq(ember_kernel_build_id(buf, 0, hex, sizeof(hex)), -ENOENT);
+	((uint32_t *)(buf + id_at))[1] = 0xfffffff0u;
+	ck_assert_int_eq(ember_kernel_build_id(buf, len, hex, sizeof(hex)), -EINVAL);
+	((uint32_t *)(buf + id_at))[1] = sizeof(id);
+	((uint32_t *)(buf + id_at))[0] = 0xffffffffu;
+	ck_assert_int_eq(ember_kernel_build_id(buf, len, hex, sizeof(hex)), -EINVAL);
+	/* An id longer than the room for its hex. */
+	((uint32_t *)(buf + id_at))[0] = 4;
+	ck_assert_int_eq(ember_kernel_build_id(buf, len, hex, 40), -EINVAL);
+}
+END_TEST
 
 START_TEST(resolves_text_symbols_with_modules)
 {
@@ -74,6 +122,7 @@ static Suite *kallsyms_suite(void)
 	tcase_add_test(tc, resolves_text_symbols_with_modules);
 	tcase_add_test(tc, hidden_addresses_resolve_nothing);
 	tcase_add_test(tc, bad_lines_are_counted);
+	tcase_add_test(tc, kernel_build_id_from_its_notes);
 	suite_add_tcase(s, tc);
 	return s;
 }
