@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "symbolizer/symbolize.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/param.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include "symbolizer/unwind/unwind_tables.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+#define VDSO_MAX_BYTES      (1u << 20) /* a vDSO is a few pages */
 
 int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symbolizer_opts *o)
 {
@@ -162,6 +165,44 @@ static const char *kernel_build_id(struct ember_symbolizer *s)
 		s->kernel_build_id[0] = '\0';
 	free(notes);
 	return s->kernel_build_id;
+}
+
+/* The vDSO's mapped length and build id, from the image the kernel maps into this process. */
+static void read_own_vdso(struct ember_symbolizer *s)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!eh || page <= 0 || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phoff >= VDSO_MAX_BYTES ||
+	    eh->e_phnum > 64)
+		return;
+	for (unsigned int i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)eh + eh->e_phoff) + i;
+		uint64_t pages = (ph->p_memsz + (uint64_t)page - 1) / (uint64_t)page;
+
+		if (ph->p_type == PT_LOAD)
+			s->vdso_len = MAX(s->vdso_len, pages * (uint64_t)page);
+		else if (ph->p_type == PT_NOTE && ph->p_offset < VDSO_MAX_BYTES &&
+		         ph->p_filesz < VDSO_MAX_BYTES &&
+		         ember_kernel_build_id((const char *)eh + ph->p_offset, ph->p_filesz,
+		                               s->vdso_build_id, sizeof(s->vdso_build_id)))
+			s->vdso_build_id[0] = '\0';
+	}
+}
+
+/*
+ * The vDSO's GNU build id: every 64-bit process on the host maps the image this process maps
+ * (the unwind tables rely on it too); a mapping of another size (a 32-bit process's) gets
+ * none. Empty when the image has none.
+ */
+static const char *vdso_build_id(struct ember_symbolizer *s, uint64_t mapping_len)
+{
+	if (!s->vdso_id_tried) {
+		s->vdso_id_tried = true;
+		read_own_vdso(s);
+	}
+	return mapping_len == s->vdso_len ? s->vdso_build_id : "";
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
@@ -438,6 +479,9 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	    s->profile, mapping_name(proc, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)
 		err = mapping_identity(s, obj, &m);
+	if (!err && e->kind == EMBER_MAP_VDSO && *vdso_build_id(s, e->end - e->start))
+		err = ember_profile_intern_cstr(s->profile, vdso_build_id(s, e->end - e->start),
+		                                &m.gnu_build_id);
 	if (!err)
 		err = ember_profile_add_mapping(s->profile, &m, &mapping);
 	if (err)

@@ -67,8 +67,9 @@ struct ember_symbolizer {
 	uint64_t maps_snapshots[3]; /* the collector's: taken, served, dropped */
 	bool ksyms_tried;
 	uint64_t ksyms_loaded_ns;
-	bool kernel_id_tried;
-	char kernel_build_id[129]; /* hex, "" when unknown */
+	bool kernel_id_tried, vdso_id_tried;
+	char kernel_build_id[129], vdso_build_id[129]; /* hex, "" when unknown */
+	uint64_t vdso_len;                             /* the vDSO's mapping, in bytes */
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	bool want_process_facts;

@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
 
@@ -273,11 +274,8 @@ def test_otlp_file_matches_the_folded_file():
     expect_nothing_lost([req], pid, folded)
 
 
-def kernel_build_id():
-    """The running kernel's GNU build id from /sys/kernel/notes (Elf64_Nhdr records), or None."""
-    import struct
-    with open("/sys/kernel/notes", "rb") as f:
-        notes = f.read()
+def gnu_build_id_note(notes):
+    """The GNU build id among ELF notes (Elf64_Nhdr records), as hex, or None."""
     at = 0
     while at + 12 <= len(notes):
         namesz, descsz, kind = struct.unpack_from("<III", notes, at)
@@ -286,6 +284,29 @@ def kernel_build_id():
         if kind == 3 and notes[name_at:name_at + namesz] == b"GNU\0":
             return notes[desc_at:desc_at + descsz].hex()
         at = desc_at + (descsz + 3) // 4 * 4
+    return None
+
+
+def kernel_build_id():
+    """The running kernel's GNU build id, from /sys/kernel/notes."""
+    with open("/sys/kernel/notes", "rb") as f:
+        return gnu_build_id_note(f.read())
+
+
+def vdso_build_id(pid):
+    """The GNU build id of the vDSO process pid maps, read from its memory (PT_NOTE)."""
+    with open(f"/proc/{pid}/maps") as f:
+        line = next(m for m in f if m.rstrip().endswith("[vdso]"))
+    start, end = (int(a, 16) for a in line.split()[0].split("-"))
+    with open(f"/proc/{pid}/mem", "rb") as f:
+        f.seek(start)
+        image = f.read(end - start)
+    phoff, = struct.unpack_from("<Q", image, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", image, 0x36)
+    for i in range(phnum):
+        kind, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", image, phoff + i * phentsize)
+        if kind == 4:  # PT_NOTE
+            return gnu_build_id_note(image[offset:offset + filesz])
     return None
 
 
@@ -309,6 +330,47 @@ def test_kernel_mapping_carries_the_kernel_build_id():
     assert kernel, "no kernel frames in dd's samples"
     got = rx.attrs_of(d, kernel[0].attribute_indices).get("process.executable.build_id.gnu")
     log(f"  kernel build id {got} (/sys/kernel/notes: {want})")
+    assert got == want, (got, want)
+
+
+VDSO_LOOP = r"""
+#include <time.h>
+int main(void)
+{
+	struct timespec t;
+	unsigned long s = 0;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		s += (unsigned long)t.tv_nsec;
+	}
+	return (int)(s & 1);
+}
+"""
+
+
+def test_vdso_mapping_carries_its_build_id():
+    """The vDSO, which is no file, carries the build id of the image the kernel maps (read
+    from the workload's own memory here)."""
+    src, exe, otlp = (os.path.join(WD, n) for n in ("vdso.c", "vdso", "v.otlp"))
+    with open(src, "w") as f:
+        f.write(VDSO_LOOP)
+    subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
+    wl = start([exe])
+    try:
+        time.sleep(0.2)
+        want = vdso_build_id(wl.pid)
+        rc, err = record(["-d", "2", "-F", str(HZ), "-p", str(wl.pid), "-o", otlp])
+    finally:
+        kill(wl)
+    assert rc == 0, err
+    assert want, "the vDSO has no GNU build id note"
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        d = Request.FromString(f.read()).dictionary
+    vdso = [m for m in d.mapping_table[1:] if d.string_table[m.filename_strindex] == "[vdso]"]
+    assert vdso, "no vDSO frames in a clock_gettime loop"
+    got = rx.attrs_of(d, vdso[0].attribute_indices).get("process.executable.build_id.gnu")
+    log(f"  vDSO build id {got} (the workload's memory: {want})")
     assert got == want, (got, want)
 
 
@@ -703,6 +765,7 @@ if __name__ == "__main__":
         test_large_intervals_go_as_several_requests,
         test_otlp_file_matches_the_folded_file,
         test_kernel_mapping_carries_the_kernel_build_id,
+        test_vdso_mapping_carries_its_build_id,
         test_container_id_is_podmans,
         test_tls_with_client_certificates,
         test_receiver_absent_at_start,
