@@ -17,6 +17,8 @@
 
 #include "records.h"
 
+#define VM_EXEC_FLAG 0x4 /* VM_EXEC in include/linux/mm.h: an executable mapping */
+
 #define OVERLAYFS_MAGIC 0x794c7630
 #define FUSE_MAGIC      0x65735546
 

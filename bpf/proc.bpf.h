@@ -103,7 +103,6 @@ extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struc
 extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
 
-#define VM_EXEC_FLAG    0x4  /* VM_EXEC in include/linux/mm.h */
 #define EXIT_WALK_STEPS 4096 /* mappings an exit's walk visits at most */
 
 /* An exit walk's steps: counted in a map, whose value the verifier does not follow, so

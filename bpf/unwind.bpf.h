@@ -518,8 +518,6 @@ static __always_inline const struct ember_file_entry *file_entry(struct file *fi
 	return file ? inode_entry(BPF_CORE_READ(maps_dentry(file), d_inode), seen) : NULL;
 }
 
-#define VM_EXEC_FLAG 0x4 /* VM_EXEC in include/linux/mm.h */
-
 /* The mapping bpf_find_vma found, kept if executable (found->end 0: not). */
 static long exec_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 #include <sys/param.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -18,7 +17,6 @@
 #include "symbolizer/unwind/unwind_tables.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
-#define VDSO_MAX_BYTES      (1u << 20) /* a vDSO is a few pages */
 
 int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symbolizer_opts *o)
 {
@@ -170,22 +168,23 @@ static const char *kernel_build_id(struct ember_symbolizer *s)
 /* The vDSO's mapped length and build id, from the image the kernel maps into this process. */
 static void read_own_vdso(struct ember_symbolizer *s)
 {
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	const void *image;
+	size_t len = ember_vdso_image(&image);
+	const Elf64_Ehdr *eh = image;
 	long page = sysconf(_SC_PAGESIZE);
 
-	if (!eh || page <= 0 || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phoff >= VDSO_MAX_BYTES ||
-	    eh->e_phnum > 64)
+	if (!len || page <= 0 || eh->e_phoff > len ||
+	    (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
 		return;
 	for (unsigned int i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)eh + eh->e_phoff) + i;
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)image + eh->e_phoff) + i;
 		uint64_t pages = (ph->p_memsz + (uint64_t)page - 1) / (uint64_t)page;
 
 		if (ph->p_type == PT_LOAD)
 			s->vdso_len = MAX(s->vdso_len, pages * (uint64_t)page);
-		else if (ph->p_type == PT_NOTE && ph->p_offset < VDSO_MAX_BYTES &&
-		         ph->p_filesz < VDSO_MAX_BYTES &&
-		         ember_kernel_build_id((const char *)eh + ph->p_offset, ph->p_filesz,
+		else if (ph->p_type == PT_NOTE && ph->p_offset <= len &&
+		         ph->p_filesz <= len - ph->p_offset &&
+		         ember_kernel_build_id((const char *)image + ph->p_offset, ph->p_filesz,
 		                               s->vdso_build_id, sizeof(s->vdso_build_id)))
 			s->vdso_build_id[0] = '\0';
 	}
@@ -444,6 +443,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
+	const char *vdso_id;
 	char name_buf[256];
 	uint32_t mapping;
 	int err;
@@ -479,9 +479,9 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	    s->profile, mapping_name(proc, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)
 		err = mapping_identity(s, obj, &m);
-	if (!err && e->kind == EMBER_MAP_VDSO && *vdso_build_id(s, e->end - e->start))
-		err = ember_profile_intern_cstr(s->profile, vdso_build_id(s, e->end - e->start),
-		                                &m.gnu_build_id);
+	vdso_id = e->kind == EMBER_MAP_VDSO ? vdso_build_id(s, e->end - e->start) : "";
+	if (!err && *vdso_id)
+		err = ember_profile_intern_cstr(s->profile, vdso_id, &m.gnu_build_id);
 	if (!err)
 		err = ember_profile_add_mapping(s->profile, &m, &mapping);
 	if (err)

@@ -2,7 +2,6 @@
 #include "symbolizer/symbols/kallsyms.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include "shared/fdio.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
+#include "symbolizer/symbols/file_id.h"
 #include "symbolizer/memory/mem_owners.h"
 
 #define MAX_NAME   512
@@ -190,11 +190,11 @@ int ember_kernel_build_id(const void *notes, size_t len, char *hex, size_t hex_s
 		if (descsz > len - desc_at || ((descsz + 3u) & ~3u) > len - desc_at)
 			return -EINVAL;
 		next = desc_at + ((descsz + 3u) & ~3u);
-		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && !memcmp(p + name_at, "GNU", 4)) {
+		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
+		    !memcmp(p + name_at, "GNU", 4)) {
 			if (!descsz || descsz > 64 || 2 * (size_t)descsz + 1 > hex_size)
 				return -EINVAL;
-			for (uint32_t i = 0; i < descsz; i++)
-				snprintf(hex + 2 * i, 3, "%02x", p[desc_at + i]);
+			ember_hex(p + desc_at, descsz, hex);
 			return 0;
 		}
 		at = next;

@@ -225,8 +225,7 @@ static int read_segments(Elf *elf, struct ember_unwind_file *f)
 	return f->nsegs ? 0 : -ENOEXEC;
 }
 
-/* The kernel's vDSO image as this process sees it: the same for every 64-bit process. */
-static size_t vdso_image(const void **out)
+size_t ember_vdso_image(const void **out)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
 	const Elf64_Phdr *ph;
@@ -313,7 +312,7 @@ static int file_rows(struct ember_unwind *u, struct ember_unwind_file *f, int fd
 {
 	size_t max_rows = u->build_bytes ? u->build_bytes / EMBER_CFI_BUILD_BYTES_PER_ROW : 0;
 	const void *image = NULL;
-	size_t len = fd < 0 ? vdso_image(&image) : 0;
+	size_t len = fd < 0 ? ember_vdso_image(&image) : 0;
 	uint64_t faults = ember_sigbus_guard_count();
 	Elf *elf;
 	int err;

@@ -252,4 +252,11 @@ const char *ember_unwind_stop_marker(uint32_t reason);
 
 void ember_unwind_report_stats(const struct ember_unwind *u, const struct ember_stat_sink *sink);
 
+/*
+ * The kernel's vDSO image as this process sees it, the same for every 64-bit process: its
+ * length (its headers, sections and loaded bytes; 0 when it is not a 64-bit ELF or is larger
+ * than 1 MiB) and *out, its start.
+ */
+size_t ember_vdso_image(const void **out);
+
 #endif
