@@ -54,6 +54,7 @@ struct ember_cli {
 	uint64_t interval_ms, otlp_timeout_ms, otlp_queue_bytes, otlp_deadline_ms;
 	uint64_t otlp_max_request_bytes;
 	unsigned int otlp_compression; /* 0: as the environment says, 1 gzip, 2 none */
+	unsigned int otlp_symbols;     /* enum ember_otlp_symbols */
 	/* The symbolizer daemon. */
 	const char *connect, *output_dir;
 	unsigned int formats[EMBER_CLI_MAX_FORMATS];

@@ -37,6 +37,7 @@ static const char *const views[] = {"cpu", "off-cpu", "both", NULL};
 static const char *const levels[] = {"error", "warning", "info", "debug", NULL};
 static const char *const compressions[] = {"gzip", "none", NULL};
 static const char *const orders[] = {"self", "total", NULL};
+static const char *const symbol_sides[] = {"host", "backend", NULL}; /* enum ember_otlp_symbols */
 
 int ember_usage_error(const struct ember_cli *c, const char *fmt, const char *arg)
 {
@@ -265,6 +266,8 @@ const struct ember_option ember_options[] = {
 	 .help = "delivery queue bound; default 8M", .example = "8M"},
 	{"otlp-max-request", 0, "BYTES", false, SYMBOLIZES, EMBER_OPT_SIZE, FIELD(otlp_max_request_bytes), 64 << 10, 1ull << 30, .group = EXPORT,
 	 .help = "largest request; a larger profile goes as several; default 3840K (a default Collector and Pyroscope take 4M)", .example = "16M"},
+	{"otlp-symbols", 0, "WHO", false, SYMBOLIZES, EMBER_OPT_CHOICE, FIELD(otlp_symbols), .choices = symbol_sides, .group = EXPORT,
+	 .help = "host (ember names native frames; default) or backend (left to a backend with debuginfod)", .example = "backend"},
 	{"otlp-deadline", 0, "DURATION", false, SYMBOLIZES, EMBER_OPT_DURATION, FIELD(otlp_deadline_ms), 0, 3600 * 1000, .group = EXPORT,
 	 .help = "how long the end waits for delivery; default 30s", .example = "5s"},
 };

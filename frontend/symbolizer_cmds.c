@@ -109,6 +109,7 @@ int ember_symbolizer_settings(const struct ember_cli *c, struct ember_symbolizer
 	sym->signatures = c->signatures;
 	sym->memory_budget = c->memory_budget;
 	sym->cache_bytes = c->cache_bytes;
+	sym->otlp_symbols = c->otlp_symbols; /* OTLP files too, not only shipping */
 	if (ember_resource_config_from(env, sym->service_name, sizeof(sym->service_name),
 	                               sym->resource_attrs, sizeof(sym->resource_attrs))) {
 		log_error("OTEL_RESOURCE_ATTRIBUTES is not a list of key=value (at most 1 KiB)");

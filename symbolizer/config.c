@@ -79,6 +79,7 @@ static int check_export(const struct ember_symbolizer_config *c, const char **wh
 	EMBER_CONFIG_REFUSE_IF(!EMBER_CONFIG_STR_OK(c->service_name) ||
 	                           !EMBER_CONFIG_STR_OK(c->resource_attrs),
 	                       "service_name");
+	EMBER_CONFIG_REFUSE_IF(c->otlp_symbols >= EMBER_OTLP_SYMBOLS_MAX, "otlp_symbols");
 	return 0;
 }
 

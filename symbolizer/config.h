@@ -64,6 +64,7 @@ struct ember_symbolizer_config {
 	uint64_t export_deadline_ms;
 	char service_name[128];
 	char resource_attrs[1024];
+	uint32_t otlp_symbols; /* enum ember_otlp_symbols */
 	struct ember_export_config export_cfg;
 	/* report, diff, top. */
 	uint32_t ninputs;

@@ -43,6 +43,7 @@ static int start_export(const struct ember_symbolizer_config *c, struct ember_ex
 
 	ember_strlcpy(ex->service_name, c->service_name, sizeof(ex->service_name));
 	ember_strlcpy(ex->resource_attrs, c->resource_attrs, sizeof(ex->resource_attrs));
+	ex->otlp_symbols = c->otlp_symbols;
 	if (!c->export)
 		return 0;
 	*cfg = c->export_cfg;

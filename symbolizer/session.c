@@ -955,6 +955,7 @@ int ember_session_run(const struct ember_session_opts *o)
 		p->view = o->view;
 		memcpy(p->service_name, o->export.service_name, sizeof(p->service_name));
 		memcpy(p->resource_attrs, o->export.resource_attrs, sizeof(p->resource_attrs));
+		p->otlp_symbols = o->export.otlp_symbols;
 	}
 	err = handshake(s);
 	/* Readers are processes of their own: forked before the sandbox forbids it. */

@@ -32,6 +32,7 @@ struct ember_session_export {
 	uint64_t delivery_deadline_ns;   /* how long the end of a session waits for delivery */
 	char service_name[128];          /* see profile.h */
 	char resource_attrs[1024];
+	uint32_t otlp_symbols; /* see profile.h */
 };
 
 struct ember_session_opts {

@@ -180,6 +180,8 @@ static void read_own_vdso(struct ember_symbolizer *s)
 		const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)image + eh->e_phoff) + i;
 		uint64_t pages = (ph->p_memsz + (uint64_t)page - 1) / (uint64_t)page;
 
+		if (ph->p_type == PT_LOAD && !ph->p_offset)
+			s->vdso_vaddr = ph->p_vaddr & ~((uint64_t)page - 1);
 		if (ph->p_type == PT_LOAD)
 			s->vdso_len = MAX(s->vdso_len, pages * (uint64_t)page);
 		else if (ph->p_type == PT_NOTE && ph->p_offset <= len &&
@@ -191,17 +193,21 @@ static void read_own_vdso(struct ember_symbolizer *s)
 }
 
 /*
- * The vDSO's GNU build id: every 64-bit process on the host maps the image this process maps
- * (the unwind tables rely on it too); a mapping of another size (a 32-bit process's) gets
- * none. Empty when the image has none.
+ * The vDSO's GNU build id and ELF address: every 64-bit process on the host maps the image
+ * this process maps (the unwind tables rely on it too); a mapping of another size (a 32-bit
+ * process's) gets neither.
  */
-static const char *vdso_build_id(struct ember_symbolizer *s, uint64_t mapping_len)
+static int vdso_identity(struct ember_symbolizer *s, struct ember_mapping *m)
 {
 	if (!s->vdso_id_tried) {
 		s->vdso_id_tried = true;
 		read_own_vdso(s);
 	}
-	return mapping_len == s->vdso_len ? s->vdso_build_id : "";
+	if (m->limit - m->start != s->vdso_len || !s->vdso_build_id[0])
+		return 0;
+	m->has_file_vaddr = true;
+	m->file_vaddr = s->vdso_vaddr;
+	return ember_profile_intern_cstr(s->profile, s->vdso_build_id, &m->gnu_build_id);
 }
 
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
@@ -443,7 +449,6 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
-	const char *vdso_id;
 	char name_buf[256];
 	uint32_t mapping;
 	int err;
@@ -479,9 +484,11 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	    s->profile, mapping_name(proc, e, name_buf, sizeof(name_buf)), &m.filename);
 	if (!err && obj)
 		err = mapping_identity(s, obj, &m);
-	vdso_id = e->kind == EMBER_MAP_VDSO ? vdso_build_id(s, e->end - e->start) : "";
-	if (!err && *vdso_id)
-		err = ember_profile_intern_cstr(s->profile, vdso_id, &m.gnu_build_id);
+	/* Where the mapping starts in the file's ELF addresses: OTLP's address space. */
+	if (!err && obj && !ember_elf_mapping_vaddr(&obj->file.syms, e->offset, &m.file_vaddr))
+		m.has_file_vaddr = true;
+	if (!err && e->kind == EMBER_MAP_VDSO)
+		err = vdso_identity(s, &m);
 	if (!err)
 		err = ember_profile_add_mapping(s->profile, &m, &mapping);
 	if (err)

@@ -70,6 +70,7 @@ struct ember_symbolizer {
 	bool kernel_id_tried, vdso_id_tried;
 	char kernel_build_id[129], vdso_build_id[129]; /* hex, "" when unknown */
 	uint64_t vdso_len;                             /* the vDSO's mapping, in bytes */
+	uint64_t vdso_vaddr;                           /* the ELF address its mapping starts at */
 	int64_t monotonic_to_realtime_ns;
 	uint32_t kernel_mapping; /* in the current profile, or EMBER_NONE */
 	bool want_process_facts;

@@ -346,8 +346,10 @@ static int mapping_index(struct build *b, uint32_t id, int32_t *out)
 	if (!om)
 		return -ENOMEM;
 	opentelemetry__proto__profiles__v1development__mapping__init(om);
-	om->memory_start = m->start;
-	om->memory_limit = m->limit;
+	/* In the file's ELF addresses when known, as backends resolve them (a build id names
+	 * the file; where a process happened to load it does not matter to them). */
+	om->memory_start = m->has_file_vaddr ? m->file_vaddr : m->start;
+	om->memory_limit = om->memory_start + (m->limit - m->start);
 	om->file_offset = m->file_offset;
 	if ((err = profile_str(b, m->filename, &om->filename_strindex)))
 		return err;
@@ -369,27 +371,21 @@ static int mapping_index(struct build *b, uint32_t id, int32_t *out)
 	return err;
 }
 
-/* A location without lines gets one made-up function named like the other writers
- * name it ("libc.so.6+0x1f00", "[unknown]"), so that viewers show more than an address. */
-static int unsymbolized_function(struct build *b, const struct ember_location *loc, int32_t *out)
+/*
+ * Whether a location goes with its lines. One ember could not name goes as a bare address in
+ * its mapping: a made-up name would tell Pyroscope the mapping is named and keep it from
+ * naming it by its build id. With backend symbols, so do all of a file with a GNU build id.
+ */
+static bool with_lines(const struct build *b, const struct ember_location *loc,
+                       const struct ember_mapping *m)
 {
-	struct function_key k = {0};
-	char name[512], *copy;
-	int err;
-
-	ember_profile_unsymbolized_name(b->p, loc, name, sizeof(name));
-	copy = arena_strdup(&b->arena, name);
-	if (!copy)
-		return -ENOMEM;
-	err = str_index(b, copy, &k.name);
-	if (err)
-		return err;
-	k.system_name = k.name;
-	return table_dedup(b, &b->functions, &k, make_function, out);
+	return loc->nlines && !(b->p->otlp_symbols == EMBER_OTLP_SYMBOLS_BACKEND && m &&
+	                        m->has_file_vaddr && m->gnu_build_id);
 }
 
 static int location_index(struct build *b, uint32_t id, int32_t *out)
 {
+	const struct ember_mapping *m = NULL;
 	const struct ember_location *loc;
 	const struct ember_line *lines;
 	OtlpLocation *ol;
@@ -404,7 +400,12 @@ static int location_index(struct build *b, uint32_t id, int32_t *out)
 	}
 	loc = ember_profile_location(b->p, id);
 	lines = ember_profile_location_lines(b->p, loc);
-	nlines = loc->nlines ? loc->nlines : 1;
+	if (loc->mapping != EMBER_NONE) {
+		if (loc->mapping >= b->p->mappings.len)
+			return -EINVAL;
+		m = ember_profile_mapping(b->p, loc->mapping);
+	}
+	nlines = with_lines(b, loc, m) ? loc->nlines : 0;
 	ol = arena_alloc(&b->arena, 1, sizeof(*ol));
 	if (!ol)
 		return -ENOMEM;
@@ -412,9 +413,10 @@ static int location_index(struct build *b, uint32_t id, int32_t *out)
 	ol->lines = arena_alloc(&b->arena, nlines, sizeof(*ol->lines));
 	if (!ol->lines)
 		return -ENOMEM;
-	ol->address = loc->address;
-	if (loc->mapping != EMBER_NONE &&
-	    (err = mapping_index(b, loc->mapping, &ol->mapping_index)))
+	/* In its mapping's ELF addresses, as the mapping is (mapping_index). */
+	ol->address =
+	    m && m->has_file_vaddr ? loc->address - m->start + m->file_vaddr : loc->address;
+	if (m && (err = mapping_index(b, loc->mapping, &ol->mapping_index)))
 		return err;
 	for (uint32_t i = 0; i < nlines; i++) {
 		OtlpLine *l = arena_alloc(&b->arena, 1, sizeof(*l));
@@ -422,13 +424,8 @@ static int location_index(struct build *b, uint32_t id, int32_t *out)
 		if (!l)
 			return -ENOMEM;
 		opentelemetry__proto__profiles__v1development__line__init(l);
-		if (loc->nlines) {
-			l->line = lines[i].line;
-			err = function_index(b, lines[i].function, &l->function_index);
-		} else {
-			err = unsymbolized_function(b, loc, &l->function_index);
-		}
-		if (err)
+		l->line = lines[i].line;
+		if ((err = function_index(b, lines[i].function, &l->function_index)))
 			return err;
 		ol->lines[i] = l;
 	}

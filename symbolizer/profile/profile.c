@@ -251,10 +251,18 @@ int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mappin
 	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct mapping_key k = mapping_key_of(m);
 	int r = dedup_insert(p, &p->mapping_index, &p->mappings, &k, sizeof(k), mapping_eq, m, out);
+	struct ember_mapping *have;
 
-	if (r == 0 && m->has_functions)
-		EMBER_VEC_AT(p->mappings, struct ember_mapping, *out)->has_functions = true;
-	return r < 0 ? r : 0;
+	if (r != 0)
+		return r < 0 ? r : 0;
+	/* Seen before, perhaps while its file could not be read: what is known now stays. */
+	have = EMBER_VEC_AT(p->mappings, struct ember_mapping, *out);
+	have->has_functions |= m->has_functions;
+	if (m->has_file_vaddr && !have->has_file_vaddr) {
+		have->has_file_vaddr = true;
+		have->file_vaddr = m->file_vaddr;
+	}
+	return 0;
 }
 
 int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,

@@ -63,6 +63,10 @@ struct ember_mapping {
 	/* Its addresses were named as far as they can be (an address was, or
 	 * ember read or tried the file): pprof need not open the file again. */
 	bool has_functions;
+	/* The file's ELF virtual address that start maps (known when ember read the
+	 * file's segments): OTLP carries addresses in that space, as backends expect. */
+	bool has_file_vaddr;
+	uint64_t file_vaddr;
 };
 
 struct ember_function {
@@ -133,6 +137,17 @@ enum ember_profile_scope {
 	EMBER_SCOPE_TITLED,      /* a command, unit, container, ... named by the title */
 };
 
+/*
+ * Who names native frames in OTLP output. Either way addresses and mappings are in the
+ * file's ELF address space and mappings carry build ids, so a backend can name what ember
+ * could not (Pyroscope does so only for a mapping none of whose locations has a function).
+ */
+enum ember_otlp_symbols {
+	EMBER_OTLP_SYMBOLS_HOST,    /* ember names what it can; the rest are bare addresses */
+	EMBER_OTLP_SYMBOLS_BACKEND, /* frames of files with a GNU build id go as addresses */
+	EMBER_OTLP_SYMBOLS_MAX,
+};
+
 /* What a flame graph, top, diff or folded stacks show of a profile. */
 enum ember_view {
 	EMBER_VIEW_CPU = 0, /* CPU samples (a count) */
@@ -187,6 +202,8 @@ struct ember_profile {
 	 * default) and extra resource attributes as "key=value\n" lines. */
 	char service_name[128];
 	char resource_attrs[1024];
+	/* Who names native frames in OTLP output (enum ember_otlp_symbols). */
+	uint32_t otlp_symbols;
 };
 
 int ember_profile_init(struct ember_profile *p);

@@ -779,3 +779,23 @@ int ember_elf_offset_to_vaddr(const struct ember_elf_syms *s, uint64_t offset, u
 	}
 	return -ENOENT;
 }
+
+int ember_elf_mapping_vaddr(const struct ember_elf_syms *s, uint64_t map_offset, uint64_t *vaddr)
+{
+	const struct ember_elf_segment *found = NULL;
+
+	for (size_t i = 0; i < s->nsegments; i++) {
+		const struct ember_elf_segment *seg = &s->segments[i];
+
+		if (map_offset < (seg->offset & ~(uint64_t)4095) ||
+		    (map_offset >= seg->offset && map_offset - seg->offset >= seg->filesz))
+			continue;
+		if (!found || (!(found->flags & PF_X) && (seg->flags & PF_X)))
+			found = seg;
+	}
+	if (!found)
+		return -ENOENT;
+	/* Unsigned: also right when the mapping starts below the segment's first byte. */
+	*vaddr = found->vaddr + (map_offset - found->offset);
+	return 0;
+}

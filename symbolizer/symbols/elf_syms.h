@@ -146,5 +146,11 @@ const char *ember_elf_sym_name_copy(const struct ember_elf_syms *s, const struct
 
 /* Turns a file offset inside a loadable segment into its ELF virtual address. */
 int ember_elf_offset_to_vaddr(const struct ember_elf_syms *s, uint64_t offset, uint64_t *vaddr);
+/*
+ * The ELF virtual address where a mapping of the file from map_offset starts: the page-aligned
+ * start of a loadable segment (the loader maps each from the page holding its first byte) or a
+ * page inside one. Where two segments share that page, the executable one: frames are in it.
+ */
+int ember_elf_mapping_vaddr(const struct ember_elf_syms *s, uint64_t map_offset, uint64_t *vaddr);
 
 #endif

@@ -48,7 +48,7 @@ def decode_otlp(path):
                             frames.append(Frame(st[fn.name_strindex], st[fn.filename_strindex],
                                                 line.line, kind))
                         if not loc.lines:
-                            frames.append(Frame(f"0x{loc.address:x}", "", 0, kind))
+                            frames.append(Frame(rx.unnamed(d, loc), "", 0, kind))
                     tid = rx.attrs_of(d, s.attribute_indices).get("thread.id")
                     out.append((pid, tid, rx.sample_count(s), frames))
     return out

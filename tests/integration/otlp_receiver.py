@@ -351,6 +351,16 @@ def sample_count(s):
     return sum(s.values) if s.values else len(s.timestamps_unix_nano)
 
 
+def unnamed(d, loc):
+    """A location without lines named as ember's other outputs name it: file+0xOFFSET (from
+    the mapping, in whichever address space both are), or [unknown] without a mapping."""
+    if not loc.mapping_index:
+        return "[unknown]"
+    m = d.mapping_table[loc.mapping_index]
+    name = os.path.basename(d.string_table[m.filename_strindex]) or "[unknown]"
+    return f"{name}+0x{loc.address - m.memory_start + m.file_offset:x}"
+
+
 def frames(d, stack_index):
     """Function names of a stack, leaf first (inlined frames first within a location)."""
     out = []
@@ -359,7 +369,7 @@ def frames(d, stack_index):
         for line in loc.lines:
             out.append(d.string_table[d.function_table[line.function_index].name_strindex])
         if not loc.lines:
-            out.append(f"0x{loc.address:x}")
+            out.append(unnamed(d, loc))
     return out
 
 

@@ -77,7 +77,7 @@ def otlp_stacks(path, name_of=None):
                             fn = d.function_table[line.function_index]
                             frames.append((d.string_table[fn.name_strindex], kind))
                         if not loc.lines:
-                            frames.append((f"0x{loc.address:x}", kind))
+                            frames.append((otlp_receiver.unnamed(d, loc), kind))
                     out.append((pid, attrs.get("thread.name"), min(s.timestamps_unix_nano),
                                 otlp_receiver.sample_count(s), frames))
     return out

@@ -374,6 +374,81 @@ def test_vdso_mapping_carries_its_build_id():
     assert got == want, (got, want)
 
 
+def file_functions(path, addresses):
+    """{address: the function it is in} by eu-addr2line, reading the file at ELF addresses
+    (an inlined body counts for the function it was inlined into, as ember's outermost line)."""
+    out = subprocess.run(["eu-addr2line", "-f", "-e", path, *(hex(a) for a in addresses)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    names = [(n.split(" in ")[-1] if " inlined at " in n else n).split("@")[0]
+             for n in out[0::2]]
+    return dict(zip(addresses, names))
+
+
+def split_locations(req):
+    """[(location, the split binary's mapping)] of every location in the split binary."""
+    d = req.dictionary
+    return [(loc, d.mapping_table[loc.mapping_index]) for loc in d.location_table[1:]
+            if loc.mapping_index and d.string_table[d.mapping_table[loc.mapping_index].filename_strindex] == SPLIT]
+
+
+def test_addresses_are_the_files_elf_addresses():
+    """OTLP addresses are what a backend resolves against the file its build id names: the
+    file's ELF addresses, not where this process loaded it (the split binary is a PIE, loaded
+    far from its link address). eu-addr2line, reading the file at each address, names the
+    function ember named. With --otlp-symbols backend, the file's frames go unnamed, and those
+    addresses alone give the workload's own leaf shares."""
+    host, backend = os.path.join(WD, "h.otlp"), os.path.join(WD, "b.otlp")
+
+    def run(p):
+        return p, [record(["-d", "3", "-F", str(HZ), "-p", str(p), "-o", out, *extra])
+                   for out, extra in ((host, []), (backend, ["--otlp-symbols", "backend"]))]
+    pid, runs = with_split(10, run)
+    for rc, err in runs:
+        assert rc == 0, err
+    Request, _ = rx.classes()
+    with open(host, "rb") as f:
+        req = Request.FromString(f.read())
+    d = req.dictionary
+    locs = split_locations(req)
+    assert locs, "no frames of the split binary"
+    truth = file_functions(SPLIT, [loc.address for loc, _ in locs])
+    named = [(loc, d.string_table[d.function_table[loc.lines[-1].function_index].name_strindex])
+             for loc, _ in locs if loc.lines]
+    agree = sum(truth[loc.address] == name for loc, name in named)
+    log(f"  host: {agree} of {len(named)} named locations of split agree with eu-addr2line "
+        f"at their OTLP address")
+    assert named and agree == len(named), [(hex(loc.address), name, truth[loc.address])
+                                           for loc, name in named if truth[loc.address] != name][:5]
+    # The mapping is the file's: some PT_LOAD starts (page-aligned) at its start and offset.
+    out = subprocess.run(["readelf", "-lW", SPLIT], capture_output=True, text=True).stdout
+    loads = {(int(v, 16) & ~0xfff, int(o, 16) & ~0xfff) for o, v in re.findall(
+        r"^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", out, re.M)}
+    m = locs[0][1]
+    assert (m.memory_start, m.file_offset) in loads, (hex(m.memory_start), hex(m.file_offset), loads)
+
+    with open(backend, "rb") as f:
+        req = Request.FromString(f.read())
+    d = req.dictionary
+    locs = split_locations(req)
+    assert locs and not any(loc.lines for loc, _ in locs), "backend symbols: split's frames named"
+    names = file_functions(SPLIT, [loc.address for loc, _ in locs])
+    counts = {}
+    for _, _, s, _ in rx.samples(req, pid):
+        for li in d.stack_table[s.stack_index].location_indices:
+            loc = d.location_table[li]
+            name = names.get(loc.address) if loc.mapping_index and not loc.lines else None
+            if name in ("leaf_a", "leaf_b", "leaf_c"):
+                counts[name] = counts.get(name, 0) + rx.sample_count(s)
+                break
+    total = sum(counts.values())
+    log(f"  backend: leaves named from addresses alone {counts}")
+    assert total > 1000, counts
+    truth = TRUTH.get(pid)
+    assert truth, "the workload did not report what it measured"
+    for leaf in ("leaf_a", "leaf_b", "leaf_c"):
+        assert_close(leaf, 100.0 * counts.get(leaf, 0) / total, round(truth[leaf], 1), 3)
+
+
 def test_container_id_is_podmans():
     """A process in a podman container: its resource's container.id is the id podman gave the
     container (not a rule restated: podman's own answer)."""
@@ -766,6 +841,7 @@ if __name__ == "__main__":
         test_otlp_file_matches_the_folded_file,
         test_kernel_mapping_carries_the_kernel_build_id,
         test_vdso_mapping_carries_its_build_id,
+        test_addresses_are_the_files_elf_addresses,
         test_container_id_is_podmans,
         test_tls_with_client_certificates,
         test_receiver_absent_at_start,

@@ -5,6 +5,7 @@
  * duplicates, every index in range); then let protoc decode it with the
  * upstream schema as an independent oracle.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,16 @@ static const char *leaf(const Dict *d, const Sample *s)
 	ck_assert_int_lt(s->stack_index, (int32_t)d->n_stack_table);
 	st = d->stack_table[s->stack_index];
 	l = d->location_table[st->location_indices[0]];
+	if (!l->n_lines) { /* named as the other writers name it: file+0xOFFSET */
+		static char name[256];
+		const Opentelemetry__Proto__Profiles__V1development__Mapping *m =
+		    d->mapping_table[l->mapping_index];
+		const char *file = str(d, m->filename_strindex), *slash = strrchr(file, '/');
+
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, slash ? slash + 1 : file,
+		         l->address - m->memory_start + m->file_offset);
+		return name;
+	}
 	return str(d, d->function_table[l->lines[0]->function_index]->name_strindex);
 }
 
@@ -529,6 +540,98 @@ START_TEST(large_profiles_go_as_requests_under_the_limit)
 }
 END_TEST
 
+/* The OTLP location of the profile's location id, and its mapping. */
+static const Opentelemetry__Proto__Profiles__V1development__Location *
+otlp_location(const Dict *d, uint64_t address, int32_t mapping)
+{
+	for (size_t i = 1; i < d->n_location_table; i++)
+		if (d->location_table[i]->address == address &&
+		    d->location_table[i]->mapping_index == mapping)
+			return d->location_table[i];
+	ck_abort_msg("no location at %#" PRIx64, address);
+	return NULL;
+}
+
+static int32_t otlp_mapping(const Dict *d, const char *file)
+{
+	for (size_t i = 1; i < d->n_mapping_table; i++)
+		if (!strcmp(str(d, d->mapping_table[i]->filename_strindex), file))
+			return (int32_t)i;
+	ck_abort_msg("no mapping of %s", file);
+	return 0;
+}
+
+/*
+ * libc mapped at 0x7f0000000000 from file offset 0x1000, which is ELF address 0x1000: OTLP
+ * carries the ELF address (what a backend resolves against the file its build id names). A
+ * frame ember could not name goes as a bare address: no made-up function name, which would
+ * tell Pyroscope the mapping is named. With backend symbols, every frame of a file with a
+ * GNU build id goes so; others (no build id, no file) keep their names.
+ */
+START_TEST(addresses_are_elf_addresses_and_unnamed_frames_bare)
+{
+	struct ember_mapping libc = {.start = 0x7f0000000000,
+	                             .limit = 0x7f0000100000,
+	                             .file_offset = 0x1000,
+	                             .has_file_vaddr = true,
+	                             .file_vaddr = 0x1000};
+	struct ember_mapping app = {.start = 0x400000, .limit = 0x500000, .has_file_vaddr = true,
+	                            .file_vaddr = 0x400000};
+	struct ember_sample_key key = {.pid = 10, .tid = 10, .cpu = 0};
+	uint32_t libc_map, app_map, locs[4], stack;
+	struct ember_profile p;
+
+	fixture_init(&p);
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "/usr/lib/libc.so.6", &libc.filename), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "c0ffee", &libc.gnu_build_id), 0);
+	ck_assert_int_eq(ember_profile_add_mapping(&p, &libc, &libc_map), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "/usr/bin/app", &app.filename), 0);
+	ck_assert_int_eq(ember_profile_add_mapping(&p, &app, &app_map), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "app", &key.comm), 0);
+	locs[0] = fixture_loc(&p, libc_map, 0x7f0000000600, NULL);
+	locs[1] = fixture_loc(&p, libc_map, 0x7f0000000500, "memcpy");
+	locs[2] = fixture_loc(&p, app_map, 0x401000, "main");
+	locs[3] = fixture_loc(&p, EMBER_NONE, 0x10, "interpreted");
+	ck_assert_int_eq(ember_profile_add_stack(&p, locs, 4, &stack), 0);
+	key.stack = stack;
+	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 0), 0);
+
+	for (int side = EMBER_OTLP_SYMBOLS_HOST; side < EMBER_OTLP_SYMBOLS_MAX; side++) {
+		Request *r;
+		const Dict *d;
+		int32_t lm, am;
+		const Opentelemetry__Proto__Profiles__V1development__Location *unnamed, *named;
+
+		p.otlp_symbols = (uint32_t)side;
+		r = encode(&p, NULL);
+		d = r->dictionary;
+		check_dictionary(d);
+		lm = otlp_mapping(d, "/usr/lib/libc.so.6");
+		am = otlp_mapping(d, "/usr/bin/app");
+		ck_assert_uint_eq(d->mapping_table[lm]->memory_start, 0x1000);
+		ck_assert_uint_eq(d->mapping_table[lm]->memory_limit, 0x101000);
+		ck_assert_uint_eq(d->mapping_table[lm]->file_offset, 0x1000);
+		unnamed = otlp_location(d, 0x1600, lm);
+		named = otlp_location(d, 0x1500, lm);
+		ck_assert_uint_eq(unnamed->n_lines, 0);
+		for (size_t i = 1; i < d->n_function_table; i++)
+			ck_assert_ptr_null(strstr(str(d, d->function_table[i]->name_strindex), "+0x"));
+		if (side == EMBER_OTLP_SYMBOLS_HOST) {
+			ck_assert_uint_eq(named->n_lines, 1);
+			ck_assert_str_eq(
+			    str(d, d->function_table[named->lines[0]->function_index]->name_strindex),
+			    "memcpy");
+		} else {
+			ck_assert_uint_eq(named->n_lines, 0);
+		}
+		ck_assert_uint_eq(otlp_location(d, 0x401000, am)->n_lines, 1);
+		ck_assert_uint_eq(otlp_location(d, 0x10, 0)->n_lines, 1);
+		unpacked_free(r);
+	}
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(empty_profile_is_a_valid_request)
 {
 	struct ember_profile p;
@@ -628,6 +731,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, timestamped_samples_carry_one_value_per_timestamp);
 	tcase_add_test(tc, process_facts_and_configuration_become_resource_attributes);
 	tcase_add_test(tc, empty_profile_is_a_valid_request);
+	tcase_add_test(tc, addresses_are_elf_addresses_and_unnamed_frames_bare);
 	tcase_add_test(tc, output_table_knows_otlp);
 	tcase_add_test(tc, upstream_schema_decodes_it);
 	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
