@@ -518,9 +518,10 @@ static int build_sample(struct build *b, const struct ember_sample *s, OtlpSampl
 	if (!(os->attribute_indices = indices(b, attrs, n)))
 		return -ENOMEM;
 	os->n_attribute_indices = n;
-	/* One value per observation with its timestamp, or one total when times are unknown
-	 * (always for off-CPU samples: the nanoseconds waited at that stack). */
-	nvalues = b->timestamped && !s->key.wait ? s->ntimestamps : 1;
+	/* Timestamps alone, each counting one (Pyroscope refuses a whole request where a CPU
+	 * sample has more than one value), or one total when times are unknown; off-CPU
+	 * samples one value, the nanoseconds waited at that stack. */
+	nvalues = b->timestamped && !s->key.wait ? 0 : 1;
 	if (!(os->values = arena_alloc(&b->arena, nvalues, sizeof(int64_t))))
 		return -ENOMEM;
 	for (size_t i = 0; i < nvalues; i++)

@@ -7,14 +7,16 @@
  * One ResourceProfiles per process (process.pid, process.executable.name
  * and .path, container.id, host.name, service.name and the configured extra
  * attributes), each with one ScopeProfiles ("ember", its version) holding a
- * CPU Profile: sample type samples/count, period cpu/nanoseconds, one value
- * and one timestamp per sample; and, for a process with off-CPU samples, an
+ * CPU Profile: sample type samples/count, period cpu/nanoseconds, samples with
+ * their timestamps alone (each counts one); and, for a process with off-CPU samples, an
  * off-CPU Profile: sample type off_cpu/nanoseconds, an empty period type and
  * period 0 (present: Parca refuses a Profile without one), one value per sample (the
  * time its thread waited at that stack), each sample labelled off_cpu.wait
  * (why it waited). Samples carry thread.name, thread.id and
  * cpu.logical_number; locations profile.frame.type; mappings the GNU and Go
- * build ids and the htlhash. All profiles share one deduplicated dictionary
+ * build ids and the htlhash. Addresses and mappings are in the files' ELF address
+ * space; a location ember could not name (or, with backend symbols, one in a file with a
+ * GNU build id) has no lines. All profiles share one deduplicated dictionary
  * whose tables start with their zero entry.
  */
 #ifndef EMBER_SYMBOLIZER_FORMATS_OUT_OTLP_H

@@ -179,7 +179,8 @@ def check_content(reqs, pid, interval_s=None):
                 assert len(p.profile_id) == 16
                 starts.append(p.time_unix_nano)
                 for s in p.samples:
-                    assert len(s.timestamps_unix_nano) == len(s.values) > 0
+                    # Timestamps alone (Pyroscope refuses a CPU sample of several values).
+                    assert not s.values and len(s.timestamps_unix_nano) > 0, s
                     for t in s.timestamps_unix_nano:
                         assert p.time_unix_nano <= t < p.time_unix_nano + p.duration_nano
                     sa = rx.attrs_of(d, s.attribute_indices)

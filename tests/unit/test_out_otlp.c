@@ -165,9 +165,10 @@ static const char *leaf(const Dict *d, const Sample *s)
 	return str(d, d->function_table[l->lines[0]->function_index]->name_strindex);
 }
 
+/* What a sample counts: its values, or one per timestamp when it has none. */
 static int64_t sample_total(const Sample *s)
 {
-	int64_t t = 0;
+	int64_t t = s->n_values ? 0 : (int64_t)s->n_timestamps_unix_nano;
 
 	for (size_t i = 0; i < s->n_values; i++)
 		t += s->values[i];
@@ -269,7 +270,7 @@ START_TEST(encodes_one_resource_per_process_and_a_valid_dictionary)
 }
 END_TEST
 
-START_TEST(timestamped_samples_carry_one_value_per_timestamp)
+START_TEST(timestamped_samples_carry_timestamps_alone)
 {
 	struct ember_profile p;
 	struct ember_sample_key key = {.pid = 5, .tid = 5, .cpu = EMBER_NONE};
@@ -298,10 +299,10 @@ START_TEST(timestamped_samples_carry_one_value_per_timestamp)
 	prof = r->resource_profiles[0]->scope_profiles[0]->profiles[0];
 	ck_assert_int_eq(prof->period, 10101010);
 	ck_assert_uint_eq(prof->n_samples, 1);
-	ck_assert_uint_eq(prof->samples[0]->n_values, 5);
+	/* Each timestamp counts one: Pyroscope refuses a CPU sample with several values. */
+	ck_assert_uint_eq(prof->samples[0]->n_values, 0);
 	ck_assert_uint_eq(prof->samples[0]->n_timestamps_unix_nano, 5);
 	for (size_t i = 0; i < 5; i++) {
-		ck_assert_int_eq(prof->samples[0]->values[i], 1);
 		ck_assert_uint_ge(prof->samples[0]->timestamps_unix_nano[i], prof->time_unix_nano);
 		ck_assert_uint_lt(prof->samples[0]->timestamps_unix_nano[i],
 		                  prof->time_unix_nano + prof->duration_nano);
@@ -728,7 +729,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, encodes_one_resource_per_process_and_a_valid_dictionary);
-	tcase_add_test(tc, timestamped_samples_carry_one_value_per_timestamp);
+	tcase_add_test(tc, timestamped_samples_carry_timestamps_alone);
 	tcase_add_test(tc, process_facts_and_configuration_become_resource_attributes);
 	tcase_add_test(tc, empty_profile_is_a_valid_request);
 	tcase_add_test(tc, addresses_are_elf_addresses_and_unnamed_frames_bare);
