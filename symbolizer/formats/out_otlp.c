@@ -129,11 +129,27 @@ struct function_key {
 	int64_t start_line;
 };
 
+/*
+ * A table whose entries are told apart by their packed bytes: mappings, locations and
+ * stacks. In ELF addresses, two processes' mappings of one file are one mapping, and the
+ * frames and stacks in it one location and one stack.
+ */
+struct packed_table {
+	struct ember_vec items; /* void * */
+	struct ember_vec spans; /* struct packed_span, parallel to items */
+	struct ember_vec bytes; /* the entries' packed forms, one after the other */
+	struct ember_index index;
+};
+
+struct packed_span {
+	size_t at, len;
+};
+
 struct build {
 	const struct ember_profile *p;
 	struct arena arena;
 	struct table strings, attrs, functions;
-	struct ember_vec mappings, locations, stacks;             /* void * */
+	struct packed_table mappings, locations, stacks;
 	int32_t *string_of, *mapping_of, *location_of, *stack_of; /* profile id -> index, 0: none */
 	int32_t key_thread_name, key_thread_id, key_cpu, key_frame_type, key_wait;
 	int32_t key_build_gnu, key_build_go, key_htlhash;
@@ -157,6 +173,22 @@ static void table_free(struct table *t)
 
 #define ITEM(vec, i) (((void **)(vec).items)[i])
 
+static void packed_init(struct packed_table *t)
+{
+	ember_vec_init(&t->items, sizeof(void *));
+	ember_vec_init(&t->spans, sizeof(struct packed_span));
+	ember_vec_init(&t->bytes, 1);
+	ember_index_init(&t->index);
+}
+
+static void packed_free(struct packed_table *t)
+{
+	ember_vec_free(&t->items);
+	ember_vec_free(&t->spans);
+	ember_vec_free(&t->bytes);
+	ember_index_free(&t->index);
+}
+
 static int push_item(struct ember_vec *v, void *item, int32_t *out)
 {
 	if (v->len >= INT32_MAX)
@@ -173,6 +205,43 @@ static bool string_eq(const void *ctx, uint32_t value, const void *key, size_t l
 	const char *s = ITEM(t->items, value);
 
 	return strlen(s) == len && !memcmp(s, key, len);
+}
+
+static bool packed_eq(const void *ctx, uint32_t value, const void *key, size_t len)
+{
+	const struct packed_table *t = ctx;
+	const struct packed_span *sp = (const struct packed_span *)t->spans.items + value;
+
+	return sp->len == len && !memcmp((const char *)t->bytes.items + sp->at, key, len);
+}
+
+/* The index of msg in t: an equal entry's, or msg's, appended. */
+static int packed_dedup(struct build *b, struct packed_table *t, const ProtobufCMessage *msg,
+                        int32_t *out)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg), at = t->bytes.len;
+	struct packed_span span = {at, len};
+	uint32_t found;
+	uint8_t *key;
+	uint64_t h;
+	int err;
+
+	if (ember_vec_reserve(&t->bytes, len))
+		return -ENOMEM;
+	key = (uint8_t *)t->bytes.items + at;
+	protobuf_c_message_pack(msg, key);
+	h = ember_hash(&b->p->hash_key, key, len);
+	if (!ember_index_find(&t->index, h, key, len, packed_eq, t, &found)) {
+		*out = (int32_t)found;
+		return 0;
+	}
+	if (!ember_vec_push(&t->spans, &span, 1))
+		return -ENOMEM;
+	t->bytes.len += len;
+	if ((err = push_item(&t->items, (void *)msg, out)))
+		return err;
+	err = ember_index_upsert(&t->index, h, key, len, packed_eq, t, (uint32_t)*out, &found);
+	return err < 0 ? err : 0;
 }
 
 static bool key_eq(const void *ctx, uint32_t value, const void *key, size_t len)
@@ -365,7 +434,7 @@ static int mapping_index(struct build *b, uint32_t id, int32_t *out)
 	if (n && !(om->attribute_indices = indices(b, attrs, n)))
 		return -ENOMEM;
 	om->n_attribute_indices = n;
-	err = push_item(&b->mappings, om, out);
+	err = packed_dedup(b, &b->mappings, &om->base, out);
 	if (!err)
 		b->mapping_of[id] = *out;
 	return err;
@@ -445,7 +514,7 @@ static int location_index(struct build *b, uint32_t id, int32_t *out)
 		ol->attribute_indices = attr;
 		ol->n_attribute_indices = 1;
 	}
-	err = push_item(&b->locations, ol, out);
+	err = packed_dedup(b, &b->locations, &ol->base, out);
 	if (!err)
 		b->location_of[id] = *out;
 	return err;
@@ -479,7 +548,7 @@ static int stack_index(struct build *b, uint32_t id, int32_t *out)
 			return err;
 	}
 	os->n_location_indices = st->depth;
-	err = push_item(&b->stacks, os, out);
+	err = packed_dedup(b, &b->stacks, &os->base, out);
 	if (!err)
 		b->stack_of[id] = *out;
 	return err;
@@ -815,8 +884,10 @@ static int add_zero_entries(struct build *b)
 	opentelemetry__proto__profiles__v1development__function__init(f);
 	opentelemetry__proto__profiles__v1development__stack__init(s);
 	opentelemetry__proto__profiles__v1development__key_value_and_unit__init(a);
-	if ((err = str_index(b, "", &idx)) || (err = push_item(&b->mappings, m, &idx)) ||
-	    (err = push_item(&b->locations, l, &idx)) || (err = push_item(&b->stacks, s, &idx)))
+	if ((err = str_index(b, "", &idx)) ||
+	    (err = packed_dedup(b, &b->mappings, &m->base, &idx)) ||
+	    (err = packed_dedup(b, &b->locations, &l->base, &idx)) ||
+	    (err = packed_dedup(b, &b->stacks, &s->base, &idx)))
 		return err;
 	/* Registered under their all-zero keys, so that no real entry can duplicate them. */
 	if (!ember_vec_push(&b->functions.keys, &fk, 1) || !ember_vec_push(&b->attrs.keys, &ak, 1))
@@ -859,9 +930,9 @@ static void build_free(struct build *b)
 	table_free(&b->strings);
 	table_free(&b->attrs);
 	table_free(&b->functions);
-	ember_vec_free(&b->mappings);
-	ember_vec_free(&b->locations);
-	ember_vec_free(&b->stacks);
+	packed_free(&b->mappings);
+	packed_free(&b->locations);
+	packed_free(&b->stacks);
 	free(b->string_of);
 	free(b->mapping_of);
 	free(b->location_of);
@@ -871,10 +942,10 @@ static void build_free(struct build *b)
 
 static void fill_dictionary(struct build *b, OtlpDictionary *d, OtlpLink **links)
 {
-	d->mapping_table = b->mappings.items;
-	d->n_mapping_table = b->mappings.len;
-	d->location_table = b->locations.items;
-	d->n_location_table = b->locations.len;
+	d->mapping_table = b->mappings.items.items;
+	d->n_mapping_table = b->mappings.items.len;
+	d->location_table = b->locations.items.items;
+	d->n_location_table = b->locations.items.len;
 	d->function_table = b->functions.items.items;
 	d->n_function_table = b->functions.items.len;
 	d->link_table = links;
@@ -883,8 +954,8 @@ static void fill_dictionary(struct build *b, OtlpDictionary *d, OtlpLink **links
 	d->n_string_table = b->strings.items.len;
 	d->attribute_table = b->attrs.items.items;
 	d->n_attribute_table = b->attrs.items.len;
-	d->stack_table = b->stacks.items;
-	d->n_stack_table = b->stacks.len;
+	d->stack_table = b->stacks.items.items;
+	d->n_stack_table = b->stacks.items.len;
 }
 
 /* The request of the samples order[0..ns), sorted by process. */
@@ -945,9 +1016,9 @@ static int encode_samples(const struct ember_profile *p, const uint32_t *order, 
 	table_init(&b.strings, 0);
 	table_init(&b.attrs, sizeof(struct attr_key));
 	table_init(&b.functions, sizeof(struct function_key));
-	ember_vec_init(&b.mappings, sizeof(void *));
-	ember_vec_init(&b.locations, sizeof(void *));
-	ember_vec_init(&b.stacks, sizeof(void *));
+	packed_init(&b.mappings);
+	packed_init(&b.locations);
+	packed_init(&b.stacks);
 	b.string_of = calloc(nstr + 1, sizeof(int32_t));
 	b.mapping_of = calloc(p->mappings.len + 1, sizeof(int32_t));
 	b.location_of = calloc(p->locations.len + 1, sizeof(int32_t));

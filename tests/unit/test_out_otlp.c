@@ -596,6 +596,17 @@ START_TEST(addresses_are_elf_addresses_and_unnamed_frames_bare)
 	ck_assert_int_eq(ember_profile_add_stack(&p, locs, 4, &stack), 0);
 	key.stack = stack;
 	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 0), 0);
+	/* A second process loaded the same libc elsewhere: in ELF addresses, the same mapping,
+	 * locations and stack (check_dictionary fails on duplicates). */
+	libc.start += 0x1000000000;
+	libc.limit += 0x1000000000;
+	ck_assert_int_eq(ember_profile_add_mapping(&p, &libc, &libc_map), 0);
+	locs[0] = fixture_loc(&p, libc_map, 0x7f1000000600, NULL);
+	locs[1] = fixture_loc(&p, libc_map, 0x7f1000000500, "memcpy");
+	ck_assert_int_eq(ember_profile_add_stack(&p, locs, 4, &stack), 0);
+	key.stack = stack;
+	key.pid = key.tid = 11;
+	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 0), 0);
 
 	for (int side = EMBER_OTLP_SYMBOLS_HOST; side < EMBER_OTLP_SYMBOLS_MAX; side++) {
 		Request *r;
@@ -627,6 +638,9 @@ START_TEST(addresses_are_elf_addresses_and_unnamed_frames_bare)
 		}
 		ck_assert_uint_eq(otlp_location(d, 0x401000, am)->n_lines, 1);
 		ck_assert_uint_eq(otlp_location(d, 0x10, 0)->n_lines, 1);
+		ck_assert_uint_eq(d->n_mapping_table, 3);
+		ck_assert_uint_eq(d->n_location_table, 5);
+		ck_assert_uint_eq(d->n_stack_table, 2);
 		unpacked_free(r);
 	}
 	ember_profile_free(&p);
