@@ -333,17 +333,24 @@ def check_dictionary(req):
     return problems
 
 
-def any_value(v):
+def any_value(v, d=None):
+    """An attribute's value; with the dictionary d, a string given by reference
+    (string_value_strindex, as a Collector re-encodes them) resolved too."""
     kind = v.WhichOneof("value")
+    if kind == "string_value_strindex" and d is not None:
+        return d.string_table[v.string_value_strindex]
     return getattr(v, kind) if kind else None
 
 
-def resource_attrs(rp):
-    return {kv.key: any_value(kv.value) for kv in rp.resource.attributes}
+def resource_attrs(rp, d=None):
+    """{key: value} of a resource. ember writes plain keys and values; with the dictionary d,
+    reference-based ones (key_strindex) are resolved too."""
+    return {(kv.key or (d.string_table[kv.key_strindex] if d is not None else "")):
+            any_value(kv.value, d) for kv in rp.resource.attributes}
 
 
 def attrs_of(d, indices):
-    return {d.string_table[d.attribute_table[i].key_strindex]: any_value(d.attribute_table[i].value)
+    return {d.string_table[d.attribute_table[i].key_strindex]: any_value(d.attribute_table[i].value, d)
             for i in indices}
 
 
@@ -378,7 +385,7 @@ def samples(req, pid=None):
     out = []
     d = req.dictionary
     for rp in req.resource_profiles:
-        ra = resource_attrs(rp)
+        ra = resource_attrs(rp, d)
         if pid is not None and ra.get("process.pid") != pid:
             continue
         for sp in rp.scope_profiles:
