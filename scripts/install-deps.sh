@@ -26,7 +26,7 @@ build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
   ruby3.1 ruby-stackprof php8.2-cli php8.2-fpm php-excimer perl libdevel-nytprof-perl
   openjdk-17-jdk-headless nodejs erlang-base procps util-linux strace chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev
-  podman runc uidmap catatonit debootstrap systemd-container"
+  podman runc uidmap catatonit debootstrap systemd-container debuginfod curl"
 packaging="debhelper dpkg-dev fakeroot lintian man-db rpm rpmlint debootstrap systemd-container
   podman runc uidmap catatonit git python3 python3-yaml python3-protobuf protobuf-compiler procps file cpio"
 export DEBIAN_FRONTEND=noninteractive

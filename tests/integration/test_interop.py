@@ -25,8 +25,8 @@ import json
 import time
 
 import otlp_receiver as rx
-from emberlib import (GO, SRC, build_workload, kill, log, require_root, run_tests,
-                      skip_or_fail, start, start_recording, workdir)
+from emberlib import (GO, SRC, assert_close, build_workload, kill, log, require_root, run_tests,
+                      skip_or_fail, start, start_recording, truth_shares, workdir)
 
 require_root()
 if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
@@ -304,9 +304,83 @@ def test_pyroscope_and_parca_intake_take_every_request():
             assert mine > 2 and abs(mine - pyro) <= 1.0, (exe, leaf, mine, pyro)
 
 
+def readelf_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    return next(line.split()[-1] for line in out.splitlines() if "Build ID" in line)
+
+
+def test_backend_symbols_name_a_stripped_program_through_debuginfod():
+    """What Pyroscope's symbolizer does with --otlp-symbols backend, step by step with the real
+    tools: a stripped program's frames go as ELF addresses in a mapping with its build id;
+    debuginfod (Debian's), serving the program's separate debug file, returns that file by the
+    build id; eu-addr2line names each address in it; and the leaves so named have the shares
+    the program measured itself (within 3 points)."""
+    if not shutil.which("debuginfod") or not shutil.which("debuginfod-find"):
+        skip_or_fail("debuginfod is missing (Debian: debuginfod)")
+    served, full = os.path.join(WD, "served"), os.path.join(WD, "split-full")
+    os.makedirs(served, exist_ok=True)
+    stripped = os.path.join(WD, "split-stripped")
+    shutil.copy(SPLIT, full)
+    subprocess.run(["objcopy", "--only-keep-debug", full, os.path.join(served, "split.debug")],
+                   check=True)
+    subprocess.run(["objcopy", "--strip-all", full, stripped], check=True)
+    build_id = readelf_build_id(stripped)
+    port = free_port()
+    server = subprocess.Popen(["debuginfod", "-F", served, "-p", str(port), "-d",
+                               os.path.join(WD, "debuginfod.sqlite")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, DEBUGINFOD_URLS=f"http://127.0.0.1:{port}",
+               DEBUGINFOD_CACHE_PATH=os.path.join(WD, "debuginfod-cache"))
+    truth_file = os.path.join(WD, "stripped.truth")
+    wl = start([stripped, "30"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
+    otlp = os.path.join(WD, "stripped.otlp")
+    try:
+        time.sleep(0.5)
+        record({"stripped": wl}, ["-o", otlp, "--otlp-symbols", "backend"])
+        wl.send_signal(signal.SIGTERM)
+        wl.wait(timeout=30)
+        debug = None
+        deadline = time.monotonic() + 60
+        while not debug and time.monotonic() < deadline:  # until its first scan found the file
+            r = subprocess.run(["debuginfod-find", "debuginfo", build_id], capture_output=True,
+                               text=True, env=env, timeout=30)
+            debug = r.stdout.strip() if r.returncode == 0 else None
+            time.sleep(0.5)
+        assert debug, f"debuginfod did not serve {build_id}: {r.stderr}"
+    finally:
+        kill(wl)
+        kill(server)
+    req = read_request(otlp)
+    d = req.dictionary
+    ours = [loc for loc in d.location_table[1:] if loc.mapping_index and
+            d.string_table[d.mapping_table[loc.mapping_index].filename_strindex] == stripped]
+    assert ours and not any(loc.lines for loc in ours), "the stripped program's frames are named"
+    m = d.mapping_table[ours[0].mapping_index]
+    assert rx.attrs_of(d, m.attribute_indices).get("process.executable.build_id.gnu") == build_id
+    out = subprocess.run(["eu-addr2line", "-f", "-e", debug, *(hex(loc.address) for loc in ours)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()[0::2]
+    name_at = dict(zip((loc.address for loc in ours), out))
+    counts = collections.Counter()
+    for _, p, s, _ in rx.samples(req):
+        if d.string_table[p.sample_type.type_strindex] != "samples":
+            continue
+        for li in d.stack_table[s.stack_index].location_indices:
+            name = name_at.get(d.location_table[li].address) if d.location_table[li].mapping_index else None
+            if name in ("leaf_a", "leaf_b", "leaf_c"):
+                counts[name] += rx.sample_count(s)
+                break
+    total = sum(counts.values())
+    truth = truth_shares(truth_file)
+    log(f"  {len(ours)} locations of the stripped program named through debuginfod: {dict(counts)}")
+    assert total > 500, counts
+    for leaf in ("leaf_a", "leaf_b", "leaf_c"):
+        assert_close(leaf, 100.0 * counts[leaf] / total, round(truth[leaf], 1), 3)
+
+
 if __name__ == "__main__":
     run_tests([
         test_collector_over_http_and_grpc_to_otlp_http,
         test_collector_over_http_and_grpc_to_otlp_grpc,
         test_pyroscope_and_parca_intake_take_every_request,
+        test_backend_symbols_name_a_stripped_program_through_debuginfod,
     ])
