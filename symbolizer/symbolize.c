@@ -10,6 +10,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "symbolizer/interp/interp_mem.h"
+#include "symbolizer/process/process_context.h"
 #include "symbolizer/record_decode.h"
 #include "symbolizer/symbols/demangle.h"
 #include "shared/fdio.h"
@@ -583,6 +585,39 @@ static int marker_location(struct ember_symbolizer *s, uint32_t reason, uint32_t
 	                      ember_unwind_stop_marker(reason), out);
 }
 
+/*
+ * What the process says of itself (OTEP 4719), read from its memory through the broker's
+ * descriptor once per profile: its resource's attributes, as lines interned in *out (0: none).
+ * A context that is missing, torn, too large or no ProcessContext is counted, never fatal.
+ */
+static int read_context(struct ember_symbolizer *s, struct ember_process *proc, uint64_t now_ns,
+                        uint32_t *out)
+{
+	uint64_t addr = ember_process_context_addr(proc);
+	struct ember_process_context *c;
+	struct ember_interp_mem mem;
+	int err;
+
+	*out = 0;
+	if (!addr)
+		return 0;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ember_interp_mem_init(&mem, proc->pid);
+	err = ember_interp_mem_open(&mem, s->broker, now_ns);
+	if (!err)
+		err = ember_process_context_read(ember_interp_mem_read, &mem, addr, c);
+	ember_interp_mem_close(&mem);
+	s->contexts_read += !err;
+	s->contexts_refused += err && err != -ENOMEM;
+	s->context_attrs_dropped += err ? 0 : c->dropped;
+	err = err ? (err == -ENOMEM ? err : 0)
+	          : (c->resource[0] ? ember_profile_intern_cstr(s->profile, c->resource, out) : 0);
+	free(c);
+	return err;
+}
+
 /* Makes sure the current profile knows the facts about the sample's process. */
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
                               uint64_t now_ns)
@@ -600,6 +635,8 @@ static int note_process_facts(struct ember_symbolizer *s, struct ember_process *
 		err = ember_profile_intern_cstr(s->profile, exe_path, &pa.exe_path);
 	if (!err && container_id[0])
 		err = ember_profile_intern_cstr(s->profile, container_id, &pa.container_id);
+	if (!err)
+		err = read_context(s, proc, now_ns, &pa.context);
 	return err ? err : ember_profile_set_process(s->profile, &pa);
 }
 
@@ -895,6 +932,10 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);
 	ember_profile_stat_set(p, "symbolizer.frames_go", s->frames_by_origin[EMBER_SYM_GO]);
 	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);
+	ember_profile_stat_set(p, "symbolizer.process_contexts", s->contexts_read);
+	ember_profile_stat_set(p, "symbolizer.process_contexts_refused", s->contexts_refused);
+	ember_profile_stat_set(p, "symbolizer.process_context_attrs_dropped",
+	                       s->context_attrs_dropped);
 	ember_profile_stat_set(p, "symbolizer.parse_errors", ember_symbolizer_parse_errors(s));
 	if (p->off_cpu) {
 		ember_profile_stat_set(p, "off_cpu.recorded", s->off_cpu_samples);

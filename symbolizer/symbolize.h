@@ -86,6 +86,9 @@ struct ember_symbolizer {
 	uint64_t sample_time_ns;      /* the sample being symbolized was taken then (monotonic) */
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;
+	/* Process contexts (OTEP 4719) read whole, refused (torn, too large, not one), and
+	 * attributes left out of those read. */
+	uint64_t contexts_read, contexts_refused, context_attrs_dropped;
 	uint64_t off_cpu_samples, off_cpu_ns;
 	uint64_t budget_exceeded, budget_shed_periods;
 	uint64_t budget_peeks_over; /* peeks between checks that found the caches must shrink */

@@ -638,6 +638,53 @@ static bool has_key(OtlpKeyValue **kvs, size_t n, const char *key, size_t key_le
 }
 
 /* The resource of process pid: what the profile knows of it, plus configuration. */
+/* Adds "key=value" lines as attributes whose keys are not among kvs' n yet. */
+static int add_lines(struct build *b, const char *lines, OtlpKeyValue **kvs, size_t *n)
+{
+	for (const char *line = lines; *line && *n < MAX_RESOURCE_ATTRS;) {
+		const char *eol = strchr(line, '\n'), *eq = strchr(line, '=');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		char *key;
+		int err;
+
+		if (eq && eq < line + len && eq > line &&
+		    !has_key(kvs, *n, line, (size_t)(eq - line))) {
+			key = arena_alloc(&b->arena, len + 1, 1);
+			if (!key)
+				return -ENOMEM;
+			memcpy(key, line, len);
+			key[eq - line] = '\0';
+			if ((err = kv(b, &kvs[(*n)++], key, key + (eq - line) + 1, 0)))
+				return err;
+		}
+		line += len + (eol ? 1 : 0);
+	}
+	return 0;
+}
+
+/* The service.name line among a process's published lines, if any, as *service. */
+static int context_service(struct build *b, const char *lines, const char **service)
+{
+	static const char key[] = "service.name=";
+
+	for (const char *line = lines; *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+
+		if (len > sizeof(key) - 1 && !strncmp(line, key, sizeof(key) - 1)) {
+			char *value = arena_alloc(&b->arena, len - (sizeof(key) - 1) + 1, 1);
+
+			if (!value)
+				return -ENOMEM;
+			memcpy(value, line + sizeof(key) - 1, len - (sizeof(key) - 1));
+			*service = value;
+			return 0;
+		}
+		line += len + (eol ? 1 : 0);
+	}
+	return 0;
+}
+
 static int build_resource(struct build *b, uint32_t pid, const char *comm, OtlpResource **out)
 {
 	const struct ember_profile *p = b->p;
@@ -646,6 +693,7 @@ static int build_resource(struct build *b, uint32_t pid, const char *comm, OtlpR
 	const char *name = path && strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	OtlpResource *r = arena_alloc(&b->arena, 1, sizeof(*r));
 	OtlpKeyValue **kvs = arena_alloc(&b->arena, MAX_RESOURCE_ATTRS, sizeof(*kvs));
+	const char *context = pa && pa->context ? ember_profile_str(p, pa->context) : "";
 	const char *service = p->service_name;
 	size_t n = 0;
 	int err = 0;
@@ -655,6 +703,9 @@ static int build_resource(struct build *b, uint32_t pid, const char *comm, OtlpR
 	opentelemetry__proto__resource__v1__resource__init(r);
 	if (!name || !*name)
 		name = comm;
+	/* The name a process gives itself comes first, then --service-name, then the guess. */
+	if ((err = context_service(b, context, &service)))
+		return err;
 	if (!*service) {
 		char *s = arena_alloc(&b->arena, strlen(UNKNOWN_SERVICE) + strlen(name) + 2, 1);
 
@@ -675,26 +726,10 @@ static int build_resource(struct build *b, uint32_t pid, const char *comm, OtlpR
 	    (pa && pa->container_id &&
 	     (err = kv(b, &kvs[n++], "container.id", ember_profile_str(p, pa->container_id), 0))))
 		return err;
-	/* Configured attributes ("key=value" lines) that do not override the ones above. */
-	for (const char *line = p->resource_attrs; *line && n < MAX_RESOURCE_ATTRS;) {
-		const char *eol = strchr(line, '\n'), *eq = strchr(line, '=');
-		size_t len = eol ? (size_t)(eol - line) : strlen(line);
-		char *key, *value;
-
-		if (eq && eq < line + len && eq > line &&
-		    !has_key(kvs, n, line, (size_t)(eq - line))) {
-			key = arena_alloc(&b->arena, len + 1, 1);
-			if (!key)
-				return -ENOMEM;
-			memcpy(key, line, len);
-			key[eq - line] = '\0';
-			value = key + (eq - line) + 1;
-			err = kv(b, &kvs[n++], key, value, 0);
-			if (err)
-				return err;
-		}
-		line += len + (eol ? 1 : 0);
-	}
+	/* What the process published, then the configured attributes: neither overrides a key
+	 * above (ember's facts about a process are not the process's to choose). */
+	if ((err = add_lines(b, context, kvs, &n)) || (err = add_lines(b, p->resource_attrs, kvs, &n)))
+		return err;
 	r->attributes = kvs;
 	r->n_attributes = n;
 	*out = r;

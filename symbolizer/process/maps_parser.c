@@ -115,6 +115,21 @@ static int cmp_entry(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The names OTEP 4719 gives the mapping: a memfd (deleted or not) or named anonymous memory. */
+static bool is_context(const struct ember_maps *m, const struct ember_map_entry *e)
+{
+	static const char *const names[] = {"/memfd:OTEL_CTX", "[anon_shmem:OTEL_CTX]",
+	                                    "[anon:OTEL_CTX]"};
+	const char *path = ember_maps_path(m, e);
+
+	if (!(e->perms & EMBER_MAP_R) || e->offset || e->end - e->start < 32)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(path, names[i]))
+			return true;
+	return false;
+}
+
 int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 {
 	size_t cap = 0, kept = 0;
@@ -167,6 +182,9 @@ int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 		out->entries[kept++] = out->entries[i];
 	}
 	out->count = kept;
+	for (size_t i = 0; i < out->count && !out->context_addr; i++)
+		if (is_context(out, &out->entries[i]))
+			out->context_addr = out->entries[i].start;
 	return 0;
 }
 
@@ -179,7 +197,7 @@ void ember_maps_free(struct ember_maps *m)
 
 int ember_maps_keep_executable(struct ember_maps *m)
 {
-	struct ember_maps kept = {.bad_lines = m->bad_lines};
+	struct ember_maps kept = {.bad_lines = m->bad_lines, .context_addr = m->context_addr};
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->count; i++)

@@ -47,6 +47,9 @@ struct ember_maps {
 	size_t count;
 	struct ember_strtab paths;
 	size_t bad_lines; /* lines that could not be parsed */
+	/* Where the process publishes its context (OTEP 4719: a readable mapping named OTEL_CTX,
+	 * the header at its start), kept when the rest goes; 0: none. */
+	uint64_t context_addr;
 };
 
 /* Parses len bytes of maps text. Returns 0 or a negative errno; on success out owns memory. */

@@ -300,6 +300,11 @@ const char *ember_process_mapping_path(const struct ember_process *p,
 	return ember_maps_path(&p->maps, e);
 }
 
+uint64_t ember_process_context_addr(const struct ember_process *p)
+{
+	return p->maps.context_addr;
+}
+
 void ember_process_learn_comm(struct ember_process *p, const char *comm, bool main_thread)
 {
 	if (main_thread || !p->comm[0])

@@ -124,6 +124,9 @@ const struct ember_map_entry *ember_process_find_mapping_at(struct ember_process
 const char *ember_process_mapping_path(const struct ember_process *p,
                                        const struct ember_map_entry *e);
 
+/* Where p publishes its process context (maps_parser.h), as its maps last read said; 0: none. */
+uint64_t ember_process_context_addr(const struct ember_process *p);
+
 /* Whether p's exit record was read (it is kept a moment for the samples still coming). */
 static inline bool ember_process_exited(const struct ember_process *p)
 {

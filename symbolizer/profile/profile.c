@@ -457,7 +457,7 @@ int ember_profile_set_process(struct ember_profile *p, const struct ember_proces
 	int r;
 
 	if (a->exe_path >= ember_profile_nstrings(p) ||
-	    a->container_id >= ember_profile_nstrings(p))
+	    a->container_id >= ember_profile_nstrings(p) || a->context >= ember_profile_nstrings(p))
 		return -EINVAL;
 	r = dedup_insert(p, &p->process_index, &p->processes, &a->pid, sizeof(a->pid), process_eq,
 	                 a, &id);
@@ -576,6 +576,7 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 
 		a.exe_path = mm->strs[a.exe_path];
 		a.container_id = mm->strs[a.container_id];
+		a.context = mm->strs[a.context];
 		err = ember_profile_set_process(dst, &a);
 	}
 	for (size_t i = 0; i < src->stats.len && !err; i++) {

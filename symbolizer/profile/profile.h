@@ -121,7 +121,8 @@ struct ember_process_attrs {
 	uint32_t pid;
 	uint32_t exe_path;     /* string: executable as the process sees it, or 0 */
 	uint32_t container_id; /* string: container id from its cgroup, or 0 */
-	uint32_t reserved;
+	/* string: the resource the process published (OTEP 4719), "key=value\n" lines, or 0 */
+	uint32_t context;
 };
 
 struct ember_stat {

@@ -16,8 +16,9 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, SANITIZED, CpuClock, assert_close, assert_workload_ran,
-                      build_workload, collector_argv, kill, log, podman_run, read_folded,
+from emberlib import (BUILD, EMBER, SANITIZED, SRC, CpuClock, assert_close, assert_workload_ran,
+                      build_workload, collector_argv, kill, log, podman_run, pprof_comments,
+                      read_folded,
                       truth_shares, require_root, run_tests, skip_or_fail, start, start_recording,
                       symbolizer_argv, workdir)
 
@@ -450,6 +451,42 @@ def test_addresses_are_the_files_elf_addresses():
         assert_close(leaf, 100.0 * counts.get(leaf, 0) / total, round(truth[leaf], 1), 3)
 
 
+def test_process_context_names_the_resource():
+    """A process that publishes its context (OTEP 4719: a memfd named OTEL_CTX) names its own
+    resource: its service.name and deployment.environment, not ember's guess; its lie about
+    its pid does not stand. One whose context is larger than the cap, or forever being
+    updated, is counted as refused and keeps ember's names."""
+    src, exe = os.path.join(SRC, "tests", "workloads", "otel_ctx.c"), os.path.join(WD, "otel_ctx")
+    subprocess.run(["gcc", "-O1", "-o", exe, src], check=True)
+    procs = [start([exe, mode, f"ctx-{mode}", "20"]) for mode in ("good", "huge", "updating")]
+    otlp, pprof = os.path.join(WD, "ctx.otlp"), os.path.join(WD, "ctx.pb.gz")
+    try:
+        time.sleep(0.3)
+        rc, err = record(["-d", "2", "-F", str(HZ), *[a for p in procs for a in ("-p", str(p.pid))],
+                          "-o", otlp, "-o", pprof])
+    finally:
+        for p in procs:
+            kill(p)
+    assert rc == 0, err
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    res = {ra["process.pid"]: ra for ra in (rx.resource_attrs(rp) for rp in req.resource_profiles)}
+    good, huge, updating = (res.get(p.pid) for p in procs)
+    log(f"  published: {good}")
+    assert good and good.get("service.name") == "ctx-good", good
+    assert good.get("deployment.environment") == "ctx-test", good
+    assert good.get("process.executable.name") == "otel_ctx", good
+    for r in (huge, updating):
+        assert r and r.get("service.name") == "unknown_service:otel_ctx", r
+        assert "deployment.environment" not in r, r
+    stats = pprof_comments(pprof)
+    log(f"  process contexts read {stats.get('symbolizer.process_contexts')}, refused "
+        f"{stats.get('symbolizer.process_contexts_refused')}")
+    assert stats.get("symbolizer.process_contexts") == 1, stats
+    assert stats.get("symbolizer.process_contexts_refused") == 2, stats
+
+
 def test_container_id_is_podmans():
     """A process in a podman container: its resource's container.id is the id podman gave the
     container (not a rule restated: podman's own answer)."""
@@ -843,6 +880,7 @@ if __name__ == "__main__":
         test_kernel_mapping_carries_the_kernel_build_id,
         test_vdso_mapping_carries_its_build_id,
         test_addresses_are_the_files_elf_addresses,
+        test_process_context_names_the_resource,
         test_container_id_is_podmans,
         test_tls_with_client_certificates,
         test_receiver_absent_at_start,

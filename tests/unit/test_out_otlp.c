@@ -490,6 +490,48 @@ static int take_request(void *ctx, uint8_t *buf, size_t len, uint64_t nsamples)
 	return 0;
 }
 
+/*
+ * What a process published of itself (OTEP 4719) joins its resource: its service.name over
+ * --service-name and the guess, its other attributes over the configured ones; never over
+ * ember's facts (a process cannot claim another pid or executable).
+ */
+START_TEST(a_process_context_joins_its_resource)
+{
+	struct ember_profile p;
+	struct ember_process_attrs pa = {.pid = 10};
+	const Resource *res;
+	Request *r;
+
+	fixture_build(&p);
+	ember_strlcpy(p.service_name, "configured", sizeof(p.service_name));
+	ember_strlcpy(p.resource_attrs, "deployment.environment=configured\nteam=a\n",
+	              sizeof(p.resource_attrs));
+	ck_assert_int_eq(ember_profile_intern_cstr(&p, "/opt/shop/bin/checkoutd", &pa.exe_path), 0);
+	ck_assert_int_eq(ember_profile_intern_cstr(&p,
+	                                           "service.name=checkout\nprocess.pid=1\n"
+	                                           "process.executable.name=sshd\n"
+	                                           "deployment.environment=prod\n",
+	                                           &pa.context),
+	                 0);
+	ck_assert_int_eq(ember_profile_set_process(&p, &pa), 0);
+	r = encode(&p, NULL);
+	res = r->resource_profiles[0]->resource;
+	ck_assert_str_eq(resource_attr(res, "service.name")->string_value, "checkout");
+	ck_assert_int_eq(resource_attr(res, "process.pid")->int_value, 10);
+	ck_assert_str_eq(resource_attr(res, "process.executable.name")->string_value, "checkoutd");
+	ck_assert_str_eq(resource_attr(res, "deployment.environment")->string_value, "prod");
+	ck_assert_str_eq(resource_attr(res, "team")->string_value, "a");
+	for (size_t i = 0; i < res->n_attributes; i++)
+		for (size_t j = i + 1; j < res->n_attributes; j++)
+			ck_assert_str_ne(res->attributes[i]->key, res->attributes[j]->key);
+	/* The other process published nothing: the configured name. */
+	ck_assert_str_eq(resource_attr(r->resource_profiles[1]->resource, "service.name")->string_value,
+	                 "configured");
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(large_profiles_go_as_requests_under_the_limit)
 {
 	struct ember_profile p;
@@ -751,6 +793,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, upstream_schema_decodes_it);
 	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
 	tcase_add_test(tc, large_profiles_go_as_requests_under_the_limit);
+	tcase_add_test(tc, a_process_context_joins_its_resource);
 	suite_add_tcase(s, tc);
 	return s;
 }
