@@ -290,6 +290,18 @@ def test_pyroscope_and_parca_intake_take_every_request():
         assert maps.get(SPLIT) is (path == backend), maps
     req = read_request(host)
     rep = otlpcheck(host)
+    # The totals Pyroscope's conversion stores: CPU samples times the period, off-CPU
+    # nanoseconds summed; per process, what ember's own request holds.
+    for exe in LEAVES:
+        for kind, name in (("samples", "process_cpu"), ("off_cpu", "off_cpu")):
+            ours = sum(rx.sample_count(s) * (p.period or 1) for ra, p, s, _ in rx.samples(req)
+                       if ra.get("process.executable.name") == exe
+                       and req.dictionary.string_table[p.sample_type.type_strindex] == kind)
+            theirs = sum(s["total"] for s in rep["pyroscope"]["series"]
+                         if s["labels"].get("process.executable.name") == exe
+                         and s["profile_type"].startswith(name))
+            log(f"  {exe} {name}: ember {ours}, Pyroscope's conversion {theirs}")
+            assert ours == theirs, (exe, name, ours, theirs)
     for exe, leaves in LEAVES.items():
         ours, total = own_leaf_shares(req, exe)
         assert total > 300, f"{exe}: {total} samples"
