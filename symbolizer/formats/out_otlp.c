@@ -226,7 +226,8 @@ static int packed_dedup(struct build *b, struct packed_table *t, const ProtobufC
 	uint64_t h;
 	int err;
 
-	if (ember_vec_reserve(&t->bytes, len))
+	/* At least a byte: the zero entries pack to none, and key must point somewhere. */
+	if (ember_vec_reserve(&t->bytes, len ? len : 1))
 		return -ENOMEM;
 	key = (uint8_t *)t->bytes.items + at;
 	protobuf_c_message_pack(msg, key);
