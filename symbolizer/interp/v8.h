@@ -26,7 +26,7 @@
 #define EMBER_V8_CACHE_ENTRIES 65536
 #define EMBER_V8_CACHE_BYTES   (64u << 20)
 #define EMBER_V8_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
-#define EMBER_V8_CODE_RANGE    (512ull << 20)          /* the code range's span the row takes */
+#define EMBER_V8_CODE_RANGE    (1024ull << 20)         /* the code range's span the row takes */
 
 extern const struct ember_interp_ops ember_v8_ops;
 
