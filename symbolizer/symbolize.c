@@ -609,11 +609,15 @@ static int read_context(struct ember_symbolizer *s, struct ember_process *proc, 
 	if (!err)
 		err = ember_process_context_read(ember_interp_mem_read, &mem, addr, c);
 	ember_interp_mem_close(&mem);
-	s->contexts_read += !err;
-	s->contexts_refused += err && err != -ENOMEM;
-	s->context_attrs_dropped += err ? 0 : c->dropped;
-	err = err ? (err == -ENOMEM ? err : 0)
-	          : (c->resource[0] ? ember_profile_intern_cstr(s->profile, c->resource, out) : 0);
+	if (!err) {
+		s->contexts_read++;
+		s->context_attrs_dropped += c->dropped;
+		if (c->resource[0])
+			err = ember_profile_intern_cstr(s->profile, c->resource, out);
+	} else if (err != -ENOMEM) {
+		s->contexts_refused++;
+		err = 0; /* the process keeps ember's names */
+	}
 	free(c);
 	return err;
 }

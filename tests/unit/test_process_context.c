@@ -16,59 +16,21 @@
 #include "symbolizer/process/maps_parser.h"
 #include "symbolizer/process/process_context.h"
 #include "tests/fuzz/fuzz_mem.h"
-
-/* A protobuf writer of the few shapes a ProcessContext takes. */
-struct pb {
-	uint8_t b[8192];
-	size_t n;
-};
-
-static void varint(struct pb *p, uint64_t v)
-{
-	do {
-		p->b[p->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-}
-
-static void bytes_field(struct pb *p, unsigned int field, const void *data, size_t len)
-{
-	varint(p, field << 3 | 2);
-	varint(p, len);
-	memcpy(p->b + p->n, data, len);
-	p->n += len;
-}
-
-/* KeyValue{key, AnyValue{string_value}} or, with s NULL, AnyValue{int_value}. */
-static void key_value(struct pb *out, unsigned int field, const char *key, const char *s,
-                      int64_t num)
-{
-	struct pb value = {0}, kv = {0};
-
-	if (s) {
-		bytes_field(&value, 1, s, strlen(s));
-	} else {
-		varint(&value, 3 << 3 | 0);
-		varint(&value, (uint64_t)num);
-	}
-	bytes_field(&kv, 1, key, strlen(key));
-	bytes_field(&kv, 2, value.b, value.n);
-	bytes_field(out, field, kv.b, kv.n);
-}
+#include "tests/workloads/otel_ctx_pb.h"
 
 /* ProcessContext{resource{attributes: the pairs}, attributes: threadlocal.schema_version}. */
 static void context_payload(struct pb *out)
 {
 	struct pb resource = {0};
 
-	key_value(&resource, 1, "service.name", "checkout", 0);
-	key_value(&resource, 1, "deployment.environment", "prod", 0);
-	key_value(&resource, 1, "process.pid", NULL, 1);
-	key_value(&resource, 1, "service.name", "second", 0); /* a duplicate: the first stands */
-	key_value(&resource, 1, "bad=key", "x", 0);
-	key_value(&resource, 1, "multi", "line\nvalue", 0);
-	bytes_field(out, 1, resource.b, resource.n);
-	key_value(out, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
+	pb_key_value(&resource, 1, "service.name", "checkout", 0);
+	pb_key_value(&resource, 1, "deployment.environment", "prod", 0);
+	pb_key_value(&resource, 1, "process.pid", NULL, 1);
+	pb_key_value(&resource, 1, "service.name", "second", 0); /* a duplicate: the first stands */
+	pb_key_value(&resource, 1, "bad=key", "x", 0);
+	pb_key_value(&resource, 1, "multi", "line\nvalue", 0);
+	pb_bytes(out, 1, resource.b, resource.n);
+	pb_key_value(out, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
 }
 
 /* A memory of a header at FUZZ_MEM_BASE and the payload right after it. */
@@ -193,12 +155,12 @@ START_TEST(attributes_are_bounded)
 
 	for (int i = 0; i < 40; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		key_value(&resource, 1, key, "v", 0);
+		pb_key_value(&resource, 1, key, "v", 0);
 	}
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	key_value(&resource, 1, "big", big, 0);
-	bytes_field(&p, 1, resource.b, resource.n);
+	pb_key_value(&resource, 1, "big", big, 0);
+	pb_bytes(&p, 1, resource.b, resource.n);
 	ck_assert_int_eq(ember_process_context_parse(p.b, p.n, &c), 0);
 	ck_assert_uint_eq(c.dropped, 40 - EMBER_PROCESS_CONTEXT_MAX_ATTRS + 1);
 	ck_assert_ptr_nonnull(strstr(c.resource, "k31=v\n"));

@@ -19,41 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct pb {
-	uint8_t b[1024];
-	size_t n;
-};
-
-static void varint(struct pb *p, uint64_t v)
-{
-	do {
-		p->b[p->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-}
-
-static void field(struct pb *p, unsigned int num, const void *data, size_t len)
-{
-	varint(p, num << 3 | 2);
-	varint(p, len);
-	memcpy(p->b + p->n, data, len);
-	p->n += len;
-}
-
-static void key_value(struct pb *out, unsigned int num, const char *key, const char *s, long i)
-{
-	struct pb v = {0}, kv = {0};
-
-	if (s) {
-		field(&v, 1, s, strlen(s));
-	} else {
-		varint(&v, 3 << 3);
-		varint(&v, (uint64_t)i);
-	}
-	field(&kv, 1, key, strlen(key));
-	field(&kv, 2, v.b, v.n);
-	field(out, num, kv.b, kv.n);
-}
+#include "otel_ctx_pb.h"
 
 static volatile uint64_t sink;
 
@@ -80,11 +46,11 @@ int main(int argc, char **argv)
 
 	if (argc != 4)
 		return fprintf(stderr, "usage: otel_ctx good|huge|updating SERVICE SECONDS\n"), 2;
-	key_value(&resource, 1, "service.name", argv[2], 0);
-	key_value(&resource, 1, "deployment.environment", "ctx-test", 0);
-	key_value(&resource, 1, "process.pid", NULL, 1);
-	field(&payload, 1, resource.b, resource.n);
-	key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
+	pb_key_value(&resource, 1, "service.name", argv[2], 0);
+	pb_key_value(&resource, 1, "deployment.environment", "ctx-test", 0);
+	pb_key_value(&resource, 1, "process.pid", NULL, 1);
+	pb_bytes(&payload, 1, resource.b, resource.n);
+	pb_key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
 
 	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, 4096))
