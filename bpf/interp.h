@@ -5,7 +5,8 @@
  * before it loads them) and the symbolizer (which builds the rows and names
  * the frames).
  *
- * A process runs at most one runtime whose frames ember walks. The
+ * A process runs at most one runtime whose frames ember walks (and may have
+ * rows of the other kinds below, EMBER_ROW_KINDS). The
  * symbolizer detects it, builds the process's row (the runtime's own
  * struct, e.g. struct ember_py_proc in python.h) and sends it; the
  * collector checks it with that runtime's row check, loads it into that
@@ -55,6 +56,14 @@ enum ember_runtime {
 #undef EMBER_RUNTIME_ENUM
 	    EMBER_RUNTIME_MAX, /* one past the last */
 };
+
+/*
+ * Kinds of per-process rows after the runtimes: loaded like a runtime's row (the same
+ * message, checks and exit), but not indexed in interp_procs, so a process can have one
+ * beside its runtime's. They have no frames, tags or --interpreters names.
+ */
+#define EMBER_ROW_THREAD_CTX EMBER_RUNTIME_MAX /* thread_ctx.h */
+#define EMBER_ROW_KINDS      (EMBER_RUNTIME_MAX + 1)
 
 #define EMBER_RUNTIME_LIMIT 16
 _Static_assert(EMBER_RUNTIME_MAX <= EMBER_RUNTIME_LIMIT, "a runtime is a tag's low nibble");

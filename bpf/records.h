@@ -15,7 +15,7 @@
 
 #include "interp.h"
 
-#define EMBER_RECORDS_VERSION 12
+#define EMBER_RECORDS_VERSION 13
 
 #define EMBER_COMM_LEN   16
 #define EMBER_MAX_KSTACK 127
@@ -92,6 +92,8 @@ enum ember_drop_reason {
 	0x2000                               /* its mapping could not be looked up (the sample's   \
 	                                        one lookup spent, or the memory map locked) */
 #define EMBER_STACK_UNWIND_STALE_LIST 0x4000 /* the process's list predates its exec: unused */
+/* The thread ran a span (bpf/thread_ctx.h): trace_id and span_id are its. */
+#define EMBER_STACK_TRACE_CTX 0x8000
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
 
 enum ember_event_kind {
@@ -136,7 +138,11 @@ struct ember_sample_event {
 	__u64 off_cpu_ns;   /* the time it stands for: the wait's duration, or more when sampled */
 	__u32 wait_state;   /* EMBER_WAIT_PREEMPTED or the task state it left the CPU in */
 	__s32 wait_syscall; /* the system call it waited in, -1 when none */
-			    /* __u64 frames[kstack_len + ustack_len] follow. */
+	/* With EMBER_STACK_TRACE_CTX: the span the thread ran (off-CPU: the one it waited in);
+	 * else 0. */
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	/* __u64 frames[kstack_len + ustack_len] follow. */
 };
 
 /* A sample's most bytes without a stack copy. */

@@ -4,7 +4,8 @@
  * record per sample (pid, tid, cpu, time, comm, kernel and user stack) to
  * user space through a BPF ring buffer. Kernel stacks come from
  * bpf_get_stack; user stacks from the table-driven unwinder (unwind.bpf.h),
- * with interpreted frames among them (interp.bpf.h).
+ * with interpreted frames among them (interp.bpf.h), and the thread's trace
+ * context when its process publishes one (thread_ctx.bpf.h).
  * The off-CPU programs (offcpu.bpf.h, loaded only with --off-cpu) and the
  * process events (proc.bpf.h) live in this object too, to share the ring, the
  * selection (select.bpf.h) and the unwinder's maps.
@@ -33,6 +34,7 @@ struct {
 #include "select.bpf.h"
 #include "scratch.bpf.h"
 #include "unwind.bpf.h"
+#include "thread_ctx.bpf.h"
 
 /*
  * Completes the sample in scratch slot `slot` (kind and off-CPU fields set by
@@ -53,7 +55,10 @@ static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u
 	s->hdr.tid = (__u32)pid_tgid;
 	s->hdr.cpu = bpf_get_smp_processor_id();
 	s->hdr.time_ns = now;
-	s->hdr.stack_flags = 0;
+	__builtin_memset(s->hdr.trace_id, 0, sizeof(s->hdr.trace_id));
+	__builtin_memset(s->hdr.span_id, 0, sizeof(s->hdr.span_id));
+	/* Read before the stacks: the thread is stopped (OTEP 4947's condition) either way. */
+	s->hdr.stack_flags = ember_tctx_read(tgid, slot);
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 
 	kbytes = bpf_get_stack(ctx, s->frames, EMBER_MAX_KSTACK * 8, 0);

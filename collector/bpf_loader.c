@@ -169,7 +169,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->unwind_files_fd = bpf_map__fd(b->sampler->maps.unwind_files);
 	b->proc_map_fds[0] = bpf_map__fd(b->sampler->maps.unwind_procs);
 	b->proc_map_fds[1] = bpf_map__fd(b->sampler->maps.interp_procs);
-	for (int rt = 1; rt < EMBER_RUNTIME_MAX; rt++) /* by the name in the runtime's entry */
+	for (int rt = 1; rt < EMBER_ROW_KINDS; rt++) /* by the name in the kind's entry */
 		b->proc_map_fds[1 + rt] = bpf_object__find_map_fd_by_name(
 		    b->sampler->obj, ember_interp_rows[rt].size ? ember_interp_rows[rt].map : "");
 	return 0;

@@ -12,7 +12,7 @@
 #include "shared/log.h"
 
 /* The runtimes whose rows the collector loads (bpf/interp.h), one line each. */
-const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
+const struct ember_interp_row_kind ember_interp_rows[EMBER_ROW_KINDS] = {
     [EMBER_RUNTIME_PYTHON] =
 	EMBER_INTERP_ROW_KIND(struct ember_py_proc, "py_procs", eval_start, eval_end, 2, 1,
                               EMBER_PY_MAX_EVAL, ember_row_python_ok),
@@ -26,6 +26,8 @@ const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX] = {
                                                 heap_end, 3, 1, EMBER_JVM_MAX_HEAP, NULL),
     [EMBER_RUNTIME_V8] = EMBER_INTERP_ROW_KIND(struct ember_v8_proc, "v8_procs", code_start,
                                                code_end, 3, 1, EMBER_V8_MAX_RANGE, NULL),
+    [EMBER_ROW_THREAD_CTX] =
+	EMBER_INTERP_ROW_KIND(struct ember_tctx_proc, "tctx_procs", slot, slot, 0, 0, 0, NULL),
 };
 
 bool ember_row_fields_ok(const uint64_t (*f)[3], size_t n)
@@ -260,7 +262,7 @@ static bool row_common_ok(const struct ember_interp_row_kind *k, const uint8_t *
 static int on_interp_row(struct ember_tables *t, const struct ember_msg_interp_row *m)
 {
 	const struct ember_interp_row_kind *k =
-	    m->runtime < EMBER_RUNTIME_MAX && ember_interp_rows[m->runtime].size
+	    m->runtime < EMBER_ROW_KINDS && ember_interp_rows[m->runtime].size
 		? &ember_interp_rows[m->runtime]
 		: NULL;
 	bool set = m->op == EMBER_INTERP_ROW_SET;
@@ -273,7 +275,8 @@ static int on_interp_row(struct ember_tables *t, const struct ember_msg_interp_r
 		return -EPROTO;
 	if (!set)
 		bpf_map_delete_elem(rows, &m->pid);
-	else if (bpf_map_update_elem(t->proc_fds[1], &m->pid, &m->runtime, BPF_ANY) ||
+	else if ((m->runtime < EMBER_RUNTIME_MAX && /* the other kinds are not indexed */
+	          bpf_map_update_elem(t->proc_fds[1], &m->pid, &m->runtime, BPF_ANY)) ||
 	         bpf_map_update_elem(rows, &m->pid, m->row, BPF_ANY))
 		failed(t, "interpreter row", neg_errno());
 	return 0;

@@ -28,10 +28,10 @@
 
 /*
  * The maps keyed by process (tgid), as bpf_loader finds them: [0] the unwinder's mapping
- * lists, [1] the interpreter walkers' index (tgid -> runtime), [1 + runtime] that runtime's
- * rows (tgid -> row). An exit deletes the process from each.
+ * lists, [1] the interpreter walkers' index (tgid -> runtime), [1 + kind] the rows of that
+ * runtime or other kind (bpf/interp.h; tgid -> row). An exit deletes the process from each.
  */
-#define EMBER_PROC_MAPS (1 + EMBER_RUNTIME_MAX)
+#define EMBER_PROC_MAPS (1 + EMBER_ROW_KINDS)
 
 /*
  * What the collector knows of a runtime's rows: one entry per runtime, in table_loader.c.
@@ -57,8 +57,8 @@ struct ember_interp_row_kind {
 		    sizeof(((T *)0)->reserved), (ranges), (required), (max_range), (ok)            \
 	}
 
-/* Each runtime's entry, by enum ember_runtime. */
-extern const struct ember_interp_row_kind ember_interp_rows[EMBER_RUNTIME_MAX];
+/* Each runtime's entry, by enum ember_runtime, then the other kinds' (EMBER_ROW_*). */
+extern const struct ember_interp_row_kind ember_interp_rows[EMBER_ROW_KINDS];
 
 /* CPython's check of what its row holds beyond the ranges (row_python.c). */
 bool ember_row_python_ok(const void *row);

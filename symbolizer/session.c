@@ -916,7 +916,9 @@ static int init_parts(struct session *s, const struct ember_session_opts *o)
 	if (!err)
 		err = ember_unwind_init(&s->unwind, &s->broker);
 	if (!err)
-		err = ember_interps_init(&s->interps, o->interpreters, o->interp_flags, &s->broker);
+		/* Thread contexts cost nothing in a process that publishes none. */
+		err = ember_interps_init(&s->interps, o->interpreters | 1u << EMBER_ROW_THREAD_CTX,
+		                         o->interp_flags, &s->broker);
 	if (!err)
 		err = ember_kernel_maps_init(&s->kmaps);
 	s->sym.interps = &s->interps;

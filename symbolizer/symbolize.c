@@ -622,6 +622,31 @@ static int read_context(struct ember_symbolizer *s, struct ember_process *proc, 
 	return err;
 }
 
+/*
+ * The span the sampled thread ran (its thread context), as the string *link (0: none). A
+ * trace id of zeros is no trace (W3C): counted, left out.
+ */
+static int note_link(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+                     uint32_t *link)
+{
+	static const uint8_t zero[sizeof(sample->trace_id)];
+	uint8_t ids[EMBER_LINK_HEX / 2];
+	char hex[EMBER_LINK_HEX + 1];
+
+	_Static_assert(sizeof(ids) == sizeof(sample->trace_id) + sizeof(sample->span_id),
+	               "the link's hex is both ids");
+	*link = 0;
+	if (!memcmp(sample->trace_id, zero, sizeof(zero))) {
+		s->links_refused++;
+		return 0;
+	}
+	memcpy(ids, sample->trace_id, sizeof(sample->trace_id));
+	memcpy(ids + sizeof(sample->trace_id), sample->span_id, sizeof(sample->span_id));
+	ember_hex(ids, sizeof(ids), hex);
+	s->samples_linked++;
+	return ember_profile_intern_cstr(s->profile, hex, link);
+}
+
 /* Makes sure the current profile knows the facts about the sample's process. */
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
                               uint64_t now_ns)
@@ -727,6 +752,8 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	err = ember_profile_intern_cstr(s->profile, thread, &key.thread_name);
 	if (!err)
 		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
+	if (!err && (sample->stack_flags & EMBER_STACK_TRACE_CTX))
+		err = note_link(s, sample, &key.link);
 	if (err)
 		return err;
 	if (sample->kind == EMBER_EV_OFF_CPU) {
@@ -938,6 +965,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);
 	ember_profile_stat_set(p, "symbolizer.process_contexts", s->contexts_read);
 	ember_profile_stat_set(p, "symbolizer.process_contexts_refused", s->contexts_refused);
+	ember_profile_stat_set(p, "symbolizer.samples_linked", s->samples_linked);
+	ember_profile_stat_set(p, "symbolizer.links_refused", s->links_refused);
 	ember_profile_stat_set(p, "symbolizer.process_context_attrs_dropped",
 	                       s->context_attrs_dropped);
 	ember_profile_stat_set(p, "symbolizer.parse_errors", ember_symbolizer_parse_errors(s));

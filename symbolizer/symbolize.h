@@ -89,6 +89,8 @@ struct ember_symbolizer {
 	/* Process contexts (OTEP 4719) read whole, refused (torn, too large, not one), and
 	 * attributes left out of those read. */
 	uint64_t contexts_read, contexts_refused, context_attrs_dropped;
+	/* Samples with a thread context's span (OTEP 4947), and those whose ids were refused. */
+	uint64_t samples_linked, links_refused;
 	uint64_t off_cpu_samples, off_cpu_ns;
 	uint64_t budget_exceeded, budget_shed_periods;
 	uint64_t budget_peeks_over; /* peeks between checks that found the caches must shrink */

@@ -315,10 +315,27 @@ static void default_comm(struct reader *r)
 	r->default_comm = id;
 }
 
+/* The link of a sample's trace_id and span_id labels (hex, as out_pprof writes them). */
+static void read_link(struct reader *r, const char *trace, const char *span,
+                      struct ember_sample_key *key)
+{
+	char hex[EMBER_LINK_HEX + 1];
+
+	if (!trace || !span || strlen(trace) != 32 || strlen(span) != 16 ||
+	    strspn(trace, "0123456789abcdef") != 32 || strspn(span, "0123456789abcdef") != 16)
+		return;
+	memcpy(hex, trace, 32);
+	memcpy(hex + 32, span, 17);
+	if (ember_profile_intern_cstr(r->p, hex, &key->link))
+		r->bad_refs++;
+}
+
 /* The sample's labels into key, and its "wait" label (off-CPU reason) into *wait. */
 static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
                         struct ember_sample_key *key, uint32_t *wait)
 {
+	const char *trace = NULL, *span = NULL;
+
 	for (size_t j = 0; j < ps->n_label; j++) {
 		const Ember__Pprof__Label *l = ps->label[j];
 		const char *k = str_at(r, l->key), *s;
@@ -340,8 +357,12 @@ static void read_labels(struct reader *r, const Ember__Pprof__Sample *ps,
 			                              : !strcmp(k, "thread") ? &key->thread_name
 			                                                     : wait))
 				r->bad_refs++;
-		}
+		} else if (!strcmp(k, "trace_id"))
+			trace = str_at(r, l->str);
+		else if (!strcmp(k, "span_id"))
+			span = str_at(r, l->str);
 	}
+	read_link(r, trace, span, key);
 }
 
 /* A sample's value at index, or 0 (counted when it is missing or negative). */

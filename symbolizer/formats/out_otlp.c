@@ -149,7 +149,7 @@ struct build {
 	const struct ember_profile *p;
 	struct arena arena;
 	struct table strings, attrs, functions;
-	struct packed_table mappings, locations, stacks;
+	struct packed_table mappings, locations, stacks, links;
 	int32_t *string_of, *mapping_of, *location_of, *stack_of; /* profile id -> index, 0: none */
 	int32_t key_thread_name, key_thread_id, key_cpu, key_frame_type, key_wait;
 	int32_t key_build_gnu, key_build_go, key_htlhash;
@@ -555,6 +555,25 @@ static int stack_index(struct build *b, uint32_t id, int32_t *out)
 	return err;
 }
 
+/* The link table's entry of the span the profile's string id names (EMBER_LINK_HEX). */
+static int link_index(struct build *b, uint32_t id, int32_t *out)
+{
+	const char *hex = id < ember_profile_nstrings(b->p) ? ember_profile_str(b->p, id) : NULL;
+	OtlpLink *link = arena_alloc(&b->arena, 1, sizeof(*link));
+	uint8_t *ids = arena_alloc(&b->arena, EMBER_LINK_HEX / 2, 1);
+	size_t n = 0;
+
+	if (!link || !ids)
+		return -ENOMEM;
+	if (!hex || sodium_hex2bin(ids, EMBER_LINK_HEX / 2, hex, strlen(hex), NULL, &n, NULL) ||
+	    n != EMBER_LINK_HEX / 2)
+		return -EINVAL;
+	opentelemetry__proto__profiles__v1development__link__init(link);
+	link->trace_id = (ProtobufCBinaryData){16, ids};
+	link->span_id = (ProtobufCBinaryData){8, ids + 16};
+	return packed_dedup(b, &b->links, &link->base, out);
+}
+
 static int build_sample(struct build *b, const struct ember_sample *s, OtlpSample **out)
 {
 	OtlpSample *os = arena_alloc(&b->arena, 1, sizeof(*os));
@@ -588,6 +607,8 @@ static int build_sample(struct build *b, const struct ember_sample *s, OtlpSampl
 	if (!(os->attribute_indices = indices(b, attrs, n)))
 		return -ENOMEM;
 	os->n_attribute_indices = n;
+	if (s->key.link && (err = link_index(b, s->key.link, &os->link_index)))
+		return err;
 	/* Timestamps alone, each counting one (Pyroscope refuses a whole request where a CPU
 	 * sample has more than one value), or one total when times are unknown; off-CPU
 	 * samples one value, the nanoseconds waited at that stack. */
@@ -907,23 +928,27 @@ static int add_zero_entries(struct build *b)
 	OtlpLocation *l = arena_alloc(&b->arena, 1, sizeof(*l));
 	OtlpFunction *f = arena_alloc(&b->arena, 1, sizeof(*f));
 	OtlpStack *s = arena_alloc(&b->arena, 1, sizeof(*s));
+	OtlpLink *link = arena_alloc(&b->arena, 1, sizeof(*link));
 	OtlpAttribute *a = arena_alloc(&b->arena, 1, sizeof(*a));
 	struct function_key fk = {0};
 	struct attr_key ak = {0};
 	int32_t idx;
 	int err;
 
-	if (!m || !l || !f || !s || !a)
+	if (!m || !l || !f || !s || !link || !a)
 		return -ENOMEM;
 	opentelemetry__proto__profiles__v1development__mapping__init(m);
 	opentelemetry__proto__profiles__v1development__location__init(l);
 	opentelemetry__proto__profiles__v1development__function__init(f);
 	opentelemetry__proto__profiles__v1development__stack__init(s);
+	opentelemetry__proto__profiles__v1development__link__init(link);
 	opentelemetry__proto__profiles__v1development__key_value_and_unit__init(a);
 	if ((err = str_index(b, "", &idx)) ||
 	    (err = packed_dedup(b, &b->mappings, &m->base, &idx)) ||
 	    (err = packed_dedup(b, &b->locations, &l->base, &idx)) ||
-	    (err = packed_dedup(b, &b->stacks, &s->base, &idx)))
+	    (err = packed_dedup(b, &b->stacks, &s->base, &idx)) ||
+	    /* Empty bytes, as pdata writes the zero ids (Parca refuses 16 and 8 zero bytes). */
+	    (err = packed_dedup(b, &b->links, &link->base, &idx)))
 		return err;
 	/* Registered under their all-zero keys, so that no real entry can duplicate them. */
 	if (!ember_vec_push(&b->functions.keys, &fk, 1) || !ember_vec_push(&b->attrs.keys, &ak, 1))
@@ -969,6 +994,7 @@ static void build_free(struct build *b)
 	packed_free(&b->mappings);
 	packed_free(&b->locations);
 	packed_free(&b->stacks);
+	packed_free(&b->links);
 	free(b->string_of);
 	free(b->mapping_of);
 	free(b->location_of);
@@ -976,7 +1002,7 @@ static void build_free(struct build *b)
 	arena_free(&b->arena);
 }
 
-static void fill_dictionary(struct build *b, OtlpDictionary *d, OtlpLink **links)
+static void fill_dictionary(struct build *b, OtlpDictionary *d)
 {
 	d->mapping_table = b->mappings.items.items;
 	d->n_mapping_table = b->mappings.items.len;
@@ -984,8 +1010,8 @@ static void fill_dictionary(struct build *b, OtlpDictionary *d, OtlpLink **links
 	d->n_location_table = b->locations.items.len;
 	d->function_table = b->functions.items.items;
 	d->n_function_table = b->functions.items.len;
-	d->link_table = links;
-	d->n_link_table = 1;
+	d->link_table = b->links.items.items;
+	d->n_link_table = b->links.items.len;
 	d->string_table = b->strings.items.items;
 	d->n_string_table = b->strings.items.len;
 	d->attribute_table = b->attrs.items.items;
@@ -1002,7 +1028,6 @@ static int build_request(struct build *b, const uint32_t *order, size_t ns, Otlp
 	size_t nres = 0;
 	struct profile_common common;
 	OtlpResourceProfiles **rps;
-	OtlpLink *link, **links;
 	int err;
 
 	if ((err = add_zero_entries(b)) || (err = build_keys(b)) ||
@@ -1010,9 +1035,7 @@ static int build_request(struct build *b, const uint32_t *order, size_t ns, Otlp
 		return err;
 	b->timestamped = all_timestamped(p);
 	rps = arena_alloc(&b->arena, ns, sizeof(*rps));
-	link = arena_alloc(&b->arena, 1, sizeof(*link));
-	links = arena_alloc(&b->arena, 1, sizeof(*links));
-	if (!rps || !link || !links)
+	if (!rps)
 		return -ENOMEM;
 	for (size_t i = 0; i < ns;) {
 		uint32_t pid = ember_profile_sample(p, order[i])->key.pid;
@@ -1025,9 +1048,7 @@ static int build_request(struct build *b, const uint32_t *order, size_t ns, Otlp
 			return err;
 		i = j;
 	}
-	opentelemetry__proto__profiles__v1development__link__init(link);
-	links[0] = link;
-	fill_dictionary(b, dict, links);
+	fill_dictionary(b, dict);
 	req->resource_profiles = rps;
 	req->n_resource_profiles = nres;
 	req->dictionary = dict;
@@ -1055,6 +1076,7 @@ static int encode_samples(const struct ember_profile *p, const uint32_t *order, 
 	packed_init(&b.mappings);
 	packed_init(&b.locations);
 	packed_init(&b.stacks);
+	packed_init(&b.links);
 	b.string_of = calloc(nstr + 1, sizeof(int32_t));
 	b.mapping_of = calloc(p->mappings.len + 1, sizeof(int32_t));
 	b.location_of = calloc(p->locations.len + 1, sizeof(int32_t));

@@ -61,6 +61,7 @@ struct pprof_build {
 	int64_t *values;
 	int64_t *comments;
 	int64_t key_pid, key_tid, key_cpu, key_comm, key_thread, key_wait;
+	int64_t key_trace_id, key_span_id;
 };
 
 static void build_free(struct pprof_build *b)
@@ -96,7 +97,9 @@ static int build_strings(struct pprof_build *b)
 	    (b->key_cpu = strtab_add(&b->strs, "cpu")) < 0 ||
 	    (b->key_comm = strtab_add(&b->strs, "comm")) < 0 ||
 	    (b->key_thread = strtab_add(&b->strs, "thread")) < 0 ||
-	    (b->key_wait = strtab_add(&b->strs, "wait")) < 0)
+	    (b->key_wait = strtab_add(&b->strs, "wait")) < 0 ||
+	    (b->key_trace_id = strtab_add(&b->strs, "trace_id")) < 0 ||
+	    (b->key_span_id = strtab_add(&b->strs, "span_id")) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -360,7 +363,29 @@ static void str_label(Ember__Pprof__Label *l, int64_t key, int64_t str)
 	l->str = str;
 }
 
-#define LABELS_PER_SAMPLE 6
+/*
+ * The labels trace_id and span_id (hex) of the span the profile's string link names
+ * (EMBER_LINK_HEX), as Pyroscope names a link's: into l[0] and l[1].
+ */
+static int link_labels(struct pprof_build *b, uint32_t link, Ember__Pprof__Label *l)
+{
+	const char *hex = ember_profile_str(b->p, link);
+	char trace[33], span[17];
+	int64_t t, s;
+
+	if (!hex || strlen(hex) != EMBER_LINK_HEX)
+		return -EINVAL;
+	memcpy(trace, hex, 32);
+	trace[32] = '\0';
+	memcpy(span, hex + 32, 17);
+	if ((t = strtab_add(&b->strs, trace)) < 0 || (s = strtab_add(&b->strs, span)) < 0)
+		return -ENOMEM;
+	str_label(&l[0], b->key_trace_id, t);
+	str_label(&l[1], b->key_span_id, s);
+	return 0;
+}
+
+#define LABELS_PER_SAMPLE 8
 #define MAX_VALUES        3
 
 static int build_samples(struct pprof_build *b)
@@ -404,6 +429,13 @@ static int build_samples(struct pprof_build *b)
 			str_label(&l[nl++], b->key_thread, s->key.thread_name);
 		if (s->key.wait)
 			str_label(&l[nl++], b->key_wait, s->key.wait);
+		if (s->key.link) {
+			int err = link_labels(b, s->key.link, &l[nl]);
+
+			if (err)
+				return err;
+			nl += 2;
+		}
 		ps->label = &b->label_ptrs[LABELS_PER_SAMPLE * i];
 		for (size_t j = 0; j < nl; j++)
 			ps->label[j] = &l[j];

@@ -5,6 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether the dynamic section says DF_1_PIE (a static PIE has no PT_INTERP). */
+static bool is_pie(Elf *elf, const GElf_Phdr *dyn)
+{
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)dyn->p_offset, dyn->p_filesz, ELF_T_DYN);
+	GElf_Dyn e;
+
+	for (size_t i = 0; d && i < dyn->p_filesz / sizeof(Elf64_Dyn) && i < 4096; i++)
+		if (!gelf_getdyn(d, (int)i, &e) || e.d_tag == DT_NULL)
+			break;
+		else if (e.d_tag == DT_FLAGS_1 && (e.d_un.d_val & DF_1_PIE))
+			return true;
+	return false;
+}
+
 int ember_elf_image_open(Elf *elf, struct ember_elf_image *f)
 {
 	GElf_Ehdr eh;
@@ -17,6 +31,7 @@ int ember_elf_image_open(Elf *elf, struct ember_elf_image *f)
 		return -ENOEXEC;
 	f->elf = elf;
 	f->image = (const uint8_t *)elf_rawfile(elf, &f->len);
+	f->executable = eh.e_type == ET_EXEC;
 	for (size_t i = 0; f->image && i < nph && f->nloads < EMBER_ELF_IMAGE_MAX_SEGMENTS; i++) {
 		GElf_Phdr ph;
 
@@ -27,7 +42,12 @@ int ember_elf_image_open(Elf *elf, struct ember_elf_image *f)
 		else if (ph.p_type == PT_GNU_EH_FRAME) {
 			f->eh_frame_hdr = ph.p_vaddr;
 			f->eh_frame_hdr_size = ph.p_filesz;
-		}
+		} else if (ph.p_type == PT_TLS)
+			f->tls = ph;
+		else if (ph.p_type == PT_INTERP)
+			f->executable = true;
+		else if (ph.p_type == PT_DYNAMIC && !f->executable)
+			f->executable = is_pie(elf, &ph);
 	}
 	return f->image && f->nloads ? 0 : -ENOEXEC;
 }
@@ -314,4 +334,101 @@ int ember_elf_function_range(const struct ember_elf_image *f, const struct ember
 	    !ember_elf_image_in_segment(f, sym->addr, PF_X))
 		return -ENOENT;
 	return 0;
+}
+
+int ember_elf_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint8_t *shift)
+{
+	bool have_offset = false;
+
+	for (size_t i = 0; i + 9 <= len; i++) {
+		const uint8_t *p = code + i;
+
+		/* mov %fs:disp32, r64: 64 48 8b modrm(00 reg 100) sib(0x25) disp32 */
+		if (!have_offset && p[0] == 0x64 && (p[1] & 0xfb) == 0x48 && p[2] == 0x8b &&
+		    (p[3] & 0xc7) == 0x04 && p[4] == 0x25) {
+			int32_t d = ember_elf_disp32(p + 5);
+
+			if (d < 0 || d >= EMBER_ELF_MAX_DTV_OFFSET)
+				return -ENOENT;
+			*offset = (uint16_t)d;
+			have_offset = true;
+		}
+		/* shl $n, %rax: the vector's entry size, after the vector is loaded */
+		if (have_offset && p[0] == 0x48 && p[1] == 0xc1 && p[2] == 0xe0 && p[3] &&
+		    p[3] < 8) {
+			*shift = p[3];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+#define MAX_RELOCATIONS (1u << 20)
+#define R_DTPMOD64      16 /* R_X86_64_DTPMOD64 */
+#define R_TPOFF64       18 /* R_X86_64_TPOFF64 */
+#define R_TLSDESC       36 /* R_X86_64_TLSDESC */
+
+/* The best relocation naming sym (rank: TLSDESC 3, DTPMOD64 2, TPOFF64 1), into out. */
+static void tls_relocation(const struct ember_elf_image *f, const char *sym,
+                           struct ember_elf_tls_ref *out)
+{
+	static const uint8_t modes[] = {0, EMBER_ELF_TLS_IE, EMBER_ELF_TLS_GD, EMBER_ELF_TLS_DESC};
+	size_t seen = 0;
+	int best = 0;
+
+	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
+		Elf_Scn *symscn;
+		Elf_Data *d, *sd;
+		GElf_Shdr sh, ssh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)) || !(symscn = elf_getscn(f->elf, sh.sh_link)) ||
+		    !gelf_getshdr(symscn, &ssh) || !(sd = elf_getdata(symscn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_RELOCATIONS;
+		     i++, seen++) {
+			uint32_t type;
+			const char *name;
+			GElf_Rela r;
+			GElf_Sym s;
+			int rank;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				continue;
+			type = (uint32_t)GELF_R_TYPE(r.r_info);
+			rank = type == R_TLSDESC ? 3 : type == R_DTPMOD64 ? 2 : type == R_TPOFF64;
+			if (rank <= best || !GELF_R_SYM(r.r_info) ||
+			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s) ||
+			    !(name = elf_strptr(f->elf, ssh.sh_link, s.st_name)) ||
+			    strcmp(name, sym))
+				continue;
+			best = rank;
+			/* The slot holds what the dynamic linker computed for the symbol and
+			 * this addend: nothing more is added. */
+			*out = (struct ember_elf_tls_ref){modes[rank], r.r_offset, 0};
+		}
+	}
+}
+
+int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t st_value,
+                      struct ember_elf_tls_ref *out)
+{
+	uint64_t align = f->tls.p_align ? f->tls.p_align : 1, firstbyte, tlsoff;
+
+	memset(out, 0, sizeof(*out));
+	tls_relocation(f, sym, out);
+	if (out->mode)
+		return ember_elf_image_in_segment(f, out->slot, PF_W) ? 0 : -ENOENT;
+	/*
+	 * The program's own block is the first one below the thread pointer (TLS variant II),
+	 * placed as glibc's _dl_determine_tlsoffset places it: its size rounded up to its
+	 * alignment, keeping the segment's offset within that alignment.
+	 */
+	if (!f->executable || f->tls.p_type != PT_TLS || (align & (align - 1)) ||
+	    align > (1u << 20) || f->tls.p_memsz > (1u << 20) || st_value >= f->tls.p_memsz)
+		return -ENOENT;
+	firstbyte = (0 - f->tls.p_vaddr) & (align - 1);
+	tlsoff = ((f->tls.p_memsz - firstbyte + align - 1) & ~(align - 1)) + firstbyte;
+	*out = (struct ember_elf_tls_ref){EMBER_ELF_TLS_LE, 0, (int64_t)st_value - (int64_t)tlsoff};
+	return out->offset < 0 ? 0 : -ENOENT;
 }

@@ -18,6 +18,7 @@
 
 #define EMBER_ELF_IMAGE_MAX_SEGMENTS 16
 #define EMBER_ELF_IMAGE_MAX_SYMBOLS  (4u << 20) /* symbols looked at, over all tables */
+#define EMBER_ELF_MAX_DTV_OFFSET     4096       /* of the dynamic thread vector from the tp */
 
 struct ember_elf_image {
 	Elf *elf;
@@ -26,6 +27,8 @@ struct ember_elf_image {
 	GElf_Phdr loads[EMBER_ELF_IMAGE_MAX_SEGMENTS];
 	size_t nloads;
 	uint64_t eh_frame_hdr, eh_frame_hdr_size; /* PT_GNU_EH_FRAME; 0: none */
+	GElf_Phdr tls;                            /* PT_TLS; p_type 0: none */
+	bool executable; /* a program, not a library: ET_EXEC, a PIE, or one with PT_INTERP */
 };
 
 /* A symbol asked for: its value, size and type (STT_*); value and type 0: not found. */
@@ -93,6 +96,36 @@ int ember_elf_fde_gap(const struct ember_elf_image *f, uint64_t after, uint64_t 
  * -ENOENT for other code.
  */
 int ember_elf_glibc_tsd(const uint8_t *code, size_t len, uint16_t *offset);
+
+/*
+ * Where glibc's __tls_get_addr, whose first len bytes of code are at code, finds the
+ * thread's dynamic thread vector (thread pointer + *offset) and the size of its entries
+ * (1 << *shift). 0, or -ENOENT for other code.
+ */
+int ember_elf_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint8_t *shift);
+
+/* How code reaches a thread-local variable (the same numbers as bpf/thread_ctx.h's modes). */
+enum ember_elf_tls_mode {
+	EMBER_ELF_TLS_LE = 1, /* the executable's own: thread pointer + offset */
+	EMBER_ELF_TLS_IE,     /* a GOT slot with its offset from the thread pointer */
+	EMBER_ELF_TLS_DESC,   /* a TLS descriptor {entry, argument} */
+	EMBER_ELF_TLS_GD,     /* a GOT pair {module id, offset in the module's block} */
+};
+
+struct ember_elf_tls_ref {
+	uint8_t mode;   /* enum ember_elf_tls_mode */
+	uint64_t slot;  /* the GOT slot's ELF address (not LE) */
+	int64_t offset; /* LE: from the thread pointer (negative) */
+};
+
+/*
+ * How this file's code reaches the thread-local variable sym (defined here, value
+ * st_value): by a relocation naming it, a TLS descriptor first, then a GD pair, then an IE
+ * slot (whichever module defines it, the dynamic linker points these at the definition
+ * that wins); else, in a program that defines it, at its static offset. 0, or -ENOENT.
+ */
+int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t st_value,
+                      struct ember_elf_tls_ref *out);
 
 /* A parser of an ELF file's facts into out: 0, or a negative errno. */
 typedef int (*ember_elf_reader)(Elf *elf, void *out);

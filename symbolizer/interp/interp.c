@@ -8,13 +8,16 @@
 #include "symbolizer/interp/python.h"
 #include "symbolizer/interp/php.h"
 #include "symbolizer/interp/ruby.h"
+#include "symbolizer/interp/thread_ctx.h"
 #include "symbolizer/interp/v8.h"
 
-/* Each runtime's reader, by its number (bpf/interp.h), one line each. */
-static const struct ember_interp_ops *const readers[EMBER_RUNTIME_MAX] = {
-    [EMBER_RUNTIME_PYTHON] = &ember_python_ops, [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
-    [EMBER_RUNTIME_PHP] = &ember_php_ops,       [EMBER_RUNTIME_PERL] = &ember_perl_ops,
-    [EMBER_RUNTIME_JVM] = &ember_jvm_ops,       [EMBER_RUNTIME_V8] = &ember_v8_ops,
+/* Each runtime's reader, by its number (bpf/interp.h), one line each; then the readers of
+ * the other row kinds, which name no frames. */
+static const struct ember_interp_ops *const readers[EMBER_ROW_KINDS] = {
+    [EMBER_RUNTIME_PYTHON] = &ember_python_ops,     [EMBER_RUNTIME_RUBY] = &ember_ruby_ops,
+    [EMBER_RUNTIME_PHP] = &ember_php_ops,           [EMBER_RUNTIME_PERL] = &ember_perl_ops,
+    [EMBER_RUNTIME_JVM] = &ember_jvm_ops,           [EMBER_RUNTIME_V8] = &ember_v8_ops,
+    [EMBER_ROW_THREAD_CTX] = &ember_thread_ctx_ops,
 };
 
 /* A marker of a runtime not enabled (or of a reason its reader does not know). */
@@ -25,7 +28,7 @@ static const char *const stopped[EMBER_RUNTIME_MAX] = {EMBER_RUNTIMES(RUNTIME_ST
 /* The reader of runtime rt if it is enabled, else NULL. */
 static const struct ember_interp_ops *reader(const struct ember_interps *r, uint32_t rt)
 {
-	return r && rt < EMBER_RUNTIME_MAX && (r->enabled & 1u << rt) ? readers[rt] : NULL;
+	return r && rt < EMBER_ROW_KINDS && (r->enabled & 1u << rt) ? readers[rt] : NULL;
 }
 
 int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags,
@@ -34,7 +37,7 @@ int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags
 	int err = 0;
 
 	memset(r, 0, sizeof(*r));
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX && !err; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS && !err; rt++)
 		if ((enabled & 1u << rt) && readers[rt]) {
 			err = readers[rt]->init(&r->state[rt], flags, broker);
 			if (!err)
@@ -45,7 +48,7 @@ int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags
 
 void ember_interps_free(struct ember_interps *r)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->free(r->state[rt]);
 	memset(r, 0, sizeof(*r));
@@ -54,28 +57,28 @@ void ember_interps_free(struct ember_interps *r)
 void ember_interps_on_maps(struct ember_interps *r, uint32_t pid, const struct ember_maps *maps,
                            uint64_t now_ns)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->on_maps(r->state[rt], pid, maps, now_ns);
 }
 
 void ember_interps_on_exit_ahead(struct ember_interps *r, uint32_t pid)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->on_exit_ahead(r->state[rt], pid);
 }
 
 void ember_interps_on_exec(struct ember_interps *r, uint32_t pid)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->on_exec(r->state[rt], pid);
 }
 
 void ember_interps_on_exit(struct ember_interps *r, uint32_t pid)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->on_exit(r->state[rt], pid);
 }
@@ -112,7 +115,7 @@ void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uin
 
 void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink)
 {
-	for (uint32_t rt = 1; rt < EMBER_RUNTIME_MAX; rt++)
+	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)
 		if (reader(r, rt))
 			readers[rt]->stats(r->state[rt], sink);
 }

@@ -16,12 +16,12 @@
 #include "symbolizer/interp/runtimes.h"
 
 struct ember_interps {
-	uint32_t enabled;               /* 1u << runtime: its frames are read */
-	void *state[EMBER_RUNTIME_MAX]; /* each enabled runtime's reader's */
+	uint32_t enabled; /* 1u << kind: a runtime's frames are read, a row kind's rows */
+	void *state[EMBER_ROW_KINDS]; /* each enabled reader's */
 };
 
-/* Starts the reader of each runtime in enabled (bits 1u << runtime), naming as flags
- * (EMBER_INTERP_*) say. */
+/* Starts the reader of each runtime or row kind in enabled (bits 1u << kind, bpf/interp.h),
+ * naming as flags (EMBER_INTERP_*) say. */
 int ember_interps_init(struct ember_interps *r, uint32_t enabled, uint32_t flags,
                        struct ember_broker_client *broker);
 void ember_interps_free(struct ember_interps *r);

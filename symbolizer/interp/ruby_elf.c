@@ -21,33 +21,6 @@ static const char *const wanted_names[W_COUNT] = {
     [W_TLS_GET_ADDR] = "__tls_get_addr",
 };
 
-int ember_rb_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint8_t *shift)
-{
-	bool have_offset = false;
-
-	for (size_t i = 0; i + 9 <= len; i++) {
-		const uint8_t *p = code + i;
-
-		/* mov %fs:disp32, r64: 64 48 8b modrm(00 reg 100) sib(0x25) disp32 */
-		if (!have_offset && p[0] == 0x64 && (p[1] & 0xfb) == 0x48 && p[2] == 0x8b &&
-		    (p[3] & 0xc7) == 0x04 && p[4] == 0x25) {
-			int32_t d = ember_elf_disp32(p + 5);
-
-			if (d < 0 || d >= EMBER_RB_MAX_TLS)
-				return -ENOENT;
-			*offset = (uint16_t)d;
-			have_offset = true;
-		}
-		/* shl $n, %rax: the vector's entry size, after the vector is loaded */
-		if (have_offset && p[0] == 0x48 && p[1] == 0xc1 && p[2] == 0xe0 && p[3] &&
-		    p[3] < 8) {
-			*shift = p[3];
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 int ember_rb_decode_symbols(const uint8_t *code, size_t len, uint64_t vaddr, uint16_t ids_offset,
                             uint64_t *symbols)
 {
@@ -215,7 +188,7 @@ static int read_elf(Elf *elf, void *facts)
 	if (syms[W_TLS_GET_ADDR].addr && syms[W_TLS_GET_ADDR].type == STT_FUNC &&
 	    !ember_elf_image_read(&f, syms[W_TLS_GET_ADDR].addr, code, sizeof(code)))
 		out->has_dtv =
-		    !ember_rb_decode_dtv(code, sizeof(code), &out->dtv_offset, &out->dtv_shift);
+		    !ember_elf_decode_dtv(code, sizeof(code), &out->dtv_offset, &out->dtv_shift);
 	if (syms[W_API_VERSION].addr && syms[W_VM_EXEC].addr)
 		ruby_facts(&f, syms, out);
 	return 0;

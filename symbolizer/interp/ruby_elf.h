@@ -54,14 +54,10 @@ int ember_rb_elf_read(int fd, struct ember_rb_elf *out);
 int ember_rb_elf_read_mem(const void *image, size_t len, struct ember_rb_elf *out);
 
 /*
- * Decoders of machine code (x86-64), exposed for tests; code holds len bytes
- * of a function at ELF address vaddr.
+ * A decoder of machine code (x86-64), exposed for tests; code holds len bytes
+ * of a function at ELF address vaddr (__tls_get_addr's is elf_image.h's).
  *
- * __tls_get_addr: mov %fs:disp32, reg (the vector), then shl $n, %rax (the
- * entry size).
- */
-int ember_rb_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint8_t *shift);
-/* rb_id2str's target: cmp reg, disp(%rip) gives the symbol table (its last id first); a
+ * rb_id2str's target: cmp reg, disp(%rip) gives the symbol table (its last id first); a
  * later mov disp(%rip), reg must load its ids at ids_offset. */
 int ember_rb_decode_symbols(const uint8_t *code, size_t len, uint64_t vaddr, uint16_t ids_offset,
                             uint64_t *symbols);

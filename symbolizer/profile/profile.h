@@ -105,7 +105,12 @@ struct ember_sample_key {
 	uint32_t comm;        /* string: process name */
 	uint32_t thread_name; /* string: thread name */
 	uint32_t wait;        /* string: why an off-CPU sample waited ("futex", ...); 0: CPU */
+	/* string: the span the thread ran (OTEP 4947), 32 hex digits of its trace id then 16
+	 * of its span id (EMBER_LINK_HEX); 0: none */
+	uint32_t link;
 };
+
+#define EMBER_LINK_HEX 48
 
 struct ember_sample {
 	struct ember_sample_key key;

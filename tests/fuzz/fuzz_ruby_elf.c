@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	ember_rb_elf_read_mem(data, size, &out);
 	/* The decoders on the raw bytes too. */
-	ember_rb_decode_dtv(data, size < 256 ? size : 256, &off, &shift);
+	ember_elf_decode_dtv(data, size < 256 ? size : 256, &off, &shift);
 	ember_rb_decode_symbols(data, size < 256 ? size : 256, 0x1000, 0x10, &symbols);
 	return 0;
 }

@@ -336,7 +336,7 @@ static int cmd_messages(void)
 	/* Interpreter rows: exactly the runtime's row size, of a runtime the collector knows, that
 	 * its row check takes (an all-zero Python row has no interpreter loop). */
 	memset(big, 0, sizeof(big));
-	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_RUNTIME_MAX, EMBER_INTERP_ROW_SET, big,
+	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_ROW_KINDS, EMBER_INTERP_ROW_SET, big,
 	                     sizeof(struct ember_py_proc));
 	expect_disconnect("interpreter row of an unknown runtime", true, &m, m.hdr.length, false);
 	ember_msg_interp_row(&m, (uint32_t)getpid(), EMBER_RUNTIME_PYTHON, EMBER_INTERP_ROW_SET,

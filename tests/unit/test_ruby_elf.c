@@ -29,17 +29,17 @@ START_TEST(test_decode_dtv)
 	uint16_t off = 0;
 	uint8_t shift = 0;
 
-	ck_assert_int_eq(ember_rb_decode_dtv(glibc, sizeof(glibc), &off, &shift), 0);
+	ck_assert_int_eq(ember_elf_decode_dtv(glibc, sizeof(glibc), &off, &shift), 0);
 	ck_assert_uint_eq(off, 8);
 	ck_assert_uint_eq(shift, 4);
 	/* The shift must come after the vector's load; the load must be near the thread pointer. */
-	ck_assert_int_eq(ember_rb_decode_dtv(glibc + 9, sizeof(glibc) - 9, &off, &shift), -ENOENT);
+	ck_assert_int_eq(ember_elf_decode_dtv(glibc + 9, sizeof(glibc) - 9, &off, &shift), -ENOENT);
 	memcpy(code, glibc, sizeof(code));
 	code[7] = 0x10; /* %fs:0x100008: no thread control block is that large */
-	ck_assert_int_eq(ember_rb_decode_dtv(code, sizeof(code), &off, &shift), -ENOENT);
+	ck_assert_int_eq(ember_elf_decode_dtv(code, sizeof(code), &off, &shift), -ENOENT);
 	memcpy(code, glibc, sizeof(code));
 	code[27] = 0; /* shl $0 */
-	ck_assert_int_eq(ember_rb_decode_dtv(code, sizeof(code), &off, &shift), -ENOENT);
+	ck_assert_int_eq(ember_elf_decode_dtv(code, sizeof(code), &off, &shift), -ENOENT);
 }
 END_TEST
 

@@ -185,7 +185,7 @@ static void check_interp_validation(struct ember_tables *t)
 	REFUSED(m.interp_row.reserved = 1);
 	/* Unknown runtimes: none, past the last, a tag's largest. */
 	REFUSED(m.interp_row.runtime = EMBER_RUNTIME_NONE);
-	REFUSED(m.interp_row.runtime = EMBER_RUNTIME_MAX);
+	REFUSED(m.interp_row.runtime = EMBER_ROW_KINDS);
 	REFUSED(m.interp_row.runtime = 15);
 	REFUSED(m.interp_row.runtime = UINT32_MAX);
 	/* Exactly the runtime's row size: a byte less or more is refused. */
@@ -198,7 +198,7 @@ static void check_interp_validation(struct ember_tables *t)
 	m.hdr.length += 8;
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 	m = py_msg(42, EMBER_INTERP_ROW_REMOVE);
-	m.interp_row.runtime = 7;
+	m.interp_row.runtime = EMBER_ROW_KINDS;
 	ck_assert_int_eq(ember_tables_handle(t, &m), -EPROTO);
 #undef REFUSED
 }
@@ -567,7 +567,9 @@ START_TEST(loads_and_forgets_with_maps)
 	struct ember_py_proc py_row;
 	struct ember_file_key fkey = {42, 8u << 20 | 1, 0};
 	struct ember_file_entry fentry;
-	int tables, blocks, procs, index, py_procs, files, proc_fds[EMBER_PROC_MAPS];
+	int tables, blocks, procs, index, py_procs, tctx_procs, files, proc_fds[EMBER_PROC_MAPS];
+	struct ember_tctx_proc tctx = {.offset = -8, .mode = EMBER_TCTX_LE}, tctx_got;
+	union ember_msg m;
 	uint32_t runtime;
 
 	/* Creating maps needs CAP_BPF; the checks above ran without it. */
@@ -588,8 +590,11 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_ge(procs, 0);
 	ck_assert_int_ge(index, 0);
 	ck_assert_int_ge(py_procs, 0);
+	tctx_procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_tctx", 4, sizeof(tctx), 64, &hash_opts);
 	ck_assert_int_ge(files, 0);
+	ck_assert_int_ge(tctx_procs, 0);
 	memset(proc_fds, -1, sizeof(proc_fds));
+	proc_fds[1 + EMBER_ROW_THREAD_CTX] = tctx_procs;
 	proc_fds[0] = procs;
 	proc_fds[1] = index;
 	proc_fds[1 + EMBER_RUNTIME_PYTHON] = py_procs;
@@ -615,6 +620,24 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_eq(bpf_map_lookup_elem(index, &pid, &runtime), 0);
 	ck_assert_uint_eq(runtime, EMBER_RUNTIME_PYTHON);
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &(uint32_t){43}, &py_row), 0);
+	/* A thread-context row is loaded beside the runtime's and never indexed: the index
+	 * still names 42's runtime, and 44, which has no runtime, gets no entry. */
+	for (uint32_t p = 42; p <= 44; p += 2) {
+		ck_assert_int_eq(ember_msg_interp_row(&m, p, EMBER_ROW_THREAD_CTX,
+		                                      EMBER_INTERP_ROW_SET, &tctx, sizeof(tctx)),
+		                 0);
+		ck_assert_int_eq(handle(&t, m), 0);
+		ck_assert_int_eq(bpf_map_lookup_elem(tctx_procs, &p, &tctx_got), 0);
+		ck_assert_int_eq(tctx_got.offset, -8);
+	}
+	ck_assert_int_eq(bpf_map_lookup_elem(index, &pid, &runtime), 0);
+	ck_assert_uint_eq(runtime, EMBER_RUNTIME_PYTHON);
+	ck_assert_int_ne(bpf_map_lookup_elem(index, &(uint32_t){44}, &runtime), 0);
+	tctx.reserved[0] = 1; /* reserved bytes must be 0 */
+	ck_assert_int_eq(ember_msg_interp_row(&m, 44, EMBER_ROW_THREAD_CTX, EMBER_INTERP_ROW_SET,
+	                                      &tctx, sizeof(tctx)),
+	                 0);
+	ck_assert_int_eq(handle(&t, m), -EPROTO);
 	ck_assert_uint_eq(t.tables_loaded, 2); /* 7 and 5 */
 	ck_assert_uint_eq(t.failures, 0);
 	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
@@ -663,6 +686,7 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(py_procs, &pid, &py_row), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(tctx_procs, &pid, &tctx_got), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(index, &pid, &runtime), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(index, &(uint32_t){43}, &runtime), 0);
 	fkey.ino = 42;
@@ -673,6 +697,7 @@ START_TEST(loads_and_forgets_with_maps)
 	ember_tables_free(&t);
 	close(files);
 	close(py_procs);
+	close(tctx_procs);
 	close(index);
 	close(tables);
 	close(blocks);

@@ -15,11 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "otel_ctx_pb.h"
+#include "otel_ctx_publish.h"
 
 static volatile uint64_t sink;
 
@@ -38,11 +37,6 @@ __attribute__((noinline)) static void burn(double seconds)
 int main(int argc, char **argv)
 {
 	struct pb resource = {0}, payload = {0};
-	struct timespec boot;
-	uint32_t version = 2, size;
-	uint64_t published, at;
-	uint8_t *map;
-	int fd;
 
 	if (argc != 4)
 		return fprintf(stderr, "usage: otel_ctx good|huge|updating SERVICE SECONDS\n"), 2;
@@ -52,24 +46,9 @@ int main(int argc, char **argv)
 	pb_bytes(&payload, 1, resource.b, resource.n);
 	pb_key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
 
-	fd = memfd_create("OTEL_CTX", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, 4096))
-		return perror("memfd_create"), 1;
-	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return perror("mmap"), 1;
-	madvise(map, 4096, MADV_DONTFORK);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	published = strcmp(argv[1], "updating") ? (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec : 0;
-	size = strcmp(argv[1], "huge") ? (uint32_t)payload.n : 1u << 20;
-	at = (uint64_t)(uintptr_t)(map + 64);
-	memcpy(map + 64, payload.b, payload.n);
-	memcpy(map + 8, &version, 4);
-	memcpy(map + 12, &size, 4);
-	memcpy(map + 16, &published, 8);
-	memcpy(map + 24, &at, 8);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(map, "OTEL_CTX", 8);
+	if (otel_ctx_publish(&payload, strcmp(argv[1], "huge") ? (uint32_t)payload.n : 1u << 20,
+	                     strcmp(argv[1], "updating") ? otel_ctx_boottime_ns() : 0))
+		return 1;
 	burn(atof(argv[3]));
 	return 0;
 }

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "symbolizer/interp/thread_ctx.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shared/log.h"
+#include "symbolizer/interp/interp_files.h"
+#include "symbolizer/interp/interp_procs.h"
+
+_Static_assert((int)EMBER_ELF_TLS_LE == EMBER_TCTX_LE && (int)EMBER_ELF_TLS_IE == EMBER_TCTX_IE &&
+                   (int)EMBER_ELF_TLS_DESC == EMBER_TCTX_DESC &&
+                   (int)EMBER_ELF_TLS_GD == EMBER_TCTX_GD,
+               "one numbering of the ways to a TLS variable");
+
+#define STUB_BYTES      128 /* of __tls_get_addr */
+#define GLIBC_DTV_SHIFT 4   /* the vector's head check (thread_ctx.bpf.h) is glibc's layout */
+
+enum wanted { W_CTX, W_TLS_GET_ADDR, W_COUNT };
+
+static const char *const wanted_names[W_COUNT] = {
+    [W_CTX] = EMBER_TCTX_SYMBOL,
+    [W_TLS_GET_ADDR] = "__tls_get_addr",
+};
+
+struct ember_thread_ctx {
+	struct ember_broker_client *broker;
+	struct ember_interp_files files; /* struct ember_tctx_elf of each file */
+	struct ember_interp_procs procs; /* struct tctx_process, by pid */
+};
+
+struct tctx_process {
+	struct ember_interp_proc proc; /* pid, row sent */
+	struct ember_tctx_proc row;
+};
+
+static int read_elf(Elf *elf, void *facts)
+{
+	struct ember_tctx_elf *out = facts;
+	struct ember_elf_sym syms[W_COUNT];
+	struct ember_elf_image f;
+	uint8_t code[STUB_BYTES];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = ember_elf_image_start(elf, &f, out->segs, &out->nsegs, wanted_names, W_COUNT, syms);
+	if (err)
+		return err;
+	out->executable = f.executable;
+	if (syms[W_TLS_GET_ADDR].addr && syms[W_TLS_GET_ADDR].type == STT_FUNC &&
+	    !ember_elf_image_read(&f, syms[W_TLS_GET_ADDR].addr, code, sizeof(code)))
+		out->has_dtv =
+		    !ember_elf_decode_dtv(code, sizeof(code), &out->dtv_offset, &out->dtv_shift);
+	/* The OTEP's variable: a pointer, thread-local. */
+	out->defines = syms[W_CTX].type == STT_TLS && syms[W_CTX].size == 8;
+	out->reachable =
+	    out->defines && !ember_elf_tls_ref(&f, EMBER_TCTX_SYMBOL, syms[W_CTX].addr, &out->ref);
+	return 0;
+}
+
+int ember_tctx_elf_read(int fd, struct ember_tctx_elf *out)
+{
+	return ember_elf_read_fd(fd, read_elf, out);
+}
+
+int ember_tctx_elf_read_mem(const void *image, size_t len, struct ember_tctx_elf *out)
+{
+	return ember_elf_read_memory(image, len, read_elf, out);
+}
+
+int ember_tctx_row(const struct ember_tctx_elf *elf, uint64_t bias, const struct ember_tctx_elf *ld,
+                   struct ember_tctx_proc *row, const char **why)
+{
+	memset(row, 0, sizeof(*row));
+	*why = NULL;
+	if (!elf->reachable)
+		*why = "its otel_thread_ctx_v1 is reached in a way ember does not read (local "
+		       "dynamic TLS, or no relocation names it)";
+	else if ((elf->ref.mode == EMBER_TCTX_DESC || elf->ref.mode == EMBER_TCTX_GD) &&
+	         (!ld || !ld->has_dtv || ld->dtv_shift != GLIBC_DTV_SHIFT))
+		*why = "it uses a dynamic linker other than glibc's";
+	if (*why)
+		return -ENOENT;
+	row->mode = elf->ref.mode;
+	row->offset = elf->ref.offset;
+	if (elf->ref.mode != EMBER_TCTX_LE)
+		row->slot = elf->ref.slot + bias;
+	if (ld && ld->has_dtv) {
+		row->dtv_offset = ld->dtv_offset;
+		row->dtv_shift = ld->dtv_shift;
+	}
+	return 0;
+}
+
+static int read_file_facts(int fd, const char *path, void *facts)
+{
+	(void)path;
+	return ember_tctx_elf_read(fd, facts);
+}
+
+static void tctx_free(void *state)
+{
+	struct ember_thread_ctx *t = state;
+
+	ember_interp_files_free(&t->files);
+	ember_interp_procs_free(&t->procs);
+	free(t);
+}
+
+static int tctx_init(void **state, uint32_t flags, struct ember_broker_client *broker)
+{
+	struct ember_thread_ctx *t = calloc(1, sizeof(*t));
+	int err;
+
+	(void)flags;
+	if (!t)
+		return -ENOMEM;
+	t->broker = broker;
+	err =
+	    ember_interp_files_init(&t->files, sizeof(struct ember_tctx_elf), EMBER_TCTX_MAX_FILES,
+	                            read_file_facts, EMBER_TCTX_FILE_RETRY_NS);
+	if (!err)
+		err = ember_interp_procs_init(&t->procs, sizeof(struct tctx_process),
+		                              EMBER_INTERP_MAX_PROCS, broker, EMBER_ROW_THREAD_CTX,
+		                              "thread context");
+	if (err) {
+		tctx_free(t);
+		t = NULL;
+	}
+	*state = t;
+	return err;
+}
+
+static void tctx_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
+{
+	struct ember_thread_ctx *t = state;
+	/* Copies: a later lookup can move the cache's slots, or empty it when full. */
+	struct ember_tctx_elf def = {0}, ld = {0};
+	const struct ember_map_entry *def_map = NULL;
+	struct ember_tctx_proc row;
+	struct tctx_process *p;
+	const char *why = NULL;
+	uint64_t bias = 0;
+
+	/* No process context, no thread context (its schema is the process context's). */
+	for (size_t i = 0; maps->context_addr && i < maps->count; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		const struct ember_tctx_elf *f;
+
+		if (e->kind != EMBER_MAP_FILE || !e->inode || e->deleted ||
+		    !(e->perms & EMBER_MAP_X) ||
+		    !(f = ember_interp_files_get(&t->files, t->broker, pid, maps, e, now_ns)))
+			continue;
+		if (f->defines && (!def_map || (f->executable && !def.executable))) {
+			if (def_map && !def.executable)
+				log_debug("pid %u: more than one file defines %s: the program's is "
+				          "read",
+				          pid, EMBER_TCTX_SYMBOL);
+			def = *f;
+			def_map = e;
+		}
+		if (!ld.has_dtv && f->has_dtv)
+			ld = *f;
+	}
+	p = ember_interp_procs_get(&t->procs, pid, def_map != NULL);
+	if (!def_map || !p) {
+		ember_interp_procs_remove_row(&t->procs, p ? &p->proc : NULL);
+		return;
+	}
+	ember_interp_procs_seen(&t->procs, &p->proc);
+	if (!ember_elf_bias(def.segs, def.nsegs, def_map->offset, def_map->start, &bias))
+		why = "the file that defines otel_thread_ctx_v1 is mapped in an unexpected way";
+	if (why || ember_tctx_row(&def, bias, &ld, &row, &why)) {
+		ember_interp_procs_unsupported(&t->procs, &p->proc, why);
+		return;
+	}
+	if (ember_interp_procs_set_row(&t->procs, &p->proc, &p->row, &row, sizeof(row)))
+		log_debug("pid %u: thread contexts read (mode %u, slot %#llx, offset %lld)", pid,
+		          row.mode, (unsigned long long)row.slot, (long long)row.offset);
+}
+
+static void tctx_on_exit_ahead(void *state, uint32_t pid)
+{
+	ember_interp_procs_exit_ahead(&((struct ember_thread_ctx *)state)->procs, pid);
+}
+
+static void tctx_on_exec(void *state, uint32_t pid)
+{
+	ember_interp_procs_exec(&((struct ember_thread_ctx *)state)->procs, pid);
+}
+
+static void tctx_on_exit(void *state, uint32_t pid)
+{
+	ember_interp_procs_exit(&((struct ember_thread_ctx *)state)->procs, pid);
+}
+
+/* It has no frames: the registry never passes it a frame word (no tag names it). */
+static void tctx_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
+{
+	(void)state, (void)pid, (void)w0, (void)w1, (void)now_ns;
+}
+
+static void tctx_frame(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns,
+                       struct ember_interp_frame *out)
+{
+	(void)state, (void)pid, (void)w0, (void)w1, (void)now_ns, (void)out;
+}
+
+static const char *tctx_marker(void *state, uint64_t w0)
+{
+	(void)state, (void)w0;
+	return NULL;
+}
+
+static void tctx_stats(void *state, const struct ember_stat_sink *sink)
+{
+	const struct ember_thread_ctx *t = state;
+
+	ember_stat(sink, "thread_ctx.processes", t->procs.processes);
+	ember_stat(sink, "thread_ctx.processes_unsupported", t->procs.unsupported);
+	ember_stat(sink, "thread_ctx.rows_sent", t->procs.rows_sent);
+	ember_stat(sink, "thread_ctx.files_read", t->files.files_read);
+}
+
+const struct ember_interp_ops ember_thread_ctx_ops = {
+    .init = tctx_init,
+    .free = tctx_free,
+    .on_maps = tctx_on_maps,
+    .on_exit_ahead = tctx_on_exit_ahead,
+    .on_exec = tctx_on_exec,
+    .on_exit = tctx_on_exit,
+    .warm = tctx_warm,
+    .frame = tctx_frame,
+    .marker = tctx_marker,
+    .stats = tctx_stats,
+};
