@@ -218,6 +218,13 @@ static struct copy_result *take_copy_result(struct session *s, uint64_t pos)
 	return r;
 }
 
+/* The unwind tables have work for ember_unwind_work() at due (CLOCK_MONOTONIC). */
+static void unwind_work_due(struct session *s, uint64_t due)
+{
+	if (!s->unwind_work_ns || due < s->unwind_work_ns)
+		s->unwind_work_ns = due;
+}
+
 /* A sample, with the callers its stack copy gave in place of the copy. */
 static int add_sample(struct session *s, const struct ember_sample_event *sample,
                       const uint64_t *frames, uint64_t now_ns)
@@ -249,6 +256,15 @@ static int add_sample(struct session *s, const struct ember_sample_event *sample
 	return err;
 }
 
+/* Maps symbolization asked to read again: at the unwind tables' next work. */
+static void take_rereads(struct session *s, uint64_t now_ns)
+{
+	if (s->sym.rereads_queued) {
+		s->sym.rereads_queued = false;
+		unwind_work_due(s, now_ns);
+	}
+}
+
 /* ember record's profile covers the time from when the programs sampled, not from the
  * handshake before they loaded; a daemon's intervals start at its own clock (rotation). A time
  * before the handshake's or after now is not taken. */
@@ -268,13 +284,16 @@ static int handle_record(struct session *s, uint16_t type, size_t len, uint64_t 
 	struct ember_rec_sampling sampling;
 	struct ember_rec_lost lost;
 	const uint64_t *frames;
+	int err;
 
 	switch (type) {
 	case EMBER_REC_SAMPLE:
 		if (ember_decode_sample(s->buf, len, &sample, &frames))
 			return -EBADMSG;
 		s->sample_bytes += sizeof(struct ember_rec_hdr) + len;
-		return add_sample(s, sample, frames, now_ns);
+		err = add_sample(s, sample, frames, now_ns);
+		take_rereads(s, now_ns);
+		return err;
 	case EMBER_REC_PROCESS_EXEC:
 	case EMBER_REC_PROCESS_EXIT:
 		if (ember_decode_proc_event(s->buf, len, &ev))
@@ -340,13 +359,6 @@ static void share_file(void *ctx, uint32_t pid, const struct ember_map_entry *e,
 	struct session *s = ctx;
 
 	ember_symbolizer_preload(&s->sym, pid, e, fd, now_ns);
-}
-
-/* The unwind tables have work for ember_unwind_work() at due (CLOCK_MONOTONIC). */
-static void unwind_work_due(struct session *s, uint64_t due)
-{
-	if (!s->unwind_work_ns || due < s->unwind_work_ns)
-		s->unwind_work_ns = due;
 }
 
 static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t now_ns)

@@ -651,12 +651,21 @@ static int note_link(struct ember_symbolizer *s, const struct ember_sample_event
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
                               uint64_t now_ns)
 {
+	const struct ember_process_attrs *known = ember_profile_find_process(s->profile, proc->pid);
 	struct ember_process_attrs pa = {.pid = proc->pid};
 	const char *exe_path, *container_id;
 	int err = 0;
 
-	if (ember_profile_find_process(s->profile, proc->pid))
+	/* Once per profile; again when a context appears later in the profile's time. */
+	if (known && known->context_addr == ember_process_context_addr(proc))
 		return 0;
+	if (known) {
+		pa = *known;
+		pa.context_addr = ember_process_context_addr(proc);
+		err = read_context(s, proc, now_ns, &pa.context);
+		return err ? err : ember_profile_set_process(s->profile, &pa);
+	}
+
 	/* Not before the facts are in (the broker may have asked to come back later). */
 	if (!ember_process_facts(&s->procs, proc, now_ns, &exe_path, &container_id))
 		return 0;
@@ -664,6 +673,7 @@ static int note_process_facts(struct ember_symbolizer *s, struct ember_process *
 		err = ember_profile_intern_cstr(s->profile, exe_path, &pa.exe_path);
 	if (!err && container_id[0])
 		err = ember_profile_intern_cstr(s->profile, container_id, &pa.container_id);
+	pa.context_addr = ember_process_context_addr(proc);
 	if (!err)
 		err = read_context(s, proc, now_ns, &pa.context);
 	return err ? err : ember_profile_set_process(s->profile, &pa);
@@ -742,6 +752,13 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	}
 	s->frames += depth;
 	s->samples_stalled += s->sample_stalled;
+	/* Less and less often (it has its own clock): a context published since its maps were
+	 * read, for its resource and its threads' spans. */
+	if (s->unwind && ember_process_context_look_due(proc, now_ns) &&
+	    ember_unwind_reread(s->unwind, proc->pid, now_ns)) {
+		s->rereads_queued = true;
+		s->context_looks++;
+	}
 	if (s->want_process_facts && (err = note_process_facts(s, proc, now_ns)))
 		return err;
 	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, &key.stack);
@@ -966,6 +983,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "symbolizer.process_contexts", s->contexts_read);
 	ember_profile_stat_set(p, "symbolizer.process_contexts_refused", s->contexts_refused);
 	ember_profile_stat_set(p, "symbolizer.samples_linked", s->samples_linked);
+	ember_profile_stat_set(p, "symbolizer.process_context_looks", s->context_looks);
 	ember_profile_stat_set(p, "symbolizer.links_refused", s->links_refused);
 	ember_profile_stat_set(p, "symbolizer.process_context_attrs_dropped",
 	                       s->context_attrs_dropped);

@@ -91,6 +91,9 @@ struct ember_symbolizer {
 	uint64_t contexts_read, contexts_refused, context_attrs_dropped;
 	/* Samples with a thread context's span (OTEP 4947), and those whose ids were refused. */
 	uint64_t samples_linked, links_refused;
+	/* Maps read again for a context published late; and since the session last looked. */
+	uint64_t context_looks;
+	bool rereads_queued;
 	uint64_t off_cpu_samples, off_cpu_ns;
 	uint64_t budget_exceeded, budget_shed_periods;
 	uint64_t budget_peeks_over; /* peeks between checks that found the caches must shrink */

@@ -42,6 +42,7 @@ static void forget_facts(struct ember_process *p)
 	p->container_id[0] = '\0';
 	p->facts_loaded = false;
 	p->facts_retry_ns = 0;
+	p->context_look_ns = p->context_gap_ns = 0;
 }
 
 static void set_maps(struct ember_processes *t, struct ember_process *p, struct ember_maps *fresh)
@@ -303,6 +304,25 @@ const char *ember_process_mapping_path(const struct ember_process *p,
 uint64_t ember_process_context_addr(const struct ember_process *p)
 {
 	return p->maps.context_addr;
+}
+
+bool ember_process_context_look_due(struct ember_process *p, uint64_t now_ns)
+{
+	if (p->maps.context_addr)
+		return false;
+	if (!p->context_look_ns) {
+		p->context_gap_ns = EMBER_CONTEXT_LOOK_FIRST_NS;
+		p->context_look_ns = now_ns + p->context_gap_ns;
+		return false;
+	}
+	if (now_ns < p->context_look_ns)
+		return false;
+	if (p->context_gap_ns < EMBER_CONTEXT_LOOK_MAX_NS / 2)
+		p->context_gap_ns *= 2;
+	else
+		p->context_gap_ns = EMBER_CONTEXT_LOOK_MAX_NS;
+	p->context_look_ns = now_ns + p->context_gap_ns;
+	return true;
 }
 
 void ember_process_learn_comm(struct ember_process *p, const char *comm, bool main_thread)

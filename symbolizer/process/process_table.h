@@ -61,6 +61,9 @@ struct ember_process {
 	uint64_t facts_retry_ns; /* the broker was busy: ask again after this */
 	char *exe_path;          /* malloc'd, or NULL when unknown */
 	char container_id[EMBER_CONTAINER_ID_LEN + 1]; /* "" when not in a container */
+	/* When its maps are next read again for a context it may have published since (0: not
+	 * planned yet), and the gap before the one after. */
+	uint64_t context_look_ns, context_gap_ns;
 };
 
 /* Every field is process_table.c's: read the table through the functions below. */
@@ -126,6 +129,17 @@ const char *ember_process_mapping_path(const struct ember_process *p,
 
 /* Where p publishes its process context (maps_parser.h), as its maps last read said; 0: none. */
 uint64_t ember_process_context_addr(const struct ember_process *p);
+
+/*
+ * Whether p's maps are worth reading again now for a process context published since they
+ * were read (an SDK starts when its program is well under way): true at most at
+ * EMBER_CONTEXT_LOOK_FIRST_NS after the first ask of a program, then at twice the gap each
+ * time, up to every EMBER_CONTEXT_LOOK_MAX_NS; never once p has a context.
+ */
+bool ember_process_context_look_due(struct ember_process *p, uint64_t now_ns);
+
+#define EMBER_CONTEXT_LOOK_FIRST_NS (1000000000ull)
+#define EMBER_CONTEXT_LOOK_MAX_NS   (600ull * 1000000000ull)
 
 /* Whether p's exit record was read (it is kept a moment for the samples still coming). */
 static inline bool ember_process_exited(const struct ember_process *p)

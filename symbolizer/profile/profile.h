@@ -128,6 +128,7 @@ struct ember_process_attrs {
 	uint32_t container_id; /* string: container id from its cgroup, or 0 */
 	/* string: the resource the process published (OTEP 4719), "key=value\n" lines, or 0 */
 	uint32_t context;
+	uint64_t context_addr; /* where context was looked for (0: nowhere yet) */
 };
 
 struct ember_stat {

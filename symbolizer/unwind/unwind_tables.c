@@ -813,6 +813,10 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		back_off(p);
 		return;
 	}
+	/* First: interpreters' and thread contexts' rows need no unwind table, and the tables
+	 * of a new process's files can take the symbolizer a while. */
+	if (u->on_maps)
+		u->on_maps(u->on_maps_ctx, pid, &pm, read_ns);
 	files = malloc((pm.count ? pm.count : 1) * sizeof(*files));
 	for (size_t i = 0; files && i < pm.count; i++) {
 		const struct ember_map_entry *e = &pm.entries[i];
@@ -840,8 +844,6 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;
 	}
-	if (u->on_maps)
-		u->on_maps(u->on_maps_ctx, pid, &pm, read_ns);
 	ember_maps_free(&pm);
 	if (!files)
 		return;
@@ -906,6 +908,16 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 	load_process(u, pid, now_ns, true, false, true);
 	queue_reload(u, pid, 0, now_ns);
 	sweep(u, now_ns);
+}
+
+bool ember_unwind_reread(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
+{
+	/* A process not met yet has its maps read when it is. The last attempt: no retries. */
+	if (!find_proc(u, pid) || u->nreloads >= EMBER_UNWIND_MAX_RELOADS)
+		return false;
+	u->reloads[(u->reloads_head + u->nreloads++) % EMBER_UNWIND_MAX_RELOADS] =
+	    (struct ember_unwind_reload){pid, EMBER_UNWIND_EXEC_RELOADS - 1, now_ns};
+	return true;
 }
 
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)

@@ -211,6 +211,9 @@ void ember_unwind_prewarm(struct ember_unwind *u, uint64_t now_ns);
  */
 void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns, uint64_t now_ns);
 void ember_unwind_on_exit(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
+/* Reads pid's maps again at the next ember_unwind_work() (a process context may have been
+ * published): true when queued. */
+bool ember_unwind_reread(struct ember_unwind *u, uint32_t pid, uint64_t now_ns);
 /* A process that was running when sampling started (cpu_ns: CPU time it has used). */
 void ember_unwind_on_running(struct ember_unwind *u, uint32_t pid, uint64_t cpu_ns);
 /*

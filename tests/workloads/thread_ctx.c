@@ -4,19 +4,24 @@
  * threads, a thread context (OTEP 4947) that changes span by span while it burns CPU, and
  * logs each span it ran, so that a profile's links can be checked against it.
  *
- *     thread_ctx SECONDS LOG [LIBRARY]
+ *     thread_ctx SECONDS LOG LIBRARY|- plain|hostile
  *
  * Each of two threads runs spans back to back: span n runs span_work_a (n even) or
- * span_work_b (n odd) for 20 to 40 ms with the thread's context pointing at a record of
- * that span's ids; between spans the context is empty (the pointer NULL) while
- * outside_span runs for 10 ms. The ids say who made them: trace_id = 7e, thread, n (4 bytes
- * big-endian), then 10 bytes of the pid and a counter; span_id = 5a, thread, kind ('a' or
- * 'b'), n (4 bytes big-endian), 0.
+ * span_work_b (n odd) for 20 to 40 ms of its CPU time with the thread's context pointing at a
+ * record of that span's ids (span_work_b also sleeps 2 ms in span_wait, for off-CPU samples);
+ * between spans the context is empty (the pointer NULL) while outside_span runs for 5 ms.
+ *
+ * hostile: between spans, also 3 ms each of what a reader must not take for a span:
+ * slow_update (the record rewritten with the pointer NULL, as the OTEP's writers do),
+ * bad_pointer (the pointer at memory that is not mapped) and not_valid (a record whose
+ * valid byte is 0, its ids those of the last span). The ids say who made them: trace_id = 7e,
+ * thread, n (4 bytes big-endian), then 10 bytes of the pid and a counter; span_id = 5a, thread,
+ * kind ('a' or 'b'), n (4 bytes big-endian), 0.
  *
  * Where otel_thread_ctx_v1 lives: in this program (built with
  * -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 -DTCTX_IN_PROGRAM: static TLS at a fixed
  * offset), in a library linked to it (-DTCTX_LINKED, thread_ctx_lib.c), or in LIBRARY,
- * opened with dlopen before the threads start (dynamic TLS).
+ * opened with dlopen before the threads start (dynamic TLS; "-": none).
  *
  * The log has one line per span: "thread tid n kind start_ns end_ns trace_hex span_hex",
  * CLOCK_REALTIME nanoseconds around the time the context pointed at the span.
@@ -60,6 +65,8 @@ _Static_assert(sizeof(struct record) == 28, "the OTEP's header");
 
 static volatile uint64_t sink;
 static double seconds;
+static int hostile;
+static void *unmapped;
 static FILE *log_file;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -71,14 +78,16 @@ static uint64_t now_ns(clockid_t clock)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* Burns ns of the thread's own CPU time: the phases' shares of samples follow their lengths
+ * however many threads share the CPUs. */
 static void burn_ns(uint64_t ns)
 {
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + ns;
+	uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
 
 	do {
 		for (int i = 0; i < 20000; i++)
 			sink += (uint64_t)i * 2654435761u;
-	} while (now_ns(CLOCK_MONOTONIC) < end);
+	} while (now_ns(CLOCK_THREAD_CPUTIME_ID) < end);
 }
 
 __attribute__((noinline)) static void span_work_a(uint64_t ns)
@@ -87,9 +96,45 @@ __attribute__((noinline)) static void span_work_a(uint64_t ns)
 	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays */
 }
 
+__attribute__((noinline)) static void span_wait(uint64_t ns)
+{
+	struct timespec t = {0, (long)ns};
+
+	nanosleep(&t, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) static void span_work_b(uint64_t ns)
 {
 	burn_ns(ns);
+	span_wait(2000000);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void slow_update(struct record *r)
+{
+	tctx_set(NULL);
+	for (uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID) + 3000000;
+	     now_ns(CLOCK_THREAD_CPUTIME_ID) < end;)
+		for (int i = 0; i < 24; i++)
+			r->trace_id[i % 16] ^= (uint8_t)i, r->span_id[i % 8] += 1;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void bad_pointer(void)
+{
+	tctx_set(unmapped);
+	burn_ns(3000000);
+	tctx_set(NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void not_valid(struct record *r)
+{
+	r->valid = 0;
+	tctx_set(r);
+	burn_ns(3000000);
+	tctx_set(NULL);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -147,7 +192,12 @@ static void *run(void *arg)
 		fprintf(log_file, "thread %d %u %c %llu %llu %s %s\n", tid, n, kind,
 		        (unsigned long long)start, (unsigned long long)end, trace, span);
 		pthread_mutex_unlock(&log_lock);
-		outside_span(10 * 1000000ull);
+		outside_span(5 * 1000000ull);
+		if (hostile) {
+			not_valid(r);
+			slow_update(r);
+			bad_pointer();
+		}
 	}
 	return NULL;
 }
@@ -157,20 +207,28 @@ int main(int argc, char **argv)
 	struct pb resource = {0}, payload = {0};
 	pthread_t threads[THREADS];
 
-	if (argc < 3 || argc > 4)
-		return fprintf(stderr, "usage: thread_ctx SECONDS LOG [LIBRARY]\n"), 2;
+	if (argc != 5)
+		return fprintf(stderr, "usage: thread_ctx SECONDS LOG LIBRARY|- plain|hostile\n"),
+		       2;
 	seconds = atof(argv[1]);
+	hostile = !strcmp(argv[4], "hostile");
+	/* A page that was mapped and is not any more. */
+	unmapped = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(unmapped, 4096);
 	log_file = fopen(argv[2], "w");
 	if (!log_file)
 		return perror(argv[2]), 1;
 #if !defined(TCTX_IN_PROGRAM) && !defined(TCTX_LINKED)
 	{
-		void *lib = argc == 4 ? dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL) : NULL;
+		void *lib = strcmp(argv[3], "-") ? dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL) : NULL;
 
 		if (!lib || !(tctx_set = (void (*)(void *))dlsym(lib, "tctx_set")))
 			return fprintf(stderr, "thread_ctx: %s\n", dlerror()), 1;
 	}
 #endif
+	/* As an SDK that starts late: after this much CPU time of other work (ms). */
+	if (getenv("THREAD_CTX_PUBLISH_AFTER_MS"))
+		outside_span((uint64_t)atoi(getenv("THREAD_CTX_PUBLISH_AFTER_MS")) * 1000000ull);
 	pb_key_value(&resource, 1, "service.name", "thread-ctx", 0);
 	pb_bytes(&payload, 1, resource.b, resource.n);
 	pb_key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);

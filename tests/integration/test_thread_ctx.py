@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Trace correlation: a program that publishes OpenTelemetry thread contexts (OTEP 4947) and
+logs each span it ran (tests/workloads/thread_ctx.c) is recorded, and every sample's link is
+checked against that log: the span that ran on that thread at that moment, with the function
+the span ran in. The variable is reached each way a program can reach it (its own static TLS,
+a library's TLS descriptor, GD pair or IE slot, a dlopened library's dynamic TLS); a program
+that points its context at memory that is not there, marks it not valid or rewrites it gives
+no link."""
+import collections
+import os
+import subprocess
+import time
+import otlp_receiver as rx
+from emberlib import (SRC, kill, log, read_pprof, require_root, run_tests, skip_or_fail, start,
+                      start_recording, workdir)
+
+require_root()
+if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
+    skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
+rx.classes()
+WD = workdir()
+HZ = 499
+SECONDS = 6
+WORKLOAD = os.path.join(SRC, "tests", "workloads", "thread_ctx.c")
+LIBRARY = os.path.join(SRC, "tests", "workloads", "thread_ctx_lib.c")
+IN_SPAN = {"span_work_a": "a", "span_work_b": "b"}
+NO_SPAN = ("outside_span", "slow_update", "bad_pointer", "not_valid")
+
+
+def gcc(*args):
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", *args], check=True)
+
+
+def build():
+    """{variant: (program, library argument)}: every way to otel_thread_ctx_v1."""
+    out = {}
+    for flavor, flags in (("desc", ["-mtls-dialect=gnu2"]), ("gd", []),
+                          ("ie", ["-ftls-model=initial-exec"])):
+        lib = os.path.join(WD, f"libtctx_{flavor}.so")
+        gcc("-shared", "-fPIC", *flags, "-o", lib, LIBRARY)
+        prog = os.path.join(WD, f"tctx_linked_{flavor}")
+        gcc("-o", prog, WORKLOAD, "-DTCTX_LINKED", lib, f"-Wl,-rpath,{WD}", "-pthread")
+        out[f"linked-{flavor}"] = (prog, "-")
+        if flavor != "ie":  # an IE library cannot be dlopened where static TLS is short
+            out[f"dlopen-{flavor}"] = (os.path.join(WD, "tctx_dlopen"), lib)
+    gcc("-o", os.path.join(WD, "tctx_dlopen"), WORKLOAD, "-pthread", "-ldl")
+    prog = os.path.join(WD, "tctx_program")
+    gcc("-o", prog, WORKLOAD, "-DTCTX_IN_PROGRAM", "-pthread",
+        "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1")
+    out["program"] = (prog, "-")
+    return out
+
+
+def read_log(path):
+    """{(trace hex, span hex): (tid, kind, start ns, end ns)} of the spans the program ran."""
+    spans = {}
+    with open(path) as f:
+        for line in f:
+            _, tid, _, kind, t0, t1, trace, span = line.split()
+            spans[(trace, span)] = (int(tid), kind, int(t0), int(t1))
+    return spans
+
+
+def judge(req, pid, spans):
+    """Counts of each verdict on pid's CPU and off-CPU samples, by where the stack is."""
+    d = req.dictionary
+    verdicts = collections.Counter()
+    for _, _, s, fr in rx.samples(req, pid):
+        attrs = rx.attrs_of(d, s.attribute_indices)
+        off = "off_cpu.wait" in attrs
+        n = len(s.timestamps_unix_nano) if not off else len(s.values)
+        link = d.link_table[s.link_index] if s.link_index else None
+        where = next((f for f in fr if f in IN_SPAN or f in NO_SPAN), None)
+        cpu = "off-cpu" if off else "cpu"
+        if where in NO_SPAN:
+            verdicts[cpu, where, "link" if link else "none"] += n
+            continue
+        if where is None:
+            continue  # between the two (the loop itself): either is right
+        if not link:
+            verdicts[cpu, "span", "none"] += n
+            continue
+        got = spans.get((link.trace_id.hex(), link.span_id.hex()))
+        right = got and got[0] == attrs.get("thread.id") and got[1] == IN_SPAN[where]
+        # CPU samples: their time within the span's (2 ms for the clocks read around it).
+        timely = off or (got and all(got[2] - 2e6 <= t <= got[3] + 2e6
+                                     for t in s.timestamps_unix_nano))
+        verdicts[cpu, "span", "right" if right and timely else "wrong"] += n
+    return verdicts
+
+
+def test_every_way_to_the_variable_gives_the_running_span():
+    """Six programs, one per way to the variable, recorded together with off-CPU samples:
+    at least 99% of the CPU samples in a span carry that span's link (trace and span id,
+    checked with the thread, the function and the time), none carries another, none outside
+    a span carries one; off-CPU samples of a wait inside a span carry its link too."""
+    variants = build()
+    procs, logs = {}, {}
+    try:
+        for name, (prog, lib) in variants.items():
+            logs[name] = os.path.join(WD, f"{name}.log")
+            procs[name] = start([prog, str(SECONDS + 3), logs[name], lib, "hostile"])
+        time.sleep(0.5)
+        otlp, pprof = os.path.join(WD, "tctx.otlp"), os.path.join(WD, "tctx.pb.gz")
+        proc, lines, _ = start_recording(
+            ["--no-progress", "-d", str(SECONDS), "-F", str(HZ), "--off-cpu",
+             *[a for p in procs.values() for a in ("-p", str(p.pid))], "-o", otlp, "-o", pprof])
+        proc.wait(timeout=120)
+        assert proc.returncode == 0, "".join(lines)
+        for p in procs.values():
+            p.wait(timeout=60)
+    finally:
+        for p in procs.values():
+            kill(p)
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    assert not rx.check_dictionary(req), rx.check_dictionary(req)
+    failures = []
+    for name, p in procs.items():
+        v = judge(req, p.pid, read_log(logs[name]))
+        right, wrong, none = (v["cpu", "span", k] for k in ("right", "wrong", "none"))
+        oright, owrong, onone = (v["off-cpu", "span", k] for k in ("right", "wrong", "none"))
+        stray = {k: n for k, n in v.items() if k[1] in NO_SPAN and k[2] == "link"}
+        log(f"  {name}: in a span {right} right, {wrong} wrong, {none} without; off-CPU "
+            f"{oright}/{owrong}/{onone}; outside spans "
+            f"{sum(n for k, n in v.items() if k[1] in NO_SPAN)} samples, {stray or 'none'} linked")
+        if right + wrong + none < 200 or right < 0.99 * (right + wrong + none) or wrong:
+            failures.append(f"{name}: CPU {right}/{wrong}/{none}")
+        if not oright or owrong or oright < 0.95 * (oright + onone):
+            failures.append(f"{name}: off-CPU {oright}/{owrong}/{onone}")
+        for phase in NO_SPAN:
+            if not v["cpu", phase, "none"]:
+                failures.append(f"{name}: no sample in {phase}")
+        if stray:
+            failures.append(f"{name}: linked outside a span: {stray}")
+    assert not failures, failures
+    # pprof carries the same spans as labels.
+    prof = read_pprof(pprof)
+    labels = set(prof["strings"])
+    some = next(iter(read_log(logs["program"])))
+    assert "trace_id" in labels and "span_id" in labels
+    assert any(k[0] in labels and k[1] in labels for k in read_log(logs["program"])), some
+
+
+def test_a_context_published_late_is_found():
+    """A program whose SDK starts 1.5 s into its run, after ember read its maps at exec: its
+    maps are read again (1 s after its first sample, then 2 s later...), and from then on its
+    samples carry links and its resource is the one it published."""
+    prog = os.path.join(WD, "tctx_program")
+    if not os.path.exists(prog):
+        build()
+    log_path, otlp = os.path.join(WD, "late.log"), os.path.join(WD, "late.otlp")
+    proc, lines, _ = start_recording(
+        ["--no-progress", "-d", "8", "-F", str(HZ), "-o", otlp, "--", prog, "6", log_path, "-",
+         "plain"], env=dict(os.environ, THREAD_CTX_PUBLISH_AFTER_MS="1500"))
+    proc.wait(timeout=120)
+    assert proc.returncode == 0, "".join(lines)
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    names = {rx.resource_attrs(rp).get("service.name") for rp in req.resource_profiles}
+    assert names == {"thread-ctx"}, names
+    spans = read_log(log_path)
+    first = min(t0 for _, _, t0, _ in spans.values())
+    late = collections.Counter()
+    for _, _, s, fr in rx.samples(req):
+        if not any(f in IN_SPAN for f in fr):
+            continue
+        for t in s.timestamps_unix_nano:
+            # Published at the first span's start; looked for 1 s after the first sample,
+            # then 2 s after that: from 3.5 s after publishing, every span's sample is linked.
+            late["linked" if s.link_index else "not", t > first + 3.5e9] += 1
+    log(f"  spans' samples linked: {dict(late)}")
+    assert late["linked", True] > 300 and not late["not", True], late
+    total = sum(v for (k, _), v in late.items())
+    assert late["linked", True] + late["linked", False] > 0.5 * total, late
+
+
+if __name__ == "__main__":
+    run_tests([test_every_way_to_the_variable_gives_the_running_span,
+               test_a_context_published_late_is_found])
