@@ -49,6 +49,7 @@ struct ember_cli {
 	bool no_progress;
 	/* Export. */
 	const char *otlp, *service_name, *otlp_ca, *otlp_cert, *otlp_key;
+	const char *trace; /* report, top: only this trace's (or span's) samples */
 	const char *otlp_headers[EMBER_OTLP_MAX_HEADERS];
 	size_t notlp_headers;
 	uint64_t interval_ms, otlp_timeout_ms, otlp_queue_bytes, otlp_deadline_ms;

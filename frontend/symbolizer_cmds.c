@@ -298,6 +298,11 @@ static int files_wanted(const struct ember_cli *c, struct ember_symbolizer_confi
 	if (!top && !diff && !c->noutputs && !c->stats)
 		return ember_usage_error(c, "give an output with -o (e.g. -o %s) or --stats",
 		                         "profile.html");
+	if (c->trace && ember_link_prefix(c->trace, sym->trace, sizeof(sym->trace)))
+		return ember_usage_error(c,
+		                         "--trace takes a trace id (32 hex digits) or ID:SPAN "
+		                         "(and the span's 16), not %s",
+		                         c->trace);
 	sym->stats = c->stats;
 	sym->top_rows = top ? (uint32_t)c->top_rows : 0;
 	sym->top_order = top ? c->top_order : 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "shared/formats.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -45,4 +46,21 @@ int ember_format_from_path(const char *path, enum ember_format *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+int ember_link_prefix(const char *arg, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *c = arg; *c; c++) {
+		if (c - arg == 32 && *c == ':' && c[1])
+			continue; /* the span follows */
+		if (!isxdigit((unsigned char)*c) || n + 1 >= size || n >= EMBER_LINK_HEX)
+			return -EINVAL;
+		out[n++] = (char)tolower((unsigned char)*c);
+	}
+	if (n != 32 && n != EMBER_LINK_HEX)
+		return -EINVAL;
+	out[n] = '\0';
+	return 0;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "bpf/interp.h"
 #include "shared/log.h"
@@ -107,6 +108,12 @@ static int check_files(const struct ember_symbolizer_config *c, const char **why
 	                           : c->top_rows != 0,
 	                       "top_rows");
 	EMBER_CONFIG_REFUSE_IF(c->top_order > EMBER_TOP_BY_TOTAL, "top_order");
+	EMBER_CONFIG_REFUSE_IF(
+	    !EMBER_CONFIG_STR_OK(c->trace) ||
+		(c->trace[0] && (c->mode == EMBER_SYMBOLIZER_DIFF ||
+	                         (strlen(c->trace) != 32 && strlen(c->trace) != EMBER_LINK_HEX) ||
+	                         strspn(c->trace, "0123456789abcdef") != strlen(c->trace))),
+	    "trace");
 	return 0;
 }
 

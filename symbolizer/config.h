@@ -72,6 +72,8 @@ struct ember_symbolizer_config {
 	uint32_t stats;     /* report --stats */
 	uint32_t top_rows;  /* top -n */
 	uint32_t top_order; /* enum ember_top_order */
+	/* report, top: only samples whose link (EMBER_LINK_HEX) begins with this; "": all */
+	char trace[EMBER_LINK_HEX + 1];
 };
 
 /*

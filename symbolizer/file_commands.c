@@ -33,13 +33,15 @@ struct command {
 	size_t nout;
 	struct ember_top_opts top;
 	bool stats; /* report --stats: print the statistics */
+	char trace[EMBER_LINK_HEX + 1]; /* --trace: the start of the links kept; "": all */
 	enum ember_view view;
 	int (*run)(struct command *c);
 };
 
 /* ---- the confined part ----------------------------------------------------------- */
 
-static int read_input(const struct input_file *in, enum ember_view view, struct ember_profile *p)
+static int read_input(const struct input_file *in, enum ember_view view, const char *trace,
+                      struct ember_profile *p)
 {
 	char *buf;
 	uint64_t bad;
@@ -76,7 +78,16 @@ static int read_input(const struct input_file *in, enum ember_view view, struct 
 	if (bad)
 		log_warn("%s: %llu malformed entries were skipped or shown as [unknown]", in->path,
 		         (unsigned long long)bad);
-	if (!ember_profile_total(p, view))
+	if (trace[0] && (err = ember_profile_keep_linked(p, trace))) {
+		log_error_errno(err, "cannot pick the samples of trace %s: %m", trace);
+		return err;
+	}
+	if (trace[0] && !ember_profile_total(p, view))
+		log_warn("%s holds no %s linked to %s %.32s (a program linked to its spans "
+		         "publishes OpenTelemetry thread contexts)",
+		         in->path, view == EMBER_VIEW_CPU ? "samples" : "off-CPU time",
+		         strlen(trace) > 32 ? "the span of trace" : "trace", trace);
+	else if (!ember_profile_total(p, view))
 		log_warn("%s holds no %s", in->path,
 		         view == EMBER_VIEW_CPU ? "samples"
 		                                : "off-CPU time (recorded with --off-cpu?)");
@@ -133,7 +144,7 @@ static int print_stats(const struct ember_profile *p, FILE *out)
 static int run_report(struct command *c)
 {
 	struct ember_profile p;
-	int err = read_input(&c->in[0], c->view, &p);
+	int err = read_input(&c->in[0], c->view, c->trace, &p);
 
 	if (!err && c->stats && (err = print_stats(&p, stdout)))
 		log_error_errno(err, "cannot print the statistics: %m");
@@ -177,11 +188,11 @@ static int write_diff(const struct ember_output *o, const struct ember_profile *
 static int run_diff(struct command *c)
 {
 	struct ember_profile base, cur;
-	int err = read_input(&c->in[0], c->view, &base);
+	int err = read_input(&c->in[0], c->view, "", &base);
 
 	if (err)
 		return err;
-	err = read_input(&c->in[1], c->view, &cur);
+	err = read_input(&c->in[1], c->view, "", &cur);
 	if (!err) {
 		err = write_diff(&c->out[0], &base, &cur);
 		if (err)
@@ -196,7 +207,7 @@ static int run_top(struct command *c)
 {
 	struct ember_profile p;
 	struct ember_flame t;
-	int err = read_input(&c->in[0], c->view, &p);
+	int err = read_input(&c->in[0], c->view, c->trace, &p);
 
 	if (err)
 		return err;
@@ -236,6 +247,7 @@ int ember_file_command_run(const struct ember_symbolizer_config *cfg)
 	c.view = (enum ember_view)cfg->view;
 	c.top.limit = cfg->top_rows;
 	c.top.order = (enum ember_top_order)cfg->top_order;
+	memcpy(c.trace, cfg->trace, sizeof(c.trace));
 	/* The whole sandbox: the reader touches only the descriptors it has. */
 	if (ember_sandbox_enter(&sb))
 		return EMBER_EXIT_FAILURE;

@@ -549,13 +549,18 @@ static int merge_dictionaries(struct ember_profile *dst, const struct ember_prof
 }
 
 static int merge_samples(struct ember_profile *dst, const struct ember_profile *src,
-                         const struct merge_maps *mm)
+                         const struct merge_maps *mm, const char *link_prefix)
 {
+	size_t prefix_len = link_prefix ? strlen(link_prefix) : 0;
 	int err = 0;
 
 	for (size_t i = 0; i < src->samples.len && !err; i++) {
 		const struct ember_sample *s = ember_profile_sample(src, (uint32_t)i);
 		struct ember_sample_key k = s->key;
+
+		if (prefix_len &&
+		    (!k.link || strncmp(ember_profile_str(src, k.link), link_prefix, prefix_len)))
+			continue;
 
 		k.stack = mm->stacks[k.stack];
 		k.comm = mm->strs[k.comm];
@@ -588,7 +593,43 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 	return err;
 }
 
+int ember_profile_keep_linked(struct ember_profile *p, const char *link_prefix)
+{
+	struct ember_profile only;
+	int err = ember_profile_init(&only);
+
+	if (!err)
+		err = ember_profile_merge_linked(&only, p, link_prefix);
+	if (err) {
+		ember_profile_free(&only);
+		return err;
+	}
+	/* The metadata, but for the totals the samples kept make. */
+	only.start_ns = p->start_ns;
+	only.end_ns = p->end_ns;
+	only.period_ns = p->period_ns;
+	only.sample_hz = p->sample_hz;
+	only.scope = p->scope;
+	only.off_cpu = p->off_cpu;
+	only.view = p->view;
+	memcpy(only.host, p->host, sizeof(only.host));
+	memcpy(only.selection, p->selection, sizeof(only.selection));
+	memcpy(only.title, p->title, sizeof(only.title));
+	memcpy(only.service_name, p->service_name, sizeof(only.service_name));
+	memcpy(only.resource_attrs, p->resource_attrs, sizeof(only.resource_attrs));
+	only.otlp_symbols = p->otlp_symbols;
+	ember_profile_free(p);
+	*p = only;
+	return 0;
+}
+
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src)
+{
+	return ember_profile_merge_linked(dst, src, NULL);
+}
+
+int ember_profile_merge_linked(struct ember_profile *dst, const struct ember_profile *src,
+                               const char *link_prefix)
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct merge_maps mm = {
@@ -603,7 +644,7 @@ int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *s
 	if (mm.strs && mm.mappings && mm.functions && mm.locations && mm.stacks) {
 		err = merge_dictionaries(dst, src, &mm);
 		if (!err)
-			err = merge_samples(dst, src, &mm);
+			err = merge_samples(dst, src, &mm, link_prefix);
 	}
 	free(mm.strs);
 	free(mm.mappings);

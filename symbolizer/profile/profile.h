@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "bpf/interp.h"
+#include "shared/formats.h"
 #include "shared/hash.h"
 #include "shared/stat_sink.h"
 #include "shared/strtab.h"
@@ -106,11 +107,9 @@ struct ember_sample_key {
 	uint32_t thread_name; /* string: thread name */
 	uint32_t wait;        /* string: why an off-CPU sample waited ("futex", ...); 0: CPU */
 	/* string: the span the thread ran (OTEP 4947), 32 hex digits of its trace id then 16
-	 * of its span id (EMBER_LINK_HEX); 0: none */
+	 * of its span id (EMBER_LINK_HEX, shared/formats.h); 0: none */
 	uint32_t link;
 };
-
-#define EMBER_LINK_HEX 48
 
 struct ember_sample {
 	struct ember_sample_key key;
@@ -269,6 +268,11 @@ const struct ember_process_attrs *ember_profile_find_process(const struct ember_
  * interval is shipped and reset.
  */
 int ember_profile_merge(struct ember_profile *dst, const struct ember_profile *src);
+/* The same, but only the samples whose link begins with link_prefix (NULL: all of them). */
+int ember_profile_merge_linked(struct ember_profile *dst, const struct ember_profile *src,
+                               const char *link_prefix);
+/* Keeps only p's samples whose link begins with link_prefix (`--trace`), and its metadata. */
+int ember_profile_keep_linked(struct ember_profile *p, const char *link_prefix);
 
 /*
  * The name shown for a location that has no lines: "module+0xoffset" (the

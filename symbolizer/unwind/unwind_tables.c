@@ -813,10 +813,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		back_off(p);
 		return;
 	}
-	/* First: interpreters' and thread contexts' rows need no unwind table, and the tables
-	 * of a new process's files can take the symbolizer a while. */
-	if (u->on_maps)
-		u->on_maps(u->on_maps_ctx, pid, &pm, read_ns);
+	if (u->on_maps_read)
+		u->on_maps_read(u->on_maps_ctx, pid, &pm, read_ns);
 	files = malloc((pm.count ? pm.count : 1) * sizeof(*files));
 	for (size_t i = 0; files && i < pm.count; i++) {
 		const struct ember_map_entry *e = &pm.entries[i];
@@ -844,6 +842,8 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		digest = digest_mix(digest_mix(digest, m->start), m->table);
 		n++;
 	}
+	if (u->on_maps)
+		u->on_maps(u->on_maps_ctx, pid, &pm, read_ns);
 	ember_maps_free(&pm);
 	if (!files)
 		return;

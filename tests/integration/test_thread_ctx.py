@@ -12,8 +12,8 @@ import os
 import subprocess
 import time
 import otlp_receiver as rx
-from emberlib import (SRC, kill, log, read_pprof, require_root, run_tests, skip_or_fail, start,
-                      start_recording, workdir)
+from emberlib import (SRC, ember, kill, log, read_folded, read_pprof, require_root, run_tests,
+                      skip_or_fail, start, start_recording, workdir)
 
 require_root()
 if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
@@ -26,6 +26,7 @@ WORKLOAD = os.path.join(SRC, "tests", "workloads", "thread_ctx.c")
 LIBRARY = os.path.join(SRC, "tests", "workloads", "thread_ctx_lib.c")
 IN_SPAN = {"span_work_a": "a", "span_work_b": "b"}
 NO_SPAN = ("outside_span", "slow_update", "bad_pointer", "not_valid")
+RECORDED = {}  # what the first test recorded: "otlp", "pprof", "logs" {variant: path}, "pids"
 
 
 def gcc(*args):
@@ -62,8 +63,9 @@ def read_log(path):
     return spans
 
 
-def judge(req, pid, spans):
-    """Counts of each verdict on pid's CPU and off-CPU samples, by where the stack is."""
+def judge(req, pid, spans, settled):
+    """Counts of each verdict on pid's CPU and off-CPU samples, by where the stack is. CPU
+    samples in a span taken before `settled` (Unix ns) count apart when they have no link."""
     d = req.dictionary
     verdicts = collections.Counter()
     for _, _, s, fr in rx.samples(req, pid):
@@ -72,14 +74,18 @@ def judge(req, pid, spans):
         n = len(s.timestamps_unix_nano) if not off else len(s.values)
         link = d.link_table[s.link_index] if s.link_index else None
         where = next((f for f in fr if f in IN_SPAN or f in NO_SPAN), None)
-        cpu = "off-cpu" if off else "cpu"
+        # Off-CPU: the waits in span_wait (a sleep inside a span); preemptions anywhere are
+        # checked for wrong links only (OTLP gives off-CPU samples no time: those of the
+        # first second cannot be told apart).
+        cpu = "off-cpu" if off and "span_wait" in fr else "preempted" if off else "cpu"
         if where in NO_SPAN:
             verdicts[cpu, where, "link" if link else "none"] += n
             continue
         if where is None:
             continue  # between the two (the loop itself): either is right
         if not link:
-            verdicts[cpu, "span", "none"] += n
+            early = not off and all(t < settled for t in s.timestamps_unix_nano)
+            verdicts[cpu, "span", "early" if early else "none"] += n
             continue
         got = spans.get((link.trace_id.hex(), link.span_id.hex()))
         right = got and got[0] == attrs.get("thread.id") and got[1] == IN_SPAN[where]
@@ -93,8 +99,9 @@ def judge(req, pid, spans):
 def test_every_way_to_the_variable_gives_the_running_span():
     """Six programs, one per way to the variable, recorded together with off-CPU samples:
     at least 99% of the CPU samples in a span carry that span's link (trace and span id,
-    checked with the thread, the function and the time), none carries another, none outside
-    a span carries one; off-CPU samples of a wait inside a span carry its link too."""
+    checked with the thread, the function and the time; from the recording's second second
+    on), none carries another, none outside a span carries one; off-CPU samples of a sleep
+    inside a span carry its link too (90%: those of the first second count)."""
     variants = build()
     procs, logs = {}, {}
     try:
@@ -118,23 +125,33 @@ def test_every_way_to_the_variable_gives_the_running_span():
         req = Request.FromString(f.read())
     assert not rx.check_dictionary(req), rx.check_dictionary(req)
     failures = []
+    # The processes running when ember starts get their rows as ember reads their maps, one
+    # after the other (each reading's unwind tables built before the next: libc's takes the
+    # first process 100 ms): their first second's samples are not held to the 99%.
+    settled = min(t for _, _, s, _ in rx.samples(req) for t in s.timestamps_unix_nano) + 1e9
     for name, p in procs.items():
-        v = judge(req, p.pid, read_log(logs[name]))
+        v = judge(req, p.pid, read_log(logs[name]), settled)
         right, wrong, none = (v["cpu", "span", k] for k in ("right", "wrong", "none"))
         oright, owrong, onone = (v["off-cpu", "span", k] for k in ("right", "wrong", "none"))
+        if v["preempted", "span", "wrong"]:
+            failures.append(f"{name}: {v['preempted', 'span', 'wrong']} preempted, wrong link")
         stray = {k: n for k, n in v.items() if k[1] in NO_SPAN and k[2] == "link"}
-        log(f"  {name}: in a span {right} right, {wrong} wrong, {none} without; off-CPU "
+        log(f"  {name}: in a span {right} right, {wrong} wrong, {none} without "
+            f"({v['cpu', 'span', 'early']} more in the first second); preempted "
+            f"{v['preempted', 'span', 'right']}/{v['preempted', 'span', 'wrong']}/"
+            f"{v['preempted', 'span', 'none']}; asleep "
             f"{oright}/{owrong}/{onone}; outside spans "
             f"{sum(n for k, n in v.items() if k[1] in NO_SPAN)} samples, {stray or 'none'} linked")
         if right + wrong + none < 200 or right < 0.99 * (right + wrong + none) or wrong:
             failures.append(f"{name}: CPU {right}/{wrong}/{none}")
-        if not oright or owrong or oright < 0.95 * (oright + onone):
+        if not oright or owrong or oright < 0.9 * (oright + onone):
             failures.append(f"{name}: off-CPU {oright}/{owrong}/{onone}")
         for phase in NO_SPAN:
             if not v["cpu", phase, "none"]:
                 failures.append(f"{name}: no sample in {phase}")
         if stray:
             failures.append(f"{name}: linked outside a span: {stray}")
+    RECORDED.update(otlp=otlp, pprof=pprof, logs=logs, pids={n: p.pid for n, p in procs.items()})
     assert not failures, failures
     # pprof carries the same spans as labels.
     prof = read_pprof(pprof)
@@ -142,6 +159,37 @@ def test_every_way_to_the_variable_gives_the_running_span():
     some = next(iter(read_log(logs["program"])))
     assert "trace_id" in labels and "span_id" in labels
     assert any(k[0] in labels and k[1] in labels for k in read_log(logs["program"])), some
+
+
+def test_one_trace_as_its_own_profile():
+    """`ember top --trace ID` and `ember report --trace ID:SPAN` read the pprof file the first
+    test wrote: only that trace's (span's) samples, as many as OTLP linked to it."""
+    if not RECORDED:
+        test_every_way_to_the_variable_gives_the_running_span()
+    Request, _ = rx.classes()
+    with open(RECORDED["otlp"], "rb") as f:
+        req = Request.FromString(f.read())
+    d = req.dictionary
+    per_link = collections.Counter()
+    for _, _, s, _ in rx.samples(req, RECORDED["pids"]["program"]):
+        if s.link_index and "off_cpu.wait" not in rx.attrs_of(d, s.attribute_indices):
+            link = d.link_table[s.link_index]
+            per_link[link.trace_id.hex(), link.span_id.hex()] += len(s.timestamps_unix_nano)
+    spans = read_log(RECORDED["logs"]["program"])
+    # The span of kind a with the most samples: its trace, then the span itself.
+    (trace, span), n = max(((k, n) for k, n in per_link.items() if spans[k][1] == "a"),
+                           key=lambda kn: kn[1])
+    log(f"  trace {trace}, span {span}: {n} CPU samples linked in OTLP")
+    top = ember("top", RECORDED["pprof"], "--trace", trace.upper(), "-n", "8").stdout
+    assert "span_work_a" in top and "span_work_b" not in top and "outside_span" not in top, top
+    folded = os.path.join(WD, "one-span.folded")
+    ember("report", RECORDED["pprof"], "--trace", f"{trace}:{span}", "-o", folded)
+    rows = read_folded(folded)
+    assert sum(c for _, c in rows) == n, (sum(c for _, c in rows), n)
+    assert all("span_work_a" in frames for frames, _ in rows), rows[:3]
+    # A trace id that is not one: refused with what to give.
+    r = ember("top", RECORDED["pprof"], "--trace", "xyz", check=False)
+    assert r.returncode != 0 and "32 hex digits" in r.stderr, r.stderr
 
 
 def test_a_context_published_late_is_found():
@@ -180,4 +228,4 @@ def test_a_context_published_late_is_found():
 
 if __name__ == "__main__":
     run_tests([test_every_way_to_the_variable_gives_the_running_span,
-               test_a_context_published_late_is_found])
+               test_one_trace_as_its_own_profile, test_a_context_published_late_is_found])

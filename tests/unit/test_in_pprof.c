@@ -116,6 +116,62 @@ START_TEST(off_cpu_time_round_trips_as_a_third_sample_type)
 }
 END_TEST
 
+START_TEST(links_round_trip_as_trace_and_span_labels)
+{
+	static const char link[] = "4bf92f3577b34da6a3ce929d0e0e4736"
+				   "00f067aa0ba902b7";
+	struct ember_profile orig, back;
+	struct ember_sample_key key;
+	Ember__Pprof__Profile *pp;
+	size_t len, linked = 0;
+	uint8_t *raw;
+
+	fixture_build(&orig);
+	key = ember_profile_sample(&orig, 0)->key;
+	ck_assert_int_eq(ember_profile_intern_cstr(&orig, link, &key.link), 0);
+	ck_assert_int_eq(ember_profile_add_sample(&orig, &key, 3, 0), 0);
+	ck_assert_int_eq(ember_pprof_encode(&orig, &raw, &len), 0);
+	pp = ember__pprof__profile__unpack(NULL, len, raw);
+	ck_assert_ptr_nonnull(pp);
+	for (size_t i = 0; i < pp->n_sample; i++) {
+		const char *trace = NULL, *span = NULL;
+
+		for (size_t j = 0; j < pp->sample[i]->n_label; j++) {
+			const Ember__Pprof__Label *l = pp->sample[i]->label[j];
+
+			if (!strcmp(pp->string_table[l->key], "trace_id"))
+				trace = pp->string_table[l->str];
+			else if (!strcmp(pp->string_table[l->key], "span_id"))
+				span = pp->string_table[l->str];
+		}
+		ck_assert((trace != NULL) == (span != NULL));
+		if (!trace)
+			continue;
+		linked++;
+		ck_assert_str_eq(trace, "4bf92f3577b34da6a3ce929d0e0e4736");
+		ck_assert_str_eq(span, "00f067aa0ba902b7");
+		ck_assert_int_eq(pp->sample[i]->value[0], 3);
+	}
+	ck_assert_uint_eq(linked, 1);
+	ember__pprof__profile__free_unpacked(pp, NULL);
+	ck_assert_int_eq(read_bytes(&back, raw, len), 0);
+	linked = 0;
+	for (size_t i = 0; i < back.samples.len; i++) {
+		const struct ember_sample *s = ember_profile_sample(&back, (uint32_t)i);
+
+		if (!s->key.link)
+			continue;
+		linked++;
+		ck_assert_str_eq(ember_profile_str(&back, s->key.link), link);
+		ck_assert_uint_eq(s->count, 3);
+	}
+	ck_assert_uint_eq(linked, 1);
+	free(raw);
+	ember_profile_free(&orig);
+	ember_profile_free(&back);
+}
+END_TEST
+
 START_TEST(reads_uncompressed_and_keeps_inline_frames_and_kernel_kind)
 {
 	struct ember_profile orig, back;
@@ -361,6 +417,7 @@ static Suite *in_pprof_suite(void)
 	tcase_add_test(tc, gunzip_enforces_its_cap);
 	tcase_add_test(tc, garbage_is_rejected);
 	tcase_add_test(tc, off_cpu_time_round_trips_as_a_third_sample_type);
+	tcase_add_test(tc, links_round_trip_as_trace_and_span_labels);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -18,11 +18,13 @@
 #include "shared/str.h"
 #include "symbolizer/formats/out_otlp.h"
 #include "symbolizer/formats/profile_writer.h"
+#include <sodium.h>
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
     Request;
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dict;
 typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
+typedef Opentelemetry__Proto__Profiles__V1development__Profile Profile;
 typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
 typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
 
@@ -312,6 +314,86 @@ START_TEST(timestamped_samples_carry_timestamps_alone)
 	                        prof->samples[0]->n_attribute_indices, "cpu.logical_number"));
 	ck_assert_uint_eq(r->dictionary->location_table[1]->n_attribute_indices, 0);
 	ck_assert_int_eq(r->dictionary->location_table[1]->mapping_index, 0);
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
+/* Trace a.. and span b.., the hex of a link (EMBER_LINK_HEX). */
+#define LINK_A                                                                                     \
+	"0af7651916cd43dd8448eb211c80319c"                                                         \
+	"b7ad6b7169203331"
+#define LINK_B                                                                                     \
+	"4bf92f3577b34da6a3ce929d0e0e4736"                                                         \
+	"00f067aa0ba902b7"
+
+START_TEST(samples_carry_their_spans_links)
+{
+	static const char *const links[] = {LINK_A, LINK_A, LINK_B, NULL, LINK_A};
+	struct ember_profile p;
+	struct ember_sample_key key = {.tid = 5, .cpu = EMBER_NONE};
+	const Dict *d;
+	uint32_t loc;
+	Request *r;
+	int32_t a = -1;
+
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	p.start_ns = 1000;
+	p.end_ns = 2000;
+	p.period_ns = 1000000;
+	{
+		struct ember_line line = {.function = fixture_fn(&p, "handle")};
+
+		ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_UNKNOWN,
+		                                            0x1234, &line, 1, &loc),
+		                 0);
+	}
+	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &key.stack), 0);
+	/* One stack under two spans and none, in process 5; the first span again in 6. */
+	for (size_t i = 0; i < 5; i++) {
+		key.pid = i < 4 ? 5 : 6;
+		key.link = 0;
+		if (links[i])
+			ck_assert_int_eq(ember_profile_intern_cstr(&p, links[i], &key.link), 0);
+		ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 1100 + i), 0);
+	}
+	r = encode(&p, NULL);
+	d = r->dictionary;
+	check_dictionary(d);
+	/* The zero link (empty, as Parca wants it) and one per span: deduplicated. */
+	ck_assert_uint_eq(d->n_link_table, 3);
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const Profile *prof = r->resource_profiles[i]->scope_profiles[0]->profiles[0];
+
+		/* Process 5: the same stack is three samples, told apart by their links. */
+		ck_assert_uint_eq(prof->n_samples, i == 0 ? 3 : 1);
+		for (size_t j = 0; j < prof->n_samples; j++) {
+			const Sample *s = prof->samples[j];
+			const Opentelemetry__Proto__Profiles__V1development__Link *l =
+			    d->link_table[s->link_index];
+			char hex[EMBER_LINK_HEX + 1];
+
+			ck_assert_int_lt(s->link_index, (int32_t)d->n_link_table);
+			if (!s->link_index) {
+				ck_assert_uint_eq(s->n_timestamps_unix_nano, 1);
+				continue;
+			}
+			ck_assert_uint_eq(l->trace_id.len, 16);
+			ck_assert_uint_eq(l->span_id.len, 8);
+			sodium_bin2hex(hex, 33, l->trace_id.data, 16);
+			sodium_bin2hex(hex + 32, 17, l->span_id.data, 8);
+			if (!strcmp(hex, LINK_A)) {
+				/* Twice in process 5, once in 6: one entry. */
+				ck_assert_uint_eq(s->n_timestamps_unix_nano, i == 0 ? 2 : 1);
+				ck_assert(a < 0 || a == s->link_index);
+				a = s->link_index;
+			} else {
+				ck_assert_str_eq(hex, LINK_B);
+				ck_assert_uint_eq(s->n_timestamps_unix_nano, 1);
+			}
+		}
+	}
+	ck_assert_int_gt(a, 0);
 	unpacked_free(r);
 	ember_profile_free(&p);
 }
@@ -792,6 +874,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, output_table_knows_otlp);
 	tcase_add_test(tc, upstream_schema_decodes_it);
 	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
+	tcase_add_test(tc, samples_carry_their_spans_links);
 	tcase_add_test(tc, large_profiles_go_as_requests_under_the_limit);
 	tcase_add_test(tc, a_process_context_joins_its_resource);
 	suite_add_tcase(s, tc);

@@ -227,6 +227,41 @@ START_TEST(interpreted_frames_go_to_their_runtime)
 }
 END_TEST
 
+START_TEST(a_thread_context_links_its_sample)
+{
+	struct ember_sample_event ev = {.kind = EMBER_EV_SAMPLE,
+	                                .tgid = PID,
+	                                .tid = PID + 1,
+	                                .cpu = 1,
+	                                .time_ns = SEC,
+	                                .ustack_len = 1,
+	                                .stack_flags = EMBER_STACK_TRACE_CTX};
+	uint64_t u[] = {target()};
+	const struct ember_sample *s;
+
+	for (int i = 0; i < 16; i++)
+		ev.trace_id[i] = (uint8_t)(0xa0 + i);
+	for (int i = 0; i < 8; i++)
+		ev.span_id[i] = (uint8_t)(0x10 + i);
+	ck_assert_int_eq(ember_symbolizer_add_sample(&sym, &ev, u, SEC), 0);
+	/* Without the flag the ids are not read; a trace id of zeros is no trace: refused. */
+	ev.stack_flags = 0;
+	ck_assert_int_eq(ember_symbolizer_add_sample(&sym, &ev, u, SEC), 0);
+	ev.stack_flags = EMBER_STACK_TRACE_CTX;
+	memset(ev.trace_id, 0, sizeof(ev.trace_id));
+	ck_assert_int_eq(ember_symbolizer_add_sample(&sym, &ev, u, SEC), 0);
+	ck_assert_uint_eq(prof.samples.len, 2);
+	s = ember_profile_sample(&prof, 0);
+	ck_assert_str_eq(ember_profile_str(&prof, s->key.link),
+	                 "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf1011121314151617");
+	s = ember_profile_sample(&prof, 1);
+	ck_assert_uint_eq(s->key.link, 0);
+	ck_assert_uint_eq(s->count, 2);
+	ck_assert_uint_eq(sym.samples_linked, 1);
+	ck_assert_uint_eq(sym.links_refused, 1);
+}
+END_TEST
+
 START_TEST(statistics_go_into_the_profile_given)
 {
 	struct ember_profile other;
@@ -385,6 +420,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_stopped_unwind_ends_in_its_marker);
 	tcase_add_test(tc, interpreted_frames_go_to_their_runtime);
 	tcase_add_test(tc, statistics_go_into_the_profile_given);
+	tcase_add_test(tc, a_thread_context_links_its_sample);
 	tcase_add_test(tc, maps_handed_over_spare_a_request);
 	tcase_add_test(tc, a_process_is_gone_after_its_exit_record);
 	tcase_add_test(tc, an_interval_is_gone_after_it_is_written);
