@@ -95,6 +95,8 @@ enum ember_drop_reason {
 /* The thread ran a span (bpf/thread_ctx.h): trace_id and span_id are its. */
 #define EMBER_STACK_TRACE_CTX 0x8000
 /* Bits 16..23: why user unwinding stopped (enum ember_unwind_stop, unwind_table.h). */
+/* The goroutine has pprof labels (bpf/thread_ctx.h): go_labels is their set's address. */
+#define EMBER_STACK_GO_LABELS 0x1000000
 
 enum ember_event_kind {
 	EMBER_EV_SAMPLE = 1,
@@ -138,10 +140,17 @@ struct ember_sample_event {
 	__u64 off_cpu_ns;   /* the time it stands for: the wait's duration, or more when sampled */
 	__u32 wait_state;   /* EMBER_WAIT_PREEMPTED or the task state it left the CPU in */
 	__s32 wait_syscall; /* the system call it waited in, -1 when none */
-	/* With EMBER_STACK_TRACE_CTX: the span the thread ran (off-CPU: the one it waited in);
-	 * else 0. */
-	__u8 trace_id[16];
-	__u8 span_id[8];
+	union {
+		/* With EMBER_STACK_TRACE_CTX: the span the thread ran (off-CPU: the one it
+		 * waited in); else 0. */
+		struct {
+			__u8 trace_id[16];
+			__u8 span_id[8];
+		};
+		/* With EMBER_STACK_GO_LABELS (a Go program has no thread context): the address
+		 * of the running goroutine's label set, which the symbolizer reads. */
+		__u64 go_labels;
+	};
 	/* __u64 frames[kstack_len + ustack_len] follow. */
 };
 

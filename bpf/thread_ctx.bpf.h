@@ -2,7 +2,8 @@
 /*
  * Reads the sampled thread's OpenTelemetry thread context (thread_ctx.h)
  * into the sample: its trace and span ids, when the process has a row in
- * tctx_procs and the thread runs a span. One hash lookup per sample; a
+ * tctx_procs and the thread runs a span; in a Go program, where its
+ * goroutine's labels are. One hash lookup per sample; a
  * process with a row pays two reads (LE) to six (GD: slot, vector, its
  * head, block, pointer, record). Every read is bpf_probe_read_user, which
  * fails on a page that is not there instead of waiting for it.
@@ -84,11 +85,27 @@ static __always_inline __u64 tctx_variable(const struct ember_tctx_proc *p, __u6
 	return block + w[1] + p->offset;
 }
 
+/* The address of the label set of the goroutine the thread runs, or 0 (none, or g0's). */
+static __always_inline __u64 tctx_go_labels(const struct ember_tctx_proc *p, __u64 tp)
+{
+	__u64 g = 0, m = 0, curg = 0, labels = 0;
+
+	if (!tctx_static(p->offset) || p->go_m >= EMBER_TCTX_GO_MAX_FIELD ||
+	    p->go_curg >= EMBER_TCTX_GO_MAX_FIELD || p->go_labels >= EMBER_TCTX_GO_MAX_FIELD ||
+	    bpf_probe_read_user(&g, sizeof(g), (const void *)(tp + p->offset)) || !g ||
+	    bpf_probe_read_user(&m, sizeof(m), (const void *)(g + p->go_m)) || !m ||
+	    bpf_probe_read_user(&curg, sizeof(curg), (const void *)(m + p->go_curg)) || !curg ||
+	    bpf_probe_read_user(&labels, sizeof(labels), (const void *)(curg + p->go_labels)))
+		return 0;
+	return labels;
+}
+
 /*
  * Fills in the trace and span ids of the sample in scratch slot `slot` when thread tgid's
  * process publishes thread contexts and the current thread runs a span: returns
- * EMBER_STACK_TRACE_CTX then, else 0 (the ids stay 0). A global function: the verifier
- * checks it once, on its own.
+ * EMBER_STACK_TRACE_CTX then; in a Go program, the address of the goroutine's labels and
+ * EMBER_STACK_GO_LABELS; else 0 (the ids stay 0). A global function: the verifier checks
+ * it once, on its own.
  */
 __attribute__((noinline)) __u32 ember_tctx_read(__u32 tgid, __u32 slot)
 {
@@ -102,6 +119,10 @@ __attribute__((noinline)) __u32 ember_tctx_read(__u32 tgid, __u32 slot)
 	if (!row || !s)
 		return 0;
 	p = *row; /* the map's entry can change under us */
+	if (p.mode == EMBER_TCTX_GO) {
+		s->hdr.go_labels = tctx_go_labels(&p, BPF_CORE_READ(task, thread.fsbase));
+		return s->hdr.go_labels ? EMBER_STACK_GO_LABELS : 0;
+	}
 	var = tctx_variable(&p, BPF_CORE_READ(task, thread.fsbase));
 	if (!var || bpf_probe_read_user(&ptr, sizeof(ptr), (const void *)var) || !ptr ||
 	    bpf_probe_read_user(&rec, sizeof(rec), (const void *)ptr) || rec.valid != 1)

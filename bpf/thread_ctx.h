@@ -45,6 +45,7 @@ enum ember_tctx_mode {
 	EMBER_TCTX_IE,
 	EMBER_TCTX_DESC,
 	EMBER_TCTX_GD,
+	EMBER_TCTX_GO, /* not the OTEP's: a Go program's goroutine labels (below) */
 	EMBER_TCTX_MODE_MAX,
 };
 
@@ -53,15 +54,24 @@ enum ember_tctx_mode {
 #define EMBER_TCTX_MAX_OFFSET (1ll << 20) /* of the variable in its module's block */
 #define EMBER_TCTX_HEADER     28          /* trace_id, span_id, valid, flags, attrs size */
 
-/* One process's way to its threads' otel_thread_ctx_v1. */
+/*
+ * One process's way to its threads' otel_thread_ctx_v1; or, in a Go program (mode GO), to
+ * the running goroutine's pprof labels (pprof.Do, SetGoroutineLabels): the thread's g at
+ * tp + offset, its m, the m's current user goroutine (g0 and the signal goroutine have
+ * none), that goroutine's labels pointer. The sample carries the pointer; the label set it
+ * points at is never changed once made, and the symbolizer reads it from the process.
+ */
 struct ember_tctx_proc {
 	__u64 slot;       /* user address of the GOT slot (IE, DESC, GD); 0 for LE */
-	__s64 offset;     /* LE: from the tp; else added to what the slot gives */
+	__s64 offset;     /* LE, GO: from the tp; else added to what the slot gives */
 	__u16 dtv_offset; /* the tp + dtv_offset holds the thread's vector (DESC, GD) */
 	__u8 dtv_shift;   /* entry i of the vector at i << dtv_shift */
 	__u8 mode;        /* enum ember_tctx_mode */
-	__u8 reserved[4];
+	__u16 go_m, go_curg, go_labels; /* GO: g.m, m.curg, g.labels */
+	__u8 reserved[2];
 };
+
+#define EMBER_TCTX_GO_MAX_FIELD 4096 /* offsets in g and m */
 
 /* The record's fixed part, as the OTEP lays it out (packed, host order). */
 struct ember_tctx_record {

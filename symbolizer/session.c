@@ -389,6 +389,10 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		if (sample->stack_flags & EMBER_STACK_INTERP)
 			ember_interps_warm(&s->interps, sample->tgid, frames + sample->kstack_len,
 			                   sample->ustack_len, now_ns);
+		/* A goroutine's labels too: the set may be freed once it has moved on. */
+		if (sample->stack_flags & EMBER_STACK_GO_LABELS)
+			ember_interps_go_labels(&s->interps, sample->tgid, sample->go_labels,
+			                        now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
 	           !ember_decode_proc_event(s->ahead_buf, len, &ev) && ev->kind != EMBER_EV_MMAP) {
 		if (ev->kind == EMBER_EV_RUNNING)

@@ -771,6 +771,14 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
 	if (!err && (sample->stack_flags & EMBER_STACK_TRACE_CTX))
 		err = note_link(s, sample, &key.link);
+	if (!err && (sample->stack_flags & EMBER_STACK_GO_LABELS) && s->interps) {
+		const char *labels =
+		    ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
+
+		s->samples_labelled += labels && labels[0];
+		if (labels && labels[0])
+			err = ember_profile_intern_cstr(s->profile, labels, &key.labels);
+	}
 	if (err)
 		return err;
 	if (sample->kind == EMBER_EV_OFF_CPU) {
@@ -983,6 +991,7 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "symbolizer.process_contexts", s->contexts_read);
 	ember_profile_stat_set(p, "symbolizer.process_contexts_refused", s->contexts_refused);
 	ember_profile_stat_set(p, "symbolizer.samples_linked", s->samples_linked);
+	ember_profile_stat_set(p, "symbolizer.samples_labelled", s->samples_labelled);
 	ember_profile_stat_set(p, "symbolizer.process_context_looks", s->context_looks);
 	ember_profile_stat_set(p, "symbolizer.links_refused", s->links_refused);
 	ember_profile_stat_set(p, "symbolizer.process_context_attrs_dropped",

@@ -91,6 +91,7 @@ struct ember_symbolizer {
 	uint64_t contexts_read, contexts_refused, context_attrs_dropped;
 	/* Samples with a thread context's span (OTEP 4947), and those whose ids were refused. */
 	uint64_t samples_linked, links_refused;
+	uint64_t samples_labelled; /* with a goroutine's labels */
 	/* Maps read again for a context published late; and since the session last looked. */
 	uint64_t context_looks;
 	bool rereads_queued;

@@ -33,7 +33,8 @@ typedef Opentelemetry__Proto__Resource__V1__Resource OtlpResource;
 
 #define SCOPE_NAME         "ember"
 #define MAX_RESOURCE_ATTRS 40
-#define MAX_SAMPLE_ATTRS   4
+/* thread.name, thread.id, cpu.logical_number, off_cpu.wait, and a goroutine's labels */
+#define MAX_SAMPLE_ATTRS   (4 + EMBER_LABEL_TEXT / 4)
 #define UNKNOWN_SERVICE    "unknown_service"
 
 /*
@@ -555,6 +556,47 @@ static int stack_index(struct build *b, uint32_t id, int32_t *out)
 	return err;
 }
 
+/*
+ * A goroutine's labels (the profile's string id of "key=value\n" lines) as sample
+ * attributes, appended to attrs (n of them so far): each label's key as it is, as
+ * Pyroscope's pprof labels and the OpenTelemetry profiler's custom labels carry them; a
+ * key that is one of ember's own sample attributes is left out.
+ */
+static int label_attrs(struct build *b, uint32_t id, int32_t *attrs, size_t *n)
+{
+	static const char *const ours[] = {"thread.name", "thread.id", "cpu.logical_number",
+	                                   "off_cpu.wait"};
+	const char *line = ember_profile_str(b->p, id);
+
+	for (const char *end; line && (end = strchr(line, '\n')) && *n < MAX_SAMPLE_ATTRS;
+	     line = end + 1) {
+		const char *eq = memchr(line, '=', (size_t)(end - line));
+		char *key, *value;
+		int32_t k, v;
+		bool own = false;
+		int err;
+
+		if (!eq || eq == line)
+			continue;
+		key = arena_alloc(&b->arena, (size_t)(end - line) + 2, 1);
+		if (!key)
+			return -ENOMEM;
+		memcpy(key, line, (size_t)(eq - line));
+		key[eq - line] = '\0';
+		value = key + (eq - line) + 1;
+		memcpy(value, eq + 1, (size_t)(end - eq - 1));
+		value[end - eq - 1] = '\0';
+		for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+			own |= !strcmp(key, ours[i]);
+		if (own)
+			continue;
+		if ((err = str_index(b, key, &k)) || (err = str_index(b, value, &v)) ||
+		    (err = attr_str(b, k, v, &attrs[(*n)++])))
+			return err;
+	}
+	return 0;
+}
+
 /* The link table's entry of the span the profile's string id names (EMBER_LINK_HEX). */
 static int link_index(struct build *b, uint32_t id, int32_t *out)
 {
@@ -604,6 +646,8 @@ static int build_sample(struct build *b, const struct ember_sample *s, OtlpSampl
 		    (err = attr_str(b, b->key_wait, reason, &attrs[n++])))
 			return err;
 	}
+	if (s->key.labels && (err = label_attrs(b, s->key.labels, attrs, &n)))
+		return err;
 	if (!(os->attribute_indices = indices(b, attrs, n)))
 		return -ENOMEM;
 	os->n_attribute_indices = n;

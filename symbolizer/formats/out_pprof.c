@@ -385,27 +385,64 @@ static int link_labels(struct pprof_build *b, uint32_t link, Ember__Pprof__Label
 	return 0;
 }
 
+/* Labels of every sample: pid, tid, cpu, comm, thread, wait; a link's two. */
 #define LABELS_PER_SAMPLE 8
 #define MAX_VALUES        3
+
+/* How many "key=value\n" lines the profile's string id holds (0: none). */
+static size_t label_lines(const struct ember_profile *p, uint32_t id)
+{
+	size_t n = 0;
+
+	for (const char *c = id ? ember_profile_str(p, id) : ""; *c; c++)
+		n += *c == '\n';
+	return n;
+}
+
+/* A goroutine's labels (the profile's string id of "key=value\n" lines) into l: how many. */
+static int goroutine_labels(struct pprof_build *b, uint32_t id, Ember__Pprof__Label *l, size_t *n)
+{
+	const char *line = ember_profile_str(b->p, id);
+	char key[EMBER_LABEL_TEXT], value[EMBER_LABEL_TEXT];
+
+	for (const char *end; line && (end = strchr(line, '\n')); line = end + 1) {
+		const char *eq = memchr(line, '=', (size_t)(end - line));
+		int64_t k, v;
+
+		if (!eq || (size_t)(eq - line) >= sizeof(key) || (size_t)(end - eq) > sizeof(value))
+			continue;
+		memcpy(key, line, (size_t)(eq - line));
+		key[eq - line] = '\0';
+		memcpy(value, eq + 1, (size_t)(end - eq - 1));
+		value[end - eq - 1] = '\0';
+		if ((k = strtab_add(&b->strs, key)) < 0 || (v = strtab_add(&b->strs, value)) < 0)
+			return -ENOMEM;
+		str_label(&l[(*n)++], k, v);
+	}
+	return 0;
+}
 
 static int build_samples(struct pprof_build *b)
 {
 	const struct ember_profile *p = b->p;
-	size_t n = p->samples.len, nids = 0, idi = 0;
+	size_t n = p->samples.len, nids = 0, idi = 0, nlabels = 0, li = 0;
 
-	for (size_t i = 0; i < n; i++)
-		nids +=
-		    ember_profile_stack(p, ember_profile_sample(p, (uint32_t)i)->key.stack)->depth;
+	for (size_t i = 0; i < n; i++) {
+		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
+
+		nids += ember_profile_stack(p, s->key.stack)->depth;
+		nlabels += LABELS_PER_SAMPLE + label_lines(p, s->key.labels);
+	}
 	if (!ALLOC(b->samples, n) || !ALLOC(b->sample_ptrs, n) || !ALLOC(b->location_ids, nids) ||
-	    !ALLOC(b->values, MAX_VALUES * n) || !ALLOC(b->labels, LABELS_PER_SAMPLE * n) ||
-	    !ALLOC(b->label_ptrs, LABELS_PER_SAMPLE * n))
+	    !ALLOC(b->values, MAX_VALUES * n) || !ALLOC(b->labels, nlabels) ||
+	    !ALLOC(b->label_ptrs, nlabels))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct ember_sample *s = ember_profile_sample(p, (uint32_t)i);
 		const struct ember_stack *st = ember_profile_stack(p, s->key.stack);
 		const uint32_t *locs = ember_profile_stack_locations(p, st);
 		Ember__Pprof__Sample *ps = &b->samples[i];
-		Ember__Pprof__Label *l = &b->labels[LABELS_PER_SAMPLE * i];
+		Ember__Pprof__Label *l = &b->labels[li];
 		size_t nl = 0;
 
 		ember__pprof__sample__init(ps);
@@ -436,7 +473,14 @@ static int build_samples(struct pprof_build *b)
 				return err;
 			nl += 2;
 		}
-		ps->label = &b->label_ptrs[LABELS_PER_SAMPLE * i];
+		if (s->key.labels) {
+			int err = goroutine_labels(b, s->key.labels, l, &nl);
+
+			if (err)
+				return err;
+		}
+		ps->label = &b->label_ptrs[li];
+		li += nl;
 		for (size_t j = 0; j < nl; j++)
 			ps->label[j] = &l[j];
 		ps->n_label = nl;

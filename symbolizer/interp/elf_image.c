@@ -410,15 +410,10 @@ static void tls_relocation(const struct ember_elf_image *f, const char *sym,
 	}
 }
 
-int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t st_value,
-                      struct ember_elf_tls_ref *out)
+int ember_elf_tls_static(const struct ember_elf_image *f, uint64_t st_value, int64_t *offset)
 {
 	uint64_t align = f->tls.p_align ? f->tls.p_align : 1, firstbyte, tlsoff;
 
-	memset(out, 0, sizeof(*out));
-	tls_relocation(f, sym, out);
-	if (out->mode)
-		return ember_elf_image_in_segment(f, out->slot, PF_W) ? 0 : -ENOENT;
 	/*
 	 * The program's own block is the first one below the thread pointer (TLS variant II),
 	 * placed as glibc's _dl_determine_tlsoffset places it: its size rounded up to its
@@ -429,6 +424,41 @@ int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t
 		return -ENOENT;
 	firstbyte = (0 - f->tls.p_vaddr) & (align - 1);
 	tlsoff = ((f->tls.p_memsz - firstbyte + align - 1) & ~(align - 1)) + firstbyte;
-	*out = (struct ember_elf_tls_ref){EMBER_ELF_TLS_LE, 0, (int64_t)st_value - (int64_t)tlsoff};
-	return out->offset < 0 ? 0 : -ENOENT;
+	*offset = (int64_t)st_value - (int64_t)tlsoff;
+	return *offset < 0 ? 0 : -ENOENT;
+}
+
+int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t st_value,
+                      struct ember_elf_tls_ref *out)
+{
+	memset(out, 0, sizeof(*out));
+	tls_relocation(f, sym, out);
+	if (out->mode)
+		return ember_elf_image_in_segment(f, out->slot, PF_W) ? 0 : -ENOENT;
+	out->mode = EMBER_ELF_TLS_LE;
+	return ember_elf_tls_static(f, st_value, &out->offset);
+}
+
+int ember_elf_image_section(const struct ember_elf_image *f, const char *name, const uint8_t **data,
+                            size_t *len)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return -ENOENT;
+	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(f->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(n, name))
+			continue;
+		if (sh.sh_type == SHT_NOBITS || sh.sh_offset > f->len ||
+		    sh.sh_size > f->len - sh.sh_offset)
+			return -ENOENT;
+		*data = f->image + sh.sh_offset;
+		*len = sh.sh_size;
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -126,6 +126,13 @@ struct ember_elf_tls_ref {
  */
 int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t st_value,
                       struct ember_elf_tls_ref *out);
+/* The offset from the thread pointer of a program's own thread-local variable of value
+ * st_value (its static TLS, local exec): 0, or -ENOENT (no PT_TLS, not a program). */
+int ember_elf_tls_static(const struct ember_elf_image *f, uint64_t st_value, int64_t *offset);
+
+/* The file bytes of the section named name (bounded by the file): 0, or -ENOENT. */
+int ember_elf_image_section(const struct ember_elf_image *f, const char *name, const uint8_t **data,
+                            size_t *len);
 
 /* A parser of an ELF file's facts into out: 0, or a negative errno. */
 typedef int (*ember_elf_reader)(Elf *elf, void *out);

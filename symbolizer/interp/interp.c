@@ -113,6 +113,14 @@ void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uin
 		ops->frame(r->state[rt], pid, w0, w1, now_ns, out);
 }
 
+const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint64_t addr,
+                                    uint64_t now_ns)
+{
+	return reader(r, EMBER_ROW_THREAD_CTX)
+	           ? ember_tctx_go_labels(r->state[EMBER_ROW_THREAD_CTX], pid, addr, now_ns)
+	           : NULL;
+}
+
 void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink)
 {
 	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)

@@ -45,6 +45,11 @@ void ember_interps_warm(struct ember_interps *r, uint32_t pid, const uint64_t *w
 void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uint64_t w1,
                          uint64_t now_ns, struct ember_interp_frame *out);
 
+/* The labels of the goroutine label set at addr a sample of Go program pid found, as
+ * "key=value\n" lines (thread_ctx.h's ember_tctx_go_labels); NULL: none read. */
+const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint64_t addr,
+                                    uint64_t now_ns);
+
 /* Each enabled reader's statistics. */
 void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink);
 

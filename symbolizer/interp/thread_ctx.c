@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "shared/log.h"
+#include "symbolizer/interp/go_labels.h"
+#include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_procs.h"
 
@@ -26,13 +28,22 @@ static const char *const wanted_names[W_COUNT] = {
 
 struct ember_thread_ctx {
 	struct ember_broker_client *broker;
-	struct ember_interp_files files; /* struct ember_tctx_elf of each file */
-	struct ember_interp_procs procs; /* struct tctx_process, by pid */
+	struct ember_interp_files files;    /* struct ember_tctx_elf of each file */
+	struct ember_interp_files go_files; /* struct ember_go_elf of each program */
+	struct ember_interp_procs procs;    /* struct tctx_process, by pid */
+	struct ember_interp_cache labels;   /* struct go_label_set, by (pid, address) */
+	uint64_t label_reads, label_errors;
 };
 
 struct tctx_process {
-	struct ember_interp_proc proc; /* pid, row sent */
+	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_tctx_proc row;
+	uint8_t go_minor; /* a Go program's version (1.minor); 0: not Go */
+};
+
+/* A goroutine label set read (text NULL: it could not be). */
+struct go_label_set {
+	char *text; /* "key=value\n" lines */
 };
 
 static int read_elf(Elf *elf, void *facts)
@@ -99,11 +110,24 @@ static int read_file_facts(int fd, const char *path, void *facts)
 	return ember_tctx_elf_read(fd, facts);
 }
 
+static int read_go_facts(int fd, const char *path, void *facts)
+{
+	(void)path;
+	return ember_go_elf_read(fd, facts);
+}
+
+static void release_labels(void *value)
+{
+	free(((struct go_label_set *)value)->text);
+}
+
 static void tctx_free(void *state)
 {
 	struct ember_thread_ctx *t = state;
 
+	ember_interp_cache_free(&t->labels);
 	ember_interp_files_free(&t->files);
+	ember_interp_files_free(&t->go_files);
 	ember_interp_procs_free(&t->procs);
 	free(t);
 }
@@ -121,6 +145,14 @@ static int tctx_init(void **state, uint32_t flags, struct ember_broker_client *b
 	    ember_interp_files_init(&t->files, sizeof(struct ember_tctx_elf), EMBER_TCTX_MAX_FILES,
 	                            read_file_facts, EMBER_TCTX_FILE_RETRY_NS);
 	if (!err)
+		err = ember_interp_files_init(&t->go_files, sizeof(struct ember_go_elf),
+		                              EMBER_TCTX_MAX_FILES, read_go_facts,
+		                              EMBER_TCTX_FILE_RETRY_NS);
+	if (!err)
+		err = ember_interp_cache_init(&t->labels, sizeof(struct go_label_set),
+		                              EMBER_TCTX_LABEL_SETS, EMBER_TCTX_LABEL_BYTES,
+		                              release_labels);
+	if (!err)
 		err = ember_interp_procs_init(&t->procs, sizeof(struct tctx_process),
 		                              EMBER_INTERP_MAX_PROCS, broker, EMBER_ROW_THREAD_CTX,
 		                              "thread context");
@@ -130,6 +162,34 @@ static int tctx_init(void **state, uint32_t flags, struct ember_broker_client *b
 	}
 	*state = t;
 	return err;
+}
+
+/* A Go program (its executable mapped at e): the row to its goroutines' labels. */
+static void go_on_maps(struct ember_thread_ctx *t, uint32_t pid, const struct ember_go_elf *go)
+{
+	struct tctx_process *p = ember_interp_procs_get(&t->procs, pid, true);
+	struct ember_tctx_proc row = {.mode = EMBER_TCTX_GO, .offset = go->tls_g};
+
+	if (!p)
+		return;
+	ember_interp_procs_seen(&t->procs, &p->proc);
+	if (!go->minor || ember_go_offsets(go->minor, &row.go_m, &row.go_curg, &row.go_labels)) {
+		ember_interp_procs_unsupported(&t->procs, &p->proc,
+		                               "a Go version ember has no offsets for (it reads "
+		                               "goroutine labels of Go 1.17 to 1.26)");
+		return;
+	}
+	if (!go->has_tls) {
+		ember_interp_procs_unsupported(
+		    &t->procs, &p->proc,
+		    "a stripped Go program linked statically with C (where "
+		    "its goroutine is kept is not known)");
+		return;
+	}
+	p->go_minor = go->minor;
+	if (ember_interp_procs_set_row(&t->procs, &p->proc, &p->row, &row, sizeof(row)))
+		log_debug("pid %u: Go 1.%u, goroutine labels read (g at tp%+lld)", pid, go->minor,
+		          (long long)row.offset);
 }
 
 static void tctx_on_maps(void *state, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
@@ -143,6 +203,21 @@ static void tctx_on_maps(void *state, uint32_t pid, const struct ember_maps *map
 	const char *why = NULL;
 	uint64_t bias = 0;
 
+	/* The program first (the lowest file mapping): Go has its goroutines' labels instead. */
+	for (size_t i = 0; i < maps->count; i++) {
+		const struct ember_map_entry *e = &maps->entries[i];
+		const struct ember_go_elf *go;
+
+		if (e->kind != EMBER_MAP_FILE)
+			continue;
+		if (e->inode && !e->deleted &&
+		    (go = ember_interp_files_get(&t->go_files, t->broker, pid, maps, e, now_ns)) &&
+		    go->is_go) {
+			go_on_maps(t, pid, go);
+			return;
+		}
+		break;
+	}
 	/* No process context, no thread context (its schema is the process context's). */
 	for (size_t i = 0; maps->context_addr && i < maps->count; i++) {
 		const struct ember_map_entry *e = &maps->entries[i];
@@ -187,12 +262,57 @@ static void tctx_on_exit_ahead(void *state, uint32_t pid)
 
 static void tctx_on_exec(void *state, uint32_t pid)
 {
-	ember_interp_procs_exec(&((struct ember_thread_ctx *)state)->procs, pid);
+	struct ember_thread_ctx *t = state;
+
+	ember_interp_cache_drop_pid(&t->labels, pid);
+	ember_interp_procs_exec(&t->procs, pid);
 }
 
 static void tctx_on_exit(void *state, uint32_t pid)
 {
-	ember_interp_procs_exit(&((struct ember_thread_ctx *)state)->procs, pid);
+	struct ember_thread_ctx *t = state;
+
+	ember_interp_cache_drop_pid(&t->labels, pid);
+	ember_interp_procs_exit(&t->procs, pid);
+}
+
+const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint64_t now_ns)
+{
+	struct ember_thread_ctx *t = state;
+	struct ember_interp_key key = {pid, 0, addr};
+	struct go_label_set set = {0}, *c = ember_interp_cache_find(&t->labels, &key, now_ns);
+	struct tctx_process *p;
+	char *text;
+	int err;
+
+	if (c)
+		return c->text;
+	p = ember_interp_procs_get(&t->procs, pid, false);
+	if (!p || !p->go_minor)
+		return NULL;
+	err = ember_interp_mem_open(&p->proc.mem, t->broker, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL; /* the broker is busy: another sample tries again */
+	text = malloc(EMBER_GO_LABELS_TEXT);
+	t->label_reads++;
+	if (!err)
+		err = text ? ember_go_read_labels(ember_interp_mem_read, &p->proc.mem, p->go_minor,
+		                                  addr, text, EMBER_GO_LABELS_TEXT)
+		           : -ENOMEM;
+	if (err) {
+		t->label_errors++;
+		free(text);
+		text = NULL;
+	}
+	set.text = text;
+	/* A set is never changed once made: kept until the process execs or exits. */
+	c = ember_interp_cache_add(&t->labels, &key, &set, sizeof(set) + (text ? strlen(text) : 0),
+	                           ember_interp_cache_expiry(err, now_ns));
+	if (!c) {
+		free(text);
+		return NULL;
+	}
+	return c->text;
 }
 
 /* It has no frames: the registry never passes it a frame word (no tag names it). */
@@ -221,6 +341,8 @@ static void tctx_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "thread_ctx.processes_unsupported", t->procs.unsupported);
 	ember_stat(sink, "thread_ctx.rows_sent", t->procs.rows_sent);
 	ember_stat(sink, "thread_ctx.files_read", t->files.files_read);
+	ember_stat(sink, "go.label_sets_read", t->label_reads);
+	ember_stat(sink, "go.label_sets_unreadable", t->label_errors);
 }
 
 const struct ember_interp_ops ember_thread_ctx_ops = {

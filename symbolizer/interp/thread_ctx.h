@@ -25,6 +25,8 @@
 #define EMBER_TCTX_SYMBOL        "otel_thread_ctx_v1"
 #define EMBER_TCTX_MAX_FILES     1024
 #define EMBER_TCTX_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
+#define EMBER_TCTX_LABEL_SETS    16384                   /* goroutine label sets kept */
+#define EMBER_TCTX_LABEL_BYTES   (4u << 20)
 
 /* What one file says about thread contexts. */
 struct ember_tctx_elf {
@@ -50,6 +52,14 @@ int ember_tctx_elf_read_mem(const void *image, size_t len, struct ember_tctx_elf
  */
 int ember_tctx_row(const struct ember_tctx_elf *elf, uint64_t bias, const struct ember_tctx_elf *ld,
                    struct ember_tctx_proc *row, const char **why);
+
+/*
+ * The labels, as "key=value\n" lines ("" for none), of the goroutine label set at addr
+ * that a sample of Go program pid found (EMBER_STACK_GO_LABELS): read from the process at
+ * the first ask (while it lives: ask ahead of symbolization) and kept; NULL when it could
+ * not be read. The string lives until the process's exec or exit.
+ */
+const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint64_t now_ns);
 
 extern const struct ember_interp_ops ember_thread_ctx_ops;
 

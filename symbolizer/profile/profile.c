@@ -567,6 +567,7 @@ static int merge_samples(struct ember_profile *dst, const struct ember_profile *
 		k.thread_name = mm->strs[k.thread_name];
 		k.wait = mm->strs[k.wait];
 		k.link = mm->strs[k.link];
+		k.labels = mm->strs[k.labels];
 		if (k.wait) {
 			err = ember_profile_add_off_cpu(dst, &k, s->off_cpu_ns);
 			continue;

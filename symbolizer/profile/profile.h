@@ -109,7 +109,12 @@ struct ember_sample_key {
 	/* string: the span the thread ran (OTEP 4947), 32 hex digits of its trace id then 16
 	 * of its span id (EMBER_LINK_HEX, shared/formats.h); 0: none */
 	uint32_t link;
+	/* string: the goroutine's pprof labels, "key=value\n" lines sorted by key (at most
+	 * EMBER_LABEL_TEXT bytes); 0: none */
+	uint32_t labels;
 };
+
+#define EMBER_LABEL_TEXT 2048
 
 struct ember_sample {
 	struct ember_sample_key key;

@@ -192,6 +192,77 @@ def test_one_trace_as_its_own_profile():
     assert r.returncode != 0 and "32 hex digits" in r.stderr, r.stderr
 
 
+GO_FUNCS = {"main.spanA": "a", "main.spanB": "b", "main.unlabelled": None}
+
+
+def go_toolchains():
+    """{name: go command}: Debian's (scripts/install-deps.sh installs it: 1.19, labels in a
+    map) and the one in /usr/local/go where there is one (1.24 and later: a sorted slice)."""
+    out = {}
+    for go in ("/usr/lib/go/bin/go", "/usr/local/go/bin/go"):
+        if os.path.exists(go):
+            v = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True,
+                               env=dict(os.environ, GOTOOLCHAIN="local")).stdout.strip()
+            out[v] = go
+    return out
+
+
+def test_goroutine_labels():
+    """A Go program whose goroutines run spanA under pprof labels span=a, spanB under span=b
+    and unlabelled under none: from the recording's second second on, at least 99% of the
+    samples in spanA carry span=a (and their worker), none carries span=b; the same for
+    spanB; none in unlabelled carries any. For each Go here (a map up to 1.23, a slice
+    from 1.24); in OTLP sample attributes and in pprof labels."""
+    toolchains = go_toolchains()
+    if not toolchains:
+        skip_or_fail("no Go toolchain (Debian: golang-go)")
+    src = os.path.join(SRC, "tests", "workloads", "golabels")
+    failures = []
+    for version, go in sorted(toolchains.items()):
+        prog = os.path.join(WD, f"golabels-{version}")
+        subprocess.run([go, "build", "-o", prog, "."], cwd=src, check=True,
+                       env=dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod"))
+        wl = start([prog, str(SECONDS + 2)])
+        otlp, pprof = os.path.join(WD, f"go-{version}.otlp"), os.path.join(WD, f"go-{version}.pb.gz")
+        try:
+            time.sleep(0.3)
+            proc, lines, _ = start_recording(["--no-progress", "-d", str(SECONDS), "-F", str(HZ),
+                                              "-p", str(wl.pid), "-o", otlp, "-o", pprof])
+            proc.wait(timeout=120)
+            assert proc.returncode == 0, "".join(lines)
+        finally:
+            kill(wl)
+        Request, _ = rx.classes()
+        with open(otlp, "rb") as f:
+            req = Request.FromString(f.read())
+        d = req.dictionary
+        settled = min(t for _, _, s, _ in rx.samples(req) for t in s.timestamps_unix_nano) + 1e9
+        v = collections.Counter()
+        workers = set()
+        for _, _, s, fr in rx.samples(req, wl.pid):
+            where = next((f for f in fr if f in GO_FUNCS), None)
+            if not where:
+                continue
+            attrs = rx.attrs_of(d, s.attribute_indices)
+            for t in s.timestamps_unix_nano:
+                got = attrs.get("span")
+                verdict = ("right" if got == GO_FUNCS[where] else
+                           "early" if got is None and t < settled else "wrong")
+                v[where, verdict] += 1
+            if attrs.get("span"):
+                workers.add(attrs.get("worker"))
+        log(f"  Go {version}: {dict(v)}; workers {sorted(workers, key=str)}")
+        for f in GO_FUNCS:
+            if v[f, "wrong"] or v[f, "right"] < 50 or v[f, "right"] < 0.99 * (v[f, "right"] + v[f, "wrong"]):
+                failures.append(f"Go {version} {f}: {v[f, 'right']} right, {v[f, 'wrong']} wrong")
+        if workers != {"0", "1"}:
+            failures.append(f"Go {version}: workers {workers}")
+        strings = set(read_pprof(pprof)["strings"])
+        if not {"span", "worker", "a", "b"} <= strings:
+            failures.append(f"Go {version}: pprof has no span/worker labels")
+    assert not failures, failures
+
+
 def test_a_context_published_late_is_found():
     """A program whose SDK starts 1.5 s into its run, after ember read its maps at exec: its
     maps are read again (1 s after its first sample, then 2 s later...), and from then on its
@@ -228,4 +299,5 @@ def test_a_context_published_late_is_found():
 
 if __name__ == "__main__":
     run_tests([test_every_way_to_the_variable_gives_the_running_span,
-               test_one_trace_as_its_own_profile, test_a_context_published_late_is_found])
+               test_one_trace_as_its_own_profile, test_a_context_published_late_is_found,
+               test_goroutine_labels])

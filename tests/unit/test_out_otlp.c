@@ -399,6 +399,47 @@ START_TEST(samples_carry_their_spans_links)
 }
 END_TEST
 
+START_TEST(goroutine_labels_are_sample_attributes)
+{
+	struct ember_profile p;
+	struct ember_sample_key key = {.pid = 7, .tid = 8, .cpu = EMBER_NONE};
+	const Sample *s;
+	const Dict *d;
+	uint32_t loc;
+	Request *r;
+
+	ck_assert_int_eq(ember_profile_init(&p), 0);
+	p.start_ns = 1000;
+	p.end_ns = 2000;
+	p.period_ns = 1000000;
+	{
+		struct ember_line line = {.function = fixture_fn(&p, "main.spanA")};
+
+		ck_assert_int_eq(ember_profile_add_location(&p, EMBER_NONE, EMBER_FRAME_GO, 0x1234,
+		                                            &line, 1, &loc),
+		                 0);
+	}
+	ck_assert_int_eq(ember_profile_add_stack(&p, &loc, 1, &key.stack), 0);
+	/* A label named as one of ember's own attributes does not replace it. */
+	ck_assert_int_eq(
+	    ember_profile_intern_cstr(&p, "span=a\nthread.id=99\nworker=1\n", &key.labels), 0);
+	ck_assert_int_eq(ember_profile_add_sample(&p, &key, 1, 1500), 0);
+	r = encode(&p, NULL);
+	d = r->dictionary;
+	check_dictionary(d);
+	s = r->resource_profiles[0]->scope_profiles[0]->profiles[0]->samples[0];
+	ck_assert_str_eq(
+	    attr(d, s->attribute_indices, s->n_attribute_indices, "span")->string_value, "a");
+	ck_assert_str_eq(
+	    attr(d, s->attribute_indices, s->n_attribute_indices, "worker")->string_value, "1");
+	ck_assert_int_eq(
+	    attr(d, s->attribute_indices, s->n_attribute_indices, "thread.id")->int_value, 8);
+	ck_assert_uint_eq(s->n_attribute_indices, 3);
+	unpacked_free(r);
+	ember_profile_free(&p);
+}
+END_TEST
+
 START_TEST(off_cpu_time_is_a_second_profile_per_process)
 {
 	struct ember_profile p;
@@ -875,6 +916,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, upstream_schema_decodes_it);
 	tcase_add_test(tc, off_cpu_time_is_a_second_profile_per_process);
 	tcase_add_test(tc, samples_carry_their_spans_links);
+	tcase_add_test(tc, goroutine_labels_are_sample_attributes);
 	tcase_add_test(tc, large_profiles_go_as_requests_under_the_limit);
 	tcase_add_test(tc, a_process_context_joins_its_resource);
 	suite_add_tcase(s, tc);

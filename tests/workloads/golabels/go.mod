@@ -1,0 +1,3 @@
+module golabels
+
+go 1.17
