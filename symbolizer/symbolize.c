@@ -647,6 +647,23 @@ static int note_link(struct ember_symbolizer *s, const struct ember_sample_event
 	return ember_profile_intern_cstr(s->profile, hex, link);
 }
 
+/* What the sampled thread was doing for its program: its span's link, its goroutine's labels. */
+static int note_span(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+                     struct ember_sample_key *key, uint64_t now_ns)
+{
+	const char *labels;
+
+	if (sample->stack_flags & EMBER_STACK_TRACE_CTX)
+		return note_link(s, sample, &key->link);
+	if (!(sample->stack_flags & EMBER_STACK_GO_LABELS) || !s->interps)
+		return 0;
+	labels = ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
+	if (!labels || !labels[0])
+		return 0;
+	s->samples_labelled++;
+	return ember_profile_intern_cstr(s->profile, labels, &key->labels);
+}
+
 /* Makes sure the current profile knows the facts about the sample's process. */
 static int note_process_facts(struct ember_symbolizer *s, struct ember_process *proc,
                               uint64_t now_ns)
@@ -769,16 +786,8 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	err = ember_profile_intern_cstr(s->profile, thread, &key.thread_name);
 	if (!err)
 		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
-	if (!err && (sample->stack_flags & EMBER_STACK_TRACE_CTX))
-		err = note_link(s, sample, &key.link);
-	if (!err && (sample->stack_flags & EMBER_STACK_GO_LABELS) && s->interps) {
-		const char *labels =
-		    ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
-
-		s->samples_labelled += labels && labels[0];
-		if (labels && labels[0])
-			err = ember_profile_intern_cstr(s->profile, labels, &key.labels);
-	}
+	if (!err)
+		err = note_span(s, sample, &key, now_ns);
 	if (err)
 		return err;
 	if (sample->kind == EMBER_EV_OFF_CPU) {
