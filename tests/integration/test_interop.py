@@ -316,6 +316,45 @@ def test_pyroscope_and_parca_intake_take_every_request():
             assert mine > 2 and abs(mine - pyro) <= 1.0, (exe, leaf, mine, pyro)
 
 
+def test_pyroscope_labels_of_spans_and_goroutines():
+    """A traced C program (OpenTelemetry thread contexts) and a Go program with goroutine
+    labels, through Pyroscope's conversion: the C program's samples in spans carry the pprof
+    labels trace_id and span_id (Pyroscope's names for a link), as many as ember linked; the
+    Go program's carry its labels span and worker."""
+    tctx = os.path.join(WD, "tctx")
+    subprocess.run(["gcc", "-O1", "-g", "-pthread", "-DTCTX_IN_PROGRAM",
+                    "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1", "-o", tctx,
+                    os.path.join(SRC, "tests", "workloads", "thread_ctx.c")], check=True)
+    golabels = os.path.join(WD, "golabels")
+    subprocess.run([GO, "build", "-o", golabels, "."], check=True, timeout=600,
+                   cwd=os.path.join(SRC, "tests", "workloads", "golabels"),
+                   env=dict(os.environ, HOME=WD, GOCACHE=os.path.join(WD, "gocache"),
+                            GOTOOLCHAIN="local", GOFLAGS="-mod=mod"))
+    procs = {"tctx": start([tctx, "30", os.path.join(WD, "tctx.log"), "-", "plain"]),
+             "golabels": start([golabels, "30"])}
+    path = os.path.join(WD, "labels.otlp")
+    try:
+        time.sleep(1.0)
+        record(procs, ["-o", path])
+    finally:
+        for p in procs.values():
+            kill(p)
+    req = read_request(path)
+    linked = sum(rx.sample_count(s) * p.period for ra, p, s, _ in rx.samples(req)
+                 if ra.get("process.executable.name") == "tctx" and s.link_index
+                 and req.dictionary.string_table[p.sample_type.type_strindex] == "samples")
+    rep = otlpcheck(path)
+    assert rep["pyroscope"]["ok"], rep["pyroscope"]
+    cpu = {s["labels"].get("process.executable.name"): s for s in rep["pyroscope"]["series"]
+           if s["profile_type"].startswith("process_cpu")}
+    t, g = cpu["tctx"]["sample_labels"], cpu["golabels"]["sample_labels"]
+    log(f"  tctx: {cpu['tctx']['total']} ns in Pyroscope, trace_id on {t.get('trace_id')}, "
+        f"span_id on {t.get('span_id')}, ember linked {linked}; golabels: {g}")
+    assert linked > 0.5 * cpu["tctx"]["total"], (linked, cpu["tctx"]["total"])
+    assert t.get("trace_id") == t.get("span_id") == linked, (t, linked)
+    assert g.get("span", 0) > 0.5 * cpu["golabels"]["total"] and g.get("worker") == g.get("span"), g
+
+
 def readelf_build_id(path):
     out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
     return next(line.split()[-1] for line in out.splitlines() if "Build ID" in line)
@@ -394,5 +433,6 @@ if __name__ == "__main__":
         test_collector_over_http_and_grpc_to_otlp_http,
         test_collector_over_http_and_grpc_to_otlp_grpc,
         test_pyroscope_and_parca_intake_take_every_request,
+        test_pyroscope_labels_of_spans_and_goroutines,
         test_backend_symbols_name_a_stripped_program_through_debuginfod,
     ])

@@ -49,8 +49,11 @@ type pyroSeries struct {
 	ProfileType string            `json:"profile_type"`
 	Total       int64             `json:"total"`
 	Top         [][]any           `json:"top"`
-	PprofBytes  int               `json:"pprof_bytes"`
-	Error       string            `json:"error,omitempty"`
+	// The total of the samples that carry each pprof label (by name): thread ids, a
+	// link's span_id and trace_id, a goroutine's labels.
+	SampleLabels map[string]int64 `json:"sample_labels"`
+	PprofBytes   int              `json:"pprof_bytes"`
+	Error        string           `json:"error,omitempty"`
 }
 
 type pyroMapping struct {
@@ -631,12 +634,16 @@ func (b *builder) series(rp *prof.ResourceProfiles, sp *prof.ScopeProfiles, svc 
 		ser.Labels[l.name] = l.value
 	}
 	flat := map[string]int64{}
+	ser.SampleLabels = map[string]int64{}
 	for _, s := range b.samples {
 		v, locs := s.values[0], s.locs
 		if v <= 0 { // dropped by Normalize
 			continue
 		}
 		ser.Total += v
+		for _, l := range s.labels {
+			ser.SampleLabels[l[0]] += v
+		}
 		if len(locs) > maxStackDepth { // ValidateProfile keeps the root-most frames
 			locs = locs[len(locs)-maxStackDepth:]
 		}
