@@ -142,10 +142,12 @@ struct ember_sample_event {
 	__s32 wait_syscall; /* the system call it waited in, -1 when none */
 	union {
 		/* With EMBER_STACK_TRACE_CTX: the span the thread ran (off-CPU: the one it
-		 * waited in); else 0. */
+		 * waited in), and where its record is when it has attributes (else 0), which
+		 * the symbolizer reads while the record is still that span's. */
 		struct {
 			__u8 trace_id[16];
 			__u8 span_id[8];
+			__u64 ctx_record;
 		};
 		/* With EMBER_STACK_GO_LABELS (a Go program has no thread context): the address
 		 * of the running goroutine's label set, which the symbolizer reads. */

@@ -129,6 +129,7 @@ __attribute__((noinline)) __u32 ember_tctx_read(__u32 tgid, __u32 slot)
 		return 0;
 	__builtin_memcpy(s->hdr.trace_id, rec.trace_id, sizeof(rec.trace_id));
 	__builtin_memcpy(s->hdr.span_id, rec.span_id, sizeof(rec.span_id));
+	s->hdr.ctx_record = rec.attrs_data_size ? ptr : 0;
 	return EMBER_STACK_TRACE_CTX;
 }
 

@@ -53,6 +53,7 @@ enum ember_tctx_mode {
 #define EMBER_TCTX_MAX_MODID  4096        /* glibc's dynamic TLS module ids */
 #define EMBER_TCTX_MAX_OFFSET (1ll << 20) /* of the variable in its module's block */
 #define EMBER_TCTX_HEADER     28          /* trace_id, span_id, valid, flags, attrs size */
+#define EMBER_TCTX_MAX_ATTRS  612         /* bytes of attributes read: the OTEP's 640 in all */
 
 /*
  * One process's way to its threads' otel_thread_ctx_v1; or, in a Go program (mode GO), to

@@ -393,6 +393,10 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 		if (sample->stack_flags & EMBER_STACK_GO_LABELS)
 			ember_interps_go_labels(&s->interps, sample->tgid, sample->go_labels,
 			                        now_ns);
+		/* A span's attributes while its record is still that span's. */
+		if ((sample->stack_flags & EMBER_STACK_TRACE_CTX) && sample->ctx_record)
+			ember_interps_span_attrs(&s->interps, sample->tgid, sample->ctx_record,
+			                         sample->trace_id, sample->span_id, now_ns);
 	} else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
 	           !ember_decode_proc_event(s->ahead_buf, len, &ev) && ev->kind != EMBER_EV_MMAP) {
 		if (ev->kind == EMBER_EV_RUNNING)

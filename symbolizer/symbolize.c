@@ -647,17 +647,24 @@ static int note_link(struct ember_symbolizer *s, const struct ember_sample_event
 	return ember_profile_intern_cstr(s->profile, hex, link);
 }
 
-/* What the sampled thread was doing for its program: its span's link, its goroutine's labels. */
+/* What the sampled thread was doing for its program: its span's link and attributes, or its
+ * goroutine's labels. */
 static int note_span(struct ember_symbolizer *s, const struct ember_sample_event *sample,
                      struct ember_sample_key *key, uint64_t now_ns)
 {
-	const char *labels;
+	const char *labels = NULL;
+	int err;
 
-	if (sample->stack_flags & EMBER_STACK_TRACE_CTX)
-		return note_link(s, sample, &key->link);
-	if (!(sample->stack_flags & EMBER_STACK_GO_LABELS) || !s->interps)
-		return 0;
-	labels = ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
+	if (sample->stack_flags & EMBER_STACK_TRACE_CTX) {
+		if ((err = note_link(s, sample, &key->link)) || !key->link || !sample->ctx_record ||
+		    !s->interps)
+			return err;
+		labels = ember_interps_span_attrs(s->interps, sample->tgid, sample->ctx_record,
+		                                  sample->trace_id, sample->span_id, now_ns);
+	} else if ((sample->stack_flags & EMBER_STACK_GO_LABELS) && s->interps) {
+		labels =
+		    ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
+	}
 	if (!labels || !labels[0])
 		return 0;
 	s->samples_labelled++;

@@ -121,6 +121,16 @@ const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint6
 	           : NULL;
 }
 
+const char *ember_interps_span_attrs(struct ember_interps *r, uint32_t pid, uint64_t record,
+                                     const uint8_t trace_id[16], const uint8_t span_id[8],
+                                     uint64_t now_ns)
+{
+	return reader(r, EMBER_ROW_THREAD_CTX)
+	           ? ember_tctx_attrs(r->state[EMBER_ROW_THREAD_CTX], pid, record, trace_id,
+	                              span_id, now_ns)
+	           : NULL;
+}
+
 void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink)
 {
 	for (uint32_t rt = 1; rt < EMBER_ROW_KINDS; rt++)

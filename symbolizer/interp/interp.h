@@ -50,6 +50,12 @@ void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uin
 const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint64_t addr,
                                     uint64_t now_ns);
 
+/* The attributes of the span a sample of pid ran, from its thread-context record (with its
+ * trace and span ids), as "name=value\n" lines (thread_ctx.h's ember_tctx_attrs); NULL. */
+const char *ember_interps_span_attrs(struct ember_interps *r, uint32_t pid, uint64_t record,
+                                     const uint8_t trace_id[16], const uint8_t span_id[8],
+                                     uint64_t now_ns);
+
 /* Each enabled reader's statistics. */
 void ember_interps_stats(const struct ember_interps *r, const struct ember_stat_sink *sink);
 

@@ -10,6 +10,7 @@
 #include "symbolizer/interp/interp_cache.h"
 #include "symbolizer/interp/interp_files.h"
 #include "symbolizer/interp/interp_procs.h"
+#include "symbolizer/process/process_context.h"
 
 _Static_assert((int)EMBER_ELF_TLS_LE == EMBER_TCTX_LE && (int)EMBER_ELF_TLS_IE == EMBER_TCTX_IE &&
                    (int)EMBER_ELF_TLS_DESC == EMBER_TCTX_DESC &&
@@ -33,12 +34,14 @@ struct ember_thread_ctx {
 	struct ember_interp_procs procs;    /* struct tctx_process, by pid */
 	struct ember_interp_cache labels;   /* struct go_label_set, by (pid, address) */
 	uint64_t label_reads, label_errors;
+	uint64_t attr_reads, attr_errors, attrs_stale, attrs_unnamed;
 };
 
 struct tctx_process {
 	struct ember_interp_proc proc; /* pid, row sent, its memory */
 	struct ember_tctx_proc row;
-	uint8_t go_minor; /* a Go program's version (1.minor); 0: not Go */
+	uint8_t go_minor;      /* a Go program's version (1.minor); 0: not Go */
+	uint64_t context_addr; /* its process context's (for its attributes' names) */
 };
 
 /* A goroutine label set read (text NULL: it could not be). */
@@ -250,6 +253,9 @@ static void tctx_on_maps(void *state, uint32_t pid, const struct ember_maps *map
 		ember_interp_procs_unsupported(&t->procs, &p->proc, why);
 		return;
 	}
+	if (p->context_addr != maps->context_addr)
+		ember_interp_cache_drop_pid(&t->labels, pid); /* names read from the old one */
+	p->context_addr = maps->context_addr;
 	if (ember_interp_procs_set_row(&t->procs, &p->proc, &p->row, &row, sizeof(row)))
 		log_debug("pid %u: thread contexts read (mode %u, slot %#llx, offset %lld)", pid,
 		          row.mode, (unsigned long long)row.slot, (long long)row.offset);
@@ -315,6 +321,152 @@ const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint6
 	return c->text;
 }
 
+/* Keeps text (malloc'd, or NULL for "could not be read": err) under key; the cached copy. */
+static const char *keep_text(struct ember_thread_ctx *t, const struct ember_interp_key *key,
+                             char *text, int err, uint64_t now_ns)
+{
+	struct go_label_set set = {text};
+	struct go_label_set *c =
+	    ember_interp_cache_add(&t->labels, key, &set, sizeof(set) + (text ? strlen(text) : 0),
+	                           ember_interp_cache_expiry(err, now_ns));
+
+	if (!c) {
+		free(text);
+		return NULL;
+	}
+	return c->text;
+}
+
+/* The names of p's thread contexts' attributes, one a line by index, from its process
+ * context (cached under checksum 1, address 0); NULL: none. */
+static const char *attr_names(struct ember_thread_ctx *t, struct tctx_process *p, uint64_t now_ns)
+{
+	struct ember_interp_key key = {p->proc.pid, 1, 0};
+	struct go_label_set *c = ember_interp_cache_find(&t->labels, &key, now_ns);
+	struct ember_process_context *pc;
+	char *text = NULL;
+	size_t used = 0;
+	int err;
+
+	if (c)
+		return c->text;
+	pc = malloc(sizeof(*pc));
+	err = pc ? ember_process_context_read(ember_interp_mem_read, &p->proc.mem, p->context_addr,
+	                                      pc)
+	         : -ENOMEM;
+	if (!err && !(text = malloc(pc->nkeys * (EMBER_PROCESS_CONTEXT_MAX_KEY + 2) + 1)))
+		err = -ENOMEM;
+	for (uint32_t i = 0; !err && i < pc->nkeys; i++) {
+		size_t n = strlen(pc->keys[i]);
+
+		memcpy(text + used, pc->keys[i], n);
+		text[used + n] = '\n';
+		used += n + 1;
+	}
+	if (text)
+		text[used] = '\0';
+	free(pc);
+	return keep_text(t, &key, text, err, now_ns);
+}
+
+/* attrs_data (OTEP 4947: {u8 key index; u8 length; value}, the last of a key winning, an
+ * entry that does not fit ending it) as "name=value\n" lines, by index, into out. */
+static void attr_lines(const uint8_t *data, size_t len, const char *names, char *out, size_t size,
+                       uint64_t *unnamed)
+{
+	const uint8_t *value[EMBER_PROCESS_CONTEXT_MAX_KEYS] = {0};
+	uint8_t vlen[EMBER_PROCESS_CONTEXT_MAX_KEYS] = {0};
+	size_t used = 0;
+
+	for (size_t at = 0; at + 2 <= len && at + 2 + data[at + 1] <= len; at += 2 + data[at + 1]) {
+		if (data[at] >= EMBER_PROCESS_CONTEXT_MAX_KEYS) {
+			(*unnamed)++;
+			continue;
+		}
+		value[data[at]] = data + at + 2;
+		vlen[data[at]] = data[at + 1];
+	}
+	out[0] = '\0';
+	for (unsigned k = 0; k < EMBER_PROCESS_CONTEXT_MAX_KEYS && names; k++) {
+		const char *name = names, *end;
+		size_t nl;
+
+		for (unsigned i = 0; i < k && name; i++)
+			name = (end = strchr(name, '\n')) ? end + 1 : NULL;
+		if (!value[k])
+			continue;
+		nl = name && (end = strchr(name, '\n')) ? (size_t)(end - name) : 0;
+		if (!nl) {
+			(*unnamed)++;
+			continue;
+		}
+		if (used + nl + vlen[k] + 3 > size)
+			break;
+		memcpy(out + used, name, nl);
+		out[used + nl] = '=';
+		for (unsigned i = 0; i < vlen[k]; i++) {
+			char ch = (char)value[k][i];
+
+			out[used + nl + 1 + i] = ch == '\n' || ch == '\r' || !ch ? ' ' : ch;
+		}
+		used += nl + 1 + vlen[k];
+		out[used++] = '\n';
+		out[used] = '\0';
+	}
+}
+
+const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const uint8_t trace_id[16],
+                             const uint8_t span_id[8], uint64_t now_ns)
+{
+	struct ember_thread_ctx *t = state;
+	uint64_t w[3];
+	struct ember_interp_key key = {pid, 0, record};
+	uint8_t buf[EMBER_TCTX_HEADER + EMBER_TCTX_MAX_ATTRS];
+	struct tctx_process *p;
+	struct go_label_set *c;
+	const char *names;
+	char *text = NULL;
+	uint16_t n;
+	int err;
+
+	/* The span's ids in the key: a record is reused from span to span. */
+	memcpy(w, trace_id, 16);
+	memcpy(w + 2, span_id, 8);
+	key.checksum = ember_interp_checksum(w[0], w[1], w[2]);
+	if ((c = ember_interp_cache_find(&t->labels, &key, now_ns)))
+		return c->text;
+	p = ember_interp_procs_get(&t->procs, pid, false);
+	if (!p || !p->context_addr)
+		return NULL;
+	err = ember_interp_mem_open(&p->proc.mem, t->broker, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL;
+	t->attr_reads++;
+	if (!err)
+		err = ember_interp_mem_read(&p->proc.mem, record, buf, EMBER_TCTX_HEADER);
+	n = 0;
+	if (!err)
+		memcpy(&n, buf + 26, sizeof(n));
+	if (n > EMBER_TCTX_MAX_ATTRS)
+		n = EMBER_TCTX_MAX_ATTRS;
+	if (!err && n)
+		err = ember_interp_mem_read(&p->proc.mem, record + EMBER_TCTX_HEADER,
+		                            buf + EMBER_TCTX_HEADER, n);
+	/* The record must still be the sample's span's: else its attributes are another's. */
+	if (!err && (memcmp(buf, trace_id, 16) || memcmp(buf + 16, span_id, 8) || buf[24] != 1)) {
+		t->attrs_stale++;
+		err = -ESTALE;
+	}
+	names = err ? NULL : attr_names(t, p, now_ns);
+	if (!err && (text = malloc(EMBER_TCTX_ATTRS_TEXT)))
+		attr_lines(buf + EMBER_TCTX_HEADER, n, names, text, EMBER_TCTX_ATTRS_TEXT,
+		           &t->attrs_unnamed);
+	else if (!err)
+		err = -ENOMEM;
+	t->attr_errors += err && err != -ESTALE;
+	return keep_text(t, &key, text, err, now_ns);
+}
+
 /* It has no frames: the registry never passes it a frame word (no tag names it). */
 static void tctx_warm(void *state, uint32_t pid, uint64_t w0, uint64_t w1, uint64_t now_ns)
 {
@@ -343,6 +495,10 @@ static void tctx_stats(void *state, const struct ember_stat_sink *sink)
 	ember_stat(sink, "thread_ctx.files_read", t->files.files_read);
 	ember_stat(sink, "go.label_sets_read", t->label_reads);
 	ember_stat(sink, "go.label_sets_unreadable", t->label_errors);
+	ember_stat(sink, "thread_ctx.attribute_reads", t->attr_reads);
+	ember_stat(sink, "thread_ctx.attributes_unreadable", t->attr_errors);
+	ember_stat(sink, "thread_ctx.attributes_stale", t->attrs_stale);
+	ember_stat(sink, "thread_ctx.attributes_unnamed", t->attrs_unnamed);
 }
 
 const struct ember_interp_ops ember_thread_ctx_ops = {

@@ -27,6 +27,7 @@
 #define EMBER_TCTX_FILE_RETRY_NS (30ull * 1000000000ull) /* a file that could not be opened */
 #define EMBER_TCTX_LABEL_SETS    16384                   /* goroutine label sets kept */
 #define EMBER_TCTX_LABEL_BYTES   (4u << 20)
+#define EMBER_TCTX_ATTRS_TEXT    2048 /* bytes of a span's attributes as lines */
 
 /* What one file says about thread contexts. */
 struct ember_tctx_elf {
@@ -60,6 +61,16 @@ int ember_tctx_row(const struct ember_tctx_elf *elf, uint64_t bias, const struct
  * not be read. The string lives until the process's exec or exit.
  */
 const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint64_t now_ns);
+
+/*
+ * The attributes of the span whose ids (trace_id, span_id) a sample of pid read
+ * from the thread-context record at `record`, as "name=value\n" lines named by the process
+ * context's threadlocal.attribute_key_map: read from the process at the first ask (ask ahead
+ * of symbolization), only while the record still holds those ids; NULL: none read. Lives
+ * until the process's exec or exit.
+ */
+const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const uint8_t trace_id[16],
+                             const uint8_t span_id[8], uint64_t now_ns);
 
 extern const struct ember_interp_ops ember_thread_ctx_ops;
 

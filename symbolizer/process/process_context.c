@@ -69,12 +69,85 @@ static bool value_text(const AnyValue *v, char *buf, size_t size, const char **o
 	}
 }
 
-static void take_attributes(KeyValue *const *kvs, size_t n, char *lines, uint32_t *dropped)
+#define ANY_VALUE_ARRAY 5 /* AnyValue.array_value: ember's .proto leaves it out (see below) */
+
+/* A varint at *p (below end): 0, or -EBADMSG. */
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	*out = 0;
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*out |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -EBADMSG;
+}
+
+/* One element of the key map (an AnyValue's bytes) into key: a plain string, or "". */
+static void take_key(const uint8_t *data, size_t len, char *key)
+{
+	AnyValue *v = opentelemetry__proto__common__v1__any_value__unpack(NULL, len, data);
+
+	key[0] = '\0';
+	if (v && v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE &&
+	    v->string_value && strlen(v->string_value) <= EMBER_PROCESS_CONTEXT_MAX_KEY &&
+	    !strpbrk(v->string_value, "=\n"))
+		strcpy(key, v->string_value);
+	if (v)
+		opentelemetry__proto__common__v1__any_value__free_unpacked(v, NULL);
+}
+
+/*
+ * threadlocal.attribute_key_map: an array of strings, the thread contexts' key names. An
+ * array may hold arrays, and protobuf-c unpacks nested messages by recursion, whose depth a
+ * 64 KiB payload would choose: ember's AnyValue has no array_value, so the array stays
+ * unknown bytes, walked here one level deep.
+ */
+static bool take_key_map(const KeyValue *kv, struct ember_process_context *out)
+{
+	const ProtobufCMessageUnknownField *f = NULL;
+	const uint8_t *p, *end;
+	uint64_t len;
+
+	if (!kv->key || strcmp(kv->key, "threadlocal.attribute_key_map") || !kv->value)
+		return false;
+	for (unsigned i = 0; i < kv->value->base.n_unknown_fields; i++)
+		if (kv->value->base.unknown_fields[i].tag == ANY_VALUE_ARRAY &&
+		    kv->value->base.unknown_fields[i].wire_type ==
+		        PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+			f = &kv->value->base.unknown_fields[i];
+	if (!f)
+		return false;
+	/* protobuf-c keeps an unknown field's bytes after its tag: the length, then the array. */
+	p = f->data;
+	end = f->data + f->len;
+	if (varint(&p, end, &len) || len != (uint64_t)(end - p))
+		return true;
+	out->nkeys = 0;
+	while (p < end && out->nkeys < EMBER_PROCESS_CONTEXT_MAX_KEYS) {
+		uint64_t tag;
+
+		if (varint(&p, end, &tag) ||
+		    tag != (1 << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) ||
+		    varint(&p, end, &len) || len > (uint64_t)(end - p))
+			break; /* ArrayValue.values = 1 only */
+		take_key(p, (size_t)len, out->keys[out->nkeys++]);
+		p += len;
+	}
+	return true;
+}
+
+static void take_attributes(KeyValue *const *kvs, size_t n, char *lines, uint32_t *dropped,
+                            struct ember_process_context *key_map)
 {
 	for (size_t i = 0; i < n; i++) {
 		char num[64];
 		const char *value;
 
+		if (key_map && take_key_map(kvs[i], key_map))
+			continue;
 		if (i >= EMBER_PROCESS_CONTEXT_MAX_ATTRS || !kvs[i]->key ||
 		    !value_text(kvs[i]->value, num, sizeof(num), &value) ||
 		    !add_line(lines, kvs[i]->key, value))
@@ -88,7 +161,7 @@ int ember_process_context_parse(const uint8_t *payload, size_t len,
 	ProcessContext *pc;
 
 	out->resource[0] = out->attributes[0] = '\0';
-	out->dropped = 0;
+	out->dropped = out->nkeys = 0;
 	if (len > EMBER_PROCESS_CONTEXT_MAX_PAYLOAD)
 		return -E2BIG;
 	pc = opentelemetry__proto__processcontext__v1development__process_context__unpack(NULL, len,
@@ -97,8 +170,8 @@ int ember_process_context_parse(const uint8_t *payload, size_t len,
 		return -EBADMSG;
 	if (pc->resource)
 		take_attributes(pc->resource->attributes, pc->resource->n_attributes, out->resource,
-		                &out->dropped);
-	take_attributes(pc->attributes, pc->n_attributes, out->attributes, &out->dropped);
+		                &out->dropped, NULL);
+	take_attributes(pc->attributes, pc->n_attributes, out->attributes, &out->dropped, out);
 	opentelemetry__proto__processcontext__v1development__process_context__free_unpacked(pc,
 	                                                                                    NULL);
 	return 0;

@@ -25,6 +25,9 @@
 #define EMBER_PROCESS_CONTEXT_MAX_ATTRS   32
 #define EMBER_PROCESS_CONTEXT_MAX_LINES   2048
 #define EMBER_PROCESS_CONTEXT_TRIES       3 /* reads of one that keeps changing */
+/* Thread contexts' attribute names (threadlocal.attribute_key_map): how many, how long. */
+#define EMBER_PROCESS_CONTEXT_MAX_KEYS 64
+#define EMBER_PROCESS_CONTEXT_MAX_KEY  63
 
 struct ember_process_context {
 	uint64_t published_ns;
@@ -34,6 +37,11 @@ struct ember_process_context {
 	/* The other attributes, the same way (threadlocal.schema_version, ...). */
 	char attributes[EMBER_PROCESS_CONTEXT_MAX_LINES];
 	uint32_t dropped; /* attributes left out: not scalar, an odd key, past a bound */
+	/* The names of the thread contexts' attributes (OTEP 4947), by their index in a
+	 * record: the array threadlocal.attribute_key_map, its first MAX_KEYS strings ("" for
+	 * one that is not a string or is too long). */
+	char keys[EMBER_PROCESS_CONTEXT_MAX_KEYS][EMBER_PROCESS_CONTEXT_MAX_KEY + 1];
+	uint32_t nkeys;
 };
 
 /* Reads len bytes of the process at addr: 0, or a negative errno. */

@@ -89,6 +89,12 @@ def judge(req, pid, spans, settled):
             continue
         got = spans.get((link.trace_id.hex(), link.span_id.hex()))
         right = got and got[0] == attrs.get("thread.id") and got[1] == IN_SPAN[where]
+        # The span's attributes, when read, must be its own (route by kind, worker by the
+        # thread number in its span id).
+        if "http.route" in attrs or "worker" in attrs:
+            right = right and attrs.get("http.route") == f"/span/{got[1]}" and \
+                attrs.get("worker") == str(link.span_id[1])
+            verdicts[cpu, "span", "attributes"] += n
         # CPU samples: their time within the span's (2 ms for the clocks read around it).
         timely = off or (got and all(got[2] - 2e6 <= t <= got[3] + 2e6
                                      for t in s.timestamps_unix_nano))
@@ -263,6 +269,37 @@ def test_goroutine_labels():
     assert not failures, failures
 
 
+def test_span_attributes():
+    """A span's attributes (the record's attrs_data, named by the process context's
+    threadlocal.attribute_key_map) are read while the record is still that span's: with
+    spans of 200 to 400 ms, at least 90% of the samples in a span carry its http.route and
+    worker, none another's (the first test holds every attribute read to its span too)."""
+    prog = os.path.join(WD, "tctx_program")
+    if not os.path.exists(prog):
+        build()
+    log_path, otlp = os.path.join(WD, "attrs.log"), os.path.join(WD, "attrs.otlp")
+    wl = start([prog, str(SECONDS + 2), log_path, "-", "plain"],
+               env=dict(os.environ, THREAD_CTX_SPAN_MS="200"))
+    try:
+        time.sleep(0.5)
+        proc, lines, _ = start_recording(["--no-progress", "-d", str(SECONDS), "-F", str(HZ),
+                                          "-p", str(wl.pid), "-o", otlp])
+        proc.wait(timeout=120)
+        assert proc.returncode == 0, "".join(lines)
+        wl.wait(timeout=60)
+    finally:
+        kill(wl)
+    Request, _ = rx.classes()
+    with open(otlp, "rb") as f:
+        req = Request.FromString(f.read())
+    settled = min(t for _, _, s, _ in rx.samples(req) for t in s.timestamps_unix_nano) + 1e9
+    v = judge(req, wl.pid, read_log(log_path), settled)
+    log(f"  {dict(v)}")
+    right, wrong, with_attrs = (v["cpu", "span", k] for k in ("right", "wrong", "attributes"))
+    assert right > 300 and not wrong, v
+    assert with_attrs >= 0.9 * right, (with_attrs, right)
+
+
 def test_a_context_published_late_is_found():
     """A program whose SDK starts 1.5 s into its run, after ember read its maps at exec: its
     maps are read again (1 s after its first sample, then 2 s later...), and from then on its
@@ -300,4 +337,4 @@ def test_a_context_published_late_is_found():
 if __name__ == "__main__":
     run_tests([test_every_way_to_the_variable_gives_the_running_span,
                test_one_trace_as_its_own_profile, test_a_context_published_late_is_found,
-               test_goroutine_labels])
+               test_span_attributes, test_goroutine_labels])

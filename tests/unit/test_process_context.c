@@ -169,6 +169,25 @@ START_TEST(attributes_are_bounded)
 }
 END_TEST
 
+START_TEST(the_thread_contexts_key_map_is_kept)
+{
+	static const char *const keys[] = {"http.route", "bad=key", "worker"};
+	struct ember_process_context c;
+	struct pb p = {0};
+
+	pb_key_value(&p, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
+	pb_key_strings(&p, 2, "threadlocal.attribute_key_map", keys, 3);
+	ck_assert_int_eq(ember_process_context_parse(p.b, p.n, &c), 0);
+	/* Its names by index; one that cannot be a key is "" (its attribute goes unnamed). */
+	ck_assert_uint_eq(c.nkeys, 3);
+	ck_assert_str_eq(c.keys[0], "http.route");
+	ck_assert_str_eq(c.keys[1], "");
+	ck_assert_str_eq(c.keys[2], "worker");
+	ck_assert_str_eq(c.attributes, "threadlocal.schema_version=tlsdesc_v1_dev\n");
+	ck_assert_uint_eq(c.dropped, 0);
+}
+END_TEST
+
 START_TEST(maps_name_the_context)
 {
 	static const char maps[] =
@@ -205,6 +224,7 @@ static Suite *process_context_suite(void)
 	tcase_add_test(tc, a_context_rewritten_while_read_is_read_again);
 	tcase_add_test(tc, attributes_are_bounded);
 	tcase_add_test(tc, maps_name_the_context);
+	tcase_add_test(tc, the_thread_contexts_key_map_is_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

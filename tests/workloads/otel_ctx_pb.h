@@ -51,4 +51,22 @@ static inline void pb_key_value(struct pb *out, unsigned int field, const char *
 	pb_bytes(out, field, kv.b, kv.n);
 }
 
+/* KeyValue{key, AnyValue{array_value: ArrayValue{values: AnyValue{string_value}...}}}. */
+static inline void pb_key_strings(struct pb *out, unsigned int field, const char *key,
+                                  const char *const *strs, size_t n)
+{
+	static struct pb one, array, value, kv;
+
+	array.n = value.n = kv.n = 0;
+	for (size_t i = 0; i < n; i++) {
+		one.n = 0;
+		pb_bytes(&one, 1, strs[i], strlen(strs[i]));
+		pb_bytes(&array, 1, one.b, one.n);
+	}
+	pb_bytes(&value, 5, array.b, array.n);
+	pb_bytes(&kv, 1, key, strlen(key));
+	pb_bytes(&kv, 2, value.b, value.n);
+	pb_bytes(out, field, kv.b, kv.n);
+}
+
 #endif

@@ -7,9 +7,10 @@
  *     thread_ctx SECONDS LOG LIBRARY|- plain|hostile
  *
  * Each of two threads runs spans back to back: span n runs span_work_a (n even) or
- * span_work_b (n odd) for 20 to 40 ms of its CPU time with the thread's context pointing at a
- * record of that span's ids (span_work_b also sleeps 2 ms in span_wait, for off-CPU samples);
- * between spans the context is empty (the pointer NULL) while outside_span runs for 5 ms.
+ * span_work_b (n odd) for 20 to 40 ms of its CPU time (THREAD_CTX_SPAN_MS to twice that) with the
+ * thread's context pointing at a record of that span's ids (span_work_b also sleeps 2 ms in
+ * span_wait, for off-CPU samples); between spans the context is empty (the pointer NULL) while
+ * outside_span runs for 5 ms.
  *
  * hostile: between spans, also 3 ms each of what a reader must not take for a span:
  * slow_update (the record rewritten with the pointer NULL, as the OTEP's writers do),
@@ -24,10 +25,13 @@
  * opened with dlopen before the threads start (dynamic TLS; "-": none).
  *
  * The log has one line per span: "thread tid n kind start_ns end_ns trace_hex span_hex",
- * CLOCK_REALTIME nanoseconds around the time the context pointed at the span.
+ * CLOCK_REALTIME nanoseconds around the time the context pointed at the span. Each record
+ * has the attributes http.route ("/span/a" or "/span/b") and worker (the thread's number),
+ * named by the process context's threadlocal.attribute_key_map.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,20 +56,22 @@ void tctx_set(void *record);
 static void (*tctx_set)(void *record);
 #endif
 
-/* The OTEP's record: 28 bytes of header, no attributes here. */
+/* The OTEP's record: 28 bytes of header, then the attributes. */
 struct record {
 	uint8_t trace_id[16];
 	uint8_t span_id[8];
 	uint8_t valid;
 	uint8_t trace_flags;
 	uint16_t attrs_data_size;
+	uint8_t attrs_data[64];
 } __attribute__((packed));
 
-_Static_assert(sizeof(struct record) == 28, "the OTEP's header");
+_Static_assert(offsetof(struct record, attrs_data) == 28, "the OTEP's header");
 
 static volatile uint64_t sink;
 static double seconds;
 static int hostile;
+static unsigned span_ms = 20; /* a span lasts span_ms to 2 span_ms of CPU time */
 static void *unmapped;
 static FILE *log_file;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -161,7 +167,7 @@ static void *run(void *arg)
 
 	for (uint32_t n = 0; now_ns(CLOCK_MONOTONIC) < deadline; n++) {
 		char kind = n % 2 ? 'b' : 'a';
-		uint64_t start, end, len = (20 + rand_r(&seed) % 21) * 1000000ull;
+		uint64_t start, end, len = (span_ms + rand_r(&seed) % (span_ms + 1)) * 1000000ull;
 
 		memset(r, 0, sizeof(*r));
 		r->trace_id[0] = 0x7e;
@@ -176,6 +182,14 @@ static void *run(void *arg)
 		r->span_id[2] = (uint8_t)kind;
 		for (int i = 0; i < 4; i++)
 			r->span_id[3 + i] = (uint8_t)(n >> (24 - 8 * i));
+		/* Attributes: http.route (key 0) "/span/a" or "/span/b", worker (key 1). */
+		r->attrs_data[0] = 0;
+		r->attrs_data[1] = 7;
+		memcpy(r->attrs_data + 2, kind == 'a' ? "/span/a" : "/span/b", 7);
+		r->attrs_data[9] = 1;
+		r->attrs_data[10] = 1;
+		r->attrs_data[11] = (uint8_t)('0' + thread);
+		r->attrs_data_size = 12;
 		r->valid = 1;
 		r->trace_flags = 1;
 		start = now_ns(CLOCK_REALTIME);
@@ -212,6 +226,8 @@ int main(int argc, char **argv)
 		       2;
 	seconds = atof(argv[1]);
 	hostile = !strcmp(argv[4], "hostile");
+	if (getenv("THREAD_CTX_SPAN_MS"))
+		span_ms = (unsigned)atoi(getenv("THREAD_CTX_SPAN_MS"));
 	/* A page that was mapped and is not any more. */
 	unmapped = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	munmap(unmapped, 4096);
@@ -232,6 +248,8 @@ int main(int argc, char **argv)
 	pb_key_value(&resource, 1, "service.name", "thread-ctx", 0);
 	pb_bytes(&payload, 1, resource.b, resource.n);
 	pb_key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
+	pb_key_strings(&payload, 2, "threadlocal.attribute_key_map",
+	               (const char *const[]){"http.route", "worker"}, 2);
 	if (otel_ctx_publish(&payload, (uint32_t)payload.n, otel_ctx_boottime_ns()))
 		return 1;
 	for (uintptr_t i = 0; i < THREADS; i++)
