@@ -368,13 +368,10 @@ int ember_elf_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint
 #define R_TPOFF64       18 /* R_X86_64_TPOFF64 */
 #define R_TLSDESC       36 /* R_X86_64_TLSDESC */
 
-/* The best relocation naming sym (rank: TLSDESC 3, DTPMOD64 2, TPOFF64 1), into out. */
-static void tls_relocation(const struct ember_elf_image *f, const char *sym,
-                           struct ember_elf_tls_ref *out)
+int ember_elf_relocations(const struct ember_elf_image *f, const char *sym,
+                          ember_elf_relocation_fn fn, void *ctx)
 {
-	static const uint8_t modes[] = {0, EMBER_ELF_TLS_IE, EMBER_ELF_TLS_GD, EMBER_ELF_TLS_DESC};
 	size_t seen = 0;
-	int best = 0;
 
 	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
 		Elf_Scn *symscn;
@@ -387,27 +384,38 @@ static void tls_relocation(const struct ember_elf_image *f, const char *sym,
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_RELOCATIONS;
 		     i++, seen++) {
-			uint32_t type;
 			const char *name;
 			GElf_Rela r;
 			GElf_Sym s;
-			int rank;
 
-			if (!gelf_getrela(d, (int)i, &r))
-				continue;
-			type = (uint32_t)GELF_R_TYPE(r.r_info);
-			rank = type == R_TLSDESC ? 3 : type == R_DTPMOD64 ? 2 : type == R_TPOFF64;
-			if (rank <= best || !GELF_R_SYM(r.r_info) ||
+			if (!gelf_getrela(d, (int)i, &r) || !GELF_R_SYM(r.r_info) ||
 			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s) ||
 			    !(name = elf_strptr(f->elf, ssh.sh_link, s.st_name)) ||
 			    strcmp(name, sym))
 				continue;
-			best = rank;
-			/* The slot holds what the dynamic linker computed for the symbol and
-			 * this addend: nothing more is added. */
-			*out = (struct ember_elf_tls_ref){modes[rank], r.r_offset, 0};
+			if (fn(ctx, (uint32_t)GELF_R_TYPE(r.r_info), r.r_offset,
+			       s.st_value + (uint64_t)r.r_addend))
+				return 1;
 		}
 	}
+	return 0;
+}
+
+/* Keeps the best relocation (rank: TLSDESC 3, DTPMOD64 2, TPOFF64 1) in the ref at ctx. */
+static int best_tls_relocation(void *ctx, uint32_t type, uint64_t offset, uint64_t value)
+{
+	static const uint8_t modes[] = {0, EMBER_ELF_TLS_IE, EMBER_ELF_TLS_GD, EMBER_ELF_TLS_DESC};
+	struct ember_elf_tls_ref *out = ctx;
+	int rank = type == R_TLSDESC ? 3 : type == R_DTPMOD64 ? 2 : type == R_TPOFF64;
+
+	(void)value;
+	/* The slot holds what the dynamic linker computed for the symbol and this addend:
+	 * nothing more is added. */
+	if (rank && (!out->mode || rank > (out->mode == EMBER_ELF_TLS_DESC ? 3
+	                                   : out->mode == EMBER_ELF_TLS_GD ? 2
+	                                                                   : 1)))
+		*out = (struct ember_elf_tls_ref){modes[rank], offset, 0};
+	return 0;
 }
 
 int ember_elf_tls_static(const struct ember_elf_image *f, uint64_t st_value, int64_t *offset)
@@ -432,7 +440,7 @@ int ember_elf_tls_ref(const struct ember_elf_image *f, const char *sym, uint64_t
                       struct ember_elf_tls_ref *out)
 {
 	memset(out, 0, sizeof(*out));
-	tls_relocation(f, sym, out);
+	ember_elf_relocations(f, sym, best_tls_relocation, out);
 	if (out->mode)
 		return ember_elf_image_in_segment(f, out->slot, PF_W) ? 0 : -ENOENT;
 	out->mode = EMBER_ELF_TLS_LE;
@@ -461,4 +469,14 @@ int ember_elf_image_section(const struct ember_elf_image *f, const char *name, c
 		return 0;
 	}
 	return -ENOENT;
+}
+
+bool ember_elf_image_dtv(const struct ember_elf_image *f, const struct ember_elf_sym *tls_get_addr,
+                         uint16_t *offset, uint8_t *shift)
+{
+	uint8_t code[128];
+
+	return tls_get_addr->addr && tls_get_addr->type == STT_FUNC &&
+	       !ember_elf_image_read(f, tls_get_addr->addr, code, sizeof(code)) &&
+	       !ember_elf_decode_dtv(code, sizeof(code), offset, shift);
 }

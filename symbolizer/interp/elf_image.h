@@ -104,6 +104,20 @@ int ember_elf_glibc_tsd(const uint8_t *code, size_t len, uint16_t *offset);
  */
 int ember_elf_decode_dtv(const uint8_t *code, size_t len, uint16_t *offset, uint8_t *shift);
 
+/* Whether the file's __tls_get_addr (its symbol) is glibc's, and where its thread vector is
+ * then (ember_elf_decode_dtv on its first bytes). */
+bool ember_elf_image_dtv(const struct ember_elf_image *f, const struct ember_elf_sym *tls_get_addr,
+                         uint16_t *offset, uint8_t *shift);
+
+/* Called for each relocation naming a symbol: its type (R_X86_64_*), r_offset, and the
+ * symbol's value plus the addend. Non-zero stops the walk. */
+typedef int (*ember_elf_relocation_fn)(void *ctx, uint32_t type, uint64_t offset, uint64_t value);
+
+/* Walks the RELA entries naming sym (at most 1 << 20 entries looked at): 1 when fn stopped
+ * it, else 0. */
+int ember_elf_relocations(const struct ember_elf_image *f, const char *sym,
+                          ember_elf_relocation_fn fn, void *ctx);
+
 /* How code reaches a thread-local variable (the same numbers as bpf/thread_ctx.h's modes). */
 enum ember_elf_tls_mode {
 	EMBER_ELF_TLS_LE = 1, /* the executable's own: thread pointer + offset */

@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STUB_BYTES      128         /* of __tls_get_addr, rb_id2str and its target */
+#define STUB_BYTES      128         /* of rb_id2str and its target */
 #define MAX_LOOP_BYTES  (64u << 10) /* of rb_vm_exec scanned for calls */
 #define MIN_CORE_BYTES  4096        /* vm_exec_core is tens of KiB: nothing it calls comes close */
-#define MAX_RELOCATIONS (1u << 20)
 #define R_DTPMOD64      16 /* R_X86_64_DTPMOD64 */
 #define R_DTPOFF64      17 /* R_X86_64_DTPOFF64 */
 
@@ -41,47 +40,37 @@ int ember_rb_decode_symbols(const uint8_t *code, size_t len, uint64_t vaddr, uin
 	return -ENOENT;
 }
 
+struct tls_pair {
+	uint64_t slot, offset;
+	bool have_slot, have_offset;
+};
+
+/* The first DTPMOD64 (the module id's slot) and DTPOFF64 (the offset in the block). */
+static int take_tls_pair(void *ctx, uint32_t type, uint64_t offset, uint64_t value)
+{
+	struct tls_pair *p = ctx;
+
+	if (type == R_DTPMOD64 && !p->have_slot) {
+		p->slot = offset;
+		p->have_slot = true;
+	} else if (type == R_DTPOFF64 && !p->have_offset) {
+		p->offset = value;
+		p->have_offset = true;
+	}
+	return p->have_slot && p->have_offset;
+}
+
 /* The DTPMOD64 slot and the offset (DTPOFF64) of the TLS symbol sym, from the relocations. */
 static int find_tls(const struct ember_elf_image *f, const char *sym, uint64_t *slot,
                     uint64_t *offset)
 {
-	size_t seen = 0;
-	bool have_slot = false, have_offset = false;
+	struct tls_pair p = {0};
 
-	for (Elf_Scn *scn = elf_nextscn(f->elf, NULL); scn; scn = elf_nextscn(f->elf, scn)) {
-		Elf_Scn *symscn;
-		Elf_Data *d, *sd;
-		GElf_Shdr sh, ssh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)) || !(symscn = elf_getscn(f->elf, sh.sh_link)) ||
-		    !gelf_getshdr(symscn, &ssh) || !(sd = elf_getdata(symscn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && seen < MAX_RELOCATIONS;
-		     i++, seen++) {
-			uint32_t type;
-			const char *name;
-			GElf_Rela r;
-			GElf_Sym s;
-
-			if (!gelf_getrela(d, (int)i, &r))
-				continue;
-			type = (uint32_t)GELF_R_TYPE(r.r_info);
-			if ((type != R_DTPMOD64 && type != R_DTPOFF64) || !GELF_R_SYM(r.r_info) ||
-			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s) ||
-			    !(name = elf_strptr(f->elf, ssh.sh_link, s.st_name)) ||
-			    strcmp(name, sym))
-				continue;
-			if (type == R_DTPMOD64 && !have_slot) {
-				*slot = r.r_offset;
-				have_slot = true;
-			} else if (type == R_DTPOFF64 && !have_offset) {
-				*offset = s.st_value + (uint64_t)r.r_addend;
-				have_offset = true;
-			}
-		}
-	}
-	return have_slot && have_offset ? 0 : -ENOENT;
+	if (!ember_elf_relocations(f, sym, take_tls_pair, &p))
+		return -ENOENT;
+	*slot = p.slot;
+	*offset = p.offset;
+	return 0;
 }
 
 /* vm_exec_core: of the functions rb_vm_exec calls directly, the largest in .eh_frame. */
@@ -178,17 +167,14 @@ static int read_elf(Elf *elf, void *facts)
 	struct ember_rb_elf *out = facts;
 	struct ember_elf_image f;
 	struct ember_elf_sym syms[W_COUNT];
-	uint8_t code[STUB_BYTES];
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	err = ember_elf_image_start(elf, &f, out->segs, &out->nsegs, wanted_names, W_COUNT, syms);
 	if (err)
 		return err;
-	if (syms[W_TLS_GET_ADDR].addr && syms[W_TLS_GET_ADDR].type == STT_FUNC &&
-	    !ember_elf_image_read(&f, syms[W_TLS_GET_ADDR].addr, code, sizeof(code)))
-		out->has_dtv =
-		    !ember_elf_decode_dtv(code, sizeof(code), &out->dtv_offset, &out->dtv_shift);
+	out->has_dtv =
+	    ember_elf_image_dtv(&f, &syms[W_TLS_GET_ADDR], &out->dtv_offset, &out->dtv_shift);
 	if (syms[W_API_VERSION].addr && syms[W_VM_EXEC].addr)
 		ruby_facts(&f, syms, out);
 	return 0;

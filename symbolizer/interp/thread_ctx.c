@@ -17,7 +17,6 @@ _Static_assert((int)EMBER_ELF_TLS_LE == EMBER_TCTX_LE && (int)EMBER_ELF_TLS_IE =
                    (int)EMBER_ELF_TLS_GD == EMBER_TCTX_GD,
                "one numbering of the ways to a TLS variable");
 
-#define STUB_BYTES      128 /* of __tls_get_addr */
 #define GLIBC_DTV_SHIFT 4   /* the vector's head check (thread_ctx.bpf.h) is glibc's layout */
 
 enum wanted { W_CTX, W_TLS_GET_ADDR, W_COUNT };
@@ -54,7 +53,6 @@ static int read_elf(Elf *elf, void *facts)
 	struct ember_tctx_elf *out = facts;
 	struct ember_elf_sym syms[W_COUNT];
 	struct ember_elf_image f;
-	uint8_t code[STUB_BYTES];
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -62,10 +60,8 @@ static int read_elf(Elf *elf, void *facts)
 	if (err)
 		return err;
 	out->executable = f.executable;
-	if (syms[W_TLS_GET_ADDR].addr && syms[W_TLS_GET_ADDR].type == STT_FUNC &&
-	    !ember_elf_image_read(&f, syms[W_TLS_GET_ADDR].addr, code, sizeof(code)))
-		out->has_dtv =
-		    !ember_elf_decode_dtv(code, sizeof(code), &out->dtv_offset, &out->dtv_shift);
+	out->has_dtv =
+	    ember_elf_image_dtv(&f, &syms[W_TLS_GET_ADDR], &out->dtv_offset, &out->dtv_shift);
 	/* The OTEP's variable: a pointer, thread-local. */
 	out->defines = syms[W_CTX].type == STT_TLS && syms[W_CTX].size == 8;
 	out->reachable =

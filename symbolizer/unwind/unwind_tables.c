@@ -912,8 +912,14 @@ void ember_unwind_on_exec(struct ember_unwind *u, uint32_t pid, uint64_t exec_ns
 
 bool ember_unwind_reread(struct ember_unwind *u, uint32_t pid, uint64_t now_ns)
 {
-	/* A process not met yet has its maps read when it is. The last attempt: no retries. */
-	if (!find_proc(u, pid) || u->nreloads >= EMBER_UNWIND_MAX_RELOADS)
+	struct ember_unwind_process *p = find_proc(u, pid);
+
+	/* A process not met yet has its maps read when it is; one whose last reading failed
+	 * (its memory map locked by a stalled file system: each try holds a broker worker
+	 * until the deadline) only as the unwinder's back-off allows. The last attempt: no
+	 * retries. */
+	if (!p || !p->maps_read_ns || p->maps_read_ns < p->loaded_ns ||
+	    u->nreloads >= EMBER_UNWIND_MAX_RELOADS)
 		return false;
 	u->reloads[(u->reloads_head + u->nreloads++) % EMBER_UNWIND_MAX_RELOADS] =
 	    (struct ember_unwind_reload){pid, EMBER_UNWIND_EXEC_RELOADS - 1, now_ns};

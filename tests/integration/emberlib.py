@@ -154,6 +154,14 @@ def skip_or_fail(reason):
     sys.exit(SKIP)
 
 
+def require_otlp_classes(rx):
+    """The tests that decode OTLP with the upstream schema: protoc must be there; then the
+    classes of otlp_receiver (rx) are made once."""
+    if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
+        skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
+    rx.classes()
+
+
 def require_root():
     if os.geteuid() != 0:
         skip_or_fail("needs root to load eBPF programs (run the tests with sudo)")

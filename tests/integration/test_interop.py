@@ -25,13 +25,11 @@ import json
 import time
 
 import otlp_receiver as rx
-from emberlib import (GO, SRC, assert_close, build_workload, kill, log, require_root, run_tests,
+from emberlib import (require_otlp_classes, GO, SRC, assert_close, build_workload, kill, log, require_root, run_tests,
                       skip_or_fail, start, start_recording, truth_shares, workdir)
 
 require_root()
-if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
-    skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
-rx.classes()
+require_otlp_classes(rx)
 WD = workdir()
 HZ = 499
 

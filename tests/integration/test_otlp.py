@@ -16,16 +16,14 @@ import subprocess
 import time
 
 import otlp_receiver as rx
-from emberlib import (BUILD, EMBER, SANITIZED, SRC, CpuClock, assert_close, assert_workload_ran,
+from emberlib import (require_otlp_classes, BUILD, EMBER, SANITIZED, SRC, CpuClock, assert_close, assert_workload_ran,
                       build_workload, collector_argv, kill, log, podman_run, pprof_comments,
                       read_folded,
                       truth_shares, require_root, run_tests, skip_or_fail, start, start_recording,
                       symbolizer_argv, workdir)
 
 require_root()
-if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
-    skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
-rx.classes()
+require_otlp_classes(rx)
 WD = workdir()
 SPLIT = build_workload("split", WD)
 HZ = 997

@@ -12,13 +12,11 @@ import os
 import subprocess
 import time
 import otlp_receiver as rx
-from emberlib import (SRC, ember, kill, log, read_folded, read_pprof, require_root, run_tests,
+from emberlib import (require_otlp_classes, SRC, ember, kill, log, read_folded, read_pprof, require_root, run_tests,
                       skip_or_fail, start, start_recording, workdir)
 
 require_root()
-if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).returncode:
-    skip_or_fail("protoc is missing (Debian: protobuf-compiler)")
-rx.classes()
+require_otlp_classes(rx)
 WD = workdir()
 HZ = 499
 SECONDS = 6
