@@ -146,7 +146,7 @@ def test_every_way_to_the_variable_gives_the_running_span():
             f"{v['preempted', 'span', 'none']}; asleep "
             f"{oright}/{owrong}/{onone}; outside spans "
             f"{sum(n for k, n in v.items() if k[1] in NO_SPAN)} samples, {stray or 'none'} linked")
-        if right + wrong + none < 200 or right < 0.99 * (right + wrong + none) or wrong:
+        if right + wrong + none < 60 or right < 0.99 * (right + wrong + none) or wrong:
             failures.append(f"{name}: CPU {right}/{wrong}/{none}")
         if not oright or owrong or oright < 0.9 * (oright + onone):
             failures.append(f"{name}: off-CPU {oright}/{owrong}/{onone}")
@@ -299,9 +299,10 @@ def test_span_attributes():
 
 
 def test_a_context_published_late_is_found():
-    """A program whose SDK starts 1.5 s into its run, after ember read its maps at exec: its
-    maps are read again (1 s after its first sample, then 2 s later...), and from then on its
-    samples carry links and its resource is the one it published."""
+    """A program whose SDK publishes its contexts 1.5 s into its run (its threads run spans
+    from the start), after ember read its maps at exec: its maps are read again (1 s after
+    its first sample, then 2 s later...), and from the first linked sample on every sample
+    in a span is linked; its resource is the one it published."""
     prog = os.path.join(WD, "tctx_program")
     if not os.path.exists(prog):
         build()
@@ -316,20 +317,17 @@ def test_a_context_published_late_is_found():
         req = Request.FromString(f.read())
     names = {rx.resource_attrs(rp).get("service.name") for rp in req.resource_profiles}
     assert names == {"thread-ctx"}, names
-    spans = read_log(log_path)
-    first = min(t0 for _, _, t0, _ in spans.values())
-    late = collections.Counter()
+    times = {True: [], False: []}  # linked or not: the times of samples in a span
     for _, _, s, fr in rx.samples(req):
-        if not any(f in IN_SPAN for f in fr):
-            continue
-        for t in s.timestamps_unix_nano:
-            # Published at the first span's start; looked for 1 s after the first sample,
-            # then 2 s after that: from 3.5 s after publishing, every span's sample is linked.
-            late["linked" if s.link_index else "not", t > first + 3.5e9] += 1
-    log(f"  spans' samples linked: {dict(late)}")
-    assert late["linked", True] > 300 and not late["not", True], late
-    total = sum(v for (k, _), v in late.items())
-    assert late["linked", True] + late["linked", False] > 0.5 * total, late
+        if any(f in IN_SPAN for f in fr):
+            times[bool(s.link_index)] += list(s.timestamps_unix_nano)
+    assert len(times[True]) > 300, {k: len(v) for k, v in times.items()}
+    found = min(times[True])
+    after = [t for t in times[False] if t > found]
+    log(f"  spans' samples: {len(times[False])} before the context was found "
+        f"({(found - min(times[False] + [found])) / 1e9:.1f} s in), {len(times[True])} linked "
+        f"after, {len(after)} not")
+    assert not after, f"{len(after)} samples in spans unlinked after the first linked one"
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ static volatile uint64_t sink;
 static double seconds;
 static int hostile;
 static unsigned span_ms = 20; /* a span lasts span_ms to 2 span_ms of CPU time */
+static unsigned publish_after_ms;
 static void *unmapped;
 static FILE *log_file;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -242,18 +243,23 @@ int main(int argc, char **argv)
 			return fprintf(stderr, "thread_ctx: %s\n", dlerror()), 1;
 	}
 #endif
-	/* As an SDK that starts late: after this much CPU time of other work (ms). */
+	/* As an SDK that starts late: after this long (ms), in which the spans run unpublished. */
 	if (getenv("THREAD_CTX_PUBLISH_AFTER_MS"))
-		outside_span((uint64_t)atoi(getenv("THREAD_CTX_PUBLISH_AFTER_MS")) * 1000000ull);
+		publish_after_ms = (unsigned)atoi(getenv("THREAD_CTX_PUBLISH_AFTER_MS"));
 	pb_key_value(&resource, 1, "service.name", "thread-ctx", 0);
 	pb_bytes(&payload, 1, resource.b, resource.n);
 	pb_key_value(&payload, 2, "threadlocal.schema_version", "tlsdesc_v1_dev", 0);
 	pb_key_strings(&payload, 2, "threadlocal.attribute_key_map",
 	               (const char *const[]){"http.route", "worker"}, 2);
-	if (otel_ctx_publish(&payload, (uint32_t)payload.n, otel_ctx_boottime_ns()))
-		return 1;
 	for (uintptr_t i = 0; i < THREADS; i++)
 		pthread_create(&threads[i], NULL, run, (void *)i);
+	if (publish_after_ms) {
+		struct timespec t = {publish_after_ms / 1000, (long)(publish_after_ms % 1000) * 1000000};
+
+		nanosleep(&t, NULL);
+	}
+	if (otel_ctx_publish(&payload, (uint32_t)payload.n, otel_ctx_boottime_ns()))
+		return 1;
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(threads[i], NULL);
 	fclose(log_file);
