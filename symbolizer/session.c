@@ -332,19 +332,12 @@ static void share_maps(void *ctx, uint32_t pid, struct ember_maps *maps, uint64_
 {
 	struct session *s = ctx;
 
-	ember_symbolizer_adopt_maps(&s->sym, pid, maps, now_ns);
-}
-
-/*
- * An interpreter among the files: the eBPF walker gets its row before the next samples, and
- * before the process's unwind tables are built (which took the first 100 ms of a traced
- * program's samples' links).
- */
-static void maps_read(void *ctx, uint32_t pid, const struct ember_maps *maps, uint64_t now_ns)
-{
-	struct session *s = ctx;
-
+	/* An interpreter among the files: the eBPF walker gets its row before the next samples.
+	 * (Before the process's tables were built, its file reads came before those the tables
+	 * share with other processes: a process stalled behind a dead file system then cost
+	 * the others their interpreted frames.) */
 	ember_interps_on_maps(&s->interps, pid, maps, now_ns);
+	ember_symbolizer_adopt_maps(&s->sym, pid, maps, now_ns);
 }
 
 /* Keeps the stack unwound from the copy of the record ending at pos for symbolization. */
@@ -954,7 +947,6 @@ static int init_parts(struct session *s, const struct ember_session_opts *o)
 	s->sym.interps = &s->interps;
 	s->sym.unwind = &s->unwind;
 	s->sym.procs.kmaps = s->unwind.kmaps = &s->kmaps;
-	s->unwind.on_maps_read = maps_read;
 	s->unwind.on_maps = share_maps;
 	s->unwind.on_file = share_file;
 	s->unwind.on_maps_ctx = s;

@@ -813,8 +813,6 @@ static void load_process(struct ember_unwind *u, uint32_t pid, uint64_t now_ns, 
 		back_off(p);
 		return;
 	}
-	if (u->on_maps_read)
-		u->on_maps_read(u->on_maps_ctx, pid, &pm, read_ns);
 	files = malloc((pm.count ? pm.count : 1) * sizeof(*files));
 	for (size_t i = 0; files && i < pm.count; i++) {
 		const struct ember_map_entry *e = &pm.entries[i];

@@ -148,18 +148,12 @@ typedef void (*ember_unwind_maps_fn)(void *ctx, uint32_t pid, struct ember_maps 
 typedef void (*ember_unwind_file_fn)(void *ctx, uint32_t pid, const struct ember_map_entry *e,
                                      int fd, uint64_t now_ns);
 
-/* Called with each process's maps as soon as they are read, before its files' tables are
- * built (which can take a while): for what needs no table (interpreters' rows). */
-typedef void (*ember_unwind_maps_read_fn)(void *ctx, uint32_t pid, const struct ember_maps *maps,
-                                          uint64_t now_ns);
-
 struct ember_unwind {
 	/* The caller sets the callbacks and their context after ember_unwind_init (and, in
 	 * tests, hold_back_procs); the rest is unwind_tables.c's. */
-	ember_unwind_maps_read_fn on_maps_read;
 	ember_unwind_maps_fn on_maps;
 	ember_unwind_file_fn on_file;
-	void *on_maps_ctx; /* of all three */
+	void *on_maps_ctx; /* of both */
 	struct ember_broker_client *broker;
 	struct ember_kernel_maps *kmaps; /* the caller's: a gone process's maps (process/) */
 	struct ember_slots files;        /* struct ember_unwind_file, by (dev, inode) */
