@@ -150,8 +150,13 @@ struct ember_sample_event {
 			__u64 ctx_record;
 		};
 		/* With EMBER_STACK_GO_LABELS (a Go program has no thread context): the address
-		 * of the running goroutine's label set, which the symbolizer reads. */
-		__u64 go_labels;
+		 * of the running goroutine's label set, which the symbolizer reads, and its
+		 * first 16 bytes as they were (a set freed and another made at its address is
+		 * told apart). */
+		struct {
+			__u64 go_labels;
+			__u64 go_labels_head[2];
+		};
 	};
 	/* __u64 frames[kstack_len + ustack_len] follow. */
 };

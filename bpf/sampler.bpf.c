@@ -57,7 +57,7 @@ static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u
 	s->hdr.time_ns = now;
 	__builtin_memset(s->hdr.trace_id, 0, sizeof(s->hdr.trace_id));
 	__builtin_memset(s->hdr.span_id, 0, sizeof(s->hdr.span_id));
-	s->hdr.ctx_record = 0;
+	s->hdr.ctx_record = 0; /* go_labels_head[1] too */
 	/* Read before the stacks: the thread is stopped (OTEP 4947's condition) either way. */
 	s->hdr.stack_flags = ember_tctx_read(tgid, slot);
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));

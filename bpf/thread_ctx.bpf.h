@@ -121,7 +121,11 @@ __attribute__((noinline)) __u32 ember_tctx_read(__u32 tgid, __u32 slot)
 	p = *row; /* the map's entry can change under us */
 	if (p.mode == EMBER_TCTX_GO) {
 		s->hdr.go_labels = tctx_go_labels(&p, BPF_CORE_READ(task, thread.fsbase));
-		return s->hdr.go_labels ? EMBER_STACK_GO_LABELS : 0;
+		if (!s->hdr.go_labels ||
+		    bpf_probe_read_user(s->hdr.go_labels_head, sizeof(s->hdr.go_labels_head),
+		                        (const void *)s->hdr.go_labels))
+			return 0;
+		return EMBER_STACK_GO_LABELS;
 	}
 	var = tctx_variable(&p, BPF_CORE_READ(task, thread.fsbase));
 	if (!var || bpf_probe_read_user(&ptr, sizeof(ptr), (const void *)var) || !ptr ||

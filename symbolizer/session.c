@@ -383,9 +383,13 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 			ember_interps_warm(&s->interps, sample->tgid, frames + sample->kstack_len,
 			                   sample->ustack_len, now_ns);
 		/* A goroutine's labels too: the set may be freed once it has moved on. */
-		if (sample->stack_flags & EMBER_STACK_GO_LABELS)
-			ember_interps_go_labels(&s->interps, sample->tgid, sample->go_labels,
+		if (sample->stack_flags & EMBER_STACK_GO_LABELS) {
+			uint64_t head[2];
+
+			memcpy(head, sample->go_labels_head, sizeof(head));
+			ember_interps_go_labels(&s->interps, sample->tgid, sample->go_labels, head,
 			                        now_ns);
+		}
 		/* A span's attributes while its record is still that span's. */
 		if ((sample->stack_flags & EMBER_STACK_TRACE_CTX) && sample->ctx_record)
 			ember_interps_span_attrs(&s->interps, sample->tgid, sample->ctx_record,

@@ -662,8 +662,11 @@ static int note_span(struct ember_symbolizer *s, const struct ember_sample_event
 		labels = ember_interps_span_attrs(s->interps, sample->tgid, sample->ctx_record,
 		                                  sample->trace_id, sample->span_id, now_ns);
 	} else if ((sample->stack_flags & EMBER_STACK_GO_LABELS) && s->interps) {
-		labels =
-		    ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, now_ns);
+		uint64_t head[2];
+
+		memcpy(head, sample->go_labels_head, sizeof(head));
+		labels = ember_interps_go_labels(s->interps, sample->tgid, sample->go_labels, head,
+		                                 now_ns);
 	}
 	if (!labels || !labels[0])
 		return 0;

@@ -114,10 +114,10 @@ void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uin
 }
 
 const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint64_t addr,
-                                    uint64_t now_ns)
+                                    const uint64_t head[2], uint64_t now_ns)
 {
 	return reader(r, EMBER_ROW_THREAD_CTX)
-	           ? ember_tctx_go_labels(r->state[EMBER_ROW_THREAD_CTX], pid, addr, now_ns)
+	           ? ember_tctx_go_labels(r->state[EMBER_ROW_THREAD_CTX], pid, addr, head, now_ns)
 	           : NULL;
 }
 

@@ -48,7 +48,7 @@ void ember_interps_frame(struct ember_interps *r, uint32_t pid, uint64_t w0, uin
 /* The labels of the goroutine label set at addr a sample of Go program pid found, as
  * "key=value\n" lines (thread_ctx.h's ember_tctx_go_labels); NULL: none read. */
 const char *ember_interps_go_labels(struct ember_interps *r, uint32_t pid, uint64_t addr,
-                                    uint64_t now_ns);
+                                    const uint64_t head[2], uint64_t now_ns);
 
 /* The attributes of the span a sample of pid ran, from its thread-context record (with its
  * trace and span ids), as "name=value\n" lines (thread_ctx.h's ember_tctx_attrs); NULL. */

@@ -278,45 +278,6 @@ static void tctx_on_exit(void *state, uint32_t pid)
 	ember_interp_procs_exit(&t->procs, pid);
 }
 
-const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint64_t now_ns)
-{
-	struct ember_thread_ctx *t = state;
-	struct ember_interp_key key = {pid, 0, addr};
-	struct go_label_set set = {0}, *c = ember_interp_cache_find(&t->labels, &key, now_ns);
-	struct tctx_process *p;
-	char *text;
-	int err;
-
-	if (c)
-		return c->text;
-	p = ember_interp_procs_get(&t->procs, pid, false);
-	if (!p || !p->go_minor)
-		return NULL;
-	err = ember_interp_mem_open(&p->proc.mem, t->broker, now_ns);
-	if (err == -EAGAIN || err == -ETIMEDOUT)
-		return NULL; /* the broker is busy: another sample tries again */
-	text = malloc(EMBER_GO_LABELS_TEXT);
-	t->label_reads++;
-	if (!err)
-		err = text ? ember_go_read_labels(ember_interp_mem_read, &p->proc.mem, p->go_minor,
-		                                  addr, text, EMBER_GO_LABELS_TEXT)
-		           : -ENOMEM;
-	if (err) {
-		t->label_errors++;
-		free(text);
-		text = NULL;
-	}
-	set.text = text;
-	/* A set is never changed once made: kept until the process execs or exits. */
-	c = ember_interp_cache_add(&t->labels, &key, &set, sizeof(set) + (text ? strlen(text) : 0),
-	                           ember_interp_cache_expiry(err, now_ns));
-	if (!c) {
-		free(text);
-		return NULL;
-	}
-	return c->text;
-}
-
 /* Keeps text (malloc'd, or NULL for "could not be read": err) under key; the cached copy. */
 static const char *keep_text(struct ember_thread_ctx *t, const struct ember_interp_key *key,
                              char *text, int err, uint64_t now_ns)
@@ -331,6 +292,48 @@ static const char *keep_text(struct ember_thread_ctx *t, const struct ember_inte
 		return NULL;
 	}
 	return c->text;
+}
+
+const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, const uint64_t head[2],
+                                 uint64_t now_ns)
+{
+	struct ember_thread_ctx *t = state;
+	struct tctx_process *p = ember_interp_procs_get(&t->procs, pid, false);
+	struct ember_interp_key key = {pid, 0, addr};
+	struct go_label_set *c;
+	uint64_t now[2] = {0};
+	/* What identifies the set at addr: a slice header (Go 1.24 and later), or the map's
+	 * address (the 8 bytes after it are another object's). */
+	size_t same = p && p->go_minor >= 24 ? 16 : 8;
+	char *text;
+	int err;
+
+	if (!p || !p->go_minor)
+		return NULL;
+	/* The set's first bytes in the key: another set made at a freed one's address. */
+	key.checksum = ember_interp_checksum(head[0], same > 8 ? head[1] : 0, addr);
+	if ((c = ember_interp_cache_find(&t->labels, &key, now_ns)))
+		return c->text;
+	err = ember_interp_mem_open(&p->proc.mem, t->broker, now_ns);
+	if (err == -EAGAIN || err == -ETIMEDOUT)
+		return NULL; /* the broker is busy: another sample tries again */
+	text = malloc(EMBER_GO_LABELS_TEXT);
+	t->label_reads++;
+	/* Still the set the sample saw (the garbage collector may have freed it since). */
+	if (!err && !(err = ember_interp_mem_read(&p->proc.mem, addr, now, same)) &&
+	    memcmp(now, head, same))
+		err = -ESTALE;
+	if (!err)
+		err = text ? ember_go_read_labels(ember_interp_mem_read, &p->proc.mem, p->go_minor,
+		                                  addr, text, EMBER_GO_LABELS_TEXT)
+		           : -ENOMEM;
+	if (err) {
+		t->label_errors++;
+		free(text);
+		text = NULL;
+	}
+	/* A set is never changed once made: kept until the process execs or exits. */
+	return keep_text(t, &key, text, err, now_ns);
 }
 
 /* The names of p's thread contexts' attributes, one a line by index, from its process

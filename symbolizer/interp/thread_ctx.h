@@ -56,11 +56,13 @@ int ember_tctx_row(const struct ember_tctx_elf *elf, uint64_t bias, const struct
 
 /*
  * The labels, as "key=value\n" lines ("" for none), of the goroutine label set at addr
- * that a sample of Go program pid found (EMBER_STACK_GO_LABELS): read from the process at
- * the first ask (while it lives: ask ahead of symbolization) and kept; NULL when it could
- * not be read. The string lives until the process's exec or exit.
+ * whose first 16 bytes were head, that a sample of Go program pid found
+ * (EMBER_STACK_GO_LABELS): read from the process at the first ask (while it lives: ask
+ * ahead of symbolization), only if its first bytes are still head, and kept; NULL when it
+ * could not be read. The string lives until the process's exec or exit.
  */
-const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, uint64_t now_ns);
+const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, const uint64_t head[2],
+                                 uint64_t now_ns);
 
 /*
  * The attributes of the span whose ids (trace_id, span_id) a sample of pid read
