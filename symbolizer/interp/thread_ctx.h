@@ -13,7 +13,13 @@
  * code reaches it (elf_image.h's ember_elf_tls_ref), and glibc's dynamic
  * linker for its thread vector. The program's own definition comes first
  * (module 1); else the first library that defines it, whose own GOT slots
- * the dynamic linker points at the definition that won.
+ * the dynamic linker points at the definition that won. A span's attributes
+ * are read from its record at the look-ahead (ember_tctx_attrs), named by the
+ * process context's threadlocal.attribute_key_map.
+ *
+ * A Go program (its executable has .go.buildinfo) gets a row of the same kind
+ * in mode GO instead: the way to its goroutines' pprof labels (go_labels.h),
+ * whose sets are read at the look-ahead too (ember_tctx_go_labels).
  */
 #ifndef EMBER_SYMBOLIZER_INTERP_THREAD_CTX_H
 #define EMBER_SYMBOLIZER_INTERP_THREAD_CTX_H
