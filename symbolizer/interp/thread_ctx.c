@@ -368,10 +368,8 @@ static const char *attr_names(struct ember_thread_ctx *t, struct tctx_process *p
 	return keep_text(t, &key, text, err, now_ns);
 }
 
-/* attrs_data (OTEP 4947: {u8 key index; u8 length; value}, the last of a key winning, an
- * entry that does not fit ending it) as "name=value\n" lines, by index, into out. */
-static void attr_lines(const uint8_t *data, size_t len, const char *names, char *out, size_t size,
-                       uint64_t *unnamed)
+void ember_tctx_attr_lines(const uint8_t *data, size_t len, const char *names, char *out,
+                           size_t size, uint64_t *unnamed)
 {
 	const uint8_t *value[EMBER_PROCESS_CONTEXT_MAX_KEYS] = {0};
 	uint8_t vlen[EMBER_PROCESS_CONTEXT_MAX_KEYS] = {0};
@@ -458,8 +456,8 @@ const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const u
 	}
 	names = err ? NULL : attr_names(t, p, now_ns);
 	if (!err && (text = malloc(EMBER_TCTX_ATTRS_TEXT)))
-		attr_lines(buf + EMBER_TCTX_HEADER, n, names, text, EMBER_TCTX_ATTRS_TEXT,
-		           &t->attrs_unnamed);
+		ember_tctx_attr_lines(buf + EMBER_TCTX_HEADER, n, names, text,
+		                      EMBER_TCTX_ATTRS_TEXT, &t->attrs_unnamed);
 	else if (!err)
 		err = -ENOMEM;
 	t->attr_errors += err && err != -ESTALE;

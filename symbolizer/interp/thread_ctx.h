@@ -80,6 +80,16 @@ const char *ember_tctx_go_labels(void *state, uint32_t pid, uint64_t addr, const
 const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const uint8_t trace_id[16],
                              const uint8_t span_id[8], uint64_t now_ns);
 
+/*
+ * A record's attrs_data (len bytes, the process's: {u8 key index; u8 length; value}...,
+ * the last of a key winning, an entry that does not fit ending it) as "name=value\n"
+ * lines in key order into out (size bytes), names being the key map's names one a line
+ * (NULL: none); an attribute without a name is counted in *unnamed. A value's line breaks
+ * and NUL bytes become spaces.
+ */
+void ember_tctx_attr_lines(const uint8_t *data, size_t len, const char *names, char *out,
+                           size_t size, uint64_t *unnamed);
+
 extern const struct ember_interp_ops ember_thread_ctx_ops;
 
 #endif

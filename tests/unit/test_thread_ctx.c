@@ -152,6 +152,28 @@ START_TEST(what_is_not_the_otep_variable_is_refused)
 }
 END_TEST
 
+START_TEST(record_attributes_are_bounded)
+{
+	/* route (key 0) twice: the last wins; key 2 unnamed ("" in the map); key 9 past it;
+	 * a value with a line break and a NUL; then an entry longer than what is left. */
+	static const uint8_t data[] = {0,   2,   '/', 'a', 1,   3, 'x', '\n', 0, 0,   3,  '/',
+	                               'b', 'c', 2,   1,   'z', 9, 1,   'q',  1, 200, 'y'};
+	char out[256];
+	uint64_t unnamed = 0;
+
+	ember_tctx_attr_lines(data, sizeof(data), "http.route\nworker\n\n", out, sizeof(out),
+	                      &unnamed);
+	ck_assert_str_eq(out, "http.route=/bc\nworker=x  \n");
+	ck_assert_uint_eq(unnamed, 2); /* key 2 has no name, key 9 none in the map */
+	/* Without a key map nothing is named; a line that does not fit is left out. */
+	unnamed = 0;
+	ember_tctx_attr_lines(data, sizeof(data), NULL, out, sizeof(out), &unnamed);
+	ck_assert_str_eq(out, "");
+	ember_tctx_attr_lines(data, sizeof(data), "http.route\nworker\n", out, 16, &unnamed);
+	ck_assert_str_eq(out, "http.route=/bc\n");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("thread_ctx");
@@ -160,6 +182,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, libraries_reach_it_by_their_relocation);
 	tcase_add_test(tc, programs_hold_it_at_their_static_offset);
 	tcase_add_test(tc, what_is_not_the_otep_variable_is_refused);
+	tcase_add_test(tc, record_attributes_are_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }
