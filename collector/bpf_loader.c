@@ -2,6 +2,7 @@
 #include "collector/bpf_loader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdio.h>
@@ -31,24 +32,25 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
-/* Reads /sys/devices/system/cpu/online ("0-3,5,7-8") into a per-CPU flag array. */
-static int read_online_cpus(bool *online, int ncpus)
+/* Reads the online CPU list ("0-3,5,7-8") into a per-CPU flag array, from the start of the
+ * file held open: the check each second then walks no path. */
+static int read_online_cpus(int fd, bool *online, int ncpus)
 {
-	char buf[1024], *save = NULL;
-	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	char buf[1024], *p = buf, *end;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
 	memset(online, 0, (size_t)ncpus * sizeof(*online));
-	if (!f)
+	if (n < 0)
 		return neg_errno();
-	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
-	fclose(f);
-	for (char *range = strtok_r(buf, ",\n", &save); range;
-	     range = strtok_r(NULL, ",\n", &save)) {
-		int lo, hi, fields = sscanf(range, "%d-%d", &lo, &hi);
+	buf[n] = '\0';
+	for (; *p && *p != '\n'; p = *end == ',' ? end + 1 : end) {
+		long lo = strtol(p, &end, 10), hi = lo;
 
-		if (fields < 1 || lo < 0 || (fields == 2 && hi < lo))
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (end == p || lo < 0 || hi < lo || (*end && *end != ',' && *end != '\n'))
 			return -EINVAL;
-		for (int c = lo; c <= (fields == 2 ? hi : lo) && c < ncpus; c++)
+		for (long c = lo; c <= hi && c < ncpus; c++)
 			online[c] = true;
 	}
 	return 0;
@@ -96,7 +98,7 @@ static int attach_cpu(struct ember_bpf *b, int cpu)
 int ember_bpf_refresh_cpus(struct ember_bpf *b)
 {
 	_cleanup_free_ bool *online = calloc((size_t)b->ncpus, sizeof(*online));
-	int err = online ? read_online_cpus(online, b->ncpus) : -ENOMEM;
+	int err = online ? read_online_cpus(b->online_fd, online, b->ncpus) : -ENOMEM;
 
 	if (err)
 		return err;
@@ -240,6 +242,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	b->links = calloc((size_t)b->ncpus, sizeof(*b->links));
 	if (!b->links)
 		return -ENOMEM;
+	b->online_fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
 	err = load_sampler(b, o);
 	if (err) {
 		log_error_errno(err, "cannot load the sampler eBPF program: %m; run `ember check` "
@@ -308,6 +311,8 @@ void ember_bpf_destroy(struct ember_bpf *b)
 {
 	if (b->links)
 		ember_bpf_stop_sampling(b);
+	if (b->links && b->online_fd >= 0)
+		close(b->online_fd);
 	ring_buffer__free(b->rings);
 	sampler_bpf__destroy(b->sampler);
 	if (b->drops)

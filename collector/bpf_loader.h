@@ -41,6 +41,7 @@ struct ember_bpf {
 	unsigned int sample_hz;
 	int attached_cpus;
 	bool enabled;
+	int online_fd;        /* /sys/devices/system/cpu/online */
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
 	int unwind_files_fd;

@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +34,11 @@
 #include "shared/log.h"
 #include "shared/str.h"
 
+/* Samples that flow are drained every TICK_MS, so that an interval's last ones land in it; a
+ * quiet host (fewer than QUIET_RECORDS_PER_S) once a second, which wakes it once. */
 #define TICK_MS              250
+#define QUIET_TICK_MS        1000
+#define QUIET_RECORDS_PER_S  8
 #define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
 #define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
@@ -43,7 +46,6 @@
 enum event_tag {
 	TAG_BPF = 1,
 	TAG_SIGNAL,
-	TAG_TIMER,
 	TAG_PEER,
 	TAG_CHILD,
 	TAG_LISTEN,
@@ -61,13 +63,13 @@ struct recorder {
 	struct ember_pool pool;
 	struct ember_peer peer;
 	struct ember_tables tables;
-	int epfd, sigfd, timerfd, child_pidfd, listen_fd;
+	int epfd, sigfd, child_pidfd, listen_fd;
 	pid_t child;
 	pid_t command;      /* while it runs */
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
-	uint64_t stop_ns, flush_deadline_ns;
-	uint64_t ticks;
+	uint64_t stop_ns, flush_deadline_ns, next_tick_ns, last_tick_ns, next_second_ns;
+	uint64_t seconds, drained; /* records drained since the last tick */
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
@@ -146,16 +148,23 @@ static void drop_peer(struct recorder *r)
 	r->listed = false;
 }
 
+/* Moves the kernel's records on to the symbolizer's ring, counted for the tick's pace. */
+static void drain_bpf(struct recorder *r)
+{
+	int n = ember_bpf_drain(&r->bpf);
+
+	r->drained += n > 0 ? (uint64_t)n : 0;
+}
+
 static void on_tick(struct recorder *r, uint64_t now_ns)
 {
-	uint64_t drops[EMBER_DROP_MAX], expirations;
+	uint64_t drops[EMBER_DROP_MAX];
 
-	if (read(r->timerfd, &expirations, sizeof(expirations)) < 0 || r->finished)
+	if (r->finished)
 		return;
-	r->ticks++;
 	if (!r->stopping) {
 		/* Samples wake the collector only when urgent: the tick drains the rest. */
-		ember_bpf_drain(&r->bpf);
+		drain_bpf(r);
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
@@ -165,17 +174,14 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 			         r->peer.pid);
 			drop_peer(r);
 		} else if (ember_peer_active(&r->peer)) {
-			/* A new symbolizer loads the tables of the processes already running. */
-			if (!r->listed)
-				ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event,
-				                       &r->drain);
-			r->listed = true;
 			ember_ring_notify(&r->peer.ring);
 		}
-		if (r->ticks % (1000 / TICK_MS) == 0)
+		if (now_ns >= r->next_second_ns) {
+			r->next_second_ns = now_ns + 1000000000ull;
 			ember_bpf_refresh_cpus(&r->bpf);
-		if (r->ticks % (EMBER_COLLECTOR_MEMORY_EVERY_S * 1000 / TICK_MS) == 1)
-			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
+			if (r->seconds++ % EMBER_COLLECTOR_MEMORY_EVERY_S == 1)
+				ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
+		}
 		if (r->cfg->duration_ms && now_ns >= r->stop_ns && r->command)
 			log_info("the duration is over; ember exits when the command does");
 		if (r->cfg->duration_ms && now_ns >= r->stop_ns)
@@ -244,6 +250,10 @@ static void on_peer(struct recorder *r, uint64_t now_ns)
 			kill(r->child, SIGKILL); /* its exit (described there) ends the run */
 		return;
 	}
+	/* A new symbolizer loads the tables of the processes already running, now. */
+	if (!r->listed && !r->stopping && ember_peer_active(&r->peer))
+		ember_bpf_list_running(&r->bpf, ember_drain_on_proc_event, &r->drain);
+	r->listed |= ember_peer_active(&r->peer);
 	if (r->stopping && r->peer.flushed) {
 		if (r->peer.flush_status && r->peer.flush_status != -EREMOTEIO) {
 			log_error_errno(r->peer.flush_status,
@@ -542,16 +552,15 @@ static int start_programs(struct recorder *r)
 /* Everything the loop waits for, in one epoll set. */
 static int watch_events(struct recorder *r)
 {
-	struct itimerspec tick = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
 	int err;
 
+	r->last_tick_ns = ember_monotonic_ns(); /* the tick is epoll_wait's timeout */
+	r->next_tick_ns = r->last_tick_ns + TICK_MS * 1000000ull;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (r->epfd < 0 || r->timerfd < 0 || timerfd_settime(r->timerfd, 0, &tick, NULL) < 0)
+	if (r->epfd < 0)
 		return neg_errno();
 	if ((err = epoll_add(r->epfd, ember_bpf_ring_fd(&r->bpf), TAG_BPF)) ||
 	    (err = epoll_add(r->epfd, r->sigfd, TAG_SIGNAL)) ||
-	    (err = epoll_add(r->epfd, r->timerfd, TAG_TIMER)) ||
 	    (r->child && ((err = epoll_add(r->epfd, r->peer.sock, TAG_PEER)) ||
 	                  (err = epoll_add(r->epfd, r->child_pidfd, TAG_CHILD)))) ||
 	    (r->listen_fd >= 0 && (err = epoll_add(r->epfd, r->listen_fd, TAG_LISTEN))) ||
@@ -646,7 +655,6 @@ static void teardown(struct recorder *r)
 	ember_procs_free(&r->procs);
 	ember_closep(&r->child_pidfd);
 	ember_closep(&r->epfd);
-	ember_closep(&r->timerfd);
 	ember_closep(&r->listen_fd);
 	ember_closep(&r->sigfd);
 }
@@ -656,9 +664,15 @@ static void run_loop(struct recorder *r)
 	/* With a command, ember lives as long as it does (a duration ends only the recording). */
 	while (!r->finished || r->command > 0) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(r->epfd, evs, 8,
-		                   ember_pool_timeout_ms(&r->pool, ember_monotonic_ns()));
 		uint64_t now = ember_monotonic_ns();
+		bool quiet;
+		int tick_ms =
+			now >= r->next_tick_ns ? 0 : (int)((r->next_tick_ns - now) / 1000000u) + 1,
+		    pool_ms = ember_pool_timeout_ms(&r->pool, now);
+		int n = epoll_wait(r->epfd, evs, 8,
+		                   pool_ms >= 0 && pool_ms < tick_ms ? pool_ms : tick_ms);
+
+		now = ember_monotonic_ns();
 
 		if (n < 0 && errno != EINTR) {
 			log_error_errno(errno, "epoll_wait: %m");
@@ -671,15 +685,12 @@ static void run_loop(struct recorder *r)
 				on_worker(r, evs[i].data.u32 >> 8, now);
 				break;
 			case TAG_BPF:
-				ember_bpf_drain(&r->bpf);
+				drain_bpf(r);
 				if (ember_peer_active(&r->peer))
 					ember_ring_notify(&r->peer.ring);
 				break;
 			case TAG_SIGNAL:
 				on_signal(r);
-				break;
-			case TAG_TIMER:
-				on_tick(r, now);
 				break;
 			case TAG_PEER:
 				on_peer(r, now);
@@ -694,6 +705,17 @@ static void run_loop(struct recorder *r)
 				on_command_exit(r);
 				break;
 			}
+		}
+		if (now >= r->next_tick_ns) {
+			on_tick(r, now);
+			quiet = r->drained * 1000000000ull <
+			        QUIET_RECORDS_PER_S * (now - r->last_tick_ns);
+			r->drained = 0;
+			r->last_tick_ns = now;
+			r->next_tick_ns = now + (quiet ? QUIET_TICK_MS : TICK_MS) * 1000000ull;
+			/* A tick falls when the duration ends. */
+			if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
+				r->next_tick_ns = r->stop_ns;
 		}
 		if (!r->finished) {
 			expire_workers(r, ember_monotonic_ns());
@@ -727,7 +749,6 @@ int ember_record_run(struct ember_record_opts *o)
 	                     .passed_closed = c->mode != EMBER_CORE_RECORD,
 	                     .epfd = -1,
 	                     .sigfd = -1,
-	                     .timerfd = -1,
 	                     .child_pidfd = -1,
 	                     .listen_fd = -1};
 	int err;

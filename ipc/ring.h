@@ -80,7 +80,7 @@ struct ember_rec_sampling {
 
 /* The collector's own memory, every EMBER_COLLECTOR_MEMORY_EVERY_S, for the profiles' statistics.
  */
-#define EMBER_COLLECTOR_MEMORY_EVERY_S 10
+#define EMBER_COLLECTOR_MEMORY_EVERY_S 30
 struct ember_rec_collector_memory {
 	uint64_t rss_bytes;     /* resident */
 	uint64_t bpf_map_bytes; /* its BPF maps, as the kernel counts them (memlock) */

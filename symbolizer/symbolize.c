@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 		                    "until the next try in a minute");
 		return;
 	}
+	log_debug("kernel symbols read%s: %zu", first ? "" : " again", s->ksyms.nsyms);
 	if (first && s->ksyms.addresses_hidden)
 		log_warn("the kernel hides its symbol addresses (kptr_restrict): kernel frames "
 		         "stay addresses; `ember check` says how to change that");
@@ -244,6 +246,7 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	 * 5 MB again a minute for them was the most a quiet host cost. */
 	if (now_ns - s->ksyms_loaded_ns > EMBER_KALLSYMS_RELOAD_NS &&
 	    !ember_kallsyms_settled(&s->ksyms, sym)) {
+		log_debug("kernel address %#" PRIx64 " outside the image's text", addr);
 		load_kallsyms(s, now_ns);
 		sym = ember_kallsyms_lookup(&s->ksyms, is_return ? addr - 1 : addr);
 	}

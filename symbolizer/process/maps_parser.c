@@ -10,6 +10,7 @@
 #include "shared/err.h"
 #include "shared/fdio.h"
 #include "shared/vec.h"
+#include "shared/sort.h"
 
 /* Parses a hex number of at most 16 digits ending at a delimiter. */
 static bool parse_hex(const char **p, const char *end, char delim, uint64_t *out)
@@ -173,7 +174,7 @@ int ember_maps_parse(const char *text, size_t len, struct ember_maps *out)
 	/* The kernel lists mappings in order; sort anyway and drop overlaps, which
 	 * only a corrupted or forged text would contain. */
 	if (out->count > 1)
-		qsort(out->entries, out->count, sizeof(*out->entries), cmp_entry);
+		ember_sort(out->entries, out->count, sizeof(*out->entries), cmp_entry);
 	for (size_t i = 0; i < out->count; i++) {
 		if (kept && out->entries[i].start < out->entries[kept - 1].end) {
 			out->bad_lines++;

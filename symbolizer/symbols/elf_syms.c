@@ -14,6 +14,7 @@
 #include "symbolizer/symbols/plt.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
+#include "shared/sort.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -248,7 +249,7 @@ static int cmp_sym(const void *a, const void *b)
 static void sort_candidates(struct sym_builder *b)
 {
 	if (b->sorted < b->out->nsyms && b->out->nsyms > 1)
-		qsort(b->out->syms, b->out->nsyms, sizeof(*b->out->syms), cmp_sym);
+		ember_sort(b->out->syms, b->out->nsyms, sizeof(*b->out->syms), cmp_sym);
 	b->sorted = b->out->nsyms;
 }
 

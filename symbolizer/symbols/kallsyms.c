@@ -10,6 +10,7 @@
 #include "shared/fdio.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
+#include "shared/sort.h"
 #include "symbolizer/symbols/file_id.h"
 #include "symbolizer/memory/mem_owners.h"
 
@@ -145,7 +146,7 @@ static int finish(struct builder *b)
 	if (out->addresses_hidden)
 		out->nsyms = 0;
 	if (out->nsyms > 1)
-		qsort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
+		ember_sort(out->syms, out->nsyms, sizeof(*out->syms), cmp_ksym);
 	/* Kept for a minute or more: arrays of their exact size. */
 	if (!out->nsyms) {
 		free(out->syms);

@@ -11,6 +11,7 @@
 
 #include "shared/bytes.h"
 #include "shared/vec.h"
+#include "shared/sort.h"
 
 #define DWARF_REG_BX       3 /* rbx */
 #define DWARF_REG_DI       5 /* rdi */
@@ -795,7 +796,7 @@ int ember_cfi_finish(struct ember_cfi_builder *b, struct ember_unwind_rows *out)
 	if (!out->rows)
 		return -ENOMEM;
 	if (b->nfdes > 1)
-		qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
+		ember_sort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
 	for (size_t i = 0; i < b->nfdes; i++) {
 		const struct ember_cfi_fde *f = &b->fdes[i];
 
