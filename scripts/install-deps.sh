@@ -22,7 +22,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 build="cmake make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
   libsodium-dev libprotobuf-c-dev protobuf-c-compiler libseccomp-dev libcurl4-openssl-dev
-  zlib1g-dev liblzma-dev check libsubunit-dev ca-certificates"
+  zlib1g-dev liblzma-dev libdeflate-dev check libsubunit-dev ca-certificates"
 test="elfutils libc6-dbg golang-go linux-perf libbpf-tools bpfcc-tools protobuf-compiler python3 python3.11 python3-protobuf python3-grpcio
   ruby3.1 ruby-stackprof php8.2-cli php8.2-fpm php-excimer perl libdevel-nytprof-perl
   openjdk-17-jdk-headless nodejs erlang-base procps util-linux strace chromium python3-websocket openssl binutils xz-utils fuse3 libfuse3-dev

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "symbolizer/memory/mem_owners.h"
+#include "symbolizer/symbols/debug_image.h"
 #include "shared/sorted.h"
 #include "shared/vec.h"
 
@@ -61,6 +62,7 @@ struct path_slot {
 
 struct ember_dwarf {
 	Dwarf *dw;
+	struct ember_debug_image image; /* of compressed sections, when dw reads one */
 	struct path_slot *paths;
 	size_t npaths, paths_cap;
 	struct unit *units;
@@ -173,8 +175,15 @@ int ember_dwarf_open_within(Elf *elf, Dwarf *alt, size_t max_bytes, struct ember
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
-	d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	/* Compressed sections: those lookups read, inflated into an image libdw reads. */
+	err = ember_debug_image_open(elf, EMBER_DWARF_MAX_INFLATED, &d->image);
+	if (err && err != -ENOENT && err != -ENOTSUP) {
+		free(d);
+		return err == -EINVAL ? -ENODATA : err;
+	}
+	d->dw = dwarf_begin_elf(d->image.elf ? d->image.elf : elf, DWARF_C_READ, NULL);
 	if (!d->dw) {
+		ember_debug_image_close(&d->image);
 		free(d);
 		return -ENODATA;
 	}
@@ -212,12 +221,18 @@ void ember_dwarf_close(struct ember_dwarf *d)
 	free(d->ranges);
 	if (d->dw)
 		dwarf_end(d->dw);
+	ember_debug_image_close(&d->image);
 	free(d);
 }
 
 size_t ember_dwarf_bytes(const struct ember_dwarf *d)
 {
 	return d ? d->bytes : 0;
+}
+
+size_t ember_dwarf_image_bytes(const struct ember_dwarf *d)
+{
+	return d ? d->image.len : 0;
 }
 
 uint64_t ember_dwarf_errors(const struct ember_dwarf *d)

@@ -77,6 +77,8 @@ int ember_dwarf_lookup_within(struct ember_dwarf *d, uint64_t addr, size_t max_b
 
 /* Memory held by the handle's own tables, growing as units are expanded. */
 size_t ember_dwarf_bytes(const struct ember_dwarf *d);
+/* Bytes of the image its compressed sections were inflated into (debug_image.h), or 0. */
+size_t ember_dwarf_image_bytes(const struct ember_dwarf *d);
 /* Units whose DIEs were malformed or over a cap. */
 uint64_t ember_dwarf_errors(const struct ember_dwarf *d);
 

@@ -24,7 +24,7 @@ SKIP = 77
 # What the daemons link, preinstalled in the base tree so that installing the
 # package needs no network (the package's own Depends are checked by dpkg).
 RUNTIME = ["libbpf1", "libseccomp2", "libsodium23", "libelf1", "libdw1", "libprotobuf-c1",
-           "libcurl4", "zlib1g", "liblzma5", "libstdc++6", "passwd"]
+           "libcurl4", "zlib1g", "liblzma5", "libdeflate0", "libstdc++6", "passwd"]
 SYSTEMD = ["systemd", "systemd-sysv", "dbus"]
 # Capabilities and system calls the collector needs inside nspawn; nspawn's
 # own filter denies bpf and perf_event_open, and the symbolizer's sandbox uses Landlock.

@@ -6,6 +6,7 @@
  */
 #include <dwarf.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "check_main.h"
 #include "mini_elf.h"
 #include "self_elf.h"
+#include "symbolizer/symbols/debug_image.h"
+#include "symbolizer/symbols/dwarf.h"
 #include "symbolizer/symbols/objfile.h"
 #include "symbolizer/process/maps_parser.h"
 
@@ -210,6 +213,116 @@ static void open_bomb(bool gnu)
 	free(img);
 	free(z);
 }
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
+ * Compressed debug sections (objcopy --compress-debug-sections=zlib of this test's own
+ * binary) name every address as the plain ones do, read through the image of the
+ * sections lookups read.
+ */
+#ifdef EMBER_SANITIZERS
+#define STEP 29 /* a tenth of the lookups: each is ten times slower */
+#else
+#define STEP 3
+#endif
+START_TEST(compressed_sections_name_what_plain_ones_do)
+{
+	char path[] = "/tmp/ember-zdwarf-XXXXXX", cmd[512];
+	struct ember_sym_frames want, got;
+	struct ember_objfile z;
+	uint64_t compared = 0, inlined = 0;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s --compress-debug-sections=zlib /proc/%d/exe %s",
+	         EMBER_OBJCOPY, (int)getpid(), path);
+	ck_assert_int_eq(system(cmd), 0);
+	fd = open(path, O_RDONLY);
+	unlink(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ember_objfile_open(fd, NULL, &z), 0);
+	close(fd);
+	ck_assert_ptr_nonnull(z.dwarf);
+	ck_assert_uint_gt(ember_dwarf_image_bytes(z.dwarf), 0);
+	ck_assert_uint_eq(ember_dwarf_image_bytes(self.dwarf), 0);
+	for (size_t i = 0; i < self.syms.nsyms; i++) {
+		const struct ember_elf_sym *sym = &self.syms.syms[i];
+
+		for (uint64_t pc = sym->addr; pc < sym->addr + sym->size; pc += STEP) {
+			int r = ember_objfile_lookup(&self, pc, &want);
+
+			ck_assert_int_eq(ember_objfile_lookup(&z, pc, &got), r);
+			ck_assert_uint_eq(got.n, want.n);
+			for (uint32_t k = 0; k < want.n; k++) {
+				ck_assert(same_text(got.f[k].name, want.f[k].name));
+				ck_assert(same_text(got.f[k].file, want.f[k].file));
+				ck_assert(same_text(got.f[k].decl_file, want.f[k].decl_file));
+				ck_assert_uint_eq(got.f[k].line, want.f[k].line);
+				ck_assert_uint_eq(got.f[k].decl_line, want.f[k].decl_line);
+			}
+			compared++;
+			inlined += want.n > 1;
+		}
+	}
+	/* The whole of the test's text, inline chains among it. */
+	ck_assert_uint_gt(compared, 30000 / STEP);
+	ck_assert_uint_gt(inlined, 1500 / STEP);
+	ember_objfile_close(&z);
+}
+END_TEST
+
+/* A section that does not inflate to the size its header gives, or is not zlib: refused. */
+START_TEST(debug_image_refuses_lying_sections)
+{
+	size_t zlen, len;
+	uint8_t *z = mini_zlib_zeros(4096, &zlen), *img;
+	struct mini_section secs[] = {
+	    {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x1000, "\xc3", 1, 0, 0, 0},
+	    {".debug_info", SHT_PROGBITS, SHF_COMPRESSED, 0, z, zlen, 0, 0, 0},
+	    {".debug_loclists", SHT_PROGBITS, 0, 0, "\1\2\3\4", 4, 0, 0, 0},
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_vaddr = 0x1000};
+	struct ember_debug_image di;
+	Elf64_Chdr *ch = (Elf64_Chdr *)z;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	mini_elf(secs, 3, &ph, 1, &img, &len);
+	ck_assert_ptr_nonnull(elf = elf_memory((char *)img, len));
+	/* As it is: an image of .debug_info alone (4 KiB inflated), location lists left out. */
+	ck_assert_int_eq(ember_debug_image_open(elf, 1u << 20, &di), 0);
+	ck_assert_uint_lt(di.len, 4096 + 1024);
+	ck_assert_uint_gt(di.len, 4096);
+	ember_debug_image_close(&di);
+	ck_assert_int_eq(ember_debug_image_open(elf, 2048, &di), -E2BIG);
+	elf_end(elf);
+	free(img);
+	/* The header says more than the stream holds, then less. */
+	for (uint64_t size = 4095; size <= 4097; size += 2) {
+		ch->ch_size = size;
+		mini_elf(secs, 3, &ph, 1, &img, &len);
+		ck_assert_ptr_nonnull(elf = elf_memory((char *)img, len));
+		ck_assert_int_eq(ember_debug_image_open(elf, 1u << 20, &di), -EINVAL);
+		ck_assert_ptr_null(di.data);
+		elf_end(elf);
+		free(img);
+	}
+	/* zstd: left to libdw. */
+	ch->ch_size = 4096;
+	ch->ch_type = 2;
+	mini_elf(secs, 3, &ph, 1, &img, &len);
+	ck_assert_ptr_nonnull(elf = elf_memory((char *)img, len));
+	ck_assert_int_eq(ember_debug_image_open(elf, 1u << 20, &di), -ENOTSUP);
+	elf_end(elf);
+	free(img);
+	free(z);
+}
+END_TEST
 
 START_TEST(compressed_debug_bomb_is_refused)
 {
@@ -608,10 +721,18 @@ static Suite *dwarf_suite(void)
 	tc = tcase_create("bounded");
 	ember_tcase_cpu_bound(tc);
 	tcase_add_test(tc, compressed_debug_bomb_is_refused);
+	tcase_add_test(tc, debug_image_refuses_lying_sections);
 	tcase_add_test(tc, zdebug_bomb_is_refused);
 	tcase_add_test(tc, unit_ranges_are_capped_per_file);
 	tcase_add_test(tc, function_ranges_are_capped);
 	tcase_add_test(tc, deep_nesting_is_walked_once);
+	suite_add_tcase(s, tc);
+	/* After "bounded", whose peaks of resident memory it would raise where tests share a
+	 * process (the sanitized build): it expands every unit of the test's own DWARF. */
+	tc = tcase_create("compressed");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, compressed_sections_name_what_plain_ones_do);
 	suite_add_tcase(s, tc);
 #ifdef EMBER_ELF_FIXTURES
 	tc = tcase_create("corners");
