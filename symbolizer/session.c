@@ -854,8 +854,8 @@ static int poll_timeout_ms(const struct session *s)
 		next = s->unwind_work_ns;
 	if (s->stopped_when_due) /* records wait: read on once the interval is written */
 		return 0;
-	/* The collector's wake-ups, once a second while samples come, drive the rest: a
-	 * second timer beside them would wake an idle session twice as often. */
+	/* The collector's wake-ups (a tick that brought records) drive the rest: a timer of
+	 * its own beside them would wake an idle session twice as often. */
 	if (!next || next >= now + 2000000000ull)
 		return s->opts->progress ? 1000 : 2000;
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
