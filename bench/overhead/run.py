@@ -30,8 +30,9 @@ not counted anywhere either.
 Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--quiet]
                                   [--build build]
 """
-import json
 import argparse
+import ctypes
+import json
 import os
 import resource
 import shutil
@@ -84,11 +85,16 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_s(pid):
-    """CPU seconds of pid and of its children it has reaped (utime, stime, cutime, cstime)."""
+    """CPU seconds of pid: its threads' time on a CPU (schedstat, in nanoseconds) and that of
+    the children it has reaped (cutime, cstime: clock ticks, the only record of them)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in fields[11:15]) / TICK
+        on_cpu = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                on_cpu += int(f.read().split()[0])
+        return on_cpu / 1e9 + sum(int(x) for x in fields[13:15]) / TICK
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -143,11 +149,13 @@ class PeakRss(threading.Thread):
         self.settle, self.duration = settle, duration
         self.procs = {}  # pid: [stat at the window's start, latest stat in it]
         self.bpf = [None, None]
+        self.seen = set()  # every pid of the tree, for reap_orphans
 
     def run(self):
         t0 = time.monotonic()
         while not self.stop:
             pids = tree(self.pid)
+            self.seen.update(pids)
             rss = sum(rss_kib(p) for p in pids)
             self.peak = max(self.peak, rss)
             self.peak_pss = max(self.peak_pss, sum(pss_kib(p) for p in pids))
@@ -205,6 +213,12 @@ class PeakRss(threading.Thread):
             return None
         return 100 * (b[-1][1] - a[0][1]) / (b[-1][0] - a[0][0])
 
+    def settled(self, settle):
+        """(seconds in, CPU s of the tree) at the first reading settle seconds in: what
+        start-up cost, and where the rest of the run begins."""
+        a = [c for c in self.cpu if c[0] >= settle]
+        return a[0] if a else None
+
     def at(self, fraction, duration):
         """RSS (MiB) at a fraction of the run: is memory flat over time?"""
         t = fraction * duration
@@ -219,6 +233,24 @@ def settle_for(duration):
     return min(SETTLE, duration / 3)
 
 
+def reap_orphans(pids, deadline_s=5.0):
+    """Waits for the processes of the tool's tree that outlived their parent: a helper killed
+    by PR_SET_PDEATHSIG is nobody's to wait for, and its CPU would be in no rusage. This
+    script is their subreaper (main), so they are its children once orphaned."""
+    end = time.monotonic() + deadline_s
+    todo = set(pids)
+    while todo and time.monotonic() < end:
+        for pid in list(todo):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours: its own parent reaped it
+                done = pid
+            if done:
+                todo.discard(pid)
+        if todo:
+            time.sleep(0.05)
+
+
 def measure(name, cmd, duration):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -228,6 +260,7 @@ def measure(name, cmd, duration):
     _, err = proc.communicate(timeout=duration + 600)
     sampler.stop = True
     sampler.join()
+    reap_orphans(sampler.seen - {proc.pid})
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -237,6 +270,7 @@ def measure(name, cmd, duration):
             "pss_mib": sampler.peak_pss / 1024.0,
             "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
             "steady": sampler.steady(settle_for(duration), duration),
+            "settled": sampler.settled(settle_for(duration)),
             "breakdown": sampler.breakdown()}
 
 
@@ -259,6 +293,10 @@ def main():
     SETTLE = a.settle
     if os.geteuid() != 0:
         sys.exit("bench/overhead: run as root (both tools record every CPU)")
+    # Orphaned helpers of a tool become this script's children, to be waited for and counted.
+    PR_SET_CHILD_SUBREAPER = 36
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0):
+        sys.exit("bench/overhead: prctl(PR_SET_CHILD_SUBREAPER) failed")
     ember = os.path.join(a.build, "ember")
     perf = shutil.which("perf")
     if not os.path.exists(ember) or not perf:
@@ -331,6 +369,23 @@ def main():
                   f"{100 * (r['cpu'] - sh['cpu']) / span:.3f}% of a core")
         print("(start-up varies by about 0.1 CPU s from run to run: a steady state near or below 0 "
               "is smaller than that noise)")
+        # The same difference without start-up's noise: each run's CPU from its settle point
+        # to its exit. What is left is a second of recording, with the work a tool defers to
+        # its end (perf record reads its whole file for build ids as it exits) counted.
+        print("\na second of recording, deferred work included (CPU from the settle point to the "
+              "exit, long run minus short run):")
+        for r, sh in zip(runs, shorts):
+            if not r["settled"] or not sh["settled"]:
+                continue
+            (tl, cl), (ts, cs) = r["settled"], sh["settled"]
+            after_l, after_s = r["cpu"] - cl, sh["cpu"] - cs
+            secs = (r["wall"] - tl) - (sh["wall"] - ts)
+            r["per_second"] = 100 * (after_l - after_s) / secs if secs > 0 else None
+            print(f"{r['name']:<16} start-up {cl:.3f} CPU s ({tl:.1f} s in); after it {after_l:.3f} "
+                  f"and {after_s:.3f} CPU s over {r['wall'] - tl:.1f} and {sh['wall'] - ts:.1f} s: "
+                  f"{r['per_second']:.3f}% of a core")
+        if e.get("per_second") and p.get("per_second"):
+            print(f"ratio ember/perf: {e['per_second'] / p['per_second']:.2f}x")
     shutil.rmtree(wd, ignore_errors=True)
 
 
