@@ -8,7 +8,6 @@
  * sandbox before it reads any record or profile; from then on it works only
  * with descriptors.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "shared/str.h"
 #include "symbolizer/config.h"
 #include "symbolizer/daemon.h"
+#include "symbolizer/export/curl_lib.h"
 #include "symbolizer/export/export_queue.h"
 #include "symbolizer/file_commands.h"
 #include "symbolizer/interp/interp_ops.h"
@@ -38,6 +38,7 @@
 static int start_export(const struct ember_symbolizer_config *c, struct ember_export_config *cfg,
                         struct ember_session_export *ex)
 {
+	const struct ember_curl *curl;
 	char err[2560] = "";
 	int e;
 
@@ -48,10 +49,12 @@ static int start_export(const struct ember_symbolizer_config *c, struct ember_ex
 		return 0;
 	*cfg = c->export_cfg;
 	/* What libcurl, OpenSSL and libc would otherwise read lazily, after the sandbox
-	 * closed: the time zone (certificate checks) and, through curl_global_init,
-	 * OpenSSL's configuration. */
+	 * closed: libcurl itself (loaded only to export), the time zone (certificate
+	 * checks) and, through curl_global_init, OpenSSL's configuration. */
 	tzset();
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	if (!(curl = ember_curl(err, sizeof(err))))
+		return log_error("%s", err), EMBER_EXIT_FAILURE;
+	if (curl->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return log_error("cannot initialize libcurl"), EMBER_EXIT_FAILURE;
 	e = ember_export_config_prepare(cfg, err, sizeof(err));
 	if (!e && (e = ember_exporter_create(cfg, &ex->exporter)))
@@ -201,6 +204,6 @@ int main(int argc, char **argv)
 	                                         : run_daemon(&c, &ex, &cfg);
 	ember_exporter_destroy(ex.exporter);
 	if (c.export)
-		curl_global_cleanup();
+		ember_curl(NULL, 0)->global_cleanup();
 	return code;
 }

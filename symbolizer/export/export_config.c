@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -20,6 +19,7 @@
 #include "shared/err.h"
 #include "shared/parse.h"
 #include "shared/str.h"
+#include "symbolizer/export/curl_lib.h"
 
 #define TLS_FILE_MAX  (1u << 20)
 #define MAX_ADDRESSES 8
@@ -83,17 +83,19 @@ static bool host_char_ok(char ch, bool v6)
 	       (v6 && (ch == ':' || ch == '%'));
 }
 
+/* Only ever holds what libcurl returned: the library is loaded then. */
 static void curl_freep(char **p)
 {
-	curl_free(*p);
+	if (*p)
+		ember_curl(NULL, 0)->free(*p);
 }
 
-/* A part of u, or NULL when it has none; freed with curl_free. */
+/* A part of u, or NULL when it has none; freed with curl_freep. */
 static char *url_part(CURLU *u, CURLUPart what)
 {
 	char *s = NULL;
 
-	return curl_url_get(u, what, &s, 0) == CURLUE_OK ? s : NULL;
+	return ember_curl(NULL, 0)->url_get(u, what, &s, 0) == CURLUE_OK ? s : NULL;
 }
 
 /* Where the request goes: the URL's path (and query), or the protocol's own. */
@@ -140,7 +142,8 @@ static int parse_url(struct ember_export_config *c, CURLU *u, const char *url, c
 	__attribute__((cleanup(curl_freep))) char *scheme = NULL, *user = NULL, *pass = NULL,
 						  *host = NULL, *zone = NULL, *port = NULL;
 	char path[sizeof(c->url)];
-	CURLUcode rc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+	CURLUcode rc =
+	    ember_curl(NULL, 0)->url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
 	size_t i = 0, host_len;
 	uint64_t num;
 	bool v6;
@@ -201,11 +204,16 @@ static int parse_url(struct ember_export_config *c, CURLU *u, const char *url, c
 int ember_export_config_set_url(struct ember_export_config *c, const char *url, char *err,
                                 size_t err_size)
 {
-	CURLU *u = curl_url();
-	int r = u ? parse_url(c, u, url, err, err_size)
-	          : fail(err, err_size, -ENOMEM, "out of memory reading the URL '%s'", url);
+	const struct ember_curl *api = ember_curl(err, err_size);
+	CURLU *u;
+	int r;
 
-	curl_url_cleanup(u);
+	if (!api)
+		return -ELIBACC;
+	u = api->url();
+	r = u ? parse_url(c, u, url, err, err_size)
+	      : fail(err, err_size, -ENOMEM, "out of memory reading the URL '%s'", url);
+	api->url_cleanup(u);
 	return r;
 }
 

@@ -2,7 +2,6 @@
 #include "symbolizer/export/otlp_transport.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sodium.h>
@@ -11,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "symbolizer/export/curl_lib.h"
 #include "symbolizer/formats/gzip.h"
 #include "otlp/profiles_service.pb-c.h"
 #include "otlp/rpc_status.pb-c.h"
@@ -28,6 +28,7 @@ typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfiles
 
 struct ember_transport {
 	const struct ember_export_config *cfg;
+	const struct ember_curl *api;
 	CURL *curl;
 	struct curl_slist *resolve;
 	char errbuf[CURL_ERROR_SIZE];
@@ -347,15 +348,15 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
 
 #define SETOPT(h, opt, val)                                                                        \
 	do {                                                                                       \
-		if (curl_easy_setopt((h), (opt), (val)) != CURLE_OK)                               \
+		if (t->api->easy_setopt((h), (opt), (val)) != CURLE_OK)                            \
 			return -EINVAL;                                                            \
 	} while (0)
 
-static int blob_option(CURL *h, CURLoption opt, const struct ember_blob *b)
+static int blob_option(const struct ember_transport *t, CURLoption opt, const struct ember_blob *b)
 {
 	struct curl_blob blob = {b->data, b->len, CURL_BLOB_COPY};
 
-	return b->data && curl_easy_setopt(h, opt, &blob) != CURLE_OK ? -EINVAL : 0;
+	return b->data && t->api->easy_setopt(t->curl, opt, &blob) != CURLE_OK ? -EINVAL : 0;
 }
 
 static int setup(struct ember_transport *t)
@@ -380,7 +381,7 @@ static int setup(struct ember_transport *t)
 	SETOPT(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	SETOPT(h, CURLOPT_USERAGENT, "ember/" EMBER_VERSION);
 	if (c->resolve[0]) {
-		t->resolve = curl_slist_append(NULL, c->resolve);
+		t->resolve = t->api->slist_append(NULL, c->resolve);
 		if (!t->resolve)
 			return -ENOMEM;
 		SETOPT(h, CURLOPT_RESOLVE, t->resolve);
@@ -391,7 +392,7 @@ static int setup(struct ember_transport *t)
 		              : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
 		/* libcurl before 8.0 breaks a reused prior-knowledge HTTP/2 connection
 		 * ("Error in the HTTP2 framing layer", curl/curl#10634): one per export. */
-		if (!c->tls && curl_version_info(CURLVERSION_NOW)->version_num < 0x080000)
+		if (!c->tls && t->api->version_info(CURLVERSION_NOW)->version_num < 0x080000)
 			SETOPT(h, CURLOPT_FORBID_REUSE, 1L);
 	} else
 		SETOPT(h, CURLOPT_ACCEPT_ENCODING, "gzip");
@@ -399,9 +400,9 @@ static int setup(struct ember_transport *t)
 		/* Only the material loaded before the sandbox: no CA directory lookups. */
 		SETOPT(h, CURLOPT_CAPATH, NULL);
 		SETOPT(h, CURLOPT_CAINFO, NULL);
-		if (blob_option(h, CURLOPT_CAINFO_BLOB, &c->ca) ||
-		    blob_option(h, CURLOPT_SSLCERT_BLOB, &c->cert) ||
-		    blob_option(h, CURLOPT_SSLKEY_BLOB, &c->key))
+		if (blob_option(t, CURLOPT_CAINFO_BLOB, &c->ca) ||
+		    blob_option(t, CURLOPT_SSLCERT_BLOB, &c->cert) ||
+		    blob_option(t, CURLOPT_SSLKEY_BLOB, &c->key))
 			return -EINVAL;
 		if (c->cert.data) {
 			SETOPT(h, CURLOPT_SSLCERTTYPE, "PEM");
@@ -413,10 +414,14 @@ static int setup(struct ember_transport *t)
 
 int ember_transport_create(const struct ember_export_config *cfg, struct ember_transport **out)
 {
+	const struct ember_curl *api = ember_curl(NULL, 0);
+	const curl_version_info_data *v;
 	struct ember_transport *t;
-	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
 	int err;
 
+	if (!api)
+		return -ELIBACC;
+	v = api->version_info(CURLVERSION_NOW);
 	if (cfg->protocol == EMBER_OTLP_GRPC && !(v->features & CURL_VERSION_HTTP2))
 		return -EPROTONOSUPPORT;
 	if (cfg->tls && !(v->features & CURL_VERSION_SSL))
@@ -425,7 +430,8 @@ int ember_transport_create(const struct ember_export_config *cfg, struct ember_t
 	if (!t)
 		return -ENOMEM;
 	t->cfg = cfg;
-	t->curl = curl_easy_init();
+	t->api = api;
+	t->curl = api->easy_init();
 	if (!t->curl) {
 		free(t);
 		return -ENOMEM;
@@ -443,8 +449,8 @@ void ember_transport_destroy(struct ember_transport *t)
 {
 	if (!t)
 		return;
-	curl_easy_cleanup(t->curl);
-	curl_slist_free_all(t->resolve);
+	t->api->easy_cleanup(t->curl);
+	t->api->slist_free_all(t->resolve);
 	free(t->body);
 	free(t);
 }
@@ -458,7 +464,7 @@ static struct curl_slist *request_headers(const struct ember_transport *t, bool 
 
 #define ADD(s)                                                                                     \
 	do {                                                                                       \
-		next = curl_slist_append(l, (s));                                                  \
+		next = t->api->slist_append(l, (s));                                               \
 		if (!next)                                                                         \
 			goto fail;                                                                 \
 		l = next;                                                                          \
@@ -483,7 +489,7 @@ static struct curl_slist *request_headers(const struct ember_transport *t, bool 
 #undef ADD
 	return l;
 fail:
-	curl_slist_free_all(l);
+	t->api->slist_free_all(l);
 	return NULL;
 }
 
@@ -538,7 +544,7 @@ static void http_result(struct ember_transport *t, struct ember_send_result *r)
 	r->outcome = ember_otlp_http_outcome(r->http_status);
 	ember_http_parse_response(t->body, t->body_len, t->content_type, r);
 	if (r->outcome == EMBER_SEND_RETRY &&
-	    curl_easy_getinfo(t->curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
+	    t->api->easy_getinfo(t->curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
 	    retry_after > 0)
 		r->retry_after_ms = (uint64_t)retry_after > MAX_RETRY_DELAY_MS / 1000
 		                        ? MAX_RETRY_DELAY_MS
@@ -568,19 +574,20 @@ void ember_transport_send(struct ember_transport *t, const uint8_t *body, size_t
 		body = framed;
 	}
 	headers = request_headers(t, compressed, timeout_ms);
-	if (!headers || curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
-	    curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
-	    curl_easy_setopt(t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) != CURLE_OK ||
-	    curl_easy_setopt(t->curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT_MS,
-	                     (long)(timeout_ms < MAX_CONNECT_TIMEOUT_MS
-	                                ? timeout_ms
-	                                : MAX_CONNECT_TIMEOUT_MS)) != CURLE_OK) {
+	if (!headers || t->api->easy_setopt(t->curl, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+	    t->api->easy_setopt(t->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
+	    t->api->easy_setopt(t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) !=
+	        CURLE_OK ||
+	    t->api->easy_setopt(t->curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms) != CURLE_OK ||
+	    t->api->easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT_MS,
+	                        (long)(timeout_ms < MAX_CONNECT_TIMEOUT_MS
+	                                   ? timeout_ms
+	                                   : MAX_CONNECT_TIMEOUT_MS)) != CURLE_OK) {
 		snprintf(r->message, sizeof(r->message), "cannot set up the request");
 		goto out;
 	}
-	rc = curl_easy_perform(t->curl);
-	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+	rc = t->api->easy_perform(t->curl);
+	t->api->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
 	r->http_status = (int)status;
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		r->outcome = EMBER_SEND_ABORTED;
@@ -590,15 +597,15 @@ void ember_transport_send(struct ember_transport *t, const uint8_t *body, size_t
 		 * a receiver that restarts. Worth another try later. */
 		r->outcome = EMBER_SEND_RETRY;
 		snprintf(r->message, sizeof(r->message), "%s",
-		         t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
+		         t->errbuf[0] ? t->errbuf : t->api->easy_strerror(rc));
 	} else if (c->protocol == EMBER_OTLP_GRPC) {
 		grpc_result(t, r);
 	} else {
 		http_result(t, r);
 	}
 out:
-	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(headers);
+	t->api->easy_setopt(t->curl, CURLOPT_HTTPHEADER, NULL);
+	t->api->slist_free_all(headers);
 	free(framed);
 	t->abort = NULL;
 }

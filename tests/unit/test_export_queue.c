@@ -4,7 +4,6 @@
  * server on 127.0.0.1: delivery, retries with Retry-After, no retry after a
  * permanent refusal, timeouts, the queue's byte bound, giving up.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "check_main.h"
 #include "mini_http.h"
 #include "shared/clock.h"
+#include "symbolizer/export/curl_lib.h"
 #include "symbolizer/export/export_queue.h"
 
 #define SEC 1000000000ull
@@ -300,7 +300,9 @@ static Suite *suite(void)
 	Suite *s = suite_create("export");
 	TCase *tc = tcase_create("core");
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* libcurl as ember loads it (dlopen), or the tests fail at once saying why. */
+	if (!ember_curl(NULL, 0) || ember_curl(NULL, 0)->global_init(CURL_GLOBAL_DEFAULT))
+		abort();
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, backoff_doubles_caps_and_jitters);
 	tcase_add_test(tc, delivers_compressed_batches_in_order);
