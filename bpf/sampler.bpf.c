@@ -25,6 +25,15 @@ const volatile bool include_idle = false;
 #define SAMPLES_RING_BYTES (1 << 22)
 /* Wake the collector early once this much is waiting (an eighth of the ring). */
 const volatile __u64 wakeup_bytes = SAMPLES_RING_BYTES / 8;
+/*
+ * Samples whose symbolization reads the process's memory soon after (the look-ahead):
+ * interpreted frames (code objects), a goroutine's labels, a span's attributes. Those may
+ * be gone or reused by the collector's next tick, a second later; such samples wake it at
+ * most every PERISHABLE_WAKE_NS (when the last such wake-up was, on any CPU: a race costs
+ * one wake-up more).
+ */
+#define PERISHABLE_WAKE_NS (250ull * 1000000ull)
+__u64 perishable_woken_ns;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -90,14 +99,21 @@ static __always_inline void send_sample(void *ctx, struct sample_scratch *s, __u
 
 	/*
 	 * Waking the collector for every sample costs more than the sample: it
-	 * drains on its timer, and is woken early only when the ring fills up or
-	 * when a sample shows a process lacks a mapping list, its tables found by
-	 * file or not (its maps are wanted now, and a new process's maps are copied
-	 * while it lives: one of 50 ms is gone by the next timer).
+	 * drains on its tick, and is woken early only when the ring fills up, for a
+	 * perishable sample (above), or when a sample shows a process lacks a
+	 * mapping list, its tables found by file or not (its maps are wanted now,
+	 * and a new process's maps are copied while it lives: one of 50 ms is gone
+	 * by the next tick).
 	 */
 	wake = (s->hdr.stack_flags & (EMBER_STACK_UNWIND_NO_PROC | EMBER_STACK_UNWIND_MAP_MISS |
 	                              EMBER_STACK_UNWIND_BY_FILE)) ||
 	       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > wakeup_bytes;
+	if (((s->hdr.stack_flags & (EMBER_STACK_INTERP | EMBER_STACK_GO_LABELS)) ||
+	     ((s->hdr.stack_flags & EMBER_STACK_TRACE_CTX) && s->hdr.ctx_record)) &&
+	    now - perishable_woken_ns >= PERISHABLE_WAKE_NS) {
+		perishable_woken_ns = now;
+		wake = true;
+	}
 	if (bpf_ringbuf_output(&samples, s, size, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		count_drop(EMBER_DROP_RINGBUF_FULL);
 }

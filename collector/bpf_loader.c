@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/param.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -153,7 +154,7 @@ static int load_sampler(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	/* A second of the largest samples from every CPU; the collector drains it every tick. */
 	ring = ember_ring_bytes_for(EMBER_RECORDS_PER_S(o->sample_hz, o->off_cpu_min_ns), b->ncpus,
 	                            1, 512u << 10);
-	b->sampler->rodata->wakeup_bytes = ring / 8;
+	b->sampler->rodata->wakeup_bytes = MIN(ring / 8, o->peer_ring ? o->peer_ring / 4 : ring);
 	err = bpf_map__set_max_entries(b->sampler->maps.samples, (__u32)ring);
 	if (!err)
 		err = sampler_bpf__load(b->sampler);

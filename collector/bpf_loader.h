@@ -28,6 +28,7 @@ struct ember_bpf_opts {
 	size_t npids;            /* ... or these cgroups', when the selection has some: */
 	struct ember_selection *selection; /* ids of cgroups made since are filled in */
 	bool follow_forks;                 /* the processes the chosen ones start are chosen too */
+	uint64_t peer_ring; /* the symbolizer's ring: a wake-up brings at most a quarter of it */
 	ring_buffer_sample_fn on_sample;
 	ring_buffer_sample_fn on_proc_event;
 	void *cb_ctx;

@@ -34,11 +34,9 @@
 #include "shared/log.h"
 #include "shared/str.h"
 
-/* Samples that flow are drained every TICK_MS, so that an interval's last ones land in it; a
- * quiet host (fewer than QUIET_RECORDS_PER_S) once a second, which wakes it once. */
-#define TICK_MS              250
-#define QUIET_TICK_MS        1000
-#define QUIET_RECORDS_PER_S  8
+/* The kernel's rings are drained once a tick. The eBPF side wakes the collector early for
+ * what cannot wait; the symbolizer ends an interval at its samples' own times. */
+#define TICK_MS              1000
 #define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
 #define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
@@ -68,8 +66,8 @@ struct recorder {
 	pid_t command;      /* while it runs */
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
-	uint64_t stop_ns, flush_deadline_ns, next_tick_ns, last_tick_ns, next_second_ns;
-	uint64_t seconds, drained; /* records drained since the last tick */
+	uint64_t stop_ns, flush_deadline_ns, next_tick_ns, next_second_ns;
+	uint64_t seconds;
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
@@ -148,14 +146,6 @@ static void drop_peer(struct recorder *r)
 	r->listed = false;
 }
 
-/* Moves the kernel's records on to the symbolizer's ring, counted for the tick's pace. */
-static void drain_bpf(struct recorder *r)
-{
-	int n = ember_bpf_drain(&r->bpf);
-
-	r->drained += n > 0 ? (uint64_t)n : 0;
-}
-
 static void on_tick(struct recorder *r, uint64_t now_ns)
 {
 	uint64_t drops[EMBER_DROP_MAX];
@@ -164,7 +154,7 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		return;
 	if (!r->stopping) {
 		/* Samples wake the collector only when urgent: the tick drains the rest. */
-		drain_bpf(r);
+		ember_bpf_drain(&r->bpf);
 		if (!ember_bpf_read_drops(&r->bpf, drops))
 			ember_drain_account_bpf_drops(&r->drain, drops);
 		ember_drain_flush_lost(&r->drain);
@@ -520,6 +510,7 @@ static int start_programs(struct recorder *r)
 	    .on_sample = ember_drain_on_sample,
 	    .on_proc_event = ember_drain_on_proc_event,
 	    .cb_ctx = &r->drain,
+	    .peer_ring = r->peer.config.ring_size,
 	};
 	int err;
 
@@ -554,8 +545,8 @@ static int watch_events(struct recorder *r)
 {
 	int err;
 
-	r->last_tick_ns = ember_monotonic_ns(); /* the tick is epoll_wait's timeout */
-	r->next_tick_ns = r->last_tick_ns + TICK_MS * 1000000ull;
+	/* The tick is epoll_wait's timeout. */
+	r->next_tick_ns = ember_monotonic_ns() + TICK_MS * 1000000ull;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0)
 		return neg_errno();
@@ -665,7 +656,6 @@ static void run_loop(struct recorder *r)
 	while (!r->finished || r->command > 0) {
 		struct epoll_event evs[8];
 		uint64_t now = ember_monotonic_ns();
-		bool quiet;
 		int tick_ms =
 			now >= r->next_tick_ns ? 0 : (int)((r->next_tick_ns - now) / 1000000u) + 1,
 		    pool_ms = ember_pool_timeout_ms(&r->pool, now);
@@ -685,7 +675,7 @@ static void run_loop(struct recorder *r)
 				on_worker(r, evs[i].data.u32 >> 8, now);
 				break;
 			case TAG_BPF:
-				drain_bpf(r);
+				ember_bpf_drain(&r->bpf);
 				if (ember_peer_active(&r->peer))
 					ember_ring_notify(&r->peer.ring);
 				break;
@@ -708,11 +698,7 @@ static void run_loop(struct recorder *r)
 		}
 		if (now >= r->next_tick_ns) {
 			on_tick(r, now);
-			quiet = r->drained * 1000000000ull <
-			        QUIET_RECORDS_PER_S * (now - r->last_tick_ns);
-			r->drained = 0;
-			r->last_tick_ns = now;
-			r->next_tick_ns = now + (quiet ? QUIET_TICK_MS : TICK_MS) * 1000000ull;
+			r->next_tick_ns = now + TICK_MS * 1000000ull;
 			/* A tick falls when the duration ends. */
 			if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
 				r->next_tick_ns = r->stop_ns;

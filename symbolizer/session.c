@@ -29,6 +29,10 @@
 #define RELEASE_EVERY        64 /* records between consumer-position updates */
 #define RECORD_BUF_SIZE      EMBER_RING_MAX_RECORD
 #define CUT_SLACK_NS         (200ull * 1000000ull)
+/* An interval ends at the first record taken after its end. Without one (a quiet host),
+ * once the collector has drained since: its tick is a second. Also the most an interval
+ * is written late when symbolization lags (its end then falls by the clock). */
+#define CUT_WAIT_NS          (1500ull * 1000000ull)
 #define COPY_RESULTS         4096 /* stacks unwound from copies, waiting for symbolization */
 #define UNWIND_SLICE_NS      (20ull * 1000000ull) /* table loads of running processes per pass */
 
@@ -78,8 +82,10 @@ struct session {
 	uint64_t interval_deadline_ns; /* monotonic; 0 without intervals */
 	uint64_t next_cut_ns;          /* monotonic: the end of the export interval */
 	/* Draining stops when an interval is due (the main loop's drains only), and says
-	 * whether it left records for after the interval is written. */
+	 * whether it left records for after the interval is written: held_ns is the time of
+	 * the first record taken after the interval's end, left in the ring for the next. */
 	bool stop_when_due, stopped_when_due;
+	uint64_t held_ns;
 	uint64_t next_progress_ns; /* monotonic: when the status line is redrawn */
 	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
@@ -454,16 +460,59 @@ static void scan_execs(struct session *s)
  * are read next. A drain can take seconds on a loaded host (it waits for table loads,
  * readers and the broker, each for the CPU), and every interval due meanwhile was late.
  */
+static uint64_t due_ns(const struct session *s)
+{
+	uint64_t due = s->interval_deadline_ns;
+
+	if (s->opts->export.exporter && (!due || s->next_cut_ns < due))
+		due = s->next_cut_ns;
+	return due;
+}
+
 static bool interval_due(struct session *s)
 {
-	uint64_t now;
+	uint64_t due = due_ns(s);
 
-	if (!s->stop_when_due || (!s->interval_deadline_ns && !s->opts->export.exporter))
+	if (!s->stop_when_due || !due)
 		return false;
-	now = ember_monotonic_ns();
-	s->stopped_when_due = (s->interval_deadline_ns && now >= s->interval_deadline_ns) ||
-	                      (s->opts->export.exporter && now >= s->next_cut_ns);
+	s->stopped_when_due = ember_monotonic_ns() >= due + CUT_WAIT_NS;
 	return s->stopped_when_due;
+}
+
+/*
+ * Whether the record just read was taken after the interval's end: then it is left in the
+ * ring for the next interval. Samples come from the kernel's ring a tick late (a second),
+ * so the clock alone would put a second of them in the wrong interval. A record from the
+ * future is taken as now's, so that no record is held across the next interval too.
+ */
+static bool past_due(struct session *s, uint16_t type, size_t len)
+{
+	const struct ember_sample_event *sample;
+	const struct ember_proc_event *ev;
+	const uint64_t *frames;
+	uint64_t due = due_ns(s), t;
+
+	if (!s->stop_when_due || !due)
+		return false;
+	if (type == EMBER_REC_SAMPLE && !ember_decode_sample(s->buf, len, &sample, &frames))
+		t = sample->time_ns;
+	else if ((type == EMBER_REC_PROCESS_EXEC || type == EMBER_REC_PROCESS_EXIT) &&
+	         !ember_decode_proc_event(s->buf, len, &ev))
+		t = ev->time_ns;
+	else
+		return false;
+	if (t < due || t > ember_monotonic_ns())
+		return false;
+	s->held_ns = t;
+	s->stopped_when_due = true;
+	return true;
+}
+
+/* Whether the interval ending at `deadline` (monotonic; 0: none) is over: see past_due(). */
+static bool cut_now(const struct session *s, uint64_t deadline)
+{
+	return deadline &&
+	       (s->held_ns >= deadline || ember_monotonic_ns() >= deadline + CUT_WAIT_NS);
 }
 
 /*
@@ -520,11 +569,13 @@ static int drain_ring(struct session *s, uint64_t until)
 	int ahead_err, err = 0;
 
 	s->stopped_when_due = false;
+	s->held_ns = 0;
 	ahead_err = look_ahead(s, until);
 
 	/* Symbolization reads only what the cursor ahead has seen, and the cursor
 	 * moves on every RELEASE_EVERY records. */
 	while (s->ring.tail < (until && until < s->ahead.tail ? until : s->ahead.tail)) {
+		uint64_t before = s->ring.tail;
 		uint16_t type;
 		int len;
 
@@ -537,6 +588,10 @@ static int drain_ring(struct session *s, uint64_t until)
 		len = ember_ring_read(&s->ring, &type, s->buf, sizeof(s->buf));
 		if (len == -EAGAIN)
 			break;
+		if (len >= 0 && past_due(s, type, (size_t)len)) {
+			s->ring.tail = before; /* not released: read again after the cut */
+			break;
+		}
 		if (len == -EBADMSG) {
 			log_error("the sample ring is corrupt: stopping");
 			err = -EBADMSG;
@@ -600,6 +655,21 @@ static int submit_request(void *ctx, uint8_t *buf, size_t len, uint64_t nsamples
 }
 
 /*
+ * Where an interval due at `deadline` (monotonic) ends when it is cut at `now`: at its
+ * deadline once that has passed (by less than an interval: after a longer stall the next
+ * starts afresh), so that intervals neither drift nor overlap; else now (a flush).
+ */
+static uint64_t interval_end(uint64_t deadline, uint64_t now, uint64_t interval_ns)
+{
+	return deadline && now >= deadline && now - deadline < interval_ns ? deadline : now;
+}
+
+static uint64_t to_realtime(uint64_t monotonic_ns)
+{
+	return (uint64_t)((int64_t)monotonic_ns + ember_monotonic_to_realtime_ns());
+}
+
+/*
  * Ships the export interval and starts the next: encode (as several requests
  * when it is larger than a receiver takes), queue (the export thread sends),
  * keep it for the files if there are any, reset.
@@ -608,9 +678,11 @@ static void cut_interval(struct session *s)
 {
 	struct ember_exporter *e = s->opts->export.exporter;
 	struct ember_profile *p = &s->profile;
+	uint64_t end =
+	    interval_end(s->next_cut_ns, ember_monotonic_ns(), s->opts->export.interval_ns);
 	int err;
 
-	p->end_ns = ember_realtime_ns();
+	p->end_ns = to_realtime(end);
 	if (p->samples.len) {
 		EMBER_MEM_SCOPE(EMBER_MEM_OUTPUT);
 
@@ -630,7 +702,7 @@ static void cut_interval(struct session *s)
 	ember_symbolizer_profile_was_reset(&s->sym);
 	ember_symbolizer_release_memory(&s->sym);
 	/* Every cut, also one for the files, starts a full export interval. */
-	s->next_cut_ns = ember_monotonic_ns() + s->opts->export.interval_ns;
+	s->next_cut_ns = end + s->opts->export.interval_ns;
 }
 
 /*
@@ -687,8 +759,8 @@ static int write_outputs(struct session *s)
 	return status;
 }
 
-/* Daemon: this interval's files, then a fresh profile for the next one. */
-static int write_interval(struct session *s)
+/* Daemon: this interval's files, then a fresh profile for the next one (from `end`). */
+static int write_interval(struct session *s, uint64_t end)
 {
 	struct ember_profile *p = file_profile(s);
 	char memory[512];
@@ -710,20 +782,22 @@ static int write_interval(struct session *s)
 	log_info("memory: %s", memory);
 	p->start_ns = p->end_ns;
 	if (s->opts->interval_ms)
-		s->interval_deadline_ns = ember_monotonic_ns() + s->opts->interval_ms * 1000000ull;
+		s->interval_deadline_ns = end + s->opts->interval_ms * 1000000ull;
 	return status;
 }
 
 static int flush_outputs(struct session *s)
 {
+	uint64_t end = interval_end(s->interval_deadline_ns, ember_monotonic_ns(),
+	                            s->opts->interval_ms * 1000000ull);
 	int err;
 
 	/* Any flush ships what the export interval holds so far: the files are whole. */
 	if (s->opts->export.exporter)
 		cut_interval(s);
-	file_profile(s)->end_ns = ember_realtime_ns();
+	file_profile(s)->end_ns = to_realtime(end);
 	set_run_stats(s);
-	err = s->opts->rotation ? write_interval(s) : write_outputs(s);
+	err = s->opts->rotation ? write_interval(s, end) : write_outputs(s);
 	if (!s->opts->rotation) {
 		char memory[512];
 
@@ -845,10 +919,11 @@ static int on_message(struct session *s, bool *done)
 
 static int poll_timeout_ms(const struct session *s)
 {
-	uint64_t now = ember_monotonic_ns(), next = s->interval_deadline_ns;
+	uint64_t now = ember_monotonic_ns(), next = due_ns(s);
 
-	if (s->opts->export.exporter && (!next || s->next_cut_ns < next))
-		next = s->next_cut_ns;
+	/* The collector's next tick after an interval's end brings the records that end it. */
+	if (next)
+		next += CUT_WAIT_NS;
 	/* Reloads after exec and table loads of processes running at the start are timed. */
 	if (s->unwind_work_ns && (!next || s->unwind_work_ns < next))
 		next = s->unwind_work_ns;
@@ -894,11 +969,9 @@ static int run(struct session *s)
 			draw_progress(s, "(Ctrl-C to stop)");
 		if (!err && (fds[2].revents & POLLIN))
 			err = on_signal(s, &done);
-		if (!err && !done && s->interval_deadline_ns &&
-		    ember_monotonic_ns() >= s->interval_deadline_ns)
+		if (!err && !done && cut_now(s, s->interval_deadline_ns))
 			err = flush_outputs(s);
-		if (!err && !done && s->opts->export.exporter &&
-		    ember_monotonic_ns() >= s->next_cut_ns)
+		if (!err && !done && s->opts->export.exporter && cut_now(s, s->next_cut_ns))
 			cut_interval(s);
 		if (!err && !done && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			err = on_message(s, &done);
