@@ -27,7 +27,13 @@ of stack per sample in dwarf mode) is charged to the workload and not counted.
 A second, short run of every pair (--short, 2 s) separates each tool's
 start-up cost from its cost per sample, which is what a long profile pays.
 
+--repeat N records each workload with ember alone N times, round-robin, and prints
+its eBPF time per sample in each run, the least and the median: on a shared or
+virtual machine one run's figure swings by a factor of two or more with what
+else the host does to the caches.
+
 Usage: sudo bench/unwind/run.py [--duration 10] [--hz 199] [--short 2] [--build build]
+                                [--repeat N]
 """
 import argparse
 import json
@@ -190,6 +196,10 @@ def main():
     ap.add_argument("--hz", type=int, default=199)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--workloads", default="fp,nofp,deep,xz,python,gzip")
+    ap.add_argument("--repeat", type=int, default=0,
+                    help="instead: record each workload with ember this many times and print "
+                         "its eBPF time per sample in each run, the least and the median (the "
+                         "least is the least disturbed by the rest of the host)")
     ap.add_argument("--short", type=int, default=2,
                     help="also run each for this many seconds to separate start-up from the "
                          "cost per sample (0: do not)")
@@ -204,6 +214,24 @@ def main():
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=False)
     tools = [("ember", None), ("perf-fp", "fp"), ("perf-dwarf", "dwarf")]
     results, short = {}, {}
+    if args.repeat:
+        try:
+            per = {kind: [] for kind in args.workloads.split(",")}
+            for i in range(args.repeat):  # round-robin: a disturbance hits every workload alike
+                for kind in per:
+                    _, total, _, bpf = one_run(args, kind, "ember", None, bins, data, wd,
+                                               args.duration)
+                    per[kind].append(1e6 * bpf / total if total else float("nan"))
+        finally:
+            subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=False)
+        print(f"\neBPF time per sample (us: ember_sample's run time over the workload's "
+              f"samples), {args.repeat} runs of {args.duration} s at {args.hz} Hz\n")
+        print("| workload | runs | least | median |")
+        print("|---|---|---|---|")
+        for kind, v in per.items():
+            print(f"| {kind} | " + ", ".join(f"{x:.1f}" for x in v) +
+                  f" | {min(v):.1f} | {sorted(v)[len(v) // 2]:.1f} |")
+        return
     try:
         for kind in args.workloads.split(","):
             for tool, mode in tools:
@@ -223,7 +251,7 @@ def main():
     for kind in args.workloads.split(","):
         cells, costs = [], []
         for tool, _ in tools:
-            good, total, cost = results[(kind, tool)]
+            good, total, cost, _ = results[(kind, tool)]
             cells.append(f"{100.0 * good / total:.1f}% of {total}" if total else "no samples")
             costs.append(cost)
         ratio = costs[0] / costs[2] if costs[2] else float("nan")
@@ -241,8 +269,8 @@ def main():
     for kind in args.workloads.split(","):
         per, start = [], []
         for tool, _ in tools:
-            _, n_long, c_long = results[(kind, tool)]
-            _, n_short, c_short = short[(kind, tool)]
+            _, n_long, c_long, _ = results[(kind, tool)]
+            _, n_short, c_short, _ = short[(kind, tool)]
             dn = n_long - n_short
             per.append(1000.0 * (c_long - c_short) / dn if dn > 0 else float("nan"))
             start.append(c_short)
@@ -268,7 +296,7 @@ def one_run(args, kind, tool, mode, bins, data, wd, duration):
     good, total = completeness(stacks, comm_of(kind))
     print(f"{kind:7s} {tool:10s} {duration:3d}s {good:6d}/{total:<6d} complete, "
           f"cpu {cpu:.2f}s + post {post:.2f}s + bpf {bpf:.3f}s", flush=True)
-    return good, total, cpu + post + bpf
+    return good, total, cpu + post + bpf, bpf
 
 if __name__ == "__main__":
     main()
