@@ -69,6 +69,7 @@ struct {
 struct ember_unwind_hint {
 	__u32 table;
 	__u32 block;
+	__u32 row; /* in the block: where addr was found, checked like the block */
 };
 
 struct {
@@ -133,6 +134,10 @@ struct ember_uw_state {
 	__u64 exe_start, exe_end, exe_bias;
 	__u64 vma_start, vma_end, vma_bias;
 	__u32 exe_table, exe_why, vma_table, vma_why;
+	/* The process list's mapping of the last frame: most callers are in the same file, and
+	 * a sample's frames need no second search of the list (a hash lookup and a binary
+	 * search) for it. Empty (end 0) until a frame is found in the list. */
+	struct ember_unwind_mapping last_map;
 };
 
 #include "interp.bpf.h"
@@ -276,11 +281,13 @@ __attribute__((noinline)) int ember_find_row(__u32 table, __u32 addr,
 	__u32 *nblocks = bpf_map_lookup_elem(&unwind_tables, &table);
 	__u32 slot = (addr ^ (table * 0x9e3779b1u)) & (EMBER_UNWIND_HINTS - 1);
 	struct ember_unwind_hint *hint = bpf_map_lookup_elem(&unwind_hints, &slot);
-	__u32 lo;
+	__u32 lo = EMBER_UNWIND_BLOCK_ROWS;
 
 	if (!out || !nblocks || !*nblocks)
 		return -1;
 	blk = hinted_block(hint, table, *nblocks, addr);
+	if (blk && hint)
+		lo = hint->row;
 	if (!blk) {
 		bs.hi = *nblocks;
 		bpf_loop(EMBER_UNWIND_BLOCK_STEPS, block_search_step, &bs, 0);
@@ -293,9 +300,16 @@ __attribute__((noinline)) int ember_find_row(__u32 table, __u32 addr,
 			hint->block = key.block;
 		}
 	}
-	rs.blk = blk;
-	bpf_loop(EMBER_UNWIND_ROW_STEPS, row_search_step, &rs, 0);
-	lo = rs.lo;
+	/* The hinted row, if it still covers addr (rows are sorted: the next one starts above
+	 * it); else the search. */
+	if (lo >= EMBER_UNWIND_BLOCK_ROWS - 1 || blk->rows[lo].pc > addr ||
+	    addr >= blk->rows[lo + 1].pc) {
+		rs.blk = blk;
+		bpf_loop(EMBER_UNWIND_ROW_STEPS, row_search_step, &rs, 0);
+		lo = rs.lo;
+		if (hint)
+			hint->row = lo;
+	}
 	if (lo >= EMBER_UNWIND_BLOCK_ROWS)
 		return -1;
 	*out = blk->rows[lo];
@@ -728,7 +742,7 @@ static long unwind_step(__u64 i, void *ctx)
 	struct ember_uw_state *st = ctx;
 	const struct ember_unwind_mapping *m;
 	struct ember_unwind_mapping by_file;
-	struct ember_unwind_proc *proc;
+	struct ember_unwind_proc *proc = NULL;
 	long why;
 	struct ember_unwind_row row;
 	struct sample_scratch *s;
@@ -769,8 +783,14 @@ static long unwind_step(__u64 i, void *ctx)
 	s->uw_words++;
 	s->uw_native++;
 	st->exact = 0;
-	proc = st->list_stale ? NULL : bpf_map_lookup_elem(&unwind_procs, &st->tgid);
-	m = proc ? find_mapping(proc, pc) : NULL;
+	if (pc >= st->last_map.start && pc < st->last_map.end) {
+		m = &st->last_map;
+	} else {
+		proc = st->list_stale ? NULL : bpf_map_lookup_elem(&unwind_procs, &st->tgid);
+		m = proc ? find_mapping(proc, pc) : NULL;
+		if (m)
+			st->last_map = *m;
+	}
 	/* The list's table of an executable rewritten since is the old file's: the file is
 	 * asked instead, which refuses it too, and learns the process's mappings for its exit
 	 * (proc.bpf.h), where the symbolizer may find the maps of a process gone. */

@@ -418,7 +418,7 @@ const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const u
 	struct ember_thread_ctx *t = state;
 	uint64_t w[3];
 	struct ember_interp_key key = {pid, 0, record};
-	uint8_t buf[EMBER_TCTX_HEADER + EMBER_TCTX_MAX_ATTRS];
+	uint8_t buf[EMBER_TCTX_HEADER + EMBER_TCTX_MAX_ATTRS], again[EMBER_TCTX_HEADER];
 	struct tctx_process *p;
 	struct go_label_set *c;
 	const char *names;
@@ -449,6 +449,14 @@ const char *ember_tctx_attrs(void *state, uint32_t pid, uint64_t record, const u
 	if (!err && n)
 		err = ember_interp_mem_read(&p->proc.mem, record + EMBER_TCTX_HEADER,
 		                            buf + EMBER_TCTX_HEADER, n);
+	/* And the header again: a writer that moved the record on to its next span between the
+	 * two reads (it clears it, then writes ids, attributes and valid) left the ids read
+	 * first beside the next span's attributes; once cached, every sample of the span would
+	 * carry them. */
+	if (!err && n)
+		err = ember_interp_mem_read(&p->proc.mem, record, again, EMBER_TCTX_HEADER);
+	if (!err && n && memcmp(buf, again, EMBER_TCTX_HEADER))
+		buf[24] = 0; /* stale: below */
 	/* The record must still be the sample's span's: else its attributes are another's. */
 	if (!err && (memcmp(buf, trace_id, 16) || memcmp(buf + 16, span_id, 8) || buf[24] != 1)) {
 		t->attrs_stale++;

@@ -297,6 +297,11 @@ def test_jfr_beside():
         shares, lines = check_split("java-17 with JFR", samples, truth, True)
         peer = jfr_leaves(DEBIAN_JDK, jfr)
         total = sum(v["samples"] for v in peer.values())
+        # JFR's sampler thread starves on a loaded host (seen: 388 leaf samples in 5 s in a
+        # newcomer run with the rest of the suite, where ember had 4,650): once more.
+        if total < 400 and attempt == 0:
+            log(f"    JFR has only {total} samples in the leaves: once more")
+            continue
         assert total >= 400, f"JFR has too few samples in the leaves ({total})"
         # JFR samples a thread only at some of its ticks, and on a loaded machine its
         # shares drift from the workload's own clock (seen: 72.1% for a leaf of 59.9%,
