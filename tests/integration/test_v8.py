@@ -286,27 +286,40 @@ def cpu_prof_leaves(directory):
 def test_cpu_prof_beside():
     """node --cpu-prof (V8's own sampling profiler, in the same process) while ember
     records it: the leaves' names and scripts equal, the hottest line of each leaf equal,
-    shares within 5 points."""
+    shares within 5 points. V8's sampler can drift from the workload's own clock on a
+    loaded machine (seen: leafA at 95.0% for a truth of 59.5%, ember 59.4%): a run where it
+    is more than 5 points off the truth is recorded once more, and if it is off again its
+    shares are not compared (ember's are held to the truth in run); names, scripts and
+    hottest lines still are."""
     exe = nodes.fetch("20.20.2")
-    prof_dir = os.path.join(WD, "cpu-prof")
-    os.makedirs(prof_dir, exist_ok=True)
-    _, samples, _, truth, _, _ = run(exe, "node-20-cpu-prof", "split",
-                                     opts=("--cpu-prof", f"--cpu-prof-dir={prof_dir}",
-                                           "--cpu-prof-interval=1000"))
-    truth = next(iter(truth.values()))
-    counts, lines, files = collections.Counter(), collections.defaultdict(collections.Counter), {}
-    for n, _, leaf in in_leaves(samples, innermost_leaf):
-        counts[LEAF_OF[leaf.name]] += n
-        lines[LEAF_OF[leaf.name]][leaf.line] += n
-        files[LEAF_OF[leaf.name]] = leaf.file
-    total = sum(counts.values())
-    shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
-    peer = cpu_prof_leaves(prof_dir)
-    for leaf in LEAVES:
-        url = peer[leaf]["file"] or ""
-        assert url in (files.get(leaf), "file://" + files.get(leaf, "")), \
-            f"{leaf}: --cpu-prof's script {url}, ember's {files.get(leaf)}"
-    check_peer("--cpu-prof", peer, "ticks", NAMES, shares, lines, truth)
+    for attempt in range(2):
+        prof_dir = os.path.join(WD, f"cpu-prof-{attempt}")
+        os.makedirs(prof_dir, exist_ok=True)
+        _, samples, _, truth, _, _ = run(exe, f"node-20-cpu-prof-{attempt}", "split",
+                                         opts=("--cpu-prof", f"--cpu-prof-dir={prof_dir}",
+                                               "--cpu-prof-interval=1000"))
+        truth = next(iter(truth.values()))
+        counts, lines = collections.Counter(), collections.defaultdict(collections.Counter)
+        files = {}
+        for n, _, leaf in in_leaves(samples, innermost_leaf):
+            counts[LEAF_OF[leaf.name]] += n
+            lines[LEAF_OF[leaf.name]][leaf.line] += n
+            files[LEAF_OF[leaf.name]] = leaf.file
+        total = sum(counts.values())
+        shares = {leaf: 100.0 * counts[leaf] / total for leaf in LEAVES}
+        peer = cpu_prof_leaves(prof_dir)
+        for leaf in LEAVES:
+            url = peer[leaf]["file"] or ""
+            assert url in (files.get(leaf), "file://" + files.get(leaf, "")), \
+                f"{leaf}: --cpu-prof's script {url}, ember's {files.get(leaf)}"
+        ticks = sum(peer[leaf]["ticks"] for leaf in LEAVES) or 1
+        off = max(abs(100.0 * peer[leaf]["ticks"] / ticks - truth[leaf]) for leaf in LEAVES)
+        if off > 5.0 and attempt == 0:
+            log(f"    --cpu-prof is {off:.1f} points off the workload's own truth: once more")
+            continue
+        check_peer("--cpu-prof", peer, "ticks", NAMES, shares, lines, truth,
+                   tolerance=5.0 if off <= 5.0 else 100.0)
+        break
 
 
 def test_newest_releases_refused():
