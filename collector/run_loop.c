@@ -66,7 +66,7 @@ struct recorder {
 	pid_t command;      /* while it runs */
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
-	uint64_t stop_ns, flush_deadline_ns, next_tick_ns, next_second_ns;
+	uint64_t stop_ns, flush_deadline_ns, next_tick_ns;
 	uint64_t seconds;
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
@@ -166,12 +166,11 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		} else if (ember_peer_active(&r->peer)) {
 			ember_ring_notify(&r->peer.ring);
 		}
-		if (now_ns >= r->next_second_ns) {
-			r->next_second_ns = now_ns + 1000000000ull;
-			ember_bpf_refresh_cpus(&r->bpf);
-			if (r->seconds++ % EMBER_COLLECTOR_MEMORY_EVERY_S == 1)
-				ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
-		}
+		/* A tick is a second (the last one may be shorter: it falls when the duration
+		 * ends). */
+		ember_bpf_refresh_cpus(&r->bpf);
+		if (r->seconds++ % EMBER_COLLECTOR_MEMORY_EVERY_S == 1)
+			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
 		if (r->cfg->duration_ms && now_ns >= r->stop_ns && r->command)
 			log_info("the duration is over; ember exits when the command does");
 		if (r->cfg->duration_ms && now_ns >= r->stop_ns)
