@@ -26,6 +26,7 @@ line, OTLP profile.frame.type "jvm", and the statistics jvm.processes, jvm.frame
 jvm.frames_named (pprof comments)."""
 import collections
 import json
+import math
 import os
 import re
 import subprocess
@@ -281,9 +282,10 @@ def jfr_leaves(jdk, path):
 def test_jfr_beside():
     """Java Flight Recorder (jdk.ExecutionSample every millisecond, with debug information
     at every pc) in the same process while ember records it, tiered: the leaves' names and
-    hottest lines agree, shares within 5 points. JFR's ExecutionSample can drift from the
+    hottest lines agree, shares within 5 points (or three of the sampling errors of JFR's
+    count, when JFR takes few samples). JFR's ExecutionSample can drift from the
     workload's own clock (seen here: leafA at 70-73% for a truth of 60%, in every run on one
-    machine, ember at 59-60%): a run where JFR is more than 5 points off the truth is
+    machine, ember at 59-60%): a run where JFR is further than that off the truth is
     recorded once more, and if JFR is off again its shares are not compared (ember's are
     held to the truth, 3 points, in check_split); its names and hottest lines still are."""
     for attempt in range(2):
@@ -297,18 +299,23 @@ def test_jfr_beside():
         shares, lines = check_split("java-17 with JFR", samples, truth, True)
         peer = jfr_leaves(DEBIAN_JDK, jfr)
         total = sum(v["samples"] for v in peer.values())
-        # JFR's sampler thread starves on a loaded host (seen: 388 leaf samples in 5 s in a
-        # newcomer run with the rest of the suite, where ember had 4,650): once more.
-        if total < 400 and attempt == 0:
+        # JFR's sampler takes few samples here, and how many varies: JDK 17 alone, 5 s, 80
+        # to 383 samples where 5,000 were asked for (1 ms), mostly in the first 1.5 s
+        # (JDK 25 alike, C1 alone alike). Shares from n samples carry a sampling error
+        # of sqrt(p(1-p)/n): the tolerance is three of those, at least 5 points, and 100
+        # samples (10 in leafC) are needed for hottest lines to mean something.
+        if total < 100 and attempt == 0:
             log(f"    JFR has only {total} samples in the leaves: once more")
             continue
-        assert total >= 400, f"JFR has too few samples in the leaves ({total})"
+        assert total >= 100, f"JFR has too few samples in the leaves ({total})"
+        tolerance = max(5.0, max(300.0 * math.sqrt(t / 100 * (1 - t / 100) / total)
+                                 for t in truth.values()))
         # JFR samples a thread only at some of its ticks, and on a loaded machine its
         # shares drift from the workload's own clock (seen: 72.1% for a leaf of 59.9%,
         # ember 59.8%). A run where JFR itself is off the truth by more than the tolerance
         # says nothing of ember: recorded once more, and the second run is held as it is.
         off = max(abs(100.0 * peer[leaf]["samples"] / total - truth[leaf]) for leaf in LEAVES)
-        if off > 5.0:
+        if off > tolerance:
             log(f"    JFR is {off:.1f} points off the workload's own truth (" +
                 ", ".join(f"{leaf} {100.0 * peer[leaf]['samples'] / total:.1f}% for "
                           f"{truth[leaf]:.1f}%" for leaf in LEAVES) + ")" +
@@ -316,8 +323,9 @@ def test_jfr_beside():
                  ": ember is held to the truth alone (above), JFR's names and lines below"))
             if attempt == 0:
                 continue
+        log(f"    JFR: {total} samples in the leaves, shares compared within {tolerance:.1f} points")
         check_peer("JFR", peer, "samples", NAMES, shares, lines, truth,
-                   tolerance=5.0 if off <= 5.0 else 100.0)
+                   tolerance=tolerance if off <= tolerance else 100.0)
         break
 
 
