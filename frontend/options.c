@@ -187,7 +187,7 @@ const struct ember_option ember_options[] = {
 	 .example = "64M"},
 	{"cache-bytes", 0, "BYTES", false, SYMBOLIZER, EMBER_OPT_SIZE, FIELD(cache_bytes), 1u << 20, 1ull << 40,
 	 .help = "parsed-file cache, measured; default 3/8 of --memory-budget (24M)",
-	 .doc = "The parsed-file cache, measured (libelf's and libdw's memory included); default three eighths of --memory-budget (24M of the default 64M): a larger budget keeps more of a large file's expanded DWARF, its inlined functions named at every address.",
+	 .doc = "The parsed-file cache, measured (libelf's and libdw's memory included); default seven eighths of --memory-budget (56M of the default 64M), within the room the resident size leaves: a large file's expanded DWARF kept, its inlined functions named at every address.",
 	 .example = "24M"},
 	{"output", 'o', "FILE", false, RECORD, EMBER_OPT_CUSTOM, .parse = opt_output,
 	 .help = "write FILE; its name sets the format:\n.html flame graph, .pb.gz pprof, .folded folded\nstacks, .otlp OTLP (repeatable); default profile.html",

@@ -21,6 +21,16 @@
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
+/*
+ * What reading files may take now: the budget less what is resident, less an
+ * eighth kept for what no admission check covers (an interval's write, 3-4
+ * MiB for a moment; the kernel symbols' reload, 3 MiB) and for the estimates'
+ * error (a file's symbols read within 5.5 MiB of room lifted the resident
+ * size 6.1 MiB). With a sixteenth, files read within the room took the
+ * resident size to 61-62 MiB under the soak's churn.
+ */
+#define EMBER_BUDGET_USABLE(limit) ((limit) - (limit) / 8)
+
 int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symbolizer_opts *o)
 {
 	int err;
@@ -35,10 +45,13 @@ int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symboli
 	if (err)
 		log_warn_errno(err, "cannot read this process's resident size (%m): the memory "
 		                    "budget is not kept");
-	/* Unless set, the parsed-file cache is a share of the budget (24 MiB of the default
-	 * 64): a larger budget names more of a large file's DWARF, not only more files. */
-	err = ember_objcache_init(&s->objs,
-	                          o->objcache_bytes ? o->objcache_bytes : s->budget.limit / 8 * 3);
+	/* Unless set, the parsed-file cache may hold the budget's usable part: what it
+	 * expands is held to the room the resident size leaves (set_room), and the budget
+	 * shrinks it when other work needs the memory (keep_budget). A fixed share (24 MiB of
+	 * the default 64, 12 of them for one file) left a large C++ program's inline frames
+	 * out with 29 MiB of the budget unused. */
+	err = ember_objcache_init(
+	    &s->objs, o->objcache_bytes ? o->objcache_bytes : EMBER_BUDGET_USABLE(s->budget.limit));
 	if (!err)
 		err = ember_processes_init(&s->procs, o->broker);
 	if (!err)
@@ -94,7 +107,6 @@ static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
 		         "stay addresses; `ember check` says how to change that");
 }
 
-/* Adds a location whose only line names a function. */
 /* One line naming a function name (no file). */
 static int name_line(struct ember_symbolizer *s, const char *name, struct ember_line *line)
 {
@@ -108,7 +120,8 @@ static int name_line(struct ember_symbolizer *s, const char *name, struct ember_
 	return ember_profile_add_function(s->profile, &fn, &line->function);
 }
 
-static int named_location(struct ember_symbolizer *s, uint32_t mapping, enum ember_frame_kind kind,
+/* Adds a location whose only line names a function (kind: as ember_profile_add_location's). */
+static int named_location(struct ember_symbolizer *s, uint32_t mapping, uint32_t kind,
                           uint64_t addr, const char *name, uint32_t *out)
 {
 	struct ember_line line;
@@ -137,7 +150,9 @@ static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc
 	                                  lookup, now_ns)))
 		return 0;
 	if (!loc)
-		err = named_location(s, mapping, EMBER_FRAME_NATIVE, addr, name, out);
+		err = named_location(
+		    s, mapping, EMBER_FRAME_NATIVE | (lookup != addr ? EMBER_LOCATION_CALL : 0),
+		    addr, name, out);
 	else if (!(err = name_line(s, name, &line)))
 		err = ember_profile_name_location(s->profile, *loc, &line, 1);
 	return err ? err : 1;
@@ -217,6 +232,7 @@ static int vdso_identity(struct ember_symbolizer *s, struct ember_mapping *m)
 static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_return,
                            uint64_t now_ns, uint32_t *out)
 {
+	uint32_t place = EMBER_FRAME_KERNEL | (is_return ? EMBER_LOCATION_CALL : 0);
 	const struct ember_ksym *sym;
 	char name[600];
 	int err;
@@ -233,8 +249,7 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 		if (err)
 			return err;
 	}
-	if (!ember_profile_find_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL, addr,
-	                                 out))
+	if (!ember_profile_find_location(s->profile, s->kernel_mapping, place, addr, out))
 		return 0;
 	if (!s->ksyms_tried)
 		load_kallsyms(s, now_ns);
@@ -252,15 +267,15 @@ static int kernel_location(struct ember_symbolizer *s, uint64_t addr, bool is_re
 	}
 	if (!sym) {
 		s->unsymbolized_frames++;
-		return ember_profile_add_location(s->profile, s->kernel_mapping, EMBER_FRAME_KERNEL,
-		                                  addr, NULL, 0, out);
+		return ember_profile_add_location(s->profile, s->kernel_mapping, place, addr, NULL,
+		                                  0, out);
 	}
 	if (*ember_ksym_module(&s->ksyms, sym))
 		snprintf(name, sizeof(name), "%s [%s]", ember_ksym_name(&s->ksyms, sym),
 		         ember_ksym_module(&s->ksyms, sym));
 	else
 		snprintf(name, sizeof(name), "%s", ember_ksym_name(&s->ksyms, sym));
-	return named_location(s, s->kernel_mapping, EMBER_FRAME_KERNEL, addr, name, out);
+	return named_location(s, s->kernel_mapping, place, addr, name, out);
 }
 
 /*
@@ -403,9 +418,8 @@ static int frame_function(struct ember_symbolizer *s, const struct ember_sym_fra
 	return ember_profile_add_function(s->profile, &fn, out);
 }
 
-static int symbolized_location(struct ember_symbolizer *s, uint32_t mapping,
-                               enum ember_frame_kind kind, uint64_t addr,
-                               const struct ember_sym_frames *frames, uint32_t *out)
+static int symbolized_location(struct ember_symbolizer *s, uint32_t mapping, uint32_t kind,
+                               uint64_t addr, const struct ember_sym_frames *frames, uint32_t *out)
 {
 	struct ember_line lines[EMBER_SYM_MAX_FRAMES];
 	int err;
@@ -454,6 +468,7 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
+	uint32_t place; /* the kind, and whether a call: another location than a stop there */
 	char name_buf[256];
 	uint32_t mapping;
 	int err;
@@ -500,7 +515,8 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		return err;
 	if (obj && obj->file.has_go)
 		kind = EMBER_FRAME_GO;
-	if (!ember_profile_find_location(s->profile, mapping, kind, addr, out)) {
+	place = kind | (is_return ? EMBER_LOCATION_CALL : 0);
+	if (!ember_profile_find_location(s->profile, mapping, place, addr, out)) {
 		err = jit_name(s, proc, e, mapping, addr, lookup, now_ns, out, out);
 		return err < 0 ? err : 0;
 	}
@@ -509,14 +525,14 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		origin = ember_objcache_lookup(&s->objs, obj, vaddr, &s->frames_buf);
 		if (origin != EMBER_SYM_NONE) {
 			s->frames_by_origin[origin]++;
-			return symbolized_location(s, mapping, kind, addr, &s->frames_buf, out);
+			return symbolized_location(s, mapping, place, addr, &s->frames_buf, out);
 		}
 	}
 	err = jit_name(s, proc, e, mapping, addr, lookup, now_ns, NULL, out);
 	if (err)
 		return err < 0 ? err : 0;
 	s->unsymbolized_frames++;
-	return ember_profile_add_location(s->profile, mapping, kind, addr, NULL, 0, out);
+	return ember_profile_add_location(s->profile, mapping, place, addr, NULL, 0, out);
 }
 
 /* One line of an interpreted frame: its function (name, file, first line) and line. */
@@ -865,16 +881,6 @@ static void relax(struct ember_symbolizer *s, size_t rss)
 			                            ember_unwind_rows_limit(s->unwind) + room / 4);
 	}
 }
-
-/*
- * What reading files may take now: the budget less what is resident, less an
- * eighth kept for what no admission check covers (an interval's write, 3-4
- * MiB for a moment; the kernel symbols' reload, 3 MiB) and for the estimates'
- * error (a file's symbols read within 5.5 MiB of room lifted the resident
- * size 6.1 MiB). With a sixteenth, files read within the room took the
- * resident size to 61-62 MiB under the soak's churn.
- */
-#define EMBER_BUDGET_USABLE(limit) ((limit) - (limit) / 8)
 
 static void set_room(struct ember_symbolizer *s, size_t rss, size_t exclude)
 {

@@ -34,7 +34,8 @@ inlined frames included):
               them it names as ember does (innermost function, demangled)
 
 --check fails when anything is shed, when an address is named differently,
-or when the default budget leaves more addresses unnamed than 1G does.
+or with fewer inlined functions, or when the default budget leaves more
+addresses unnamed than 1G does.
 
 Usage: sudo bench/large_binaries/run.py [--program node|cpp|go]... [--duration 10]
                                         [--hz 499] [--functions 12000] [--check]
@@ -200,17 +201,25 @@ def record(a, argv, seconds, out, budget):
 
 
 def names_by_address(path, exe):
-    """{file offset in exe: tuple of names, innermost first} for every location in exe."""
+    """{(role, file offset in exe): tuple of names, innermost first} for every location
+    in exe that samples use, role "pc" for a leaf and "ret" for a caller: a caller's
+    address is looked up a byte before it (inside its call), so one offset can stand
+    for two places of which the inlined functions differ (Go's runtime.bgsweep:
+    isSweepDone where a sample stopped, lock and lockWithRank where a call returns)."""
     p = read_pprof(path)
     real = os.path.realpath(exe)
-    out = {}
-    for loc in p["locations"].values():
+    offsets = {}
+    for lid, loc in p["locations"].items():
         m = p["mappings"].get(loc["mapping"])
         if not m or os.path.realpath(m["file"]) != real and os.path.basename(m["file"]) != \
                 os.path.basename(real):
             continue
-        off = loc["address"] - m["start"] + m["offset"]
-        out[off] = tuple(loc["names"])
+        offsets[lid] = loc["address"] - m["start"] + m["offset"]
+    out = {}
+    for _, ids in p["samples"]:
+        for i, lid in enumerate(ids):
+            if lid in offsets:
+                out[("ret" if i else "pc", offsets[lid])] = tuple(p["locations"][lid]["names"])
     return out
 
 
@@ -280,12 +289,14 @@ def measure(name, a, wd):
     # does not fit it (its units deferred): counted apart.
     differ = [off for off in both if dflt[off][-1:] != big[off][-1:]]
     inlined = [off for off in both if dflt[off] != big[off] and off not in differ]
-    rss, llvm = llvm_symbolizer(exe, sorted(big))
+    # llvm-symbolizer is given each offset once, as it is (a leaf's role where both).
+    by_offset = {off: names for (role, off), names in sorted(big.items(), reverse=True)}
+    rss, llvm = llvm_symbolizer(exe, sorted(by_offset))
     for label, st in (("default", ds), ("1G", bs)):
         log(f"  {label}: " + " ".join(f"{k}={v}" for k, v in sorted(st.items())
                                       if k.startswith("objcache.") and v))
-    agree = sum(1 for off, n in llvm.items() if big.get(off) and
-                short(n) == short(big[off][0]))
+    agree = sum(1 for off, n in llvm.items() if by_offset.get(off) and
+                short(n) == short(by_offset[off][0]))
     size = os.path.getsize(exe) / 2**20
     row = {"program": name, "size": size, "addresses": len(big), "shed": ds.get(
         "symbolizer.frames_shed", -1), "shed_1g": bs.get("symbolizer.frames_shed", -1),
@@ -293,8 +304,8 @@ def measure(name, a, wd):
         "rss": (ds.get("memory.peak_rss", 0) / 2**20, bs.get("memory.peak_rss", 0) / 2**20),
         "objcache": (ds.get("objcache.bytes", 0) / 2**20, bs.get("objcache.bytes", 0) / 2**20),
         "llvm_rss": rss, "llvm_agree": agree, "llvm_n": len(llvm)}
-    for off in (differ + inlined)[:5]:
-        log(f"  {name} +0x{off:x}: default {dflt[off]} / 1G {big[off]}")
+    for key in (differ + inlined)[:5]:
+        log(f"  {name} {key[0]} +0x{key[1]:x}: default {dflt[key]} / 1G {big[key]}")
     return row
 
 
@@ -334,6 +345,9 @@ def main():
             failures.append(f"{r['program']}: {r['shed']} frames shed under the default budget")
         if r["differ"]:
             failures.append(f"{r['program']}: {r['differ']} addresses named differently")
+        if r["inlined"]:
+            failures.append(f"{r['program']}: {r['inlined']} addresses with fewer inlined "
+                            "functions under the default budget than under 1G")
         if r["unnamed"][0] > r["unnamed"][1]:
             failures.append(f"{r['program']}: {r['unnamed'][0]} addresses unnamed under the "
                             f"default budget, {r['unnamed'][1]} under 1G")

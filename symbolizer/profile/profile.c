@@ -98,7 +98,8 @@ static bool function_eq(const void *ctx, uint32_t value, const void *key, size_t
 static bool location_eq(const void *ctx, uint32_t value, const void *key, size_t len)
 {
 	const struct ember_location *l = ember_profile_location(ctx, value);
-	struct location_key k = {l->address, l->mapping, l->kind};
+	struct location_key k = {l->address, l->mapping,
+	                         l->kind | (l->call ? EMBER_LOCATION_CALL : 0)};
 
 	return len == sizeof(k) && !memcmp(&k, key, len);
 }
@@ -276,24 +277,25 @@ int ember_profile_add_function(struct ember_profile *p, const struct ember_funct
 	return r < 0 ? r : 0;
 }
 
-int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
-                                enum ember_frame_kind kind, uint64_t address, uint32_t *out)
+int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping, uint32_t kind,
+                                uint64_t address, uint32_t *out)
 {
-	struct location_key k = {address, mapping, (uint32_t)kind};
+	struct location_key k = {address, mapping, kind};
 
 	return ember_index_find(&p->location_index, ember_hash(&p->hash_key, &k, sizeof(k)), &k,
 	                        sizeof(k), location_eq, p, out);
 }
 
-int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
-                               enum ember_frame_kind kind, uint64_t address,
-                               const struct ember_line *lines, uint32_t nlines, uint32_t *out)
+int ember_profile_add_location(struct ember_profile *p, uint32_t mapping, uint32_t kind,
+                               uint64_t address, const struct ember_line *lines, uint32_t nlines,
+                               uint32_t *out)
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
-	struct location_key k = {address, mapping, (uint32_t)kind};
+	struct location_key k = {address, mapping, kind};
 	struct ember_location loc = {
 	    .mapping = mapping,
-	    .kind = (uint8_t)kind,
+	    .kind = (uint8_t)(kind & ~EMBER_LOCATION_CALL),
+	    .call = !!(kind & EMBER_LOCATION_CALL),
 	    .address = address,
 	    .first_line = (uint32_t)p->lines.len,
 	    .nlines = nlines,
@@ -303,7 +305,8 @@ int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
 
 	if (ember_index_find(&p->location_index, h, &k, sizeof(k), location_eq, p, out) == 0)
 		return 0;
-	if (mapping != EMBER_NONE && mapping >= p->mappings.len)
+	if ((mapping != EMBER_NONE && mapping >= p->mappings.len) ||
+	    (kind & ~EMBER_LOCATION_CALL) >= EMBER_FRAME_KIND_MAX)
 		return -EINVAL;
 	for (uint32_t i = 0; i < nlines; i++)
 		if (lines[i].function >= p->functions.len)
@@ -525,7 +528,8 @@ static int merge_dictionaries(struct ember_profile *dst, const struct ember_prof
 			out[j].function = mm->functions[out[j].function];
 		err = ember_profile_add_location(
 		    dst, l->mapping == EMBER_NONE ? EMBER_NONE : mm->mappings[l->mapping],
-		    (enum ember_frame_kind)l->kind, l->address, out, l->nlines, &mm->locations[i]);
+		    l->kind | (l->call ? EMBER_LOCATION_CALL : 0), l->address, out, l->nlines,
+		    &mm->locations[i]);
 	}
 	ember_vec_free(&buf);
 	ember_vec_init(&buf, sizeof(uint32_t));

@@ -86,7 +86,8 @@ struct ember_line {
 struct ember_location {
 	uint32_t mapping; /* index, or EMBER_NONE */
 	uint8_t kind;     /* enum ember_frame_kind */
-	uint8_t reserved[3];
+	uint8_t call;     /* a caller's frame: EMBER_LOCATION_CALL */
+	uint8_t reserved[2];
 	uint64_t address;
 	uint32_t first_line; /* index into the profile's line pool */
 	uint32_t nlines;
@@ -232,13 +233,21 @@ int ember_profile_add_mapping(struct ember_profile *p, const struct ember_mappin
                               uint32_t *out);
 int ember_profile_add_function(struct ember_profile *p, const struct ember_function *f,
                                uint32_t *out);
-/* lines[0] is the innermost inlined frame; the last is the containing function. */
-int ember_profile_add_location(struct ember_profile *p, uint32_t mapping,
-                               enum ember_frame_kind kind, uint64_t address,
-                               const struct ember_line *lines, uint32_t nlines, uint32_t *out);
+/*
+ * Or'ed into the kind given below for a caller's frame, which is named from the byte
+ * before its return address (inside its call): a sample that stopped at that same
+ * address is another place, with its own line and inlined functions, so another
+ * location.
+ */
+#define EMBER_LOCATION_CALL 0x100u
+/* lines[0] is the innermost inlined frame; the last is the containing function.
+ * kind: an enum ember_frame_kind, with EMBER_LOCATION_CALL or not. */
+int ember_profile_add_location(struct ember_profile *p, uint32_t mapping, uint32_t kind,
+                               uint64_t address, const struct ember_line *lines, uint32_t nlines,
+                               uint32_t *out);
 /* Finds the location of (mapping, kind, address) added before. Returns 0 or -ENOENT. */
-int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping,
-                                enum ember_frame_kind kind, uint64_t address, uint32_t *out);
+int ember_profile_find_location(const struct ember_profile *p, uint32_t mapping, uint32_t kind,
+                                uint64_t address, uint32_t *out);
 /* Whether location loc (an id the profile gave) has lines: a name. */
 bool ember_profile_location_named(const struct ember_profile *p, uint32_t loc);
 /* Gives lines to location loc, added without (JIT code whose perf map named it later).

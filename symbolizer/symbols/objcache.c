@@ -441,7 +441,12 @@ void ember_objcache_set_room(struct ember_objcache *c, size_t bytes)
 
 size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct ember_obj *o)
 {
-	return MAX(c->limit / 2, o->bytes_fresh + c->limit / 8);
+	/* What the other entries leave of the limit evicts nobody when taken: a large
+	 * file's DWARF grows into it (the limit itself grows while the budget has room). */
+	size_t others = c->bytes - MIN(c->bytes, o->bytes);
+	size_t left = c->limit - MIN(c->limit, others);
+
+	return MAX(MAX(c->limit / 2, o->bytes_fresh + c->limit / 8), left);
 }
 
 size_t ember_objcache_bytes(const struct ember_objcache *c)

@@ -13,15 +13,17 @@
  * "objcache" owner and to the entry), or estimated where nothing measures
  * (unit tests). A DWARF unit is expanded by a lookup only if it fits, judged
  * before from its size (dwarf.h, ember_dwarf_expand_cost): one file may hold
- * at most half the cache or an eighth more than its DWARF took at open
- * (ember_objcache_file_cap; when full, what lookups expanded of its DWARF is
- * dropped, at most once every EMBER_OBJCACHE_RETRY_NS, and the units in use
- * expand again), and the moment's heap must fit the memory budget's room;
+ * at most half the cache, an eighth more than its DWARF took at open, or what
+ * the other entries leave free (ember_objcache_file_cap; when full, what
+ * lookups expanded of its DWARF is dropped, at most once every
+ * EMBER_OBJCACHE_RETRY_NS, and the units in use expand again), and the
+ * moment's heap must fit the memory budget's room;
  * else the address is named from the symbol table alone
  * (objcache.units_deferred_for_budget).
  * The pages of the files that reading them brings in are given back every
- * second (ember_objcache_release_pages): the page cache keeps them. The memory budget may lower the
- * limit below the configured maximum for a while (ember_objcache_set_limit).
+ * second (ember_objcache_release_pages): the page cache keeps them. The memory budget moves
+ * the limit at or below the configured maximum (ember_objcache_set_limit): down while
+ * resident memory is short, up while the budget has room unused.
  *
  * A file is read only if it fits, judged before it is read from its section
  * headers (objfile.h, ember_objfile_open_within): what it keeps must fit the
@@ -148,8 +150,9 @@ enum ember_sym_origin ember_objcache_lookup(struct ember_objcache *c, struct emb
  */
 void ember_objcache_release_pages(struct ember_objcache *c);
 
-/* The most o may hold with what lookups expand of its DWARF: half the cache, or an eighth
- * of it more than it held when its DWARF was opened. */
+/* The most o may hold with what lookups expand of its DWARF: half the cache, an eighth
+ * of it more than it held when its DWARF was opened, or what the other entries leave of
+ * the limit, whichever is most. */
 size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct ember_obj *o);
 /* Bytes the entries hold now, and the most they may hold now. */
 size_t ember_objcache_bytes(const struct ember_objcache *c);

@@ -179,15 +179,13 @@ __attribute__((noinline)) int objcache_test_b(int x)
 	return x * 2;
 }
 
-/* Sets the cache's limit that leaves o room for fit more bytes of expanded DWARF. */
+/* Sets the cache's limit that leaves o, alone in it, room for fit more bytes of expanded
+ * DWARF: alone, it may take the whole limit. */
 static void leave_room(struct ember_objcache *c, const struct ember_obj *o, size_t fit)
 {
-	size_t want = o->bytes + fit, limit = 2 * want;
+	size_t want = o->bytes + fit, limit = want;
 
-	/* Half the cache, or an eighth of it over what the file took at open: the larger. */
-	if (o->bytes_fresh + limit / 8 > limit / 2)
-		limit = 8 * (want - o->bytes_fresh);
-	ck_assert_uint_ge(limit, ember_objcache_bytes(c)); /* o stays */
+	ck_assert_uint_eq(ember_objcache_bytes(c), o->bytes);
 	ember_objcache_set_limit(c, limit);
 	ck_assert_uint_eq(ember_objcache_limit(c), limit);
 	ck_assert_uint_eq(ember_objcache_file_cap(c, o), want);
@@ -218,7 +216,7 @@ START_TEST(a_dwarf_unit_expands_only_if_it_fits)
 	ck_assert_str_eq(fr.f[0].name, "objcache_test_a");
 	ck_assert_uint_eq(c.units_deferred, 1);
 	ck_assert_uint_eq(o->bytes, o->bytes_fresh);
-	/* The room is there, but the file would pass half the cache. */
+	/* The room is there, but the file would pass the limit. */
 	ember_objcache_set_room(&c, SIZE_MAX);
 	leave_room(&c, o, cost - 1);
 	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_SYMTAB);
@@ -242,10 +240,16 @@ START_TEST(a_file_past_half_the_cache_at_open_may_expand_an_eighth_more)
 	struct ember_obj o = {.bytes_fresh = 1 << 20};
 
 	ck_assert_int_eq(ember_objcache_init(&c, 24 << 20), 0);
+	/* Other entries hold 20 MiB (counted, not loaded: the cap reads the count). */
+	c.bytes = 20 << 20;
 	ck_assert_uint_eq(ember_objcache_file_cap(&c, &o), 12 << 20);
 	/* glibc's debug file takes 13.4 MiB at open: its units still expand, within 3 MiB. */
 	o.bytes_fresh = 13400u << 10;
 	ck_assert_uint_eq(ember_objcache_file_cap(&c, &o), (13400u << 10) + (3 << 20));
+	/* What the others leave free, when that is more: 24 - 2 MiB. */
+	c.bytes = 2 << 20;
+	ck_assert_uint_eq(ember_objcache_file_cap(&c, &o), 22 << 20);
+	c.bytes = 0;
 	ember_objcache_free(&c);
 }
 END_TEST
@@ -272,7 +276,7 @@ START_TEST(a_full_file_has_its_dwarf_reset_at_most_every_30_s)
 		other[i] = self_elf_addr_of(&o->file.syms, other_units[i]);
 	ck_assert_int_eq(ember_objcache_lookup(&c, o, a, &fr), EMBER_SYM_DWARF);
 	ck_assert_uint_gt(o->bytes, o->bytes_fresh);
-	/* Full: the next unit would pass half the cache. What lookups expanded goes, and
+	/* Full: the next unit would pass the limit. What lookups expanded goes, and
 	 * the unit expands. */
 	cost = ember_objfile_expand_cost(&o->file, other[0]);
 	ck_assert_uint_gt(cost, 0);

@@ -75,6 +75,33 @@ START_TEST(locations_dedup_and_validate)
 	ck_assert_uint_eq(id, id2);
 	ck_assert_int_eq(ember_profile_find_location(&p, 0, EMBER_FRAME_KERNEL, 0x401000, &id),
 	                 -ENOENT);
+	/* A caller's frame at the same address is another location, and stays one merged. */
+	ck_assert_int_eq(ember_profile_find_location(
+			     &p, 0, EMBER_FRAME_NATIVE | EMBER_LOCATION_CALL, 0x401000, &id),
+	                 -ENOENT);
+	ck_assert_int_eq(ember_profile_add_location(&p, 0, EMBER_FRAME_NATIVE | EMBER_LOCATION_CALL,
+	                                            0x401000, NULL, 0, &id),
+	                 0);
+	ck_assert_uint_ne(id, id2);
+	ck_assert_int_eq(ember_profile_location(&p, id)->kind, EMBER_FRAME_NATIVE);
+	ck_assert(ember_profile_location(&p, id)->call && !ember_profile_location(&p, id2)->call);
+	{
+		struct ember_profile merged;
+		uint32_t m1, m2;
+
+		ck_assert_int_eq(ember_profile_init(&merged), 0);
+		ck_assert_int_eq(ember_profile_merge(&merged, &p), 0);
+		ck_assert_int_eq(
+		    ember_profile_find_location(&merged, 0, EMBER_FRAME_NATIVE, 0x401000, &m1), 0);
+		ck_assert_int_eq(
+		    ember_profile_find_location(
+			&merged, 0, EMBER_FRAME_NATIVE | EMBER_LOCATION_CALL, 0x401000, &m2),
+		    0);
+		ck_assert_uint_ne(m1, m2);
+		ember_profile_free(&merged);
+	}
+	ck_assert_int_eq(ember_profile_add_location(&p, 0, EMBER_FRAME_KIND_MAX, 0x9, NULL, 0, &id),
+	                 -EINVAL);
 	ck_assert_int_eq(ember_profile_add_location(&p, 0, EMBER_FRAME_NATIVE, 0x9, &bad, 1, &id),
 	                 -EINVAL);
 	ck_assert_int_eq(ember_profile_add_location(&p, 55, EMBER_FRAME_NATIVE, 0x9, NULL, 0, &id),

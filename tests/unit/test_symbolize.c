@@ -150,6 +150,23 @@ START_TEST(kernel_and_user_frames_are_named)
 }
 END_TEST
 
+/* A caller's frame is named from the byte before its return address: a sample that stopped
+ * at that same address is another place, another location, whichever came first. */
+START_TEST(a_return_address_and_a_stop_there_are_two_locations)
+{
+	uint64_t stop[] = {0xffffffff81000400}, call[] = {0xffffffff81000310, 0xffffffff81000400};
+	uint64_t u[] = {target()};
+
+	ck_assert_int_eq(add(PID, stop, 1, u, 0, 0, SEC), 0);
+	ck_assert_int_eq(add(PID, call, 2, u, 0, 0, SEC), 0);
+	ck_assert_int_eq(add(PID, stop, 1, u, 0, 0, SEC), 0);
+	ck_assert_str_eq(frames_of(0), "after_syscall");
+	ck_assert_str_eq(frames_of(1), "do_syscall_64;do_syscall_64");
+	ck_assert_uint_eq(prof.samples.len, 2);
+	ck_assert_uint_eq(prof.total_count, 3);
+}
+END_TEST
+
 START_TEST(unknown_addresses_are_kept_and_counted)
 {
 	uint64_t k[] = {0xffffffff80000000}, u[] = {0x10};
@@ -416,6 +433,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, kernel_and_user_frames_are_named);
+	tcase_add_test(tc, a_return_address_and_a_stop_there_are_two_locations);
 	tcase_add_test(tc, unknown_addresses_are_kept_and_counted);
 	tcase_add_test(tc, a_stopped_unwind_ends_in_its_marker);
 	tcase_add_test(tc, interpreted_frames_go_to_their_runtime);
