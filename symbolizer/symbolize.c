@@ -76,6 +76,7 @@ void ember_symbolizer_set_clock(struct ember_symbolizer *s, int64_t monotonic_to
 void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
 {
 	s->kernel_mapping = EMBER_NONE;
+	memset(s->mapping_memo, 0, sizeof(s->mapping_memo));
 }
 
 static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
@@ -459,17 +460,44 @@ static void stalled_frame(struct ember_symbolizer *s, int error)
 	s->sample_stalled = true;
 }
 
+/* The profile's mapping of map entry e, named name, of file obj (NULL: none read). */
+static int profile_mapping(struct ember_symbolizer *s, const struct ember_map_entry *e,
+                           const struct ember_obj *obj, const char *name, uint32_t *out)
+{
+	struct ember_mapping m = {.start = e->start, .limit = e->end, .file_offset = e->offset};
+	int err;
+
+	/*
+	 * pprof opens the file of a mapping that says it has no functions, to
+	 * symbolize it itself, and warns when it cannot. A file ember could not
+	 * read (gone, not ELF, on a file system that stalled) is no better read by
+	 * pprof later, which, without the build id, cannot even tell whether the
+	 * file at that path on its host is the one that ran: ember's names stand.
+	 */
+	m.has_functions = obj || e->kind == EMBER_MAP_FILE;
+	err = ember_profile_intern_cstr(s->profile, name, &m.filename);
+	if (!err && obj)
+		err = mapping_identity(s, obj, &m);
+	/* Where the mapping starts in the file's ELF addresses: OTLP's address space. */
+	if (!err && obj && !ember_elf_mapping_vaddr(&obj->file.syms, e->offset, &m.file_vaddr))
+		m.has_file_vaddr = true;
+	if (!err && e->kind == EMBER_MAP_VDSO)
+		err = vdso_identity(s, &m);
+	return err ? err : ember_profile_add_mapping(s->profile, &m, out);
+}
+
 static int user_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
                          bool is_return, uint64_t now_ns, uint32_t *out)
 {
 	const struct ember_map_entry *e;
-	struct ember_mapping m = {0};
 	struct ember_obj *obj = NULL;
 	enum ember_frame_kind kind = EMBER_FRAME_NATIVE;
 	enum ember_sym_origin origin;
 	uint64_t lookup = is_return ? addr - 1 : addr, vaddr;
 	uint32_t place; /* the kind, and whether a call: another location than a stop there */
+	struct ember_mapping_memo *memo;
 	char name_buf[256];
+	const char *name;
 	uint32_t mapping;
 	int err;
 
@@ -489,32 +517,31 @@ static int user_location(struct ember_symbolizer *s, struct ember_process *proc,
 		s->shed_frames += obj->error == -ENOBUFS; /* not read: it did not fit the budget */
 		obj = NULL;
 	}
-	m.start = e->start;
-	m.limit = e->end;
-	m.file_offset = e->offset;
-	/*
-	 * pprof opens the file of a mapping that says it has no functions, to
-	 * symbolize it itself, and warns when it cannot. A file ember could not
-	 * read (gone, not ELF, on a file system that stalled) is no better read by
-	 * pprof later, which, without the build id, cannot even tell whether the
-	 * file at that path on its host is the one that ran: ember's names stand.
-	 */
-	m.has_functions = obj || e->kind == EMBER_MAP_FILE;
-	err = ember_profile_intern_cstr(
-	    s->profile, mapping_name(proc, e, name_buf, sizeof(name_buf)), &m.filename);
-	if (!err && obj)
-		err = mapping_identity(s, obj, &m);
-	/* Where the mapping starts in the file's ELF addresses: OTLP's address space. */
-	if (!err && obj && !ember_elf_mapping_vaddr(&obj->file.syms, e->offset, &m.file_vaddr))
-		m.has_file_vaddr = true;
-	if (!err && e->kind == EMBER_MAP_VDSO)
-		err = vdso_identity(s, &m);
-	if (!err)
-		err = ember_profile_add_mapping(s->profile, &m, &mapping);
-	if (err)
-		return err;
-	if (obj && obj->file.has_go)
-		kind = EMBER_FRAME_GO;
+	name = mapping_name(proc, e, name_buf, sizeof(name_buf));
+	memo = &s->mapping_memo[(proc->pid ^ (e->start >> 12)) % EMBER_MAPPING_MEMOS];
+	if (memo->valid && memo->pid == proc->pid && memo->obj == obj &&
+	    memo->objcache_changes == ember_objcache_changes(&s->objs) &&
+	    !memcmp(&memo->entry, e, sizeof(*e)) &&
+	    !strcmp(ember_profile_str(s->profile, memo->filename), name)) {
+		mapping = memo->mapping;
+		kind = memo->kind;
+	} else {
+		err = profile_mapping(s, e, obj, name, &mapping);
+		if (err)
+			return err;
+		if (obj && obj->file.has_go)
+			kind = EMBER_FRAME_GO;
+		*memo = (struct ember_mapping_memo){
+		    .entry = *e,
+		    .obj = obj,
+		    .objcache_changes = ember_objcache_changes(&s->objs),
+		    .pid = proc->pid,
+		    .mapping = mapping,
+		    .filename = ember_profile_mapping(s->profile, mapping)->filename,
+		    .kind = (uint8_t)kind,
+		    .valid = true,
+		};
+	}
 	place = kind | (is_return ? EMBER_LOCATION_CALL : 0);
 	if (!ember_profile_find_location(s->profile, mapping, place, addr, out)) {
 		err = jit_name(s, proc, e, mapping, addr, lookup, now_ns, out, out);

@@ -54,6 +54,23 @@ struct ember_symbolizer_opts {
 };
 
 /* Every field is symbolize.c's: use the functions below. */
+/*
+ * The profile's mapping of a map entry, remembered for the next frames in it (a stack's
+ * frames are in few files): naming a mapping interns its path and its file's ids and
+ * hashes the whole, five keyed hashes (SipHash) a frame that took a third of the time
+ * of samples seen before. It holds for the same process, entry, path and parsed file
+ * (no file read or dropped since) in the same profile.
+ */
+struct ember_mapping_memo {
+	struct ember_map_entry entry;
+	const struct ember_obj *obj;
+	uint64_t objcache_changes;
+	uint32_t pid, mapping, filename; /* filename: the profile's string of its name */
+	uint8_t kind;                    /* enum ember_frame_kind */
+	bool valid;
+};
+#define EMBER_MAPPING_MEMOS 8
+
 struct ember_symbolizer {
 	struct ember_profile *profile;
 	struct ember_broker_client *broker;
@@ -78,6 +95,7 @@ struct ember_symbolizer {
 	uint64_t last_budget_check_ns, last_budget_peek_ns;
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
+	struct ember_mapping_memo mapping_memo[EMBER_MAPPING_MEMOS];
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames, shed_frames;
 	/* Frames left unnamed, and samples with such frames, because a read stalled. */

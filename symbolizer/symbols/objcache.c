@@ -85,6 +85,7 @@ static uint64_t id_hash(const struct ember_objcache *c, const uint8_t *hash)
 
 static void remove_entry(struct ember_objcache *c, struct ember_obj *o)
 {
+	c->removed++;
 	for (uint32_t i = 1; i < o->nkeys; i++)
 		ember_slots_unalias(&c->slots, o->slot, &o->keys[i], sizeof(o->keys[i]));
 	if (o->has_hash)
@@ -447,6 +448,11 @@ size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct embe
 	size_t left = c->limit - MIN(c->limit, others);
 
 	return MAX(MAX(c->limit / 2, o->bytes_fresh + c->limit / 8), left);
+}
+
+uint64_t ember_objcache_changes(const struct ember_objcache *c)
+{
+	return c->removed;
 }
 
 size_t ember_objcache_bytes(const struct ember_objcache *c)

@@ -99,6 +99,7 @@ struct ember_objcache {
 	size_t max_bytes; /* configured */
 	size_t limit;     /* now: max_bytes, or less while the memory budget asks */
 	uint64_t hits, misses, evictions, load_errors, shared;
+	uint64_t removed;        /* entries freed, for whatever reason: ember_objcache_changes */
 	uint64_t retired_errors; /* parse errors of entries since evicted */
 	uint64_t sigbus_seen;    /* sigbus_guard's count when last looked at */
 	uint64_t changed_files;  /* entries dropped because their file shrank under them */
@@ -154,6 +155,9 @@ void ember_objcache_release_pages(struct ember_objcache *c);
  * of it more than it held when its DWARF was opened, or what the other entries leave of
  * the limit, whichever is most. */
 size_t ember_objcache_file_cap(const struct ember_objcache *c, const struct ember_obj *o);
+/* Changes when an entry is freed: an entry pointer kept from before is the same entry
+ * while it has not changed (a new one may reuse a freed one's memory). */
+uint64_t ember_objcache_changes(const struct ember_objcache *c);
 /* Bytes the entries hold now, and the most they may hold now. */
 size_t ember_objcache_bytes(const struct ember_objcache *c);
 size_t ember_objcache_limit(const struct ember_objcache *c);
