@@ -156,6 +156,13 @@ static int on_flushed(struct ember_peer *p, const struct peer_call *c, const uni
 	return 0;
 }
 
+static int on_drain(struct ember_peer *p, const struct peer_call *c, const union ember_msg *in)
+{
+	(void)c, (void)in;
+	p->drain_asked = true;
+	return 0;
+}
+
 #define IN(state) (1u << (state))
 #define LIVE      (IN(EMBER_PEER_ACTIVE) | IN(EMBER_PEER_FLUSHING))
 
@@ -181,6 +188,7 @@ static const struct peer_handler {
 	[EMBER_MSG_UNWIND_FILE]  = {LIVE,                       on_unwind},
 	[EMBER_MSG_INTERP_ROW]   = {LIVE,                       on_unwind},
 	[EMBER_MSG_FLUSHED]      = {IN(EMBER_PEER_FLUSHING),    on_flushed},
+	[EMBER_MSG_DRAIN]        = {LIVE,                       on_drain},
 };
 /* clang-format on */
 

@@ -34,9 +34,8 @@
 #include "shared/log.h"
 #include "shared/str.h"
 
-/* The kernel's rings are drained once a tick. The eBPF side wakes the collector early for
- * what cannot wait; the symbolizer ends an interval at its samples' own times. */
-#define TICK_MS              1000
+/* The kernel's rings are drained once a tick (EMBER_COLLECTOR_TICK_MS). The eBPF side wakes
+ * the collector early for what cannot wait; the symbolizer asks when an interval ends. */
 #define FLUSH_TIMEOUT_NS     (300ull * 1000000000ull)
 #define PROCS_CAPACITY       32768
 #define HANDSHAKE_TIMEOUT_NS (15ull * 1000000000ull)
@@ -67,7 +66,7 @@ struct recorder {
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
 	uint64_t stop_ns, flush_deadline_ns, next_tick_ns;
-	uint64_t seconds;
+	uint64_t ticks;
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
 	bool undelivered; /* outputs written, but not every profile reached the OTLP endpoint */
@@ -166,10 +165,8 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 		} else if (ember_peer_active(&r->peer)) {
 			ember_ring_notify(&r->peer.ring);
 		}
-		/* A tick is a second (the last one may be shorter: it falls when the duration
-		 * ends). */
 		ember_bpf_refresh_cpus(&r->bpf);
-		if (r->seconds++ % EMBER_COLLECTOR_MEMORY_EVERY_S == 1)
+		if (r->ticks++ % EMBER_COLLECTOR_MEMORY_EVERY_TICKS == 1)
 			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
 		if (r->cfg->duration_ms && now_ns >= r->stop_ns && r->command)
 			log_info("the duration is over; ember exits when the command does");
@@ -545,7 +542,7 @@ static int watch_events(struct recorder *r)
 	int err;
 
 	/* The tick is epoll_wait's timeout. */
-	r->next_tick_ns = ember_monotonic_ns() + TICK_MS * 1000000ull;
+	r->next_tick_ns = ember_monotonic_ns() + EMBER_COLLECTOR_TICK_MS * 1000000ull;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0)
 		return neg_errno();
@@ -683,6 +680,9 @@ static void run_loop(struct recorder *r)
 				break;
 			case TAG_PEER:
 				on_peer(r, now);
+				if (r->peer.drain_asked) /* an interval ends: its samples, now */
+					r->next_tick_ns = now;
+				r->peer.drain_asked = false;
 				break;
 			case TAG_CHILD:
 				on_child_exit(r);
@@ -697,7 +697,7 @@ static void run_loop(struct recorder *r)
 		}
 		if (now >= r->next_tick_ns) {
 			on_tick(r, now);
-			r->next_tick_ns = now + TICK_MS * 1000000ull;
+			r->next_tick_ns = now + EMBER_COLLECTOR_TICK_MS * 1000000ull;
 			/* A tick falls when the duration ends. */
 			if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
 				r->next_tick_ns = r->stop_ns;

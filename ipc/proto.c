@@ -27,6 +27,7 @@ static const struct {
     [EMBER_MSG_UNWIND_ROWS] = {"UNWIND_ROWS", sizeof(struct ember_msg_unwind_rows), 0},
     [EMBER_MSG_UNWIND_PROC] = {"UNWIND_PROC", sizeof(struct ember_msg_unwind_proc), 0},
     [EMBER_MSG_UNWIND_FILE] = {"UNWIND_FILE", sizeof(struct ember_msg_unwind_file), 0},
+    [EMBER_MSG_DRAIN] = {"DRAIN", sizeof(struct ember_msg_hdr), 0},
     [EMBER_MSG_INTERP_ROW] = {"INTERP_ROW", sizeof(struct ember_msg_interp_row),
                               EMBER_MSG_INTERP_ROW_HEADER},
 };

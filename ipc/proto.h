@@ -19,6 +19,8 @@
  *        without one; DROP forgets a file
  *   S->C UNWIND_PROC...             a process's executable mappings and tables
  *   S->C INTERP_ROW                 a process's row for its runtime's frame walker
+ *   S->C DRAIN                      the samples the kernel holds, now: an interval ends
+ *        (the collector drains every EMBER_COLLECTOR_TICK_MS otherwise)
  * The collector does not answer unwind and interpreter messages; it checks
  * every field and row, and ends the connection on one that is out of bounds.
  */
@@ -32,9 +34,13 @@
 #include "bpf/unwind_table.h"
 
 #define EMBER_PROTO_MAGIC   0x52424d45 /* "EMBR" */
-#define EMBER_PROTO_VERSION 4
+#define EMBER_PROTO_VERSION 5
 #define EMBER_MSG_MAX       4096
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
+
+/* How often the collector drains the kernel's rings when nothing asks sooner (the eBPF side
+ * for what cannot wait, the symbolizer with DRAIN when an interval ends). */
+#define EMBER_COLLECTOR_TICK_MS 5000
 
 /* Records per second and CPU to size rings for (off-CPU records mostly far below the largest). */
 #define EMBER_RECORDS_PER_S(hz, off_cpu_min_ns)                                                    \
@@ -60,6 +66,7 @@ enum ember_msg_type {
 	EMBER_MSG_UNWIND_PROC = 10,
 	EMBER_MSG_INTERP_ROW = 11,
 	EMBER_MSG_UNWIND_FILE = 12,
+	EMBER_MSG_DRAIN = 13, /* the header alone */
 	EMBER_MSG_TYPE_MAX,
 };
 

@@ -87,6 +87,7 @@ struct session {
 	bool stop_when_due, stopped_when_due;
 	uint64_t held_ns;
 	uint64_t next_progress_ns; /* monotonic: when the status line is redrawn */
+	uint64_t drain_asked_ns, drain_asked_for; /* the last DRAIN: when, for which end */
 	bool delivery_finished;
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
@@ -917,12 +918,33 @@ static int on_message(struct session *s, bool *done)
 	return -EPROTO;
 }
 
+/*
+ * The collector drains the kernel's rings every EMBER_COLLECTOR_TICK_MS unless asked: an
+ * interval that ends wants the samples taken before its end now (the first taken after
+ * it ends it), and a progress line its counts once a second. A send that fails is the
+ * collector gone: on_message() reads why.
+ */
+static void ask_drain(struct session *s)
+{
+	uint64_t now = ember_monotonic_ns(), due = due_ns(s);
+	union ember_msg m;
+
+	if (due && now >= due && s->drain_asked_for != due)
+		s->drain_asked_for = due;
+	else if (!s->opts->progress || now < s->drain_asked_ns + 1000000000ull)
+		return;
+	s->drain_asked_ns = now;
+	ember_msg_init(&m, EMBER_MSG_DRAIN, 0);
+	ember_broker_client_send(&s->broker, &m);
+}
+
 static int poll_timeout_ms(const struct session *s)
 {
 	uint64_t now = ember_monotonic_ns(), next = due_ns(s);
 
-	/* The collector's next tick after an interval's end brings the records that end it. */
-	if (next)
+	/* At an interval's end the collector is asked for its samples; they end it within
+	 * CUT_WAIT_NS. */
+	if (next && s->drain_asked_for == next)
 		next += CUT_WAIT_NS;
 	/* Reloads after exec and table loads of processes running at the start are timed. */
 	if (s->unwind_work_ns && (!next || s->unwind_work_ns < next))
@@ -931,8 +953,8 @@ static int poll_timeout_ms(const struct session *s)
 		return 0;
 	/* The collector's wake-ups (a tick that brought records) drive the rest: a timer of
 	 * its own beside them would wake an idle session twice as often. */
-	if (!next || next >= now + 2000000000ull)
-		return s->opts->progress ? 1000 : 2000;
+	if (!next || next >= now + EMBER_COLLECTOR_TICK_MS * 1000000ull)
+		return s->opts->progress ? 1000 : EMBER_COLLECTOR_TICK_MS + 1000;
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
 }
 
@@ -961,6 +983,7 @@ static int run(struct session *s)
 			if (read(s->event_fd, tokens, sizeof(tokens)) < 0 && errno != EAGAIN)
 				return -errno;
 		}
+		ask_drain(s);
 		/* Also on timeout: a wake-up may have been coalesced away. */
 		s->stop_when_due = true;
 		err = drain_ring(s, 0);

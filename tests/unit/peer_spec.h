@@ -23,6 +23,7 @@ static inline bool peer_spec_allows(enum ember_peer_state state, uint32_t type)
 	case EMBER_MSG_UNWIND_PROC:
 	case EMBER_MSG_UNWIND_FILE:
 	case EMBER_MSG_INTERP_ROW:
+	case EMBER_MSG_DRAIN:
 		return state == EMBER_PEER_ACTIVE || state == EMBER_PEER_FLUSHING;
 	case EMBER_MSG_FLUSHED:
 		return state == EMBER_PEER_FLUSHING; /* only after a FLUSH */

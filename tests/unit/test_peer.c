@@ -228,6 +228,13 @@ START_TEST(dispatch_table_by_state)
 			ck_assert_int_eq(ember_peer_on_readable(&peer, &broker, &drain, 0),
 			                 -EPROTO);
 			break;
+		case EMBER_MSG_DRAIN:
+			/* Taken, the connection kept: the run loop's tick falls now. */
+			ck_assert_int_eq(err, 0);
+			ck_assert(peer.drain_asked);
+			ck_assert_int_eq(peer.state, state);
+			peer.drain_asked = false;
+			break;
 		default:
 			/* Unwind messages: allowed, but this peer takes no tables (tables NULL). */
 			ck_assert_int_eq(err, -EPROTO);
