@@ -34,6 +34,19 @@ const volatile __u64 wakeup_bytes = SAMPLES_RING_BYTES / 8;
  */
 #define PERISHABLE_WAKE_NS (250ull * 1000000ull)
 __u64 perishable_woken_ns;
+/*
+ * CPU hotplug steps, any CPU's: when they changed since its last look, the collector opens
+ * every CPU's event afresh, as a CPU that went offline and came back between two of its
+ * looks keeps an event that samples no more.
+ */
+__u64 cpu_hotplug_steps;
+
+SEC("raw_tp/cpuhp_exit")
+int ember_cpu_hotplug(void *ctx)
+{
+	__sync_fetch_and_add(&cpu_hotplug_steps, 1);
+	return 0;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

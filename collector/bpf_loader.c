@@ -98,19 +98,20 @@ static int attach_cpu(struct ember_bpf *b, int cpu)
 
 int ember_bpf_refresh_cpus(struct ember_bpf *b)
 {
+	uint64_t steps = __atomic_load_n(&b->sampler->bss->cpu_hotplug_steps, __ATOMIC_ACQUIRE);
 	_cleanup_free_ bool *online = calloc((size_t)b->ncpus, sizeof(*online));
 	int err = online ? read_online_cpus(b->online_fd, online, b->ncpus) : -ENOMEM;
+	bool replug = steps != b->hotplug_steps;
 
 	if (err)
 		return err;
+	b->hotplug_steps = steps;
 	for (int cpu = 0; cpu < b->ncpus && b->enabled; cpu++) {
 		/* An event on a CPU that went offline does not come back by itself:
-		 * close it now and open a fresh one when the CPU returns. */
-		if (!online[cpu]) {
+		 * closed, and a fresh one opened when the CPU returns (or returned). */
+		if (!online[cpu] || replug)
 			close_cpu(b, cpu);
-			continue;
-		}
-		if (b->links[cpu])
+		if (!online[cpu] || b->links[cpu])
 			continue;
 		err = attach_cpu(b, cpu);
 		if (err && err != -ENODEV)

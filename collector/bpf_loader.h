@@ -43,6 +43,7 @@ struct ember_bpf {
 	int attached_cpus;
 	bool enabled;
 	int online_fd;        /* /sys/devices/system/cpu/online */
+	uint64_t hotplug_steps; /* as last seen: bpf/sampler.bpf.c */
 	int unwind_tables_fd; /* the unwinder's maps (bpf/unwind.bpf.h) */
 	int unwind_blocks_fd;
 	int unwind_files_fd;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -89,6 +90,7 @@ struct session {
 	uint64_t next_progress_ns; /* monotonic: when the status line is redrawn */
 	uint64_t drain_asked_ns, drain_asked_for; /* the last DRAIN: when, for which end */
 	bool delivery_finished;
+	bool exit_when_written; /* SIGTERM came: the interval it ended is the last */
 	_Alignas(8) unsigned char buf[RECORD_BUF_SIZE];
 	_Alignas(8) unsigned char ahead_buf[RECORD_BUF_SIZE];
 };
@@ -888,13 +890,20 @@ static int on_signal(struct session *s, bool *done)
 
 	if (read(s->opts->signal_fd, &si, sizeof(si)) != sizeof(si))
 		return 0;
+	if (si.ssi_signo != SIGHUP) {
+		log_info("signal %u: writing the current interval and exiting", si.ssi_signo);
+		s->exit_when_written = true;
+	}
+	/* The interval ends now, as one due now: its samples still in the kernel's rings are
+	 * asked for (DRAIN), and the first taken after now, or 1.5 s, ends it (run()). */
+	if (s->interval_deadline_ns) {
+		s->interval_deadline_ns = MIN(s->interval_deadline_ns, ember_monotonic_ns());
+		return 0;
+	}
 	err = drain_ring(s, 0);
 	if (err)
 		return err;
-	if (si.ssi_signo != SIGHUP) {
-		log_info("signal %u: writing the current interval and exiting", si.ssi_signo);
-		*done = true;
-	}
+	*done = s->exit_when_written;
 	return flush_outputs(s);
 }
 
@@ -992,8 +1001,10 @@ static int run(struct session *s)
 			draw_progress(s, "(Ctrl-C to stop)");
 		if (!err && (fds[2].revents & POLLIN))
 			err = on_signal(s, &done);
-		if (!err && !done && cut_now(s, s->interval_deadline_ns))
+		if (!err && !done && cut_now(s, s->interval_deadline_ns)) {
 			err = flush_outputs(s);
+			done = s->exit_when_written;
+		}
 		if (!err && !done && s->opts->export.exporter && cut_now(s, s->next_cut_ns))
 			cut_interval(s);
 		if (!err && !done && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
