@@ -49,6 +49,8 @@ static size_t spec_size(uint16_t type)
 		return sizeof(struct ember_msg_unwind_file);
 	case EMBER_MSG_INTERP_ROW: /* its largest: a runtime's row may be shorter */
 		return sizeof(struct ember_msg_interp_row);
+	case EMBER_MSG_DRAIN: /* the header alone */
+		return sizeof(struct ember_msg_hdr);
 	default:
 		return 0;
 	}
