@@ -42,7 +42,7 @@ struct ember_peer {
 	/* Last FLUSHED reply. */
 	bool flushed;
 	int32_t flush_status;
-	bool drain_asked;            /* a DRAIN came: the run loop's tick falls now */
+	bool drain_asked;            /* a DRAIN came: the run loop drains now */
 	struct ember_tables *tables; /* where unwind messages go; NULL: refused */
 	struct ember_pool *pool;     /* opens requests that may wait (broker_pool.h) */
 	uint64_t gen;                /* counts connections: a late answer finds its own */

@@ -145,26 +145,32 @@ static void drop_peer(struct recorder *r)
 	r->listed = false;
 }
 
-static void on_tick(struct recorder *r, uint64_t now_ns)
+/* What the kernel's rings hold and the losses counted, to the symbolizer: each tick, and
+ * when the symbolizer asks (DRAIN) for no more than that. */
+static void drain_now(struct recorder *r)
 {
 	uint64_t drops[EMBER_DROP_MAX];
 
+	ember_bpf_drain(&r->bpf);
+	if (!ember_bpf_read_drops(&r->bpf, drops))
+		ember_drain_account_bpf_drops(&r->drain, drops);
+	ember_drain_flush_lost(&r->drain);
+	if (ember_peer_active(&r->peer) && r->peer.ring.bad_positions) {
+		log_warn("symbolizer (pid %d) wrote an impossible ring position: disconnecting it",
+		         r->peer.pid);
+		drop_peer(r);
+	} else if (ember_peer_active(&r->peer)) {
+		ember_ring_notify(&r->peer.ring);
+	}
+}
+
+static void on_tick(struct recorder *r, uint64_t now_ns)
+{
 	if (r->finished)
 		return;
 	if (!r->stopping) {
 		/* Samples wake the collector only when urgent: the tick drains the rest. */
-		ember_bpf_drain(&r->bpf);
-		if (!ember_bpf_read_drops(&r->bpf, drops))
-			ember_drain_account_bpf_drops(&r->drain, drops);
-		ember_drain_flush_lost(&r->drain);
-		if (ember_peer_active(&r->peer) && r->peer.ring.bad_positions) {
-			log_warn("symbolizer (pid %d) wrote an impossible ring position: "
-			         "disconnecting it",
-			         r->peer.pid);
-			drop_peer(r);
-		} else if (ember_peer_active(&r->peer)) {
-			ember_ring_notify(&r->peer.ring);
-		}
+		drain_now(r);
 		ember_bpf_refresh_cpus(&r->bpf);
 		if (r->ticks++ % EMBER_COLLECTOR_MEMORY_EVERY_TICKS == 1)
 			ember_drain_report_memory(&r->drain, ember_bpf_map_bytes(&r->bpf));
@@ -680,8 +686,8 @@ static void run_loop(struct recorder *r)
 				break;
 			case TAG_PEER:
 				on_peer(r, now);
-				if (r->peer.drain_asked) /* an interval ends: its samples, now */
-					r->next_tick_ns = now;
+				if (r->peer.drain_asked && !r->stopping && !r->finished)
+					drain_now(r); /* an interval ends: its samples, now */
 				r->peer.drain_asked = false;
 				break;
 			case TAG_CHILD:

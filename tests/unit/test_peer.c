@@ -229,7 +229,7 @@ START_TEST(dispatch_table_by_state)
 			                 -EPROTO);
 			break;
 		case EMBER_MSG_DRAIN:
-			/* Taken, the connection kept: the run loop's tick falls now. */
+			/* Taken, the connection kept: the run loop drains now. */
 			ck_assert_int_eq(err, 0);
 			ck_assert(peer.drain_asked);
 			ck_assert_int_eq(peer.state, state);
