@@ -59,8 +59,19 @@ int ember_symbolizer_init(struct ember_symbolizer *s, const struct ember_symboli
 	return err;
 }
 
+static void forget_stacks(struct ember_symbolizer *s)
+{
+	for (size_t i = 0; i < EMBER_STACK_MEMOS; i++)
+		free(s->stack_memo[i].words);
+	memset(s->stack_memo, 0, sizeof(s->stack_memo));
+	if (s->frame_memo)
+		memset(s->frame_memo, 0, EMBER_FRAME_MEMOS * sizeof(*s->frame_memo));
+}
+
 void ember_symbolizer_free(struct ember_symbolizer *s)
 {
+	forget_stacks(s);
+	free(s->frame_memo);
 	ember_objcache_free(&s->objs);
 	ember_processes_free(&s->procs);
 	ember_perf_maps_free(&s->perf_maps);
@@ -77,6 +88,8 @@ void ember_symbolizer_profile_was_reset(struct ember_symbolizer *s)
 {
 	s->kernel_mapping = EMBER_NONE;
 	memset(s->mapping_memo, 0, sizeof(s->mapping_memo));
+	memset(s->comm_memo, 0, sizeof(s->comm_memo));
+	forget_stacks(s);
 }
 
 static void load_kallsyms(struct ember_symbolizer *s, uint64_t now_ns)
@@ -146,9 +159,13 @@ static int jit_name(struct ember_symbolizer *s, const struct ember_process *proc
 	int err;
 
 	if ((e->kind == EMBER_MAP_FILE && !e->deleted) || !(e->perms & EMBER_MAP_X) ||
-	    (loc && ember_profile_location_named(s->profile, *loc)) ||
-	    !(name = ember_perf_maps_name(&s->perf_maps, proc->pid, ember_process_exited(proc),
-	                                  lookup, now_ns)))
+	    (loc && ember_profile_location_named(s->profile, *loc)))
+		return 0;
+	name = ember_perf_maps_name(&s->perf_maps, proc->pid, ember_process_exited(proc), lookup,
+	                            now_ns);
+	/* A perf map written later may name it: the stack is named again, not remembered. */
+	s->sample_unsettled |= !name;
+	if (!name)
 		return 0;
 	if (!loc)
 		err = named_location(
@@ -778,25 +795,138 @@ static uint32_t probe_frames(struct ember_symbolizer *s, const uint64_t *frames,
 	return n < kn ? n : 0;
 }
 
-int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
-                                const uint64_t *frames, uint64_t now_ns)
+/*
+ * A fast hash for the memo, not a keyed one: its slots hold one key each, compared whole,
+ * so inputs chosen to collide cost a profiled process no more than a miss each (the stack
+ * named frame by frame), never a longer search.
+ */
+static uint64_t memo_hash(const uint64_t *words, uint32_t n)
 {
-	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len, first = 0;
-	struct ember_sample_key key = {.cpu = sample->cpu, .pid = sample->tgid, .tid = sample->tid};
-	struct ember_process *proc = ember_processes_get(&s->procs, sample->tgid, now_ns);
-	char thread[EMBER_COMM_LEN + 1];
+	uint64_t h = n;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h = (h ^ words[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* A kernel frame's location, or a user frame's in proc, named or as remembered. */
+static int frame_location(struct ember_symbolizer *s, struct ember_process *proc, uint64_t addr,
+                          bool is_return, uint64_t now_ns, uint32_t *out)
+{
+	uint64_t key[4] = {proc ? proc->pid : UINT64_MAX,
+	                   proc ? ember_process_maps_generation(proc) : 0, addr, is_return};
+	uint64_t unnamed_before = s->unknown_frames + s->shed_frames;
+	bool stalled = s->sample_stalled, unsettled = s->sample_unsettled;
+	struct ember_frame_memo *m = NULL;
 	int err;
 
-	if (!proc)
-		return -ENOMEM;
-	ember_process_learn_comm(proc, sample->comm, sample->tid == sample->tgid);
-	s->samples++;
-	s->sample_stalled = false;
-	s->sample_time_ns = sample->time_ns;
+	if (!s->frame_memo)
+		s->frame_memo = calloc(EMBER_FRAME_MEMOS, sizeof(*s->frame_memo));
+	if (s->frame_memo && (!proc || key[1])) {
+		m = &s->frame_memo[memo_hash(key, 4) % EMBER_FRAME_MEMOS];
+		if (m->valid && !memcmp(m->key, key, sizeof(key))) {
+			s->frame_memo_hits++;
+			*out = m->location;
+			return 0;
+		}
+	}
+	s->sample_stalled = s->sample_unsettled = false;
+	err = proc ? user_location(s, proc, addr, is_return, now_ns, out)
+	           : kernel_location(s, addr, is_return, now_ns, out);
+	/* Kept only when named for good: not for want of maps, a file or budget, nor waiting
+	 * for a perf map; under the maps it was named with (read for it, perhaps). */
+	if (!err && s->frame_memo && !s->sample_stalled && !s->sample_unsettled &&
+	    s->unknown_frames + s->shed_frames == unnamed_before &&
+	    (!proc || (key[1] = ember_process_maps_generation(proc)))) {
+		m = &s->frame_memo[memo_hash(key, 4) % EMBER_FRAME_MEMOS];
+		memcpy(m->key, key, sizeof(key));
+		m->location = *out;
+		m->valid = true;
+	}
+	s->sample_stalled |= stalled;
+	s->sample_unsettled |= unsettled;
+	return err;
+}
+
+/* The memo's slot for the sample's raw stack, its key in s->stack_key (*nwords words) and
+ * its hash; NULL when no memo may hold it. */
+static struct ember_stack_memo *stack_memo(struct ember_symbolizer *s,
+                                           const struct ember_sample_event *sample,
+                                           const uint64_t *frames, uint64_t generation,
+                                           uint32_t *nwords, uint64_t *hash)
+{
+	uint32_t n = sample->kstack_len + sample->ustack_len;
+
+	if (!generation || (sample->stack_flags & EMBER_STACK_INTERP) ||
+	    n > EMBER_STACK_KEY_WORDS - 3)
+		return NULL;
+	s->stack_key[0] = (uint64_t)sample->tgid << 32 | sample->kind;
+	s->stack_key[1] = generation;
+	s->stack_key[2] = (uint64_t)sample->stack_flags << 32 | (uint32_t)sample->kstack_len << 16 |
+	                  sample->ustack_len;
+	memcpy(&s->stack_key[3], frames, n * sizeof(*frames));
+	*nwords = n + 3;
+	*hash = memo_hash(s->stack_key, *nwords);
+	return &s->stack_memo[*hash % EMBER_STACK_MEMOS];
+}
+
+static bool stack_memo_holds(const struct ember_stack_memo *m, const uint64_t *key, uint32_t n,
+                             uint64_t hash)
+{
+	return m->nwords == n && m->hash == hash && !memcmp(m->words, key, n * sizeof(*key));
+}
+
+/* Remembers the stack just named, unless a frame of it was left unnamed for want of maps, a
+ * file or budget (unknown, shed and stalled frames since unnamed_before). The counters of
+ * frames by source count new locations only: a stack named again would add nothing. */
+static bool remember_stack(struct ember_symbolizer *s, struct ember_stack_memo *m, uint32_t n,
+                           uint64_t hash, uint32_t stack, uint32_t depth, uint64_t unnamed_before)
+{
+	if (s->sample_stalled || s->sample_unsettled ||
+	    s->unknown_frames + s->shed_frames != unnamed_before)
+		return false;
+	if (m->capacity < n) {
+		uint64_t *words = realloc(m->words, n * sizeof(*words));
+
+		if (!words)
+			return false; /* a memo, not a need */
+		m->words = words;
+		m->capacity = n;
+	}
+	memcpy(m->words, s->stack_key, n * sizeof(*m->words));
+	m->nwords = n;
+	m->hash = hash;
+	m->stack = stack;
+	m->depth = depth;
+	m->sample = EMBER_NONE;
+	return true;
+}
+
+/* The sample's stack in the profile, frame by frame, or as remembered. */
+static int sample_stack(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+                        struct ember_process *proc, const uint64_t *frames, uint64_t now_ns,
+                        uint32_t *out, struct ember_stack_memo **held)
+{
+	uint32_t depth = 0, kn = sample->kstack_len, un = sample->ustack_len, first = 0, n = 0;
+	uint64_t generation = ember_process_maps_generation(proc), hash = 0;
+	uint64_t unnamed_before = s->unknown_frames + s->shed_frames;
+	uint64_t sets = ember_processes_maps_sets(&s->procs);
+	struct ember_stack_memo *m = stack_memo(s, sample, frames, generation, &n, &hash);
+	int err;
+
+	if (m && stack_memo_holds(m, s->stack_key, n, hash)) {
+		s->stack_memo_hits++;
+		s->frames += m->depth;
+		*out = m->stack;
+		*held = m;
+		return 0;
+	}
 	if (sample->kind == EMBER_EV_OFF_CPU)
 		first = probe_frames(s, frames, kn, now_ns);
 	for (uint32_t i = first; i < kn; i++) {
-		err = kernel_location(s, frames[i], i > 0, now_ns, &s->stack_buf[depth++]);
+		err = frame_location(s, NULL, frames[i], i > 0, now_ns, &s->stack_buf[depth++]);
 		if (err)
 			return err;
 	}
@@ -810,8 +940,8 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 			                      &s->stack_buf[depth++]);
 			i++;
 		} else {
-			err = user_location(s, proc, w[0], native++ > 0, now_ns,
-			                    &s->stack_buf[depth++]);
+			err = frame_location(s, proc, w[0], native++ > 0, now_ns,
+			                     &s->stack_buf[depth++]);
 		}
 		if (err)
 			return err;
@@ -824,6 +954,62 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 			return err;
 	}
 	s->frames += depth;
+	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, out);
+	if (err)
+		return err;
+	/* Its process's maps read for its first frame: remembered under them. Maps read again
+	 * for a later frame (a new mapping) named those before it with the old: not kept. */
+	sets = ember_processes_maps_sets(&s->procs) - sets;
+	if (!generation && sets == 1)
+		m = stack_memo(s, sample, frames, ember_process_maps_generation(proc), &n, &hash);
+	else if (sets)
+		m = NULL;
+	if (m && remember_stack(s, m, n, hash, *out, depth, unnamed_before))
+		*held = m;
+	return 0;
+}
+
+/* The profile's string of a process's or thread's name (EMBER_COMM_LEN bytes, its end
+ * NUL-padded or not). */
+static int intern_comm(struct ember_symbolizer *s, const char *comm, uint32_t *out)
+{
+	char name[EMBER_COMM_LEN + 1] = {0};
+	struct ember_comm_memo *m;
+	uint64_t words[2];
+	int err;
+
+	memcpy(name, comm, strnlen(comm, EMBER_COMM_LEN));
+	memcpy(words, name, sizeof(words));
+	m = &s->comm_memo[memo_hash(words, 2) % EMBER_COMM_MEMOS];
+	if (m->valid && !memcmp(m->name, name, EMBER_COMM_LEN)) {
+		*out = m->str;
+		return 0;
+	}
+	err = ember_profile_intern_cstr(s->profile, name, out);
+	if (!err)
+		*m = (struct ember_comm_memo){.str = *out, .valid = true};
+	if (!err)
+		memcpy(m->name, name, EMBER_COMM_LEN);
+	return err;
+}
+
+int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_sample_event *sample,
+                                const uint64_t *frames, uint64_t now_ns)
+{
+	struct ember_sample_key key = {.cpu = sample->cpu, .pid = sample->tgid, .tid = sample->tid};
+	struct ember_process *proc = ember_processes_get(&s->procs, sample->tgid, now_ns);
+	struct ember_stack_memo *memo = NULL;
+	int err;
+
+	if (!proc)
+		return -ENOMEM;
+	ember_process_learn_comm(proc, sample->comm, sample->tid == sample->tgid);
+	s->samples++;
+	s->sample_stalled = s->sample_unsettled = false;
+	s->sample_time_ns = sample->time_ns;
+	err = sample_stack(s, sample, proc, frames, now_ns, &key.stack, &memo);
+	if (err)
+		return err;
 	s->samples_stalled += s->sample_stalled;
 	/* Less and less often (it has its own clock): a context published since its maps were
 	 * read, for its resource and its threads' spans. */
@@ -834,14 +1020,9 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 	}
 	if (s->want_process_facts && (err = note_process_facts(s, proc, now_ns)))
 		return err;
-	err = ember_profile_add_stack(s->profile, s->stack_buf, depth, &key.stack);
-	if (err)
-		return err;
-	memcpy(thread, sample->comm, EMBER_COMM_LEN);
-	thread[EMBER_COMM_LEN] = '\0';
-	err = ember_profile_intern_cstr(s->profile, thread, &key.thread_name);
+	err = intern_comm(s, sample->comm, &key.thread_name);
 	if (!err)
-		err = ember_profile_intern_cstr(s->profile, proc->comm, &key.comm);
+		err = intern_comm(s, proc->comm, &key.comm);
 	if (!err)
 		err = note_span(s, sample, &key, now_ns);
 	if (err)
@@ -854,8 +1035,9 @@ int ember_symbolizer_add_sample(struct ember_symbolizer *s, const struct ember_s
 		    &key.wait);
 		return err ? err : ember_profile_add_off_cpu(s->profile, &key, sample->off_cpu_ns);
 	}
-	return ember_profile_add_sample(s->profile, &key, 1,
-	                                sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns);
+	return ember_profile_add_sample_hinted(
+	    s->profile, &key, 1, sample->time_ns + (uint64_t)s->monotonic_to_realtime_ns,
+	    memo ? &memo->sample : NULL);
 }
 
 void ember_symbolizer_on_exec(struct ember_symbolizer *s, uint32_t pid, uint64_t exec_ns)
@@ -1043,6 +1225,8 @@ void ember_symbolizer_report_stats(struct ember_symbolizer *s, struct ember_prof
 	ember_profile_stat_set(p, "symbolizer.frames_dwarf", s->frames_by_origin[EMBER_SYM_DWARF]);
 	ember_profile_stat_set(p, "symbolizer.frames_go", s->frames_by_origin[EMBER_SYM_GO]);
 	ember_profile_stat_set(p, "symbolizer.inline_frames", s->inline_frames);
+	ember_profile_stat_set(p, "symbolizer.samples_stack_remembered", s->stack_memo_hits);
+	ember_profile_stat_set(p, "symbolizer.frames_remembered", s->frame_memo_hits);
 	ember_profile_stat_set(p, "symbolizer.process_contexts", s->contexts_read);
 	ember_profile_stat_set(p, "symbolizer.process_contexts_refused", s->contexts_refused);
 	ember_profile_stat_set(p, "symbolizer.samples_linked", s->samples_linked);

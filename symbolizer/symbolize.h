@@ -71,6 +71,43 @@ struct ember_mapping_memo {
 };
 #define EMBER_MAPPING_MEMOS 8
 
+/*
+ * A raw stack's profile stack, remembered for the samples that repeat it (a busy loop's
+ * mostly do): naming a stack frame by frame takes a keyed hash and an index probe for each
+ * frame and for the stack, 3 to 4 us a sample; one hash of its raw words replaces them.
+ * It holds for the same process and maps (their generation) in the same profile. Not kept:
+ * a stack with a frame left unnamed for want of maps, a file or budget (a later look may
+ * name it) and one with interpreted frames (their words point at objects in memory that may
+ * be freed and made again).
+ */
+struct ember_stack_memo {
+	uint64_t hash;
+	uint64_t *words; /* the key: process, maps, sample kind and lengths, then frames */
+	uint32_t nwords, capacity;
+	uint32_t stack, depth;
+	uint32_t sample; /* the last sample with this stack in the profile: a guess, checked */
+};
+#define EMBER_STACK_MEMOS 256
+/*
+ * A frame's location in the profile, remembered for the stacks that share it when theirs
+ * differ (a leaf moves within a loop; its callers do not): a keyed hash less a frame, and
+ * the mapping and file looked up. Holds as a stack's memo does (kernel frames: the profile).
+ */
+struct ember_frame_memo {
+	uint64_t key[4]; /* process (UINT64_MAX: the kernel), maps generation, address, place */
+	uint32_t location;
+	bool valid;
+};
+#define EMBER_FRAME_MEMOS 2048
+/* A process's or thread's name and its string in the profile (two keyed hashes a sample). */
+struct ember_comm_memo {
+	char name[EMBER_COMM_LEN];
+	uint32_t str;
+	bool valid;
+};
+#define EMBER_COMM_MEMOS      16
+#define EMBER_STACK_KEY_WORDS (3 + EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS)
+
 struct ember_symbolizer {
 	struct ember_profile *profile;
 	struct ember_broker_client *broker;
@@ -96,11 +133,17 @@ struct ember_symbolizer {
 	uint32_t stack_buf[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS + 1]; /* + an unwind marker */
 	struct ember_sym_frames frames_buf;
 	struct ember_mapping_memo mapping_memo[EMBER_MAPPING_MEMOS];
+	struct ember_stack_memo stack_memo[EMBER_STACK_MEMOS];
+	uint64_t stack_key[EMBER_STACK_KEY_WORDS];
+	struct ember_comm_memo comm_memo[EMBER_COMM_MEMOS];
+	struct ember_frame_memo *frame_memo; /* EMBER_FRAME_MEMOS of them, or NULL */
+	uint64_t stack_memo_hits, frame_memo_hits;
 	/* Counters for the run statistics. */
 	uint64_t samples, frames, unknown_frames, unsymbolized_frames, shed_frames;
 	/* Frames left unnamed, and samples with such frames, because a read stalled. */
 	uint64_t frames_stalled, samples_stalled;
 	bool sample_stalled;
+	bool sample_unsettled;        /* a frame a perf map written later may name */
 	uint64_t sample_time_ns;      /* the sample being symbolized was taken then (monotonic) */
 	uint64_t frames_by_origin[4]; /* enum ember_sym_origin */
 	uint64_t inline_frames;

@@ -52,6 +52,7 @@ static void set_maps(struct ember_processes *t, struct ember_process *p, struct 
 	p->maps = *fresh;
 	memset(fresh, 0, sizeof(*fresh));
 	t->maps_bytes += ember_maps_bytes(&p->maps);
+	p->maps_generation = ++t->maps_generations;
 }
 
 static void destroy(struct ember_processes *t, struct ember_process *p)
@@ -299,6 +300,16 @@ const char *ember_process_mapping_path(const struct ember_process *p,
                                        const struct ember_map_entry *e)
 {
 	return ember_maps_path(&p->maps, e);
+}
+
+uint64_t ember_process_maps_generation(const struct ember_process *p)
+{
+	return p->maps_loaded && !p->maps_stale ? p->maps_generation : 0;
+}
+
+uint64_t ember_processes_maps_sets(const struct ember_processes *t)
+{
+	return t->maps_generations;
 }
 
 uint64_t ember_process_context_addr(const struct ember_process *p)

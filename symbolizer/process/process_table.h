@@ -54,6 +54,7 @@ struct ember_process {
 	uint8_t seen_misses;  /* reads for an address seen after the last that did not find it */
 	int maps_error;
 	uint64_t maps_loaded_ns;
+	uint64_t maps_generation; /* the table's count of maps set when these were */
 	uint64_t last_seen_ns; /* the last sample (or maps handed over) */
 	uint64_t exited_ns;    /* when its exit record was read; 0 while it lives */
 	/* Facts for OTLP resources, asked for once per program. */
@@ -73,6 +74,7 @@ struct ember_processes {
 	struct ember_slots slots;        /* struct ember_process * per slot */
 	size_t maps_bytes;               /* entries and paths held, all processes */
 	uint64_t last_sweep_ns;
+	uint64_t maps_generations; /* maps set, any process: each set's number */
 	uint64_t maps_loads, maps_failures, maps_adopted;
 	uint64_t freed_exited, freed_idle, evicted, shrunk;
 	uint64_t facts_requests, facts_failures;
@@ -128,6 +130,11 @@ const char *ember_process_mapping_path(const struct ember_process *p,
                                        const struct ember_map_entry *e);
 
 /* Where p publishes its process context (maps_parser.h), as its maps last read said; 0: none. */
+/* A number that changes whenever p's maps do (new or read again), never reused; 0 while they
+ * are to be read (an address found now may not be found after). */
+uint64_t ember_process_maps_generation(const struct ember_process *p);
+/* How many times any process's maps were set (read, handed over, dropped). */
+uint64_t ember_processes_maps_sets(const struct ember_processes *t);
 uint64_t ember_process_context_addr(const struct ember_process *p);
 
 /*

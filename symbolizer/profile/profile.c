@@ -379,8 +379,8 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 	return 0;
 }
 
-int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
-                             uint64_t count, uint64_t timestamp_ns)
+int ember_profile_add_sample_hinted(struct ember_profile *p, const struct ember_sample_key *key,
+                                    uint64_t count, uint64_t timestamp_ns, uint32_t *hint)
 {
 	EMBER_MEM_SCOPE(EMBER_MEM_PROFILE);
 	struct ember_sample fresh = {.key = *key};
@@ -390,10 +390,13 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 
 	if (key->stack >= p->stacks.len || key->wait)
 		return -EINVAL;
-	r = dedup_insert(p, &p->sample_index, &p->samples, key, sizeof(*key), sample_eq, &fresh,
-	                 &id);
-	if (r < 0)
+	if (hint && *hint < p->samples.len && sample_eq(p, *hint, key, sizeof(*key)))
+		id = *hint;
+	else if ((r = dedup_insert(p, &p->sample_index, &p->samples, key, sizeof(*key), sample_eq,
+	                           &fresh, &id)) < 0)
 		return r;
+	if (hint)
+		*hint = id;
 	s = EMBER_VEC_AT(p->samples, struct ember_sample, id);
 	s->count += count;
 	p->total_count += count;
@@ -407,6 +410,12 @@ int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_
 		s->timestamps[s->ntimestamps++] = timestamp_ns;
 	}
 	return 0;
+}
+
+int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
+                             uint64_t count, uint64_t timestamp_ns)
+{
+	return ember_profile_add_sample_hinted(p, key, count, timestamp_ns, NULL);
 }
 
 int ember_profile_add_off_cpu(struct ember_profile *p, const struct ember_sample_key *key,

@@ -260,6 +260,10 @@ int ember_profile_add_stack(struct ember_profile *p, const uint32_t *locations, 
 /* Adds count to the sample with this key; timestamp_ns 0 records no timestamp. */
 int ember_profile_add_sample(struct ember_profile *p, const struct ember_sample_key *key,
                              uint64_t count, uint64_t timestamp_ns);
+/* The same, first trying the sample numbered *hint (compared whole, no hash): a caller's
+ * guess of the last sample of this key, which it learns in *hint (EMBER_NONE: no guess). */
+int ember_profile_add_sample_hinted(struct ember_profile *p, const struct ember_sample_key *key,
+                                    uint64_t count, uint64_t timestamp_ns, uint32_t *hint);
 /* Adds ns of off-CPU time to the sample with this key (key->wait must name a reason). */
 int ember_profile_add_off_cpu(struct ember_profile *p, const struct ember_sample_key *key,
                               uint64_t ns);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "check_main.h"
 #include "fake_broker.h"
@@ -425,6 +426,108 @@ START_TEST(over_budget_new_files_are_shed_and_counted)
 }
 END_TEST
 
+static uint64_t stat_now(const char *name)
+{
+	ember_symbolizer_report_stats(&sym, &prof);
+	return ember_profile_stat_get(&prof, name);
+}
+
+/* A stack seen again is taken as named the first time; a frame seen in another stack too:
+ * the same names, the same counts. */
+START_TEST(a_repeated_stack_is_remembered)
+{
+	uint64_t k[] = {0xffffffff81000310, 0xffffffffc0a01010}, u[] = {target()};
+
+	ck_assert_int_eq(add(PID, k, 2, u, 1, 0, SEC), 0);
+	ck_assert_int_eq(add(PID, k, 2, u, 1, 0, SEC + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ck_assert_uint_eq(stat_now("symbolizer.frames"), 6);
+	ck_assert_uint_eq(prof.samples.len, 1);
+	ck_assert_uint_eq(prof.total_count, 2);
+	ck_assert_uint_eq(ember_profile_sample(&prof, 0)->ntimestamps, 2);
+	/* Another leaf under the same callers: the callers as remembered. */
+	k[0] = 0xffffffff81000320;
+	ck_assert_int_eq(add(PID, k, 2, u, 1, 0, SEC + 2), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.frames_remembered"), 2);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ck_assert_str_eq(frames_of(1), "symbolize_test_target;xfs_iread [xfs];do_syscall_64");
+	ck_assert_uint_eq(prof.samples.len, 2);
+	/* Of another process, the same addresses are named afresh (its maps may differ). */
+	ck_assert_int_eq(add(PID + 1, k, 2, u, 1, 0, SEC + 3), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 2);
+}
+END_TEST
+
+/* A stack is remembered under its process's maps: read again (an exec), it is named again. */
+START_TEST(new_maps_forget_remembered_stacks)
+{
+	uint64_t u[] = {target()};
+
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC), 0);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ember_symbolizer_on_exec(&sym, PID, 2 * SEC);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, 3 * SEC), 0);
+	ck_assert_uint_eq(fake_broker_requests(&fb, EMBER_BROKER_MAPS), 2);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ck_assert_uint_eq(stat_now("symbolizer.frames_remembered"), 0);
+	ck_assert_str_eq(frames_of(0), "symbolize_test_target");
+	/* The new maps' stack is remembered in turn. */
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, 3 * SEC + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 2);
+}
+END_TEST
+
+/* A frame left unnamed for want of a mapping is looked for again each time, and counted. */
+START_TEST(an_unknown_frame_is_not_remembered)
+{
+	uint64_t u[] = {0x10, target()};
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(add(PID, NULL, 0, u, 2, 0, SEC + (uint64_t)i), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.frames_unknown_mapping"), 3);
+	/* Its caller's frame, named, is. */
+	ck_assert_uint_eq(stat_now("symbolizer.frames_remembered"), 2);
+}
+END_TEST
+
+/* JIT code a perf map names only once written: its stack is named again until then. */
+START_TEST(a_jit_frame_waits_for_its_perf_map)
+{
+	char path[] = "/tmp/ember-test-symbolize-XXXXXX";
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t u[] = {(uint64_t)(uintptr_t)code + 0x10};
+	uint64_t now = SEC;
+	FILE *f;
+	int fd;
+
+	ck_assert_ptr_ne(code, MAP_FAILED);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, now), 0);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, now + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 0);
+	ck_assert_ptr_null(strstr(frames_of(0), "jitted_fn"));
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "%lx 100 jitted_fn\n", (unsigned long)(uintptr_t)code);
+	fclose(f);
+	fb.perf_map_path = path;
+	for (int i = 0; i < 100 && !strstr(frames_of(0), "jitted_fn"); i++) {
+		now += EMBER_PERF_MAPS_RETRY_NS;
+		ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, now), 0);
+	}
+	ck_assert_str_eq(frames_of(0), "jitted_fn");
+	/* Named for good (by the last sample): remembered. */
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, now + 1), 0);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, now + 2), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 2);
+	unlink(path);
+	munmap(code, 4096);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("symbolize");
@@ -442,6 +545,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, maps_handed_over_spare_a_request);
 	tcase_add_test(tc, a_process_is_gone_after_its_exit_record);
 	tcase_add_test(tc, an_interval_is_gone_after_it_is_written);
+	tcase_add_test(tc, a_repeated_stack_is_remembered);
+	tcase_add_test(tc, new_maps_forget_remembered_stacks);
+	tcase_add_test(tc, an_unknown_frame_is_not_remembered);
+	tcase_add_test(tc, a_jit_frame_waits_for_its_perf_map);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(budget, setup_tiny_budget, teardown);
 	tcase_add_test(tc, reading_files_keeps_an_eighth_of_the_budget_free);
