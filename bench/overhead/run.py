@@ -124,15 +124,37 @@ def proc_stats(pid):
         return None
 
 
-def bpf_programs():
-    """{program name: (run_time_ns, run_cnt)} of the loaded ember_* programs (bpftool)."""
+def bpf_program_names():
+    """{program id: name} of the loaded ember_* programs (bpftool: a process, run before the
+    steady window)."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    return {p["id"]: p["name"] for p in json.loads(out.stdout or "[]")
+            if p.get("name", "").startswith("ember_") and "id" in p}
+
+
+def bpf_programs(pids, names):
+    """{program name: (run_time_ns, run_cnt)} of the programs named in names, from the
+    fdinfo of the descriptors pids hold: read from /proc, no process started (a bpftool
+    run in the window was a new process for ember to name, which perf does not pay for)."""
+    counters = {}  # program id: (run_time_ns, run_cnt)
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+                prog = int(info["prog_id"])
+                counters[prog] = (int(info["run_time_ns"]), int(info["run_cnt"]))
+            except (OSError, KeyError, ValueError):
+                continue
     progs = {}
-    for p in json.loads(out.stdout or "[]"):
-        name = p.get("name", "")
-        if name.startswith("ember_"):
-            t, n = progs.get(name, (0, 0))
-            progs[name] = (t + p.get("run_time_ns", 0), n + p.get("run_cnt", 0))
+    for i, (t, n) in counters.items():
+        if i in names:
+            t0, n0 = progs.get(names[i], (0, 0))
+            progs[names[i]] = (t0 + t, n0 + n)
     return progs
 
 
@@ -149,6 +171,7 @@ class PeakRss(threading.Thread):
         self.settle, self.duration = settle, duration
         self.procs = {}  # pid: [stat at the window's start, latest stat in it]
         self.bpf = [None, None]
+        self.bpf_names = None
         self.seen = set()  # every pid of the tree, for reap_orphans
 
     def run(self):
@@ -163,6 +186,10 @@ class PeakRss(threading.Thread):
             self.timeline.append((now, rss))
             self.cpu.append((now, sum(cpu_s(p) for p in pids)))
             steady = self.settle <= now <= self.duration - 1
+            # The programs' names, early enough for the tool to have drained and named
+            # bpftool's samples well before the window.
+            if self.bpf_names is None and now >= self.settle / 3:
+                self.bpf_names = bpf_program_names()
             if steady:
                 self.window(pids, now)
             # This thread is part of the host being recorded: a Python process reading
@@ -177,12 +204,12 @@ class PeakRss(threading.Thread):
             st = proc_stats(p)
             if st:
                 self.procs.setdefault(p, [st, st])[1] = st
-        # bpftool runs twice, at the window's ends: each run is a process the tool records.
+        # The programs' counters at the window's ends.
         if self.bpf[0] is None:
-            self.bpf[0] = self.bpf[1] = bpf_programs()
+            self.bpf[0] = self.bpf[1] = bpf_programs(pids, self.bpf_names or {})
             self.bpf_end = self.duration - 1.5
         elif now >= self.bpf_end and self.bpf[1] is self.bpf[0]:
-            self.bpf[1] = bpf_programs()
+            self.bpf[1] = bpf_programs(pids, self.bpf_names or {})
 
     def breakdown(self):
         """Per process name: % of a core on a CPU, user and system (in ticks), context
