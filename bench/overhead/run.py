@@ -21,9 +21,14 @@ threads' schedstat, in nanoseconds; user and system time beside it, in clock tic
 context switches and its read and write calls per second (/proc: nothing is attached to
 the tool, since an observer such as perf stat costs its threads more than a quiet second
 does), and ember's eBPF programs' own time (kernel.bpf_stats_enabled, on for the run):
-runs, time per run, and its share of a core. The kernel charges that time to the process
-a sample interrupted, so no tool's CPU seconds hold it; perf's own in-kernel stack walk is
-not counted anywhere either.
+runs, time per run, and its share of a core (read from the fdinfo of the programs' descriptors
+in the tool's processes: a bpftool run in the window would be a new process the tool
+records). The kernel charges that time to the process a sample interrupted, so no tool's
+CPU seconds hold it; perf's own in-kernel stack walk is not counted anywhere either.
+
+perf record leaves its stacks unnamed; the CPU of `perf script` over its long run's data
+is printed beside it: what perf takes, later, to give names (by function only; ember's
+have inline frames and lines).
 
 --quiet records an idle host instead (no load): what a quiet second costs.
 
@@ -278,6 +283,16 @@ def reap_orphans(pids, deadline_s=5.0):
             time.sleep(0.05)
 
 
+def cpu_of(cmd):
+    """CPU seconds cmd took (None if it failed)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        return None
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def measure(name, cmd, duration):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -352,6 +367,9 @@ def main():
                                           os.path.join(wd, "perf.data"), "--", "sleep", str(d)]),
         ]
         runs = [measure(name, cmd(a.duration), a.duration) for name, cmd in cmds]
+        # perf record leaves its stacks unnamed: perf script names them (functions from
+        # the symbol tables, no inline frames or lines), on the same host, later.
+        script_cpu = cpu_of([perf, "script", "-i", os.path.join(wd, "perf.data")])
         shorts = [measure(name, cmd(a.short), a.short) for name, cmd in cmds] if a.short else []
     finally:
         for p in load:
@@ -373,6 +391,10 @@ def main():
           (f", steady state {e['steady'] / p['steady']:.2f}x" if e["steady"] and p["steady"] else ""))
     print(f"(steady %: the tools' CPU from {settle_for(a.duration):.0f} s in to a second before "
           "the end, read from /proc every second: start-up and the final write left out)")
+    if script_cpu is not None:
+        print(f"perf record -g, then perf script to name its stacks: {p['cpu'] + script_cpu:.3f} "
+              f"CPU s (perf script {script_cpu:.3f}): ember/that {e['cpu'] / (p['cpu'] + script_cpu):.2f}x"
+              " (ember names with inline frames and lines, perf script by function only)")
     print(f"\nwhere the time goes, steady window ({settle_for(a.duration):.0f} s in to a "
           "second before the end):")
     for r in runs:
