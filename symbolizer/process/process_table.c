@@ -45,8 +45,23 @@ static void forget_facts(struct ember_process *p)
 	p->context_look_ns = p->context_gap_ns = 0;
 }
 
+static bool same_maps(const struct ember_maps *a, const struct ember_maps *b)
+{
+	return a->count == b->count && a->context_addr == b->context_addr &&
+	       a->paths.len == b->paths.len &&
+	       (!a->count || !memcmp(a->entries, b->entries, a->count * sizeof(*a->entries))) &&
+	       (!a->paths.len || !memcmp(a->paths.data, b->paths.data, a->paths.len));
+}
+
 static void set_maps(struct ember_processes *t, struct ember_process *p, struct ember_maps *fresh)
 {
+	/* The same maps read again (a look for a context published since, most often): the
+	 * same generation, so that the stacks named with them stay remembered. */
+	if (p->maps_generation && fresh->count && same_maps(&p->maps, fresh)) {
+		ember_maps_free(fresh);
+		memset(fresh, 0, sizeof(*fresh));
+		return;
+	}
 	t->maps_bytes -= ember_maps_bytes(&p->maps);
 	ember_maps_free(&p->maps);
 	p->maps = *fresh;

@@ -479,6 +479,28 @@ START_TEST(new_maps_forget_remembered_stacks)
 }
 END_TEST
 
+/* The same maps read again (a look for a process context): what was named stays remembered. */
+START_TEST(the_same_maps_again_keep_remembered_stacks)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	struct ember_maps m;
+	char *text = NULL;
+	long len = ember_maps_read_fd(fd, &text);
+	uint64_t u[] = {target()};
+
+	close(fd);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC), 0);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
+	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
+	free(text);
+	ember_symbolizer_adopt_maps(&sym, PID, &m, 2 * SEC);
+	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, 2 * SEC + 1), 0);
+	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 2);
+	ck_assert_uint_eq(stat_now("maps.adopted"), 1);
+}
+END_TEST
+
 /* A frame left unnamed for want of a mapping is looked for again each time, and counted. */
 START_TEST(an_unknown_frame_is_not_remembered)
 {
@@ -548,6 +570,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_repeated_stack_is_remembered);
 	tcase_add_test(tc, new_maps_forget_remembered_stacks);
 	tcase_add_test(tc, an_unknown_frame_is_not_remembered);
+	tcase_add_test(tc, the_same_maps_again_keep_remembered_stacks);
 	tcase_add_test(tc, a_jit_frame_waits_for_its_perf_map);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(budget, setup_tiny_budget, teardown);
