@@ -303,17 +303,24 @@ START_TEST(statistics_go_into_the_profile_given)
 }
 END_TEST
 
-START_TEST(maps_handed_over_spare_a_request)
+/* This process's maps, as a collector's snapshot would hand them over. */
+static void own_maps(struct ember_maps *m)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	struct ember_maps m;
 	char *text = NULL;
 	long len = ember_maps_read_fd(fd, &text);
-	uint64_t u[] = {target()};
 
 	close(fd);
-	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
+	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, m), 0);
 	free(text);
+}
+
+START_TEST(maps_handed_over_spare_a_request)
+{
+	struct ember_maps m;
+	uint64_t u[] = {target()};
+
+	own_maps(&m);
 	ember_symbolizer_adopt_maps(&sym, PID, &m, SEC);
 	ck_assert_uint_eq(m.count, 0);
 	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC), 0);
@@ -482,18 +489,13 @@ END_TEST
 /* The same maps read again (a look for a process context): what was named stays remembered. */
 START_TEST(the_same_maps_again_keep_remembered_stacks)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	struct ember_maps m;
-	char *text = NULL;
-	long len = ember_maps_read_fd(fd, &text);
 	uint64_t u[] = {target()};
 
-	close(fd);
 	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC), 0);
 	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, SEC + 1), 0);
 	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 1);
-	ck_assert_int_eq(ember_maps_parse(text, (size_t)len, &m), 0);
-	free(text);
+	own_maps(&m);
 	ember_symbolizer_adopt_maps(&sym, PID, &m, 2 * SEC);
 	ck_assert_int_eq(add(PID, NULL, 0, u, 1, 0, 2 * SEC + 1), 0);
 	ck_assert_uint_eq(stat_now("symbolizer.samples_stack_remembered"), 2);
