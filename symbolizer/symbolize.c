@@ -839,8 +839,12 @@ static int frame_location(struct ember_symbolizer *s, struct ember_process *proc
 	 * for a perf map; under the maps it was named with (read for it, perhaps). */
 	if (!err && s->frame_memo && !s->sample_stalled && !s->sample_unsettled &&
 	    s->unknown_frames + s->shed_frames == unnamed_before &&
-	    (!proc || (key[1] = ember_process_maps_generation(proc)))) {
-		m = &s->frame_memo[memo_hash(key, 4) % EMBER_FRAME_MEMOS];
+	    (!proc || ember_process_maps_generation(proc))) {
+		/* The maps may have been read for it: its slot is the new generation's. */
+		if (!m || (proc && key[1] != ember_process_maps_generation(proc))) {
+			key[1] = proc ? ember_process_maps_generation(proc) : 0;
+			m = &s->frame_memo[memo_hash(key, 4) % EMBER_FRAME_MEMOS];
+		}
 		memcpy(m->key, key, sizeof(key));
 		m->location = *out;
 		m->valid = true;
@@ -986,10 +990,10 @@ static int intern_comm(struct ember_symbolizer *s, const char *comm, uint32_t *o
 		return 0;
 	}
 	err = ember_profile_intern_cstr(s->profile, name, out);
-	if (!err)
+	if (!err) {
 		*m = (struct ember_comm_memo){.str = *out, .valid = true};
-	if (!err)
 		memcpy(m->name, name, EMBER_COMM_LEN);
+	}
 	return err;
 }
 
