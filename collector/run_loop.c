@@ -542,13 +542,20 @@ static int start_programs(struct recorder *r)
 	return 0;
 }
 
+/* The next tick, or the end of the duration if sooner: the first tick too (-d 1 is 1 s). */
+static void schedule_tick(struct recorder *r, uint64_t now)
+{
+	r->next_tick_ns = now + EMBER_COLLECTOR_TICK_MS * 1000000ull;
+	if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
+		r->next_tick_ns = r->stop_ns;
+}
+
 /* Everything the loop waits for, in one epoll set. */
 static int watch_events(struct recorder *r)
 {
 	int err;
 
-	/* The tick is epoll_wait's timeout. */
-	r->next_tick_ns = ember_monotonic_ns() + EMBER_COLLECTOR_TICK_MS * 1000000ull;
+	schedule_tick(r, ember_monotonic_ns()); /* the tick is epoll_wait's timeout */
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0)
 		return neg_errno();
@@ -703,10 +710,7 @@ static void run_loop(struct recorder *r)
 		}
 		if (now >= r->next_tick_ns) {
 			on_tick(r, now);
-			r->next_tick_ns = now + EMBER_COLLECTOR_TICK_MS * 1000000ull;
-			/* A tick falls when the duration ends. */
-			if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
-				r->next_tick_ns = r->stop_ns;
+			schedule_tick(r, now);
 		}
 		if (!r->finished) {
 			expire_workers(r, ember_monotonic_ns());

@@ -227,6 +227,28 @@ def test_ctrl_c_still_writes_outputs():
                    clock.cpu_between(*window), 199)
 
 
+def test_duration_is_kept():
+    """-d 2 records 2 s and ends then: not at the collector's next tick (every 5 s), which a
+    first tick not set to the duration's end made it wait for (-d 1 recorded 5 s)."""
+    pprof = os.path.join(WD, "d.pb.gz")
+    wl = start([SPLIT, "20"])
+    proc, lines, sampling = start_recording(["-d", "2", "-F", "99", "-p", str(wl.pid), "-o", pprof])
+    try:
+        assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
+        proc.wait(timeout=60)
+        ended = time.time()
+        sampling.reader.join(timeout=30)
+    finally:
+        kill(wl)
+        kill(proc)
+    assert proc.returncode == 0, "".join(lines)
+    seconds = pprof_comments(pprof)["duration_nanos"] / 1e9
+    log(f"  the profile covers {seconds:.2f} s; ember exited {ended - sampling.time:.2f} s "
+        "after it said it was sampling")
+    assert 1.8 <= seconds <= 2.6, seconds
+    assert ended - sampling.time < 4, ended - sampling.time
+
+
 def test_kernel_drops_are_counted():
     """Records the eBPF programs could not send are counted from their counters, which the
     collector reads through a mapping every tick: a count set in the kernel's map while
@@ -339,6 +361,7 @@ if __name__ == "__main__":
         test_whole_system_pprof_reads_quietly,
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
+        test_duration_is_kept,
         test_kernel_drops_are_counted,
         test_cpu_hotplug_is_tolerated,
         test_progress_line_on_a_terminal,
