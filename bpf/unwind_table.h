@@ -5,7 +5,9 @@
  * the unwinder in bpf/unwind.bpf.h walks (x86-64).
  *
  * A table belongs to one file and is shared by every process that maps it.
- * The BPF maps: unwind_tables (slot -> number of blocks, 0: empty),
+ * The BPF maps: unwind_tables (slot -> number of blocks, 0: empty, and in the
+ * high 32 bits the table's generation: the collector's count of tables
+ * written, so a slot written again is a new table to the unwinder's row cache),
  * unwind_blocks (hash: block key -> block of rows), unwind_files (a file's
  * device and inode -> struct ember_file_entry: its table, found by the
  * kernel from the file behind a pc) and unwind_procs (tgid -> struct
@@ -37,6 +39,7 @@
 #define EMBER_UNWIND_BLOCK_STEPS   16         /* > log2(MAX_TABLE_ROWS / BLOCK_ROWS) */
 #define EMBER_UNWIND_ROW_STEPS     8          /* > log2(BLOCK_ROWS) */
 #define EMBER_UNWIND_HINTS         4096       /* per-CPU block hints (a power of 2) */
+#define EMBER_UNWIND_ROW_CACHE     256        /* per-CPU rows found (a power of 2, one page) */
 #define EMBER_UNWIND_MAX_MAPPINGS  64         /* executable mappings of one process's list */
 #define EMBER_UNWIND_MAPPING_STEPS 7          /* > log2(EMBER_UNWIND_MAX_MAPPINGS) */
 #define EMBER_UNWIND_MAX_PROCS     32768      /* processes with tables at once */

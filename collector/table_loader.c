@@ -65,7 +65,7 @@ int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int 
 static void drop_slot(struct ember_tables *t, uint32_t slot, uint32_t rows)
 {
 	struct ember_unwind_block_key key = {slot, 0};
-	uint32_t none = 0;
+	uint64_t none = 0;
 
 	bpf_map_update_elem(t->tables_fd, &slot, &none, BPF_ANY);
 	for (; key.block < rows / EMBER_UNWIND_BLOCK_ROWS; key.block++)
@@ -98,7 +98,7 @@ static bool row_ok(const struct ember_unwind_row *r)
 
 static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table *m)
 {
-	uint32_t nblocks;
+	uint64_t entry;
 
 	if (m->table >= EMBER_UNWIND_MAX_TABLES || m->reserved)
 		return -EPROTO;
@@ -121,9 +121,11 @@ static int on_table(struct ember_tables *t, const struct ember_msg_unwind_table 
 		if (!t->building || m->table != t->build_slot || t->build_next != t->build_rows)
 			return -EPROTO;
 		t->building = false;
-		nblocks = t->build_rows / EMBER_UNWIND_BLOCK_ROWS;
+		/* Its blocks, and above them its generation: its rows are new to the unwinder's
+		 * row cache (bpf/unwind.bpf.h), whatever the slot held before. */
+		entry = t->build_rows / EMBER_UNWIND_BLOCK_ROWS | (t->tables_loaded + 1) << 32;
 		if (!t->build_failed &&
-		    bpf_map_update_elem(t->tables_fd, &m->table, &nblocks, BPF_ANY))
+		    bpf_map_update_elem(t->tables_fd, &m->table, &entry, BPF_ANY))
 			t->build_failed = failed(t, "table", neg_errno());
 		t->slot_rows[m->table] = t->build_rows;
 		t->rows_loaded += t->build_rows;

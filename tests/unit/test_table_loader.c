@@ -563,7 +563,8 @@ START_TEST(loads_and_forgets_with_maps)
 	struct ember_unwind_block blk;
 	struct ember_unwind_proc proc;
 	struct ember_tables t;
-	uint32_t slot = 7, pid = 42, nblocks;
+	uint32_t slot = 7, pid = 42;
+	uint64_t entry; /* a table slot's: its blocks, and its generation above them */
 	struct ember_py_proc py_row;
 	struct ember_file_key fkey = {42, 8u << 20 | 1, 0};
 	struct ember_file_entry fentry;
@@ -575,7 +576,7 @@ START_TEST(loads_and_forgets_with_maps)
 	/* Creating maps needs CAP_BPF; the checks above ran without it. */
 	if (geteuid() != 0)
 		EMBER_SKIP("not root: BPF map loading not tested (run as root)");
-	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 4, 16, NULL);
+	tables = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tables", 4, 8, 16, NULL);
 	blocks =
 	    bpf_map_create(BPF_MAP_TYPE_HASH, "t_blocks", sizeof(key), sizeof(blk), 64, &hash_opts);
 	procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct ember_unwind_proc),
@@ -641,17 +642,25 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_uint_eq(t.tables_loaded, 2); /* 7 and 5 */
 	ck_assert_uint_eq(t.failures, 0);
 	/* Dropped at the end of the checks: the slot is empty, the blocks gone. */
-	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
-	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq(entry, 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 
 	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
 	ck_assert_int_eq(handle(&t, rows_msg(7, 0, 2 * B)), 0);
-	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
-	ck_assert_uint_eq(nblocks, 0); /* not in use before COMMIT */
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq(entry, 0); /* not in use before COMMIT */
 	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
-	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
-	ck_assert_uint_eq(nblocks, 2);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq((uint32_t)entry, 2);
+	ck_assert_uint_eq(entry >> 32, 3); /* the third table written (7 and 5 before) */
+	/* The same slot written again is a new table to the unwinder's row cache. */
+	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, rows_msg(7, 0, 2 * B)), 0);
+	ck_assert_int_eq(handle(&t, table_msg(7, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq((uint32_t)entry, 2);
+	ck_assert_uint_eq(entry >> 32, 4);
 	ck_assert_int_eq(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 	ck_assert_uint_eq(blk.rows[0].pc, 0x1000 + 16 * B);
 	ck_assert_uint_eq(t.rows_loaded, 2 * B);
@@ -665,8 +674,8 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_eq(handle(&t, rows_msg(8, 0, 2 * B)), 0);
 	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_COMMIT, 0)), 0);
 	slot = 8;
-	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
-	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq(entry, 0);
 	ck_assert_uint_eq(t.failures, 1);
 	ck_assert_uint_eq(t.rows_loaded, 2 * B);
 
@@ -680,8 +689,8 @@ START_TEST(loads_and_forgets_with_maps)
 	/* The symbolizer went away: nothing it loaded stays. */
 	ember_tables_reset(&t);
 	slot = 7;
-	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &nblocks), 0);
-	ck_assert_uint_eq(nblocks, 0);
+	ck_assert_int_eq(bpf_map_lookup_elem(tables, &slot, &entry), 0);
+	ck_assert_uint_eq(entry, 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &key, &blk), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(blocks, &cut, &blk), 0);
