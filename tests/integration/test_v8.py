@@ -186,13 +186,16 @@ def test_lower_tiers_held():
                 WD, SCRIPT, LEAVES, lambda fr: innermost_leaf(fr) is not None,
                 f"node-{version}-{mode}", exe, "split", 5, cmd_prefix=(exe, *opts),
                 min_samples=1500,
-                check_pid=lambda pid, exe=exe: copied.append(builtins_copied(pid, exe)))
+                check_pid=lambda pid, exe=exe, v=version: copied.append((v, builtins_copied(pid, exe))))
             check_split(label, samples, next(iter(truth.values())), compiled=False)
             log(f"  stats: {stats_line(stats)}")
-    log(f"  builtins run from their copy in {sum(copied)} of {len(copied)} processes")
-    if not all(copied):
-        skip_or_fail("V8 did not copy its builtins here (a host under 4 GiB?): the copy "
-                     "is not covered")
+    log(f"  builtins run from their copy in {sum(c for _, c in copied)} of {len(copied)} processes")
+    # V8 decides at start-up, and once in a while (1 process of 6 in a run here) does not
+    # copy: the copy is covered when each version ran from it at least once.
+    uncovered = sorted({v for v, _ in copied} - {v for v, c in copied if c})
+    if uncovered:
+        skip_or_fail(f"V8 did not copy its builtins here in Node {', '.join(uncovered)} (a host "
+                     "under 4 GiB?): the copy is not covered")
 
 
 def test_class_methods_behind_an_arrow_and_an_anonymous_function():
