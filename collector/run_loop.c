@@ -208,6 +208,10 @@ static void on_signal(struct recorder *r)
 		begin_stop(r, "signal");
 		return;
 	}
+	/* Within half a second, the same request twice: timeout(1) signals its child, then its
+	 * process group, which holds the child too. A person's second Ctrl-C comes later. */
+	if (ember_monotonic_ns() + FLUSH_TIMEOUT_NS < r->flush_deadline_ns + 500000000ull)
+		return;
 	log_warn("stopping without waiting for the outputs (second signal)");
 	r->failed = true;
 	r->finished = true;

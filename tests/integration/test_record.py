@@ -227,6 +227,42 @@ def test_ctrl_c_still_writes_outputs():
                    clock.cpu_between(*window), 199)
 
 
+def test_timeout_writes_outputs():
+    """`timeout 3 ember record` writes its outputs: timeout(1) signals its command, then its
+    own process group, which holds the command too, so ember may get the signal twice at
+    once. It took the second for a person's second Ctrl-C and stopped without its outputs
+    (when it read the first before the second came: here, two signals 5 ms apart)."""
+    wl = start([SPLIT, "30"])
+    try:
+        time.sleep(0.3)
+        folded = os.path.join(WD, "timeout.folded")
+        r = subprocess.run(["timeout", "3", EMBER, "record", "-F", "99", "-p", str(wl.pid), "-o",
+                            folded], capture_output=True, text=True, timeout=120)
+        n = sum(c for f, c in read_folded(folded) if f[0] == "split") if os.path.exists(folded) else 0
+        log(f"  timeout 3: exit {r.returncode}, {n} samples of split")
+        assert r.returncode == 124 and n > 100, r.stderr  # 124: timeout's (it timed out)
+        # The whole host, whose outputs take longer than the 5 ms between the two signals.
+        folded = os.path.join(WD, "twice.folded")
+        proc, lines, sampling = start_recording(["-F", "99", "-o", folded, "-o",
+                                                 os.path.join(WD, "twice.html")])
+        try:
+            assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
+            time.sleep(2)
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.005)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            sampling.reader.join(timeout=30)
+        finally:
+            kill(proc)
+        err = "".join(lines)
+        n = sum(c for f, c in read_folded(folded) if f[0] == "split") if os.path.exists(folded) else 0
+        log(f"  SIGTERM twice, 5 ms apart: exit {proc.returncode}, {n} samples of split")
+        assert proc.returncode == 0 and "second signal" not in err and n > 100, err
+    finally:
+        kill(wl)
+
+
 def test_duration_is_kept():
     """-d 2 records 2 s and ends then: not at the collector's next tick (every 5 s), which a
     first tick not set to the duration's end made it wait for (-d 1 recorded 5 s)."""
@@ -362,6 +398,7 @@ if __name__ == "__main__":
         test_symbolizer_runs_unprivileged,
         test_ctrl_c_still_writes_outputs,
         test_duration_is_kept,
+        test_timeout_writes_outputs,
         test_kernel_drops_are_counted,
         test_cpu_hotplug_is_tolerated,
         test_progress_line_on_a_terminal,

@@ -272,7 +272,8 @@ def test_recovery():
 
 def test_signals_end_a_run():
     """Through a stall, SIGINT ends `ember record` (no -d) within 5 s with its outputs;
-    a second signal ends it at once. Each bound holds over the same ending with nothing
+    a second signal (0.6 s later: within half a second it is the same request, as timeout(1)
+    sends it twice) ends it at once. Each bound holds over the same ending with nothing
     stalled, just before (the control: a loaded host takes longer without any stall)."""
     def end_a_run(second, folded):
         p = subprocess.Popen([EMBER, "record", "-F", str(HZ), "-o", folded],
@@ -281,7 +282,7 @@ def test_signals_end_a_run():
         t0 = time.time()
         p.send_signal(signal.SIGINT)
         if second:
-            time.sleep(0.05)
+            time.sleep(0.6)
             p.send_signal(signal.SIGINT)
         rc = p.wait(timeout=60)
         return rc, time.time() - t0, p.stderr.read()
@@ -302,7 +303,7 @@ def test_signals_end_a_run():
             if second:
                 # When the outputs were written before the second signal came, nothing was
                 # left to cut short: either way the run ends at once.
-                assert took < max(1.5, control[True] + 1) and ("second signal" in text or rc == 0), \
+                assert took < max(2.1, control[True] + 1) and ("second signal" in text or rc == 0), \
                     (took, text)
             else:
                 assert rc == 0 and took < max(5, control[False] + 4), (rc, took, text)
