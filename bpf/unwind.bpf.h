@@ -86,6 +86,9 @@ struct {
  * them out of the caches: six frames cost 17 to 25 us a sample before this, 12
  * to 19 with it. A generation is a table's, never reused (a slot written again
  * has a new one), so an entry is right or missed, never stale; 0 is no table's.
+ * One cache per scratch slot (scratch.bpf.h): a program that interrupts another
+ * on the same CPU (the perf event, the off-CPU programs) would find an entry half
+ * written, or finish writing one over the other's.
  */
 struct ember_row_cache_entry {
 	__u32 generation, addr;
@@ -98,7 +101,7 @@ struct ember_row_cache {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2); /* SCRATCH_CPU, SCRATCH_OFF_CPU */
 	__type(key, __u32);
 	__type(value, struct ember_row_cache);
 } unwind_row_cache SEC(".maps");
@@ -291,21 +294,22 @@ hinted_block(const struct ember_unwind_hint *hint, __u32 table, __u32 nblocks, _
 }
 
 /*
- * The row of table slot `table` covering addr; GAP before its first row. -1: not loaded.
+ * The row of table slot `table` covering addr (through the row cache of scratch slot `slot`);
+ * GAP before its first row. -1: not loaded.
  * Global: inlined, the verifier checked the two searches again in every state the
  * unwinder's step reached it with (about 10,000 instructions processed).
  */
-__attribute__((noinline)) int ember_find_row(__u32 table, __u32 addr,
-                                             struct ember_unwind_row *out)
+__attribute__((noinline)) int ember_find_row(__u32 table, __u32 addr, struct ember_unwind_row *out,
+                                             __u32 slot)
 {
 	struct block_search bs = {.table = table, .addr = addr};
 	struct ember_unwind_block_key key = {.table = table};
 	const struct ember_unwind_block *blk;
 	struct row_search rs = {.addr = addr, .hi = EMBER_UNWIND_BLOCK_ROWS};
 	__u64 *entry = bpf_map_lookup_elem(&unwind_tables, &table);
-	__u32 slot = (addr ^ (table * 0x9e3779b1u)) & (EMBER_UNWIND_HINTS - 1), zero = 0;
+	__u32 hint_slot = (addr ^ (table * 0x9e3779b1u)) & (EMBER_UNWIND_HINTS - 1);
 	__u32 lo = EMBER_UNWIND_BLOCK_ROWS, nblocks, generation;
-	struct ember_row_cache *cache = bpf_map_lookup_elem(&unwind_row_cache, &zero);
+	struct ember_row_cache *cache = bpf_map_lookup_elem(&unwind_row_cache, &slot);
 	struct ember_row_cache_entry *cached = NULL;
 	struct ember_unwind_hint *hint;
 
@@ -321,7 +325,7 @@ __attribute__((noinline)) int ember_find_row(__u32 table, __u32 addr,
 			return 0;
 		}
 	}
-	hint = bpf_map_lookup_elem(&unwind_hints, &slot);
+	hint = bpf_map_lookup_elem(&unwind_hints, &hint_slot);
 	blk = hinted_block(hint, table, nblocks, addr);
 	if (blk && hint)
 		lo = hint->row;
@@ -855,7 +859,7 @@ static long unwind_step(__u64 i, void *ctx)
 	if (m->table == EMBER_UNWIND_NO_TABLE)
 		return step_frame_pointer(st);
 	addr = pc - m->bias;
-	if (addr > 0xffffffffull || ember_find_row(m->table, (__u32)addr, &row))
+	if (addr > 0xffffffffull || ember_find_row(m->table, (__u32)addr, &row, st->slot))
 		return ember_missing_table(st, exact, m == &by_file ? flag : 0) != 0;
 	return step_row(st, &row, exact && s->uw_native == 1);
 }
