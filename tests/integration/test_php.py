@@ -266,6 +266,13 @@ def test_fpm_worker_requests():
         stop.set()
         if client:
             client.join(timeout=30)
+        # SIGTERM first: php-fpm ends its workers then; SIGKILL alone left the worker running.
+        if master.poll() is None:
+            master.terminate()
+            try:
+                master.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         kill(master)
     assert not errors, errors
     samples = [s for s in decode_otlp(outs["otlp"]) if s[0] == worker]
