@@ -23,6 +23,23 @@ WD = workdir()
 SPLIT = build_workload("split", WD)
 
 
+def record_until_signalled(args, seconds, signals):
+    """Runs ember record with args; seconds after it samples, sends signals (5 ms apart) and
+    waits for it to end. Returns the process, its output and its "sampling" event."""
+    proc, lines, sampling = start_recording(args)
+    try:
+        assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
+        time.sleep(seconds)
+        for i, sig in enumerate(signals):
+            time.sleep(0.005 if i else 0)
+            proc.send_signal(sig)
+        proc.wait(timeout=60)
+        sampling.reader.join(timeout=30)
+    finally:
+        kill(proc)
+    return proc, "".join(lines), sampling
+
+
 def test_known_split_with_frame_pointers():
     truth_file = os.path.join(WD, "s.truth")
     wl = start([SPLIT, "30"], env=dict(os.environ, EMBER_TRUTH_FILE=truth_file))
@@ -199,17 +216,11 @@ def test_ctrl_c_still_writes_outputs():
     folded, pprof = os.path.join(WD, "c.folded"), os.path.join(WD, "c.pb.gz")
     wl = start([SPLIT, "10"])
     clock = CpuClock(wl.pid)
-    proc, lines, sampling = start_recording(["-F", "199", "-p", str(wl.pid), "-o", folded, "-o", pprof])
     try:
-        assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
-        time.sleep(3)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-        sampling.reader.join(timeout=30)
+        proc, err, sampling = record_until_signalled(
+            ["-F", "199", "-p", str(wl.pid), "-o", folded, "-o", pprof], 3, [signal.SIGINT])
     finally:
         kill(wl)
-        kill(proc)
-    err = "".join(lines)
     log("  " + err.strip().replace("\n", "\n  "))
     assert proc.returncode == 0, err
     with open(pprof, "rb") as f:
@@ -243,19 +254,9 @@ def test_timeout_writes_outputs():
         assert r.returncode == 124 and n > 100, r.stderr  # 124: timeout's (it timed out)
         # The whole host, whose outputs take longer than the 5 ms between the two signals.
         folded = os.path.join(WD, "twice.folded")
-        proc, lines, sampling = start_recording(["-F", "99", "-o", folded, "-o",
-                                                 os.path.join(WD, "twice.html")])
-        try:
-            assert sampling.wait(timeout=60), "ember did not start: " + "".join(lines)
-            time.sleep(2)
-            proc.send_signal(signal.SIGTERM)
-            time.sleep(0.005)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
-            sampling.reader.join(timeout=30)
-        finally:
-            kill(proc)
-        err = "".join(lines)
+        proc, err, _ = record_until_signalled(
+            ["-F", "99", "-o", folded, "-o", os.path.join(WD, "twice.html")], 2,
+            [signal.SIGTERM, signal.SIGTERM])
         n = sum(c for f, c in read_folded(folded) if f[0] == "split") if os.path.exists(folded) else 0
         log(f"  SIGTERM twice, 5 ms apart: exit {proc.returncode}, {n} samples of split")
         assert proc.returncode == 0 and "second signal" not in err and n > 100, err
