@@ -188,12 +188,12 @@ static int set_add(struct bpf_map *set, const void *key, size_t key_size)
 }
 
 /* The chosen cgroups' ids, for select.bpf.h; a verdict kept for one (judged in between) goes. */
-static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
+static int fill_cgroups(struct ember_bpf *b, struct ember_selection *s)
 {
 	int err = 0;
 
 	for (size_t i = 0; s && i < s->ncgroups && !err; i++) {
-		if (!s->ids[i])
+		if (!ember_select_id(s, i))
 			continue;
 		err = set_add(b->sampler->maps.cgroup_filter, &s->ids[i], sizeof(s->ids[i]));
 		bpf_map__delete_elem(b->sampler->maps.cgroup_verdicts, &s->ids[i],
@@ -206,7 +206,7 @@ static int fill_cgroups(struct ember_bpf *b, const struct ember_selection *s)
  * runs: a cgroup judged before its id is in cgroup_filter would keep its verdict. */
 static int fill_selection(struct ember_bpf *b, const struct ember_bpf_opts *o)
 {
-	const struct ember_selection *s = o->selection;
+	struct ember_selection *s = o->selection;
 	int err = 0;
 
 	for (size_t i = 0; i < o->npids && !err; i++)
@@ -255,7 +255,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	if (!(err = fill_selection(b, o)) && !(err = sampler_bpf__attach(b->sampler)))
 		forget_ended(b, o);
 	/* A chosen cgroup made before ember_cgroup_mkdir was attached: found now. */
-	if (!err && o->selection && ember_select_ids(o->selection) < o->selection->ncgroups)
+	if (!err)
 		err = fill_cgroups(b, o->selection);
 	if (err) {
 		log_error_errno(err, o->off_cpu_min_ns != EMBER_OFF_CPU_OFF

@@ -22,7 +22,7 @@ struct ember_selection {
 	size_t ncgroups;
 };
 
-/* Looks up the ids of chosen cgroups not found before. Returns how many are still missing. */
-size_t ember_select_ids(struct ember_selection *s);
+/* The id of chosen cgroup i, looked up if not found before; 0 while it does not exist. */
+uint64_t ember_select_id(struct ember_selection *s, size_t i);
 
 #endif

@@ -186,12 +186,16 @@ def test_cgroup_only_its_processes():
         sub = Cgroup(top.rel + "/svc").make()  # the subtree counts, not only the cgroup
         p_in = start([inside, "30"])
         sub.enter(p_in.pid)
+        # A task beside it that switches out every 50 us: the off-CPU program judges its
+        # cgroup the moment it is attached, before a CPU sample could.
+        p_nap = subprocess.Popen(["python3", "-c", "import time\nwhile 1: time.sleep(5e-5)"])
+        sub.enter(p_nap.pid)
         p_out = start([outside, "30"])
         # A shell inside that forks its child once the recording runs.
         p_sh = subprocess.Popen(["sh", "-c", f"read go; exec {child_name} 30"],
                                 stdin=subprocess.PIPE, text=True)
         sub.enter(p_sh.pid)
-        procs += [p_in, p_out, p_sh]
+        procs += [p_in, p_nap, p_out, p_sh]
         folded, pprof = os.path.join(WD, "cg.folded"), os.path.join(WD, "cg.pb.gz")
         # Off-CPU too: its programs run before the first CPU sample and judge cgroups first.
         rec, err, sampling = start_recording(
@@ -221,7 +225,8 @@ def test_cgroup_only_its_processes():
     assert counts.get("split_inside", 0) > 1000000, counts
     assert counts.get("split_child", 0) > 500000, f"the child forked inside is missing: {counts}"
     assert counts.get("split_later", 0) > 500000, f"the cgroup made later is missing: {counts}"
-    assert set(counts) <= {"split_inside", "split_child", "split_later", "sh"}, counts
+    assert counts.get("python3", 0) > 0, f"the task that sleeps inside is missing: {counts}"
+    assert set(counts) <= {"split_inside", "split_child", "split_later", "sh", "python3"}, counts
     # Of the host's processes, only the chosen ones had their unwind tables loaded.
     stats = dict(c[1:].split("=", 1) for c in read_pprof(pprof)["comments"] if "=" in c)
     loads = int(stats["unwind.process_loads"])

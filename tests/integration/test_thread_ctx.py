@@ -105,7 +105,7 @@ def test_every_way_to_the_variable_gives_the_running_span():
     at least 99% of the CPU samples in a span carry that span's link (trace and span id,
     checked with the thread, the function and the time; from the recording's second second
     on), none carries another, none outside a span carries one; off-CPU samples of a sleep
-    inside a span carry its link too (90%: those of the first second count)."""
+    inside a span carry its link too (but for as many as the first second explains)."""
     variants = build()
     procs, logs = {}, {}
     try:
@@ -148,8 +148,15 @@ def test_every_way_to_the_variable_gives_the_running_span():
             f"{sum(n for k, n in v.items() if k[1] in NO_SPAN)} samples, {stray or 'none'} linked")
         if right + wrong + none < 60 or right < 0.99 * (right + wrong + none) or wrong:
             failures.append(f"{name}: CPU {right}/{wrong}/{none}")
-        if not oright or owrong or oright < 0.9 * (oright + onone):
-            failures.append(f"{name}: off-CPU {oright}/{owrong}/{onone}")
+        # Off-CPU samples carry no time to tell the first second's apart: those without a
+        # link may be as many as the CPU samples' share before the context was found predicts,
+        # with Poisson slack (about 1 of 24 expected; a broken link leaves all 24 without).
+        early_share = v["cpu", "span", "early"] / max(1, right + wrong + none +
+                                                     v["cpu", "span", "early"])
+        expect = early_share * (oright + onone)
+        if not oright or owrong or onone > expect + 3 * expect ** 0.5 + 1:
+            failures.append(f"{name}: off-CPU {oright}/{owrong}/{onone} ({expect:.1f} "
+                            f"expected without a link)")
         for phase in NO_SPAN:
             if not v["cpu", phase, "none"]:
                 failures.append(f"{name}: no sample in {phase}")
