@@ -25,6 +25,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
 	char line[512];
 
+	if (strstr(fmt, " LOAD LOG --")) /* the verifier's log: whole, and for a report only */
+		return ember_log_get_level() < EMBER_LOG_DEBUG ? 0 : vfprintf(stderr, fmt, ap);
 	if (level == LIBBPF_DEBUG && ember_log_get_level() < EMBER_LOG_DEBUG)
 		return 0;
 	vsnprintf(line, sizeof(line), fmt, ap);
