@@ -13,6 +13,9 @@
 #include "interp.h"
 #include "records.h"
 
+/* Bytes of user stack the native unwinder reads at once (a power of 2, at most a page). */
+#define EMBER_STACK_WINDOW 512
+
 struct sample_scratch {
 	struct ember_sample_event hdr;
 	__u64 frames[EMBER_MAX_KSTACK + EMBER_MAX_USTACK_WORDS];
@@ -37,6 +40,9 @@ struct sample_scratch {
 	 * walker's state below: the verifier then does not track them as constants, which
 	 * would multiply the states it explores through the unwinder's loop. */
 	__u32 uw_words, uw_native;
+	/* The unwinder's window on the user stack (read_stack_u64): [win_lo, win_hi) of it. */
+	__u64 win_lo, win_hi;
+	__u64 win[EMBER_STACK_WINDOW / 8];
 	/* The interpreter walk's state (interp.bpf.h) and the walker's own scratch: its copy
 	 * of the process's row and its read windows, as its struct lays them out. */
 	struct ember_interp_walk interp_walk;

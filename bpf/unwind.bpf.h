@@ -175,6 +175,38 @@ static __always_inline int read_user_u64(__u64 *out, __u64 addr)
 }
 
 /*
+ * A word of the user stack for the native walk, from the sample's window on it:
+ * one read brings the EMBER_STACK_WINDOW bytes from addr up (to the page's end
+ * when the next page is not there), which hold the saved words of several
+ * frames, where a read per word costs a helper call and its user-access checks
+ * each. The stack cannot change under the walk: its thread is interrupted.
+ */
+static __always_inline int read_stack_u64(struct ember_uw_state *st, __u64 *out, __u64 addr)
+{
+	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &st->slot);
+	__u64 len = EMBER_STACK_WINDOW;
+
+	if (!s || (addr & 7))
+		return read_user_u64(out, addr);
+	if (addr < s->win_lo || addr >= s->win_hi) {
+		if (bpf_probe_read_user(s->win, len, (const void *)addr)) {
+			len = 4096 - (addr & 4095);
+			if (len > EMBER_STACK_WINDOW)
+				len = EMBER_STACK_WINDOW;
+			if (bpf_probe_read_user(s->win, len, (const void *)addr)) {
+				s->win_hi = 0;
+				*out = 0;
+				return -1;
+			}
+		}
+		s->win_lo = addr;
+		s->win_hi = addr + len;
+	}
+	*out = s->win[((addr - s->win_lo) / 8) & (EMBER_STACK_WINDOW / 8 - 1)];
+	return 0;
+}
+
+/*
  * The binary searches are bpf_loop callbacks too: the verifier then checks
  * one step instead of every path through every step.
  */
@@ -375,7 +407,7 @@ static __always_inline long step_frame_pointer(struct ember_uw_state *st)
 		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
 		return 1;
 	}
-	if (read_user_u64(&next_fp, st->fp) || read_user_u64(&ra, st->fp + 8)) {
+	if (read_stack_u64(st, &next_fp, st->fp) || read_stack_u64(st, &ra, st->fp + 8)) {
 		st->stop = EMBER_UNWIND_STOP_READ;
 		return 1;
 	}
@@ -451,12 +483,12 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 		st->stop = EMBER_UNWIND_STOP_BAD_FRAME;
 		return 1;
 	}
-	if (read_user_u64(&ra, cfa - 8)) {
+	if (read_stack_u64(st, &ra, cfa - 8)) {
 		st->stop = EMBER_UNWIND_STOP_READ;
 		return 1;
 	}
 	if (row->fp_slot) {
-		if (read_user_u64(&fp, cfa + 8 * (__s64)row->fp_slot)) {
+		if (read_stack_u64(st, &fp, cfa + 8 * (__s64)row->fp_slot)) {
 			st->stop = EMBER_UNWIND_STOP_READ;
 			return 1;
 		}
@@ -466,7 +498,7 @@ static __always_inline long step_row(struct ember_uw_state *st, const struct emb
 	if (row->bx_slot == EMBER_ROW_BX_LOST)
 		st->bx_known = 0;
 	else if (row->bx_slot) {
-		st->bx_known = !read_user_u64(&bx, cfa - 8 * (__u64)row->bx_slot);
+		st->bx_known = !read_stack_u64(st, &bx, cfa - 8 * (__u64)row->bx_slot);
 		st->bx = bx;
 	}
 	st->sp = cfa;
@@ -957,6 +989,7 @@ static __always_inline __u32 unwind_walk(struct ember_uw_state *st, bool have_re
 		return 0;
 	}
 	s->uw_words = s->uw_native = 0;
+	s->win_hi = 0;
 	/* Said by every sample of a rewritten executable, not only one whose walk reaches it:
 	 * the symbolizer builds the new file's table before it unwinds a copy with it. */
 	if (ember_exe_changed(st))
