@@ -74,12 +74,13 @@ int ember_spawn_symbolizer(const struct ember_core_config *c, int sock, pid_t *p
 }
 
 /* In the command's child: becomes its user, waits at the gate, runs the command. */
-static void run_command(const struct ember_command *c, int gate)
+static void run_command(const struct ember_command *c, int gate, int gate_write)
 {
 	const char *name = strrchr(c->argv[0], '/') ? strrchr(c->argv[0], '/') + 1 : c->argv[0];
 	sigset_t none;
 	char go;
 
+	close(gate_write); /* its own copy would keep the end of file from coming */
 	/* Its samples before the exec are the command's, and named so. */
 	prctl(PR_SET_NAME, name);
 	sigemptyset(&none);
@@ -110,7 +111,7 @@ int ember_command_start(struct ember_command *c)
 		return neg_errno();
 	c->pid = fork();
 	if (c->pid == 0)
-		run_command(c, gate[0]);
+		run_command(c, gate[0], gate[1]);
 	close(gate[0]);
 	c->gate = gate[1];
 	if (c->pid < 0)

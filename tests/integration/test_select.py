@@ -14,7 +14,7 @@ import time
 from emberlib import (EMBER, CpuClock, assert_close, assert_samples, build_workload, collector_argv,
                       cpu_seconds, kill, log, pprof_comments, read_folded,
                       podman_run, read_pprof, require_root, run_tests, skip_or_fail, start,
-                      start_recording, symbolizer_argv, truth_shares, workdir)
+                      start_recording, symbolizer_argv, truth_shares, workdir, SRC)
 
 require_root()
 WD = workdir()
@@ -113,6 +113,32 @@ def test_exit_status_signal_and_user():
     r, folded = record_command("sh", "-c", 'test "$(id -u):$(id -g)" = 65534:65534', hz="99",
                                env=env)
     assert r.returncode == 0, f"the command did not run as SUDO_UID: {r.stderr}"
+
+
+def test_programs_refused_command_never_runs():
+    """The kernel refuses the eBPF programs (under a seccomp filter that fails every program
+    load with EACCES, as a verifier's refusal does): ember says why and exits 1 at once, and
+    the command, held at its gate until sampling is ready, never runs."""
+    helper = os.path.join(WD, "refuse_bpf_load")
+    subprocess.run(["gcc", "-O2", "-o", helper,
+                    os.path.join(SRC, "tests", "integration", "refuse_bpf_load.c"), "-lseccomp"],
+                   check=True)
+    ran = os.path.join(WD, "command-ran")
+    start_at = time.monotonic()
+    proc = subprocess.Popen([helper, EMBER, "record", "-d", "2", "-o",
+                             os.path.join(WD, "refused.folded"), "--", "touch", ran],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        subprocess.run(["pkill", "-KILL", "-f", ran], check=False)  # the command at its gate
+        raise AssertionError("ember did not end within 30 s of its programs being refused")
+    took = time.monotonic() - start_at
+    log(f"  exit {proc.returncode} after {took:.2f} s: " + err.strip().splitlines()[-2])
+    assert proc.returncode == 1 and "cannot load the sampler eBPF program" in err, err
+    assert not os.path.exists(ran), "the command ran, unprofiled"
 
 
 def test_ctrl_c_goes_to_the_command():
@@ -406,7 +432,8 @@ def test_cli_errors():
 
 if __name__ == "__main__":
     run_tests([test_command_and_its_children, test_command_from_its_first_instruction,
-               test_exit_status_signal_and_user, test_ctrl_c_goes_to_the_command,
+               test_exit_status_signal_and_user, test_programs_refused_command_never_runs,
+               test_ctrl_c_goes_to_the_command,
                test_cgroup_only_its_processes, test_unit_and_pod_by_name, test_container,
                test_daemon_takes_the_selection,
                test_selection_in_the_profile, test_cli_errors])
