@@ -211,11 +211,37 @@ def test_lazy_binding_trampoline():
     assert good >= 0.98 * in_lazy, f"{good} of {in_lazy} complete"
 
 
+def test_frames_at_the_top_of_a_stack():
+    """A context (makecontext) whose two-page stack ends at an inaccessible page burns CPU
+    three frames down from its entry: every saved word the walk needs lies within a few
+    hundred bytes of that page, so the unwinder's 512-byte window on the stack cannot be
+    read whole there; it is read to the page's end instead, and the stacks keep edge_leaf,
+    edge_mid, on_edge and glibc's context start above them."""
+    edge = build_workload("stack_edge", WD, cflags=NO_FRAME_POINTERS)
+    rows = [(f, n) for f, n in record_one("edge", [edge, "4"], 7) if f[0] == "stack_edge"]
+    in_leaf = [(f, n) for f, n in rows if "edge_leaf" in f]
+
+    def whole(f):
+        i = f.index("edge_leaf")
+        return i >= 3 and f[i - 2:i] == ["on_edge", "edge_mid"] and \
+            (f[i - 3].startswith("libc.so.6") or f[i - 3] == "__start_context")
+
+    total, good = sum(n for _, n in in_leaf), sum(n for f, n in in_leaf if whole(f))
+    log(f"  {good} of {total} samples in edge_leaf keep its callers")
+    for f, n in in_leaf:
+        if not whole(f):
+            log(f"  cut short: {';'.join(f)} {n}")
+            break
+    assert total >= 300, f"too few samples in edge_leaf: {total}"
+    assert good >= 0.98 * total, f"{good} of {total} keep their callers"
+
+
 if __name__ == "__main__":
     run_tests([
         test_no_frame_pointers_known_split_complete_stacks,
         test_short_lived_process,
         test_signal_handler_and_vdso,
         test_lazy_binding_trampoline,
+        test_frames_at_the_top_of_a_stack,
         test_frame_pointer_walk_is_marked_not_silent,
     ])
