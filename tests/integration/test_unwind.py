@@ -161,6 +161,19 @@ def test_frame_pointer_walk_is_marked_not_silent():
     assert good >= 0.9 * total, f"only {good} of {total} complete"
 
 
+def assert_whole(name, group, whole, least, share):
+    """At least `least` samples in group (rows: frames, count), and `share` of them pass
+    whole(frames); logs the counts and the first row that does not pass."""
+    total, good = sum(n for _, n in group), sum(n for f, n in group if whole(f))
+    log(f"  {name}: {good} of {total} samples complete")
+    for f, n in group:
+        if not whole(f):
+            log(f"  incomplete: {';'.join(f)} {n}")
+            break
+    assert total >= least, f"too few samples in {name}: {total}"
+    assert good >= share * total, f"{name}: {good} of {total} complete"
+
+
 def test_signal_handler_and_vdso():
     """Samples in a signal handler that interrupted the vDSO unwind through
     libc's signal trampoline and the vDSO back to main and _start."""
@@ -173,16 +186,8 @@ def test_signal_handler_and_vdso():
 
     in_handler = [(f, n) for f, n in rows if "in_handler" in f]
     in_vdso = [(f, n) for f, n in rows if f[-1].startswith("[vdso]") or f[-1] == "clock_gettime"]
-    for name, group in (("in_handler", in_handler), ("vdso", in_vdso)):
-        total = sum(n for _, n in group)
-        good = sum(n for f, n in group if whole(f) and (name != "in_handler" or "handler" in f))
-        log(f"  {name}: {good} of {total} samples complete")
-        for f, n in group:
-            if not whole(f):
-                log(f"  incomplete: {';'.join(f)} {n}")
-                break
-        assert total >= 50, f"too few samples in {name}: {total}"
-        assert good >= 0.95 * total, f"{name}: {good} of {total} complete"
+    assert_whole("in_handler", in_handler, lambda f: whole(f) and "handler" in f, 50, 0.95)
+    assert_whole("vdso", in_vdso, whole, 50, 0.95)
 
 
 def test_lazy_binding_trampoline():
@@ -226,14 +231,7 @@ def test_frames_at_the_top_of_a_stack():
         return i >= 3 and f[i - 2:i] == ["on_edge", "edge_mid"] and \
             (f[i - 3].startswith("libc.so.6") or f[i - 3] == "__start_context")
 
-    total, good = sum(n for _, n in in_leaf), sum(n for f, n in in_leaf if whole(f))
-    log(f"  {good} of {total} samples in edge_leaf keep its callers")
-    for f, n in in_leaf:
-        if not whole(f):
-            log(f"  cut short: {';'.join(f)} {n}")
-            break
-    assert total >= 300, f"too few samples in edge_leaf: {total}"
-    assert good >= 0.98 * total, f"{good} of {total} keep their callers"
+    assert_whole("edge_leaf", in_leaf, whole, 300, 0.98)
 
 
 if __name__ == "__main__":
