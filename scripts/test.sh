@@ -54,6 +54,7 @@ lap() {
 }
 status=0
 skipped=""
+failures=""
 # Runs ctest in build dir $1 with the other arguments; keeps the lines of the tests that
 # skipped ("SKIP program test: reason", printed by each test that skips, inside a program
 # that passed as a whole too), which ctest shows only for failures: listed at the end.
@@ -65,6 +66,12 @@ run_ctest() {
 	log="$dir/Testing/Temporary/LastTest.log"
 	if [ -f "$log" ] && grep -q '^SKIP ' "$log"; then
 		skipped="$skipped$(grep '^SKIP ' "$log" | sed 's/^/  /')
+"
+	fi
+	# The failed integration tests' one-line reasons (emberlib.run_tests), listed at the end
+	# too: a long log's middle may be all a reader of its end never sees.
+	if [ -f "$log" ] && grep -q '^FAILED ' "$log"; then
+		failures="$failures$(grep '^FAILED ' "$log" | sed "s|^|  $dir: |")
 "
 	fi
 }
@@ -113,6 +120,12 @@ fi
 if [ -n "$skipped" ]; then
 	echo "test.sh: $(printf '%s' "$skipped" | grep -c .) tests skipped:"
 	printf '%s' "$skipped"
+fi
+if [ -n "$failures" ]; then
+	echo "test.sh: $(printf '%s' "$failures" | grep -c .) integration tests failed:"
+	printf '%s' "$failures"
+	# .ci/run prints them once more, after the packaging tests.
+	[ -z "${EMBER_TEST_FAILURES:-}" ] || printf '%s' "$failures" >>"$EMBER_TEST_FAILURES"
 fi
 echo "test.sh: time by part:"
 printf '%s' "$times"

@@ -608,7 +608,7 @@ def run_tests(tests):
     marked shipped_build_only are named, with their reason, and not run (not a skip: the
     shipped build's pass runs them)."""
     global _current_test
-    failed, skipped = 0, []
+    failed, skipped = [], []
     name = os.path.basename(sys.argv[0])
     if SANITIZED:
         for t in tests:
@@ -637,7 +637,9 @@ def run_tests(tests):
         reports = SANITIZER_LOG.new_reports() if SANITIZER_LOG else ""
         if reports:
             log(reports.rstrip("\n"))
-            outcome = f"FAILED: sanitizer reports above ({SANITIZER_LOG.path})" + \
+            first = next((ln.strip() for ln in reports.splitlines()
+                          if "ERROR:" in ln or "runtime error:" in ln), "")
+            outcome = f"FAILED: sanitizer reports above ({SANITIZER_LOG.path}; {first})" + \
                 ("" if outcome == "passed" else f"; and {outcome}")
             if skipped and skipped[-1][0] == t.__name__:
                 skipped.pop()
@@ -645,9 +647,14 @@ def run_tests(tests):
             log(f"   passed ({time.time() - start_t:.1f}s)")
         else:
             log(f"   {outcome}")
-            failed += outcome.startswith("FAILED")
+            if outcome.startswith("FAILED"):
+                failed.append((t.__name__, outcome))
     for test, reason in skipped:
         log(f"SKIP {name} {test}: {reason}")
-    log(f"{len(tests) - failed - len(skipped)}/{len(tests)} passed, {len(skipped)} skipped, "
-        f"{failed} failed")
+    # One line a failure, which test.sh lists again at the end of its output: CI keeps the
+    # end of a long log, not always the middle where the failure was printed.
+    for test, outcome in failed:
+        log(f"FAILED {name} {test}: {outcome[8:][:1000]}")
+    log(f"{len(tests) - len(failed) - len(skipped)}/{len(tests)} passed, {len(skipped)} "
+        f"skipped, {len(failed)} failed")
     sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)
