@@ -178,20 +178,30 @@ def test_lower_tiers_held():
     does not cover it and says so)."""
     versions = HELD_VERSIONS[:1] if SANITIZED else HELD_VERSIONS
     copied = []
-    for version in versions:
+
+    def held(version, mode):
         exe = nodes.fetch(version)
-        for mode, opts in HELD.items():
-            label = f"node-{version} {mode}"
-            _, samples, stats, truth, _, _ = run_workload(
-                WD, SCRIPT, LEAVES, lambda fr: innermost_leaf(fr) is not None,
-                f"node-{version}-{mode}", exe, "split", 5, cmd_prefix=(exe, *opts),
-                min_samples=1500,
-                check_pid=lambda pid, exe=exe, v=version: copied.append((v, builtins_copied(pid, exe))))
-            check_split(label, samples, next(iter(truth.values())), compiled=False)
-            log(f"  stats: {stats_line(stats)}")
+        label = f"node-{version} {mode}"
+        _, samples, stats, truth, _, _ = run_workload(
+            WD, SCRIPT, LEAVES, lambda fr: innermost_leaf(fr) is not None,
+            f"node-{version}-{mode}", exe, "split", 5, cmd_prefix=(exe, *HELD[mode]),
+            min_samples=1500,
+            check_pid=lambda pid: copied.append((version, builtins_copied(pid, exe))))
+        check_split(label, samples, next(iter(truth.values())), compiled=False)
+        log(f"  stats: {stats_line(stats)}")
+
+    for version in versions:
+        for mode in HELD:
+            held(version, mode)
+    # V8 decides at start-up whether to copy (1 process of 6 in a run here did not): a
+    # version none of whose processes copied runs again, up to 4 times, until one does.
+    for version in versions:
+        for _ in range(4):
+            if any(c for v, c in copied if v == version):
+                break
+            log(f"  node {version}: no process ran from the copy yet: once more")
+            held(version, "baseline")
     log(f"  builtins run from their copy in {sum(c for _, c in copied)} of {len(copied)} processes")
-    # V8 decides at start-up, and once in a while (1 process of 6 in a run here) does not
-    # copy: the copy is covered when each version ran from it at least once.
     uncovered = sorted({v for v, _ in copied} - {v for v, c in copied if c})
     if uncovered:
         skip_or_fail(f"V8 did not copy its builtins here in Node {', '.join(uncovered)} (a host "
