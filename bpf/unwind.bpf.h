@@ -815,30 +815,6 @@ __attribute__((noinline)) long ember_file_mapping(struct ember_uw_state *st, __u
 	return why;
 }
 
-/*
- * One native frame's step with the table of its file (addr: the frame's address in
- * it). A global function: the verifier checks it once, not once for each way the
- * step found the mapping (the last one, the list, the file), which took the
- * sampler through 35,000 instructions at each start (24,000 this way).
- */
-__attribute__((noinline)) long ember_step_native(struct ember_uw_state *st, __u32 table, __u64 addr,
-                                                 __u32 exact, __u32 flag)
-{
-	struct sample_scratch *s;
-	struct ember_unwind_row row;
-
-	if (!st)
-		return 1;
-	s = bpf_map_lookup_elem(&scratch, &st->slot);
-	if (!s)
-		return 1;
-	if (table == EMBER_UNWIND_NO_TABLE)
-		return step_frame_pointer(st);
-	if (addr > 0xffffffffull || ember_find_row(table, (__u32)addr, &row, st->slot))
-		return ember_missing_table(st, exact, flag);
-	return step_row(st, &row, exact && s->uw_native == 1);
-}
-
 static long unwind_step(__u64 i, void *ctx)
 {
 	struct ember_uw_state *st = ctx;
@@ -846,9 +822,10 @@ static long unwind_step(__u64 i, void *ctx)
 	struct ember_unwind_mapping by_file;
 	struct ember_unwind_proc *proc = NULL;
 	long why;
+	struct ember_unwind_row row;
 	struct sample_scratch *s;
 	__u32 idx, flag = 0;
-	__u64 pc;
+	__u64 pc, addr;
 	__u8 exact;
 
 	s = bpf_map_lookup_elem(&scratch, &st->slot);
@@ -911,7 +888,12 @@ static long unwind_step(__u64 i, void *ctx)
 		st->flags |= EMBER_STACK_UNWIND_BY_FILE;
 		m = &by_file;
 	}
-	return ember_step_native(st, m->table, pc - m->bias, exact, m == &by_file ? flag : 0) != 0;
+	if (m->table == EMBER_UNWIND_NO_TABLE)
+		return step_frame_pointer(st);
+	addr = pc - m->bias;
+	if (addr > 0xffffffffull || ember_find_row(m->table, (__u32)addr, &row, st->slot))
+		return ember_missing_table(st, exact, m == &by_file ? flag : 0) != 0;
+	return step_row(st, &row, exact && s->uw_native == 1);
 }
 
 static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
