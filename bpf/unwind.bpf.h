@@ -829,6 +829,7 @@ __attribute__((noinline)) long ember_step_native(struct ember_uw_state *st, __u3
 
 	if (!st)
 		return 1;
+	/* For the leaf test below: a sixth argument is more than a BPF call takes. */
 	s = bpf_map_lookup_elem(&scratch, &st->slot);
 	if (!s)
 		return 1;

@@ -654,7 +654,7 @@ def run_tests(tests):
     # One line a failure, which test.sh lists again at the end of its output: CI keeps the
     # end of a long log, not always the middle where the failure was printed.
     for test, outcome in failed:
-        log(f"FAILED {name} {test}: {outcome[8:][:1000]}")
+        log(f"FAILED {name} {test}: {outcome.removeprefix('FAILED: ')[:1000]}")
     log(f"{len(tests) - len(failed) - len(skipped)}/{len(tests)} passed, {len(skipped)} "
         f"skipped, {len(failed)} failed")
     sys.exit(1 if failed else SKIP if len(skipped) == len(tests) else 0)
