@@ -17,6 +17,7 @@
 
 #include "sampler.skel.h"
 #include "shared/cleanup.h"
+#include "shared/clock.h"
 #include "shared/err.h"
 #include "shared/log.h"
 #include "shared/proc_number.h"
@@ -32,30 +33,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
 	ember_log(level == LIBBPF_WARN ? EMBER_LOG_WARN : EMBER_LOG_DEBUG, "%s", line);
-	return 0;
-}
-
-/* Reads the online CPU list ("0-3,5,7-8") into a per-CPU flag array, from the start of the
- * file held open: the check each second then walks no path. */
-static int read_online_cpus(int fd, bool *online, int ncpus)
-{
-	char buf[1024], *p = buf, *end;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-	memset(online, 0, (size_t)ncpus * sizeof(*online));
-	if (n < 0)
-		return neg_errno();
-	buf[n] = '\0';
-	for (; *p && *p != '\n'; p = *end == ',' ? end + 1 : end) {
-		long lo = strtol(p, &end, 10), hi = lo;
-
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (end == p || lo < 0 || hi < lo || (*end && *end != ',' && *end != '\n'))
-			return -EINVAL;
-		for (long c = lo; c <= hi && c < ncpus; c++)
-			online[c] = true;
-	}
 	return 0;
 }
 
@@ -98,16 +75,28 @@ static int attach_cpu(struct ember_bpf *b, int cpu)
 	return 0;
 }
 
-int ember_bpf_refresh_cpus(struct ember_bpf *b)
+/*
+ * A CPU's timer keeps the phase of the moment its event was opened. Opened back to
+ * back, every CPU samples within microseconds of the others, and a task that a sample
+ * wakes (the collector, woken for a process's maps) runs on another CPU just as that
+ * CPU samples: it takes that CPU's sample from the task it preempted, on and on (75
+ * of a bystander's 970 samples in test_stall's lock case). SPREAD (at start, before
+ * the seccomp filter) opens n CPUs one period/n apart.
+ */
+static int refresh_cpus(struct ember_bpf *b, bool spread)
 {
 	uint64_t steps = __atomic_load_n(&b->sampler->bss->cpu_hotplug_steps, __ATOMIC_ACQUIRE);
 	_cleanup_free_ bool *online = calloc((size_t)b->ncpus, sizeof(*online));
-	int err = online ? read_online_cpus(b->online_fd, online, b->ncpus) : -ENOMEM;
+	int err = online ? ember_read_cpu_list(b->online_fd, online, b->ncpus) : -ENOMEM;
 	bool replug = steps != b->hotplug_steps;
+	uint64_t start_ns = ember_monotonic_ns(), period_ns = 1000000000ull / b->sample_hz;
+	uint64_t count = 0, nth = 0;
 
 	if (err)
 		return err;
 	b->hotplug_steps = steps;
+	for (int cpu = 0; cpu < b->ncpus; cpu++)
+		count += online[cpu];
 	for (int cpu = 0; cpu < b->ncpus && b->enabled; cpu++) {
 		/* An event on a CPU that went offline does not come back by itself:
 		 * closed, and a fresh one opened when the CPU returns (or returned). */
@@ -115,11 +104,18 @@ int ember_bpf_refresh_cpus(struct ember_bpf *b)
 			close_cpu(b, cpu);
 		if (!online[cpu] || b->links[cpu])
 			continue;
+		if (spread)
+			ember_sleep_until_ns(start_ns + period_ns * nth++ / count);
 		err = attach_cpu(b, cpu);
 		if (err && err != -ENODEV)
 			log_warn_errno(err, "cannot sample CPU %d: %m", cpu);
 	}
 	return b->attached_cpus > 0 ? 0 : -ENODEV;
+}
+
+int ember_bpf_refresh_cpus(struct ember_bpf *b)
+{
+	return refresh_cpus(b, false);
 }
 
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min)
@@ -279,7 +275,7 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *o)
 	/* The processes already running, for their tables: before the first sample. */
 	ember_bpf_list_running(b, o->on_proc_event, o->cb_ctx);
 	b->enabled = true;
-	err = ember_bpf_refresh_cpus(b);
+	err = refresh_cpus(b, true);
 	if (err) {
 		log_error("cannot open a cpu-clock perf event on any CPU; check "
 		          "/proc/sys/kernel/perf_event_paranoid and CAP_PERFMON (`ember check`)");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "shared/clock.h"
 
+#include <errno.h>
 #include <time.h>
 
 static uint64_t clock_ns(clockid_t id)
@@ -19,6 +20,15 @@ uint64_t ember_monotonic_ns(void)
 uint64_t ember_realtime_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);
+}
+
+void ember_sleep_until_ns(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+	                      .tv_nsec = (long)(ns % 1000000000ull)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 int64_t ember_monotonic_to_realtime_ns(void)

@@ -86,3 +86,25 @@ int ember_proc_nspid(uint32_t pid, uint32_t *out)
 		*out = (uint32_t)v;
 	}
 }
+
+int ember_read_cpu_list(int fd, bool *online, int ncpus)
+{
+	char buf[1024], *p = buf, *end;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	memset(online, 0, (size_t)ncpus * sizeof(*online));
+	if (n < 0)
+		return neg_errno();
+	buf[n] = '\0';
+	for (; *p && *p != '\n'; p = *end == ',' ? end + 1 : end) {
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (end == p || lo < 0 || hi < lo || (*end && *end != ',' && *end != '\n'))
+			return -EINVAL;
+		for (long c = lo; c <= hi && c < ncpus; c++)
+			online[c] = true;
+	}
+	return 0;
+}

@@ -6,6 +6,7 @@
 #ifndef EMBER_SHARED_PROC_NUMBER_H
 #define EMBER_SHARED_PROC_NUMBER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -27,5 +28,11 @@ uint64_t ember_self_rss_bytes(void);
 /* The memory the kernel charges to this process's descriptor fd (a BPF map's "memlock:"
  * in /proc/self/fdinfo); 0 when it tells none. */
 uint64_t ember_fd_memlock(int fd);
+
+/* A CPU list as /sys/devices/system/cpu/online writes it ("0-3,5,7-8"), read from the
+ * start of fd (held open: the collector's check each second walks no path) into one flag
+ * a CPU; CPUs from ncpus on are left out. Returns 0, -EINVAL for a malformed list, or a
+ * negative errno. */
+int ember_read_cpu_list(int fd, bool *online, int ncpus);
 
 #endif

@@ -124,6 +124,38 @@ START_TEST(numbers_of_small_kernel_files)
 }
 END_TEST
 
+/* CPU lists as the kernel writes them, and lists no kernel writes. */
+START_TEST(cpu_lists)
+{
+	static const struct {
+		const char *text;
+		int err;
+		const char *want; /* one character a CPU of 8 */
+	} cases[] = {
+	    {"0-3,5,7\n", 0, "11110101"}, {"0\n", 0, "10000000"},   {"6-9\n", 0, "00000011"},
+	    {"\n", 0, "00000000"},        {"3-1\n", -EINVAL, NULL}, {"1,,2\n", -EINVAL, NULL},
+	    {"-1\n", -EINVAL, NULL},      {"1-\n", -EINVAL, NULL},  {"0 1\n", -EINVAL, NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[] = "/tmp/ember-test-cpus-XXXXXX";
+		int fd = mkstemp(path);
+		bool online[8];
+
+		ck_assert_int_ge(fd, 0);
+		unlink(path);
+		ck_assert_int_eq(write(fd, cases[i].text, strlen(cases[i].text)),
+		                 (ssize_t)strlen(cases[i].text));
+		ck_assert_msg(ember_read_cpu_list(fd, online, 8) == cases[i].err, "%s",
+		              cases[i].text);
+		for (int c = 0; cases[i].want && c < 8; c++)
+			ck_assert_msg(online[c] == (cases[i].want[c] == '1'), "%s: CPU %d",
+			              cases[i].text, c);
+		close(fd);
+	}
+}
+END_TEST
+
 static Suite *fdio_suite(void)
 {
 	Suite *s = suite_create("fdio");
@@ -134,6 +166,7 @@ static Suite *fdio_suite(void)
 	tcase_add_test(tc, proc_files_that_say_size_0);
 	tcase_add_test(tc, pipes_from_where_they_stand);
 	tcase_add_test(tc, numbers_of_small_kernel_files);
+	tcase_add_test(tc, cpu_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }
