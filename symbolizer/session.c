@@ -36,6 +36,7 @@
 #define CUT_WAIT_NS          (1500ull * 1000000ull)
 #define COPY_RESULTS         4096 /* stacks unwound from copies, waiting for symbolization */
 #define UNWIND_SLICE_NS      (20ull * 1000000ull) /* table loads of running processes per pass */
+#define EXIT_PEEK            64 /* records after an exec looked through for its exit */
 
 /* A stack the cursor ahead unwound from a copy, for the record ending at ring position pos. */
 struct copy_result {
@@ -70,6 +71,7 @@ struct session {
 	/* A third, ahead of both, for exec and mapping records: see scan_execs(). */
 	struct ember_ring_consumer execs;
 	uint64_t execs_first; /* execs met by the third cursor */
+	uint64_t execs_gone;  /* ... of processes that had exited already: no tables loaded */
 	bool unwind_warm;
 	uint64_t unwind_work_ns; /* when the unwind tables have work waiting (0: none) */
 	struct copy_result *copies[COPY_RESULTS]; /* a FIFO, in ring order */
@@ -364,6 +366,34 @@ static void keep_copy_result(struct session *s, uint64_t pos)
 	s->copies[(s->copies_head + s->copies_len++) % COPY_RESULTS] = r;
 }
 
+/*
+ * Whether tgid exited after exec_ns, as one of the next EXIT_PEEK records after cursor
+ * `from` says. A program that runs for a moment (a shell's `true`, a probe) is gone before
+ * its exec is met: loading its tables would only ask the broker twice for maps nobody can
+ * read any more, and send the collector a table to forget (430 us of both halves' CPU an
+ * exec, three fifths of all an exec cost). Its samples, if it had any, ask for the tables
+ * of the copy the collector kept of its maps themselves.
+ */
+static bool exited_after(const struct ember_ring_consumer *from, uint32_t tgid, uint64_t exec_ns)
+{
+	struct ember_ring_consumer peek = *from; /* reads on, releases nothing */
+	const struct ember_proc_event *ev;
+	_Alignas(8) unsigned char buf[sizeof(*ev)];
+	uint16_t type;
+	int len;
+
+	for (int i = 0; i < EXIT_PEEK; i++) {
+		len = ember_ring_read(&peek, &type, buf, sizeof(buf));
+		if (len == -EAGAIN || len == -EBADMSG)
+			return false;
+		if (len >= 0 && type == EMBER_REC_PROCESS_EXIT &&
+		    !ember_decode_proc_event(buf, (size_t)len, &ev) && ev->kind == EMBER_EV_EXIT &&
+		    ev->tgid == tgid && ev->time_ns >= exec_ns)
+			return true;
+	}
+	return false;
+}
+
 /* The files the unwind loader opens serve symbolization too: it may come after the process. */
 static void share_file(void *ctx, uint32_t pid, const struct ember_map_entry *e, int fd,
                        uint64_t now_ns)
@@ -407,7 +437,8 @@ static void unwind_record(struct session *s, uint16_t type, size_t len, uint64_t
 	           !ember_decode_proc_event(s->ahead_buf, len, &ev) && ev->kind != EMBER_EV_MMAP) {
 		if (ev->kind == EMBER_EV_RUNNING)
 			ember_unwind_on_running(&s->unwind, ev->tgid, ev->cpu_ns);
-		else if (ev->kind == EMBER_EV_EXEC)
+		else if (ev->kind == EMBER_EV_EXEC &&
+		         !exited_after(&s->ahead, ev->tgid, ev->time_ns))
 			ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, now_ns);
 		else
 			ember_unwind_on_exit(&s->unwind, ev->tgid, now_ns);
@@ -452,6 +483,10 @@ static void scan_execs(struct session *s)
 		if (ev->kind != EMBER_EV_EXEC)
 			continue;
 		s->execs_first++;
+		if (exited_after(&s->execs, ev->tgid, ev->time_ns)) {
+			s->execs_gone++;
+			continue;
+		}
 		ember_unwind_on_exec(&s->unwind, ev->tgid, ev->time_ns, ember_monotonic_ns());
 		unwind_work_due(s, ember_monotonic_ns() + EMBER_UNWIND_EXEC_RELOAD_NS);
 	}
@@ -646,6 +681,7 @@ static void set_run_stats(struct session *s)
 		ember_profile_stat_set(p, "off_cpu.min_ns", s->off_cpu_min_ns);
 	ember_profile_stat_set(p, "ring.sample_bytes", s->sample_bytes);
 	ember_profile_stat_set(p, "unwind.execs_met_first", s->execs_first);
+	ember_profile_stat_set(p, "unwind.execs_gone", s->execs_gone);
 	ember_profile_stat_set(p, "ring.sample_bytes_without_copies",
 	                       s->sample_bytes_without_copies);
 }

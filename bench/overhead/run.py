@@ -31,9 +31,12 @@ is printed beside it: what perf takes, later, to give names (by function only; e
 have inline frames and lines).
 
 --quiet records an idle host instead (no load): what a quiet second costs.
+--execs N adds a host's churn: N short programs (/bin/true) started a second, as health
+checks, cron jobs and shell scripts do; each exec is work for ember (its tables, its maps)
+that perf record defers to the events it writes.
 
 Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--quiet]
-                                  [--build build]
+                                  [--execs N] [--build build]
 """
 import argparse
 import ctypes
@@ -327,6 +330,8 @@ def main():
                          "first read, may come well after start-up")
     ap.add_argument("--quiet", action="store_true",
                     help="record an idle host (no load): what a quiet second costs")
+    ap.add_argument("--execs", type=float, default=0,
+                    help="also start this many short programs (/bin/true) a second")
     ap.add_argument("--short", type=int, default=10,
                     help="also run each tool this many seconds: the difference is the steady-state "
                          "cost, without start-up (0: do not)")
@@ -353,6 +358,14 @@ def main():
         subprocess.Popen([split, span, str(ncpu)], stdout=subprocess.DEVNULL),
         subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=512"],
                          stderr=subprocess.DEVNULL)]
+    if a.execs > 0:  # one process that starts the others: no shell's own exec between them
+        load.append(subprocess.Popen([sys.executable, "-c",
+                                      "import subprocess, sys, time\n"
+                                      "while True:\n"
+                                      "    t = time.monotonic()\n"
+                                      "    subprocess.run(['/bin/true'])\n"
+                                      "    time.sleep(max(0, 1 / float(sys.argv[1]) - (time.monotonic() - t)))\n",
+                                      str(a.execs)]))
     # The eBPF programs' run time and count, for the breakdown (restored after).
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         bpf_stats = f.read().strip()
@@ -378,7 +391,8 @@ def main():
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(bpf_stats)
     print(f"bench/overhead: {a.duration} s, {a.hz} Hz, " +
-          ("an idle host" if a.quiet else f"every CPU ({ncpu}) busy") + ", whole system")
+          ("an idle host" if a.quiet else f"every CPU ({ncpu}) busy") + ", whole system" +
+          (f", {a.execs:g} execs of /bin/true a second" if a.execs > 0 else ""))
     print(f"{'tool':<16} {'CPU s':>8} {'% of a core':>12} {'steady %':>9} {'peak PSS MiB':>13} "
           f"{'peak RSS MiB':>13} {'RSS at 25%':>11} {'at 90%':>7}")
     for r in runs:

@@ -16,6 +16,8 @@ code throughout).
 - One-shot processes run one after the other while ember runs: at least 99%
   of their first samples complete; processes of a program that ran before
   borrow its files' tables until their own are loaded.
+- A shell loop of `true`: the execs of processes gone before ember meets them
+  load no tables (nobody could read their maps any more).
 In each case the copies add no more bytes to the sample ring than the samples
 carry themselves, plus a burst per CPU."""
 import collections
@@ -325,9 +327,35 @@ def test_one_shot_processes():
     assert with_copies <= 2 * without, f"{with_copies / without:.2f}x the bytes without copies"
 
 
+def test_execs_of_processes_already_gone():
+    """A shell loop of /bin/true, 300 times, under a whole-host recording: most of the
+    processes are gone when the symbolizer meets their exec (their exit is in the ring
+    behind it), and those load no tables: no maps asked for, no tables sent. The loop
+    runs under `sh`, so ember sees every exec; at 19 Hz almost none has a sample."""
+    pprof = os.path.join(WD, "gone.pb.gz")
+    proc = start([EMBER, "record", "-d", "8", "-F", "19", "--no-progress", "-o", pprof])
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        subprocess.run(["sh", "-c", "for i in $(seq 300); do /bin/true; done"], check=True)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    stats = profile_stats(pprof, WD)
+    met, gone = stats.get("unwind.execs_met_first", 0), stats.get("unwind.execs_gone", 0)
+    loads = stats.get("unwind.process_loads", 0)
+    log(f"  {met} execs met, {gone} of processes gone by then; {loads} process loads in all "
+        f"(the host's processes at the start too)")
+    assert met >= 300, f"only {met} execs met"
+    # Each gone process would have been loaded twice (both cursors): a tenth is no chance.
+    assert gone >= 30, f"only {gone} of {met} execs were of processes gone"
+
+
 if __name__ == "__main__":
     run_tests([
         test_stacks_from_copies_match_truth,
         test_processes_running_before_ember_starts,
         test_one_shot_processes,
+        test_execs_of_processes_already_gone,
     ])
