@@ -87,16 +87,13 @@ static int refresh_cpus(struct ember_bpf *b, bool spread)
 {
 	uint64_t steps = __atomic_load_n(&b->sampler->bss->cpu_hotplug_steps, __ATOMIC_ACQUIRE);
 	_cleanup_free_ bool *online = calloc((size_t)b->ncpus, sizeof(*online));
-	int err = online ? ember_read_cpu_list(b->online_fd, online, b->ncpus) : -ENOMEM;
+	int err, count = online ? ember_read_cpu_list(b->online_fd, online, b->ncpus) : -ENOMEM;
 	bool replug = steps != b->hotplug_steps;
-	uint64_t start_ns = ember_monotonic_ns(), period_ns = 1000000000ull / b->sample_hz;
-	uint64_t count = 0, nth = 0;
+	uint64_t start_ns = ember_monotonic_ns(), period_ns = 1000000000ull / b->sample_hz, nth = 0;
 
-	if (err)
-		return err;
+	if (count < 0)
+		return count;
 	b->hotplug_steps = steps;
-	for (int cpu = 0; cpu < b->ncpus; cpu++)
-		count += online[cpu];
 	for (int cpu = 0; cpu < b->ncpus && b->enabled; cpu++) {
 		/* An event on a CPU that went offline does not come back by itself:
 		 * closed, and a fresh one opened when the CPU returns (or returned). */
@@ -105,7 +102,7 @@ static int refresh_cpus(struct ember_bpf *b, bool spread)
 		if (!online[cpu] || b->links[cpu])
 			continue;
 		if (spread)
-			ember_sleep_until_ns(start_ns + period_ns * nth++ / count);
+			ember_sleep_until_ns(start_ns + period_ns * nth++ / (uint64_t)count);
 		err = attach_cpu(b, cpu);
 		if (err && err != -ENODEV)
 			log_warn_errno(err, "cannot sample CPU %d: %m", cpu);

@@ -22,6 +22,7 @@ struct ember_drain {
 	struct ember_ring_producer *ring; /* NULL while no symbolizer is connected */
 	struct ember_procs *procs;
 	int proc_map_fds[EMBER_PROC_MAPS]; /* ember_bpf's: an exit deletes the process from each */
+	const uint32_t *proc_maps_set; /* ... that ever held one (the table loader's; NULL: all) */
 	uint64_t samples;                  /* copied into the sample ring */
 	uint64_t malformed;                /* records from the kernel of an impossible size */
 	uint64_t pending_lost[EMBER_LOST_REASONS]; /* not yet reported in a LOST record */

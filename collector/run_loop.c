@@ -534,6 +534,7 @@ static int start_programs(struct recorder *r)
 	bo.npids = o->npids;
 	err = ember_bpf_start(&r->bpf, &bo);
 	memcpy(r->drain.proc_map_fds, r->bpf.proc_map_fds, sizeof(r->drain.proc_map_fds));
+	r->drain.proc_maps_set = &r->tables.proc_maps_set;
 	r->listed = ember_peer_active(&r->peer); /* ember record's symbolizer: listed */
 	if (!err)
 		err =

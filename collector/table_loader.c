@@ -236,6 +236,7 @@ static int on_proc(struct ember_tables *t, const struct ember_msg_unwind_proc *m
 	if (t->staged == s->count) {
 		if (bpf_map_update_elem(t->proc_fds[0], &t->staging_pid, s, BPF_ANY))
 			failed(t, "process", neg_errno());
+		t->proc_maps_set |= 1;
 		t->staging_pid = 0;
 	}
 	return 0;
@@ -275,11 +276,14 @@ static int on_interp_row(struct ember_tables *t, const struct ember_msg_interp_r
 	    m->hdr.length != EMBER_MSG_INTERP_ROW_HEADER + (set ? k->size : 0) ||
 	    (set && !row_common_ok(k, m->row)))
 		return -EPROTO;
-	if (!set)
+	if (!set) {
 		bpf_map_delete_elem(rows, &m->pid);
-	else if ((m->runtime < EMBER_RUNTIME_MAX && /* the other kinds are not indexed */
-	          bpf_map_update_elem(t->proc_fds[1], &m->pid, &m->runtime, BPF_ANY)) ||
-	         bpf_map_update_elem(rows, &m->pid, m->row, BPF_ANY))
+		return 0;
+	}
+	t->proc_maps_set |= 1u << 1 | 1u << (1 + m->runtime);
+	if ((m->runtime < EMBER_RUNTIME_MAX && /* the other kinds are not indexed */
+	     bpf_map_update_elem(t->proc_fds[1], &m->pid, &m->runtime, BPF_ANY)) ||
+	    bpf_map_update_elem(rows, &m->pid, m->row, BPF_ANY))
 		failed(t, "interpreter row", neg_errno());
 	return 0;
 }

@@ -91,6 +91,7 @@ int ember_read_cpu_list(int fd, bool *online, int ncpus)
 {
 	char buf[1024], *p = buf, *end;
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	int count = 0;
 
 	memset(online, 0, (size_t)ncpus * sizeof(*online));
 	if (n < 0)
@@ -103,8 +104,10 @@ int ember_read_cpu_list(int fd, bool *online, int ncpus)
 			hi = strtol(end + 1, &end, 10);
 		if (end == p || lo < 0 || hi < lo || (*end && *end != ',' && *end != '\n'))
 			return -EINVAL;
-		for (long c = lo; c <= hi && c < ncpus; c++)
+		for (long c = lo; c <= hi && c < ncpus; c++) {
+			count += !online[c]; /* a CPU listed twice counts once */
 			online[c] = true;
+		}
 	}
-	return 0;
+	return count;
 }

@@ -31,8 +31,8 @@ uint64_t ember_fd_memlock(int fd);
 
 /* A CPU list as /sys/devices/system/cpu/online writes it ("0-3,5,7-8"), read from the
  * start of fd (held open: the collector's check each second walks no path) into one flag
- * a CPU; CPUs from ncpus on are left out. Returns 0, -EINVAL for a malformed list, or a
- * negative errno. */
+ * a CPU; CPUs from ncpus on are left out. Returns how many CPUs it set, -EINVAL for a
+ * malformed list, or a negative errno. */
 int ember_read_cpu_list(int fd, bool *online, int ncpus);
 
 #endif

@@ -668,6 +668,9 @@ START_TEST(loads_and_forgets_with_maps)
 	ck_assert_int_eq(bpf_map_lookup_elem(procs, &pid, &proc), 0);
 	ck_assert_uint_eq(proc.count, 3);
 	ck_assert_uint_eq(proc.mappings[2].start, 0x30000);
+	/* An exit deletes its process from the maps that ever held one (ring_drain.c): these. */
+	ck_assert_uint_eq(t.proc_maps_set, 1u | 1u << 1 | 1u << (1 + EMBER_RUNTIME_PYTHON) |
+	                                       1u << (1 + EMBER_ROW_THREAD_CTX));
 	/* A budget of three blocks: a second table of two does not fit and is refused, counted. */
 	t.max_rows = 3 * B;
 	ck_assert_int_eq(handle(&t, table_msg(8, EMBER_UNWIND_TABLE_CREATE, 2 * B)), 0);
