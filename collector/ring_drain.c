@@ -69,10 +69,10 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 	if (ev->kind == EMBER_EV_EXIT) {
 		forward(d, EMBER_REC_PROCESS_EXIT, data, size);
 		/* Here, not only by the symbolizer, which may not have sent (or have lost track of)
-		 * them: nothing else deletes them. Lists sent after this are refused (peer.c). */
+		 * them: nothing else deletes them. Lists sent after this are refused (peer.c). Only
+		 * from the maps that ever held a process: nine bpf calls an exit otherwise. */
 		for (int i = 0; i < EMBER_PROC_MAPS; i++)
-			if (!d->proc_maps_set ||
-			    (*d->proc_maps_set >> i & 1)) /* 9 syscalls an exit */
+			if (!d->proc_maps_set || (*d->proc_maps_set >> i & 1))
 				bpf_map_delete_elem(d->proc_map_fds[i], &ev->tgid);
 		ember_procs_forget(d->procs, ev->tgid, ev->time_ns);
 	} else if (ev->kind == EMBER_EV_MMAP) {

@@ -85,8 +85,7 @@ struct ember_tables {
 	struct ember_unwind_proc staging;
 	uint32_t staging_pid, staged;
 	uint64_t tables_loaded, failures;
-	uint32_t
-	    proc_maps_set; /* bit i: proc_fds[i] ever held a process (exits delete from those) */
+	uint32_t proc_maps_set; /* bit i: proc_fds[i] ever held a process: an exit deletes there */
 };
 
 int ember_tables_init(struct ember_tables *t, int tables_fd, int blocks_fd, int files_fd,

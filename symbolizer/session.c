@@ -370,9 +370,9 @@ static void keep_copy_result(struct session *s, uint64_t pos)
  * Whether tgid exited after exec_ns, as one of the next EXIT_PEEK records after cursor
  * `from` says. A program that runs for a moment (a shell's `true`, a probe) is gone before
  * its exec is met: loading its tables would only ask the broker twice for maps nobody can
- * read any more, and send the collector a table to forget (430 us of both halves' CPU an
- * exec, three fifths of all an exec cost). Its samples, if it had any, ask for the tables
- * of the copy the collector kept of its maps themselves.
+ * read any more, and send the collector a table to forget (with the exit's deletes, two
+ * fifths of what an exec cost both halves of ember: DESIGN.md). Its samples, if it had
+ * any, ask for the tables of the copy the collector kept of its maps themselves.
  */
 static bool exited_after(const struct ember_ring_consumer *from, uint32_t tgid, uint64_t exec_ns)
 {
