@@ -6,7 +6,6 @@
 
 #include <bpf/bpf.h>
 
-#include "shared/clock.h"
 #include "shared/proc_number.h"
 
 void ember_drain_init(struct ember_drain *d, struct ember_procs *procs)
@@ -49,10 +48,10 @@ int ember_drain_on_sample(void *ctx, void *data, size_t size)
 		count_lost(d, EMBER_LOST_OTHER, 1);
 		return 0;
 	}
-	/* The broker serves only processes seen here, and not by a sample older than an exit. */
-	if (!ember_procs_stale(d->procs, s->tgid, s->time_ns) &&
-	    !ember_procs_note(d->procs, s->tgid, ember_monotonic_ns()))
-		ember_procs_sampled(d->procs, s->tgid);
+	/* The broker serves only processes seen here, and not by a sample older than an exit.
+	 * Seen when the kernel took the sample (its clock is CLOCK_MONOTONIC): no clock read. */
+	if (!ember_procs_stale(d->procs, s->tgid, s->time_ns))
+		ember_procs_note(d->procs, s->tgid, s->time_ns, true);
 	forward(d, EMBER_REC_SAMPLE, data, size);
 	return 0;
 }
@@ -80,7 +79,7 @@ int ember_drain_on_proc_event(void *ctx, void *data, size_t size)
 	} else if (ev->kind == EMBER_EV_EXEC || ev->kind == EMBER_EV_RUNNING) {
 		/* Tables are loaded at exec (and start), before the first sample. */
 		if (!ember_procs_stale(d->procs, ev->tgid, ev->time_ns) &&
-		    !ember_procs_note(d->procs, ev->tgid, ember_monotonic_ns()))
+		    !ember_procs_note(d->procs, ev->tgid, ev->time_ns, false))
 			ember_procs_program(d->procs, ev->tgid, ev->kind == EMBER_EV_EXEC);
 		forward(d, EMBER_REC_PROCESS_EXEC, data, size);
 	} else {

@@ -373,7 +373,7 @@ static void on_listen(struct recorder *r)
 		return;
 	}
 	ember_peer_attach(&r->peer, fd, c.pid);
-	ember_procs_note(&r->procs, (uint32_t)c.pid, ember_monotonic_ns());
+	ember_procs_note(&r->procs, (uint32_t)c.pid, ember_monotonic_ns(), false);
 	ember_broker_new_peer(&r->broker);
 	if (epoll_add(r->epfd, fd, TAG_PEER))
 		ember_peer_detach(&r->peer, &r->drain);
@@ -461,7 +461,7 @@ static int start_child(struct recorder *r)
 	}
 	ember_peer_attach(&r->peer, sv[0], r->child);
 	/* The symbolizer may read its own maps: it warms its unwind tables with its libraries. */
-	ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns());
+	ember_procs_note(&r->procs, (uint32_t)r->child, ember_monotonic_ns(), false);
 	/* The child has its copies; the collector keeps none of the outputs open. */
 	close_passed(r);
 	/* Sample only once the symbolizer can take samples: none lost at the start. */

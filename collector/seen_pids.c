@@ -94,29 +94,45 @@ static void evict_oldest(struct ember_procs *t)
 	}
 }
 
-int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns)
+/* Its 1st, 2nd, 4th, 8th and 16th samples in its first 2 s (noted just now) make one due: by
+ * then the symbolizer has read the maps of a process that lives on, and copies of one whose
+ * lock stalls later would only take workers and mark it stalled. */
+static void count_sample(struct ember_procs *t, struct ember_proc_entry *e)
+{
+	if (!e->gen || !t->snaps_max || ++e->samples > EMBER_SNAPSHOT_LAST_SAMPLE ||
+	    (e->samples & (e->samples - 1)) ||
+	    e->last_seen_ns - e->started_ns > EMBER_SNAPSHOT_YOUNG_NS)
+		return;
+	if (t->ndue < EMBER_SNAPSHOT_QUEUE)
+		t->due[t->ndue++] = e->tgid;
+	else
+		t->snaps_dropped++;
+}
+
+int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool sampled)
 {
 	struct ember_proc_entry *e = find(t, tgid);
 	uint32_t slot;
 	int fd, r;
 
-	if (e) {
-		e->last_seen_ns = now_ns;
-		return 0;
+	if (!e) {
+		fd = (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
+		if (fd < 0)
+			return neg_errno();
+		if (t->slots.count == t->slots.max)
+			evict_oldest(t);
+		r = ember_slots_add(&t->slots, &tgid, sizeof(tgid), &slot);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		e = ember_slots_at(&t->slots, slot);
+		*e = (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0, now_ns};
+		snap_drop(snap_of(t, tgid)); /* another process's, which had the PID */
 	}
-	fd = (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
-	if (fd < 0)
-		return neg_errno();
-	if (t->slots.count == t->slots.max)
-		evict_oldest(t);
-	r = ember_slots_add(&t->slots, &tgid, sizeof(tgid), &slot);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	*(struct ember_proc_entry *)ember_slots_at(&t->slots, slot) =
-	    (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0, now_ns};
-	snap_drop(snap_of(t, tgid)); /* another process's, which had the PID */
+	e->last_seen_ns = now_ns;
+	if (sampled)
+		count_sample(t, e);
 	return 0;
 }
 
@@ -168,24 +184,6 @@ void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots)
 		e->started_ns = e->last_seen_ns; /* noted just now */
 	}
 	snap_drop(snap_of(t, tgid)); /* the old program's */
-}
-
-void ember_procs_sampled(struct ember_procs *t, uint32_t tgid)
-{
-	struct ember_proc_entry *e = find(t, tgid);
-
-	if (!e || !e->gen || !t->snaps_max)
-		return;
-	/* Its 1st, 2nd, 4th, 8th and 16th samples in its first 2 s (noted just now) make one
-	 * due: by then the symbolizer has read the maps of a process that lives on, and copies
-	 * of one whose lock stalls later would only take workers and mark it stalled. */
-	if (++e->samples > EMBER_SNAPSHOT_LAST_SAMPLE || (e->samples & (e->samples - 1)) ||
-	    e->last_seen_ns - e->started_ns > EMBER_SNAPSHOT_YOUNG_NS)
-		return;
-	if (t->ndue < EMBER_SNAPSHOT_QUEUE)
-		t->due[t->ndue++] = tgid;
-	else
-		t->snaps_dropped++;
 }
 
 /* A slot for a new snapshot: a free one, else the oldest's (counted unless it expired). */

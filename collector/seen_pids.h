@@ -68,9 +68,10 @@ struct ember_procs {
 int ember_procs_init(struct ember_procs *t, size_t capacity);
 void ember_procs_free(struct ember_procs *t);
 
-/* Records that tgid was sampled at now_ns. Returns 0 or a negative errno
- * (-ESRCH if the process is already gone). */
-int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns);
+/* Records that tgid was seen at now_ns, in a sample if `sampled` (a snapshot is due at its
+ * 1st, 2nd, 4th, 8th, 16th sample in its first EMBER_SNAPSHOT_YOUNG_NS). Returns 0 or a
+ * negative errno (-ESRCH if the process is already gone). */
+int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool sampled);
 /* Forgets tgid, whose last thread exited at exit_ns (CLOCK_MONOTONIC). */
 void ember_procs_forget(struct ember_procs *t, uint32_t tgid, uint64_t exit_ns);
 /* Whether an event of tgid that happened at event_ns may belong to a process that exited
@@ -90,9 +91,6 @@ int ember_procs_check(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, uin
 /* tgid, noted already, runs a new program (exec: its old snapshot goes), or ran when sampling
  * started (!snapshots: the symbolizer reads the maps of those at the start). */
 void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots);
-/* tgid, noted just now, was sampled: a snapshot is due at its 1st, 2nd, 4th, 8th, 16th sample
- * in its first EMBER_SNAPSHOT_YOUNG_NS. */
-void ember_procs_sampled(struct ember_procs *t, uint32_t tgid);
 
 /* The next process whose snapshot is due: 1 with its tgid, generation and the memfd (still
  * the table's) to copy its maps into; 0 when none is (or no memfd could be made). */

@@ -119,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		finding("cannot set up", errno);
 	ember_broker_init(&c.broker, &c.procs);
 	ember_drain_init(&c.drain, &c.procs);
-	ember_procs_note(&c.procs, SAMPLED_PID, 0);
+	ember_procs_note(&c.procs, SAMPLED_PID, 0, false);
 	conn_open(&c);
 	while (at < size) {
 		uint8_t op = data[at++];

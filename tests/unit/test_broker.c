@@ -282,7 +282,7 @@ START_TEST(pids_must_be_seen_living_and_the_same)
 	/* Never sampled: refused, though it exists. */
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), -EPERM);
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MEM, 1, 0, NULL), -EPERM);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MAPS, (uint32_t)child, 0, NULL), 0);
 	ck_assert_int_eq(request(&f, EMBER_BROKER_MEM, (uint32_t)child, 0, NULL), 0);
 	/* No mapping starts there. */
@@ -329,7 +329,7 @@ START_TEST(mapped_file_of_a_seen_process)
 	int status;
 
 	fixture_init(&f);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 	ck_assert_int_eq(
 	    request(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, exe_mapping(child), NULL), 0);
 	kill(child, SIGKILL);
@@ -495,7 +495,7 @@ START_TEST(debuglinks_are_files_anyone_may_read)
 	child = mapper(lib);
 	start = mapping_of(child, lib);
 	ck_assert_uint_ne(start, 0);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 
 	fd = request_fd(&f, EMBER_BROKER_DEBUGLINK, (uint32_t)child, start, "prog.debug");
 	ck_assert_int_ge(fd, 0);
@@ -591,7 +591,7 @@ START_TEST(mapped_file_is_the_one_mapped)
 	ck_assert_uint_eq(inos[0], inos[1]);
 	start = mapping_of(child, lib);
 	ck_assert_uint_ne(start, 0);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 	fd = request_fd(&f, EMBER_BROKER_MAPPED_FILE, (uint32_t)child, start, NULL);
 	ck_assert_int_ge(fd, 0);
 	memset(buf, 0, sizeof(buf));
@@ -620,7 +620,7 @@ START_TEST(proc_files_are_the_cgroup_and_the_executable_only)
 	fixture_init(&f);
 	/* Never seen: refused whatever the name. */
 	ck_assert_int_eq(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, "cgroup"), -EPERM);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 	ck_assert_int_eq(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, "cgroup"), 0);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		ck_assert_msg(request(&f, EMBER_BROKER_PROC_FILE, (uint32_t)child, 0, refused[i]) ==
@@ -738,7 +738,7 @@ START_TEST(perf_maps_are_the_process_own)
 	put_dir(f.dir, "root");
 	put_dir(root, "tmp");
 	child = jailed_child(root, 4242);
-	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&f.procs, (uint32_t)child, SEC, false), 0);
 	req.pid = (uint32_t)child;
 	/* None yet; the host's PID names none either. */
 	ck_assert_int_eq(request(&f, EMBER_BROKER_PERF_MAP, (uint32_t)child, 0, NULL), -ENOENT);

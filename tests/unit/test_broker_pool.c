@@ -265,8 +265,7 @@ START_TEST(snapshots_take_only_spare_workers)
 	ember_broker_init(&b, &procs);
 	ck_assert_int_eq(ember_pool_start(&p, &b, 4), 0);
 	p.deadline_ns = 300 * MS;
-	ck_assert_int_eq(ember_procs_note(&procs, self, 0), 0);
-	ember_procs_sampled(&procs, self);
+	ck_assert_int_eq(ember_procs_note(&procs, self, 0, true), 0);
 	ck_assert_int_eq(ember_procs_snapshot_due(&procs, 0, &due, &gen, &memfd), 1);
 
 	/* With every worker free: the memfd holds what the maps say, sealed once kept. */
@@ -293,8 +292,7 @@ START_TEST(snapshots_take_only_spare_workers)
 	ck_assert_int_eq(submit(&p, 1, 40, STALL_EARLY, &f), 0);
 	d = next_done(&p);
 	ck_assert_int_eq(d.fd, -ETIMEDOUT);
-	ck_assert_int_eq(ember_procs_note(&procs, self, 0), 0);
-	ember_procs_sampled(&procs, self);
+	ck_assert_int_eq(ember_procs_note(&procs, self, 0, true), 0);
 	ck_assert_int_eq(ember_procs_snapshot_due(&procs, 0, &due, &gen, &memfd), 1);
 	maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	ck_assert_int_eq(ember_pool_snapshot(&p, self, gen, maps, memfd, now_ns()), -EBUSY);

@@ -125,7 +125,7 @@ START_TEST(broker_refuses_unseen_pids)
 	ck_assert_int_eq(m.broker_reply.error, -EPERM);
 	ck_assert_int_eq(n, 0);
 	/* Once sampled, the same request is served with a read-only descriptor. */
-	ck_assert_int_eq(ember_procs_note(&procs, (uint32_t)getpid(), 0), 0);
+	ck_assert_int_eq(ember_procs_note(&procs, (uint32_t)getpid(), 0, false), 0);
 	ember_msg_init(&m, EMBER_MSG_BROKER_REQ, 3);
 	m.broker_req.id = 6;
 	m.broker_req.what = EMBER_BROKER_MAPS;

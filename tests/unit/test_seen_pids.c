@@ -27,10 +27,10 @@ START_TEST(seen_living_processes_pass)
 
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 0, SEC), -EPERM);
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0, false), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), SEC / 2, SEC), 0);
 	/* Noted after the clock the broker read in the same round: fresh, not ancient. */
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), SEC), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), SEC, false), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), SEC - 1, SEC), 0);
 	/* Not seen recently enough. */
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), 5 * SEC, SEC), -EPERM);
@@ -51,7 +51,7 @@ START_TEST(exited_process_is_refused)
 		_exit(0);
 	}
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0, false), 0);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)child, 0, SEC), 0);
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
@@ -87,7 +87,10 @@ START_TEST(late_sample_of_an_exited_process_notes_nothing)
 	ck_assert(!ember_procs_stale(&t, (uint32_t)getpid() + 1, 1));
 	s.time_ns = 5 * SEC + 1;
 	ck_assert_int_eq(ember_drain_on_sample(&d, &s, sizeof(s)), 0);
-	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), ember_monotonic_ns(), SEC), 0);
+	/* Seen when it was sampled (no clock read a sample): a second later, not too old. */
+	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), s.time_ns + SEC, SEC), 0);
+	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)getpid(), s.time_ns + SEC + 1, SEC),
+	                 -EPERM);
 	ember_procs_free(&t);
 }
 END_TEST
@@ -104,7 +107,7 @@ START_TEST(full_table_evicts_oldest)
 			pause();
 			_exit(0);
 		}
-		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], (uint64_t)i), 0);
+		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], (uint64_t)i, false), 0);
 	}
 	ck_assert_uint_eq(t.evictions, 1);
 	ck_assert_int_eq(ember_procs_check(&t, (uint32_t)kids[0], 4, SEC), -EPERM);
@@ -114,7 +117,7 @@ START_TEST(full_table_evicts_oldest)
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
 	}
-	ck_assert_int_eq(ember_procs_note(&t, 0x3fffff, 0), -ESRCH);
+	ck_assert_int_eq(ember_procs_note(&t, 0x3fffff, 0, false), -ESRCH);
 	ember_procs_free(&t);
 }
 END_TEST
@@ -134,7 +137,7 @@ static uint32_t make_snapshot(struct ember_procs *t, uint32_t tgid, const char *
 	int memfd = -1, n = 0;
 
 	do
-		ember_procs_sampled(t, tgid);
+		ember_procs_note(t, tgid, 0, true); /* noted at 0: young */
 	while (!ember_procs_snapshot_due(t, now, &due, &gen, &memfd) && ++n < 64);
 	ck_assert_uint_eq(due, tgid);
 	ck_assert_int_eq(write(memfd, text, len), (ssize_t)len);
@@ -168,23 +171,23 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
 	ember_broker_init(&b, &t);
 	req.pid = (uint32_t)child;
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0, false), 0);
 	/* Its 1st, 2nd, 4th, 8th and 16th samples make one due, no other (nor the 32nd). */
 	ember_procs_program(&t, (uint32_t)child, true);
 	for (int i = 1; i <= 40; i++) {
 		bool due_now = i == 1 || i == 2 || i == 4 || i == 8 || i == 16;
 
-		ember_procs_sampled(&t, (uint32_t)child);
+		ember_procs_note(&t, (uint32_t)child, 0, true);
 		ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), due_now);
 		if (due_now)
 			ember_procs_snapshot_done(&t, due, gen, -ESRCH, 0); /* read nothing */
 	}
 	ember_procs_program(&t, (uint32_t)child, true); /* an exec: its samples count again */
 	/* ... but only in its first 2 s: one seen later makes none due. */
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, EMBER_SNAPSHOT_YOUNG_NS + 1), 0);
-	ember_procs_sampled(&t, (uint32_t)child);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, EMBER_SNAPSHOT_YOUNG_NS + 1, true),
+	                 0);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 0);
-	ember_procs_note(&t, (uint32_t)child, 0);
+	ember_procs_note(&t, (uint32_t)child, 0, false);
 	ember_procs_program(&t, (uint32_t)child, true);
 	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 0, false), -ENOENT);
 	gen = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
@@ -230,9 +233,9 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 	/* A copy made for an earlier program of the process (it exec'd since) is not kept. */
 	child = ember_waiting_child();
 	req.pid = (uint32_t)child;
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0, false), 0);
 	old = make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
-	ember_procs_sampled(&t, (uint32_t)child);
+	ember_procs_note(&t, (uint32_t)child, 0, true);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
 	ck_assert_uint_eq(gen, old);
 	ember_procs_program(&t, (uint32_t)child, true); /* exec: the old snapshot goes too */
@@ -243,20 +246,21 @@ START_TEST(snapshots_are_served_for_their_own_process_once_it_is_gone)
 
 	/* A PID reused: the process noted next under it does not get its predecessor's. */
 	child = ember_waiting_child();
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 0, false), 0);
 	make_snapshot(&t, (uint32_t)child, text, strlen(text), 0);
 	ember_procs_forget(&t, (uint32_t)child, 0); /* it exited */
 	fd = ember_procs_snapshot_open(&t, (uint32_t)child, 1, false);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 1), 0); /* "another" process */
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 1, false),
+	                 0); /* "another" process */
 	ck_assert_int_eq(ember_procs_snapshot_open(&t, (uint32_t)child, 1, false), -ENOENT);
 	reap(child);
 
 	/* Processes running when sampling started get none (their maps are read at once). */
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0), 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 0, false), 0);
 	ember_procs_program(&t, (uint32_t)getpid(), false);
-	ember_procs_sampled(&t, (uint32_t)getpid());
+	ember_procs_note(&t, (uint32_t)getpid(), 0, true);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 0);
 	ember_procs_free(&t);
 }
@@ -281,18 +285,18 @@ START_TEST(snapshots_are_bounded_and_checked)
 	ck_assert_uint_eq(t.snaps_max, EMBER_SNAPSHOTS_MAX);
 	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i++) {
 		kids[i] = ember_waiting_child();
-		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], 0), 0);
+		ck_assert_int_eq(ember_procs_note(&t, (uint32_t)kids[i], 0, false), 0);
 	}
 	/* Larger than a snapshot may be, empty, or a worker's error: nothing kept. */
-	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ember_procs_note(&t, (uint32_t)kids[0], 0, true);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
 	ck_assert_int_eq(write(memfd, text, big + 1), (ssize_t)big + 1);
 	ember_procs_snapshot_done(&t, due, gen, dup(memfd), 0);
-	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ember_procs_note(&t, (uint32_t)kids[0], 0, true);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
 	ember_procs_snapshot_done(&t, due, gen, dup(memfd), 0);
-	ember_procs_sampled(&t, (uint32_t)kids[0]); /* the 3rd: none due */
-	ember_procs_sampled(&t, (uint32_t)kids[0]);
+	ember_procs_note(&t, (uint32_t)kids[0], 0, true); /* the 3rd: none due */
+	ember_procs_note(&t, (uint32_t)kids[0], 0, true);
 	ck_assert_int_eq(ember_procs_snapshot_due(&t, 0, &due, &gen, &memfd), 1);
 	ck_assert_int_eq(write(memfd, "a\n", 2), 2);
 	ember_procs_snapshot_done(&t, due, gen, -EIO, 0);
@@ -319,7 +323,7 @@ START_TEST(snapshots_are_bounded_and_checked)
 	ck_assert_uint_eq(t.snaps_dropped, 1);
 	/* A full queue of due snapshots drops (and counts) the next. */
 	for (int i = 2; i < 2 + EMBER_SNAPSHOT_QUEUE + 1; i++)
-		ember_procs_sampled(&t, (uint32_t)kids[i]); /* their 2nd sample */
+		ember_procs_note(&t, (uint32_t)kids[i], 0, true); /* their 2nd sample */
 	ck_assert_uint_eq(t.snaps_dropped, 2);
 	for (int i = 0; i <= EMBER_SNAPSHOTS_MAX; i++)
 		reap(kids[i]);
