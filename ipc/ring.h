@@ -86,7 +86,7 @@ struct ember_rec_sampling {
 #define EMBER_COLLECTOR_MEMORY_EVERY_TICKS 6
 struct ember_rec_collector_memory {
 	uint64_t rss_bytes;     /* resident */
-	uint64_t bpf_map_bytes; /* its BPF maps, as the kernel counts them (memlock) */
+	uint64_t bpf_map_bytes; /* its BPF maps (memlock), read every tenth report and at the end */
 	/* Snapshots of new processes' maps (collector/seen_pids.h), so far: made, served to
 	 * the symbolizer (their process gone), dropped for the caps. Also sent as a run ends. */
 	uint64_t maps_snapshots_taken, maps_snapshots_served, maps_snapshots_dropped;
