@@ -142,11 +142,7 @@ int ember_ring_write2(struct ember_ring_producer *p, uint16_t type, const void *
 	}
 	off = p->head & (p->size - 1);
 	to_end = p->size - off;
-	/* A ring its consumer has emptied starts again at its beginning, in pages already
-	 * resident: writing on would fault in fresh ones, a page every few records in both
-	 * processes, until the whole ring is resident (a quiet host's ring otherwise grows to
-	 * its full size in memory, for records that fit in its first pages). */
-	if (aligned > to_end || (space == (int64_t)p->size && off >= EMBER_RING_REUSE_BYTES))
+	if (aligned > to_end)
 		pad = to_end;
 	if ((uint64_t)space < aligned + pad) {
 		p->dropped_records++;

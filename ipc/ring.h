@@ -14,10 +14,8 @@
  * Records are {u32 length, u16 type, u16 flags, payload}, 8-byte aligned.
  * length counts the header and payload, not the alignment padding. A record
  * never wraps: the producer fills the end of the area with a PAD record
- * instead, and also once the consumer has read everything and the head is
- * past EMBER_RING_REUSE_BYTES (so records stay in pages already resident). A
- * full ring drops the record and counts it; the producer never waits for the
- * consumer.
+ * instead. A full ring drops the record and counts it; the producer never
+ * waits for the consumer.
  *
  * This header is the producer's (the collector's); the consumer's half is
  * ring_consumer.h, which the collector does not link.
@@ -36,7 +34,6 @@
 #define EMBER_RING_MIN_SIZE   (1u << 16)
 #define EMBER_RING_MAX_SIZE   (1u << 30)
 #define EMBER_RING_MAX_RECORD (1u << 16) /* header included */
-#define EMBER_RING_REUSE_BYTES (1u << 16) /* past this, an emptied ring starts again at 0 */
 
 enum ember_rec_type {
 	EMBER_REC_PAD = 0,

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The memfd sample ring: order, wrap-around, an emptied ring's reuse, full ring, hostile
- * consumer positions, seals. */
+/* The memfd sample ring: order, wrap-around, full ring, hostile consumer positions, seals. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -66,39 +65,6 @@ START_TEST(wraps_around_with_padding)
 	ck_assert_uint_eq(written, read);
 	ck_assert_uint_gt(prod.head, 10 * prod.size);
 	ck_assert_uint_eq(prod.dropped_records, 0);
-}
-END_TEST
-
-START_TEST(an_emptied_ring_starts_again_at_its_beginning)
-{
-	struct ember_ring_producer big;
-	struct ember_ring_consumer reader;
-	unsigned char payload[1000], buf[2000];
-	uint16_t type;
-
-	ck_assert_int_eq(ember_ring_producer_create(&big, 1u << 20), 0);
-	ck_assert_int_eq(ember_ring_consumer_open(&reader, big.data_fd, big.pos_fd), 0);
-	/* Past the reuse mark with a record unread: writing goes on where it is. */
-	while ((big.head & (big.size - 1)) < EMBER_RING_REUSE_BYTES)
-		ck_assert_int_eq(ember_ring_write(&big, EMBER_REC_SAMPLE, payload, sizeof(payload)),
-		                 0);
-	ck_assert_int_eq(ember_ring_write(&big, EMBER_REC_SAMPLE, payload, sizeof(payload)), 0);
-	ck_assert_uint_gt(big.head & (big.size - 1), EMBER_RING_REUSE_BYTES);
-	/* All read: the next record goes to the ring's first bytes, and reads back whole. */
-	while (ember_ring_read(&reader, &type, buf, sizeof(buf)) != -EAGAIN)
-		;
-	ember_ring_release(&reader);
-	memset(payload, 0x5a, sizeof(payload));
-	ck_assert_int_eq(ember_ring_write(&big, EMBER_REC_LOST, payload, sizeof(payload)), 0);
-	ck_assert_uint_eq(big.head & (big.size - 1),
-	                  ember_ring_align(sizeof(struct ember_rec_hdr) + sizeof(payload)));
-	ck_assert_int_eq(ember_ring_read(&reader, &type, buf, sizeof(buf)), (int)sizeof(payload));
-	ck_assert_uint_eq(type, EMBER_REC_LOST);
-	ck_assert_uint_eq(buf[sizeof(payload) - 1], 0x5a);
-	ck_assert_int_eq(ember_ring_read(&reader, &type, buf, sizeof(buf)), -EAGAIN);
-	ck_assert_uint_eq(big.dropped_records, 0);
-	ember_ring_consumer_close(&reader);
-	ember_ring_producer_destroy(&big);
 }
 END_TEST
 
@@ -221,7 +187,6 @@ static Suite *ring_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, records_arrive_in_order);
 	tcase_add_test(tc, wraps_around_with_padding);
-	tcase_add_test(tc, an_emptied_ring_starts_again_at_its_beginning);
 	tcase_add_test(tc, full_ring_drops_and_counts_without_blocking);
 	tcase_add_test(tc, garbage_consumer_positions_are_rejected);
 	tcase_add_test(tc, consumer_cannot_write_resize_or_map_writable);
