@@ -12,9 +12,12 @@ of its process tree from 10 s in to a second before the end, read from /proc:
 start-up and the final write left out, in the same run), and the peak memory of
 all its processes together (PSS, shared pages counted once, and VmRSS, summed
 over the tool's process tree), then the ratios ember/perf. /proc is read every
-100 ms, and every second in the steady window: the reading thread is a Python
-process on the host being recorded, and at 10 reads a second its own samples
-cost ember's symbolizer more than the rest of the steady state.
+100 ms, and every second in the steady window, by bench/overhead/observe.c: the
+reader is a process on the host being recorded, and a Python one cost ember's
+symbolizer more than the rest of the steady state (its first sample a parse of
+libpython's symbols, about 40 ms, wherever it fell; later ones reads of the
+interpreter's frames). The observer's CPU and bpftool's are taken out of the
+tool's.
 
 Where the time goes, in the same steady window: each process's time on a CPU (from its
 threads' schedstat, in nanoseconds; user and system time beside it, in clock ticks), its
@@ -140,84 +143,72 @@ def bpf_program_names():
             if p.get("name", "").startswith("ember_") and "id" in p}
 
 
-def bpf_programs(pids, names):
-    """{program name: (run_time_ns, run_cnt)} of the programs named in names, from the
-    fdinfo of the descriptors pids hold: read from /proc, no process started (a bpftool
-    run in the window was a new process for ember to name, which perf does not pay for)."""
-    counters = {}  # program id: (run_time_ns, run_cnt)
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fdinfo")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                    info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
-                prog = int(info["prog_id"])
-                counters[prog] = (int(info["run_time_ns"]), int(info["run_cnt"]))
-            except (OSError, KeyError, ValueError):
-                continue
-    progs = {}
-    for i, (t, n) in counters.items():
-        if i in names:
-            t0, n0 = progs.get(names[i], (0, 0))
-            progs[names[i]] = (t0 + t, n0 + n)
-    return progs
+class Observed:
+    """The tool's process tree as bench/overhead/observe (a small C program: a Python thread
+    here was sampled too, and cost ember a parse of libpython and reads of its frames that fell
+    in the steady window) read it: every 100 ms (every second in the steady window, settle
+    seconds in to a second before the end) the resident size (RSS, and PSS: shared pages once)
+    and the CPU time; in the window each process's figures at both ends (proc_stats), and the
+    eBPF programs' counters. Its output goes to a file, read after the run: nothing here
+    wakes while the tool records but one bpftool run for the programs' names, a third of the
+    way to the window."""
 
-
-class PeakRss(threading.Thread):
-    """Every 100 ms (every second in the steady window): the resident size (RSS, and PSS:
-    shared pages once) and the CPU time of the tool's process tree. In the steady window (settle seconds in to a second before
-    the end): each process's figures at both ends (proc_stats), and the eBPF programs'
-    counters."""
-
-    def __init__(self, pid, settle, duration):
-        super().__init__(daemon=True)
-        self.pid, self.peak, self.peak_pss, self.stop, self.timeline = pid, 0, 0, False, []
-        self.cpu = []  # (seconds since start, CPU seconds of the tree)
+    def __init__(self, observe, pid, settle, duration, wd):
         self.settle, self.duration = settle, duration
-        self.procs = {}  # pid: [stat at the window's start, latest stat in it]
+        self.path = os.path.join(wd, f"observed.{pid}")
+        with open(self.path, "w") as out:
+            self.proc = subprocess.Popen([observe, str(pid), str(settle), str(duration)],
+                                         stdout=out)
+        self.names = threading.Thread(target=self.name_programs, daemon=True)
+        self.bpf_names, self.bpftool_cpu = None, 0.0
+        self.names.start()
+
+    def name_programs(self):
+        """The programs' names (bpftool: a process, run well before the window); its CPU,
+        which our children's count takes in, is taken out of the tool's."""
+        time.sleep(self.settle / 3)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.bpf_names = bpf_program_names()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.bpftool_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    def finish(self):
+        """After the tool exited: the observer's readings, parsed."""
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.names.join()
+        self.peak = self.peak_pss = 0
+        self.timeline, self.cpu, self.procs, self.seen = [], [], {}, set()
+        counters = [{}, {}]  # window start, end: program id: (run_time_ns, run_cnt)
+        with open(self.path) as f:
+            for line in f:
+                w = line.split()
+                if w[0] == "T":
+                    t, rss, pss, cpu = float(w[1]), int(w[2]), int(w[3]), float(w[4])
+                    self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
+                    self.timeline.append((t, rss))
+                    self.cpu.append((t, cpu))
+                elif w[0] == "P":
+                    self.seen.add(int(w[1]))
+                elif w[0] == "W":
+                    st = (w[2], float(w[3]), float(w[4]), float(w[5]), int(w[6]), int(w[7]))
+                    self.procs.setdefault(int(w[1]), [st, st])[1] = st
+                elif w[0] == "B":
+                    counters[int(w[1])][int(w[2])] = (int(w[3]), int(w[4]))
         self.bpf = [None, None]
-        self.bpf_names = None
-        self.seen = set()  # every pid of the tree, for reap_orphans
+        if counters[0]:
+            self.bpf = [self.by_name(c) for c in (counters[0], counters[1] or counters[0])]
 
-    def run(self):
-        t0 = time.monotonic()
-        while not self.stop:
-            pids = tree(self.pid)
-            self.seen.update(pids)
-            rss = sum(rss_kib(p) for p in pids)
-            self.peak = max(self.peak, rss)
-            self.peak_pss = max(self.peak_pss, sum(pss_kib(p) for p in pids))
-            now = time.monotonic() - t0
-            self.timeline.append((now, rss))
-            self.cpu.append((now, sum(cpu_s(p) for p in pids)))
-            steady = self.settle <= now <= self.duration - 1
-            # The programs' names, early enough for the tool to have drained and named
-            # bpftool's samples well before the window.
-            if self.bpf_names is None and now >= self.settle / 3:
-                self.bpf_names = bpf_program_names()
-            if steady:
-                self.window(pids, now)
-            # This thread is part of the host being recorded: a Python process reading
-            # /proc, whose samples ember symbolizes. Polled every 100 ms, it raised
-            # ember's steady state from about 0.1% of a core to 0.2 to 0.9%; once a
-            # second in the steady window, it is a small part of the load. Start-up and
-            # the final write, where memory peaks, are still polled every 100 ms.
-            time.sleep(1.0 if steady and now + 1.0 < self.duration - 1 else 0.1)
-
-    def window(self, pids, now):
-        for p in pids:
-            st = proc_stats(p)
-            if st:
-                self.procs.setdefault(p, [st, st])[1] = st
-        # The programs' counters at the window's ends.
-        if self.bpf[0] is None:
-            self.bpf[0] = self.bpf[1] = bpf_programs(pids, self.bpf_names or {})
-            self.bpf_end = self.duration - 1.5
-        elif now >= self.bpf_end and self.bpf[1] is self.bpf[0]:
-            self.bpf[1] = bpf_programs(pids, self.bpf_names or {})
+    def by_name(self, counters):
+        names, progs = self.bpf_names or {}, {}
+        for i, (t, n) in counters.items():
+            if i in names:
+                t0, n0 = progs.get(names[i], (0, 0))
+                progs[names[i]] = (t0 + t, n0 + n)
+        return progs
 
     def breakdown(self):
         """Per process name: % of a core on a CPU, user and system (in ticks), context
@@ -296,21 +287,25 @@ def cpu_of(cmd):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(name, cmd, duration):
+def measure(name, cmd, duration, observe, wd):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = PeakRss(proc.pid, settle_for(duration), duration)
-    sampler.start()
+    sampler = Observed(observe, proc.pid, settle_for(duration), duration, wd)
     _, err = proc.communicate(timeout=duration + 600)
-    sampler.stop = True
-    sampler.join()
-    reap_orphans(sampler.seen - {proc.pid})
     wall = time.monotonic() - t0
+    # The observer is our child too: its CPU is taken out of the tool's below.
+    obs_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sampler.finish()
+    obs_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reap_orphans(sampler.seen - {proc.pid})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"{name} failed ({proc.returncode}): {err[-2000:]}")
+    # Our children's CPU, less the observer's and bpftool's (children of ours too).
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu -= (obs_after.ru_utime - obs_before.ru_utime) + (obs_after.ru_stime - obs_before.ru_stime)
+    cpu -= sampler.bpftool_cpu
     return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
             "pss_mib": sampler.peak_pss / 1024.0,
             "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
@@ -349,7 +344,9 @@ def main():
     if not os.path.exists(ember) or not perf:
         sys.exit("bench/overhead: needs build/ember and perf (apt-get install linux-perf)")
     wd = tempfile.mkdtemp(prefix="ember-bench-")
-    split = os.path.join(wd, "split")
+    split, observe = os.path.join(wd, "split"), os.path.join(wd, "observe")
+    subprocess.run(["gcc", "-O2", "-Wall", "-o", observe, os.path.join(HERE, "observe.c")],
+                   check=True)
     subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", split,
                     os.path.join(SRC, "tests", "workloads", "split.c")], check=True)
     ncpu = os.cpu_count() or 1
@@ -379,11 +376,12 @@ def main():
             ("perf record -g", lambda d: [perf, "record", "-g", "-a", "-F", str(a.hz), "-o",
                                           os.path.join(wd, "perf.data"), "--", "sleep", str(d)]),
         ]
-        runs = [measure(name, cmd(a.duration), a.duration) for name, cmd in cmds]
+        runs = [measure(name, cmd(a.duration), a.duration, observe, wd) for name, cmd in cmds]
         # perf record leaves its stacks unnamed: perf script names them (functions from
         # the symbol tables, no inline frames or lines), on the same host, later.
         script_cpu = cpu_of([perf, "script", "-i", os.path.join(wd, "perf.data")])
-        shorts = [measure(name, cmd(a.short), a.short) for name, cmd in cmds] if a.short else []
+        shorts = ([measure(name, cmd(a.short), a.short, observe, wd) for name, cmd in cmds]
+                  if a.short else [])
     finally:
         for p in load:
             p.kill()
