@@ -551,10 +551,15 @@ static int start_programs(struct recorder *r)
 	return 0;
 }
 
-/* The next tick, or the end of the duration if sooner: the first tick too (-d 1 is 1 s). */
+/* The next tick, or the end of the duration if sooner: the first tick too (-d 1 is 1 s). A
+ * host where no new process was seen for a quiet tick drains less often: its samples wait for
+ * nothing but an interval's end, which asks for them; a new process's snapshots do not wait. */
 static void schedule_tick(struct recorder *r, uint64_t now)
 {
-	r->next_tick_ns = now + EMBER_COLLECTOR_TICK_MS * 1000000ull;
+	bool quiet = r->procs.newest_ns + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull < now;
+
+	r->next_tick_ns =
+	    now + (quiet ? EMBER_COLLECTOR_QUIET_TICK_MS : EMBER_COLLECTOR_TICK_MS) * 1000000ull;
 	if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
 		r->next_tick_ns = r->stop_ns;
 }

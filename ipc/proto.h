@@ -20,7 +20,7 @@
  *   S->C UNWIND_PROC...             a process's executable mappings and tables
  *   S->C INTERP_ROW                 a process's row for its runtime's frame walker
  *   S->C DRAIN                      the samples the kernel holds, now: an interval ends
- *        (the collector drains every EMBER_COLLECTOR_TICK_MS otherwise)
+ *        (the collector drains on its tick otherwise: EMBER_COLLECTOR_TICK_MS)
  * The collector does not answer unwind and interpreter messages; it checks
  * every field and row, and ends the connection on one that is out of bounds.
  */
@@ -39,8 +39,10 @@
 #define EMBER_OFF_CPU_OFF   UINT64_MAX
 
 /* How often the collector drains the kernel's rings when nothing asks sooner (the eBPF side
- * for what cannot wait, the symbolizer with DRAIN when an interval ends). */
-#define EMBER_COLLECTOR_TICK_MS 5000
+ * for what cannot wait, the symbolizer with DRAIN when an interval ends): every 5 s while a
+ * process first seen in the last 30 s may want a snapshot of its maps, else every 30 s. */
+#define EMBER_COLLECTOR_TICK_MS       5000
+#define EMBER_COLLECTOR_QUIET_TICK_MS 30000
 
 /* Records per second and CPU to size rings for (off-CPU records mostly far below the largest). */
 #define EMBER_RECORDS_PER_S(hz, off_cpu_min_ns)                                                    \

@@ -981,7 +981,7 @@ static int on_message(struct session *s, bool *done)
 }
 
 /*
- * The collector drains the kernel's rings every EMBER_COLLECTOR_TICK_MS unless asked: an
+ * The collector drains the kernel's rings on its tick (5 or 30 s) unless asked: an
  * interval that ends wants the samples taken before its end now (the first taken after
  * it ends it), and a progress line its counts once a second. A send that fails is the
  * collector gone: on_message() reads why.
@@ -1015,8 +1015,8 @@ static int poll_timeout_ms(const struct session *s)
 		return 0;
 	/* The collector's wake-ups (a tick that brought records) drive the rest: a timer of
 	 * its own beside them would wake an idle session twice as often. */
-	if (!next || next >= now + EMBER_COLLECTOR_TICK_MS * 1000000ull)
-		return s->opts->progress ? 1000 : EMBER_COLLECTOR_TICK_MS + 1000;
+	if (!next || next >= now + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull)
+		return s->opts->progress ? 1000 : EMBER_COLLECTOR_QUIET_TICK_MS + 1000;
 	return next <= now ? 0 : (int)((next - now) / 1000000u) + 1;
 }
 
