@@ -8,7 +8,11 @@
  * (about 40 ms) and each later one a read of the interpreter's frames, landing in the steady
  * window when it came there. perf record pays neither while it records.
  *
- *   observe ROOT_PID SETTLE_S DURATION_S
+ *   observe SETTLE_S DURATION_S < ROOT_PID
+ *
+ * It is started before the tool and reads the tool's pid from its input, so that it is one of
+ * the processes already running when the tool starts (a new one would be one more program for
+ * ember to name, and would keep its collector's tick short for 30 s); its clock starts then.
  *
  * Every 100 ms (every second from SETTLE_S to a second before DURATION_S):
  *   T seconds rss_kib pss_kib cpu_s           the tree's totals
@@ -16,15 +20,17 @@
  * In that window also, per process:
  *   W pid comm user_s system_s on_cpu_s context_switches reads_and_writes
  * and at the window's start and 1.5 s before DURATION_S, each BPF program the tree holds:
- *   B 0|1 prog_id run_time_ns run_cnt
+ *   B 0|1 prog_id name run_time_ns run_cnt   (names from the kernel: no bpftool process)
  * It exits when ROOT_PID has exited (a zombie counts as exited).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <linux/bpf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +142,27 @@ static void threads(int pid, long long *on_cpu_ns, long long *switches)
 	closedir(d);
 }
 
+/* A BPF program's name, from its id. */
+static void prog_name(long long id, char *name, size_t size)
+{
+	struct bpf_prog_info info = {0};
+	union bpf_attr attr = {0};
+	int fd;
+
+	snprintf(name, size, "?");
+	attr.prog_id = (__u32)id;
+	fd = (int)syscall(SYS_bpf, BPF_PROG_GET_FD_BY_ID, &attr, sizeof(attr));
+	if (fd < 0)
+		return;
+	memset(&attr, 0, sizeof(attr));
+	attr.info.bpf_fd = (__u32)fd;
+	attr.info.info_len = sizeof(info);
+	attr.info.info = (__u64)(unsigned long)&info;
+	if (!syscall(SYS_bpf, BPF_OBJ_GET_INFO_BY_FD, &attr, sizeof(attr)) && info.name[0])
+		snprintf(name, size, "%.*s", (int)sizeof(info.name), info.name);
+	close(fd);
+}
+
 /* The run time and count of every BPF program pid holds a descriptor of. */
 static void bpf_programs(int pid, int end)
 {
@@ -158,7 +185,8 @@ static void bpf_programs(int pid, int end)
 		    (n = field_or(pid, name, "run_cnt:", -1)) < 0)
 			continue;
 		t = field(pid, name, "run_time_ns:");
-		printf("B %d %lld %lld %lld\n", end, id, t, n);
+		prog_name(id, name, sizeof(name));
+		printf("B %d %lld %s %lld %lld\n", end, id, name, t, n);
 	}
 	closedir(d);
 }
@@ -166,15 +194,15 @@ static void bpf_programs(int pid, int end)
 int main(int argc, char **argv)
 {
 	static bool seen[1 << 22];
-	double t0 = now_s(), settle, duration, bpf_end;
+	double t0, settle, duration, bpf_end;
 	long tick = sysconf(_SC_CLK_TCK);
 	int root, pids[MAX_PIDS], bpf_done = 0;
 
-	if (argc != 4)
+	if (argc != 3 || scanf("%d", &root) != 1)
 		return 2;
-	root = atoi(argv[1]);
-	settle = atof(argv[2]);
-	duration = atof(argv[3]);
+	t0 = now_s();
+	settle = atof(argv[1]);
+	duration = atof(argv[2]);
 	bpf_end = duration - 1.5;
 	for (;;) {
 		struct stat_fields st;

@@ -16,8 +16,7 @@ over the tool's process tree), then the ratios ember/perf. /proc is read every
 reader is a process on the host being recorded, and a Python one cost ember's
 symbolizer more than the rest of the steady state (its first sample a parse of
 libpython's symbols, about 40 ms, wherever it fell; later ones reads of the
-interpreter's frames). The observer's CPU and bpftool's are taken out of the
-tool's.
+interpreter's frames). The observer's CPU is taken out of the tool's.
 
 Where the time goes, in the same steady window: each process's time on a CPU (from its
 threads' schedstat, in nanoseconds; user and system time beside it, in clock ticks), its
@@ -25,8 +24,8 @@ context switches and its read and write calls per second (/proc: nothing is atta
 the tool, since an observer such as perf stat costs its threads more than a quiet second
 does), and ember's eBPF programs' own time (kernel.bpf_stats_enabled, on for the run):
 runs, time per run, and its share of a core (read from the fdinfo of the programs' descriptors
-in the tool's processes: a bpftool run in the window would be a new process the tool
-records). The kernel charges that time to the process a sample interrupted, so no tool's
+in the tool's processes, their names from the kernel by the observer: a bpftool run would be
+a new process the tool records). The kernel charges that time to the process a sample interrupted, so no tool's
 CPU seconds hold it; perf's own in-kernel stack walk is not counted anywhere either.
 
 perf record leaves its stacks unnamed; the CPU of `perf script` over its long run's data
@@ -43,14 +42,12 @@ Usage: sudo bench/overhead/run.py [--duration 60] [--hz 19] [--short 10] [--quie
 """
 import argparse
 import ctypes
-import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -135,42 +132,27 @@ def proc_stats(pid):
         return None
 
 
-def bpf_program_names():
-    """{program id: name} of the loaded ember_* programs (bpftool: a process, run before the
-    steady window)."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    return {p["id"]: p["name"] for p in json.loads(out.stdout or "[]")
-            if p.get("name", "").startswith("ember_") and "id" in p}
-
-
 class Observed:
     """The tool's process tree as bench/overhead/observe (a small C program: a Python thread
     here was sampled too, and cost ember a parse of libpython and reads of its frames that fell
     in the steady window) read it: every 100 ms (every second in the steady window, settle
     seconds in to a second before the end) the resident size (RSS, and PSS: shared pages once)
     and the CPU time; in the window each process's figures at both ends (proc_stats), and the
-    eBPF programs' counters. Its output goes to a file, read after the run: nothing here
-    wakes while the tool records but one bpftool run for the programs' names, a third of the
-    way to the window."""
+    eBPF programs' counters and names. Its output goes to a file, read after the run:
+    nothing here wakes while the tool records."""
 
-    def __init__(self, observe, pid, settle, duration, wd):
+    def __init__(self, observe, settle, duration, wd):
+        """Started before the tool: it is one of the processes running when the tool starts."""
         self.settle, self.duration = settle, duration
-        self.path = os.path.join(wd, f"observed.{pid}")
+        self.path = os.path.join(wd, "observed")
         with open(self.path, "w") as out:
-            self.proc = subprocess.Popen([observe, str(pid), str(settle), str(duration)],
-                                         stdout=out)
-        self.names = threading.Thread(target=self.name_programs, daemon=True)
-        self.bpf_names, self.bpftool_cpu = None, 0.0
-        self.names.start()
+            self.proc = subprocess.Popen([observe, str(settle), str(duration)],
+                                         stdin=subprocess.PIPE, stdout=out, text=True)
 
-    def name_programs(self):
-        """The programs' names (bpftool: a process, run well before the window); its CPU,
-        which our children's count takes in, is taken out of the tool's."""
-        time.sleep(self.settle / 3)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.bpf_names = bpf_program_names()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.bpftool_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    def watch(self, pid):
+        """The tool is started: its pid, to the observer, whose clock starts now."""
+        self.proc.stdin.write(f"{pid}\n")
+        self.proc.stdin.close()
 
     def finish(self):
         """After the tool exited: the observer's readings, parsed."""
@@ -179,10 +161,9 @@ class Observed:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.names.join()
         self.peak = self.peak_pss = 0
         self.timeline, self.cpu, self.procs, self.seen = [], [], {}, set()
-        counters = [{}, {}]  # window start, end: program id: (run_time_ns, run_cnt)
+        counters = [{}, {}]  # window start, end: program id: (name, run_time_ns, run_cnt)
         with open(self.path) as f:
             for line in f:
                 w = line.split()
@@ -197,17 +178,18 @@ class Observed:
                     st = (w[2], float(w[3]), float(w[4]), float(w[5]), int(w[6]), int(w[7]))
                     self.procs.setdefault(int(w[1]), [st, st])[1] = st
                 elif w[0] == "B":
-                    counters[int(w[1])][int(w[2])] = (int(w[3]), int(w[4]))
+                    counters[int(w[1])][int(w[2])] = (w[3], int(w[4]), int(w[5]))
         self.bpf = [None, None]
         if counters[0]:
             self.bpf = [self.by_name(c) for c in (counters[0], counters[1] or counters[0])]
 
-    def by_name(self, counters):
-        names, progs = self.bpf_names or {}, {}
-        for i, (t, n) in counters.items():
-            if i in names:
-                t0, n0 = progs.get(names[i], (0, 0))
-                progs[names[i]] = (t0 + t, n0 + n)
+    @staticmethod
+    def by_name(counters):
+        progs = {}
+        for name, t, n in counters.values():
+            if name.startswith("ember_"):
+                t0, n0 = progs.get(name, (0, 0))
+                progs[name] = (t0 + t, n0 + n)
         return progs
 
     def breakdown(self):
@@ -290,8 +272,9 @@ def cpu_of(cmd):
 def measure(name, cmd, duration, observe, wd):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
+    sampler = Observed(observe, settle_for(duration), duration, wd)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = Observed(observe, proc.pid, settle_for(duration), duration, wd)
+    sampler.watch(proc.pid)
     _, err = proc.communicate(timeout=duration + 600)
     wall = time.monotonic() - t0
     # The observer is our child too: its CPU is taken out of the tool's below.
@@ -302,10 +285,9 @@ def measure(name, cmd, duration, observe, wd):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"{name} failed ({proc.returncode}): {err[-2000:]}")
-    # Our children's CPU, less the observer's and bpftool's (children of ours too).
+    # Our children's CPU, less the observer's (a child of ours too).
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu -= (obs_after.ru_utime - obs_before.ru_utime) + (obs_after.ru_stime - obs_before.ru_stime)
-    cpu -= sampler.bpftool_cpu
     return {"name": name, "cpu": cpu, "wall": wall, "rss_mib": sampler.peak / 1024.0,
             "pss_mib": sampler.peak_pss / 1024.0,
             "rss_25": sampler.at(0.25, duration), "rss_90": sampler.at(0.9, duration),
