@@ -78,8 +78,9 @@ struct ember_rec_sampling {
 	uint64_t realtime_ns; /* Unix time */
 };
 
-/* The collector's own memory, every EMBER_COLLECTOR_MEMORY_EVERY_TICKS of its ticks (30 s, or
- * sooner when the symbolizer asks for drains), for the profiles' statistics. */
+/* The collector's own memory, every EMBER_COLLECTOR_MEMORY_EVERY_TICKS of its ticks (30 s, 3 min
+ * on a quiet host's 30 s ticks, sooner when the symbolizer asks for drains), for the profiles'
+ * statistics. */
 #define EMBER_COLLECTOR_MEMORY_EVERY_TICKS 6
 struct ember_rec_collector_memory {
 	uint64_t rss_bytes;     /* resident */
