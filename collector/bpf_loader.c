@@ -110,11 +110,6 @@ static int refresh_cpus(struct ember_bpf *b, bool spread)
 	return b->attached_cpus > 0 ? 0 : -ENODEV;
 }
 
-int ember_bpf_refresh_cpus(struct ember_bpf *b)
-{
-	return refresh_cpus(b, false);
-}
-
 uint64_t ember_ring_bytes_for(unsigned int hz, int ncpus, unsigned int seconds, uint64_t min)
 {
 	/* The largest samples (stack copies add no more than real ones carry) and a burst. */
@@ -323,8 +318,12 @@ int ember_bpf_ring_fd(const struct ember_bpf *b)
 	return ring_buffer__epoll_fd(b->rings);
 }
 
+/* A CPU hotplug step woke the collector (the eBPF program's count changed): events anew. */
 int ember_bpf_drain(struct ember_bpf *b)
 {
+	if (__atomic_load_n(&b->sampler->bss->cpu_hotplug_steps, __ATOMIC_ACQUIRE) !=
+	    b->hotplug_steps)
+		refresh_cpus(b, false);
 	return ring_buffer__consume(b->rings);
 }
 

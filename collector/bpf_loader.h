@@ -63,15 +63,14 @@ int ember_bpf_start(struct ember_bpf *b, const struct ember_bpf_opts *opts);
 /* Whether the verifier takes the sampler (`ember check`): loads it and unloads it again.
  * Returns 0 or the negative errno of the load. */
 int ember_bpf_check_load(void);
-/* Opens perf events on CPUs that came online since the last call. */
-int ember_bpf_refresh_cpus(struct ember_bpf *b);
 /* Stops sampling (the ring buffers can still be drained). */
 void ember_bpf_stop_sampling(struct ember_bpf *b);
 void ember_bpf_destroy(struct ember_bpf *b);
 
 /* A descriptor that becomes readable when a ring buffer has data. */
 int ember_bpf_ring_fd(const struct ember_bpf *b);
-/* Consumes everything available; returns records consumed or a negative errno. */
+/* Consumes everything available (and opens CPUs' events anew after a hotplug step);
+ * returns records consumed or a negative errno. */
 int ember_bpf_drain(struct ember_bpf *b);
 
 /* Passes one EMBER_EV_RUNNING event per running process (the -p ones with -p) to fn. */

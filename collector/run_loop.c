@@ -65,7 +65,7 @@ struct recorder {
 	pid_t command;      /* while it runs */
 	int command_status; /* how it ended (wait status) */
 	int command_signals;
-	uint64_t stop_ns, flush_deadline_ns, next_tick_ns;
+	uint64_t stop_ns, flush_deadline_ns, tick_ns; /* tick_ns: the last tick's (or the start) */
 	uint64_t ticks, map_bytes; /* map_bytes: the BPF maps' memory, last read */
 	/* listed: the processes already running were listed to the connected symbolizer */
 	bool stopping, finished, failed, listed;
@@ -78,9 +78,7 @@ struct recorder {
 /* The symbolizer draws the progress line (--progress) in place; log lines first erase it. */
 static void erase_progress(void)
 {
-	static const char erase[] = "\r\033[K";
-
-	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
+	if (write(STDERR_FILENO, "\r\033[K", 4) < 0) /* carriage return, erase the line */
 		return;
 }
 
@@ -145,6 +143,19 @@ static void drop_peer(struct recorder *r)
 	r->listed = false;
 }
 
+/* Records were written to the symbolizer's ring: it is told, unless writing found a position
+ * it could not have reached (checked at every write: a quiet host's tick is 30 s apart). */
+static void hand_over(struct recorder *r)
+{
+	if (ember_peer_active(&r->peer) && r->peer.ring.bad_positions) {
+		log_warn("symbolizer (pid %d) wrote an impossible ring position: disconnecting it",
+		         r->peer.pid);
+		drop_peer(r);
+	} else if (ember_peer_active(&r->peer)) {
+		ember_ring_notify(&r->peer.ring);
+	}
+}
+
 /* What the kernel's rings hold and the losses counted, to the symbolizer: each tick, and
  * when the symbolizer asks (DRAIN) for no more than that. */
 static void drain_now(struct recorder *r)
@@ -155,13 +166,7 @@ static void drain_now(struct recorder *r)
 	if (!ember_bpf_read_drops(&r->bpf, drops))
 		ember_drain_account_bpf_drops(&r->drain, drops);
 	ember_drain_flush_lost(&r->drain);
-	if (ember_peer_active(&r->peer) && r->peer.ring.bad_positions) {
-		log_warn("symbolizer (pid %d) wrote an impossible ring position: disconnecting it",
-		         r->peer.pid);
-		drop_peer(r);
-	} else if (ember_peer_active(&r->peer)) {
-		ember_ring_notify(&r->peer.ring);
-	}
+	hand_over(r);
 }
 
 static void on_tick(struct recorder *r, uint64_t now_ns)
@@ -171,7 +176,6 @@ static void on_tick(struct recorder *r, uint64_t now_ns)
 	if (!r->stopping) {
 		/* Samples wake the collector only when urgent: the tick drains the rest. */
 		drain_now(r);
-		ember_bpf_refresh_cpus(&r->bpf);
 		/* The maps' memory barely moves (most are preallocated) and is read from a /proc
 		 * file per map (a third of a millisecond): every tenth report, and at the end. */
 		if (r->ticks % (10 * EMBER_COLLECTOR_MEMORY_EVERY_TICKS) == 1)
@@ -553,15 +557,16 @@ static int start_programs(struct recorder *r)
 
 /* The next tick, or the end of the duration if sooner: the first tick too (-d 1 is 1 s). A
  * host where no new process was seen for a quiet tick drains less often: its samples wait for
- * nothing but an interval's end, which asks for them; a new process's snapshots do not wait. */
-static void schedule_tick(struct recorder *r, uint64_t now)
+ * nothing but an interval's end, which asks for them. A new process's snapshots do not wait:
+ * once one is seen (an exec), the tick comes 5 s after the last, even in a quiet wait. */
+static uint64_t next_tick(const struct recorder *r)
 {
-	bool quiet = r->procs.newest_ns + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull < now;
+	bool quiet = r->procs.newest_ns + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull < r->tick_ns;
+	uint64_t next =
+	    r->tick_ns +
+	    (quiet ? EMBER_COLLECTOR_QUIET_TICK_MS : EMBER_COLLECTOR_TICK_MS) * 1000000ull;
 
-	r->next_tick_ns =
-	    now + (quiet ? EMBER_COLLECTOR_QUIET_TICK_MS : EMBER_COLLECTOR_TICK_MS) * 1000000ull;
-	if (r->cfg->duration_ms && !r->stopping && r->stop_ns < r->next_tick_ns)
-		r->next_tick_ns = r->stop_ns;
+	return r->cfg->duration_ms && !r->stopping && r->stop_ns < next ? r->stop_ns : next;
 }
 
 /* Everything the loop waits for, in one epoll set. */
@@ -569,7 +574,7 @@ static int watch_events(struct recorder *r)
 {
 	int err;
 
-	schedule_tick(r, ember_monotonic_ns()); /* the tick is epoll_wait's timeout */
+	r->tick_ns = ember_monotonic_ns(); /* the tick is epoll_wait's timeout */
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0)
 		return neg_errno();
@@ -678,9 +683,8 @@ static void run_loop(struct recorder *r)
 	/* With a command, ember lives as long as it does (a duration ends only the recording). */
 	while (!r->finished || r->command > 0) {
 		struct epoll_event evs[8];
-		uint64_t now = ember_monotonic_ns();
-		int tick_ms =
-			now >= r->next_tick_ns ? 0 : (int)((r->next_tick_ns - now) / 1000000u) + 1,
+		uint64_t now = ember_monotonic_ns(), tick = next_tick(r);
+		int tick_ms = now >= tick ? 0 : (int)((tick - now) / 1000000u) + 1,
 		    pool_ms = ember_pool_timeout_ms(&r->pool, now);
 		int n = epoll_wait(r->epfd, evs, 8,
 		                   pool_ms >= 0 && pool_ms < tick_ms ? pool_ms : tick_ms);
@@ -699,8 +703,7 @@ static void run_loop(struct recorder *r)
 				break;
 			case TAG_BPF:
 				ember_bpf_drain(&r->bpf);
-				if (ember_peer_active(&r->peer))
-					ember_ring_notify(&r->peer.ring);
+				hand_over(r);
 				break;
 			case TAG_SIGNAL:
 				on_signal(r);
@@ -722,9 +725,9 @@ static void run_loop(struct recorder *r)
 				break;
 			}
 		}
-		if (now >= r->next_tick_ns) {
+		if (now >= next_tick(r)) {
 			on_tick(r, now);
-			schedule_tick(r, now);
+			r->tick_ns = now;
 		}
 		if (!r->finished) {
 			expire_workers(r, ember_monotonic_ns());
