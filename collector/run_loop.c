@@ -556,12 +556,15 @@ static int start_programs(struct recorder *r)
 }
 
 /* The next tick, or the end of the duration if sooner: the first tick too (-d 1 is 1 s). A
- * host where no new process was seen for a quiet tick drains less often: its samples wait for
- * nothing but an interval's end, which asks for them. A new process's snapshots do not wait:
- * once one is seen (an exec), the tick comes 5 s after the last, even in a quiet wait. */
+ * host where nothing exec'd for a quiet tick drains less often: its samples wait for nothing
+ * but an interval's end, which asks for them. A new program's snapshots do not wait: once an
+ * exec is seen, the tick comes 5 s after the last, even in a quiet wait. What else cannot
+ * wait wakes the collector: the eBPF side (a process lacking maps, a perishable sample, a
+ * CPU hotplug step, a filling ring) and the symbolizer (DRAIN, its requests). */
 static uint64_t next_tick(const struct recorder *r)
 {
-	bool quiet = r->procs.newest_ns + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull < r->tick_ns;
+	bool quiet =
+	    r->procs.last_exec_ns + EMBER_COLLECTOR_QUIET_TICK_MS * 1000000ull < r->tick_ns;
 	uint64_t next =
 	    r->tick_ns +
 	    (quiet ? EMBER_COLLECTOR_QUIET_TICK_MS : EMBER_COLLECTOR_TICK_MS) * 1000000ull;

@@ -129,7 +129,6 @@ int ember_procs_note(struct ember_procs *t, uint32_t tgid, uint64_t now_ns, bool
 		e = ember_slots_at(&t->slots, slot);
 		*e = (struct ember_proc_entry){tgid, fd, now_ns, ++t->next_gen, 0, now_ns};
 		snap_drop(snap_of(t, tgid)); /* another process's, which had the PID */
-		t->newest_ns = sampled ? now_ns : t->newest_ns; /* new since sampling started */
 	}
 	e->last_seen_ns = now_ns;
 	if (sampled)
@@ -184,7 +183,7 @@ void ember_procs_program(struct ember_procs *t, uint32_t tgid, bool snapshots)
 		e->samples = 0;
 		e->started_ns = e->last_seen_ns; /* noted just now */
 		if (snapshots)
-			t->newest_ns = e->started_ns;
+			t->last_exec_ns = e->started_ns;
 	}
 	snap_drop(snap_of(t, tgid)); /* the old program's */
 }

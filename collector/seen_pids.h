@@ -63,7 +63,7 @@ struct ember_procs {
 	/* The latest exit (CLOCK_MONOTONIC) of any process whose tgid falls in each slot. */
 	uint64_t exited_ns[EMBER_EXIT_TIMES];
 	uint64_t stale_events; /* an exited process's, drained after its exit: not noted */
-	uint64_t newest_ns;    /* the last exec, or a new process's first sample */
+	uint64_t last_exec_ns; /* the last exec seen (CLOCK_MONOTONIC) */
 };
 
 int ember_procs_init(struct ember_procs *t, size_t capacity);

@@ -156,9 +156,10 @@ static char *read_all(int fd)
 	return buf;
 }
 
-/* What keeps the collector's tick short: a process that may want snapshots (new since sampling
- * started: exec'd, or first seen in a sample), not one that ran at the start. */
-START_TEST(newest_process_is_a_new_one_not_one_running_at_the_start)
+/* What keeps the collector's tick short: an exec (a new program, whose snapshots cannot wait),
+ * not a process that ran at the start nor one first seen in a sample (a kernel thread's first
+ * run, a child that did not exec: its samples wake the collector while it lacks a list). */
+START_TEST(newest_process_is_the_last_exec)
 {
 	struct ember_procs t;
 	pid_t child = ember_waiting_child();
@@ -166,15 +167,15 @@ START_TEST(newest_process_is_a_new_one_not_one_running_at_the_start)
 	ck_assert_int_eq(ember_procs_init(&t, 16), 0);
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 5 * SEC, false), 0);
 	ember_procs_program(&t, (uint32_t)getpid(), false); /* running at the start */
-	ck_assert_uint_eq(t.newest_ns, 0);
+	ck_assert_uint_eq(t.last_exec_ns, 0);
 	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 6 * SEC, true),
 	                 0); /* first sample */
-	ck_assert_uint_eq(t.newest_ns, 6 * SEC);
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 7 * SEC, true), 0);
-	ck_assert_uint_eq(t.newest_ns, 6 * SEC); /* a later sample of a known one */
-	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 8 * SEC, false), 0);
-	ember_procs_program(&t, (uint32_t)getpid(), true); /* an exec */
-	ck_assert_uint_eq(t.newest_ns, 8 * SEC);
+	ck_assert_uint_eq(t.last_exec_ns, 0);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)child, 7 * SEC, false), 0);
+	ember_procs_program(&t, (uint32_t)child, true); /* an exec */
+	ck_assert_uint_eq(t.last_exec_ns, 7 * SEC);
+	ck_assert_int_eq(ember_procs_note(&t, (uint32_t)getpid(), 8 * SEC, true), 0);
+	ck_assert_uint_eq(t.last_exec_ns, 7 * SEC); /* a later sample of a known one */
 	reap(child);
 	ember_procs_free(&t);
 }
@@ -364,7 +365,7 @@ static Suite *procs_suite(void)
 	tcase_add_test(tc, seen_living_processes_pass);
 	tcase_add_test(tc, exited_process_is_refused);
 	tcase_add_test(tc, late_sample_of_an_exited_process_notes_nothing);
-	tcase_add_test(tc, newest_process_is_a_new_one_not_one_running_at_the_start);
+	tcase_add_test(tc, newest_process_is_the_last_exec);
 	tcase_add_test(tc, full_table_evicts_oldest);
 	tcase_add_test(tc, snapshots_are_served_for_their_own_process_once_it_is_gone);
 	tcase_add_test(tc, snapshots_are_bounded_and_checked);
