@@ -10,8 +10,6 @@
 #include "shared/cleanup.h"
 #include "shared/err.h"
 
-#define EMBER_RING_POPULATE_MAX (8u << 20)
-
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
@@ -32,11 +30,7 @@ static int sealed_memfd(const char *name, size_t size, void **map, unsigned int 
 
 	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
 		return neg_errno();
-	/* A ring of the default rates is populated now (zeroed once): each page the ring had not
-	 * reached yet cost a fault as a record was written to it, a third of the collector's time
-	 * a sample. A larger one, filled in seconds at high rates, is left to fill as it goes. */
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-	         MAP_SHARED | (size <= EMBER_RING_POPULATE_MAX ? MAP_POPULATE : 0), fd, 0);
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return neg_errno();
 	/* The producer's writable mapping exists before the seal; no later one can. */
