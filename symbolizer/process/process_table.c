@@ -133,6 +133,7 @@ static struct ember_process *get(struct ember_processes *t, uint32_t pid, uint64
 		return NULL;
 	p->pid = pid;
 	p->last_seen_ns = now_ns;
+	p->exec_seen = t->recent_execs[pid % EMBER_RECENT_EXECS] == pid;
 	if (ember_slots_add(&t->slots, &pid, sizeof(pid), &slot) < 0) {
 		free(p);
 		return NULL;
@@ -157,10 +158,13 @@ void ember_processes_on_exec(struct ember_processes *t, uint32_t pid, uint64_t e
 	EMBER_MEM_SCOPE(EMBER_MEM_PROCESSES);
 	struct ember_process *p = ember_processes_find(t, pid);
 
-	if (!p)
+	if (!p) {
+		t->recent_execs[pid % EMBER_RECENT_EXECS] = pid;
 		return;
+	}
 	/* A reused pid that execs lives again. */
 	p->exited_ns = 0;
+	p->exec_seen = true;
 	/* Maps read since (the unwind tables' loader runs ahead) are the new program's.
 	 * Older ones are forgotten, not only marked stale: were the reload to fail (the
 	 * process is gone), they would name the old program's functions. */
@@ -337,7 +341,8 @@ bool ember_process_context_look_due(struct ember_process *p, uint64_t now_ns)
 	if (p->maps.context_addr)
 		return false;
 	if (!p->context_look_ns) {
-		p->context_gap_ns = EMBER_CONTEXT_LOOK_FIRST_NS;
+		p->context_gap_ns =
+		    p->exec_seen ? EMBER_CONTEXT_LOOK_FIRST_NS : EMBER_CONTEXT_LOOK_RUNNING_NS;
 		p->context_look_ns = now_ns + p->context_gap_ns;
 		return false;
 	}

@@ -65,7 +65,12 @@ struct ember_process {
 	/* When its maps are next read again for a context it may have published since (0: not
 	 * planned yet), and the gap before the one after. */
 	uint64_t context_look_ns, context_gap_ns;
+	bool exec_seen; /* its program started while ember watched (an exec record) */
 };
+
+/* Pids of recent exec records whose process had no entry yet (its first sample follows),
+ * direct-mapped: a new entry learns it was exec'd, in a fixed kilobyte. */
+#define EMBER_RECENT_EXECS 256
 
 /* Every field is process_table.c's: read the table through the functions below. */
 struct ember_processes {
@@ -78,6 +83,7 @@ struct ember_processes {
 	uint64_t maps_loads, maps_failures, maps_adopted;
 	uint64_t freed_exited, freed_idle, evicted, shrunk;
 	uint64_t facts_requests, facts_failures;
+	uint32_t recent_execs[EMBER_RECENT_EXECS];
 };
 
 int ember_processes_init(struct ember_processes *t, struct ember_broker_client *broker);
@@ -140,13 +146,16 @@ uint64_t ember_process_context_addr(const struct ember_process *p);
 /*
  * Whether p's maps are worth reading again now for a process context published since they
  * were read (an SDK starts when its program is well under way): true at most at
- * EMBER_CONTEXT_LOOK_FIRST_NS after the first ask of a program, then at twice the gap each
- * time, up to every EMBER_CONTEXT_LOOK_MAX_NS; never once p has a context.
+ * EMBER_CONTEXT_LOOK_FIRST_NS after the first ask of a program exec'd while ember watched
+ * (EMBER_CONTEXT_LOOK_RUNNING_NS for one already running: its SDK most likely started long
+ * ago, and a busy host has hundreds), then at twice the gap each time, up to every
+ * EMBER_CONTEXT_LOOK_MAX_NS; never once p has a context.
  */
 bool ember_process_context_look_due(struct ember_process *p, uint64_t now_ns);
 
-#define EMBER_CONTEXT_LOOK_FIRST_NS (1000000000ull)
-#define EMBER_CONTEXT_LOOK_MAX_NS   (600ull * 1000000000ull)
+#define EMBER_CONTEXT_LOOK_FIRST_NS   (1000000000ull)
+#define EMBER_CONTEXT_LOOK_RUNNING_NS (64ull * 1000000000ull)
+#define EMBER_CONTEXT_LOOK_MAX_NS     (600ull * 1000000000ull)
 
 /* Whether p's exit record was read (it is kept a moment for the samples still coming). */
 static inline bool ember_process_exited(const struct ember_process *p)

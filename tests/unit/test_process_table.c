@@ -145,6 +145,35 @@ START_TEST(exec_makes_the_maps_name_and_facts_stale)
 }
 END_TEST
 
+/* A program exec'd while ember watched is looked at for a context 1 s after its first ask,
+ * then 2, 4 s... apart; one already running at the start first after 64 s. */
+START_TEST(context_looks_come_sooner_for_a_program_exec_d_while_watched)
+{
+	struct ember_process *running = ember_processes_get(&t, 42, SEC), *fresh, *again;
+
+	ember_processes_on_exec(&t, 43, SEC); /* before its first sample: no entry yet */
+	fresh = ember_processes_get(&t, 43, SEC);
+	ck_assert(!ember_process_context_look_due(running, SEC)); /* each is planned */
+	ck_assert(!ember_process_context_look_due(fresh, SEC));
+	ck_assert(!ember_process_context_look_due(fresh, 2 * SEC - 1));
+	ck_assert(ember_process_context_look_due(fresh, 2 * SEC));
+	ck_assert(!ember_process_context_look_due(fresh, 3 * SEC));
+	ck_assert(ember_process_context_look_due(fresh, 4 * SEC));
+	ck_assert(!ember_process_context_look_due(running, 64 * SEC));
+	ck_assert(ember_process_context_look_due(running, 65 * SEC));
+	ck_assert(!ember_process_context_look_due(running, 192 * SEC));
+	ck_assert(ember_process_context_look_due(running, 193 * SEC));
+	/* A running process that execs is a new program: looked at soon again. */
+	ember_processes_on_exec(&t, 42, 200 * SEC);
+	ck_assert(!ember_process_context_look_due(running, 200 * SEC));
+	ck_assert(ember_process_context_look_due(running, 201 * SEC));
+	/* Another pid sharing the exec's slot is not taken for it. */
+	again = ember_processes_get(&t, 43 + EMBER_RECENT_EXECS, SEC);
+	ck_assert(!ember_process_context_look_due(again, SEC));
+	ck_assert(!ember_process_context_look_due(again, 2 * SEC));
+}
+END_TEST
+
 START_TEST(maps_read_before_an_exec_are_forgotten_those_after_kept)
 {
 	struct ember_process *p = ember_processes_get(&t, 42, SEC);
@@ -360,6 +389,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, an_address_outside_every_mapping_reloads_at_most_every_200ms);
 	tcase_add_test(tc, an_address_seen_after_the_maps_were_read_reloads_them_sooner);
 	tcase_add_test(tc, exec_makes_the_maps_name_and_facts_stale);
+	tcase_add_test(tc, context_looks_come_sooner_for_a_program_exec_d_while_watched);
 	tcase_add_test(tc, maps_read_before_an_exec_are_forgotten_those_after_kept);
 	tcase_add_test(tc, adopted_maps_are_used_without_asking);
 	tcase_add_test(tc, facts_name_the_executable_and_the_container);
