@@ -118,6 +118,8 @@ struct copy_sort {
 	__u64 at;     /* offset of the copy's stack bytes in the CPU sampler's scratch slot */
 	__u64 lo, hi; /* the values kept: [lo, hi) */
 	__u64 words;  /* copied */
+	__u64 unread; /* bit j: page j from sp's was not there (its words unknown) */
+	__u64 sp_off; /* sp's offset in its page */
 	__u64 maps;   /* words of each bitmap */
 };
 
@@ -138,7 +140,9 @@ static long copy_sort_step(__u64 i, void *ctx)
 		s->copy_nonzero[i >> 6] = 0;
 	}
 	w = *(__u64 *)((void *)s + at + 8 * i);
-	if (w >= cs->lo && w < cs->hi) {
+	if ((cs->unread >> (((cs->sp_off + 8 * i) / COPY_PAGE) & 7)) & 1) {
+		s->copy_nonzero[i >> 6] |= 1ull << (i & 63); /* a walk that reads one stops */
+	} else if (w >= cs->lo && w < cs->hi) {
 		*(__u64 *)((void *)s + at + 8 * k) =
 		    w; /* k <= i: a word not yet read is never hit */
 		s->copy_kept[i >> 6] |= 1ull << (i & 63);
@@ -172,10 +176,15 @@ static long copy_maps_step(__u64 j, void *ctx)
  * scratch slot that could be user addresses and appends the bitmaps (struct
  * ember_stack_copy). Returns the bytes the copy then holds.
  */
-static __always_inline __u64 copy_sort(struct sample_scratch *s, __u64 at, __u64 len)
+static __always_inline __u64 copy_sort(struct sample_scratch *s, __u64 at, __u64 len, __u64 sp,
+                                       __u64 unread)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct copy_sort cs = {.at = at, .lo = EMBER_COPY_MIN_ADDR, .words = len / 8};
+	struct copy_sort cs = {.at = at,
+	                       .lo = EMBER_COPY_MIN_ADDR,
+	                       .words = len / 8,
+	                       .unread = unread,
+	                       .sp_off = sp & (COPY_PAGE - 1)};
 
 	cs.maps = EMBER_STACK_COPY_BITMAP_BYTES(cs.words) / 8;
 	cs.hi = BPF_CORE_READ(task, mm, task_size);
@@ -201,7 +210,7 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	struct copy_budget_state *budget;
 	struct ember_stack_copy *c;
 	struct sample_scratch *s;
-	__u64 len = stack_copy_len(sp), at, got = 0, chunk, sent;
+	__u64 len = stack_copy_len(sp), at, got = 0, end = 0, unread = 0, chunk, sent;
 	__u32 zero = 0, slot = SCRATCH_CPU;
 	void *bytes;
 
@@ -226,25 +235,31 @@ __attribute__((noinline)) long ember_copy_user_stack(__u32 nframes, __u64 pc, __
 	c = (struct ember_stack_copy *)((void *)s + at);
 	bytes = (void *)(c + 1);
 	/*
-	 * A read fails as a whole when a page of it cannot be read (never touched,
-	 * or past the end of the stack's mapping where its top was a guess): then
-	 * keep what can be read from sp up, a page at a time.
+	 * A read fails as a whole when a page of it cannot be read: then read it a
+	 * page at a time. A page that is not there yet below one that is (a sample
+	 * taken while the kernel faults in a stack page the program just moved
+	 * into) holds nothing a walk needs, which was all written: its words go as
+	 * unknown. Pages that fail at the end are past the stack mapping's end
+	 * (its top was a guess): the copy ends before them.
 	 */
 	if (bpf_probe_read_user(bytes, len, (const void *)sp)) {
 		for (int i = 0; i < COPY_MAX_CHUNKS; i++) {
 			chunk = COPY_PAGE - ((sp + got) & (COPY_PAGE - 1));
 			if (chunk > len - got)
 				chunk = len - got;
-			if (!chunk || got > EMBER_MAX_STACK_COPY || chunk > COPY_PAGE ||
-			    bpf_probe_read_user(bytes + got, chunk, (const void *)(sp + got)))
+			if (!chunk || got > EMBER_MAX_STACK_COPY || chunk > COPY_PAGE)
 				break;
+			if (bpf_probe_read_user(bytes + got, chunk, (const void *)(sp + got)))
+				unread |= 1ull << i;
+			else
+				end = got + chunk;
 			got += chunk;
 		}
-		len = got & ~7ull;
+		len = end & ~7ull;
 		if (len < 8)
 			return COPY_ERR_READ;
 	}
-	sent = copy_sort(s, at + sizeof(*c), len);
+	sent = copy_sort(s, at + sizeof(*c), len, sp, unread);
 	c->pc = pc;
 	c->sp = sp;
 	c->fp = fp;

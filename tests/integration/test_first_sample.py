@@ -187,6 +187,45 @@ def test_stacks_from_copies_match_truth():
     assert stats["unwind.copy.bytes"] <= 0.75 * stats["unwind.copy.stack_bytes"]
 
 
+def test_copies_taken_in_stack_page_faults():
+    """A program that spends its time faulting in stack pages (tests/workloads/stack_faults.c),
+    its tables held back: every sample carries a copy. A sample taken while the kernel faults
+    in the page at the stack pointer cannot read that page; the frames above it are whole, so
+    its stack must be too (a burst's first samples fall in page faults often)."""
+    faults = build_workload("stack_faults", WD, cflags=NO_FRAME_POINTERS)
+    folded, pprof = os.path.join(WD, "faults.folded"), os.path.join(WD, "faults.pb.gz")
+    pid = start_stopped([faults, "4"])
+    proc = start([EMBER, "record", "-d", "10", "-F", "999", "-p", str(pid), "-o", folded, "-o",
+                  pprof], env=dict(os.environ, EMBER_TEST_NO_PROCESS_TABLES="1"))
+    try:
+        wait_for_symbolizer(proc.pid)
+        time.sleep(2)
+        os.kill(pid, signal.SIGCONT)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status}"
+        _, err = proc.communicate(timeout=120)
+    finally:
+        kill(proc)
+    assert proc.returncode == 0, err
+    stats = profile_stats(pprof, WD)
+    split_line(stats)
+    kinds = collections.Counter()
+    for frames, n in read_folded(folded):
+        if frames[0] != "stack_faults" or "exc_page_fault" not in frames:
+            continue
+        user = [f for f in frames if f in ("_start", "main", "fault_loop", "touch_pages")]
+        kinds["complete" if user == ["_start", "main", "fault_loop", "touch_pages"] else
+              next((f for f in frames if f.startswith("[unwind stopped")),
+                   "short: " + ";".join(user))] += n
+    total, good = sum(kinds.values()), kinds["complete"]
+    log(f"  samples in a page fault of touch_pages: {good} of {total} complete; " + ", ".join(
+        f"{k} {n}" for k, n in kinds.most_common(4) if k != "complete"))
+    # The budget is spent for most of them (every sample copies, at 999 Hz): those say so.
+    copied = total - kinds[BUDGET_MARKER]
+    assert copied >= 100, f"too few samples in page faults with a copy: {copied}"
+    assert good >= 0.99 * copied, f"only {good} of {copied} complete"
+
+
 def test_processes_running_before_ember_starts():
     bins = [build_quiet(v, f"quiet_{v}") for v in range(20)]
     procs = [subprocess.Popen([bins[i % 20], "300", "3", "60"]) for i in range(60)]
@@ -355,6 +394,7 @@ def test_execs_of_processes_already_gone():
 if __name__ == "__main__":
     run_tests([
         test_stacks_from_copies_match_truth,
+        test_copies_taken_in_stack_page_faults,
         test_processes_running_before_ember_starts,
         test_one_shot_processes,
         test_execs_of_processes_already_gone,
