@@ -88,9 +88,12 @@ def shares(samples, wanted, since_s):
             continue
         kinds[k] += n
         if pid not in first or ts < first[pid][0]:
-            first[pid] = (ts, k)
-    early = [k for ts, k in first.values() if ts < since_s * 1e9 + 100e6]
-    return kinds, collections.Counter(k for _, k in first.values()), collections.Counter(early)
+            first[pid] = (ts, k, frames)
+    early = [k for ts, k, _ in first.values() if ts < since_s * 1e9 + 100e6]
+    for _, k, frames in first.values():
+        if k != "complete":  # the whole stack, leaf last, for the log of a failure
+            log(f"  incomplete first sample ({k}): " + ";".join(n for n, _ in reversed(frames)))
+    return kinds, collections.Counter(k for _, k, _ in first.values()), collections.Counter(early)
 
 
 def report(what, kinds):
